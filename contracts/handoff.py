@@ -1,0 +1,126 @@
+"""The handoff record and its state machine.
+
+A handoff is one bounded slice of a run that the coordinator gives to a specialist. Its
+local state is the coordinator's own account and never simply mirrors the remote task:
+a remote ``COMPLETED`` only makes the handoff ``RETURNED``; whether what came back is
+``ACCEPTED`` is the coordinator's return admission to decide.
+
+Transitions live in one table. :func:`transition` refuses anything the table does not
+allow, refuses to leave a terminal state, checks the version the caller expects, and
+appends an event with a timestamp and a reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HandoffState(StrEnum):
+    PROPOSED = "PROPOSED"
+    ADMITTED = "ADMITTED"
+    DISPATCHED = "DISPATCHED"
+    RUNNING = "RUNNING"
+    RETURNED = "RETURNED"
+    ACCEPTED = "ACCEPTED"
+    REJECTED = "REJECTED"
+    CANCELLED = "CANCELLED"
+    TIMED_OUT = "TIMED_OUT"
+    FAILED = "FAILED"
+    QUARANTINED = "QUARANTINED"
+
+
+S = HandoffState
+TERMINAL_STATES = frozenset({S.ACCEPTED, S.REJECTED, S.CANCELLED, S.TIMED_OUT, S.FAILED})
+_ENDINGS = {S.CANCELLED, S.TIMED_OUT, S.FAILED}
+
+TRANSITIONS: dict[HandoffState, frozenset[HandoffState]] = {
+    S.PROPOSED: frozenset({S.ADMITTED, S.REJECTED, S.CANCELLED}),
+    S.ADMITTED: frozenset({S.DISPATCHED} | _ENDINGS),
+    S.DISPATCHED: frozenset({S.RUNNING, S.RETURNED, S.QUARANTINED} | _ENDINGS),
+    # RUNNING -> RUNNING records a change of attention reason (input or auth required).
+    S.RUNNING: frozenset({S.RUNNING, S.RETURNED, S.QUARANTINED} | _ENDINGS),
+    S.QUARANTINED: frozenset({S.RUNNING, S.RETURNED, S.QUARANTINED} | _ENDINGS),
+    S.RETURNED: frozenset({S.ACCEPTED, S.REJECTED, S.CANCELLED, S.TIMED_OUT}),
+    **{state: frozenset() for state in TERMINAL_STATES},
+}
+
+
+class TransitionError(Exception):
+    """A transition the table does not allow, or one based on a stale version."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HandoffEvent(_Record):
+    state: HandoffState
+    at: datetime
+    reason: str
+
+
+class HandoffRecord(_Record):
+    handoff_id: str
+    run_id: str
+    source: str
+    target: str
+    skill: str
+    final_owner: str
+    attempt: int = 1
+    state: HandoffState = S.PROPOSED
+    version: int = 0
+    reason: str = "proposed"
+    remote_task_id: str | None = None
+    remote_state: str | None = None
+    events: tuple[HandoffEvent, ...] = Field(default_factory=tuple)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+def can_transition(current: HandoffState, to: HandoffState) -> bool:
+    return to in TRANSITIONS[current]
+
+
+def transition(
+    record: HandoffRecord,
+    to: HandoffState,
+    reason: str,
+    *,
+    expected_version: int | None = None,
+    at: datetime | None = None,
+    **changes: object,
+) -> HandoffRecord:
+    """Return ``record`` moved to ``to``, or raise :class:`TransitionError`."""
+    if expected_version is not None and expected_version != record.version:
+        raise TransitionError(
+            "stale_version",
+            f"handoff {record.handoff_id} is at version {record.version}, "
+            f"not {expected_version}",
+        )
+    if record.terminal:
+        raise TransitionError(
+            "terminal", f"handoff {record.handoff_id} is already {record.state.value}"
+        )
+    if not can_transition(record.state, to):
+        raise TransitionError(
+            "not_allowed", f"handoff cannot go from {record.state.value} to {to.value}"
+        )
+    event = HandoffEvent(state=to, at=at or datetime.now(UTC), reason=reason)
+    return record.model_copy(
+        update={
+            "state": to,
+            "reason": reason,
+            "version": record.version + 1,
+            "events": (*record.events, event),
+            **changes,
+        }
+    )

@@ -1,0 +1,1 @@
+"""The coordinator: the local owner of a run that delegates slices of it to specialists."""
