@@ -103,8 +103,7 @@ def transition(
     if expected_version is not None and expected_version != record.version:
         raise TransitionError(
             "stale_version",
-            f"handoff {record.handoff_id} is at version {record.version}, "
-            f"not {expected_version}",
+            f"handoff {record.handoff_id} is at version {record.version}, not {expected_version}",
         )
     if record.terminal:
         raise TransitionError(

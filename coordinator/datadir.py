@@ -1,0 +1,59 @@
+"""Where the coordinator keeps what must outlive one command: registered cards and runs.
+
+Chosen by ``--data-dir``, else ``FEDERATION_DATA_DIR``, else the XDG user data directory.
+Files are written atomically (a temporary file renamed over the old one), so a crash
+never leaves half a document behind.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from contracts import strict_json
+from coordinator.errors import FederationError
+
+ENV_VAR = "FEDERATION_DATA_DIR"
+APP_NAME = "a2a-federation"
+
+
+class DataDirError(FederationError):
+    default_reason = "data_dir_unusable"
+
+
+def resolve(option: str | None = None) -> Path:
+    if option:
+        return Path(option).expanduser()
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / APP_NAME
+
+
+class DataDir:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, *parts: str) -> Path:
+        return self.root.joinpath(*parts)
+
+    def read_json(self, *parts: str, default: Any = None) -> Any:
+        path = self.path(*parts)
+        if not path.exists():
+            return default
+        try:
+            return strict_json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise DataDirError(f"cannot read {path.name} in the data directory: {exc}") from None
+
+    def write_json(self, value: Any, *parts: str) -> None:
+        path = self.path(*parts)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(path.suffix + ".tmp")
+            temporary.write_bytes(strict_json.dumps(value))
+            os.replace(temporary, path)
+        except OSError as exc:
+            raise DataDirError(f"cannot write {path.name} in the data directory: {exc}") from None

@@ -1,0 +1,101 @@
+"""Every error the coordinator raises, and the one place foreign exceptions are translated.
+
+::
+
+    FederationError                 reason: a stable code, message: one readable line
+    ├── RegistryError               a card could not be fetched, parsed or accepted
+    ├── TransportError              the remote could not be reached or answered badly on HTTP
+    ├── ProtocolError               the remote answered something that is not A2A v1.0
+    ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason)
+    ├── OwnershipError              a caller that does not own the run tried to act on it
+    ├── BudgetExceeded              a run-wide limit would be exceeded
+    └── UsageError                  bad input on the command line (a file, an argument)
+
+httpx, pydantic and JSON decoding errors are turned into these by :func:`translated`, so
+nothing above this module needs to know which library failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pydantic
+
+from contracts.a2a_errors import BY_CODE, A2AErrorKind
+from contracts.strict_json import StrictJSONError
+
+
+class FederationError(Exception):
+    """Base of every coordinator error: ``reason`` is stable, ``str(error)`` is for people."""
+
+    default_reason = "federation_error"
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or self.default_reason
+
+
+class RegistryError(FederationError):
+    default_reason = "card_invalid"
+
+
+class TransportError(FederationError):
+    default_reason = "transport_error"
+
+
+class ProtocolError(FederationError):
+    default_reason = "protocol_error"
+
+
+class OwnershipError(FederationError):
+    default_reason = "not_owner"
+
+
+class BudgetExceeded(FederationError):
+    default_reason = "budget_exhausted"
+
+
+class UsageError(FederationError):
+    default_reason = "usage_error"
+
+
+class RemoteA2AError(FederationError):
+    """A JSON-RPC error answered by a remote agent."""
+
+    def __init__(self, code: int, message: str, reason: str | None) -> None:
+        self.code = code
+        self.kind: A2AErrorKind | None = BY_CODE.get(code)
+        self.error_info_reason = reason
+        name = self.kind.name if self.kind else "UnknownError"
+        super().__init__(f"remote answered {name} ({code}): {message}", name)
+
+
+def describe_validation(error: pydantic.ValidationError) -> str:
+    """The first problem of a validation error, as ``where: what``."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "document"
+    return f"{where}: {first['msg']}"
+
+
+@contextmanager
+def translated(what: str, url: str | None = None) -> Iterator[None]:
+    """Translate foreign exceptions raised while doing ``what`` into our hierarchy."""
+    place = f" {url}" if url else ""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise TransportError(f"{what}{place}: timed out", "timeout") from None
+    except httpx.ConnectError:
+        raise TransportError(f"{what}{place}: cannot connect", "unreachable") from None
+    except httpx.UnsupportedProtocol:
+        raise TransportError(f"{what}{place}: not an http(s) URL", "bad_url") from None
+    except httpx.InvalidURL:
+        raise TransportError(f"{what}{place}: invalid URL", "bad_url") from None
+    except httpx.HTTPError as exc:
+        raise TransportError(f"{what}{place}: {type(exc).__name__}", "transport_error") from None
+    except StrictJSONError as exc:
+        raise ProtocolError(f"{what}{place}: {exc}", "not_json") from None
+    except pydantic.ValidationError as exc:
+        raise ProtocolError(f"{what}{place}: {describe_validation(exc)}", "invalid_shape") from None

@@ -1,0 +1,199 @@
+"""The pilot-assessment run: consult operations (local) and risk (remote), merge, maybe hand off.
+
+The coordinator owns the run. It reserves the whole batch of consultations before any
+starts, gives each specialist only its projected context, admits what comes back, and
+merges with the fixed rule in :mod:`contracts.evidence`. When the merge says a privacy
+review is needed, ownership moves to the privacy specialist, and from then on the former
+owner is refused by the run itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.evidence import Assessment, AssessmentStatus, Finding, FindingStatus, merge
+from contracts.handoff import HandoffRecord, HandoffState, transition
+from coordinator import scenario, specialists
+from coordinator.client import A2AClient
+from coordinator.dispatch import RemoteOutcome, WaitPolicy, run_remote_handoff
+from coordinator.errors import OwnershipError
+from coordinator.projection import project_context, record_ids
+from coordinator.registry import RegisteredAgent
+from coordinator.runs import Run
+
+S = HandoffState
+COORDINATOR = "coordinator"
+RISK_SKILL = "interpret-risk-policy"
+LocalSpecialist = Callable[[dict[str, Any]], Finding]
+
+
+@dataclass
+class Consultation:
+    """One handoff as the operator sees it: who got what, what came back, what we decided."""
+
+    target: str
+    record: HandoffRecord
+    sent_fields: tuple[str, ...]
+    finding: Finding | None
+    remote: bool
+    admission_reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "handoff_id": self.record.handoff_id,
+            "target": self.target,
+            "remote_task_id": self.record.remote_task_id,
+            "remote_state": self.record.remote_state,
+            "local_state": self.record.state.value,
+            "reason": self.record.reason,
+            "sent_fields": list(self.sent_fields),
+            "finding_status": self.finding.status.value if self.finding else None,
+        }
+
+
+@dataclass
+class PilotResult:
+    case: str
+    run: Run
+    assessment: Assessment
+    consultations: list[Consultation]
+    former_owner_rejected: bool | None = None
+    clarification: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "run_id": self.run.run_id,
+            "assessment": {
+                "status": self.assessment.status.value,
+                "summary": self.assessment.summary,
+                "sources": list(self.assessment.sources),
+                "conflicts": [c.model_dump() for c in self.assessment.conflicts],
+            },
+            "owner": self.run.owner,
+            "ownership_path": list(self.run.ownership_path),
+            "former_owner_rejected": self.former_owner_rejected,
+            "handoffs": [c.as_dict() for c in self.consultations],
+        }
+
+
+def new_handoff(run: Run, target: str, skill: str, source: str | None = None) -> HandoffRecord:
+    return HandoffRecord(
+        handoff_id=f"ho-{uuid.uuid4().hex[:12]}",
+        run_id=run.run_id,
+        source=source or run.owner,
+        target=target,
+        skill=skill,
+        final_owner=run.owner,
+    )
+
+
+def run_local_handoff(
+    run: Run,
+    target: str,
+    handler: LocalSpecialist,
+    projected: dict[str, Any],
+    source: str | None = None,
+) -> Consultation:
+    """A handoff to an in-process specialist, through the same states as a remote one."""
+    record = transition(new_handoff(run, target, target, source), S.ADMITTED, "admitted")
+    record = transition(record, S.DISPATCHED, "called_in_process")
+    try:
+        finding = handler(projected)
+    except Exception:  # a specialist's failure is a result, never a crash of the run
+        record = transition(record, S.FAILED, "specialist_error")
+        failed = Finding(
+            status=FindingStatus.FAILED, summary="Specialist failed.", error_code="local_error"
+        )
+        return Consultation(target, run.record(record), tuple(projected), failed, remote=False)
+    record = transition(record, S.RETURNED, "returned")
+    unknown = set(finding.evidence_ids) - record_ids(projected)
+    if unknown:
+        record = transition(record, S.REJECTED, "unknown_evidence")
+        return Consultation(target, run.record(record), tuple(projected), None, remote=False)
+    record = transition(record, S.ACCEPTED, "finding_admitted")
+    return Consultation(target, run.record(record), tuple(projected), finding, remote=False)
+
+
+async def consult_risk(
+    run: Run,
+    client: A2AClient,
+    risk: RegisteredAgent,
+    projected: dict[str, Any],
+    wait: WaitPolicy,
+) -> Consultation:
+    record = new_handoff(run, risk.name, RISK_SKILL)
+    outcome: RemoteOutcome = await run_remote_handoff(
+        client, risk, record, projected, sent_record_ids=record_ids(projected), wait=wait
+    )
+    run.record(outcome.record)
+    finding = outcome.finding
+    if finding is None:
+        # Nothing admissible came back: that is a failure of the consultation, not evidence.
+        finding = Finding(
+            status=FindingStatus.FAILED,
+            summary="No admissible result from the risk specialist.",
+            error_code=outcome.record.reason,
+        )
+    reason = outcome.admission.reason if outcome.admission else outcome.record.reason
+    return Consultation(risk.name, outcome.record, outcome.sent_fields, finding, True, reason)
+
+
+async def run_pilot(
+    case: str,
+    client: A2AClient,
+    risk: RegisteredAgent,
+    *,
+    parallel: bool = False,
+    wait: WaitPolicy | None = None,
+) -> PilotResult:
+    context = scenario.context_for(case)
+    run = Run(owner=COORDINATOR)
+    run.reserve_delegations(COORDINATOR, 2)
+    ops_view = project_context(context, scenario.CONTEXT_KEYS["operations"])
+    risk_view = project_context(context, scenario.CONTEXT_KEYS["risk"])
+
+    async def ask_operations() -> Consultation:
+        return run_local_handoff(run, "operations", specialists.operations, ops_view)
+
+    ask_risk = consult_risk(run, client, risk, risk_view, wait or WaitPolicy())
+    if parallel:
+        operations, risk_result = await asyncio.gather(ask_operations(), ask_risk)
+    else:
+        operations = await ask_operations()
+        risk_result = await ask_risk
+    consultations = [operations, risk_result]
+    assessment = merge([(c.target, c.finding) for c in consultations if c.finding is not None])
+    result = PilotResult(case, run, assessment, consultations)
+    if assessment.status is AssessmentStatus.NEEDS_REVIEW:
+        _hand_off_to_privacy(result, context, risk_result)
+    return result
+
+
+def _hand_off_to_privacy(
+    result: PilotResult, context: dict[str, Any], risk_result: Consultation
+) -> None:
+    run = result.run
+    handover = project_context(context, scenario.CONTEXT_KEYS["privacy"])
+    risk_finding = risk_result.finding
+    if risk_finding is not None:
+        handover["risk_finding"] = {
+            "id": f"finding:{risk_result.record.handoff_id}",
+            "facts": risk_finding.facts,
+            "evidence_ids": list(risk_finding.evidence_ids),
+        }
+    run.transfer_ownership(COORDINATOR, "privacy")
+    try:
+        run.check_owner(COORDINATOR)  # the former owner tries to finish the reply itself
+        result.former_owner_rejected = False
+    except OwnershipError:
+        result.former_owner_rejected = True
+    privacy = run_local_handoff(run, "privacy", specialists.privacy, handover, COORDINATOR)
+    result.consultations.append(privacy)
+    if privacy.finding is not None:
+        result.clarification = str(privacy.finding.facts.get("clarification_question", ""))

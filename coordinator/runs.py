@@ -1,0 +1,74 @@
+"""A run: who owns it, how much it may still spend, and every handoff it made.
+
+Ownership is enforced, not labelled: after a transfer, any attempt by the former owner to
+continue raises :class:`OwnershipError`. Budgets belong to the whole run, so specialists
+cannot reset them by passing work around, and an ownership path may not return to an
+owner it already had.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from contracts.handoff import HandoffRecord
+from coordinator.errors import BudgetExceeded, OwnershipError
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    max_delegations: int = 4
+    max_ownership_transfers: int = 1
+
+
+@dataclass
+class Run:
+    owner: str
+    limits: RunLimits = field(default_factory=RunLimits)
+    run_id: str = field(default_factory=lambda: f"run-{uuid.uuid4().hex[:12]}")
+    closed: bool = False
+    delegations: int = 0
+    ownership_path: list[str] = field(default_factory=list)
+    handoffs: dict[str, HandoffRecord] = field(default_factory=dict)
+    refusals: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.ownership_path:
+            self.ownership_path.append(self.owner)
+
+    def check_owner(self, caller: str) -> None:
+        if self.closed or caller != self.owner:
+            self.refusals.append(f"{caller}: not the active owner")
+            raise OwnershipError(
+                f"{caller!r} is not the active owner of {self.run_id} (owner: {self.owner})"
+            )
+
+    def reserve_delegations(self, caller: str, count: int) -> None:
+        """Reserve ``count`` consultations at once: a batch that does not fit starts nothing."""
+        self.check_owner(caller)
+        if self.delegations + count > self.limits.max_delegations:
+            raise BudgetExceeded(
+                f"{count} more delegations would exceed the run's limit of "
+                f"{self.limits.max_delegations}",
+                "delegation_budget_exhausted",
+            )
+        self.delegations += count
+
+    def transfer_ownership(self, caller: str, target: str) -> None:
+        self.check_owner(caller)
+        if target in self.ownership_path:
+            raise OwnershipError(
+                f"ownership may not return to earlier owner {target!r}", "ownership_cycle"
+            )
+        if len(self.ownership_path) - 1 >= self.limits.max_ownership_transfers:
+            raise BudgetExceeded("ownership transfer limit reached", "transfer_budget_exhausted")
+        self.owner = target
+        self.ownership_path.append(target)
+
+    def record(self, handoff: HandoffRecord) -> HandoffRecord:
+        self.handoffs[handoff.handoff_id] = handoff
+        return handoff
+
+    def close(self, caller: str) -> None:
+        self.check_owner(caller)
+        self.closed = True
