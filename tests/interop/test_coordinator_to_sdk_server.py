@@ -125,7 +125,7 @@ def _federation(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_register_and_delegate_to_sdk_server(sdk_server: str, tmp_path: Path) -> None:
-    """`federation register` then `federation delegate --json` complete a handoff to the SDK peer."""
+    """`federation register` then `delegate --json` complete a handoff to the SDK peer."""
     registered = _federation(tmp_path, "register", sdk_server, "--name", "echo")
     assert registered.returncode == 0, registered.stderr
     listed = _federation(tmp_path, "agents")
