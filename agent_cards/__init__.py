@@ -1,0 +1,1 @@
+"""Agent Card documents the federation ships, and how a service serves its card."""
