@@ -1,0 +1,164 @@
+"""Every error the risk service raises on purpose, in one tree.
+
+::
+
+    RemoteRiskError
+    ├── A2AError                  answered as a JSON-RPC error (code and reason from the table
+    │   │                         in contracts.a2a_errors); its message is written for a person
+    │   ├── ParseError                    -32700
+    │   ├── InvalidRequest                -32600
+    │   ├── MethodNotFound                -32601
+    │   ├── InvalidParams                 -32602  (see invalid_params_from)
+    │   ├── InternalError                 -32603
+    │   │   └── TaskStoreFull             every slot holds an unfinished task
+    │   ├── TaskNotFound                  -32001
+    │   ├── TaskNotCancelable             -32002
+    │   ├── PushNotificationNotSupported  -32003
+    │   ├── UnsupportedOperation          -32004
+    │   ├── ContentTypeNotSupported       -32005
+    │   └── VersionNotSupported           -32009
+    └── SkillFailure              the skill could not do its work; the task ends FAILED with a
+                                  controlled error code, never as a JSON-RPC error
+
+Anything else that escapes a handler is a bug: the JSON-RPC layer logs it and answers a
+generic -32603 so that no exception text reaches the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from contracts import a2a_errors
+from contracts.a2a_errors import A2AErrorKind
+
+# More than this many problems in one request are summarised rather than listed.
+_MAX_LISTED_PROBLEMS = 5
+
+
+class RemoteRiskError(Exception):
+    """Base of every deliberate error in this package."""
+
+
+class A2AError(RemoteRiskError):
+    """An error the caller sees as a JSON-RPC error object."""
+
+    default_kind: ClassVar[A2AErrorKind] = a2a_errors.INTERNAL_ERROR
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: A2AErrorKind | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind or self.default_kind
+        self.message = message
+        self.metadata = metadata
+
+    def error_object(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member: code, this message, ErrorInfo in ``data``."""
+        return a2a_errors.error_object(self.kind, self.message, self.metadata)
+
+
+class ParseError(A2AError):
+    default_kind = a2a_errors.PARSE_ERROR
+
+
+class InvalidRequest(A2AError):
+    default_kind = a2a_errors.INVALID_REQUEST
+
+
+class MethodNotFound(A2AError):
+    default_kind = a2a_errors.METHOD_NOT_FOUND
+
+
+class InvalidParams(A2AError):
+    default_kind = a2a_errors.INVALID_PARAMS
+
+
+class InternalError(A2AError):
+    default_kind = a2a_errors.INTERNAL_ERROR
+
+
+class TaskStoreFull(InternalError):
+    """No room for a new task: every stored task is still unfinished, none can be evicted."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(
+            f"the agent is at capacity: all {capacity} task slots hold unfinished tasks; "
+            "retry once some finish, or cancel one",
+            metadata={"capacity": str(capacity)},
+        )
+
+
+class TaskNotFound(A2AError):
+    default_kind = a2a_errors.TASK_NOT_FOUND
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"task {task_id} was not found", metadata={"taskId": task_id})
+
+
+class TaskNotCancelable(A2AError):
+    default_kind = a2a_errors.TASK_NOT_CANCELABLE
+
+
+class PushNotificationNotSupported(A2AError):
+    default_kind = a2a_errors.PUSH_NOT_SUPPORTED
+
+
+class UnsupportedOperation(A2AError):
+    default_kind = a2a_errors.UNSUPPORTED_OPERATION
+
+
+class ContentTypeNotSupported(A2AError):
+    default_kind = a2a_errors.CONTENT_TYPE_NOT_SUPPORTED
+
+
+class VersionNotSupported(A2AError):
+    default_kind = a2a_errors.VERSION_NOT_SUPPORTED
+
+
+class SkillFailure(RemoteRiskError):
+    """The skill tried and could not finish; ``error_code`` is a stable, documented token."""
+
+    def __init__(self, error_code: str, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def invalid_params_from(exc: ValidationError, root: str = "params") -> InvalidParams:
+    """Turn a pydantic error into an InvalidParams whose message says what to fix.
+
+    ``root`` prefixes each location, e.g. ``params.message.messageId: field required``.
+    Input values are never echoed: they may be large or confidential.
+    """
+    problems = [_describe(root, error["loc"], error["msg"]) for error in exc.errors()]
+    return InvalidParams(_join(problems))
+
+
+def _describe(root: str, loc: Sequence[int | str], msg: str) -> str:
+    return f"{location(root, loc)}: {_readable(msg)}"
+
+
+def location(root: str, loc: Sequence[int | str]) -> str:
+    """``("message", "parts", 0)`` under ``params`` reads ``params.message.parts[0]``."""
+    text = root
+    for step in loc:
+        text += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return text
+
+
+def _readable(msg: str) -> str:
+    msg = msg.removeprefix("Value error, ")
+    return msg[:1].lower() + msg[1:]
+
+
+def _join(problems: list[str]) -> str:
+    listed = "; ".join(problems[:_MAX_LISTED_PROBLEMS])
+    hidden = len(problems) - _MAX_LISTED_PROBLEMS
+    return f"{listed}; and {hidden} more" if hidden > 0 else listed

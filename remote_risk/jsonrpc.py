@@ -1,0 +1,237 @@
+"""A2A JSON-RPC 2.0 over HTTP, independent of any one specialist.
+
+One POST goes through these steps, each of which can end it with an error body:
+
+1. read the body, at most ``max_body_bytes`` (-32600 beyond that);
+2. ``Content-Type`` must be ``application/json``, else -32005 ContentTypeNotSupported.
+   JSON-RPC itself defines no error for this; we answer with A2A's content-type error
+   because it names the problem exactly, it is what the A2A TCK expects, and the caller
+   learns it sent the wrong media type rather than a "parse error" about valid bytes;
+3. strict JSON (duplicate keys and NaN refused), else -32700;
+4. the envelope: an object (no batches) with ``jsonrpc == "2.0"``, an ``id`` (A2A calls
+   are all requests; a notification could never see its result), a non-empty ``method``
+   and, if present, ``params`` as an object; anything else -32600;
+5. ``A2A-Version`` must have major version 1; absent or empty means 0.3, so -32009;
+6. the method must be one the handler offers, else -32601;
+7. ``authorize(request, method, params)`` returns the :class:`CallContext` the operation
+   runs under (the hook where delegation-token checks go). It may raise an
+   :class:`~remote_risk.errors.A2AError` or a Starlette ``HTTPException`` (e.g. a 401),
+   which is passed through unchanged;
+8. ``params`` are validated into the operation's pydantic type, else -32602 with a
+   message naming each offending field;
+9. the operation runs. An :class:`~remote_risk.errors.A2AError` becomes its error body;
+   anything else is logged here and answered as a generic -32603.
+
+Every JSON-RPC answer, error or not, is HTTP 200 as in the A2A reference SDK; the
+JSON-RPC error code carries the meaning.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from contracts import strict_json
+from contracts.strict_json import StrictJSONError
+from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
+from remote_risk import errors
+
+logger = logging.getLogger(__name__)
+
+ANONYMOUS_OWNER = "anonymous"
+JSON_MEDIA_TYPE = "application/json"
+# An absent or empty A2A-Version header means the caller speaks 0.3 (spec section 3.2.6).
+IMPLIED_VERSION = "0.3"
+_ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
+
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling and about which request; every operation receives one.
+
+    ``owner`` scopes tasks: a caller only ever sees tasks created under the same owner.
+    ``request_id`` is filled in by the endpoint after authorization.
+    """
+
+    owner: str
+    request_id: RequestId = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]
+
+
+def anonymous(request: Request, method: str, params: JSONObject) -> CallContext:
+    """The default authorizer: every caller is the same anonymous owner."""
+    return CallContext(owner=ANONYMOUS_OWNER, headers=dict(request.headers))
+
+
+@dataclass(frozen=True)
+class Operation(Generic[ParamsT]):
+    """One JSON-RPC method: the type its params must have and the coroutine that serves it."""
+
+    params_type: type[ParamsT]
+    call: Callable[[ParamsT, CallContext], Awaitable[BaseModel]]
+
+
+class OperationTable(Protocol):
+    """A handler object: maps PascalCase A2A method names to operations."""
+
+    def operations(self) -> Mapping[str, Operation[Any]]: ...
+
+
+@dataclass(frozen=True)
+class Envelope:
+    request_id: RequestId
+    method: str
+    params: JSONObject
+
+
+class JSONRPCEndpoint:
+    """Serves one operation table; route ``endpoint.handle`` (``async (Request) -> Response``)."""
+
+    def __init__(
+        self,
+        handler: OperationTable,
+        *,
+        authorize: Authorize = anonymous,
+        max_body_bytes: int = 1_000_000,
+        record_body: Callable[[bytes], None] | None = None,
+    ) -> None:
+        if max_body_bytes < 1:
+            raise ValueError("max_body_bytes must be positive")
+        self._operations = dict(handler.operations())
+        self._authorize = authorize
+        self._max_body_bytes = max_body_bytes
+        self._record_body = record_body
+
+    async def handle(self, request: Request) -> Response:
+        request_id: RequestId = None
+        try:
+            document = await self._document(request)
+            request_id = _usable_id(document)
+            envelope = parse_envelope(document)
+            check_version(request.headers.get(VERSION_HEADER))
+            result = await self._dispatch(request, envelope)
+            return _respond({"jsonrpc": "2.0", "id": request_id, "result": to_wire(result)})
+        except errors.A2AError as error:
+            logger.info("JSON-RPC %s answered %s: %s", request_id, error.kind.code, error.message)
+            return _error_response(request_id, error)
+        except HTTPException:
+            raise
+        except Exception:
+            logger.exception("JSON-RPC request %r failed unexpectedly", request_id)
+            return _error_response(request_id, errors.InternalError("internal error"))
+
+    async def _document(self, request: Request) -> Any:
+        body = await self._read_body(request)
+        if self._record_body is not None:
+            self._record_body(body)
+        check_content_type(request.headers.get("content-type"))
+        try:
+            return strict_json.loads(body)
+        except StrictJSONError as exc:
+            raise errors.ParseError(f"the request body is not strict JSON: {exc}") from None
+
+    async def _read_body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_body_bytes:
+            raise self._too_large()
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self._max_body_bytes:
+                raise self._too_large()
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self) -> errors.InvalidRequest:
+        return errors.InvalidRequest(f"the request body exceeds {self._max_body_bytes} bytes")
+
+    async def _dispatch(self, request: Request, envelope: Envelope) -> BaseModel:
+        operation = self._operations.get(envelope.method)
+        if operation is None:
+            raise errors.MethodNotFound(f"method {envelope.method!r} is not offered by this agent")
+        context = await self._call_context(request, envelope)
+        try:
+            params = operation.params_type.model_validate(envelope.params)
+        except ValidationError as exc:
+            raise errors.invalid_params_from(exc) from None
+        return await operation.call(params, context)
+
+    async def _call_context(self, request: Request, envelope: Envelope) -> CallContext:
+        decided = self._authorize(request, envelope.method, envelope.params)
+        context = await decided if inspect.isawaitable(decided) else decided
+        return replace(context, request_id=envelope.request_id)
+
+
+def check_content_type(content_type: str | None) -> None:
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type != JSON_MEDIA_TYPE:
+        shown = media_type or "none"
+        raise errors.ContentTypeNotSupported(
+            f"Content-Type {shown} is not supported; send {JSON_MEDIA_TYPE}"
+        )
+
+
+def check_version(header: str | None) -> None:
+    """Accept any 1.x version; the header's absence means the caller speaks 0.3."""
+    requested = (header or "").strip() or IMPLIED_VERSION
+    if requested.split(".", 1)[0] != PROTOCOL_VERSION.split(".", 1)[0]:
+        raise errors.VersionNotSupported(
+            f"A2A-Version {requested} is not supported; send {VERSION_HEADER}: {PROTOCOL_VERSION}",
+            metadata={"requestedVersion": requested, "supportedVersions": PROTOCOL_VERSION},
+        )
+
+
+def parse_envelope(document: Any) -> Envelope:
+    """Check the JSON-RPC 2.0 request object and split it into its parts."""
+    if isinstance(document, list):
+        raise errors.InvalidRequest("batch requests are not supported")
+    if not isinstance(document, dict):
+        raise errors.InvalidRequest("a JSON-RPC request must be a JSON object")
+    unexpected = sorted(set(document) - _ENVELOPE_MEMBERS)
+    if unexpected:
+        raise errors.InvalidRequest(f"unexpected request members: {', '.join(unexpected)}")
+    if document.get("jsonrpc") != "2.0":
+        raise errors.InvalidRequest('jsonrpc must be exactly "2.0"')
+    if "id" not in document:
+        raise errors.InvalidRequest("id is required: every A2A call is a request")
+    if _usable_id(document) is None and document["id"] is not None:
+        raise errors.InvalidRequest("id must be a string, an integer or null")
+    method = document.get("method")
+    if not isinstance(method, str) or not method:
+        raise errors.InvalidRequest("method must be a non-empty string")
+    params = document.get("params", {})
+    if not isinstance(params, dict):
+        raise errors.InvalidRequest("params must be a JSON object")
+    return Envelope(request_id=document["id"], method=method, params=params)
+
+
+def _usable_id(document: Any) -> RequestId:
+    """The request's id if it is one a response may echo (string or integer), else None."""
+    if not isinstance(document, dict):
+        return None
+    value = document.get("id")
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _error_response(request_id: RequestId, error: errors.A2AError) -> Response:
+    return _respond({"jsonrpc": "2.0", "id": request_id, "error": error.error_object()})
+
+
+def _respond(body: dict[str, Any]) -> Response:
+    return Response(strict_json.dumps(body), media_type=JSON_MEDIA_TYPE)
