@@ -1,0 +1,293 @@
+"""A bounded, owner-scoped, in-memory store of A2A tasks and their lifecycle.
+
+Bounds: at most ``capacity`` tasks are kept. A new task evicts the terminal task whose
+status changed longest ago; if every stored task is still unfinished the new one is
+refused with :class:`~remote_risk.errors.TaskStoreFull` rather than dropping live work.
+
+Scoping: every read, list and cancel takes the caller's ``owner``; a task of another owner
+answers exactly as a missing one does, so existence never leaks across owners.
+
+Everything here runs on one event loop and never awaits while changing state, so no lock
+is needed. Timestamps are ISO-8601 UTC with a trailing ``Z``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from contracts.wire import (
+    INTERRUPTED_TASK_STATES,
+    TERMINAL_TASK_STATES,
+    Artifact,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from remote_risk import errors
+
+Clock = Callable[[], datetime]
+DEFAULT_PAGE_SIZE = 50
+SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def wire_timestamp(at: datetime) -> str:
+    """ISO-8601 in UTC with millisecond precision and a trailing ``Z``."""
+    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class TaskRecord:
+    """One task as the store keeps it; callers get immutable :class:`Task` snapshots."""
+
+    id: str
+    owner: str
+    context_id: str
+    state: TaskState
+    changed_at: datetime
+    sequence: int
+    status_message: Message | None = None
+    history: list[Message] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_TASK_STATES
+
+    @property
+    def sort_key(self) -> tuple[datetime, int]:
+        """Newest status change first; the sequence breaks ties between equal timestamps."""
+        return (self.changed_at, self.sequence)
+
+    def snapshot(self, history_length: int | None = None, include_artifacts: bool = True) -> Task:
+        """The wire view; ``history_length`` keeps the most recent messages (None: all)."""
+        history = self.history if history_length is None else _last(self.history, history_length)
+        return Task(
+            id=self.id,
+            context_id=self.context_id,
+            status=TaskStatus(
+                state=self.state,
+                message=self.status_message,
+                timestamp=wire_timestamp(self.changed_at),
+            ),
+            artifacts=list(self.artifacts) if include_artifacts and self.artifacts else None,
+            history=list(history) if history else None,
+        )
+
+
+def _last(messages: list[Message], count: int) -> list[Message]:
+    return messages[-count:] if count > 0 else []
+
+
+class TaskStore:
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        clock: Clock = utc_now,
+        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        if capacity < 1:
+            raise ValueError("a task store needs room for at least one task")
+        self.capacity = capacity
+        self._clock = clock
+        self._new_id = new_id
+        self._records: dict[str, TaskRecord] = {}
+        self._sequence = 0
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def create(self, owner: str, message: Message, context_id: str | None = None) -> TaskRecord:
+        """Open a SUBMITTED task whose history starts with ``message``."""
+        self._make_room()
+        task_id = self._new_id()
+        record = TaskRecord(
+            id=task_id,
+            owner=owner,
+            context_id=context_id or self._new_id(),
+            state=TaskState.SUBMITTED,
+            changed_at=self._now(),
+            sequence=self._next_sequence(),
+        )
+        record.history.append(_bound(message, record))
+        self._records[task_id] = record
+        return record
+
+    def resume(self, record: TaskRecord, message: Message) -> None:
+        """Take a further message for an interrupted task and submit it again."""
+        if record.state not in INTERRUPTED_TASK_STATES:
+            raise errors.UnsupportedOperation(
+                f"task {record.id} is {record.state.value}; only a task waiting for input "
+                "takes a further message"
+            )
+        record.history.append(_bound(message, record))
+        self._move(record, TaskState.SUBMITTED, None)
+
+    def advance(
+        self,
+        task_id: str,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> bool:
+        """Move a live task on; False if it is gone or already terminal (e.g. cancelled)."""
+        record = self._records.get(task_id)
+        if record is None or record.terminal:
+            return False
+        if artifacts:
+            record.artifacts.extend(artifacts)
+        self._move(record, state, message)
+        return True
+
+    def cancel(self, owner: str, task_id: str) -> TaskRecord:
+        record = self.get(owner, task_id)
+        if record.terminal:
+            raise errors.TaskNotCancelable(
+                f"task {task_id} is already {record.state.value} and cannot be canceled",
+                metadata={"taskId": task_id, "state": record.state.value},
+            )
+        self._move(record, TaskState.CANCELED, None)
+        return record
+
+    async def wait_settled(self, record: TaskRecord) -> None:
+        """Return once the task is terminal or waiting for input or authorization."""
+        await record.settled.wait()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def get(self, owner: str, task_id: str) -> TaskRecord:
+        record = self._records.get(task_id)
+        if record is None or record.owner != owner:
+            raise errors.TaskNotFound(task_id)
+        return record
+
+    def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse:
+        """The owner's tasks matching ``query``, newest status change first, one page."""
+        changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
+        matching = sorted(
+            (
+                record
+                for record in self._records.values()
+                if _matches(record, owner, query, changed_after)
+            ),
+            key=lambda record: record.sort_key,
+            reverse=True,
+        )
+        page_size = query.page_size or DEFAULT_PAGE_SIZE
+        after = decode_page_token(query.page_token) if query.page_token else None
+        remaining = [r for r in matching if after is None or r.sort_key < after]
+        page = remaining[:page_size]
+        more = len(remaining) > page_size
+        return ListTasksResponse(
+            tasks=[
+                record.snapshot(query.history_length, bool(query.include_artifacts))
+                for record in page
+            ],
+            next_page_token=encode_page_token(page[-1].sort_key) if more else "",
+            page_size=page_size,
+            total_size=len(matching),
+        )
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _move(self, record: TaskRecord, state: TaskState, message: Message | None) -> None:
+        record.state = state
+        record.status_message = message
+        record.changed_at = self._now()
+        record.sequence = self._next_sequence()
+        if message is not None:
+            record.history.append(message)
+        if state in SETTLED_STATES:
+            record.settled.set()
+        else:
+            record.settled.clear()
+
+    def _make_room(self) -> None:
+        if len(self._records) < self.capacity:
+            return
+        finished = [record for record in self._records.values() if record.terminal]
+        if not finished:
+            raise errors.TaskStoreFull(self.capacity)
+        oldest = min(finished, key=lambda record: record.sort_key)
+        del self._records[oldest.id]
+
+    def _now(self) -> datetime:
+        """The clock in whole milliseconds, so the order matches the timestamps shown."""
+        now = self._clock()
+        return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+    def _next_sequence(self) -> int:
+        self._sequence += 1
+        return self._sequence
+
+
+def _bound(message: Message, record: TaskRecord) -> Message:
+    """The message as stored: tied to its task and context."""
+    return message.model_copy(update={"task_id": record.id, "context_id": record.context_id})
+
+
+def _matches(
+    record: TaskRecord, owner: str, query: ListTasksRequest, changed_after: datetime | None
+) -> bool:
+    if record.owner != owner:
+        return False
+    if query.context_id and record.context_id != query.context_id:
+        return False
+    if query.status and query.status is not TaskState.UNSPECIFIED and record.state != query.status:
+        return False
+    return changed_after is None or record.changed_at > changed_after
+
+
+def parse_timestamp(value: str | None, name: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise errors.InvalidParams(
+            f"params.{name}: not an ISO-8601 timestamp such as 2026-01-31T12:00:00Z"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+# --- page tokens ---------------------------------------------------------------------------
+# A token is the sort key of the last task on the previous page. It is opaque to callers,
+# names no task, and stays valid when tasks are added: the next page simply continues
+# below that key.
+
+
+def encode_page_token(key: tuple[datetime, int]) -> str:
+    at, sequence = key
+    raw = json.dumps([wire_timestamp(at), sequence]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> tuple[datetime, int]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        stamp, sequence = json.loads(raw)
+        at = datetime.fromisoformat(stamp)
+        if not isinstance(sequence, int) or at.tzinfo is None:
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error):
+        raise errors.InvalidParams(
+            "params.pageToken: not a page token this agent issued; start again without one"
+        ) from None
+    return (at, sequence)
