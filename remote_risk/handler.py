@@ -1,0 +1,275 @@
+"""The risk agent's A2A operations: SendMessage, GetTask, ListTasks, CancelTask.
+
+SendMessage takes exactly one data part holding the projected context (see
+:mod:`remote_risk.skill`), opens a task and runs the skill in the background. Unless
+``configuration.returnImmediately`` is true it waits until the task is terminal or
+interrupted. Where the skill's :class:`~contracts.evidence.Finding` ends up:
+
+* COMPLETED: ``task.artifacts[0]`` (named ``risk-finding``) holds one data part
+  ``{"data": <Finding as camelCase JSON>, "mediaType": "application/json"}``;
+* INPUT_REQUIRED (a needs_input Finding) and FAILED (a failed Finding with its
+  ``errorCode``): ``task.status.message`` holds that same kind of data part.
+
+A task waiting for input takes a further message carrying its ``taskId`` and a complete
+context again. Streaming, subscriptions, push notifications and the extended card are not
+offered (the card says so) and are refused with their A2A errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from contracts.evidence import Finding, FindingStatus
+from contracts.wire import (
+    Artifact,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    Task,
+    TaskState,
+    to_wire,
+)
+from remote_risk import errors, skill
+from remote_risk.jsonrpc import JSON_MEDIA_TYPE, CallContext, Operation
+from remote_risk.tasks import TaskRecord, TaskStore
+
+logger = logging.getLogger(__name__)
+
+FINDING_ARTIFACT_NAME = "risk-finding"
+INTERNAL_FAILURE_CODE = "internal_error"
+_JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
+
+_PUSH_METHODS = (
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+)
+_STREAM_METHODS = ("SendStreamingMessage", "SubscribeToTask")
+
+
+class AnyParams(BaseModel):
+    """Params of a method that is refused whatever they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class RiskAgentHandler:
+    def __init__(self, store: TaskStore, *, skill_delay_seconds: float = 0.0) -> None:
+        self._store = store
+        self._skill_delay = skill_delay_seconds
+        self._workers: dict[str, asyncio.Task[None]] = {}
+
+    def operations(self) -> Mapping[str, Operation[Any]]:
+        table: dict[str, Operation[Any]] = {
+            "SendMessage": Operation(SendMessageRequest, self.send_message),
+            "GetTask": Operation(GetTaskRequest, self.get_task),
+            "ListTasks": Operation(ListTasksRequest, self.list_tasks),
+            "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
+            "GetExtendedAgentCard": Operation(AnyParams, _no_extended_card),
+        }
+        table.update({name: Operation(AnyParams, _no_push) for name in _PUSH_METHODS})
+        table.update({name: Operation(AnyParams, _no_streaming) for name in _STREAM_METHODS})
+        return table
+
+    # --- operations -----------------------------------------------------------------------
+
+    async def send_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> SendMessageResponse:
+        configuration = request.configuration or SendMessageConfiguration()
+        check_configuration(configuration)
+        risk_input = risk_input_of(request.message)
+        record = self._open_task(context.owner, request.message)
+        self._start(record, risk_input)
+        if not configuration.return_immediately:
+            await self._store.wait_settled(record)
+        return SendMessageResponse(task=record.snapshot(configuration.history_length))
+
+    async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
+        return self._store.get(context.owner, request.id).snapshot(request.history_length)
+
+    async def list_tasks(
+        self, request: ListTasksRequest, context: CallContext
+    ) -> ListTasksResponse:
+        return self._store.list(context.owner, request)
+
+    async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
+        record = self._store.cancel(context.owner, request.id)
+        worker = self._workers.get(record.id)
+        if worker is not None:
+            worker.cancel()
+        return record.snapshot()
+
+    async def aclose(self) -> None:
+        """Stop background work (on shutdown); tasks left unfinished stay as they are."""
+        workers = list(self._workers.values())
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+    # --- the task's life ------------------------------------------------------------------
+
+    def _open_task(self, owner: str, message: Message) -> TaskRecord:
+        if message.task_id is None:
+            return self._store.create(owner, message, message.context_id)
+        record = self._store.get(owner, message.task_id)
+        if record.terminal:
+            raise errors.UnsupportedOperation(
+                f"task {record.id} is {record.state.value}; a finished task takes no further "
+                "messages, start a new task instead",
+                metadata={"taskId": record.id, "state": record.state.value},
+            )
+        if message.context_id is not None and message.context_id != record.context_id:
+            raise errors.InvalidParams(
+                f"params.message.contextId: task {record.id} belongs to another context"
+            )
+        self._store.resume(record, message)
+        return record
+
+    def _start(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        worker = asyncio.create_task(self._work(record, risk_input))
+        self._workers[record.id] = worker
+        worker.add_done_callback(lambda _: self._forget(record.id, worker))
+
+    def _forget(self, task_id: str, worker: asyncio.Task[None]) -> None:
+        if self._workers.get(task_id) is worker:
+            del self._workers[task_id]
+
+    async def _work(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
+        if not self._store.advance(record.id, TaskState.WORKING):
+            return
+        if self._skill_delay:
+            await asyncio.sleep(self._skill_delay)
+        state, finding = run_skill(risk_input)
+        if state is TaskState.COMPLETED:
+            self._store.advance(record.id, state, artifacts=[finding_artifact(finding)])
+        else:
+            self._store.advance(record.id, state, message=agent_message(record, finding))
+
+
+def run_skill(risk_input: Mapping[str, Any]) -> tuple[TaskState, Finding]:
+    """The task state a skill outcome leads to, with the Finding to report."""
+    try:
+        finding = skill.interpret_risk_policy(risk_input)
+    except errors.SkillFailure as failure:
+        return TaskState.FAILED, skill.failed_finding(failure)
+    except Exception:
+        logger.exception("the risk skill raised unexpectedly")
+        unexpected = errors.SkillFailure(
+            INTERNAL_FAILURE_CODE, "The risk skill failed unexpectedly."
+        )
+        return TaskState.FAILED, skill.failed_finding(unexpected)
+    if finding.status is FindingStatus.OK:
+        return TaskState.COMPLETED, finding
+    return TaskState.INPUT_REQUIRED, finding
+
+
+# --- reading the request ---------------------------------------------------------------------
+
+
+def check_configuration(configuration: SendMessageConfiguration) -> None:
+    if configuration.task_push_notification_config is not None:
+        raise errors.PushNotificationNotSupported(
+            "push notifications are not supported by this agent; poll with GetTask instead"
+        )
+    modes = configuration.accepted_output_modes
+    if modes and not any(_media_type(mode) in _JSON_RANGES for mode in modes):
+        raise errors.ContentTypeNotSupported(
+            f"this agent answers only in {JSON_MEDIA_TYPE}, which acceptedOutputModes "
+            f"({', '.join(modes)}) excludes"
+        )
+    if configuration.history_length is not None and configuration.history_length < 0:
+        raise errors.InvalidParams("params.configuration.historyLength: must be 0 or more")
+
+
+def risk_input_of(message: Message) -> dict[str, Any]:
+    """The one data part of ``message``, checked to be an acceptable skill input."""
+    data_parts = [(i, part) for i, part in enumerate(message.parts) if _is_data(part)]
+    if not data_parts:
+        raise errors.ContentTypeNotSupported(
+            f"the risk skill reads one {JSON_MEDIA_TYPE} data part holding brief and "
+            "policy_note; this message has none"
+        )
+    if len(data_parts) > 1:
+        raise errors.InvalidParams(
+            f"params.message.parts: expected exactly one data part, found {len(data_parts)}"
+        )
+    index, part = data_parts[0]
+    if part.media_type is not None and _media_type(part.media_type) != JSON_MEDIA_TYPE:
+        raise errors.ContentTypeNotSupported(
+            f"params.message.parts[{index}].mediaType {part.media_type} is not supported; "
+            f"use {JSON_MEDIA_TYPE}"
+        )
+    problems = skill.input_problems(part.data)
+    if problems:
+        raise errors.InvalidParams(
+            "; ".join(f"params.message.parts[{index}].data: {problem}" for problem in problems)
+        )
+    risk_input: dict[str, Any] = part.data
+    return risk_input
+
+
+def _is_data(part: Part) -> bool:
+    return "data" in part.model_fields_set
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+# --- building the answer ---------------------------------------------------------------------
+
+
+def finding_part(finding: Finding) -> Part:
+    return Part(data=to_wire(finding), media_type=JSON_MEDIA_TYPE)
+
+
+def finding_artifact(finding: Finding) -> Artifact:
+    return Artifact(
+        artifact_id=str(uuid.uuid4()),
+        name=FINDING_ARTIFACT_NAME,
+        description="The risk policy interpretation for the pilot proposal.",
+        parts=[finding_part(finding)],
+    )
+
+
+def agent_message(record: TaskRecord, finding: Finding) -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.AGENT,
+        parts=[finding_part(finding)],
+        task_id=record.id,
+        context_id=record.context_id,
+    )
+
+
+# --- refused methods -------------------------------------------------------------------------
+
+
+async def _no_push(params: AnyParams, context: CallContext) -> BaseModel:
+    raise errors.PushNotificationNotSupported("push notifications are not supported by this agent")
+
+
+async def _no_streaming(params: AnyParams, context: CallContext) -> BaseModel:
+    raise errors.UnsupportedOperation(
+        "streaming is not supported by this agent; use SendMessage and GetTask"
+    )
+
+
+async def _no_extended_card(params: AnyParams, context: CallContext) -> BaseModel:
+    raise errors.UnsupportedOperation("this agent has no extended agent card")
