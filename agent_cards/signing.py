@@ -1,0 +1,177 @@
+"""Agent Card signatures: a detached JWS over the card's RFC 8785 canonical form.
+
+The signed payload is the card without ``signatures`` and without null members,
+canonicalised with JCS. Each entry in ``signatures`` holds the base64url ``protected``
+header ``{"alg", "kid", "typ": "JOSE"}`` and the base64url ``signature``; the payload
+itself is not stored, since anyone can recompute it from the card.
+
+Verification trusts pinned keys only. Key-locating header members (``jku``, ``x5u``,
+``jwk``, ``x5c``) are refused outright rather than ignored: the A2A specification lets a
+signer name a JWK Set URL, but this project never lets a document choose its own trust
+root, and a card that asks for one is treated as not meant for pinned verification. An
+operator sees a clear ``card_header_invalid`` instead of a silently unused hint.
+
+Reason codes, each stable for logs and tests:
+
+``card_unsigned``           no ``signatures`` entry at all
+``card_header_invalid``     an entry's protected header is unreadable or outside the profile
+``card_kid_unknown``        no entry names a pinned, unexpired key
+``card_signature_invalid``  an entry names a pinned key, but no signature verifies
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import jwt
+import rfc8785
+from jwt.algorithms import get_default_algorithms
+
+from agent_cards.keys import (
+    ALGORITHMS,
+    KID_PATTERN,
+    SigningKey,
+    TrustedKeys,
+    VerificationKey,
+    b64url_decode,
+    b64url_encode,
+)
+from contracts import strict_json
+
+CardReason = Literal[
+    "card_unsigned",
+    "card_signature_invalid",
+    "card_kid_unknown",
+    "card_header_invalid",
+]
+CARD_SIGNATURE_TYPE = "JOSE"
+ALLOWED_HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
+
+
+class CardVerificationError(Exception):
+    """A card that is not signed by a pinned key, with a stable ``reason`` code."""
+
+    def __init__(self, reason: CardReason, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason: CardReason = reason
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list | tuple):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def canonical_card(card: Mapping[str, Any]) -> bytes:
+    """The bytes that are signed: JCS of ``card`` without ``signatures`` and null members."""
+    unsigned = {key: value for key, value in card.items() if key != "signatures"}
+    return rfc8785.dumps(_without_nulls(unsigned))
+
+
+def sign_card(card: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
+    """A copy of ``card`` with one more detached signature entry made with ``key``.
+
+    Existing entries are kept, so a card can carry the old and the new key's signature
+    while verifiers are moving over to the new one.
+    """
+    header = {"alg": key.alg, "kid": key.kid, "typ": CARD_SIGNATURE_TYPE}
+    protected = b64url_encode(strict_json.dumps(header))
+    signing_input = f"{protected}.{b64url_encode(canonical_card(card))}".encode("ascii")
+    signature = get_default_algorithms()[key.alg].sign(signing_input, key.private_key)
+    entry = {"protected": protected, "signature": b64url_encode(signature)}
+    signed = dict(card)
+    signed["signatures"] = [*(card.get("signatures") or []), entry]
+    return signed
+
+
+def verify_card(
+    card: Mapping[str, Any], trusted: TrustedKeys, *, now: datetime | None = None
+) -> str:
+    """The ``kid`` of the first signature that verifies with a pinned, unexpired key.
+
+    Every entry must have a well-formed protected header inside the profile, or the
+    card is refused with ``card_header_invalid`` even if another entry would verify.
+    Entries naming keys that are not pinned are skipped, which lets a card carry a
+    signature from a key the verifier has not been given yet.
+    """
+    entries = card.get("signatures")
+    if not isinstance(entries, list) or not entries:
+        raise CardVerificationError("card_unsigned", "the card has no signatures")
+    headers = [_protected_header(entry) for entry in entries]
+    payload = b64url_encode(canonical_card(card))
+    at = now or datetime.now(UTC)
+    pinned_seen = False
+    for entry, header in zip(entries, headers, strict=True):
+        key = trusted.get(header["kid"], at=at)
+        if key is None:
+            continue
+        pinned_seen = True
+        if _verifies(entry, payload, key, header["alg"]):
+            return key.kid
+    if not pinned_seen:
+        raise CardVerificationError(
+            "card_kid_unknown", "no signature names a pinned, unexpired key"
+        )
+    raise CardVerificationError(
+        "card_signature_invalid", "no signature by a pinned key matches this card"
+    )
+
+
+def _protected_header(entry: Any) -> dict[str, str]:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("protected"), str):
+        raise CardVerificationError("card_header_invalid", "a signature entry lacks 'protected'")
+    if entry.get("header"):
+        raise CardVerificationError(
+            "card_header_invalid", "unprotected header members are not accepted"
+        )
+    try:
+        header = strict_json.loads(b64url_decode(entry["protected"]))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CardVerificationError("card_header_invalid", f"unreadable header: {exc}") from None
+    if not isinstance(header, dict):
+        raise CardVerificationError("card_header_invalid", "the header is not a JSON object")
+    extra = sorted(set(header) - ALLOWED_HEADER_MEMBERS)
+    if extra:
+        raise CardVerificationError(
+            "card_header_invalid", f"header members not allowed: {', '.join(extra)}"
+        )
+    if header.get("alg") not in ALGORITHMS:
+        raise CardVerificationError("card_header_invalid", "alg must be EdDSA or ES256")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid):
+        raise CardVerificationError("card_header_invalid", "kid must be a plain string")
+    if header.get("typ") != CARD_SIGNATURE_TYPE:
+        raise CardVerificationError("card_header_invalid", "typ must be 'JOSE'")
+    return header
+
+
+def _verifies(entry: Mapping[str, Any], payload: str, key: VerificationKey, alg: str) -> bool:
+    """Whether ``entry`` is a valid signature by ``key`` over ``payload``."""
+    if alg != key.alg:
+        return False
+    signature = entry.get("signature")
+    if not isinstance(signature, str):
+        return False
+    compact = f"{entry['protected']}.{payload}.{signature}"
+    try:
+        jwt.PyJWS().decode_complete(compact, key.public_key, algorithms=[key.alg])
+    except Exception as exc:
+        _translate(exc)
+        return False
+    return True
+
+
+def _translate(exc: Exception) -> None:
+    """The one place where PyJWT, cryptography and base64 errors meet this module.
+
+    A failure to verify is an answer, not an error, so expected exceptions are absorbed;
+    anything that is not a verification failure is a programming error and propagates.
+    """
+    if isinstance(exc, jwt.PyJWTError | ValueError | TypeError | binascii.Error):
+        return
+    raise exc
