@@ -1,0 +1,41 @@
+"""Minting delegation tokens: a narrowed :class:`~contracts.grant.Grant` signed as a compact JWS.
+
+The protected header is exactly ``{"alg", "kid", "typ": "delegation+jwt"}``; nothing that
+would tell a verifier where to look for keys is ever added. Narrowing happens before this
+step, in :func:`contracts.grant.narrow`; this module only signs what it is given, after
+checking that it is a complete grant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jwt.algorithms import get_default_algorithms
+
+from agent_cards.keys import SigningKey, b64url_encode
+from contracts import strict_json
+from contracts.grant import Grant
+
+DELEGATION_TOKEN_TYPE = "delegation+jwt"
+
+
+def mint_token(child_claims: Grant | Mapping[str, Any], key: SigningKey) -> str:
+    """The compact JWS of ``child_claims`` signed with ``key``.
+
+    Raw claims are validated as a :class:`Grant` first, so an incomplete or mistyped
+    grant is refused here (pydantic ``ValidationError``) rather than by every verifier.
+    """
+    grant = child_claims if isinstance(child_claims, Grant) else Grant.model_validate(child_claims)
+    header = {"alg": key.alg, "kid": key.kid, "typ": DELEGATION_TOKEN_TYPE}
+    signing_input = f"{_segment(header)}.{_segment(grant.claims())}"
+    signature = _sign(signing_input.encode("ascii"), key)
+    return f"{signing_input}.{b64url_encode(signature)}"
+
+
+def _segment(value: Mapping[str, Any]) -> str:
+    return b64url_encode(strict_json.dumps(dict(value)))
+
+
+def _sign(message: bytes, key: SigningKey) -> bytes:
+    return get_default_algorithms()[key.alg].sign(message, key.private_key)
