@@ -93,7 +93,7 @@ def cmd_demo(args: argparse.Namespace, data: DataDir) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, data: DataDir) -> int:
-    from remote_risk.__main__ import serve
+    from remote_risk.app import serve
 
     serve(host=args.host, port=args.port)
     return 0

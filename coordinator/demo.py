@@ -90,7 +90,8 @@ def render(result: PilotResult) -> str:
             f"    handoff {c.record.handoff_id}: {c.record.state.value} ({c.record.reason})"
         )
         if c.finding is not None:
-            lines.append(f"    finding {c.finding.status.value}: {c.finding.summary}")
+            code = f" [{c.finding.error_code}]" if c.finding.error_code else ""
+            lines.append(f"    finding {c.finding.status.value}: {c.finding.summary}{code}")
             if c.finding.facts:
                 facts = ", ".join(f"{k}={v}" for k, v in c.finding.facts.items())
                 lines.append(f"      facts: {facts}")

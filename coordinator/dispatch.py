@@ -20,6 +20,7 @@ from contracts.wire import (
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
     Artifact,
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Part,
@@ -121,7 +122,66 @@ async def run_remote_handoff(
         _admit_return(outcome, task, sent_record_ids)
     elif outcome.record.state is S.FAILED:
         outcome.admission = _failure_admission(task)
+    elif task.status.state in INTERRUPTED_TASK_STATES:
+        outcome.admission = admit_interruption(task, sent_record_ids)
+        await close_branch(
+            client, agent, outcome, f"closed_{task.status.state.name.lower()}", headers
+        )
+    elif outcome.record.state is S.TIMED_OUT:
+        await _cancel_best_effort(client, agent, outcome, headers)
     return outcome
+
+
+def admit_interruption(task: Task, sent_record_ids: Collection[str] | None) -> Admission:
+    """An interrupted task may explain what it lacks; only a ``needs_input`` Finding counts.
+
+    It is read from the status message as untrusted evidence: it never counts as success,
+    and it grants nothing (an auth-required task is not an authorization).
+    """
+    digest = ("", 0)
+    message = task.status.message
+    if message is None or sent_record_ids is None:
+        return Admission(False, "interrupted_without_finding", *digest)
+    try:
+        finding = finding_in([Artifact(artifact_id="status", parts=message.parts)])
+    except ValueError as exc:
+        return Admission(False, f"finding_invalid: {exc}", *digest)
+    if finding.status is not FindingStatus.NEEDS_INPUT:
+        return Admission(False, "finding_inconsistent_with_state", *digest)
+    if set(finding.evidence_ids) - set(sent_record_ids):
+        return Admission(False, "unknown_evidence", *digest)
+    return Admission(True, "needs_input_admitted", *digest, finding=finding)
+
+
+async def close_branch(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    reason: str,
+    headers: dict[str, str] | None,
+) -> None:
+    """End a live handoff this run will not continue: cancel it remotely, then locally."""
+    await _cancel_best_effort(client, agent, outcome, headers)
+    if not outcome.record.terminal:
+        outcome.record = transition(outcome.record, S.CANCELLED, reason)
+
+
+async def _cancel_best_effort(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    headers: dict[str, str] | None,
+) -> None:
+    task_id = outcome.record.remote_task_id
+    if task_id is None:
+        return
+    try:
+        task = await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
+    except FederationError as exc:
+        outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
+        return
+    outcome.record = outcome.record.model_copy(update={"remote_state": task.status.state.value})
+    outcome.notes.append(f"cancel sent; remote task {task_id} is {task.status.state.value}")
 
 
 def _apply_remote(outcome: RemoteOutcome, task: Task) -> None:

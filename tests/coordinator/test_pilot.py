@@ -1,0 +1,124 @@
+"""Every demo case, run by the coordinator against a running remote_risk over loopback HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from contracts.handoff import HandoffState
+from coordinator.client import A2AClient
+from coordinator.datadir import DataDir
+from coordinator.pilot import RISK_SKILL, PilotResult, run_pilot
+from coordinator.registry import Registry
+from coordinator.scenario import PRIVATE_NOTE
+from remote_risk.app import create_app
+from remote_risk.settings import Settings
+from tests.servers import free_port, running
+
+
+@dataclass
+class RiskService:
+    url: str
+    app: FastAPI
+
+
+@pytest.fixture
+def risk_service() -> Iterator[RiskService]:
+    port = free_port()
+    app = create_app(Settings(public_base_url=f"http://127.0.0.1:{port}", record_requests=True))
+    with running(app, port=port) as url:
+        yield RiskService(url, app)
+
+
+def pilot(case: str, service: RiskService, tmp_path: Path, parallel: bool = False) -> PilotResult:
+    async def go() -> PilotResult:
+        async with A2AClient() as client:
+            risk = await Registry(DataDir(tmp_path)).register(
+                client, service.url, expect_skill=RISK_SKILL
+            )
+            return await run_pilot(case, client, risk, parallel=parallel)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("case", "status"),
+    [
+        ("ok", "ready_for_draft"),
+        ("missing", "needs_input"),
+        ("failure", "failed"),
+        ("conflict", "conflict"),
+        ("handoff", "needs_review"),
+    ],
+)
+@pytest.mark.parametrize("parallel", [False, True])
+def test_case_outcome(
+    case: str, status: str, parallel: bool, risk_service: RiskService, tmp_path: Path
+) -> None:
+    """Each case reaches its documented assessment, sequentially and in parallel."""
+    result = pilot(case, risk_service, tmp_path, parallel)
+    assert result.assessment.status.value == status
+    remote = [c for c in result.consultations if c.remote]
+    assert len(remote) == 1 and remote[0].record.remote_task_id
+
+
+def test_ok_case_handoff_states(risk_service: RiskService, tmp_path: Path) -> None:
+    """In the ok case the remote task completes and both handoffs end ACCEPTED."""
+    result = pilot("ok", risk_service, tmp_path)
+    assert [c.record.state for c in result.consultations] == [HandoffState.ACCEPTED] * 2
+    risk = result.consultations[1]
+    assert risk.record.remote_state == "TASK_STATE_COMPLETED"
+    assert result.assessment.sources == ("ops-plan-001", "brief-001", "risk-policy-007")
+
+
+def test_failure_case_keeps_the_remote_error_code(
+    risk_service: RiskService, tmp_path: Path
+) -> None:
+    """The failure case ends FAILED with the remote's controlled error code, no exception text."""
+    result = pilot("failure", risk_service, tmp_path)
+    risk = result.consultations[1]
+    assert risk.record.state is HandoffState.FAILED
+    assert risk.record.remote_state == "TASK_STATE_FAILED"
+    assert risk.finding is not None and risk.finding.error_code == "policy_engine_unavailable"
+
+
+def test_missing_case_closes_the_interrupted_branch(
+    risk_service: RiskService, tmp_path: Path
+) -> None:
+    """An input-required remote task is read as needs_input, then cancelled, never success."""
+    result = pilot("missing", risk_service, tmp_path)
+    risk = result.consultations[1]
+    assert risk.finding is not None and risk.finding.status.value == "needs_input"
+    assert risk.record.state is HandoffState.CANCELLED
+    assert risk.record.remote_state == "TASK_STATE_CANCELED"
+
+
+def test_handoff_transfers_ownership(risk_service: RiskService, tmp_path: Path) -> None:
+    """The privacy case ends owned by privacy, with the former owner rejected by the run."""
+    result = pilot("handoff", risk_service, tmp_path)
+    assert result.run.owner == "privacy"
+    assert result.former_owner_rejected is True
+    assert result.clarification
+    privacy = result.consultations[-1]
+    assert privacy.target == "privacy" and set(privacy.sent_fields) == {"brief", "risk_finding"}
+
+
+@pytest.mark.parametrize("case", ["ok", "conflict", "handoff"])
+def test_private_note_never_reaches_remote_risk(
+    case: str, risk_service: RiskService, tmp_path: Path
+) -> None:
+    """The bytes remote_risk received hold the brief and policy, never the private note."""
+    pilot(case, risk_service, tmp_path)
+    received = list(risk_service.app.state.received_bodies)
+    assert received, "remote_risk recorded no request"
+    for body in received:
+        assert PRIVATE_NOTE["text"].encode() not in body
+        assert b"private_note" not in body and b"operations_note" not in body
+    sent = json.loads(received[0])["params"]["message"]["parts"][0]["data"]
+    assert set(sent) == {"brief", "policy_note"}
