@@ -98,24 +98,28 @@ async def run_remote_handoff(
     deadline = time.monotonic() + wait.deadline_seconds
     request = SendMessageRequest(
         message=build_message(outcome.record, payload),
-        configuration=SendMessageConfiguration(accepted_output_modes=["application/json"]),
+        configuration=SendMessageConfiguration(
+            accepted_output_modes=["application/json"], return_immediately=True
+        ),
     )
+    # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
+    outcome.record = transition(outcome.record, S.DISPATCHED, "message_sending")
     try:
         response = await asyncio.wait_for(
             client.send_message(agent.endpoint, request, headers), wait.deadline_seconds
         )
-    except (FederationError, TimeoutError) as exc:
-        reason = getattr(exc, "reason", "timeout")
-        outcome.record = transition(outcome.record, S.FAILED, f"dispatch_failed:{reason}")
-        outcome.notes.append(str(exc) or "dispatch timed out")
+    except TimeoutError:
+        outcome.record = transition(outcome.record, S.TIMED_OUT, "lease_expired_during_dispatch")
+        return outcome
+    except FederationError as exc:
+        outcome.record = transition(outcome.record, S.FAILED, f"dispatch_failed:{exc.reason}")
+        outcome.notes.append(str(exc))
         return outcome
     if response.task is None:
         outcome.record = transition(outcome.record, S.FAILED, "remote_replied_without_task")
         return outcome
     task = response.task
-    outcome.record = transition(
-        outcome.record, S.DISPATCHED, "message_sent", remote_task_id=task.id
-    )
+    outcome.record = outcome.record.model_copy(update={"remote_task_id": task.id})
     task = await _observe_until_settled(client, agent, outcome, task, deadline, wait, headers)
     outcome.task = task
     if outcome.record.state is S.RETURNED:
@@ -210,8 +214,6 @@ async def _observe_until_settled(
         _apply_remote(outcome, task)
         state = task.status.state
         if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
-            return task
-        if outcome.record.state is S.QUARANTINED and time.monotonic() >= deadline:
             return task
         if time.monotonic() + delay >= deadline:
             outcome.record = transition(outcome.record, S.TIMED_OUT, "lease_expired")

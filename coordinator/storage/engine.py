@@ -1,0 +1,98 @@
+"""Open the database: SQLite in the data directory by default, PostgreSQL by URL.
+
+SQLite connections run in WAL mode with ``synchronous=NORMAL`` and foreign keys on.
+pysqlite's own transaction handling is switched off so that we emit ``BEGIN`` ourselves:
+a plain (deferred) ``BEGIN`` for readers and ``BEGIN IMMEDIATE`` inside
+:func:`write_transaction`, which takes the write lock before the first read and so
+serialises read-then-write sequences such as a ledger append.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from coordinator.datadir import DataDir
+from coordinator.storage.errors import StorageError
+
+DATABASE_FILE = "federation.db"
+BUSY_TIMEOUT_SECONDS = 30.0
+_BEGIN_OPTION = "sqlite_begin"
+_SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+)
+
+
+def database_url_for(datadir_path: str | os.PathLike[str]) -> str:
+    """The SQLite URL of the embedded database in a data directory."""
+    return f"sqlite+pysqlite:///{Path(datadir_path) / DATABASE_FILE}"
+
+
+def _url_of(target: str | os.PathLike[str] | DataDir) -> str:
+    if isinstance(target, DataDir):
+        target = target.root
+    if isinstance(target, str) and "://" in target:
+        return target
+    root = Path(target)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create the data directory: {exc}") from None
+    return database_url_for(root)
+
+
+def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
+    """An engine for a database URL, or for ``federation.db`` in a data directory."""
+    try:
+        url = make_url(_url_of(target))
+    except ArgumentError:
+        raise StorageError("not a database URL", "bad_database_url") from None
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url.render_as_string(hide_password=False))
+    if url.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True)
+    raise StorageError(
+        f"unsupported database {url.get_backend_name()!r}: use SQLite or PostgreSQL",
+        "bad_database_url",
+    )
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
+    event.listen(engine, "connect", _configure_sqlite_connection)
+    event.listen(engine, "begin", _begin_sqlite_transaction)
+    return engine
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # we emit BEGIN ourselves, see _begin
+    cursor = dbapi_connection.cursor()
+    try:
+        for pragma in _SQLITE_PRAGMAS:
+            cursor.execute(pragma)
+    finally:
+        cursor.close()
+
+
+def _begin_sqlite_transaction(connection: Connection) -> None:
+    mode = connection.get_execution_options().get(_BEGIN_OPTION, "DEFERRED")
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that intends to write: on SQLite it holds the write lock from BEGIN."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+        with connection.begin():
+            yield connection
