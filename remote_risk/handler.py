@@ -210,7 +210,7 @@ def risk_input_of(message: Message) -> dict[str, Any]:
             f"params.message.parts: expected exactly one data part, found {len(data_parts)}"
         )
     index, part = data_parts[0]
-    if part.media_type is not None and _media_type(part.media_type) != JSON_MEDIA_TYPE:
+    if part.media_type and _media_type(part.media_type) != JSON_MEDIA_TYPE:
         raise errors.ContentTypeNotSupported(
             f"params.message.parts[{index}].mediaType {part.media_type} is not supported; "
             f"use {JSON_MEDIA_TYPE}"

@@ -1,0 +1,196 @@
+"""The bounded, owner-scoped task store, driven directly with a controllable clock."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from contracts.wire import ListTasksRequest, Message, Part, Role, TaskState
+from remote_risk import errors
+from remote_risk.tasks import TaskStore
+
+START = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
+
+
+class SteppingClock:
+    """Each reading is one second after the previous one."""
+
+    def __init__(self) -> None:
+        self._ticks = itertools.count()
+
+    def __call__(self) -> datetime:
+        return START + timedelta(seconds=next(self._ticks))
+
+
+def message(text: str = "hello") -> Message:
+    return Message(message_id=f"m-{text}", role=Role.USER, parts=[Part(text=text)])
+
+
+def store_with(capacity: int = 10) -> TaskStore:
+    ids = (f"t{n}" for n in itertools.count(1))
+    return TaskStore(capacity, clock=SteppingClock(), new_id=lambda: next(ids))
+
+
+def finish(store: TaskStore, task_id: str) -> None:
+    assert store.advance(task_id, TaskState.COMPLETED)
+
+
+def test_new_task_is_submitted_with_z_timestamp_and_bound_history() -> None:
+    """A created task is SUBMITTED, stamped in UTC with a trailing Z, its message bound to it."""
+    store = store_with()
+    record = store.create("alice", message())
+    task = record.snapshot()
+    assert task.status.state is TaskState.SUBMITTED
+    assert task.status.timestamp == "2026-01-31T12:00:00.000Z"
+    assert task.history is not None
+    assert (task.history[0].task_id, task.history[0].context_id) == (task.id, task.context_id)
+
+
+def test_full_store_evicts_oldest_terminal_task_first() -> None:
+    """At capacity, the terminal task whose status changed longest ago makes room."""
+    store = store_with(capacity=3)
+    first, second, live = (store.create("alice", message()).id for _ in range(3))
+    finish(store, second)
+    finish(store, first)
+    store.create("alice", message())
+    assert len(store) == 3
+    with pytest.raises(errors.TaskNotFound):
+        store.get("alice", second)
+    assert store.get("alice", first).state is TaskState.COMPLETED
+    assert store.get("alice", live).state is TaskState.SUBMITTED
+
+
+def test_store_full_of_live_tasks_refuses_new_ones() -> None:
+    """When every slot holds an unfinished task, a new task is refused, none is dropped."""
+    store = store_with(capacity=2)
+    kept = [store.create("alice", message()).id for _ in range(2)]
+    with pytest.raises(errors.TaskStoreFull) as raised:
+        store.create("alice", message())
+    assert "2 task slots" in raised.value.message
+    assert raised.value.kind.code == -32603
+    assert [store.get("alice", task_id).id for task_id in kept] == kept
+
+
+def test_other_owner_sees_not_found() -> None:
+    """A task of another owner answers exactly like a missing one, for read and cancel."""
+    store = store_with()
+    task_id = store.create("alice", message()).id
+    with pytest.raises(errors.TaskNotFound) as read:
+        store.get("mallory", task_id)
+    with pytest.raises(errors.TaskNotFound) as cancel:
+        store.cancel("mallory", task_id)
+    with pytest.raises(errors.TaskNotFound) as missing:
+        store.get("mallory", "no-such-task")
+    assert read.value.message == f"task {task_id} was not found"
+    assert cancel.value.message == read.value.message
+    assert missing.value.message == "task no-such-task was not found"
+    assert store.list("mallory", ListTasksRequest()).total_size == 0
+
+
+def test_terminal_task_is_not_cancelable_and_stays_finished() -> None:
+    """Canceling a completed task fails, and a canceled task ignores late results."""
+    store = store_with()
+    done = store.create("alice", message()).id
+    finish(store, done)
+    with pytest.raises(errors.TaskNotCancelable):
+        store.cancel("alice", done)
+    live = store.create("alice", message()).id
+    assert store.cancel("alice", live).state is TaskState.CANCELED
+    assert not store.advance(live, TaskState.COMPLETED)
+    assert store.get("alice", live).state is TaskState.CANCELED
+
+
+def test_history_length_keeps_most_recent_messages() -> None:
+    """historyLength n keeps the last n messages, 0 omits history, None keeps all."""
+    store = store_with()
+    record = store.create("alice", message("one"))
+    reply = message("two").model_copy(update={"role": Role.AGENT})
+    store.advance(record.id, TaskState.INPUT_REQUIRED, message=reply)
+    store.resume(record, message("three"))
+    assert [m.message_id for m in record.snapshot().history or []] == ["m-one", "m-two", "m-three"]
+    assert [m.message_id for m in record.snapshot(2).history or []] == ["m-two", "m-three"]
+    assert record.snapshot(0).history is None
+
+
+def test_resume_refuses_a_task_that_is_not_waiting_for_input() -> None:
+    """Only an interrupted task takes a further message."""
+    store = store_with()
+    record = store.create("alice", message())
+    with pytest.raises(errors.UnsupportedOperation):
+        store.resume(record, message("again"))
+
+
+def test_list_sorts_newest_status_first_and_pages_with_opaque_tokens() -> None:
+    """Pages follow status timestamp desc, tokens chain pages, the last token is empty."""
+    store = store_with()
+    ids = [store.create("alice", message()).id for _ in range(5)]
+    finish(store, ids[0])  # now the most recently changed
+    store.create("bob", message())
+    expected = [ids[0], ids[4], ids[3], ids[2], ids[1]]
+    seen: list[str] = []
+    token = None
+    for _ in range(3):
+        page = store.list("alice", ListTasksRequest(page_size=2, page_token=token))
+        assert page.total_size == 5 and page.page_size == 2
+        seen += [task.id for task in page.tasks]
+        token = page.next_page_token
+        if not token:
+            break
+        assert ids[0] not in token  # opaque: it names no task
+    assert seen == expected
+    assert token == ""
+
+
+def test_list_defaults_and_filters() -> None:
+    """Default page size is 50, artifacts are left out unless asked, filters narrow the list."""
+    store = store_with()
+    first = store.create("alice", message(), context_id="ctx-a")
+    second = store.create("alice", message(), context_id="ctx-b")
+    finish(store, second.id)
+    listed = store.list("alice", ListTasksRequest())
+    assert listed.page_size == 50
+    assert [t.id for t in store.list("alice", ListTasksRequest(context_id="ctx-a")).tasks] == [
+        first.id
+    ]
+    completed = store.list("alice", ListTasksRequest(status=TaskState.COMPLETED))
+    assert [t.id for t in completed.tasks] == [second.id]
+    after = first.snapshot().status.timestamp
+    recent = store.list("alice", ListTasksRequest(status_timestamp_after=after))
+    assert [t.id for t in recent.tasks] == [second.id]
+    assert all(task.artifacts is None for task in listed.tasks)
+
+
+def test_bad_page_token_and_timestamp_are_invalid_params() -> None:
+    """A token this store did not issue and a non-ISO timestamp are refused as -32602."""
+    store = store_with()
+    store.create("alice", message())
+    with pytest.raises(errors.InvalidParams, match="pageToken"):
+        store.list("alice", ListTasksRequest(page_token="not-a-token"))
+    with pytest.raises(errors.InvalidParams, match="statusTimestampAfter"):
+        store.list("alice", ListTasksRequest(status_timestamp_after="yesterday"))
+
+
+def test_wait_settled_returns_once_task_is_interrupted_or_terminal() -> None:
+    """A waiter wakes when the task reaches INPUT_REQUIRED, not while it is WORKING."""
+
+    async def scenario() -> list[TaskState]:
+        store = store_with()
+        record = store.create("alice", message())
+        waiter = asyncio.create_task(store.wait_settled(record))
+        store.advance(record.id, TaskState.WORKING)
+        await asyncio.sleep(0.01)
+        states = [record.state] if not waiter.done() else []
+        store.advance(record.id, TaskState.INPUT_REQUIRED)
+        await asyncio.wait_for(waiter, 1)
+        return [*states, record.state]
+
+    assert asyncio.run(scenario()) == [TaskState.WORKING, TaskState.INPUT_REQUIRED]
+
+
+def test_capacity_must_be_positive() -> None:
+    """A store without room for any task is a configuration error."""
+    with pytest.raises(ValueError):
+        TaskStore(0)
