@@ -241,7 +241,9 @@ class DelegationVerifier:
         self._leeway = int(leeway.total_seconds())
         self._max_act_depth = max_act_depth
         self._max_token_bytes = max_token_bytes
-        self._replay = replay_guard or InMemoryReplayGuard(clock, leeway=leeway)
+        if replay_guard is None:
+            replay_guard = InMemoryReplayGuard(clock, leeway=leeway)
+        self._replay = replay_guard
 
     def verify(
         self,
