@@ -156,6 +156,14 @@ class RiskAgentHandler:
         if self._skill_delay:
             await asyncio.sleep(self._skill_delay)
         state, finding = run_skill(risk_input)
+        try:
+            self._report(record, state, finding)
+        except Exception:
+            # Never leave a task WORKING with callers blocked on it.
+            logger.exception("reporting the outcome of task %s failed", record.id)
+            self._report(record, TaskState.FAILED, _internal_failure())
+
+    def _report(self, record: TaskRecord, state: TaskState, finding: Finding) -> None:
         if state is TaskState.COMPLETED:
             self._store.advance(record.id, state, artifacts=[finding_artifact(finding)])
         else:
@@ -170,13 +178,15 @@ def run_skill(risk_input: Mapping[str, Any]) -> tuple[TaskState, Finding]:
         return TaskState.FAILED, skill.failed_finding(failure)
     except Exception:
         logger.exception("the risk skill raised unexpectedly")
-        unexpected = errors.SkillFailure(
-            INTERNAL_FAILURE_CODE, "The risk skill failed unexpectedly."
-        )
-        return TaskState.FAILED, skill.failed_finding(unexpected)
+        return TaskState.FAILED, _internal_failure()
     if finding.status is FindingStatus.OK:
         return TaskState.COMPLETED, finding
     return TaskState.INPUT_REQUIRED, finding
+
+
+def _internal_failure() -> Finding:
+    failure = errors.SkillFailure(INTERNAL_FAILURE_CODE, "The risk skill failed unexpectedly.")
+    return skill.failed_finding(failure)
 
 
 # --- reading the request ---------------------------------------------------------------------

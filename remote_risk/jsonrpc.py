@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 ANONYMOUS_OWNER = "anonymous"
 JSON_MEDIA_TYPE = "application/json"
-# An absent or empty A2A-Version header means the caller speaks 0.3 (spec section 3.2.6).
+# An absent or empty A2A-Version header means the caller speaks 0.3 (A2A service parameters).
 IMPLIED_VERSION = "0.3"
 _ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
 

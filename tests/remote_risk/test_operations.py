@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from contracts.evidence import Finding, FindingStatus
@@ -188,3 +189,22 @@ def test_finding_states_round_trip_as_task_states() -> None:
     """The three skill outcomes map to COMPLETED, INPUT_REQUIRED and FAILED."""
     states = [run_skill(risk_input(case))[0] for case in ("ok", "missing", "failure")]
     assert states == [TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.FAILED]
+
+
+def refuse_without_token(request: Request, method: str, params: JSONObject) -> CallContext:
+    if "authorization" not in request.headers:
+        raise HTTPException(401, "credentials required", headers={"WWW-Authenticate": "Bearer"})
+    return CallContext(owner="token-holder")
+
+
+def test_authorize_hook_can_refuse_before_anything_is_done() -> None:
+    """An authorizer raising HTTP 401 answers 401 and no task is created."""
+    with risk_peer(authorize=refuse_without_token) as guarded:
+        params = {"message": user_message(risk_input())}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params})
+        headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+        refused = guarded.post_raw(body.encode(), headers)
+        store_size = len(guarded.app.state.task_store)
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"] == "Bearer"
+    assert store_size == 0
