@@ -67,12 +67,28 @@ ALL_KINDS = (
     EXTENSION_SUPPORT_REQUIRED,
     VERSION_NOT_SUPPORTED,
 )
-BY_CODE = {kind.code: kind for kind in ALL_KINDS}
+
+# Project extensions, not part of A2A: a delegation token was refused. A2A defines no
+# authentication error, so these take codes from the far end of the implementation-defined
+# server range (-32099..-32000), away from the codes A2A numbers upwards from -32001. The
+# stable refusal reason (e.g. ``token_expired``) is in ``error.data[0].metadata.reason``.
+PROJECT_ERROR_DOMAIN = "a2a-federation"
+DELEGATION_UNAUTHENTICATED = A2AErrorKind(
+    "DelegationUnauthenticatedError", -32090, "UNAUTHENTICATED", 401
+)
+DELEGATION_PERMISSION_DENIED = A2AErrorKind(
+    "DelegationPermissionDeniedError", -32091, "PERMISSION_DENIED", 403
+)
+DELEGATION_UNAVAILABLE = A2AErrorKind("DelegationUnavailableError", -32092, "UNAVAILABLE", 503)
+PROJECT_KINDS = (DELEGATION_UNAUTHENTICATED, DELEGATION_PERMISSION_DENIED, DELEGATION_UNAVAILABLE)
+
+BY_CODE = {kind.code: kind for kind in (*ALL_KINDS, *PROJECT_KINDS)}
 
 
 def error_info(kind: A2AErrorKind, metadata: dict[str, str] | None = None) -> dict[str, Any]:
     """The ``google.rpc.ErrorInfo`` detail that A2A errors carry in ``error.data``."""
-    info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": kind.reason, "domain": ERROR_DOMAIN}
+    domain = PROJECT_ERROR_DOMAIN if kind in PROJECT_KINDS else ERROR_DOMAIN
+    info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": kind.reason, "domain": domain}
     if metadata:
         info["metadata"] = metadata
     return info

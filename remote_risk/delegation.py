@@ -43,7 +43,13 @@ from pydantic import ValidationError
 
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, VerificationKey, b64url_decode
 from contracts import strict_json
-from contracts.grant import DEFAULT_MAX_ACT_DEPTH, Grant, act_depth, claims_digest
+from contracts.grant import (
+    DEFAULT_MAX_ACT_DEPTH,
+    IDENTIFIER_PATTERN,
+    Grant,
+    act_depth,
+    claims_digest,
+)
 from remote_risk.replay import Clock, InMemoryReplayGuard, ReplayGuard, ReplayGuardFull, utc_now
 
 DELEGATION_TOKEN_TYPE = "delegation+jwt"
@@ -68,6 +74,7 @@ DEFAULT_MAX_TOKEN_BYTES = 8192
 DEFAULT_MAX_LIFETIME = timedelta(minutes=10)
 DEFAULT_LEEWAY = timedelta(seconds=30)
 MAX_LEEWAY = timedelta(minutes=2)
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 __all__ = [
@@ -154,7 +161,20 @@ class DelegationDenied(Exception):
         self.reason = reason
         self.http_status = REASONS[reason].http_status
         self.detail = detail or REASONS[reason].meaning
+        # Set only when the signature verified, so that audit can name the refused token.
+        self.jti: str | None = None
+        self.claims_digest: str | None = None
         super().__init__(f"{reason.value}: {self.detail}")
+
+    def signed(self, claims: Mapping[str, Any]) -> DelegationDenied:
+        """This denial, noting the ``jti`` and digest of claims whose signature verified."""
+        jti = claims.get("jti")
+        self.jti = jti if isinstance(jti, str) and _IDENTIFIER.fullmatch(jti) else None
+        try:
+            self.claims_digest = claims_digest(claims)
+        except Exception:  # e.g. an integer JCS cannot represent; the digest is optional
+            self.claims_digest = None
+        return self
 
     def www_authenticate(self) -> str:
         """The RFC 6750 challenge for this denial."""
@@ -190,6 +210,18 @@ def _denial_from(exc: Exception) -> DelegationDenied:
     if isinstance(exc, jwt.PyJWTError | ValueError | binascii.Error | UnicodeDecodeError):
         return _deny(R.TOKEN_MALFORMED, type(exc).__name__)
     return _deny(R.TOKEN_MALFORMED, f"unexpected {type(exc).__name__}")
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The facts of the request a token is checked against."""
+
+    skill_id: str
+    scopes: frozenset[str]
+    handoff_id: str | None
+    read_only: bool
+    tenant: str | None
+    creates_task: bool
 
 
 @dataclass(frozen=True)
@@ -265,23 +297,13 @@ class DelegationVerifier:
         scopes = frozenset(required_scopes)
         if not scopes:
             raise ValueError("a skill must require at least one scope")
+        request = _Request(skill_id, scopes, handoff_id, read_only, tenant, creates_task)
         try:
-            return self._verify(
-                token, skill_id, scopes, handoff_id, read_only, tenant, creates_task
-            )
+            return self._verify(token, request)
         except Exception as exc:
             raise _denial_from(exc) from None
 
-    def _verify(
-        self,
-        token: str | None,
-        skill_id: str,
-        scopes: frozenset[str],
-        handoff_id: str | None,
-        read_only: bool,
-        tenant: str | None,
-        creates_task: bool,
-    ) -> VerifiedDelegation:
+    def _verify(self, token: str | None, request: _Request) -> VerifiedDelegation:
         now = self._clock()
         token = self._shaped(token)
         header_segment, payload_segment, _ = token.split(".")
@@ -289,6 +311,20 @@ class DelegationVerifier:
         issuer = self._issuer_of(_json_object(payload_segment))
         key = self._key(issuer, kid, alg, now)
         claims = _verified_claims(token, key)
+        try:
+            return self._admit(claims, issuer, key, now, request)
+        except Exception as exc:
+            raise _denial_from(exc).signed(claims) from None
+
+    def _admit(
+        self,
+        claims: dict[str, Any],
+        issuer: str,
+        key: VerificationKey,
+        now: datetime,
+        request: _Request,
+    ) -> VerifiedDelegation:
+        """The steps after the signature: types, times, audience, grant, request binding."""
         _check_claim_types(claims)
         if claims["iss"] != issuer:
             raise _deny(R.ISSUER_MISMATCH)
@@ -298,12 +334,12 @@ class DelegationVerifier:
         if _act_depth(claims["act"]) > self._max_act_depth:
             raise _deny(R.ACT_CHAIN_TOO_DEEP, f"limit is {self._max_act_depth}")
         grant = Grant.model_validate(claims)
-        _check_request(grant, scopes, handoff_id, read_only, tenant)
-        if creates_task and not self._replay.claim_task_creation(
+        _check_request(grant, request.scopes, request.handoff_id, request.read_only, request.tenant)
+        if request.creates_task and not self._replay.claim_task_creation(
             grant.jti, grant.exp, issuer=grant.iss
         ):
             raise _deny(R.REPLAYED_JTI)
-        return VerifiedDelegation(grant, key.kid, key.alg, skill_id, claims_digest(claims))
+        return VerifiedDelegation(grant, key.kid, key.alg, request.skill_id, claims_digest(claims))
 
     def _shaped(self, token: str | None) -> str:
         if not token:

@@ -16,7 +16,9 @@
     │   ├── PushNotificationNotSupported  -32003
     │   ├── UnsupportedOperation          -32004
     │   ├── ContentTypeNotSupported       -32005
-    │   └── VersionNotSupported           -32009
+    │   ├── VersionNotSupported           -32009
+    │   └── DelegationRefused             -32090 / -32091 / -32092, answered with HTTP
+    │                                     401 / 403 / 503 and a WWW-Authenticate challenge
     └── SkillFailure              the skill could not do its work; the task ends FAILED with a
                                   controlled error code, never as a JSON-RPC error
 
@@ -26,7 +28,7 @@ generic -32603 so that no exception text reaches the wire.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -58,6 +60,9 @@ class A2AError(RemoteRiskError):
         self.kind = kind or self.default_kind
         self.message = message
         self.metadata = metadata
+        # The JSON-RPC binding answers every error with HTTP 200; only refusals differ.
+        self.http_status = 200
+        self.headers: Mapping[str, str] = {}
 
     def error_object(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` member: code, this message, ErrorInfo in ``data``."""
@@ -120,6 +125,26 @@ class ContentTypeNotSupported(A2AError):
 
 class VersionNotSupported(A2AError):
     default_kind = a2a_errors.VERSION_NOT_SUPPORTED
+
+
+_REFUSAL_KINDS = {
+    401: a2a_errors.DELEGATION_UNAUTHENTICATED,
+    403: a2a_errors.DELEGATION_PERMISSION_DENIED,
+    503: a2a_errors.DELEGATION_UNAVAILABLE,
+}
+
+
+class DelegationRefused(A2AError):
+    """A request refused by the delegation check: an HTTP status other than 200, a challenge,
+    and a JSON-RPC error whose ErrorInfo metadata holds the stable ``reason`` code."""
+
+    def __init__(
+        self, http_status: int, reason: str, message: str, challenge: str | None = None
+    ) -> None:
+        super().__init__(message, kind=_REFUSAL_KINDS[http_status], metadata={"reason": reason})
+        self.http_status = http_status
+        self.reason = reason
+        self.headers = {"WWW-Authenticate": challenge} if challenge else {}
 
 
 class SkillFailure(RemoteRiskError):

@@ -16,14 +16,16 @@ One POST goes through these steps, each of which can end it with an error body:
 7. ``authorize(request, method, params)`` returns the :class:`CallContext` the operation
    runs under (the hook where delegation-token checks go). It may raise an
    :class:`~remote_risk.errors.A2AError` or a Starlette ``HTTPException`` (e.g. a 401),
-   which is passed through unchanged;
+   which is passed through unchanged. A :class:`~remote_risk.errors.DelegationRefused`
+   is a JSON-RPC error body sent with its own HTTP status (401, 403 or 503) and challenge;
 8. ``params`` are validated into the operation's pydantic type, else -32602 with a
    message naming each offending field;
 9. the operation runs. An :class:`~remote_risk.errors.A2AError` becomes its error body;
    anything else is logged here and answered as a generic -32603.
 
 Every JSON-RPC answer, error or not, is HTTP 200 as in the A2A reference SDK; the
-JSON-RPC error code carries the meaning.
+JSON-RPC error code carries the meaning. The one exception is a refused delegation token:
+HTTP clients, proxies and RFC 6750 expect 401/403 there, so it keeps its status.
 """
 
 from __future__ import annotations
@@ -230,8 +232,16 @@ def _usable_id(document: Any) -> RequestId:
 
 
 def _error_response(request_id: RequestId, error: errors.A2AError) -> Response:
-    return _respond({"jsonrpc": "2.0", "id": request_id, "error": error.error_object()})
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error.error_object()}
+    return _respond(body, error.http_status, error.headers)
 
 
-def _respond(body: dict[str, Any]) -> Response:
-    return Response(strict_json.dumps(body), media_type=JSON_MEDIA_TYPE)
+def _respond(
+    body: dict[str, Any], status_code: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(
+        strict_json.dumps(body),
+        status_code=status_code,
+        headers=dict(headers or {}),
+        media_type=JSON_MEDIA_TYPE,
+    )
