@@ -1,13 +1,10 @@
 """The delegation verifier against a table of attacks, each refused with its own reason code.
 
-Malformed tokens are written by hand (base64url of hand-written JSON, signed with
-cryptography) because PyJWT refuses to produce most of them.
+The tokens are forged by hand with the helpers in :mod:`tests.tokens`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import threading
 from collections.abc import Callable
@@ -17,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode, b64url_encode
+from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode
 from contracts.grant import Grant
 from coordinator.grants import mint_token
 from remote_risk.delegation import (
@@ -32,6 +26,22 @@ from remote_risk.delegation import (
     VerifiedDelegation,
 )
 from remote_risk.replay import InMemoryReplayGuard
+from tests import tokens
+from tests.tokens import (
+    ATTACKER_KEY,
+    COORDINATOR_KEY,
+    COORDINATOR_SECOND_KEY,
+    DROP,
+    OTHER_ISSUER_KEY,
+    P384_KEY,
+    RSA_KEY,
+    header,
+)
+from tests.tokens import act_chain as _chain
+from tests.tokens import alter_signature as _alter_signature
+from tests.tokens import duplicate_member as _duplicate_member
+from tests.tokens import public_key_bytes as _public_bytes
+from tests.tokens import swap_payload as _swap_payload
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 T = int(NOW.timestamp())
@@ -39,14 +49,6 @@ AUDIENCE = "remote-risk"
 ISSUER = "coordinator"
 OTHER_ISSUER = "ops-coordinator"
 
-COORDINATOR_KEY = SigningKey.generate("EdDSA")
-COORDINATOR_SECOND_KEY = SigningKey.generate("EdDSA")
-OTHER_ISSUER_KEY = SigningKey.generate("ES256")
-ATTACKER_KEY = SigningKey.generate("EdDSA")
-RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-P384_KEY = ec.generate_private_key(ec.SECP384R1())
-
-DROP = object()
 R = DenialReason
 
 
@@ -84,62 +86,8 @@ REQUEST: dict[str, Any] = {
 
 def claims(**changes: Any) -> dict[str, Any]:
     """Valid child claims; a change to ``DROP`` removes the claim."""
-    base: dict[str, Any] = {
-        "iss": ISSUER,
-        "sub": "alice",
-        "aud": AUDIENCE,
-        "iat": T - 10,
-        "nbf": T - 10,
-        "exp": T + 290,
-        "jti": "jti-1",
-        "act": {"sub": AUDIENCE, "act": {"sub": ISSUER}},
-        "scope": "risk:read",
-        "tenant": "tenant-a",
-        "handoff": {
-            "id": "handoff-7",
-            "attempt": 1,
-            "duplicate_key": "brief-001:risk",
-            "state_ref": {"id": "state-1", "version": 3},
-            "final_owner": ISSUER,
-            "budget": {"actions": 2, "context_units": 40, "effects": 0},
-        },
-    }
-    for name, value in changes.items():
-        if value is DROP:
-            del base[name]
-        else:
-            base[name] = value
-    return base
-
-
-def header(key: SigningKey = COORDINATOR_KEY, **changes: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"alg": key.alg, "typ": "delegation+jwt", "kid": key.kid}
-    for name, value in changes.items():
-        if value is DROP:
-            del base[name]
-        else:
-            base[name] = value
-    return base
-
-
-def _segment(value: dict[str, Any] | str) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return b64url_encode(text.encode("utf-8"))
-
-
-def _sign(alg: str, signing_input: bytes, key: Any) -> bytes:
-    if alg == "EdDSA":
-        return bytes(key.sign(signing_input))
-    if alg in ("ES256", "ES384"):
-        digest = hashes.SHA256() if alg == "ES256" else hashes.SHA384()
-        r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(digest)))
-        size = (key.curve.key_size + 7) // 8
-        return r.to_bytes(size, "big") + s.to_bytes(size, "big")
-    if alg == "RS256":
-        return bytes(key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256()))
-    if alg == "HS256":
-        return hmac.new(key, signing_input, hashlib.sha256).digest()
-    return b""
+    base = tokens.delegation_claims(now=T, issuer=ISSUER, audience=AUDIENCE, scope="risk:read")
+    return tokens.changed(base, **changes)
 
 
 def forge(
@@ -152,42 +100,7 @@ def forge(
     """A compact JWS built by hand: any header, any payload, signed with any key."""
     head = header() if head is None else head
     payload = claims() if payload is None else payload
-    signing_input = f"{_segment(head)}.{_segment(payload)}"
-    if alg is None:
-        alg = (
-            head["alg"] if isinstance(head, dict) and isinstance(head.get("alg"), str) else "EdDSA"
-        )
-    signer = COORDINATOR_KEY.private_key if key is None else key
-    signature = _sign(alg, signing_input.encode("ascii"), signer)
-    return f"{signing_input}.{b64url_encode(signature)}"
-
-
-def _swap_payload(token: str, payload: dict[str, Any]) -> str:
-    head, _, signature = token.split(".")
-    return f"{head}.{_segment(payload)}.{signature}"
-
-
-def _alter_signature(token: str) -> str:
-    head, body, signature = token.split(".")
-    first = "B" if signature[0] != "B" else "C"
-    return f"{head}.{body}.{first}{signature[1:]}"
-
-
-def _chain(depth: int) -> dict[str, Any]:
-    act: dict[str, Any] | None = None
-    for hop in range(depth):
-        act = {"sub": f"agent-{hop}", **({"act": act} if act else {})}
-    assert act is not None
-    return act
-
-
-def _public_bytes() -> bytes:
-    return COORDINATOR_KEY.private_key.public_key().public_bytes_raw()  # type: ignore[union-attr]
-
-
-def _duplicate_member(document: dict[str, Any], name: str, value: Any) -> str:
-    """JSON text of ``document`` with ``name`` repeated at the end (lax parsers keep the last)."""
-    return json.dumps(document)[:-1] + f", {json.dumps(name)}: {json.dumps(value)}}}"
+    return tokens.forge(head, payload, key=key, alg=alg)
 
 
 @dataclass(frozen=True)
