@@ -42,8 +42,10 @@ from contracts.wire import (
     TaskState,
     to_wire,
 )
+from coordinator.model_gateway import ModelConfig
 from remote_risk import errors, skill
 from remote_risk.jsonrpc import JSON_MEDIA_TYPE, CallContext, Operation
+from remote_risk.model_skill import run_model_skill
 from remote_risk.tasks import TaskRecord, TaskStore
 
 logger = logging.getLogger(__name__)
@@ -68,9 +70,17 @@ class AnyParams(BaseModel):
 
 
 class RiskAgentHandler:
-    def __init__(self, store: TaskStore, *, skill_delay_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        *,
+        skill_delay_seconds: float = 0.0,
+        model: ModelConfig | None = None,
+    ) -> None:
+        """With ``model`` the policy is interpreted by that model (see model_skill)."""
         self._store = store
         self._skill_delay = skill_delay_seconds
+        self._model = model
         self._workers: dict[str, asyncio.Task[None]] = {}
 
     def operations(self) -> Mapping[str, Operation[Any]]:
@@ -155,7 +165,10 @@ class RiskAgentHandler:
             return
         if self._skill_delay:
             await asyncio.sleep(self._skill_delay)
-        state, finding = run_skill(risk_input)
+        if self._model is None:
+            state, finding = run_skill(risk_input)
+        else:
+            state, finding = await run_model_skill(risk_input, self._model)
         try:
             self._report(record, state, finding)
         except Exception:
