@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from coordinator.datadir import DataDir
 from coordinator.demo import demo_document, remote_risk_process, render, run_demo
 from coordinator.dispatch import RemoteOutcome, WaitPolicy, run_remote_handoff
 from coordinator.errors import FederationError, UsageError
+from coordinator.model_gateway import ModelConfig
 from coordinator.pilot import new_handoff
 from coordinator.registry import Registry
 from coordinator.runs import Run
@@ -38,6 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--case", choices=[*CASES, "all"], default="all")
     demo.add_argument("--json", action="store_true", help="print one JSON document")
     demo.add_argument("--parallel", action="store_true", help="consult specialists at once")
+    demo.add_argument(
+        "--model", action="store_true", help="a model supervises (FEDERATION_MODEL_* settings)"
+    )
+
+    evaluate = commands.add_parser(
+        "evaluate", help="single controller vs sequential vs parallel delegation, same cases"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print one JSON document")
+    evaluate.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per case")
+    evaluate.add_argument(
+        "--model", action="store_true", help="use the model configured by FEDERATION_MODEL_*"
+    )
 
     serve = commands.add_parser("serve", help="run a service in the foreground")
     serve.add_argument("service", choices=["risk"])
@@ -80,6 +94,8 @@ def _print_json(value: Any) -> None:
 
 def cmd_demo(args: argparse.Namespace, data: DataDir) -> int:
     cases = list(CASES) if args.case == "all" else [args.case]
+    if args.model:
+        return _demo_with_model(args, data, cases)
     with remote_risk_process() as base_url:
         results = asyncio.run(run_demo(data, base_url, cases, parallel=args.parallel))
     for result in results:
@@ -90,6 +106,51 @@ def cmd_demo(args: argparse.Namespace, data: DataDir) -> int:
         print(f"remote_risk was started at {base_url} and registered from its card\n")
         print("\n\n".join(render(result) for result in results))
     return 0
+
+
+def _model_config() -> ModelConfig:
+    config = ModelConfig.from_env()
+    if config is None:
+        raise UsageError(
+            "--model needs FEDERATION_MODEL_BASE_URL, FEDERATION_MODEL and "
+            "FEDERATION_MODEL_API_KEY in the environment",
+            "model_not_configured",
+        )
+    return config
+
+
+def _demo_with_model(args: argparse.Namespace, data: DataDir, cases: list[str]) -> int:
+    from coordinator import evaluate, supervisor
+    from coordinator.demo import prepare_trust
+
+    config = _model_config()
+    trust = prepare_trust(data)
+    with remote_risk_process(trust.remote_args) as base_url:
+        results = asyncio.run(
+            evaluate.model_demo(data, base_url, trust, config, cases, parallel=args.parallel)
+        )
+    for result in results:
+        data.write_json(result.as_dict(), "runs", f"supervised-{uuid.uuid4().hex[:12]}.json")
+    if args.json:
+        _print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
+    else:
+        print(f"supervisor model {config.model}; remote_risk started at {base_url}\n")
+        print("\n\n".join(supervisor.render(result) for result in results))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace, data: DataDir) -> int:
+    from coordinator import evaluate
+
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1", "usage_error")
+    config = _model_config() if args.model else None
+    rows = evaluate.run_evaluation(data, config, args.repeat)
+    if args.json:
+        _print_json(evaluate.document(rows, config))
+    else:
+        print(evaluate.render(rows, config))
+    return 0 if all(row.passed for row in rows) else 1
 
 
 def cmd_serve(args: argparse.Namespace, data: DataDir) -> int:
@@ -219,6 +280,7 @@ def _print_delegation(document: dict[str, Any]) -> None:
 
 COMMANDS = {
     "demo": cmd_demo,
+    "evaluate": cmd_evaluate,
     "serve": cmd_serve,
     "register": cmd_register,
     "agents": cmd_agents,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from coordinator.model_gateway import ModelConfig
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -24,6 +26,9 @@ class Settings:
     skill_delay_seconds: float = 0.0
     record_requests: bool = False
     recorded_requests_limit: int = 100
+    # With a model, the risk policy is interpreted by it and checked against the records
+    # (remote_risk.model_skill); read it with remote_risk.model_skill.model_config_from_env.
+    model: ModelConfig | None = None
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.public_base_url)
