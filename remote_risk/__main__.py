@@ -1,26 +1,81 @@
-"""``python -m remote_risk --host 127.0.0.1 --port 0``: run the risk service."""
+"""``python -m remote_risk --host 127.0.0.1 --port 0``: run the risk service.
+
+Trust: ``--trust-issuer ISSUER=JWKS_FILE_OR_URL`` (repeatable; env
+``REMOTE_RISK_TRUST_ISSUERS`` when no flag is given) names whose delegation tokens are
+accepted. Without one the service refuses to start unless ``--insecure-anonymous`` is
+given. Own keys: ``--key-file FILE``, else ``DATA_DIR/keys`` (``--data-dir``, env
+``REMOTE_RISK_DATA_DIR``, default the XDG data directory). Configuration errors end with
+one line on stderr and exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from remote_risk.app import serve
+from remote_risk import trust
+from remote_risk.app import ConfigurationError, check_secure, serve
 from remote_risk.settings import Settings
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="remote_risk", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="remote_risk", description=(__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
     parser.add_argument("--task-capacity", type=int, default=Settings.task_capacity)
     parser.add_argument("--skill-delay-seconds", type=float, default=Settings.skill_delay_seconds)
-    args = parser.parse_args(argv)
-    settings = Settings(
-        task_capacity=args.task_capacity, skill_delay_seconds=args.skill_delay_seconds
+    add_trust_arguments(parser)
+    return parser
+
+
+def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
+    """The trust and key flags, shared with ``federation serve risk``."""
+    parser.add_argument(
+        "--trust-issuer",
+        action="append",
+        metavar="ISSUER=JWKS_FILE_OR_URL",
+        help=f"accept delegation tokens of ISSUER (repeatable; env {trust.TRUST_ENV_VAR})",
     )
-    serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
+    parser.add_argument(
+        "--data-dir", help=f"where the service keeps its keys (env {trust.DATA_DIR_ENV_VAR})"
+    )
+    parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
+    parser.add_argument(
+        "--insecure-anonymous",
+        action="store_true",
+        help="DEVELOPMENT ONLY: run without trusted issuers, accepting every caller",
+    )
+
+
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """Settings for the parsed flags, or a one-line :class:`trust.TrustConfigError`,
+    :class:`ConfigurationError` or ``ValueError``."""
+    trusted = trust.load_trusted_issuers(trust.issuer_entries(args.trust_issuer, environ))
+    settings = Settings(
+        task_capacity=args.task_capacity,
+        skill_delay_seconds=args.skill_delay_seconds,
+        trusted_issuers=trusted,
+        insecure_anonymous=args.insecure_anonymous,
+    )
+    check_secure(settings)
+    keys = trust.signing_keys(args.key_file, trust.data_dir(args.data_dir, environ))
+    return replace(settings, signing_keys=keys)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from(args, os.environ)
+        serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
+    except (ValueError, ConfigurationError) as exc:  # TrustConfigError is a ValueError
+        print(f"remote_risk: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """The risk service as an ASGI app, and the function that runs it as a process.
 
-Routes: ``GET /.well-known/agent-card.json`` (the card, cacheable) and
-``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC). ``authorize`` is the hook where a later change
-verifies a delegation token and decides the task owner; by default every caller is the
-anonymous owner.
+Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
+key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys) and
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC). ``authorize`` decides who may call and the task
+owner: with trusted issuers in the settings it is
+:func:`~remote_risk.auth.delegation_authorizer` (every call needs a delegation token),
+without them every caller is the anonymous owner (library and test use; :func:`serve`
+refuses to run that way unless told it is insecure on purpose).
 """
 
 from __future__ import annotations
 
 import socket
+import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,28 +20,68 @@ from dataclasses import replace
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_cards.documents import card_for
+from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
-from contracts.wire import AgentCard
+from agent_cards.signing import sign_card
+from contracts import strict_json
+from contracts.wire import AgentCard, to_wire
+from remote_risk.auth import DecisionLog, delegation_authorizer
+from remote_risk.delegation import DelegationVerifier
+from remote_risk.errors import RemoteRiskError
 from remote_risk.handler import RiskAgentHandler
 from remote_risk.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
-from remote_risk.settings import Settings
+from remote_risk.settings import JSONRPC_PATH, Settings
 from remote_risk.tasks import TaskStore
 
-JSONRPC_PATH = "/a2a/jsonrpc"
+__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]
+
+JWKS_PATH = "/.well-known/jwks.json"
+JWKS_MAX_AGE_SECONDS = 300
 CARD_DOCUMENT = "risk"
 
 
+class ConfigurationError(RemoteRiskError):
+    """The service is configured in a way it must not run with."""
+
+
 def risk_card(public_base_url: str) -> AgentCard:
-    """The risk service's card as served from ``public_base_url``."""
+    """The risk service's card as served from ``public_base_url`` (unsigned)."""
     return card_for(CARD_DOCUMENT, public_base_url)
 
 
-def create_app(settings: Settings | None = None, *, authorize: Authorize = anonymous) -> FastAPI:
+def signed_card(card: AgentCard, key: SigningKey) -> AgentCard:
+    """``card`` with a detached JWS by ``key`` over its final form (real URLs filled in)."""
+    return AgentCard.model_validate(sign_card(to_wire(card), key))
+
+
+def jwks_route(keys: KeySet) -> Route:
+    """``GET /.well-known/jwks.json``: the unexpired public keys, active key first."""
+
+    async def jwks(request: Request) -> Response:
+        return Response(
+            strict_json.dumps(keys.public_jwks()),
+            media_type="application/json",
+            headers={"Cache-Control": f"public, max-age={JWKS_MAX_AGE_SECONDS}"},
+        )
+
+    return Route(JWKS_PATH, jwks, methods=["GET"], name="jwks")
+
+
+def create_app(settings: Settings | None = None, *, authorize: Authorize | None = None) -> FastAPI:
+    """The app for ``settings``; ``authorize`` overrides the hook the settings imply."""
     settings = settings or Settings()
-    card = risk_card(settings.public_base_url)
+    keys = settings.signing_keys or KeySet(active=SigningKey.generate())
+    unsigned = risk_card(settings.public_base_url)
+    _check_agent_id(unsigned, settings)
+    card = signed_card(unsigned, keys.active)
+    decisions = DecisionLog(settings.decision_log_limit)
+    if authorize is None:
+        authorize = _default_authorize(settings, card, decisions)
     store = TaskStore(settings.task_capacity)
     handler = RiskAgentHandler(store, skill_delay_seconds=settings.skill_delay_seconds)
     received: deque[bytes] | None = (
@@ -63,14 +107,30 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize = anony
         lifespan=lifespan,
         routes=[
             card_route(card, settings.card_max_age_seconds),
+            jwks_route(keys),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
         ],
     )
     app.state.settings = settings
     app.state.card = card
+    app.state.signing_keys = keys
+    app.state.decisions = decisions
     app.state.task_store = store
     app.state.received_bodies = received
     return app
+
+
+def _default_authorize(settings: Settings, card: AgentCard, decisions: DecisionLog) -> Authorize:
+    if not settings.trusted_issuers:
+        return anonymous
+    verifier = DelegationVerifier(settings.trusted_issuers, settings.agent_id)
+    return delegation_authorizer(verifier, card, decisions=decisions)
+
+
+def _check_agent_id(card: AgentCard, settings: Settings) -> None:
+    interface = card.jsonrpc_interface()
+    if interface is None or interface.url != settings.agent_id:
+        raise ConfigurationError("the card's JSON-RPC interface URL must be the agent id")
 
 
 def serve(
@@ -86,16 +146,44 @@ def serve(
     real port, printed once the socket accepts connections. The card advertises
     ``public_base_url`` if given, else that listening URL. Access logs are off so that a
     parent reading stdout is never blocked by a full pipe; other logs go to stderr.
+
+    Without a trusted issuer the service would accept any caller, so it refuses to start
+    (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
+    says so on stderr.
     """
+    settings = settings or Settings()
+    check_secure(settings)
     sock = listening_socket(host, port)
     listening_url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
-    settings = replace(settings or Settings(), public_base_url=public_base_url or listening_url)
-    config = uvicorn.Config(create_app(settings), log_level="info", access_log=False, lifespan="on")
+    settings = replace(settings, public_base_url=public_base_url or listening_url)
+    try:
+        app = create_app(settings)
+    except BaseException:
+        sock.close()
+        raise
+    config = uvicorn.Config(app, log_level="info", access_log=False, lifespan="on")
+    if not settings.trusted_issuers:
+        print(INSECURE_WARNING, file=sys.stderr, flush=True)
     print(f"remote_risk listening on {listening_url}", flush=True)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+
+
+INSECURE_WARNING = (
+    "WARNING: remote_risk runs with --insecure-anonymous: no delegation token is checked and "
+    "every caller is accepted. For development only."
+)
+
+
+def check_secure(settings: Settings) -> None:
+    """Refuse a configuration that would serve every caller without a token by accident."""
+    if not settings.trusted_issuers and not settings.insecure_anonymous:
+        raise ConfigurationError(
+            "no trusted issuer configured; pass --trust-issuer ISSUER=JWKS_FILE_OR_URL "
+            "(or REMOTE_RISK_TRUST_ISSUERS), or --insecure-anonymous for development"
+        )
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

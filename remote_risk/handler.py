@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 FINDING_ARTIFACT_NAME = "risk-finding"
 INTERNAL_FAILURE_CODE = "internal_error"
+HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
 _JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
 
 _PUSH_METHODS = (
@@ -135,7 +136,9 @@ class RiskAgentHandler:
 
     def _open_task(self, owner: str, message: Message) -> TaskRecord:
         if message.task_id is None:
-            return self._store.create(owner, message, message.context_id)
+            return self._store.create(
+                owner, message, message.context_id, metadata=handoff_binding(message)
+            )
         record = self._store.get(owner, message.task_id)
         if record.terminal:
             raise errors.UnsupportedOperation(
@@ -245,6 +248,14 @@ def risk_input_of(message: Message) -> dict[str, Any]:
         )
     risk_input: dict[str, Any] = part.data
     return risk_input
+
+
+def handoff_binding(message: Message) -> dict[str, Any] | None:
+    """``handoffId`` and ``attempt`` of the message metadata, echoed into the task it opens
+    so that the delegating side can tell which handoff a returned task belongs to."""
+    metadata = message.metadata or {}
+    binding = {key: metadata[key] for key in HANDOFF_BINDING_KEYS if key in metadata}
+    return binding or None
 
 
 def _is_data(part: Part) -> bool:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from agent_cards.keys import KeySet, TrustedKeys
 from coordinator.model_gateway import ModelConfig
+
+JSONRPC_PATH = "/a2a/jsonrpc"
 
 
 @dataclass(frozen=True)
@@ -17,6 +21,13 @@ class Settings:
     long before the skill runs, to exercise cancellation and timeouts; it is 0 normally.
     With ``record_requests`` the app keeps the last ``recorded_requests_limit`` raw request
     bodies in ``app.state.received_bodies`` so tests can see exactly which bytes arrived.
+
+    Trust: ``trusted_issuers`` maps each issuer whose delegation tokens are accepted to its
+    pinned keys; with none, :func:`~remote_risk.app.create_app` serves anonymously and
+    :func:`~remote_risk.app.serve` refuses to start unless ``insecure_anonymous`` is set.
+    ``signing_keys`` sign the card and are published as the JWK Set (an in-memory key is
+    generated when absent). The last ``decision_log_limit`` authorization decisions are
+    kept in ``app.state.decisions``.
     """
 
     public_base_url: str = "http://127.0.0.1:8000"
@@ -29,6 +40,15 @@ class Settings:
     # With a model, the risk policy is interpreted by it and checked against the records
     # (remote_risk.model_skill); read it with remote_risk.model_skill.model_config_from_env.
     model: ModelConfig | None = None
+    trusted_issuers: Mapping[str, TrustedKeys] = field(default_factory=dict, repr=False)
+    signing_keys: KeySet | None = field(default=None, repr=False)
+    insecure_anonymous: bool = False
+    decision_log_limit: int = 1000
+
+    @property
+    def agent_id(self) -> str:
+        """This service's identifier, the ``aud`` its tokens name: the JSON-RPC interface URL."""
+        return self.public_base_url.rstrip("/") + JSONRPC_PATH
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.public_base_url)
@@ -36,7 +56,12 @@ class Settings:
             raise ValueError(
                 f"public_base_url must be an http(s) URL, not {self.public_base_url!r}"
             )
-        for name in ("task_capacity", "max_body_bytes", "recorded_requests_limit"):
+        for name in (
+            "task_capacity",
+            "max_body_bytes",
+            "recorded_requests_limit",
+            "decision_log_limit",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.card_max_age_seconds < 0 or self.skill_delay_seconds < 0:

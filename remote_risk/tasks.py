@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
@@ -62,6 +63,7 @@ class TaskRecord:
     status_message: Message | None = None
     history: list[Message] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
     settled: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -86,6 +88,7 @@ class TaskRecord:
             ),
             artifacts=list(self.artifacts) if include_artifacts and self.artifacts else None,
             history=list(history) if history else None,
+            metadata=dict(self.metadata) if self.metadata else None,
         )
 
 
@@ -114,8 +117,15 @@ class TaskStore:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    def create(self, owner: str, message: Message, context_id: str | None = None) -> TaskRecord:
-        """Open a SUBMITTED task whose history starts with ``message``."""
+    def create(
+        self,
+        owner: str,
+        message: Message,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> TaskRecord:
+        """Open a SUBMITTED task whose history starts with ``message``; ``metadata`` is the
+        task's own (e.g. the handoff it serves)."""
         self._make_room()
         task_id = self._new_id()
         record = TaskRecord(
@@ -125,6 +135,7 @@ class TaskStore:
             state=TaskState.SUBMITTED,
             changed_at=self._now(),
             sequence=self._next_sequence(),
+            metadata=metadata,
         )
         record.history.append(_bound(message, record))
         self._records[task_id] = record

@@ -32,10 +32,18 @@ def test_risk_document_declares_the_skill_the_service_runs() -> None:
     assert skill.input_modes == skill.output_modes == ["application/json"]
 
 
-def test_risk_document_leaves_trust_fields_to_the_trust_work() -> None:
-    """No security schemes, requirements or signatures are shipped yet."""
+def test_risk_document_asks_for_a_delegation_token_and_ships_unsigned() -> None:
+    """The card requires a Bearer JWT under the delegation scheme, risk:interpret for the skill,
+    and carries no signature: the service signs it with its own key at start."""
     wire = to_wire(load_document("risk"))
-    assert not {"securitySchemes", "securityRequirements", "signatures"} & set(wire)
+    scheme = wire["securitySchemes"]["delegation"]["httpAuthSecurityScheme"]
+    assert (scheme["scheme"], scheme["bearerFormat"]) == ("Bearer", "JWT")
+    assert wire["securityRequirements"] == [{"schemes": {"delegation": {"list": []}}}]
+    (skill,) = wire["skills"]
+    assert skill["securityRequirements"] == [
+        {"schemes": {"delegation": {"list": ["risk:interpret"]}}}
+    ]
+    assert "signatures" not in wire
 
 
 def test_interface_path_resolves_against_the_public_base_url() -> None:
