@@ -2,17 +2,22 @@
 
 The SDK is an independent implementation of A2A v1.0: if remote_risk's card, envelopes,
 task shapes or error bodies drift from the protocol, the SDK client refuses them here.
+Most tests use an anonymous service (``create_app()`` without trusted issuers); the last
+ones run against the token-checking service with the delegation token in the SDK's httpx
+client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.client.errors import A2AClientError
 from a2a.helpers import get_data_parts, new_data_message
 from a2a.types import (
     CancelTaskRequest,
@@ -23,10 +28,14 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
+from agent_cards.keys import TrustedKeys
 from remote_risk.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
+from tests import tokens
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port, running
+
+ISSUER = "urn:a2a-federation:coordinator"
 
 
 @pytest.fixture
@@ -105,3 +114,69 @@ def test_sdk_client_sees_failure_and_maps_a2a_errors(risk_url: str) -> None:
     assert task.status.state == TaskState.TASK_STATE_FAILED
     (finding,) = get_data_parts(task.status.message.parts)
     assert finding["errorCode"] == "policy_engine_unavailable"
+
+
+@pytest.fixture
+def trusted_risk_url() -> Iterator[str]:
+    port = free_port()
+    settings = Settings(
+        public_base_url=f"http://127.0.0.1:{port}",
+        trusted_issuers={ISSUER: TrustedKeys([tokens.COORDINATOR_KEY.verification_key()])},
+    )
+    with running(create_app(settings), port=port) as url:
+        yield url
+
+
+def delegation_token(risk_url: str, handoff_id: str) -> str:
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=ISSUER,
+        audience=risk_url + JSONRPC_PATH,
+        scope="risk:interpret",
+        handoff_id=handoff_id,
+        jti=f"jti-{handoff_id}",
+    )
+    return tokens.forge(tokens.header(), claims)
+
+
+def handoff_message(case: str, handoff_id: str) -> Any:
+    message = data_message(case)
+    message.metadata.update({"handoffId": handoff_id, "attempt": 1})
+    return message
+
+
+def test_sdk_client_with_a_delegation_token_gets_the_task(trusted_risk_url: str) -> None:
+    """With the token in its httpx client the SDK completes a task on the token-checking
+    service, reads it back, and sees the handoff echoed in the task metadata."""
+    token = delegation_token(trusted_risk_url, "handoff-sdk-1")
+
+    async def exchange() -> tuple[Any, Any]:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(headers=headers, timeout=10) as http:
+            config = ClientConfig(streaming=False, httpx_client=http)
+            client = await create_client(trusted_risk_url, client_config=config)
+            request = SendMessageRequest(message=handoff_message("handoff", "handoff-sdk-1"))
+            task = [event async for event in client.send_message(request)][-1].task
+            fetched = await client.get_task(GetTaskRequest(id=task.id))
+            await client.close()
+            return task, fetched
+
+    task, fetched = asyncio.run(exchange())
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert fetched.id == task.id
+    assert dict(task.metadata) == {"handoffId": "handoff-sdk-1", "attempt": 1}
+
+
+def test_sdk_client_without_a_token_is_refused(trusted_risk_url: str) -> None:
+    """Without a token the SDK reports the service's HTTP 401 as its client error."""
+
+    async def exchange() -> None:
+        client = await create_client(trusted_risk_url, client_config=ClientConfig(streaming=False))
+        try:
+            request = SendMessageRequest(message=handoff_message("handoff", "handoff-sdk-2"))
+            with pytest.raises(A2AClientError, match="HTTP Error 401"):
+                [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+
+    asyncio.run(exchange())
