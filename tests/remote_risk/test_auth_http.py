@@ -303,6 +303,18 @@ def test_other_authorization_schemes_count_as_no_token(service: Service, value: 
     assert refusal(response)[:2] == (401, "token_missing")
 
 
+def test_two_authorization_headers_are_refused(service: Service) -> None:
+    """Two Authorization headers are token_malformed, whichever of them is valid."""
+    headers = [
+        ("A2A-Version", "1.0"),
+        ("Authorization", f"Bearer {service.token()}"),
+        ("Authorization", f"Bearer {service.token()}"),
+    ]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
+    response = httpx.post(service.base_url + JSONRPC_PATH, json=body, headers=headers, timeout=10)
+    assert refusal(response)[:2] == (401, "token_malformed")
+
+
 def test_tenant_in_the_request_must_match_the_token(service: Service) -> None:
     """A request naming another tenant than its token is refused with 403 tenant_mismatch."""
     params = {**send_params(), "tenant": "tenant-b"}
