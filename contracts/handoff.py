@@ -66,13 +66,55 @@ class HandoffEvent(_Record):
     reason: str
 
 
+class TimeoutDisposition(StrEnum):
+    """What the source does when a handoff's lease runs out."""
+
+    CONTINUE_WITHOUT_EVIDENCE = "continue_without_evidence"
+    FAIL_RUN = "fail_run"
+
+
+class StateRef(_Record):
+    """The authoritative run state a handoff was cut from, and its version."""
+
+    id: str
+    version: int
+
+
+class HandoffBudget(_Record):
+    actions: int
+    context_units: int
+    effects: int
+
+
 class HandoffRecord(_Record):
+    """The handoff contract and where it stands.
+
+    Optional contract fields may be absent on a proposal; admission refuses to dispatch
+    one that lacks what it needs (final owner, timeout disposition, cancellation reference,
+    a bounded budget and lease) rather than filling them in.
+    """
+
     handoff_id: str
     run_id: str
     source: str
     target: str
     skill: str
     final_owner: str
+    task_slice: str = ""
+    owner_during_slice: str | None = None
+    state_ref: StateRef | None = None
+    capabilities: tuple[str, ...] = ()
+    scope: tuple[str, ...] = ()
+    tenant: str | None = None
+    resource: str | None = None
+    delegation_expires_at: datetime | None = None
+    budget: HandoffBudget | None = None
+    complete_when: str | None = None
+    return_when: str | None = None
+    cancel_ref: str | None = None
+    lease_expires_at: datetime | None = None
+    on_timeout: TimeoutDisposition | None = None
+    duplicate_key: str | None = None
     attempt: int = 1
     state: HandoffState = S.PROPOSED
     version: int = 0
@@ -80,6 +122,15 @@ class HandoffRecord(_Record):
     remote_task_id: str | None = None
     remote_state: str | None = None
     events: tuple[HandoffEvent, ...] = Field(default_factory=tuple)
+
+    @property
+    def attempt_id(self) -> str:
+        """One attempt of a logical handoff: a retry keeps the id and bumps the attempt."""
+        return f"{self.handoff_id}/{self.attempt}"
+
+    @property
+    def live(self) -> bool:
+        return self.state in (S.ADMITTED, S.DISPATCHED, S.RUNNING, S.QUARANTINED)
 
     @property
     def terminal(self) -> bool:
