@@ -16,18 +16,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_cards.keys import TrustedKeys
 from contracts import strict_json
-from contracts.handoff import HandoffRecord
-from coordinator import datadir
+from coordinator import datadir, identity
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
-from coordinator.demo import demo_document, remote_risk_process, render, run_demo
-from coordinator.dispatch import RemoteOutcome, WaitPolicy, run_remote_handoff
+from coordinator.delegation import DelegationOrder, delegate_once, delegation_document
+from coordinator.demo import demo_document, prepare_trust, remote_risk_process, render, run_demo
 from coordinator.errors import FederationError, UsageError
 from coordinator.model_gateway import ModelConfig
-from coordinator.pilot import new_handoff
-from coordinator.registry import Registry
-from coordinator.runs import Run
+from coordinator.registry import Registration, Registry, TrustAnchor
+from coordinator.run_view import render_document, run_document
 from coordinator.scenario import CASES
 
 
@@ -53,15 +52,49 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", action="store_true", help="use the model configured by FEDERATION_MODEL_*"
     )
 
-    serve = commands.add_parser("serve", help="run a service in the foreground")
+    serve = commands.add_parser(
+        "serve",
+        help="run a service in the foreground",
+        description="Run a service in the foreground. Options after the service name are "
+        "the service's own (see `federation serve risk --help`).",
+    )
     serve.add_argument("service", choices=["risk"])
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8081)
+    serve.add_argument("service_args", nargs=argparse.REMAINDER)
 
     register = commands.add_parser("register", help="fetch, validate and keep an agent card")
     register.add_argument("url", help="the agent's base URL or its agent-card.json URL")
     register.add_argument("--name", help="local name (default: from the card's name)")
     register.add_argument("--skill", help="refuse the card unless it declares this skill")
+    trust = register.add_mutually_exclusive_group()
+    trust.add_argument("--trust-key", type=Path, metavar="FILE", help="pin a JWK or JWKS file")
+    trust.add_argument("--expect-kid", metavar="KID", help="pin this kid from the origin's JWKS")
+    trust.add_argument(
+        "--trust-on-first-use",
+        action="store_true",
+        help="development only: pin whatever keys the origin serves now (recorded as such)",
+    )
+    register.add_argument(
+        "--approve", action="store_true", help="adopt a changed card that asks for more"
+    )
+
+    runs = commands.add_parser("runs", help="list recorded runs")
+    runs.add_argument("--json", action="store_true")
+    run = commands.add_parser("run", help="inspect one run")
+    run_commands = run.add_subparsers(dest="run_command", required=True)
+    show = run_commands.add_parser("show", help="ownership, artifacts, budget, pending")
+    show.add_argument("run_id")
+    show.add_argument("--json", action="store_true")
+
+    keys = commands.add_parser("keys", help="the coordinator's signing keys")
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True)
+    keys_commands.add_parser("show", help="print the public JWK Set (what remotes pin)")
+    rotate = keys_commands.add_parser("rotate", help="add a new active signing key")
+    rotate.add_argument(
+        "--grace-seconds",
+        type=int,
+        default=3600,
+        help="how long the previous key keeps verifying (default 3600)",
+    )
 
     agents = commands.add_parser("agents", help="list registered agents")
     agents.add_argument("--json", action="store_true")
@@ -70,7 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     delegate.add_argument("--to", required=True, metavar="NAME")
     delegate.add_argument("--skill", required=True, metavar="SKILL_ID")
     delegate.add_argument("--input", required=True, metavar="FILE.json", type=Path)
-    delegate.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
+    delegate.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="the handoff's deadline"
+    )
+    delegate.add_argument(
+        "--cancel-after", type=float, metavar="SECONDS", help="cancel the run after this long"
+    )
+    delegate.add_argument("--principal", default="operator", help="who the work is done for")
+    delegate.add_argument("--tenant", default="default", help="whose data it may touch")
     delegate.add_argument("--json", action="store_true")
     return parser
 
@@ -96,10 +136,13 @@ def cmd_demo(args: argparse.Namespace, data: DataDir) -> int:
     cases = list(CASES) if args.case == "all" else [args.case]
     if args.model:
         return _demo_with_model(args, data, cases)
-    with remote_risk_process() as base_url:
-        results = asyncio.run(run_demo(data, base_url, cases, parallel=args.parallel))
+    trust = prepare_trust(data)
+    with remote_risk_process(trust.remote_args) as base_url:
+        results = asyncio.run(run_demo(data, base_url, cases, trust, parallel=args.parallel))
     for result in results:
-        data.write_json(result.as_dict(), "runs", f"{result.run.run_id}.json")
+        data.write_json(
+            run_document(result.run, case=result.case), "runs", f"{result.run.run_id}.json"
+        )
     if args.json:
         _print_json(demo_document(results))
     else:
@@ -154,19 +197,59 @@ def cmd_evaluate(args: argparse.Namespace, data: DataDir) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, data: DataDir) -> int:
-    from remote_risk.app import serve
+    from remote_risk.__main__ import main as serve_risk
 
-    serve(host=args.host, port=args.port)
+    serve_risk(args.service_args)
     return 0
 
 
-def cmd_register(args: argparse.Namespace, data: DataDir) -> int:
-    async def register() -> Any:
-        async with A2AClient() as client:
-            return await Registry(data).register(client, args.url, args.name, args.skill)
+def _anchor(args: argparse.Namespace) -> TrustAnchor:
+    keys = None
+    if args.trust_key is not None:
+        try:
+            keys = TrustedKeys.from_file(args.trust_key)
+        except (OSError, ValueError) as exc:
+            raise UsageError(
+                f"cannot use {args.trust_key} as a trusted key: {exc}", "trust_key_unusable"
+            ) from None
+    return TrustAnchor(keys, args.expect_kid, args.trust_on_first_use)
 
-    agent = asyncio.run(register())
-    print(f"registered {agent.name}: {agent.endpoint} (skills: {', '.join(agent.skill_ids())})")
+
+def cmd_register(args: argparse.Namespace, data: DataDir) -> int:
+    anchor = _anchor(args)
+
+    async def register() -> Registration:
+        async with A2AClient() as client:
+            return await Registry(data).register(
+                client, args.url, args.name, args.skill, anchor, args.approve
+            )
+
+    registration = asyncio.run(register())
+    agent = registration.agent
+    if registration.status == "pending_approval":
+        print(
+            f"{agent.name}: the card changed and asks for more than before; it is held as "
+            f"pending. Review it, then run: federation register {args.url} --approve",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"{registration.status} {agent.name}: {agent.endpoint} "
+        f"(skills: {', '.join(agent.skill_ids())}; card signed by {agent.verified_kid}, "
+        f"trust: {agent.trust})"
+    )
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace, data: DataDir) -> int:
+    if args.keys_command == "rotate":
+        keys = identity.rotate(data, args.grace_seconds)
+        print(
+            f"active key is now {keys.active.kid}; previous keys verify for "
+            f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
+        )
+        return 0
+    _print_json(identity.coordinator_keys(data).public_jwks())
     return 0
 
 
@@ -206,59 +289,24 @@ def _read_input(path: Path) -> dict[str, Any]:
 
 def cmd_delegate(args: argparse.Namespace, data: DataDir) -> int:
     payload = _read_input(args.input)
-    agent = Registry(data).get(args.to)
-    run = Run(owner="operator")
-    record: HandoffRecord = new_handoff(run, agent.name, args.skill)
-
-    async def delegate() -> RemoteOutcome:
-        async with A2AClient() as client:
-            return await run_remote_handoff(
-                client,
-                agent,
-                record,
-                payload,
-                sent_record_ids=None,
-                wait=WaitPolicy(deadline_seconds=args.timeout),
-            )
-
-    outcome = asyncio.run(delegate())
-    run.record(outcome.record)
-    document = _delegation_document(run, outcome)
+    order = DelegationOrder(
+        agent=Registry(data).get(args.to),
+        skill=args.skill,
+        payload=payload,
+        timeout=args.timeout,
+        cancel_after=args.cancel_after,
+        principal=args.principal,
+        tenant=args.tenant,
+    )
+    keys = identity.coordinator_keys(data)
+    run, outcome = asyncio.run(delegate_once(order, keys, identity.issuer_id()))
+    document = delegation_document(run, outcome)
     data.write_json(document, "runs", f"{run.run_id}.json")
     if args.json:
         _print_json(document)
     else:
         _print_delegation(document)
     return 0 if outcome.record.state.value == "ACCEPTED" else 1
-
-
-def _delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
-    record = outcome.record
-    artifacts = [
-        a.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for a in (outcome.task.artifacts or [] if outcome.task else [])
-    ]
-    admission = outcome.admission
-    return {
-        "run_id": run.run_id,
-        "handoff_id": record.handoff_id,
-        "target": record.target,
-        "skill": record.skill,
-        "remote_task_id": record.remote_task_id,
-        "remote_state": record.remote_state,
-        "local_state": record.state.value,
-        "reason": record.reason,
-        "admission": None
-        if admission is None
-        else {
-            "admitted": admission.admitted,
-            "reason": admission.reason,
-            "content_hash": admission.content_hash,
-            "size": admission.size,
-        },
-        "artifacts": artifacts,
-        "notes": outcome.notes,
-    }
 
 
 def _print_delegation(document: dict[str, Any]) -> None:
@@ -268,14 +316,48 @@ def _print_delegation(document: dict[str, Any]) -> None:
     for note in document["notes"]:
         print(f"note: {note}")
     for artifact in document["artifacts"]:
-        print(f"artifact {artifact['artifactId']}:")
+        print(f"artifact {artifact['decision']} ({artifact['reason']}) {artifact['content_hash']}")
+    for artifact in document["received_artifacts"]:
+        print(f"received {artifact['artifactId']}:")
         for part in artifact["parts"]:
-            content = (
-                part.get("text")
-                if "text" in part
-                else json.dumps({k: v for k, v in part.items() if k in ("data", "url", "raw")})
-            )
-            print(f"  {content}")
+            shown = {k: v for k, v in part.items() if k in ("text", "data", "url", "raw")}
+            print(f"  {json.dumps(shown, ensure_ascii=False)}")
+
+
+def _run_documents(data: DataDir) -> list[dict[str, Any]]:
+    folder = data.path("runs")
+    if not folder.is_dir():
+        return []
+    documents = [data.read_json("runs", path.name) for path in sorted(folder.glob("*.json"))]
+    return [d for d in documents if isinstance(d, dict)]
+
+
+def cmd_runs(args: argparse.Namespace, data: DataDir) -> int:
+    documents = _run_documents(data)
+    if args.json:
+        _print_json([{k: d.get(k) for k in ("run_id", "owner", "cancelled")} for d in documents])
+        return 0
+    if not documents:
+        print("no runs recorded")
+    for d in documents:
+        live = len(d.get("live_branches", []))
+        branches = len(d.get("branches", []))
+        print(
+            f"{d['run_id']}\towner {d['owner']}\t{branches} branches, {live} live"
+            f"{chr(9) + 'cancelled' if d.get('cancelled') else ''}"
+        )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, data: DataDir) -> int:
+    document = data.read_json("runs", f"{args.run_id}.json")
+    if not isinstance(document, dict):
+        raise UsageError(f"no run {args.run_id!r} in the data directory", "unknown_run")
+    if args.json:
+        _print_json(document)
+    else:
+        print(render_document(document))
+    return 0
 
 
 COMMANDS = {
@@ -285,4 +367,7 @@ COMMANDS = {
     "register": cmd_register,
     "agents": cmd_agents,
     "delegate": cmd_delegate,
+    "keys": cmd_keys,
+    "runs": cmd_runs,
+    "run": cmd_run,
 }

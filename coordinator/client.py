@@ -109,6 +109,14 @@ class A2AClient:
             card = AgentCard.model_validate(document)
         return FetchedCard(card=card, document=document, url=card_url, etag=headers.get("etag"))
 
+    async def fetch_json(self, url: str, what: str) -> Any:
+        """GET a small JSON document (a JWK Set, say) under the same caps as every call."""
+        with translated(f"fetching {what}", url):
+            status, _, body = await self._get(url)
+            if status != 200:
+                raise TransportError(f"fetching {what} {url}: HTTP {status}", "http_status")
+            return strict_json.loads(body)
+
     # --- the four operations --------------------------------------------------------------
 
     async def send_message(

@@ -12,14 +12,27 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from agent_cards.keys import KeySet, TrustedKeys, load_or_create
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
 from coordinator.errors import FederationError
+from coordinator.identity import coordinator_keys, issuer_id, publish_jwks
 from coordinator.pilot import RISK_SKILL, PilotResult, run_pilot
-from coordinator.registry import Registry
+from coordinator.registry import Registry, TrustAnchor
+from coordinator.run_view import ownership_rows, render_table
 
+DEMO_COLUMNS = [
+    "branch",
+    "target",
+    "owner_during_slice",
+    "state",
+    "state_version_seen",
+    "attempt",
+    "remote_state",
+]
 READY_PREFIX = "remote_risk listening on "
 START_TIMEOUT = 20.0
 
@@ -61,12 +74,51 @@ def _wait_for_url(process: subprocess.Popen[str]) -> str:
     return line[0][len(READY_PREFIX) :].strip()
 
 
+@dataclass(frozen=True)
+class DemoTrust:
+    """The trust the demo sets up, as two operators would out of band.
+
+    The coordinator's public keys become remote_risk's trusted issuer, and remote_risk's
+    public keys are pinned by the coordinator before its card is fetched.
+    """
+
+    coordinator_keys: KeySet
+    issuer: str
+    remote_args: list[str]
+    remote_pins: TrustedKeys
+
+
+def prepare_trust(data: DataDir) -> DemoTrust:
+    keys = coordinator_keys(data)
+    issuer = issuer_id()
+    remote_dir = data.path("demo", "remote-risk")
+    remote_keys = load_or_create(remote_dir / "keys")
+    args = ["--data-dir", str(remote_dir), "--trust-issuer", f"{issuer}={publish_jwks(data, keys)}"]
+    return DemoTrust(keys, issuer, args, remote_keys.trusted_keys())
+
+
 async def run_demo(
-    data: DataDir, base_url: str, cases: list[str], *, parallel: bool = False
+    data: DataDir, base_url: str, cases: list[str], trust: DemoTrust, *, parallel: bool = False
 ) -> list[PilotResult]:
     async with A2AClient() as client:
-        risk = await Registry(data).register(client, base_url, expect_skill=RISK_SKILL)
-        return [await run_pilot(case, client, risk, parallel=parallel) for case in cases]
+        registration = await Registry(data).register(
+            client,
+            base_url,
+            expect_skill=RISK_SKILL,
+            anchor=TrustAnchor(keys=trust.remote_pins),
+            approve=True,
+        )
+        return [
+            await run_pilot(
+                case,
+                client,
+                registration.agent,
+                parallel=parallel,
+                keys=trust.coordinator_keys,
+                issuer=trust.issuer,
+            )
+            for case in cases
+        ]
 
 
 def demo_document(results: list[PilotResult]) -> dict[str, Any]:
@@ -86,6 +138,11 @@ def render(result: PilotResult) -> str:
                 f"    remote task {c.record.remote_task_id or '-'} state "
                 f"{c.record.remote_state or '-'}"
             )
+            if c.grant:
+                lines.append(
+                    f"    delegation token jti {c.grant['jti']} scope {c.grant['scope']!r} "
+                    f"exp {c.grant['exp']}"
+                )
         lines.append(
             f"    handoff {c.record.handoff_id}: {c.record.state.value} ({c.record.reason})"
         )
@@ -105,4 +162,7 @@ def render(result: PilotResult) -> str:
         lines.append(f"  former owner coordinator tried to continue: {verdict}")
     if result.clarification:
         lines.append(f"  privacy asks: {result.clarification}")
+    lines.append("  ownership by branch:")
+    table = render_table(ownership_rows(result.run), DEMO_COLUMNS)
+    lines.extend(f"    {line}" for line in table.splitlines())
     return "\n".join(lines)

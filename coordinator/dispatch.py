@@ -1,21 +1,32 @@
-"""The path of one remote handoff: admission, dispatch, wait, return admission.
+"""The path of one remote handoff: propose, admit, mint, dispatch, wait, admit the return.
 
-Each step moves the handoff record through the state table in :mod:`contracts.handoff`;
-the remote task's state is translated by :mod:`coordinator.state_map` and never copied.
-The coordinator never waits forever: polling stops at the handoff's deadline.
+Every step commits to the run's :class:`~coordinator.lifecycle.HandoffBook`, guarded by
+the version it was based on; the remote task's state is translated by
+:mod:`coordinator.state_map` and never copied. The coordinator never waits forever: the
+handoff has an absolute lease, and at its end the handoff is TIMED_OUT and the remote
+task is sent ``CancelTask`` as a best effort. If the run is cancelled meanwhile, the
+cancel wins by revision and whatever arrives later is recorded as late.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import hashlib
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
-from contracts.handoff import HandoffRecord, HandoffState, transition
+from contracts.grant import Budget
+from contracts.handoff import (
+    HandoffBudget,
+    HandoffRecord,
+    HandoffState,
+    TimeoutDisposition,
+)
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
@@ -28,14 +39,21 @@ from contracts.wire import (
     SendMessageConfiguration,
     SendMessageRequest,
     Task,
+    TaskState,
 )
+from coordinator.admission import AdmissionContext, AdmissionDenied
+from coordinator.authority import Delegator, GrantRefused, required_scopes
 from coordinator.client import A2AClient
 from coordinator.errors import FederationError
+from coordinator.lifecycle import ArtifactDecision, RunCancelled, StaleRevision
 from coordinator.registry import RegisteredAgent
 from coordinator.returns import Admission, admit_task, finding_in
+from coordinator.runs import Run
 from coordinator.state_map import local_view
 
 S = HandoffState
+COMPLETE_WHEN = "one Finding that cites only records sent to the target"
+RETURN_WHEN = "the Finding passes return admission against the dispatched handoff"
 
 
 @dataclass(frozen=True)
@@ -52,12 +70,73 @@ class RemoteOutcome:
     record: HandoffRecord
     task: Task | None = None
     admission: Admission | None = None
+    decision: ArtifactDecision | None = None
     sent_fields: tuple[str, ...] = ()
+    grant: dict[str, object] | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def finding(self) -> Finding | None:
-        return self.admission.finding if self.admission else None
+        """The admitted finding, or the remote's own failed finding (for its error code)."""
+        if self.admission is None:
+            return None
+        if self.decision is ArtifactDecision.ADMITTED or self.record.state is S.FAILED:
+            return self.admission.finding
+        return None
+
+
+def propose(
+    run: Run,
+    agent: RegisteredAgent,
+    skill: str,
+    payload: dict[str, Any],
+    wait: WaitPolicy,
+    *,
+    on_timeout: TimeoutDisposition = TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE,
+    handoff_id: str | None = None,
+    attempt: int = 1,
+) -> HandoffRecord:
+    """The full handoff contract for sending ``payload`` to ``agent``'s ``skill``."""
+    book = run.book
+    now = book.clock()
+    lease = min(now + timedelta(seconds=wait.deadline_seconds), book.parent.expires_at)
+    encoded = strict_json.dumps(payload)
+    scopes = required_scopes(agent.agent_card, skill)
+    digest = hashlib.sha256(encoded).hexdigest()[:16]
+    return HandoffRecord(
+        handoff_id=handoff_id or f"ho-{uuid.uuid4().hex[:12]}",
+        run_id=run.run_id,
+        source=run.owner,
+        target=agent.name,
+        skill=skill,
+        final_owner=run.owner,
+        task_slice=f"{skill} over {', '.join(sorted(payload))}",
+        owner_during_slice=agent.name,
+        state_ref=book.state_ref,
+        capabilities=(skill,),
+        scope=tuple(sorted(scopes)) if scopes else tuple(sorted(run.authority.scopes)),
+        tenant=run.authority.tenant,
+        delegation_expires_at=lease,
+        budget=HandoffBudget(actions=1, context_units=len(encoded), effects=0),
+        complete_when=COMPLETE_WHEN,
+        return_when=RETURN_WHEN,
+        cancel_ref=book.cancel_ref,
+        lease_expires_at=lease,
+        on_timeout=on_timeout,
+        duplicate_key=f"{agent.name}:{skill}:v{book.state_version}:{digest}",
+        attempt=attempt,
+    )
+
+
+def admission_context(run: Run, agent: RegisteredAgent) -> AdmissionContext:
+    skills = frozenset(agent.skill_ids())
+    # Every delegation this coordinator makes is read-only: no skill may receive effects.
+    return AdmissionContext(
+        participants=frozenset({run.owner}),
+        target_capabilities={agent.name: skills},
+        read_only_skills=skills,
+        current_state_version=run.book.state_version,
+    )
 
 
 def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
@@ -69,71 +148,274 @@ def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
             "handoffId": record.handoff_id,
             "attempt": record.attempt,
             "skillId": record.skill,
-            "idempotencyKey": f"{record.handoff_id}:{record.attempt}",
+            "stateVersion": record.state_ref.version if record.state_ref else 0,
+            # One logical handoff, one key: a retried send is recognisable as the same work.
+            "idempotencyKey": f"{record.run_id}:{record.handoff_id}",
         },
     )
 
 
-def admit_dispatch(record: HandoffRecord, agent: RegisteredAgent) -> HandoffRecord:
-    """Admission before anything is sent: the target must declare the requested skill."""
-    if agent.agent_card.skill(record.skill) is None:
-        return transition(record, S.REJECTED, "skill_not_declared_by_target")
-    return transition(record, S.ADMITTED, "admitted")
+def _mint(
+    outcome: RemoteOutcome, run: Run, agent: RegisteredAgent, delegator: Delegator | None
+) -> dict[str, str]:
+    """Mint the handoff's narrowed token when the target takes delegation tokens."""
+    record = outcome.record
+    scopes = required_scopes(agent.agent_card, record.skill)
+    if scopes is None:
+        outcome.notes.append("target declares no bearer-token scheme: no delegation token sent")
+        return {}
+    if delegator is None:
+        raise GrantRefused("authority", "this run holds no authority to delegate")
+    left = run.book.remaining()
+    own = record.budget or HandoffBudget(actions=0, context_units=0, effects=0)
+    before = Budget(
+        actions=left.actions + own.actions,
+        context_units=left.context_units + own.context_units,
+        effects=left.effects + own.effects,
+    )
+    minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
+    outcome.grant = minted.summary()
+    return {"Authorization": f"Bearer {minted.token}"}
 
 
 async def run_remote_handoff(
     client: A2AClient,
     agent: RegisteredAgent,
-    record: HandoffRecord,
+    proposal: HandoffRecord,
     payload: dict[str, Any],
     *,
+    run: Run,
     sent_record_ids: Collection[str] | None,
     wait: WaitPolicy | None = None,
-    headers: dict[str, str] | None = None,
+    delegator: Delegator | None = None,
 ) -> RemoteOutcome:
     wait = wait or WaitPolicy()
-    outcome = RemoteOutcome(record=admit_dispatch(record, agent), sent_fields=tuple(payload))
-    if outcome.record.state is not S.ADMITTED:
+    book = run.book
+    outcome = RemoteOutcome(record=proposal, sent_fields=tuple(payload))
+    try:
+        outcome.record = book.admit(proposal, admission_context(run, agent))
+        headers = _mint(outcome, run, agent, delegator)
+    except (AdmissionDenied, RunCancelled) as exc:
+        outcome.record = book.records.get(proposal.attempt_id, proposal)
+        outcome.notes.append(str(exc))
         return outcome
-    deadline = time.monotonic() + wait.deadline_seconds
+    except GrantRefused as exc:
+        outcome.record = book.commit(outcome.record, S.FAILED, exc.reason)
+        outcome.notes.append(str(exc))
+        return outcome
+    run.credentials[outcome.record.attempt_id] = headers
+    # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
+    outcome.record = book.commit(outcome.record, S.DISPATCHED, "message_sending")
+    task = await _send(client, agent, outcome, payload, headers, run)
+    if task is not None:
+        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids)
+    run.record(outcome.record)
+    return outcome
+
+
+def _lease_left(outcome: RemoteOutcome, run: Run) -> float:
+    lease = outcome.record.lease_expires_at
+    assert lease is not None
+    return (lease - run.book.clock()).total_seconds()
+
+
+async def _send(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    run: Run,
+) -> Task | None:
     request = SendMessageRequest(
         message=build_message(outcome.record, payload),
         configuration=SendMessageConfiguration(
             accepted_output_modes=["application/json"], return_immediately=True
         ),
     )
-    # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
-    outcome.record = transition(outcome.record, S.DISPATCHED, "message_sending")
     try:
         response = await asyncio.wait_for(
-            client.send_message(agent.endpoint, request, headers), wait.deadline_seconds
+            client.send_message(agent.endpoint, request, headers),
+            max(0.001, _lease_left(outcome, run)),
         )
     except TimeoutError:
-        outcome.record = transition(outcome.record, S.TIMED_OUT, "lease_expired_during_dispatch")
-        return outcome
+        _commit(outcome, run, S.TIMED_OUT, "lease_expired_during_dispatch")
+        return None
     except FederationError as exc:
-        outcome.record = transition(outcome.record, S.FAILED, f"dispatch_failed:{exc.reason}")
+        _commit(outcome, run, S.FAILED, f"dispatch_failed:{exc.reason}")
         outcome.notes.append(str(exc))
-        return outcome
+        return None
     if response.task is None:
-        outcome.record = transition(outcome.record, S.FAILED, "remote_replied_without_task")
-        return outcome
+        _commit(outcome, run, S.FAILED, "remote_replied_without_task")
+        return None
     task = response.task
-    outcome.record = outcome.record.model_copy(update={"remote_task_id": task.id})
-    task = await _observe_until_settled(client, agent, outcome, task, deadline, wait, headers)
-    outcome.task = task
-    if outcome.record.state is S.RETURNED:
-        _admit_return(outcome, task, sent_record_ids)
-    elif outcome.record.state is S.FAILED:
-        outcome.admission = _failure_admission(task)
-    elif task.status.state in INTERRUPTED_TASK_STATES:
-        outcome.admission = admit_interruption(task, sent_record_ids)
-        await close_branch(
-            client, agent, outcome, f"closed_{task.status.state.name.lower()}", headers
+    try:
+        outcome.record = run.book.note(
+            outcome.record, remote_task_id=task.id, remote_state=task.status.state.value
         )
-    elif outcome.record.state is S.TIMED_OUT:
-        await _cancel_best_effort(client, agent, outcome, headers)
-    return outcome
+    except StaleRevision:
+        outcome.record = run.book.current(outcome.record)
+    return task
+
+
+def _commit(outcome: RemoteOutcome, run: Run, to: HandoffState, reason: str) -> bool:
+    """Commit a transition; False if the handoff moved meanwhile (the view was stale)."""
+    try:
+        outcome.record = run.book.commit(outcome.record, to, reason)
+        return True
+    except StaleRevision:
+        outcome.record = run.book.current(outcome.record)
+        return False
+
+
+async def _follow(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    task: Task,
+    run: Run,
+    wait: WaitPolicy,
+    headers: dict[str, str],
+    sent_record_ids: Collection[str] | None,
+) -> None:
+    """Observe the remote task until it settles, the lease ends or the run cancels it."""
+    delay = wait.first_poll
+    while True:
+        outcome.task = task
+        if not _observe(outcome, run, task):
+            _arrived_late(outcome, run, task, sent_record_ids)
+            return
+        state = task.status.state
+        if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
+            break
+        if _lease_left(outcome, run) <= 0:
+            if _commit(outcome, run, S.TIMED_OUT, "lease_expired"):
+                remote_state = await _cancel_remote(client, agent, outcome, headers)
+                if remote_state:
+                    outcome.record = run.book.note(outcome.record, remote_state=remote_state)
+            return
+        await asyncio.sleep(min(delay, max(0.0, _lease_left(outcome, run))))
+        delay = min(delay * 2, wait.max_poll)
+        try:
+            task = await client.get_task(agent.endpoint, GetTaskRequest(id=task.id), headers)
+        except FederationError as exc:
+            outcome.notes.append(f"poll failed: {exc}")
+    await _settle(client, agent, outcome, task, run, headers, sent_record_ids)
+
+
+def _observe(outcome: RemoteOutcome, run: Run, task: Task) -> bool:
+    """Apply one observation of the remote task; False if the handoff already ended here."""
+    current = run.book.current(outcome.record)
+    if current.version != outcome.record.version or current.terminal:
+        outcome.record = current
+        return False
+    view = local_view(task.status.state.value)
+    record = run.book.note(outcome.record, remote_state=task.status.state.value)
+    outcome.record = record
+    unchanged = view.state is record.state and (
+        view.reason == record.reason or view.state is not S.RUNNING
+    )
+    # SUBMITTED seen after the handoff moved on is an older observation: keep what we have.
+    if unchanged or view.state is S.DISPATCHED or view.state is S.RETURNED:
+        return True
+    return _commit(outcome, run, view.state, view.reason) or not outcome.record.terminal
+
+
+async def _settle(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    task: Task,
+    run: Run,
+    headers: dict[str, str],
+    sent_record_ids: Collection[str] | None,
+) -> None:
+    state = task.status.state
+    if outcome.record.state is S.FAILED:
+        outcome.admission = _failure_admission(task)
+        return
+    if state in INTERRUPTED_TASK_STATES:
+        admission = admit_interruption(task, sent_record_ids)
+        outcome.admission = admission
+        outcome.decision = run.book.receive(
+            outcome.record,
+            admitted=admission.admitted,
+            reason=admission.reason,
+            content_hash=admission.content_hash,
+            size=admission.size,
+        )
+        remote_state = await _cancel_remote(client, agent, outcome, headers)
+        if _commit(outcome, run, S.CANCELLED, f"closed_{state.name.lower()}") and remote_state:
+            outcome.record = run.book.note(outcome.record, remote_state=remote_state)
+        return
+    if state is not TaskState.COMPLETED:
+        return
+    based_on = outcome.record
+    if not _commit(outcome, run, S.RETURNED, "remote_completed"):
+        _arrived_late(outcome, run, task, sent_record_ids, based_on)
+        return
+    _judge(outcome, run, task, sent_record_ids)
+
+
+def _judge(
+    outcome: RemoteOutcome, run: Run, task: Task, sent_record_ids: Collection[str] | None
+) -> None:
+    """Return admission, then the book decides (admitted, rejected, stale or duplicate)."""
+    returned = outcome.record
+    admission = admit_task(
+        task,
+        expected_task_id=returned.remote_task_id or "",
+        sent_record_ids=sent_record_ids,
+        expected_handoff=(returned.handoff_id, returned.attempt),
+    )
+    outcome.admission = admission
+    outcome.decision = run.book.receive(
+        returned,
+        admitted=admission.admitted,
+        reason=admission.reason,
+        content_hash=admission.content_hash,
+        size=admission.size,
+        content=_artifact_content(task),
+    )
+    if outcome.decision is ArtifactDecision.ADMITTED:
+        _commit(outcome, run, S.ACCEPTED, admission.reason)
+    elif outcome.decision is ArtifactDecision.REJECTED:
+        _commit(outcome, run, S.REJECTED, admission.reason)
+    else:
+        _commit(outcome, run, S.REJECTED, outcome.decision.value)
+
+
+def _arrived_late(
+    outcome: RemoteOutcome,
+    run: Run,
+    task: Task,
+    sent_record_ids: Collection[str] | None,
+    based_on: HandoffRecord | None = None,
+) -> None:
+    """A completed result that lost the race: keep it for diagnosis, admit nothing."""
+    if task.status.state is not TaskState.COMPLETED:
+        return
+    admission = admit_task(
+        task,
+        expected_task_id=task.id,
+        sent_record_ids=sent_record_ids,
+        expected_handoff=None,
+    )
+    outcome.admission = admission
+    outcome.decision = run.book.receive(
+        based_on or outcome.record,
+        admitted=False,
+        reason=admission.reason,
+        content_hash=admission.content_hash,
+        size=admission.size,
+        content=_artifact_content(task),
+    )
+
+
+def _artifact_content(task: Task) -> object:
+    return [
+        a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in task.artifacts or []
+    ]
 
 
 def admit_interruption(task: Task, sent_record_ids: Collection[str] | None) -> Admission:
@@ -157,85 +439,43 @@ def admit_interruption(task: Task, sent_record_ids: Collection[str] | None) -> A
     return Admission(True, "needs_input_admitted", *digest, finding=finding)
 
 
-async def close_branch(
+async def _cancel_remote(
     client: A2AClient,
     agent: RegisteredAgent,
     outcome: RemoteOutcome,
-    reason: str,
-    headers: dict[str, str] | None,
-) -> None:
-    """End a live handoff this run will not continue: cancel it remotely, then locally."""
-    await _cancel_best_effort(client, agent, outcome, headers)
-    if not outcome.record.terminal:
-        outcome.record = transition(outcome.record, S.CANCELLED, reason)
-
-
-async def _cancel_best_effort(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    headers: dict[str, str] | None,
-) -> None:
+    headers: dict[str, str],
+) -> str | None:
+    """Send CancelTask as a best effort; the remote state it reports, if it answered."""
     task_id = outcome.record.remote_task_id
     if task_id is None:
-        return
+        return None
     try:
         task = await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
     except FederationError as exc:
         outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
-        return
-    outcome.record = outcome.record.model_copy(update={"remote_state": task.status.state.value})
+        return None
     outcome.notes.append(f"cancel sent; remote task {task_id} is {task.status.state.value}")
+    return task.status.state.value
 
 
-def _apply_remote(outcome: RemoteOutcome, task: Task) -> None:
-    view = local_view(task.status.state.value)
-    record = outcome.record.model_copy(update={"remote_state": task.status.state.value})
-    unchanged = view.state is record.state and (
-        view.reason == record.reason or view.state is not S.RUNNING
-    )
-    # SUBMITTED seen after the handoff moved on is an older observation: keep what we have.
-    if not unchanged and view.state is not S.DISPATCHED:
-        record = transition(record, view.state, view.reason)
-    outcome.record = record
-
-
-async def _observe_until_settled(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    task: Task,
-    deadline: float,
-    wait: WaitPolicy,
-    headers: dict[str, str] | None,
-) -> Task:
-    delay = wait.first_poll
-    while True:
-        _apply_remote(outcome, task)
-        state = task.status.state
-        if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
-            return task
-        if time.monotonic() + delay >= deadline:
-            outcome.record = transition(outcome.record, S.TIMED_OUT, "lease_expired")
-            return task
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, wait.max_poll)
-        try:
-            task = await client.get_task(agent.endpoint, GetTaskRequest(id=task.id), headers)
-        except FederationError as exc:
-            outcome.notes.append(f"poll failed: {exc}")
-
-
-def _admit_return(
-    outcome: RemoteOutcome, task: Task, sent_record_ids: Collection[str] | None
-) -> None:
-    assert outcome.record.remote_task_id is not None
-    admission = admit_task(
-        task, expected_task_id=outcome.record.remote_task_id, sent_record_ids=sent_record_ids
-    )
-    outcome.admission = admission
-    to = S.ACCEPTED if admission.admitted else S.REJECTED
-    outcome.record = transition(outcome.record, to, admission.reason)
+async def cancel_branches(
+    client: A2AClient, run: Run, agents: dict[str, RegisteredAgent]
+) -> list[HandoffRecord]:
+    """Cancel the run: commit it first (no new dispatch), then tell every live branch,
+    each under the credentials of its own handoff."""
+    cancelled = run.book.cancel()
+    for record in cancelled:
+        agent = agents.get(record.target)
+        if agent is not None and record.remote_task_id is not None:
+            headers = run.credentials.get(record.attempt_id, {})
+            remote_state = await _cancel_remote(
+                client, agent, RemoteOutcome(record=record), headers
+            )
+            current = run.book.current(record)
+            if remote_state and current.version == record.version:
+                run.book.note(current, remote_state=remote_state)
+        run.record(run.book.current(record))
+    return cancelled
 
 
 def _failure_admission(task: Task) -> Admission:

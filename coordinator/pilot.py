@@ -15,14 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_cards.keys import KeySet
 from contracts.evidence import Assessment, AssessmentStatus, Finding, FindingStatus, merge
-from contracts.handoff import HandoffRecord, HandoffState, transition
+from contracts.handoff import HandoffRecord, HandoffState, TimeoutDisposition, transition
 from coordinator import scenario, specialists
+from coordinator.authority import DEFAULT_ISSUER, Delegator, RunAuthority
 from coordinator.client import A2AClient
-from coordinator.dispatch import RemoteOutcome, WaitPolicy, run_remote_handoff
+from coordinator.dispatch import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
 from coordinator.errors import OwnershipError
 from coordinator.projection import project_context, record_ids
 from coordinator.registry import RegisteredAgent
+from coordinator.run_view import run_document
 from coordinator.runs import Run
 
 S = HandoffState
@@ -41,6 +44,7 @@ class Consultation:
     finding: Finding | None
     remote: bool
     admission_reason: str = ""
+    grant: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +56,8 @@ class Consultation:
             "reason": self.record.reason,
             "sent_fields": list(self.sent_fields),
             "finding_status": self.finding.status.value if self.finding else None,
+            "admission": self.admission_reason or self.record.reason,
+            "grant": self.grant,
         }
 
 
@@ -68,6 +74,7 @@ class PilotResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "case": self.case,
+            "run": run_document(self.run),
             "run_id": self.run.run_id,
             "assessment": {
                 "status": self.assessment.status.value,
@@ -87,6 +94,8 @@ def new_handoff(run: Run, target: str, skill: str, source: str | None = None) ->
         handoff_id=f"ho-{uuid.uuid4().hex[:12]}",
         run_id=run.run_id,
         source=source or run.owner,
+        owner_during_slice=target,
+        state_ref=run.book.state_ref,
         target=target,
         skill=skill,
         final_owner=run.owner,
@@ -120,28 +129,59 @@ def run_local_handoff(
     return Consultation(target, run.record(record), tuple(projected), finding, remote=False)
 
 
+def no_result(record: HandoffRecord) -> Finding:
+    """What a consultation that produced no admissible finding contributes to the merge.
+
+    A lease that ran out under the ``continue_without_evidence`` disposition is an explicit
+    no-evidence result (what was asked, why it stopped), which the merge treats as missing
+    input; anything else is a failure of the consultation, never evidence.
+    """
+    if (
+        record.state is HandoffState.TIMED_OUT
+        and record.on_timeout is TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE
+    ):
+        return Finding(
+            status=FindingStatus.NEEDS_INPUT,
+            summary=f"No evidence from {record.target}: its lease ended before a result.",
+            facts={
+                "no_evidence": {
+                    "asked": record.task_slice,
+                    "stopped": record.reason,
+                    "lease_expires_at": str(record.lease_expires_at),
+                }
+            },
+        )
+    return Finding(
+        status=FindingStatus.FAILED,
+        summary=f"No admissible result from {record.target}.",
+        error_code=record.reason,
+    )
+
+
 async def consult_risk(
     run: Run,
     client: A2AClient,
     risk: RegisteredAgent,
     projected: dict[str, Any],
     wait: WaitPolicy,
+    delegator: Delegator | None,
 ) -> Consultation:
-    record = new_handoff(run, risk.name, RISK_SKILL)
+    proposal = propose(run, risk, RISK_SKILL, projected, wait)
     outcome: RemoteOutcome = await run_remote_handoff(
-        client, risk, record, projected, sent_record_ids=record_ids(projected), wait=wait
+        client,
+        risk,
+        proposal,
+        projected,
+        run=run,
+        sent_record_ids=record_ids(projected),
+        wait=wait,
+        delegator=delegator,
     )
-    run.record(outcome.record)
-    finding = outcome.finding
-    if finding is None:
-        # Nothing admissible came back: that is a failure of the consultation, not evidence.
-        finding = Finding(
-            status=FindingStatus.FAILED,
-            summary="No admissible result from the risk specialist.",
-            error_code=outcome.record.reason,
-        )
+    finding = outcome.finding or no_result(outcome.record)
     reason = outcome.admission.reason if outcome.admission else outcome.record.reason
-    return Consultation(risk.name, outcome.record, outcome.sent_fields, finding, True, reason)
+    return Consultation(
+        risk.name, outcome.record, outcome.sent_fields, finding, True, reason, outcome.grant
+    )
 
 
 async def run_pilot(
@@ -151,9 +191,18 @@ async def run_pilot(
     *,
     parallel: bool = False,
     wait: WaitPolicy | None = None,
+    keys: KeySet | None = None,
+    authority: RunAuthority | None = None,
+    issuer: str = DEFAULT_ISSUER,
 ) -> PilotResult:
+    """Run one case. With ``keys``, every remote handoff carries a narrowed delegation token
+    minted from the run's root grant (``authority``); without, none is sent."""
     context = scenario.context_for(case)
-    run = Run(owner=COORDINATOR)
+    run = Run(owner=COORDINATOR, authority=authority or RunAuthority())
+    delegator = None
+    if keys is not None:
+        expires_at = int(run.book.parent.expires_at.timestamp())
+        delegator = Delegator(keys, run.authority, issuer, run.run_id, expires_at, run.owner)
     run.reserve_delegations(COORDINATOR, 2)
     ops_view = project_context(context, scenario.CONTEXT_KEYS["operations"])
     risk_view = project_context(context, scenario.CONTEXT_KEYS["risk"])
@@ -161,7 +210,7 @@ async def run_pilot(
     async def ask_operations() -> Consultation:
         return run_local_handoff(run, "operations", specialists.operations, ops_view)
 
-    ask_risk = consult_risk(run, client, risk, risk_view, wait or WaitPolicy())
+    ask_risk = consult_risk(run, client, risk, risk_view, wait or WaitPolicy(), delegator)
     if parallel:
         operations, risk_result = await asyncio.gather(ask_operations(), ask_risk)
     else:

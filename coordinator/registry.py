@@ -1,23 +1,42 @@
-"""The registry of remote specialists: fetch a card, validate it, keep it.
+"""The registry of remote specialists: fetch a card, verify who signed it, validate it, keep it.
 
-A card is accepted only if it is an A2A v1.0 card with a JSON-RPC interface at protocol
-version 1.x and, when the caller says which skill it expects, declares that skill.
+A card is accepted only if
+
+* at least one of its signatures verifies with a key the operator pinned: a key file
+  (``--trust-key``), one kid looked up in the service's JWK Set on the card's own origin
+  (``--expect-kid``), the keys pinned at an earlier registration, or, only when asked for
+  explicitly and recorded as such, whatever keys the origin serves now (trust on first
+  use). A ``jku`` in a card never chooses the trust root;
+* it is an A2A v1.0 card with a JSON-RPC interface at protocol version 1.x and, when the
+  caller names one, declares the expected skill.
+
+Nothing is stored before verification succeeds. When a registered card changes in what it
+asks for (skills, scopes, security requirements, interfaces), the new version is held as
+pending until an operator approves it; a change that only narrows is adopted at once.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from agent_cards.keys import KeyMaterialError, TrustedKeys
+from agent_cards.signing import CardVerificationError, verify_card
+from contracts import strict_json
 from contracts.wire import AgentCard, AgentInterface
-from coordinator.client import A2AClient
+from coordinator.client import A2AClient, FetchedCard
 from coordinator.datadir import DataDir
 from coordinator.errors import FederationError, ProtocolError, RegistryError
 
 AGENTS_FILE = "agents.json"
+JWKS_PATH = "/.well-known/jwks.json"
+TrustKind = Literal["pinned_key", "pinned_kid", "trust_on_first_use"]
+Status = Literal["registered", "unchanged", "updated", "narrowed", "approved", "pending_approval"]
 
 
 class RegisteredAgent(BaseModel):
@@ -29,6 +48,10 @@ class RegisteredAgent(BaseModel):
     card: dict[str, Any]
     etag: str | None = None
     registered_at: str
+    trust: TrustKind = "pinned_key"
+    pinned_jwks: dict[str, Any] = {}
+    verified_kid: str | None = None
+    pending_card: dict[str, Any] | None = None
 
     @property
     def agent_card(self) -> AgentCard:
@@ -38,8 +61,27 @@ class RegisteredAgent(BaseModel):
         return [skill.id for skill in self.agent_card.skills]
 
 
+@dataclass(frozen=True)
+class TrustAnchor:
+    """How the operator says which keys may sign this agent's card."""
+
+    keys: TrustedKeys | None = None
+    expect_kid: str | None = None
+    trust_on_first_use: bool = False
+
+
+@dataclass(frozen=True)
+class Registration:
+    agent: RegisteredAgent
+    status: Status
+
+
 def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "agent"
+
+
+def now_text() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 def accepted_interface(card: AgentCard, expect_skill: str | None) -> AgentInterface:
@@ -57,16 +99,75 @@ def accepted_interface(card: AgentCard, expect_skill: str | None) -> AgentInterf
     return interface
 
 
+# --- what a card asks for, and whether a new version only narrows it ----------------------
+
+
+def surface(card: AgentCard) -> dict[str, Any]:
+    """The parts of a card that decide what we would send it and what it may ask for."""
+    return {
+        "interfaces": {
+            (i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces
+        },
+        "skills": {
+            skill.id: frozenset(
+                scope
+                for requirement in skill.security_requirements or []
+                for listed in requirement.schemes.values()
+                for scope in listed.list
+            )
+            for skill in card.skills
+        },
+        "schemes": _canonical(card.security_schemes),
+        "requirements": _canonical(card.security_requirements),
+    }
+
+
+def _canonical(value: Any) -> bytes:
+    if value is None:
+        return b"null"
+    if isinstance(value, dict):
+        value = {
+            k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in value.items()
+        }
+    else:
+        value = [v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in value]
+    return strict_json.dumps(value)
+
+
+def only_narrows(old: AgentCard, new: AgentCard) -> bool:
+    before, after = surface(old), surface(new)
+    return (
+        after["schemes"] == before["schemes"]
+        and after["requirements"] == before["requirements"]
+        and after["interfaces"] <= before["interfaces"]
+        and all(
+            skill in before["skills"] and scopes <= before["skills"][skill]
+            for skill, scopes in after["skills"].items()
+        )
+    )
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+
 class Registry:
     def __init__(self, data: DataDir) -> None:
         self.data = data
 
-    def agents(self) -> list[RegisteredAgent]:
+    def _stored(self) -> dict[str, Any]:
         stored = self.data.read_json(AGENTS_FILE, default={})
-        return [RegisteredAgent.model_validate(entry) for entry in stored.values()]
+        return stored if isinstance(stored, dict) else {}
+
+    def agents(self) -> list[RegisteredAgent]:
+        return [RegisteredAgent.model_validate(entry) for entry in self._stored().values()]
 
     def get(self, name: str) -> RegisteredAgent:
-        stored = self.data.read_json(AGENTS_FILE, default={})
+        stored = self._stored()
         if name not in stored:
             known = ", ".join(sorted(stored)) or "none"
             raise RegistryError(
@@ -74,31 +175,111 @@ class Registry:
             )
         return RegisteredAgent.model_validate(stored[name])
 
+    def _save(self, agent: RegisteredAgent) -> None:
+        stored = self._stored()
+        stored[agent.name] = agent.model_dump(mode="json")
+        self.data.write_json(stored, AGENTS_FILE)
+
     async def register(
         self,
         client: A2AClient,
         url: str,
         name: str | None = None,
         expect_skill: str | None = None,
-    ) -> RegisteredAgent:
+        anchor: TrustAnchor | None = None,
+        approve: bool = False,
+    ) -> Registration:
+        fetched = await _fetch(client, url)
+        name = name or slug(fetched.card.name)
+        existing = self.get(name) if name in self._stored() else None
+        trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
         try:
-            fetched = await client.fetch_card(url)
-        except ProtocolError as exc:
-            raise RegistryError(
-                str(exc), "card_not_json" if exc.reason == "not_json" else "card_invalid"
-            ) from None
-        except FederationError as exc:
-            raise RegistryError(str(exc), "card_unreachable") from None
+            kid = verify_card(fetched.document, trusted)
+        except CardVerificationError as exc:
+            raise RegistryError(f"card of {fetched.url} refused: {exc}", exc.reason) from None
         interface = accepted_interface(fetched.card, expect_skill)
         agent = RegisteredAgent(
-            name=name or slug(fetched.card.name),
+            name=name,
             card_url=fetched.url,
             endpoint=interface.url,
             card=fetched.document,
             etag=fetched.etag,
-            registered_at=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            registered_at=now_text(),
+            trust=kind,
+            pinned_jwks=trusted.to_jwks(),
+            verified_kid=kid,
         )
-        stored = self.data.read_json(AGENTS_FILE, default={})
-        stored[agent.name] = agent.model_dump(mode="json")
-        self.data.write_json(stored, AGENTS_FILE)
-        return agent
+        status = _status(existing, agent, approve)
+        if status == "unchanged" and existing is not None:
+            agent = existing
+        elif status == "pending_approval" and existing is not None:
+            agent = existing.model_copy(update={"pending_card": fetched.document})
+        self._save(agent)
+        return Registration(agent, status)
+
+
+def _status(existing: RegisteredAgent | None, new: RegisteredAgent, approve: bool) -> Status:
+    if existing is None:
+        return "registered"
+    if surface(existing.agent_card) == surface(new.agent_card):
+        return "unchanged" if existing.card == new.card else "updated"
+    if only_narrows(existing.agent_card, new.agent_card):
+        return "narrowed"
+    return "approved" if approve else "pending_approval"
+
+
+async def _fetch(client: A2AClient, url: str) -> FetchedCard:
+    try:
+        return await client.fetch_card(url)
+    except ProtocolError as exc:
+        reason = "card_not_json" if exc.reason == "not_json" else "card_invalid"
+        raise RegistryError(str(exc), reason) from None
+    except FederationError as exc:
+        raise RegistryError(str(exc), "card_unreachable") from None
+
+
+async def _trust_for(
+    client: A2AClient,
+    fetched: FetchedCard,
+    anchor: TrustAnchor,
+    existing: RegisteredAgent | None,
+) -> tuple[TrustedKeys, TrustKind]:
+    """The keys this card must be signed with, and how they came to be trusted."""
+    if anchor.keys is not None:
+        return anchor.keys, "pinned_key"
+    if anchor.expect_kid is not None:
+        served = await _origin_keys(client, fetched.url)
+        key = served.get(anchor.expect_kid)
+        if key is None:
+            raise RegistryError(
+                f"kid {anchor.expect_kid!r} is not among the keys served by "
+                f"{origin_of(fetched.url)}",
+                "card_kid_unknown",
+            )
+        return TrustedKeys([key]), "pinned_kid"
+    if existing is not None and existing.pinned_jwks.get("keys"):
+        return _keys_from(existing.pinned_jwks), existing.trust
+    if anchor.trust_on_first_use:
+        return await _origin_keys(client, fetched.url), "trust_on_first_use"
+    raise RegistryError(
+        "no trust anchor: pin the signing key with --trust-key FILE or --expect-kid KID "
+        "(or, for development only, --trust-on-first-use)",
+        "no_trust_anchor",
+    )
+
+
+async def _origin_keys(client: A2AClient, card_url: str) -> TrustedKeys:
+    """The JWK Set served on the card's own origin; never a URL the card names."""
+    url = origin_of(card_url) + JWKS_PATH
+    try:
+        document = await client.fetch_json(url, "JWK Set")
+    except FederationError as exc:
+        raise RegistryError(str(exc), "jwks_unavailable") from None
+    return _keys_from(document)
+
+
+def _keys_from(document: Any) -> TrustedKeys:
+    try:
+        return TrustedKeys.from_json(document)
+    except (KeyMaterialError, ValueError) as exc:
+        raise RegistryError(f"unusable key set: {exc}", "jwks_invalid") from None

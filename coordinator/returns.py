@@ -38,6 +38,15 @@ def _refuse(reason: str, digest: tuple[str, int]) -> Admission:
     return Admission(False, reason, *digest)
 
 
+def _binding_problem(task: Task, expected: tuple[str, int]) -> str | None:
+    metadata = task.metadata or {}
+    if "handoffId" not in metadata:
+        return "handoff_binding_missing"
+    if (metadata.get("handoffId"), metadata.get("attempt")) != expected:
+        return "handoff_mismatch"
+    return None
+
+
 def finding_in(artifacts: list[Artifact]) -> Finding:
     """The single ``Finding`` carried in a data part, parsed strictly, or ValueError."""
     data_parts = [
@@ -56,11 +65,17 @@ def admit_task(
     *,
     expected_task_id: str,
     sent_record_ids: Collection[str] | None,
+    expected_handoff: tuple[str, int] | None = None,
 ) -> Admission:
-    """Judge a returned task. ``sent_record_ids`` is None for agents outside our contract."""
+    """Judge a returned task. ``sent_record_ids`` is None for agents outside our contract;
+    for ours, the task must also carry the binding of the handoff attempt we dispatched."""
     digest = content_digest(task)
     if task.id != expected_task_id:
         return _refuse("task_mismatch", digest)
+    if sent_record_ids is not None and expected_handoff is not None:
+        problem = _binding_problem(task, expected_handoff)
+        if problem:
+            return _refuse(problem, digest)
     if task.status.state is not TaskState.COMPLETED:
         return _refuse("not_completed", digest)
     if not task.artifacts:

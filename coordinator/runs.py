@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from contracts.handoff import HandoffRecord
+from contracts.handoff import HandoffBudget, HandoffRecord
+from coordinator.admission import ParentAuthority
+from coordinator.authority import RunAuthority
 from coordinator.errors import BudgetExceeded, OwnershipError
+from coordinator.lifecycle import HandoffBook
 
 
 @dataclass(frozen=True)
@@ -31,10 +35,32 @@ class Run:
     ownership_path: list[str] = field(default_factory=list)
     handoffs: dict[str, HandoffRecord] = field(default_factory=dict)
     refusals: list[str] = field(default_factory=list)
+    authority: RunAuthority = field(default_factory=RunAuthority)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    book: HandoffBook = field(init=False)
+    # Per-attempt request headers (the bearer token) held in memory only, for calls on the
+    # same handoff such as a cancel; never stored, printed or written to a record.
+    credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.ownership_path:
             self.ownership_path.append(self.owner)
+        budget = self.authority.budget
+        self.book = HandoffBook(
+            run_id=self.run_id,
+            parent=ParentAuthority(
+                scope=self.authority.scopes,
+                tenant=self.authority.tenant,
+                resources=self.authority.resources,
+                expires_at=self.started_at + timedelta(seconds=self.authority.lifetime_seconds),
+                remaining=HandoffBudget(
+                    actions=budget.actions,
+                    context_units=budget.context_units,
+                    effects=budget.effects,
+                ),
+                max_context_units=self.authority.max_context_units,
+            ),
+        )
 
     def check_owner(self, caller: str) -> None:
         if self.closed or caller != self.owner:
@@ -66,7 +92,7 @@ class Run:
         self.ownership_path.append(target)
 
     def record(self, handoff: HandoffRecord) -> HandoffRecord:
-        self.handoffs[handoff.handoff_id] = handoff
+        self.handoffs[handoff.attempt_id] = handoff
         return handoff
 
     def close(self, caller: str) -> None:

@@ -12,6 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from agent_cards.keys import SigningKey
+from agent_cards.signing import sign_card
 from coordinator.cli import main
 from tests.servers import free_port, running
 
@@ -33,8 +35,11 @@ async def not_json(request: Request) -> Response:
     return PlainTextResponse("<html>hello</html>")
 
 
+CARD_KEY = SigningKey.generate()
+
+
 async def old_card(request: Request) -> Response:
-    return JSONResponse(V03_CARD)
+    return JSONResponse(sign_card(V03_CARD, CARD_KEY))
 
 
 async def wrong_shape(request: Request) -> Response:
@@ -80,7 +85,11 @@ def test_card_without_v1_jsonrpc_interface(
     bad_cards: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A card offering only a 0.3 interface is refused and nothing is registered."""
-    code, err = run_cli(capsys, tmp_path, "register", bad_cards + "/old")
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps(CARD_KEY.public_jwk()))
+    code, err = run_cli(
+        capsys, tmp_path, "register", bad_cards + "/old", "--trust-key", str(key_file)
+    )
     assert code == 2 and "[no_jsonrpc_v1_interface]" in err
     assert run_cli(capsys, tmp_path, "agents")[0] == 0
     assert not (tmp_path / "agents.json").exists()

@@ -11,15 +11,20 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from agent_cards.keys import KeySet, SigningKey
 from contracts.handoff import HandoffState
+from coordinator.authority import DEFAULT_ISSUER
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
 from coordinator.pilot import RISK_SKILL, PilotResult, run_pilot
-from coordinator.registry import Registry
+from coordinator.registry import Registry, TrustAnchor
 from coordinator.scenario import PRIVATE_NOTE
 from remote_risk.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
+
+COORDINATOR_KEYS = KeySet(active=SigningKey.generate())
+REMOTE_KEYS = KeySet(active=SigningKey.generate())
 
 
 @dataclass
@@ -30,8 +35,15 @@ class RiskService:
 
 @pytest.fixture
 def risk_service() -> Iterator[RiskService]:
+    """remote_risk trusting the test coordinator's issuer key, signing its card with its own."""
     port = free_port()
-    app = create_app(Settings(public_base_url=f"http://127.0.0.1:{port}", record_requests=True))
+    settings = Settings(
+        public_base_url=f"http://127.0.0.1:{port}",
+        record_requests=True,
+        trusted_issuers={DEFAULT_ISSUER: COORDINATOR_KEYS.trusted_keys()},
+        signing_keys=REMOTE_KEYS,
+    )
+    app = create_app(settings)
     with running(app, port=port) as url:
         yield RiskService(url, app)
 
@@ -39,10 +51,15 @@ def risk_service() -> Iterator[RiskService]:
 def pilot(case: str, service: RiskService, tmp_path: Path, parallel: bool = False) -> PilotResult:
     async def go() -> PilotResult:
         async with A2AClient() as client:
-            risk = await Registry(DataDir(tmp_path)).register(
-                client, service.url, expect_skill=RISK_SKILL
+            registration = await Registry(DataDir(tmp_path)).register(
+                client,
+                service.url,
+                expect_skill=RISK_SKILL,
+                anchor=TrustAnchor(keys=REMOTE_KEYS.trusted_keys()),
             )
-            return await run_pilot(case, client, risk, parallel=parallel)
+            return await run_pilot(
+                case, client, registration.agent, parallel=parallel, keys=COORDINATOR_KEYS
+            )
 
     return asyncio.run(go())
 

@@ -23,14 +23,16 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.utils.signing import create_agent_card_signer
 from starlette.applications import Starlette
 
+from agent_cards.keys import SigningKey, TrustedKeys
 from contracts.handoff import HandoffState
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
-from coordinator.dispatch import run_remote_handoff
-from coordinator.pilot import new_handoff
-from coordinator.registry import Registry
+from coordinator.dispatch import WaitPolicy, propose, run_remote_handoff
+from coordinator.errors import RegistryError
+from coordinator.registry import Registry, TrustAnchor
 from coordinator.runs import Run
 from tests.servers import free_port, running
 
@@ -53,7 +55,11 @@ class EchoExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+SDK_KEY = SigningKey.generate()
+
+
 def sdk_app(base_url: str) -> Starlette:
+    """An SDK server whose card is signed by the SDK's own signer (JWS over JCS)."""
     card = AgentCard(
         name="SDK Echo",
         description="An a2a-sdk server used as an independent peer",
@@ -68,6 +74,10 @@ def sdk_app(base_url: str) -> Starlette:
         default_output_modes=["application/json"],
         skills=[AgentSkill(id="echo", name="Echo", description="echo data", tags=["echo"])],
     )
+    signer = create_agent_card_signer(
+        SDK_KEY.private_pem(), {"alg": "EdDSA", "kid": SDK_KEY.kid, "typ": "JOSE"}
+    )
+    card = signer(card)
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
     )
@@ -83,16 +93,36 @@ def sdk_server() -> Iterator[str]:
         yield url
 
 
+PINNED = TrustAnchor(keys=TrustedKeys.from_json(SDK_KEY.public_jwk()))
+
+
 def test_registry_accepts_sdk_card(sdk_server: str, tmp_path: Path) -> None:
-    """A card produced by the official SDK passes our strict v1.0 card validation."""
+    """A card produced and signed by the official SDK passes our validation and signature check."""
 
     async def register() -> Any:
         async with A2AClient() as client:
-            return await Registry(DataDir(tmp_path)).register(client, sdk_server, name="echo")
+            registry = Registry(DataDir(tmp_path))
+            return await registry.register(client, sdk_server, name="echo", anchor=PINNED)
 
-    agent = asyncio.run(register())
-    assert agent.endpoint == sdk_server + "/a2a/jsonrpc"
-    assert agent.skill_ids() == ["echo"]
+    registration = asyncio.run(register())
+    assert registration.status == "registered"
+    assert registration.agent.endpoint == sdk_server + "/a2a/jsonrpc"
+    assert registration.agent.skill_ids() == ["echo"]
+    assert registration.agent.verified_kid == SDK_KEY.kid
+
+
+def test_sdk_card_signed_by_another_key_is_refused(sdk_server: str, tmp_path: Path) -> None:
+    """The same SDK card is refused when the operator pinned a different key."""
+    other = TrustAnchor(keys=TrustedKeys.from_json(SigningKey.generate().public_jwk()))
+
+    async def register() -> Any:
+        async with A2AClient() as client:
+            return await Registry(DataDir(tmp_path)).register(client, sdk_server, anchor=other)
+
+    with pytest.raises(RegistryError) as caught:
+        asyncio.run(register())
+    assert caught.value.reason == "card_kid_unknown"
+    assert not (tmp_path / "agents.json").exists()
 
 
 def test_delegation_to_sdk_server_completes(sdk_server: str, tmp_path: Path) -> None:
@@ -100,10 +130,14 @@ def test_delegation_to_sdk_server_completes(sdk_server: str, tmp_path: Path) -> 
 
     async def delegate() -> Any:
         async with A2AClient() as client:
-            agent = await Registry(DataDir(tmp_path)).register(client, sdk_server, name="echo")
-            record = new_handoff(Run(owner="operator"), agent.name, "echo")
+            registry = Registry(DataDir(tmp_path))
+            registered = await registry.register(client, sdk_server, name="echo", anchor=PINNED)
+            agent = registered.agent
+            run = Run(owner="operator")
+            payload = {"question": "ping"}
+            proposal = propose(run, agent, "echo", payload, WaitPolicy())
             return await run_remote_handoff(
-                client, agent, record, {"question": "ping"}, sent_record_ids=None
+                client, agent, proposal, payload, run=run, sent_record_ids=None
             )
 
     outcome = asyncio.run(delegate())
@@ -126,7 +160,11 @@ def _federation(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_register_and_delegate_to_sdk_server(sdk_server: str, tmp_path: Path) -> None:
     """`federation register` then `delegate --json` complete a handoff to the SDK peer."""
-    registered = _federation(tmp_path, "register", sdk_server, "--name", "echo")
+    key_file = tmp_path / "sdk-key.json"
+    key_file.write_text(json.dumps(SDK_KEY.public_jwk()))
+    registered = _federation(
+        tmp_path, "register", sdk_server, "--name", "echo", "--trust-key", str(key_file)
+    )
     assert registered.returncode == 0, registered.stderr
     listed = _federation(tmp_path, "agents")
     assert "echo" in listed.stdout
@@ -148,4 +186,6 @@ def test_cli_register_and_delegate_to_sdk_server(sdk_server: str, tmp_path: Path
     document = json.loads(delegated.stdout)
     assert document["remote_state"] == "TASK_STATE_COMPLETED"
     assert document["local_state"] == "ACCEPTED"
-    assert document["artifacts"][0]["parts"][0]["data"] == {"echo": [{"question": "ping"}]}
+    assert document["received_artifacts"][0]["parts"][0]["data"] == {"echo": [{"question": "ping"}]}
+    assert document["artifacts"][0]["decision"] == "admitted"
+    assert document["artifacts"][0]["content_hash"].startswith("sha256:")

@@ -1,0 +1,94 @@
+"""One delegation by hand: ``federation delegate`` to any registered A2A v1.0 agent.
+
+It goes through exactly the same path as a delegation inside a run (proposal, admission,
+a narrowed grant when the target takes one, dispatch, lease, return admission). The
+operator's authority for it is exactly what the target's skill declares, for the
+principal and tenant given. ``cancel_after`` cancels the run after that many seconds, to
+try cancellation by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from agent_cards.keys import KeySet
+from coordinator.authority import Delegator, RunAuthority, required_scopes
+from coordinator.client import A2AClient
+from coordinator.dispatch import (
+    RemoteOutcome,
+    WaitPolicy,
+    cancel_branches,
+    propose,
+    run_remote_handoff,
+)
+from coordinator.registry import RegisteredAgent
+from coordinator.run_view import run_document
+from coordinator.runs import Run
+
+OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class DelegationOrder:
+    agent: RegisteredAgent
+    skill: str
+    payload: dict[str, Any]
+    timeout: float = 30.0
+    cancel_after: float | None = None
+    principal: str = OPERATOR
+    tenant: str = "default"
+
+
+async def delegate_once(
+    order: DelegationOrder, keys: KeySet, issuer: str
+) -> tuple[Run, RemoteOutcome]:
+    scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
+    authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
+    run = Run(owner=OPERATOR, authority=authority)
+    expires_at = int(run.book.parent.expires_at.timestamp())
+    delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
+    wait = WaitPolicy(deadline_seconds=order.timeout)
+    proposal = propose(run, order.agent, order.skill, order.payload, wait)
+    async with A2AClient() as client:
+        handoff = run_remote_handoff(
+            client,
+            order.agent,
+            proposal,
+            order.payload,
+            run=run,
+            sent_record_ids=None,
+            wait=wait,
+            delegator=delegator,
+        )
+        if order.cancel_after is None:
+            return run, await handoff
+        work = asyncio.ensure_future(handoff)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(work), order.cancel_after)
+        if not work.done():
+            await cancel_branches(client, run, {order.agent.name: order.agent})
+        return run, await work
+
+
+def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
+    record = outcome.record
+    received = [
+        a.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for a in (outcome.task.artifacts or [] if outcome.task else [])
+    ]
+    return run_document(
+        run,
+        handoff_id=record.handoff_id,
+        target=record.target,
+        skill=record.skill,
+        remote_task_id=record.remote_task_id,
+        remote_state=record.remote_state,
+        local_state=record.state.value,
+        reason=record.reason,
+        grant=outcome.grant,
+        received_artifacts=received,
+        notes=outcome.notes,
+    )
