@@ -124,7 +124,12 @@ def run_local_handoff(
     unknown = set(finding.evidence_ids) - record_ids(projected)
     if unknown:
         record = transition(record, S.REJECTED, "unknown_evidence")
-        return Consultation(target, run.record(record), tuple(projected), None, remote=False)
+        rejected = Finding(
+            status=FindingStatus.FAILED,
+            summary=f"The finding of {target} cited records it was never given.",
+            error_code="unknown_evidence",
+        )
+        return Consultation(target, run.record(record), tuple(projected), rejected, remote=False)
     record = transition(record, S.ACCEPTED, "finding_admitted")
     return Consultation(target, run.record(record), tuple(projected), finding, remote=False)
 
@@ -217,14 +222,15 @@ async def run_pilot(
         operations = await ask_operations()
         risk_result = await ask_risk
     consultations = [operations, risk_result]
-    assessment = merge([(c.target, c.finding) for c in consultations if c.finding is not None])
+    # Every consultation counts: one without an admissible finding carries a failed one.
+    assessment = merge([(c.target, c.finding or no_result(c.record)) for c in consultations])
     result = PilotResult(case, run, assessment, consultations)
     if assessment.status is AssessmentStatus.NEEDS_REVIEW:
-        _hand_off_to_privacy(result, context, risk_result)
+        hand_off_to_privacy(result, context, risk_result)
     return result
 
 
-def _hand_off_to_privacy(
+def hand_off_to_privacy(
     result: PilotResult, context: dict[str, Any], risk_result: Consultation
 ) -> None:
     run = result.run

@@ -46,8 +46,8 @@ from coordinator.pilot import (
     COORDINATOR,
     Consultation,
     PilotResult,
-    _hand_off_to_privacy,
     consult_risk,
+    hand_off_to_privacy,
     run_local_handoff,
 )
 from coordinator.projection import project_context
@@ -224,7 +224,7 @@ class _Host:
         named = [(name, _finding(self.latest[name])) for name in REQUIRED_OBSERVATIONS]
         result = PilotResult(self.case, self.run, merge(named), self.consultations)
         if result.assessment.status is AssessmentStatus.NEEDS_REVIEW:
-            _hand_off_to_privacy(result, self.context, self.latest["risk"])
+            hand_off_to_privacy(result, self.context, self.latest["risk"])
         return result
 
 

@@ -139,3 +139,19 @@ def test_private_note_never_reaches_remote_risk(
         assert b"private_note" not in body and b"operations_note" not in body
     sent = json.loads(received[0])["params"]["message"]["parts"][0]["data"]
     assert set(sent) == {"brief", "policy_note"}
+
+
+def test_local_finding_citing_unsent_records_counts_as_failure() -> None:
+    """A local specialist citing a record it never got is rejected, and the merge sees a failure."""
+    from contracts.evidence import Finding, FindingStatus, merge
+    from coordinator.pilot import run_local_handoff
+    from coordinator.runs import Run
+
+    def inventive(projected: dict[str, object]) -> Finding:
+        return Finding(status=FindingStatus.OK, summary="x", evidence_ids=("invented-9",))
+
+    run = Run(owner="coordinator")
+    consultation = run_local_handoff(run, "operations", inventive, {"brief": {"id": "b1"}})
+    assert consultation.record.state is HandoffState.REJECTED
+    assert consultation.finding is not None
+    assert merge([("operations", consultation.finding)]).status.value == "failed"
