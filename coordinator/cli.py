@@ -16,9 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from agent_cards.keys import TrustedKeys
 from contracts import strict_json
-from coordinator import datadir, identity
+from coordinator import datadir, identity, ledger
+from coordinator.audit import reconstruct, render_reconstruction
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
 from coordinator.delegation import DelegationOrder, delegate_once, delegation_document
@@ -28,11 +31,16 @@ from coordinator.model_gateway import ModelConfig
 from coordinator.registry import Registration, Registry, TrustAnchor
 from coordinator.run_view import render_document, run_document
 from coordinator.scenario import CASES
+from coordinator.workspace import DATABASE_ENV, Workspace
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="federation", description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", help=f"where state is kept (env {datadir.ENV_VAR})")
+    parser.add_argument(
+        "--database-url",
+        help=f"PostgreSQL instead of the data directory's SQLite (env {DATABASE_ENV})",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="run the pilot assessment against remote_risk")
@@ -85,6 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_id")
     show.add_argument("--json", action="store_true")
 
+    audit = commands.add_parser("audit", help="the tamper-evident audit ledger")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_commands.add_parser("verify", help="check the whole hash chain")
+    verify.add_argument("--bundle", type=Path, metavar="FILE", help="check an exported bundle")
+    audit_show = audit_commands.add_parser("show", help="rebuild a run from the ledger alone")
+    audit_show.add_argument("run_id")
+    audit_show.add_argument("--json", action="store_true")
+    export = audit_commands.add_parser("export", help="a self-contained, signed run bundle")
+    export.add_argument("run_id")
+    export.add_argument("--output", type=Path, metavar="FILE", help="default: stdout")
+
     keys = commands.add_parser("keys", help="the coordinator's signing keys")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)
     keys_commands.add_parser("show", help="print the public JWK Set (what remotes pin)")
@@ -119,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     data = DataDir(datadir.resolve(args.data_dir))
     try:
-        return int(COMMANDS[args.command](args, data))
+        return int(COMMANDS[args.command](args, Workspace.resolve(data, args.database_url)))
     except FederationError as exc:
         print(f"federation: error: {exc} [{exc.reason}]", file=sys.stderr)
         return 2
@@ -132,13 +151,16 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def cmd_demo(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_demo(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     cases = list(CASES) if args.case == "all" else [args.case]
     if args.model:
         return _demo_with_model(args, data, cases)
     trust = prepare_trust(data)
     with remote_risk_process(trust.remote_args) as base_url:
-        results = asyncio.run(run_demo(data, base_url, cases, trust, parallel=args.parallel))
+        results = asyncio.run(
+            run_demo(data, base_url, cases, trust, parallel=args.parallel, trail=ws.trail())
+        )
     for result in results:
         data.write_json(
             run_document(result.run, case=result.case), "runs", f"{result.run.run_id}.json"
@@ -182,7 +204,8 @@ def _demo_with_model(args: argparse.Namespace, data: DataDir, cases: list[str]) 
     return 0
 
 
-def cmd_evaluate(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_evaluate(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     from coordinator import evaluate
 
     if args.repeat < 1:
@@ -196,7 +219,7 @@ def cmd_evaluate(args: argparse.Namespace, data: DataDir) -> int:
     return 0 if all(row.passed for row in rows) else 1
 
 
-def cmd_serve(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_serve(args: argparse.Namespace, ws: Workspace) -> int:
     from remote_risk.__main__ import main as serve_risk
 
     serve_risk(args.service_args)
@@ -215,12 +238,13 @@ def _anchor(args: argparse.Namespace) -> TrustAnchor:
     return TrustAnchor(keys, args.expect_kid, args.trust_on_first_use)
 
 
-def cmd_register(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_register(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     anchor = _anchor(args)
 
     async def register() -> Registration:
         async with A2AClient() as client:
-            return await Registry(data).register(
+            return await Registry(data, ws.trail("operator")).register(
                 client, args.url, args.name, args.skill, anchor, args.approve
             )
 
@@ -241,7 +265,8 @@ def cmd_register(args: argparse.Namespace, data: DataDir) -> int:
     return 0
 
 
-def cmd_keys(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_keys(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     if args.keys_command == "rotate":
         keys = identity.rotate(data, args.grace_seconds)
         print(
@@ -253,7 +278,8 @@ def cmd_keys(args: argparse.Namespace, data: DataDir) -> int:
     return 0
 
 
-def cmd_agents(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_agents(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     agents = Registry(data).agents()
     if args.json:
         _print_json(
@@ -287,7 +313,8 @@ def _read_input(path: Path) -> dict[str, Any]:
     return value
 
 
-def cmd_delegate(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_delegate(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     payload = _read_input(args.input)
     order = DelegationOrder(
         agent=Registry(data).get(args.to),
@@ -299,7 +326,7 @@ def cmd_delegate(args: argparse.Namespace, data: DataDir) -> int:
         tenant=args.tenant,
     )
     keys = identity.coordinator_keys(data)
-    run, outcome = asyncio.run(delegate_once(order, keys, identity.issuer_id()))
+    run, outcome = asyncio.run(delegate_once(order, keys, identity.issuer_id(), ws.trail()))
     document = delegation_document(run, outcome)
     data.write_json(document, "runs", f"{run.run_id}.json")
     if args.json:
@@ -332,7 +359,8 @@ def _run_documents(data: DataDir) -> list[dict[str, Any]]:
     return [d for d in documents if isinstance(d, dict)]
 
 
-def cmd_runs(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_runs(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     documents = _run_documents(data)
     if args.json:
         _print_json([{k: d.get(k) for k in ("run_id", "owner", "cancelled")} for d in documents])
@@ -349,7 +377,8 @@ def cmd_runs(args: argparse.Namespace, data: DataDir) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace, data: DataDir) -> int:
+def cmd_run(args: argparse.Namespace, ws: Workspace) -> int:
+    data = ws.data
     document = data.read_json("runs", f"{args.run_id}.json")
     if not isinstance(document, dict):
         raise UsageError(f"no run {args.run_id!r} in the data directory", "unknown_run")
@@ -358,6 +387,54 @@ def cmd_run(args: argparse.Namespace, data: DataDir) -> int:
     else:
         print(render_document(document))
     return 0
+
+
+def cmd_audit(args: argparse.Namespace, ws: Workspace) -> int:
+    if args.audit_command == "verify":
+        if args.bundle is not None:
+            report = ledger.verify_bundle(_read_bundle(args.bundle))
+            where = f"bundle {args.bundle}"
+        else:
+            report = ledger.verify(ws.engine())
+            where = "ledger"
+        print(f"{where}: {report}")
+        return 0 if report.ok else 1
+    events = ws.ledger().events(args.run_id)
+    if not events:
+        raise UsageError(f"the ledger has no events of run {args.run_id!r}", "unknown_run")
+    if args.audit_command == "show":
+        view = reconstruct(events)
+        if args.json:
+            _print_json(view)
+        else:
+            print(render_reconstruction(view))
+        return 0
+    keys = identity.coordinator_keys(ws.data)
+    private_key = keys.active.private_key
+    if not isinstance(private_key, Ed25519PrivateKey):
+        raise UsageError("exporting a bundle needs an Ed25519 coordinator key", "key_unsupported")
+    bundle = ledger.export_bundle(
+        ws.ledger(), args.run_id, private_key, issuer=identity.issuer_id()
+    )
+    text = json.dumps(bundle, indent=2, ensure_ascii=False)
+    if args.output is None:
+        print(text)
+    else:
+        args.output.write_text(text + "\n")
+        print(f"wrote {args.output} ({len(bundle.get('events', []))} events, signed head)")
+    return 0
+
+
+def _read_bundle(path: Path) -> dict[str, Any]:
+    try:
+        value = strict_json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}", "bundle_unreadable") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not strict JSON: {exc}", "bundle_not_json") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{path} is not a bundle", "bundle_not_json")
+    return value
 
 
 COMMANDS = {
@@ -369,5 +446,6 @@ COMMANDS = {
     "delegate": cmd_delegate,
     "keys": cmd_keys,
     "runs": cmd_runs,
+    "audit": cmd_audit,
     "run": cmd_run,
 }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_cards.keys import KeySet
+from coordinator.audit import AuditTrail
 from coordinator.authority import Delegator, RunAuthority, required_scopes
 from coordinator.client import A2AClient
 from coordinator.dispatch import (
@@ -43,11 +44,11 @@ class DelegationOrder:
 
 
 async def delegate_once(
-    order: DelegationOrder, keys: KeySet, issuer: str
+    order: DelegationOrder, keys: KeySet, issuer: str, trail: AuditTrail | None = None
 ) -> tuple[Run, RemoteOutcome]:
     scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
     authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
-    run = Run(owner=OPERATOR, authority=authority)
+    run = Run(owner=OPERATOR, authority=authority, trail=trail or AuditTrail())
     expires_at = int(run.book.parent.expires_at.timestamp())
     delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)
@@ -64,13 +65,27 @@ async def delegate_once(
             delegator=delegator,
         )
         if order.cancel_after is None:
-            return run, await handoff
+            outcome = await handoff
+            _disposition(run, outcome)
+            return run, outcome
         work = asyncio.ensure_future(handoff)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(work), order.cancel_after)
         if not work.done():
             await cancel_branches(client, run, {order.agent.name: order.agent})
-        return run, await work
+        outcome = await work
+        _disposition(run, outcome)
+        return run, outcome
+
+
+def _disposition(run: Run, outcome: RemoteOutcome) -> None:
+    record = outcome.record
+    run.emit(
+        "run.disposition",
+        status=record.state.value.lower(),
+        summary=f"handoff {record.attempt_id} ended {record.state.value} ({record.reason})",
+        owner=run.owner,
+    )
 
 
 def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_cards.keys import KeySet, TrustedKeys, load_or_create
+from coordinator.audit import AuditTrail
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
 from coordinator.errors import FederationError
@@ -98,10 +99,18 @@ def prepare_trust(data: DataDir) -> DemoTrust:
 
 
 async def run_demo(
-    data: DataDir, base_url: str, cases: list[str], trust: DemoTrust, *, parallel: bool = False
+    data: DataDir,
+    base_url: str,
+    cases: list[str],
+    trust: DemoTrust,
+    *,
+    parallel: bool = False,
+    trail: AuditTrail | None = None,
 ) -> list[PilotResult]:
+    """Register remote_risk like any specialist, then run each case; every cross-service
+    fact goes to ``trail`` (the data directory's ledger when run from the CLI)."""
     async with A2AClient() as client:
-        registration = await Registry(data).register(
+        registration = await Registry(data, trail).register(
             client,
             base_url,
             expect_skill=RISK_SKILL,
@@ -116,6 +125,7 @@ async def run_demo(
                 parallel=parallel,
                 keys=trust.coordinator_keys,
                 issuer=trust.issuer,
+                trail=trail,
             )
             for case in cases
         ]

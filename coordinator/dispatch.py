@@ -139,6 +139,10 @@ def admission_context(run: Run, agent: RegisteredAgent) -> AdmissionContext:
     )
 
 
+def idempotency_key(record: HandoffRecord) -> str:
+    return f"{record.run_id}:{record.handoff_id}"
+
+
 def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
     return Message(
         message_id=f"msg-{uuid.uuid4().hex}",
@@ -150,7 +154,7 @@ def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
             "skillId": record.skill,
             "stateVersion": record.state_ref.version if record.state_ref else 0,
             # One logical handoff, one key: a retried send is recognisable as the same work.
-            "idempotencyKey": f"{record.run_id}:{record.handoff_id}",
+            "idempotencyKey": idempotency_key(record),
         },
     )
 
@@ -175,6 +179,7 @@ def _mint(
     )
     minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
     outcome.grant = minted.summary()
+    run.emit("grant.minted", record, **minted.summary())
     return {"Authorization": f"Bearer {minted.token}"}
 
 
@@ -206,6 +211,13 @@ async def run_remote_handoff(
     run.credentials[outcome.record.attempt_id] = headers
     # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
     outcome.record = book.commit(outcome.record, S.DISPATCHED, "message_sending")
+    run.emit(
+        "message.dispatched",
+        outcome.record,
+        endpoint=agent.endpoint,
+        idempotency_key=idempotency_key(outcome.record),
+        with_token=bool(headers),
+    )
     task = await _send(client, agent, outcome, payload, headers, run)
     if task is not None:
         await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids)
@@ -290,7 +302,7 @@ async def _follow(
             break
         if _lease_left(outcome, run) <= 0:
             if _commit(outcome, run, S.TIMED_OUT, "lease_expired"):
-                remote_state = await _cancel_remote(client, agent, outcome, headers)
+                remote_state = await _cancel_remote(client, agent, outcome, headers, run)
                 if remote_state:
                     outcome.record = run.book.note(outcome.record, remote_state=remote_state)
             return
@@ -344,7 +356,7 @@ async def _settle(
             content_hash=admission.content_hash,
             size=admission.size,
         )
-        remote_state = await _cancel_remote(client, agent, outcome, headers)
+        remote_state = await _cancel_remote(client, agent, outcome, headers, run)
         if _commit(outcome, run, S.CANCELLED, f"closed_{state.name.lower()}") and remote_state:
             outcome.record = run.book.note(outcome.record, remote_state=remote_state)
         return
@@ -444,18 +456,23 @@ async def _cancel_remote(
     agent: RegisteredAgent,
     outcome: RemoteOutcome,
     headers: dict[str, str],
+    run: Run,
 ) -> str | None:
     """Send CancelTask as a best effort; the remote state it reports, if it answered."""
     task_id = outcome.record.remote_task_id
     if task_id is None:
         return None
+    run.emit("cancel.sent", outcome.record, endpoint=agent.endpoint)
     try:
         task = await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
     except FederationError as exc:
         outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
+        run.emit("cancel.unconfirmed", outcome.record, reason=exc.reason)
         return None
-    outcome.notes.append(f"cancel sent; remote task {task_id} is {task.status.state.value}")
-    return task.status.state.value
+    state = task.status.state.value
+    outcome.notes.append(f"cancel sent; remote task {task_id} is {state}")
+    run.emit("cancel.acknowledged", outcome.record, remote_state=state)
+    return state
 
 
 async def cancel_branches(
@@ -469,7 +486,7 @@ async def cancel_branches(
         if agent is not None and record.remote_task_id is not None:
             headers = run.credentials.get(record.attempt_id, {})
             remote_state = await _cancel_remote(
-                client, agent, RemoteOutcome(record=record), headers
+                client, agent, RemoteOutcome(record=record), headers, run
             )
             current = run.book.current(record)
             if remote_state and current.version == record.version:

@@ -24,6 +24,7 @@ from contracts.handoff import (
     transition,
 )
 from coordinator.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
+from coordinator.audit import AuditTrail, contract_of
 from coordinator.errors import FederationError
 
 S = HandoffState
@@ -98,9 +99,28 @@ class HandoffBook:
     completed_keys: dict[str, str] = field(default_factory=dict)
     units: list[BudgetEntry] = field(default_factory=list)
     artifacts: list[ArtifactRecord] = field(default_factory=list)
+    trail: AuditTrail = field(default_factory=AuditTrail)
+    trace_id: str | None = None
 
     def __post_init__(self) -> None:
         self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
+
+    def _emit(self, event_type: str, record: HandoffRecord | None, **data: object) -> None:
+        self.trail.emit(
+            event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
+        )
+
+    def _unit(self, entry: BudgetEntry, record: HandoffRecord) -> None:
+        self.units.append(entry)
+        self._emit(
+            "budget.units",
+            record,
+            kind=entry.kind.value,
+            actions=entry.actions,
+            context_units=entry.context_units,
+            effects=entry.effects,
+            reason=entry.reason,
+        )
 
     # --- state of the run -------------------------------------------------------------
 
@@ -152,19 +172,34 @@ class HandoffBook:
         try:
             admitted = admit(record, parent, context)
         except AdmissionDenied as denial:
+            denied = transition(record, S.REJECTED, denial.reason)
+            self.records[record.attempt_id] = denied
+            self._emit(
+                "handoff.denied",
+                denied,
+                contract=contract_of(record),
+                state=denied.state.value,
+                reason=denial.reason,
+            )
             self._refuse(record, denial.reason)
-            self.records[record.attempt_id] = transition(record, S.REJECTED, denial.reason)
             raise
         budget = admitted.budget
         assert budget is not None and admitted.duplicate_key is not None
-        self.units.append(_entry(admitted, UnitKind.RESERVED, budget, admitted.reason))
         self.active_keys[admitted.duplicate_key] = admitted.attempt_id
         self.records[admitted.attempt_id] = admitted
+        self._emit(
+            "handoff.admitted",
+            admitted,
+            contract=contract_of(admitted),
+            state=admitted.state.value,
+            reason=admitted.reason,
+        )
+        self._unit(_entry(admitted, UnitKind.RESERVED, budget, admitted.reason), admitted)
         return admitted
 
     def _refuse(self, record: HandoffRecord, reason: str) -> None:
         zero = HandoffBudget(actions=0, context_units=0, effects=0)
-        self.units.append(_entry(record, UnitKind.REJECTED, record.budget or zero, reason))
+        self._unit(_entry(record, UnitKind.REJECTED, record.budget or zero, reason), record)
 
     # --- every later change -------------------------------------------------------------
 
@@ -186,7 +221,16 @@ class HandoffBook:
             )
         except TransitionError as exc:
             raise StaleRevision(str(exc), exc.reason) from None
+        previous = self.records[record.attempt_id]
         self.records[record.attempt_id] = record
+        self._emit(
+            "handoff.transition",
+            record,
+            to=record.state.value,
+            reason=reason,
+            version=record.version,
+            **{"from": previous.state.value},
+        )
         if record.terminal:
             self._settle(record)
         return record
@@ -198,6 +242,15 @@ class HandoffBook:
             raise StaleRevision(f"handoff {current.handoff_id} moved on", "stale_version")
         record = current.model_copy(update=changes)
         self.records[record.attempt_id] = record
+        if "remote_state" in changes and changes["remote_state"] != current.remote_state:
+            self._emit(
+                "remote.state_observed",
+                record,
+                remote_state=record.remote_state,
+                local_state=record.state.value,
+            )
+        if "lease_expires_at" in changes:
+            self._emit("lease.renewed", record, lease_expires_at=str(record.lease_expires_at))
         return record
 
     def _settle(self, record: HandoffRecord) -> None:
@@ -217,13 +270,13 @@ class HandoffBook:
             context_units=budget.context_units if sent else 0,
             effects=0,
         )
-        self.units.append(_entry(record, UnitKind.CONSUMED, used, record.state.value.lower()))
+        self._unit(_entry(record, UnitKind.CONSUMED, used, record.state.value.lower()), record)
         released = HandoffBudget(
             actions=budget.actions - used.actions,
             context_units=budget.context_units - used.context_units,
             effects=budget.effects,
         )
-        self.units.append(_entry(record, UnitKind.RELEASED, released, record.state.value.lower()))
+        self._unit(_entry(record, UnitKind.RELEASED, released, record.state.value.lower()), record)
 
     # --- leases -------------------------------------------------------------------------
 
@@ -250,6 +303,7 @@ class HandoffBook:
     def cancel(self, reason: str = "run_cancelled") -> list[HandoffRecord]:
         """Commit the run's cancellation; returns the branches that were live (to cancel)."""
         self.cancelled = True
+        self._emit("run.cancelled", None, reason=reason, cancel_ref=self.cancel_ref)
         return [
             self.commit(record, S.CANCELLED, reason)
             for record in list(self.records.values())
@@ -271,6 +325,14 @@ class HandoffBook:
         """Decide what a returned artifact is, given the handoff's authoritative state now."""
         current = self.records[based_on.attempt_id]
         decision = self._decide(current, based_on, admitted)
+        self._emit(
+            f"artifact.{decision.value}",
+            current,
+            reason=reason if decision in _JUDGED else decision.value,
+            judged=reason,
+            content_hash=content_hash,
+            size=size,
+        )
         self.artifacts.append(
             ArtifactRecord(
                 handoff_id=current.handoff_id,

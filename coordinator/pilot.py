@@ -19,6 +19,7 @@ from agent_cards.keys import KeySet
 from contracts.evidence import Assessment, AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffRecord, HandoffState, TimeoutDisposition, transition
 from coordinator import scenario, specialists
+from coordinator.audit import AuditTrail, contract_of
 from coordinator.authority import DEFAULT_ISSUER, Delegator, RunAuthority
 from coordinator.client import A2AClient
 from coordinator.dispatch import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
@@ -116,6 +117,7 @@ def run_local_handoff(
         finding = handler(projected)
     except Exception:  # a specialist's failure is a result, never a crash of the run
         record = transition(record, S.FAILED, "specialist_error")
+        _audit_local(run, record, projected)
         failed = Finding(
             status=FindingStatus.FAILED, summary="Specialist failed.", error_code="local_error"
         )
@@ -124,6 +126,7 @@ def run_local_handoff(
     unknown = set(finding.evidence_ids) - record_ids(projected)
     if unknown:
         record = transition(record, S.REJECTED, "unknown_evidence")
+        _audit_local(run, record, projected)
         rejected = Finding(
             status=FindingStatus.FAILED,
             summary=f"The finding of {target} cited records it was never given.",
@@ -131,7 +134,19 @@ def run_local_handoff(
         )
         return Consultation(target, run.record(record), tuple(projected), rejected, remote=False)
     record = transition(record, S.ACCEPTED, "finding_admitted")
+    _audit_local(run, record, projected)
     return Consultation(target, run.record(record), tuple(projected), finding, remote=False)
+
+
+def _audit_local(run: Run, record: HandoffRecord, projected: dict[str, Any]) -> None:
+    run.emit(
+        "handoff.local",
+        record,
+        contract=contract_of(record),
+        state=record.state.value,
+        reason=record.reason,
+        fields=sorted(projected),
+    )
 
 
 def no_result(record: HandoffRecord) -> Finding:
@@ -199,11 +214,12 @@ async def run_pilot(
     keys: KeySet | None = None,
     authority: RunAuthority | None = None,
     issuer: str = DEFAULT_ISSUER,
+    trail: AuditTrail | None = None,
 ) -> PilotResult:
     """Run one case. With ``keys``, every remote handoff carries a narrowed delegation token
     minted from the run's root grant (``authority``); without, none is sent."""
     context = scenario.context_for(case)
-    run = Run(owner=COORDINATOR, authority=authority or RunAuthority())
+    run = Run(owner=COORDINATOR, authority=authority or RunAuthority(), trail=trail or AuditTrail())
     delegator = None
     if keys is not None:
         expires_at = int(run.book.parent.expires_at.timestamp())
@@ -227,7 +243,21 @@ async def run_pilot(
     result = PilotResult(case, run, assessment, consultations)
     if assessment.status is AssessmentStatus.NEEDS_REVIEW:
         hand_off_to_privacy(result, context, risk_result)
+    record_disposition(result)
     return result
+
+
+def record_disposition(result: PilotResult) -> None:
+    result.run.emit(
+        "run.disposition",
+        case=result.case,
+        status=result.assessment.status.value,
+        summary=result.assessment.summary,
+        sources=list(result.assessment.sources),
+        conflicts=[c.model_dump() for c in result.assessment.conflicts],
+        owner=result.run.owner,
+        former_owner_rejected=result.former_owner_rejected,
+    )
 
 
 def hand_off_to_privacy(

@@ -17,6 +17,7 @@ pending until an operator approves it; a change that only narrows is adopted at 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from agent_cards.keys import KeyMaterialError, TrustedKeys
 from agent_cards.signing import CardVerificationError, verify_card
 from contracts import strict_json
 from contracts.wire import AgentCard, AgentInterface
+from coordinator.audit import AuditTrail
 from coordinator.client import A2AClient, FetchedCard
 from coordinator.datadir import DataDir
 from coordinator.errors import FederationError, ProtocolError, RegistryError
@@ -156,8 +158,9 @@ def origin_of(url: str) -> str:
 
 
 class Registry:
-    def __init__(self, data: DataDir) -> None:
+    def __init__(self, data: DataDir, trail: AuditTrail | None = None) -> None:
         self.data = data
+        self.trail = trail or AuditTrail(actor="operator")
 
     def _stored(self) -> dict[str, Any]:
         stored = self.data.read_json(AGENTS_FILE, default={})
@@ -189,15 +192,23 @@ class Registry:
         anchor: TrustAnchor | None = None,
         approve: bool = False,
     ) -> Registration:
-        fetched = await _fetch(client, url)
-        name = name or slug(fetched.card.name)
-        existing = self.get(name) if name in self._stored() else None
-        trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
         try:
-            kid = verify_card(fetched.document, trusted)
-        except CardVerificationError as exc:
-            raise RegistryError(f"card of {fetched.url} refused: {exc}", exc.reason) from None
-        interface = accepted_interface(fetched.card, expect_skill)
+            fetched = await _fetch(client, url)
+        except RegistryError as exc:
+            self.trail.emit("card.refused", data={"url": url, "reason": exc.reason})
+            raise
+        name = name or slug(fetched.card.name)
+        facts = {"agent": name, "url": fetched.url, "etag": fetched.etag}
+        self.trail.emit("card.fetched", data=facts)
+        existing = self.get(name) if name in self._stored() else None
+        try:
+            trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
+            kid = _verified(fetched, trusted)
+            interface = accepted_interface(fetched.card, expect_skill)
+        except RegistryError as exc:
+            self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
+            raise
+        self.trail.emit("card.verified", data={**facts, "kid": kid, "trust": kind})
         agent = RegisteredAgent(
             name=name,
             card_url=fetched.url,
@@ -210,12 +221,24 @@ class Registry:
             verified_kid=kid,
         )
         status = _status(existing, agent, approve)
+        self.trail.emit(f"card.{status}", data={**facts, "card_digest": _digest(fetched.document)})
         if status == "unchanged" and existing is not None:
             agent = existing
         elif status == "pending_approval" and existing is not None:
             agent = existing.model_copy(update={"pending_card": fetched.document})
         self._save(agent)
         return Registration(agent, status)
+
+
+def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> str:
+    try:
+        return verify_card(fetched.document, trusted)
+    except CardVerificationError as exc:
+        raise RegistryError(f"card of {fetched.url} refused: {exc}", exc.reason) from None
+
+
+def _digest(document: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(strict_json.dumps(document)).hexdigest()
 
 
 def _status(existing: RegisteredAgent | None, new: RegisteredAgent, approve: bool) -> Status:

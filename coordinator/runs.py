@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from contracts.handoff import HandoffBudget, HandoffRecord
 from coordinator.admission import ParentAuthority
+from coordinator.audit import AuditTrail
 from coordinator.authority import RunAuthority
 from coordinator.errors import BudgetExceeded, OwnershipError
 from coordinator.lifecycle import HandoffBook
@@ -41,6 +42,8 @@ class Run:
     # Per-attempt request headers (the bearer token) held in memory only, for calls on the
     # same handoff such as a cancel; never stored, printed or written to a record.
     credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    trail: AuditTrail = field(default_factory=AuditTrail, repr=False)
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def __post_init__(self) -> None:
         if not self.ownership_path:
@@ -60,6 +63,24 @@ class Run:
                 ),
                 max_context_units=self.authority.max_context_units,
             ),
+            trail=self.trail,
+            trace_id=self.trace_id,
+        )
+        self.emit(
+            "run.started",
+            owner=self.owner,
+            authority={
+                "principal": self.authority.principal,
+                "tenant": self.authority.tenant,
+                "scope": sorted(self.authority.scopes),
+                "budget": budget.model_dump(),
+                "expires_at": str(self.book.parent.expires_at),
+            },
+        )
+
+    def emit(self, event_type: str, record: HandoffRecord | None = None, **data: object) -> None:
+        self.trail.emit(
+            event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
         )
 
     def check_owner(self, caller: str) -> None:
@@ -88,6 +109,7 @@ class Run:
             )
         if len(self.ownership_path) - 1 >= self.limits.max_ownership_transfers:
             raise BudgetExceeded("ownership transfer limit reached", "transfer_budget_exhausted")
+        self.emit("ownership.transferred", None, from_owner=self.owner, to=target)
         self.owner = target
         self.ownership_path.append(target)
 

@@ -1,0 +1,118 @@
+"""The demo's cross-service facts land in the ledger, and the audit commands read them back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coordinator.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory in which `federation demo --case all` ran once."""
+    data = tmp_path_factory.mktemp("audit")
+    env = {**os.environ, "FEDERATION_DATA_DIR": str(data)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "coordinator", "demo", "--case", "all", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert completed.returncode == 0, completed.stderr
+    (data / "demo.json").write_text(completed.stdout)
+    return data
+
+
+def cli(data: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["--data-dir", str(data), *args])
+    return code, capsys.readouterr().out
+
+
+def run_of(data: Path, case: str) -> str:
+    document = json.loads((data / "demo.json").read_text())
+    return next(c["run_id"] for c in document["cases"] if c["case"] == case)
+
+
+def test_demo_ledger_verifies(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`audit verify` checks the whole chain the demo wrote and says it is intact."""
+    code, out = cli(demo_dir, capsys, "audit", "verify")
+    assert code == 0 and out.startswith("ledger: ok")
+
+
+def test_audit_show_rebuilds_the_handoff_case(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From the ledger alone: owner privacy, three accepted branches, a grant, the disposition."""
+    code, out = cli(demo_dir, capsys, "audit", "show", run_of(demo_dir, "handoff"), "--json")
+    view = json.loads(out)
+    assert code == 0
+    assert view["owner"] == "privacy" and view["ownership_path"] == ["coordinator", "privacy"]
+    assert [b["state"] for b in view["branches"]] == ["ACCEPTED"] * 3
+    remote = [b for b in view["branches"] if b["remote_task_id"]]
+    assert len(remote) == 1 and remote[0]["remote_state"] == "TASK_STATE_COMPLETED"
+    assert len(view["grants"]) == 1 and view["grants"][0]["scope"] == "risk:interpret"
+    assert view["artifacts"][0]["decision"] == "admitted"
+    assert view["disposition"]["status"] == "needs_review"
+    assert view["effects"] == 0 and view["live_branches"] == []
+
+
+def test_audit_show_matches_run_show(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ledger's account of a run agrees with the run record on owner and branch states."""
+    run_id = run_of(demo_dir, "failure")
+    _, from_ledger = cli(demo_dir, capsys, "audit", "show", run_id, "--json")
+    _, from_record = cli(demo_dir, capsys, "run", "show", run_id, "--json")
+    ledger_view, record_view = json.loads(from_ledger), json.loads(from_record)
+    assert ledger_view["owner"] == record_view["owner"]
+    states = {b["branch"]: b["state"] for b in record_view["branches"]}
+    assert {b["branch"]: b["state"] for b in ledger_view["branches"]} == states
+
+
+def test_export_bundle_verifies_offline_and_tampering_is_caught(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An exported bundle verifies on its own; editing one of its events breaks it."""
+    bundle = tmp_path / "bundle.json"
+    code, _ = cli(
+        demo_dir, capsys, "audit", "export", run_of(demo_dir, "ok"), "--output", str(bundle)
+    )
+    assert code == 0
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
+    assert code == 0 and "ok" in out
+    document = json.loads(bundle.read_text())
+    document["events"][1]["data"]["reason"] = "edited"
+    bundle.write_text(json.dumps(document))
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
+    assert code == 1 and "broken" in out
+
+
+def test_editing_the_database_directly_is_caught(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Changing one stored event with SQL makes `audit verify` name that event."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    source = sqlite3.connect(demo_dir / "federation.db")
+    target = sqlite3.connect(copy / "federation.db")
+    source.backup(target)
+    source.close()
+    broken_seq = target.execute(
+        "SELECT min(seq) FROM audit_events WHERE canonical LIKE '%ACCEPTED%'"
+    ).fetchone()[0]
+    target.execute(
+        "UPDATE audit_events SET canonical = replace(canonical, 'ACCEPTED', 'REJECTED') "
+        "WHERE seq = ?",
+        (broken_seq,),
+    )
+    target.commit()
+    target.close()
+    code, out = cli(copy, capsys, "audit", "verify")
+    assert code == 1
+    assert f"broken at event {broken_seq}" in out
