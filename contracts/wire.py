@@ -303,6 +303,91 @@ class CancelTaskRequest(WireModel):
     metadata: JSONObject | None = None
 
 
+class SubscribeToTaskRequest(WireModel):
+    id: NonEmptyStr
+    tenant: StrictStr | None = None
+
+
+class TaskPushNotificationConfigRequest(WireModel):
+    """Get or delete one push notification config: ``taskId`` and the config's ``id``."""
+
+    task_id: NonEmptyStr
+    id: NonEmptyStr
+    tenant: StrictStr | None = None
+
+
+class ListTaskPushNotificationConfigsRequest(WireModel):
+    task_id: NonEmptyStr
+    tenant: StrictStr | None = None
+    page_size: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
+    page_token: StrictStr | None = None
+
+
+class ListTaskPushNotificationConfigsResponse(WireModel):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: StrictStr = ""
+
+
+class Empty(WireModel):
+    """The empty result (``google.protobuf.Empty``), e.g. of a delete."""
+
+
+# --- Streaming -----------------------------------------------------------------------------
+
+
+class TaskStatusUpdateEvent(WireModel):
+    task_id: NonEmptyStr
+    context_id: StrictStr
+    status: TaskStatus
+    metadata: JSONObject | None = None
+
+
+class TaskArtifactUpdateEvent(WireModel):
+    """One artifact, or one chunk of it: ``append`` adds parts to the artifact with the same
+    id sent before; ``lastChunk`` marks its final chunk."""
+
+    task_id: NonEmptyStr
+    context_id: StrictStr
+    artifact: Artifact
+    append: StrictBool | None = None
+    last_chunk: StrictBool | None = None
+    metadata: JSONObject | None = None
+
+
+class StreamResponse(WireModel):
+    """A oneof: what one SSE event (or one push notification body) carries."""
+
+    task: Task | None = None
+    message: Message | None = None
+    status_update: TaskStatusUpdateEvent | None = None
+    artifact_update: TaskArtifactUpdateEvent | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> StreamResponse:
+        present = [
+            name
+            for name in ("task", "message", "status_update", "artifact_update")
+            if getattr(self, name) is not None
+        ]
+        if len(present) != 1:
+            raise ValueError(
+                "a stream response holds exactly one of task, message, statusUpdate or "
+                "artifactUpdate"
+            )
+        return self
+
+    @property
+    def task_id(self) -> str | None:
+        """The task this event is about (a message may name none)."""
+        if self.task is not None:
+            return self.task.id
+        if self.status_update is not None:
+            return self.status_update.task_id
+        if self.artifact_update is not None:
+            return self.artifact_update.task_id
+        return self.message.task_id if self.message is not None else None
+
+
 # --- JSON-RPC 2.0 envelopes ----------------------------------------------------------------
 
 RequestId = StrictStr | StrictInt | None

@@ -1,0 +1,240 @@
+"""Fan-out of task updates to live streams: ``SendStreamingMessage`` and ``SubscribeToTask``.
+
+A :class:`TaskEventBroker` keeps, per task, the subscribers that are listening now. The
+handler publishes every change of a task (through :class:`TaskUpdates`) as a
+``StreamResponse``; each subscriber gets every event, in the order published, in its own
+bounded queue. The stream of a task ends for everyone once it is terminal or interrupted.
+
+Bounds: at most ``max_subscribers`` listen to one task, and each subscriber holds at most
+``queue_limit`` undelivered events. A subscriber that falls further behind is cut off
+(:class:`SubscriberLagged`); nobody else waits for it, and closing one stream never
+affects another stream or the task. There is no replay: a subscriber sees the task as it
+is when it subscribes, then what happens afterwards (A2A v1.0 has no resume cursor).
+
+The broker knows nothing of storage; it only carries events, so the task store can be
+replaced without touching it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+from contracts.wire import (
+    INTERRUPTED_TASK_STATES,
+    TERMINAL_TASK_STATES,
+    Artifact,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+)
+from remote_risk import errors
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_QUEUE_LIMIT = 256
+DEFAULT_MAX_SUBSCRIBERS = 32
+SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
+
+
+class SubscriberLagged(errors.InternalError):
+    """A subscriber fell more than its queue behind and was cut off; read the task instead."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(
+            f"the stream of task {task_id} fell behind and was closed; read it with GetTask",
+            metadata={"taskId": task_id},
+        )
+
+
+class Subscription:
+    """One listener's queue of events for one task; iterate it, close it when done."""
+
+    def __init__(self, task_id: str, limit: int, on_close: Callable[[Subscription], None]) -> None:
+        self.task_id = task_id
+        self._limit = limit
+        self._on_close = on_close
+        self._events: deque[StreamResponse] = deque()
+        self._ready = asyncio.Event()
+        self._ended = False
+        self._lagged = False
+
+    def offer(self, event: StreamResponse) -> bool:
+        """Queue ``event``; False (and the subscription cut off) if the queue is full."""
+        if self._ended:
+            return False
+        if len(self._events) >= self._limit:
+            self._lagged = True
+            self.end()
+            return False
+        self._events.append(event)
+        self._ready.set()
+        return True
+
+    def end(self) -> None:
+        """No more events will come; what is queued is still delivered."""
+        self._ended = True
+        self._ready.set()
+
+    def close(self) -> None:
+        """Stop listening (the reader is gone); idempotent."""
+        self.end()
+        self._events.clear()
+        self._on_close(self)
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        while True:
+            if self._lagged:
+                raise SubscriberLagged(self.task_id)
+            if self._events:
+                return self._events.popleft()
+            if self._ended:
+                raise StopAsyncIteration
+            self._ready.clear()
+            await self._ready.wait()
+
+
+class TaskEventBroker:
+    """Per-task subscriber lists; publishing never waits for any subscriber."""
+
+    def __init__(
+        self,
+        *,
+        queue_limit: int = DEFAULT_QUEUE_LIMIT,
+        max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
+    ) -> None:
+        if queue_limit < 1 or max_subscribers < 1:
+            raise ValueError("queue_limit and max_subscribers must be at least 1")
+        self._queue_limit = queue_limit
+        self._max_subscribers = max_subscribers
+        self._subscribers: dict[str, list[Subscription]] = {}
+
+    def subscribe(self, task_id: str) -> Subscription:
+        listening = self._subscribers.setdefault(task_id, [])
+        if len(listening) >= self._max_subscribers:
+            raise errors.UnsupportedOperation(
+                f"task {task_id} already has {self._max_subscribers} open streams; "
+                "close one or poll with GetTask",
+                metadata={"taskId": task_id},
+            )
+        subscription = Subscription(task_id, self._queue_limit, self._remove)
+        listening.append(subscription)
+        return subscription
+
+    def publish(self, task_id: str, event: StreamResponse, *, final: bool = False) -> None:
+        """Give ``event`` to every subscriber of the task; ``final`` ends their streams."""
+        for subscription in list(self._subscribers.get(task_id, ())):
+            if not subscription.offer(event):
+                logger.warning("a subscriber of task %s fell behind and was cut off", task_id)
+                self._remove(subscription)
+        if final:
+            for subscription in self._subscribers.pop(task_id, []):
+                subscription.end()
+
+    def subscriber_count(self, task_id: str) -> int:
+        return len(self._subscribers.get(task_id, ()))
+
+    def _remove(self, subscription: Subscription) -> None:
+        listening = self._subscribers.get(subscription.task_id)
+        if listening is None:
+            return
+        if subscription in listening:
+            listening.remove(subscription)
+        if not listening:
+            del self._subscribers[subscription.task_id]
+
+
+# --- the events -----------------------------------------------------------------------------
+
+
+def task_event(task: Task) -> StreamResponse:
+    return StreamResponse(task=task)
+
+
+def status_event(task: Task) -> StreamResponse:
+    """The status of ``task`` as a ``statusUpdate`` event."""
+    update = TaskStatusUpdateEvent(
+        task_id=task.id, context_id=task.context_id or "", status=task.status
+    )
+    return StreamResponse(status_update=update)
+
+
+def artifact_event(
+    task: Task, artifact: Artifact, *, append: bool | None = None, last_chunk: bool | None = None
+) -> StreamResponse:
+    update = TaskArtifactUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id or "",
+        artifact=artifact,
+        append=append,
+        last_chunk=last_chunk,
+    )
+    return StreamResponse(artifact_update=update)
+
+
+def settles(task: Task) -> bool:
+    return task.status.state in SETTLED_STATES
+
+
+class Notifier(Protocol):
+    """Someone else told of every update (push notifications), by the task's owner."""
+
+    def notify(self, owner: str, task_id: str, event: StreamResponse) -> None: ...
+
+
+class TaskUpdates:
+    """What a handler calls after every change of a task: streams, then push, in order."""
+
+    def __init__(self, broker: TaskEventBroker, notifier: Notifier | None = None) -> None:
+        self.broker = broker
+        self._notifier = notifier
+
+    def status(self, owner: str, task: Task) -> None:
+        """The task's status changed; a settled status ends its streams."""
+        self._publish(owner, task.id, status_event(task), final=settles(task))
+
+    def artifact(
+        self,
+        owner: str,
+        task: Task,
+        artifact: Artifact,
+        *,
+        append: bool | None = None,
+        last_chunk: bool | None = None,
+    ) -> None:
+        event = artifact_event(task, artifact, append=append, last_chunk=last_chunk)
+        self._publish(owner, task.id, event, final=False)
+
+    def _publish(self, owner: str, task_id: str, event: StreamResponse, *, final: bool) -> None:
+        self.broker.publish(task_id, event, final=final)
+        if self._notifier is not None:
+            self._notifier.notify(owner, task_id, event)
+
+    def follow(self, task: Task) -> AsyncIterator[StreamResponse]:
+        """A stream of ``task``: subscribed now, it yields ``task`` first, then every update
+        until the task settles. Call it before the work that changes the task starts."""
+        subscription = self.broker.subscribe(task.id)
+        if settles(task):
+            subscription.close()
+            return _only(task)
+        return _stream(task, subscription)
+
+
+async def _only(task: Task) -> AsyncIterator[StreamResponse]:
+    yield task_event(task)
+
+
+async def _stream(task: Task, subscription: Subscription) -> AsyncIterator[StreamResponse]:
+    try:
+        yield task_event(task)
+        async for event in subscription:
+            yield event
+    finally:
+        subscription.close()
