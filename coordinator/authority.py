@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_cards.keys import KeySet
 from contracts.grant import (
@@ -59,6 +60,30 @@ class RunAuthority:
     max_context_units: int = 64_000
     budget: Budget = field(
         default_factory=lambda: Budget(actions=8, context_units=256_000, effects=0)
+    )
+
+
+def authority_document(authority: RunAuthority) -> dict[str, object]:
+    return {
+        "principal": authority.principal,
+        "tenant": authority.tenant,
+        "scope": sorted(authority.scopes),
+        "resources": sorted(authority.resources),
+        "lifetime_seconds": authority.lifetime_seconds,
+        "max_context_units": authority.max_context_units,
+        "budget": authority.budget.model_dump(),
+    }
+
+
+def authority_from(document: dict[str, Any]) -> RunAuthority:
+    return RunAuthority(
+        principal=document["principal"],
+        tenant=document["tenant"],
+        scopes=frozenset(document["scope"]),
+        resources=frozenset(document["resources"]),
+        lifetime_seconds=int(document["lifetime_seconds"]),
+        max_context_units=int(document["max_context_units"]),
+        budget=Budget.model_validate(document["budget"]),
     )
 
 

@@ -22,15 +22,19 @@ from agent_cards.keys import TrustedKeys
 from contracts import strict_json
 from coordinator import datadir, identity, ledger
 from coordinator.audit import reconstruct, render_reconstruction
+from coordinator.authority import authority_document
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
 from coordinator.delegation import DelegationOrder, delegate_once, delegation_document
 from coordinator.demo import demo_document, prepare_trust, remote_risk_process, render, run_demo
 from coordinator.errors import FederationError, UsageError
 from coordinator.model_gateway import ModelConfig
+from coordinator.recovery import recover
 from coordinator.registry import Registration, Registry, TrustAnchor
 from coordinator.run_view import render_document, run_document
+from coordinator.runs import Run
 from coordinator.scenario import CASES
+from coordinator.storage.runs import RunStore
 from coordinator.workspace import DATABASE_ENV, Workspace
 
 
@@ -85,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--approve", action="store_true", help="adopt a changed card that asks for more"
     )
 
+    commands.add_parser(
+        "recover", help="continue every in-flight handoff left by a coordinator that stopped"
+    )
     runs = commands.add_parser("runs", help="list recorded runs")
     runs.add_argument("--json", action="store_true")
     run = commands.add_parser("run", help="inspect one run")
@@ -157,14 +164,21 @@ def cmd_demo(args: argparse.Namespace, ws: Workspace) -> int:
     if args.model:
         return _demo_with_model(args, data, cases)
     trust = prepare_trust(data)
+    store = ws.run_store()
     with remote_risk_process(trust.remote_args) as base_url:
         results = asyncio.run(
-            run_demo(data, base_url, cases, trust, parallel=args.parallel, trail=ws.trail())
+            run_demo(
+                data,
+                base_url,
+                cases,
+                trust,
+                parallel=args.parallel,
+                trail=ws.trail(),
+                store=store,
+            )
         )
     for result in results:
-        data.write_json(
-            run_document(result.run, case=result.case), "runs", f"{result.run.run_id}.json"
-        )
+        _save(store, result.run, run_document(result.run, case=result.case))
     if args.json:
         _print_json(demo_document(results))
     else:
@@ -326,9 +340,10 @@ def cmd_delegate(args: argparse.Namespace, ws: Workspace) -> int:
         tenant=args.tenant,
     )
     keys = identity.coordinator_keys(data)
-    run, outcome = asyncio.run(delegate_once(order, keys, identity.issuer_id(), ws.trail()))
+    store = ws.run_store()
+    run, outcome = asyncio.run(delegate_once(order, keys, identity.issuer_id(), ws.trail(), store))
     document = delegation_document(run, outcome)
-    data.write_json(document, "runs", f"{run.run_id}.json")
+    _save(store, run, document)
     if args.json:
         _print_json(document)
     else:
@@ -351,17 +366,13 @@ def _print_delegation(document: dict[str, Any]) -> None:
             print(f"  {json.dumps(shown, ensure_ascii=False)}")
 
 
-def _run_documents(data: DataDir) -> list[dict[str, Any]]:
-    folder = data.path("runs")
-    if not folder.is_dir():
-        return []
-    documents = [data.read_json("runs", path.name) for path in sorted(folder.glob("*.json"))]
-    return [d for d in documents if isinstance(d, dict)]
+def _save(store: RunStore, run: Run, document: dict[str, Any]) -> None:
+    authority = {**authority_document(run.authority), "started_at": run.started_at.isoformat()}
+    store.save_run(run.run_id, run.owner, run.kind, authority, document)
 
 
 def cmd_runs(args: argparse.Namespace, ws: Workspace) -> int:
-    data = ws.data
-    documents = _run_documents(data)
+    documents = ws.run_store().run_documents()
     if args.json:
         _print_json([{k: d.get(k) for k in ("run_id", "owner", "cancelled")} for d in documents])
         return 0
@@ -378,14 +389,28 @@ def cmd_runs(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_run(args: argparse.Namespace, ws: Workspace) -> int:
-    data = ws.data
-    document = data.read_json("runs", f"{args.run_id}.json")
-    if not isinstance(document, dict):
-        raise UsageError(f"no run {args.run_id!r} in the data directory", "unknown_run")
+    row = ws.run_store().run(args.run_id)
+    if row is None:
+        raise UsageError(f"no run {args.run_id!r} in the database", "unknown_run")
+    document = row["document"]
     if args.json:
         _print_json(document)
     else:
         print(render_document(document))
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace, ws: Workspace) -> int:
+    keys = identity.coordinator_keys(ws.data)
+    outcomes = asyncio.run(recover(ws, keys, identity.issuer_id()))
+    if not outcomes:
+        print("nothing in flight")
+    for outcome in outcomes:
+        record = outcome.record
+        print(
+            f"{record.run_id} {record.attempt_id} -> {record.target}: "
+            f"{record.state.value} ({record.reason})"
+        )
     return 0
 
 
@@ -447,5 +472,6 @@ COMMANDS = {
     "keys": cmd_keys,
     "runs": cmd_runs,
     "audit": cmd_audit,
+    "recover": cmd_recover,
     "run": cmd_run,
 }

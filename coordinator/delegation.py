@@ -28,6 +28,7 @@ from coordinator.dispatch import (
 from coordinator.registry import RegisteredAgent
 from coordinator.run_view import run_document
 from coordinator.runs import Run
+from coordinator.storage.runs import RunStore
 
 OPERATOR = "operator"
 
@@ -44,11 +45,21 @@ class DelegationOrder:
 
 
 async def delegate_once(
-    order: DelegationOrder, keys: KeySet, issuer: str, trail: AuditTrail | None = None
+    order: DelegationOrder,
+    keys: KeySet,
+    issuer: str,
+    trail: AuditTrail | None = None,
+    store: RunStore | None = None,
 ) -> tuple[Run, RemoteOutcome]:
     scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
     authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
-    run = Run(owner=OPERATOR, authority=authority, trail=trail or AuditTrail())
+    run = Run(
+        owner=OPERATOR,
+        authority=authority,
+        trail=trail or AuditTrail(),
+        store=store,
+        kind="delegation",
+    )
     expires_at = int(run.book.parent.expires_at.timestamp())
     delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)

@@ -24,6 +24,7 @@ from coordinator.identity import coordinator_keys, issuer_id, publish_jwks
 from coordinator.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.registry import Registry, TrustAnchor
 from coordinator.run_view import ownership_rows, render_table
+from coordinator.storage.runs import RunStore
 
 DEMO_COLUMNS = [
     "branch",
@@ -106,6 +107,7 @@ async def run_demo(
     *,
     parallel: bool = False,
     trail: AuditTrail | None = None,
+    store: RunStore | None = None,
 ) -> list[PilotResult]:
     """Register remote_risk like any specialist, then run each case; every cross-service
     fact goes to ``trail`` (the data directory's ledger when run from the CLI)."""
@@ -126,6 +128,7 @@ async def run_demo(
                 keys=trust.coordinator_keys,
                 issuer=trust.issuer,
                 trail=trail,
+                store=store,
             )
             for case in cases
         ]

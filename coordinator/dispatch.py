@@ -45,11 +45,14 @@ from coordinator.admission import AdmissionContext, AdmissionDenied
 from coordinator.authority import Delegator, GrantRefused, required_scopes
 from coordinator.client import A2AClient
 from coordinator.errors import FederationError
+from coordinator.faults import pause_point
 from coordinator.lifecycle import ArtifactDecision, RunCancelled, StaleRevision
 from coordinator.registry import RegisteredAgent
 from coordinator.returns import Admission, admit_task, finding_in
 from coordinator.runs import Run
 from coordinator.state_map import local_view
+from coordinator.storage.runs import FINDING_CONTRACT, GENERIC_CONTRACT
+from coordinator.streaming import PollBackoff, updates_for
 
 S = HandoffState
 COMPLETE_WHEN = "one Finding that cites only records sent to the target"
@@ -180,6 +183,19 @@ def _mint(
     minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
     outcome.grant = minted.summary()
     run.emit("grant.minted", record, **minted.summary())
+    if run.store is not None:
+        run.store.add(
+            "grants",
+            {
+                "jti": minted.grant.jti,
+                "run_id": run.run_id,
+                "attempt_id": record.attempt_id,
+                "claims_digest": minted.digest,
+                "scope": minted.grant.scope,
+                "aud": minted.grant.aud,
+                "exp": minted.grant.exp,
+            },
+        )
     return {"Authorization": f"Bearer {minted.token}"}
 
 
@@ -194,35 +210,92 @@ async def run_remote_handoff(
     wait: WaitPolicy | None = None,
     delegator: Delegator | None = None,
 ) -> RemoteOutcome:
-    wait = wait or WaitPolicy()
-    book = run.book
+    """Admit ``proposal`` (nothing is sent if it fails), record what will be sent, drive it."""
     outcome = RemoteOutcome(record=proposal, sent_fields=tuple(payload))
     try:
-        outcome.record = book.admit(proposal, admission_context(run, agent))
-        headers = _mint(outcome, run, agent, delegator)
+        outcome.record = run.book.admit(proposal, admission_context(run, agent))
     except (AdmissionDenied, RunCancelled) as exc:
-        outcome.record = book.records.get(proposal.attempt_id, proposal)
+        outcome.record = run.book.records.get(proposal.attempt_id, proposal)
         outcome.notes.append(str(exc))
+        run.record(outcome.record)
         return outcome
-    except GrantRefused as exc:
-        outcome.record = book.commit(outcome.record, S.FAILED, exc.reason)
-        outcome.notes.append(str(exc))
-        return outcome
-    run.credentials[outcome.record.attempt_id] = headers
-    # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
-    outcome.record = book.commit(outcome.record, S.DISPATCHED, "message_sending")
-    run.emit(
-        "message.dispatched",
-        outcome.record,
-        endpoint=agent.endpoint,
-        idempotency_key=idempotency_key(outcome.record),
-        with_token=bool(headers),
+    if run.store is not None:
+        contract = FINDING_CONTRACT if sent_record_ids is not None else GENERIC_CONTRACT
+        run.store.save_payload(outcome.record, payload, contract)
+    await drive(
+        client,
+        agent,
+        outcome,
+        payload,
+        run=run,
+        wait=wait or WaitPolicy(),
+        delegator=delegator,
+        sent_record_ids=sent_record_ids,
     )
-    task = await _send(client, agent, outcome, payload, headers, run)
-    if task is not None:
-        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids)
-    run.record(outcome.record)
     return outcome
+
+
+async def drive(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    payload: dict[str, Any],
+    *,
+    run: Run,
+    wait: WaitPolicy,
+    delegator: Delegator | None,
+    sent_record_ids: Collection[str] | None,
+) -> None:
+    """Take an admitted handoff from wherever it stands to a terminal state.
+
+    This is also how a restarted coordinator continues: an ADMITTED handoff was never
+    sent; a DISPATCHED one without a remote task id may or may not have arrived, so it is
+    sent again under the same idempotency key (the remote returns the task it already
+    has); one with a task id is observed with GetTask; a RETURNED one is judged again.
+    Every call carries a token minted for this handoff attempt.
+    """
+    try:
+        headers = _mint(outcome, run, agent, delegator)
+    except GrantRefused as exc:
+        _commit(outcome, run, S.FAILED, exc.reason)
+        outcome.notes.append(str(exc))
+        run.record(outcome.record)
+        return
+    run.credentials[outcome.record.attempt_id] = headers
+    task: Task | None
+    if outcome.record.state is S.ADMITTED:
+        pause_point("before_dispatch")
+        # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
+        outcome.record = run.book.commit(outcome.record, S.DISPATCHED, "message_sending")
+    if outcome.record.remote_task_id is None:
+        run.emit(
+            "message.dispatched",
+            outcome.record,
+            endpoint=agent.endpoint,
+            idempotency_key=idempotency_key(outcome.record),
+            with_token=bool(headers),
+        )
+        task = await _send(client, agent, outcome, payload, headers, run)
+    else:
+        task = await _fetch_task(client, agent, outcome, headers)
+    if task is not None and outcome.record.state is S.RETURNED:
+        _judge(outcome, run, task, sent_record_ids)
+    elif task is not None:
+        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids)
+    elif outcome.record.live and _lease_left(outcome, run) <= 0:
+        _commit(outcome, run, S.TIMED_OUT, "lease_expired")
+    run.record(outcome.record)
+
+
+async def _fetch_task(
+    client: A2AClient, agent: RegisteredAgent, outcome: RemoteOutcome, headers: dict[str, str]
+) -> Task | None:
+    task_id = outcome.record.remote_task_id or ""
+    try:
+        return await client.get_task(agent.endpoint, GetTaskRequest(id=task_id), headers)
+    except FederationError as exc:
+        outcome.notes.append(f"could not read remote task {task_id}: {exc}")
+        return None
 
 
 def _lease_left(outcome: RemoteOutcome, run: Run) -> float:
@@ -261,6 +334,7 @@ async def _send(
         _commit(outcome, run, S.FAILED, "remote_replied_without_task")
         return None
     task = response.task
+    pause_point("after_dispatch")
     try:
         outcome.record = run.book.note(
             outcome.record, remote_task_id=task.id, remote_state=task.status.state.value
@@ -290,28 +364,37 @@ async def _follow(
     headers: dict[str, str],
     sent_record_ids: Collection[str] | None,
 ) -> None:
-    """Observe the remote task until it settles, the lease ends or the run cancels it."""
-    delay = wait.first_poll
+    """Observe the remote task until it settles, the lease ends or the run cancels it.
+
+    Updates are streamed when the card says the agent streams, else polled; either way
+    each one is observed as a Task, and a settled one is confirmed with GetTask."""
+    updates = updates_for(
+        client,
+        agent.endpoint,
+        task,
+        headers,
+        streams=bool(agent.agent_card.capabilities.streaming),
+        backoff=PollBackoff(wait.first_poll, wait.max_poll),
+        notes=outcome.notes,
+    )
     while True:
         outcome.task = task
         if not _observe(outcome, run, task):
+            await updates.aclose()
             _arrived_late(outcome, run, task, sent_record_ids)
             return
         state = task.status.state
         if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
             break
         if _lease_left(outcome, run) <= 0:
+            await updates.aclose()
             if _commit(outcome, run, S.TIMED_OUT, "lease_expired"):
                 remote_state = await _cancel_remote(client, agent, outcome, headers, run)
                 if remote_state:
                     outcome.record = run.book.note(outcome.record, remote_state=remote_state)
             return
-        await asyncio.sleep(min(delay, max(0.0, _lease_left(outcome, run))))
-        delay = min(delay * 2, wait.max_poll)
-        try:
-            task = await client.get_task(agent.endpoint, GetTaskRequest(id=task.id), headers)
-        except FederationError as exc:
-            outcome.notes.append(f"poll failed: {exc}")
+        task = await updates.next(_lease_left(outcome, run))
+    await updates.aclose()
     await _settle(client, agent, outcome, task, run, headers, sent_record_ids)
 
 
@@ -363,6 +446,7 @@ async def _settle(
     if state is not TaskState.COMPLETED:
         return
     based_on = outcome.record
+    pause_point("before_admission")
     if not _commit(outcome, run, S.RETURNED, "remote_completed"):
         _arrived_late(outcome, run, task, sent_record_ids, based_on)
         return

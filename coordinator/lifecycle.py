@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from contracts import strict_json
 from contracts.handoff import (
     HandoffBudget,
     HandoffRecord,
@@ -26,6 +27,7 @@ from contracts.handoff import (
 from coordinator.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
 from coordinator.audit import AuditTrail, contract_of
 from coordinator.errors import FederationError
+from coordinator.storage.runs import RunStore
 
 S = HandoffState
 Clock = Callable[[], datetime]
@@ -101,6 +103,7 @@ class HandoffBook:
     artifacts: list[ArtifactRecord] = field(default_factory=list)
     trail: AuditTrail = field(default_factory=AuditTrail)
     trace_id: str | None = None
+    store: RunStore | None = None
 
     def __post_init__(self) -> None:
         self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
@@ -110,8 +113,28 @@ class HandoffBook:
             event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
         )
 
+    def _keep(self, record: HandoffRecord) -> HandoffRecord:
+        """Make ``record`` the authoritative one, in memory and (if any) in the store."""
+        self.records[record.attempt_id] = record
+        if self.store is not None:
+            self.store.save_handoff(record)
+        return record
+
     def _unit(self, entry: BudgetEntry, record: HandoffRecord) -> None:
         self.units.append(entry)
+        if self.store is not None:
+            self.store.add(
+                "budget_units",
+                {
+                    "run_id": self.run_id,
+                    "attempt_id": record.attempt_id,
+                    "kind": entry.kind.value,
+                    "actions": entry.actions,
+                    "context_units": entry.context_units,
+                    "effects": entry.effects,
+                    "reason": entry.reason,
+                },
+            )
         self._emit(
             "budget.units",
             record,
@@ -172,8 +195,7 @@ class HandoffBook:
         try:
             admitted = admit(record, parent, context)
         except AdmissionDenied as denial:
-            denied = transition(record, S.REJECTED, denial.reason)
-            self.records[record.attempt_id] = denied
+            denied = self._keep(transition(record, S.REJECTED, denial.reason))
             self._emit(
                 "handoff.denied",
                 denied,
@@ -186,7 +208,7 @@ class HandoffBook:
         budget = admitted.budget
         assert budget is not None and admitted.duplicate_key is not None
         self.active_keys[admitted.duplicate_key] = admitted.attempt_id
-        self.records[admitted.attempt_id] = admitted
+        self._keep(admitted)
         self._emit(
             "handoff.admitted",
             admitted,
@@ -222,7 +244,7 @@ class HandoffBook:
         except TransitionError as exc:
             raise StaleRevision(str(exc), exc.reason) from None
         previous = self.records[record.attempt_id]
-        self.records[record.attempt_id] = record
+        self._keep(record)
         self._emit(
             "handoff.transition",
             record,
@@ -240,8 +262,7 @@ class HandoffBook:
         current = self.records[based_on.attempt_id]
         if current.version != based_on.version:
             raise StaleRevision(f"handoff {current.handoff_id} moved on", "stale_version")
-        record = current.model_copy(update=changes)
-        self.records[record.attempt_id] = record
+        record = self._keep(current.model_copy(update=changes))
         if "remote_state" in changes and changes["remote_state"] != current.remote_state:
             self._emit(
                 "remote.state_observed",
@@ -333,18 +354,34 @@ class HandoffBook:
             content_hash=content_hash,
             size=size,
         )
-        self.artifacts.append(
-            ArtifactRecord(
-                handoff_id=current.handoff_id,
-                attempt=based_on.attempt,
-                decision=decision,
-                reason=reason if decision in _JUDGED else decision.value,
-                content_hash=content_hash,
-                size=size,
-                received_at=self.clock(),
-                content=None if decision is ArtifactDecision.ADMITTED else content,
-            )
+        artifact = ArtifactRecord(
+            handoff_id=current.handoff_id,
+            attempt=based_on.attempt,
+            decision=decision,
+            reason=reason if decision in _JUDGED else decision.value,
+            content_hash=content_hash,
+            size=size,
+            received_at=self.clock(),
+            # Refused content is kept for diagnosis; admitted content lives in the finding.
+            content=None if decision is ArtifactDecision.ADMITTED else content,
         )
+        self.artifacts.append(artifact)
+        if self.store is not None:
+            self.store.add(
+                "artifacts",
+                {
+                    "run_id": self.run_id,
+                    "attempt_id": current.attempt_id,
+                    "decision": decision.value,
+                    "reason": artifact.reason,
+                    "content_hash": content_hash,
+                    "size": size,
+                    "content": None
+                    if artifact.content is None
+                    else strict_json.dumps(artifact.content).decode(),
+                    "received_at": artifact.received_at.isoformat(),
+                },
+            )
         return decision
 
     def _decide(

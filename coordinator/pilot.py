@@ -28,6 +28,7 @@ from coordinator.projection import project_context, record_ids
 from coordinator.registry import RegisteredAgent
 from coordinator.run_view import run_document
 from coordinator.runs import Run
+from coordinator.storage.runs import RunStore
 
 S = HandoffState
 COORDINATOR = "coordinator"
@@ -215,11 +216,17 @@ async def run_pilot(
     authority: RunAuthority | None = None,
     issuer: str = DEFAULT_ISSUER,
     trail: AuditTrail | None = None,
+    store: RunStore | None = None,
 ) -> PilotResult:
     """Run one case. With ``keys``, every remote handoff carries a narrowed delegation token
     minted from the run's root grant (``authority``); without, none is sent."""
     context = scenario.context_for(case)
-    run = Run(owner=COORDINATOR, authority=authority or RunAuthority(), trail=trail or AuditTrail())
+    run = Run(
+        owner=COORDINATOR,
+        authority=authority or RunAuthority(),
+        trail=trail or AuditTrail(),
+        store=store,
+    )
     delegator = None
     if keys is not None:
         expires_at = int(run.book.parent.expires_at.timestamp())

@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 from contracts.handoff import HandoffBudget, HandoffRecord
 from coordinator.admission import ParentAuthority
 from coordinator.audit import AuditTrail
-from coordinator.authority import RunAuthority
+from coordinator.authority import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError
 from coordinator.lifecycle import HandoffBook
+from coordinator.storage.runs import RunStore
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Run:
     credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     trail: AuditTrail = field(default_factory=AuditTrail, repr=False)
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    store: RunStore | None = field(default=None, repr=False)
+    announce: bool = True
+    kind: str = "pilot"
 
     def __post_init__(self) -> None:
         if not self.ownership_path:
@@ -65,7 +69,21 @@ class Run:
             ),
             trail=self.trail,
             trace_id=self.trace_id,
+            store=self.store,
         )
+        if self.announce:
+            self.announce_start()
+
+    def announce_start(self) -> None:
+        if self.store is not None:
+            self.store.save_run(
+                self.run_id,
+                self.owner,
+                self.kind,
+                {**authority_document(self.authority), "started_at": self.started_at.isoformat()},
+                {"run_id": self.run_id, "owner": self.owner, "branches": [], "live_branches": []},
+            )
+        budget = self.authority.budget
         self.emit(
             "run.started",
             owner=self.owner,

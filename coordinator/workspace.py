@@ -15,6 +15,7 @@ from coordinator.audit import AuditTrail
 from coordinator.datadir import DataDir
 from coordinator.ledger import Ledger
 from coordinator.storage import migrate, open_engine
+from coordinator.storage.runs import RunStore
 
 DATABASE_ENV = "FEDERATION_DATABASE_URL"
 
@@ -35,6 +36,9 @@ class Workspace:
             migrate(engine)
             self._engine = engine
         return self._engine
+
+    def run_store(self) -> RunStore:
+        return RunStore(self.engine())
 
     def ledger(self) -> Ledger:
         return Ledger(self.engine())

@@ -6,7 +6,17 @@ test checks that the two agree.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
 
 metadata = MetaData(
     naming_convention={
@@ -35,4 +45,98 @@ audit_events = Table(
     Column("trace_id", String(64), nullable=True),
     Column("canonical", Text, nullable=False),
     Index("ix_audit_events_run_id", "run_id"),
+)
+
+# --- revision 0002: what a coordinator needs to survive a restart -------------------------
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(128), primary_key=True),
+    Column("owner", String(256), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("authority", Text, nullable=False),
+    Column("document", Text, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Column("updated_at", String(32), nullable=False),
+)
+
+# One row per handoff attempt: the authoritative record, what was sent, and which
+# coordinator process drives it until when (the lease row several replicas share).
+handoffs = Table(
+    "handoffs",
+    metadata,
+    Column("attempt_id", String(160), primary_key=True),
+    Column("run_id", String(128), nullable=False),
+    Column("handoff_id", String(128), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("target", String(256), nullable=False),
+    Column("remote_task_id", String(256), nullable=True),
+    Column("record", Text, nullable=False),
+    Column("payload", Text, nullable=True),
+    Column("contract", String(16), nullable=False),
+    Column("driver", String(128), nullable=True),
+    Column("driver_until", Float, nullable=True),
+    Column("updated_at", String(32), nullable=False),
+    Index("ix_handoffs_run_id", "run_id"),
+    Index("ix_handoffs_state", "state"),
+)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(128), nullable=False),
+    Column("attempt_id", String(160), nullable=False),
+    Column("decision", String(32), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("content_hash", String(80), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("content", Text, nullable=True),
+    Column("received_at", String(32), nullable=False),
+    Index("ix_artifacts_run_id", "run_id"),
+)
+
+budget_units = Table(
+    "budget_units",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(128), nullable=False),
+    Column("attempt_id", String(160), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("actions", Integer, nullable=False),
+    Column("context_units", Integer, nullable=False),
+    Column("effects", Integer, nullable=False),
+    Column("reason", Text, nullable=False),
+    Index("ix_budget_units_run_id", "run_id"),
+)
+
+# Delegation grants: the claims digest and identifiers, never the token.
+grants = Table(
+    "grants",
+    metadata,
+    Column("jti", String(256), primary_key=True),
+    Column("run_id", String(128), nullable=False),
+    Column("attempt_id", String(160), nullable=False),
+    Column("claims_digest", String(80), nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("aud", Text, nullable=False),
+    Column("exp", BigInteger, nullable=False),
+)
+
+card_versions = Table(
+    "card_versions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("agent", String(256), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("card", Text, nullable=False),
+    Column("card_digest", String(80), nullable=False),
+    Column("verified_kid", String(160), nullable=True),
+    Column("trust", String(32), nullable=False),
+    Column("pinned_jwks", Text, nullable=False),
+    Column("recorded_at", String(32), nullable=False),
+    Index("ix_card_versions_agent", "agent"),
 )

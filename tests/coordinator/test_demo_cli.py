@@ -47,8 +47,8 @@ def test_demo_json_reports_all_cases(tmp_path: Path) -> None:
                 "remote_state",
                 "local_state",
             }
-    runs = list((tmp_path / "runs").glob("*.json"))
-    assert len(runs) == 5
+    listed = federation(tmp_path, "runs", "--json")
+    assert len(json.loads(listed.stdout)) == 5
 
 
 def test_demo_text_trace_names_fields_states_and_owner(tmp_path: Path) -> None:

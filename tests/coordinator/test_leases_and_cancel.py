@@ -22,6 +22,7 @@ from coordinator.pilot import RISK_SKILL
 from coordinator.registry import RegisteredAgent, Registry, TrustAnchor
 from coordinator.run_view import run_document
 from coordinator.runs import Run
+from coordinator.workspace import Workspace
 from remote_risk.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
@@ -151,7 +152,8 @@ def test_run_show_answers_the_operator(
             return run
 
     run = asyncio.run(go())
-    data.write_json(run_document(run), "runs", f"{run.run_id}.json")
+    store = Workspace(data).run_store()
+    store.save_run(run.run_id, run.owner, run.kind, {}, run_document(run))
     assert main(["--data-dir", str(tmp_path), "run", "show", run.run_id]) == 0
     text = capsys.readouterr().out
     assert main(["--data-dir", str(tmp_path), "run", "show", run.run_id, "--json"]) == 0

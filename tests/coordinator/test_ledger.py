@@ -431,12 +431,12 @@ def test_bundle_signed_by_an_untrusted_key_is_refused(bundle: dict[str, Any]) ->
 def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     engine_factory: EngineFactory,
 ) -> None:
-    """migrate() creates the ledger table on an empty database and a second run changes nothing."""
+    """migrate() creates the schema on an empty database and a second run changes nothing."""
     engine = engine_factory()
     assert current_revision(engine) is None
     migrate(engine)
     migrate(engine)
-    assert current_revision(engine) == "0001"
+    assert current_revision(engine) == "0002"
     assert "audit_events" in inspect(engine).get_table_names()
     filled(engine, 2)
     migrate(engine)

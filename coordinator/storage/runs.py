@@ -1,0 +1,209 @@
+"""The durable side of runs: handoff records, what was sent, artifacts, units, grants.
+
+The handoff book writes through to this store on every change, so a coordinator that
+dies keeps an exact account of what was in flight. Several coordinator processes share
+one database by taking a lease on each in-flight handoff: :meth:`RunStore.claim` picks
+handoffs nobody drives (or whose driver's lease ran out) with ``FOR UPDATE SKIP LOCKED``
+on PostgreSQL and under the single writer lock on SQLite, so each is driven by exactly
+one process at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, and_, insert, or_, select, update
+
+from contracts import strict_json
+from contracts.handoff import TERMINAL_STATES, HandoffRecord
+from coordinator.storage.engine import write_transaction
+from coordinator.storage.schema import (
+    artifacts,
+    budget_units,
+    card_versions,
+    grants,
+    handoffs,
+    runs,
+)
+
+FINDING_CONTRACT = "finding"
+GENERIC_CONTRACT = "generic"
+_TERMINAL = [state.value for state in TERMINAL_STATES]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _json(value: Any) -> str:
+    return strict_json.dumps(value).decode()
+
+
+class RunStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def save_run(
+        self, run_id: str, owner: str, kind: str, authority: Mapping[str, Any], document: Any
+    ) -> None:
+        values = {
+            "owner": owner,
+            "kind": kind,
+            "authority": _json(authority),
+            "document": _json(document),
+            "updated_at": _now(),
+        }
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(runs).where(runs.c.run_id == run_id).values(**values)
+            ).rowcount
+            if not changed:
+                connection.execute(
+                    insert(runs).values(run_id=run_id, created_at=values["updated_at"], **values)
+                )
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:
+            return None
+        return {
+            **row._asdict(),
+            "document": strict_json.loads(row.document),
+            "authority": strict_json.loads(row.authority),
+        }
+
+    def run_documents(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(runs.c.document).order_by(runs.c.created_at))
+            return [strict_json.loads(row.document) for row in rows]
+
+    # --- handoffs -------------------------------------------------------------------------
+
+    def save_handoff(self, record: HandoffRecord) -> None:
+        values = {
+            "state": record.state.value,
+            "version": record.version,
+            "remote_task_id": record.remote_task_id,
+            "record": record.model_dump_json(),
+            "updated_at": _now(),
+        }
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(handoffs).where(handoffs.c.attempt_id == record.attempt_id).values(**values)
+            ).rowcount
+            if not changed:
+                connection.execute(
+                    insert(handoffs).values(
+                        attempt_id=record.attempt_id,
+                        run_id=record.run_id,
+                        handoff_id=record.handoff_id,
+                        attempt=record.attempt,
+                        target=record.target,
+                        contract=GENERIC_CONTRACT,
+                        **values,
+                    )
+                )
+
+    def save_payload(self, record: HandoffRecord, payload: Any, contract: str) -> None:
+        """What was (or will be) sent, so a restarted coordinator can resend it unchanged."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(handoffs)
+                .where(handoffs.c.attempt_id == record.attempt_id)
+                .values(payload=_json(payload), contract=contract)
+            )
+
+    def handoff(self, attempt_id: str) -> tuple[HandoffRecord, Any, str] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(handoffs.c.record, handoffs.c.payload, handoffs.c.contract).where(
+                    handoffs.c.attempt_id == attempt_id
+                )
+            ).first()
+        if row is None:
+            return None
+        payload = strict_json.loads(row.payload) if row.payload else None
+        return HandoffRecord.model_validate_json(row.record), payload, row.contract
+
+    def run_records(self, run_id: str) -> list[HandoffRecord]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(handoffs.c.record).where(handoffs.c.run_id == run_id))
+            return [HandoffRecord.model_validate_json(row.record) for row in rows]
+
+    def in_flight(self) -> list[str]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(handoffs.c.attempt_id).where(handoffs.c.state.not_in(_TERMINAL))
+            )
+            return [row.attempt_id for row in rows]
+
+    # --- the driver lease -----------------------------------------------------------------
+
+    def claim(self, driver: str, lease_seconds: float, limit: int = 50) -> list[str]:
+        """Take up to ``limit`` in-flight handoffs that nobody drives or whose driver lapsed."""
+        now = time.time()
+        free = or_(
+            handoffs.c.driver.is_(None), handoffs.c.driver_until < now, handoffs.c.driver == driver
+        )
+        query = (
+            select(handoffs.c.attempt_id)
+            .where(and_(handoffs.c.state.not_in(_TERMINAL), free))
+            .order_by(handoffs.c.updated_at)
+            .limit(limit)
+        )
+        with write_transaction(self.engine) as connection:
+            if connection.dialect.name == "postgresql":
+                query = query.with_for_update(skip_locked=True)
+            claimed = [row.attempt_id for row in connection.execute(query)]
+            if claimed:
+                connection.execute(
+                    update(handoffs)
+                    .where(handoffs.c.attempt_id.in_(claimed))
+                    .values(driver=driver, driver_until=now + lease_seconds)
+                )
+        return claimed
+
+    def renew(self, driver: str, attempt_id: str, lease_seconds: float) -> bool:
+        """Extend this driver's lease; False if another process has taken the handoff."""
+        with write_transaction(self.engine) as connection:
+            return bool(
+                connection.execute(
+                    update(handoffs)
+                    .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
+                    .values(driver_until=time.time() + lease_seconds)
+                ).rowcount
+            )
+
+    def release(self, driver: str, attempt_id: str) -> None:
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(handoffs)
+                .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
+                .values(driver=None, driver_until=None)
+            )
+
+    # --- facts that only accumulate -------------------------------------------------------
+
+    def add(self, table: str, values: Mapping[str, Any]) -> None:
+        target = {
+            "artifacts": artifacts,
+            "budget_units": budget_units,
+            "grants": grants,
+            "card_versions": card_versions,
+        }[table]
+        with write_transaction(self.engine) as connection:
+            connection.execute(insert(target).values(**values))
+
+    def rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+        target = {"artifacts": artifacts, "budget_units": budget_units, "grants": grants}[table]
+        with self.engine.connect() as connection:
+            result = connection.execute(
+                select(target).where(target.c.run_id == run_id).order_by(*target.primary_key)
+            )
+            return [row._asdict() for row in result]
