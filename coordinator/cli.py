@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import uuid
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from coordinator.run_view import render_document, run_document
 from coordinator.runs import Run
 from coordinator.scenario import CASES
 from coordinator.storage.runs import RunStore
+from coordinator.worker import Worker
 from coordinator.workspace import DATABASE_ENV, Workspace
 
 
@@ -92,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "recover", help="continue every in-flight handoff left by a coordinator that stopped"
     )
+    worker = commands.add_parser(
+        "worker", help="drive in-flight handoffs from the shared database until stopped"
+    )
+    worker.add_argument("--lease-seconds", type=float, default=10.0)
     runs = commands.add_parser("runs", help="list recorded runs")
     runs.add_argument("--json", action="store_true")
     run = commands.add_parser("run", help="inspect one run")
@@ -400,6 +406,22 @@ def cmd_run(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def cmd_worker(args: argparse.Namespace, ws: Workspace) -> int:
+    keys = identity.coordinator_keys(ws.data)
+    worker = Worker(ws, keys, identity.issuer_id(), lease_seconds=args.lease_seconds)
+    print(f"worker {worker.driver} driving handoffs", flush=True)
+
+    async def work() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, worker.stop)
+        await worker.run()
+
+    asyncio.run(work())
+    print(f"worker stopped after driving {worker.driven} handoffs", flush=True)
+    return 0
+
+
 def cmd_recover(args: argparse.Namespace, ws: Workspace) -> int:
     keys = identity.coordinator_keys(ws.data)
     outcomes = asyncio.run(recover(ws, keys, identity.issuer_id()))
@@ -473,5 +495,6 @@ COMMANDS = {
     "runs": cmd_runs,
     "audit": cmd_audit,
     "recover": cmd_recover,
+    "worker": cmd_worker,
     "run": cmd_run,
 }

@@ -98,7 +98,7 @@ async def recover(
         for attempt_id in store.claim(me, lease_seconds):
             try:
                 outcomes.append(
-                    await _resume(
+                    await resume(
                         ws,
                         store,
                         registry,
@@ -115,7 +115,7 @@ async def recover(
     return outcomes
 
 
-async def _resume(
+async def resume(
     ws: Workspace,
     store: RunStore,
     registry: Registry,
