@@ -50,7 +50,13 @@ from contracts.grant import (
     act_depth,
     claims_digest,
 )
-from remote_risk.replay import Clock, InMemoryReplayGuard, ReplayGuard, ReplayGuardFull, utc_now
+from remote_risk.replay import (
+    Clock,
+    InMemoryReplayGuard,
+    ReplayGuard,
+    ReplayGuardUnavailable,
+    utc_now,
+)
 
 DELEGATION_TOKEN_TYPE = "delegation+jwt"
 ALLOWED_HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
@@ -205,7 +211,7 @@ def _denial_from(exc: Exception) -> DelegationDenied:
     if isinstance(exc, ValidationError):
         fields = ", ".join(".".join(map(str, err["loc"])) for err in exc.errors())
         return _deny(R.CLAIM_TYPE_INVALID, f"invalid claims: {fields}")
-    if isinstance(exc, ReplayGuardFull):
+    if isinstance(exc, ReplayGuardUnavailable):
         return _deny(R.REPLAY_GUARD_UNAVAILABLE)
     if isinstance(exc, jwt.PyJWTError | ValueError | binascii.Error | UnicodeDecodeError):
         return _deny(R.TOKEN_MALFORMED, type(exc).__name__)
@@ -292,7 +298,9 @@ class DelegationVerifier:
 
         ``handoff_id`` is the handoff named in the message (``None`` when the request
         names none, e.g. a task lookup); ``tenant``, when given, must equal the token's.
-        ``creates_task`` claims the token's ``jti`` so it can create one task only.
+        ``creates_task`` claims the token's ``jti`` so it can create one task only; a
+        caller that decides later whether a task is created passes ``False`` and calls
+        :meth:`claim_task_creation` then.
         """
         scopes = frozenset(required_scopes)
         if not scopes:
@@ -335,11 +343,28 @@ class DelegationVerifier:
             raise _deny(R.ACT_CHAIN_TOO_DEEP, f"limit is {self._max_act_depth}")
         grant = Grant.model_validate(claims)
         _check_request(grant, request.scopes, request.handoff_id, request.read_only, request.tenant)
-        if request.creates_task and not self._replay.claim_task_creation(
-            grant.jti, grant.exp, issuer=grant.iss
-        ):
+        verified = VerifiedDelegation(
+            grant, key.kid, key.alg, request.skill_id, claims_digest(claims)
+        )
+        if request.creates_task:
+            self._claim(verified)
+        return verified
+
+    def claim_task_creation(self, verified: VerifiedDelegation) -> None:
+        """Claim a verified token's ``jti`` for creating one task, or raise
+        :class:`DelegationDenied` (``replayed_jti``, or ``replay_guard_unavailable``)."""
+        try:
+            self._claim(verified)
+        except Exception as exc:
+            grant = verified.grant
+            denial = _denial_from(exc)
+            denial.jti, denial.claims_digest = grant.jti, verified.claims_digest
+            raise denial from None
+
+    def _claim(self, verified: VerifiedDelegation) -> None:
+        grant = verified.grant
+        if not self._replay.claim_task_creation(grant.jti, grant.exp, issuer=grant.iss):
             raise _deny(R.REPLAYED_JTI)
-        return VerifiedDelegation(grant, key.kid, key.alg, request.skill_id, claims_digest(claims))
 
     def _shaped(self, token: str | None) -> str:
         if not token:

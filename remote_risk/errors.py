@@ -19,8 +19,9 @@
     │   ├── VersionNotSupported           -32009
     │   └── DelegationRefused             -32090 / -32091 / -32092, answered with HTTP
     │                                     401 / 403 / 503 and a WWW-Authenticate challenge
-    └── SkillFailure              the skill could not do its work; the task ends FAILED with a
-                                  controlled error code, never as a JSON-RPC error
+    ├── SkillFailure              the skill could not do its work; the task ends FAILED with a
+    │                             controlled error code, never as a JSON-RPC error
+    └── StorageUnavailable        the durable store cannot be opened or migrated (at start)
 
 Anything else that escapes a handler is a bug: the JSON-RPC layer logs it and answers a
 generic -32603 so that no exception text reaches the wire.
@@ -154,6 +155,10 @@ class SkillFailure(RemoteRiskError):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+
+
+class StorageUnavailable(RemoteRiskError):
+    """The durable store cannot be opened or migrated; the service must not start."""
 
 
 def invalid_params_from(exc: ValidationError, root: str = "params") -> InvalidParams:

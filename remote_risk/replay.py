@@ -3,8 +3,9 @@
 :class:`ReplayGuard` is the interface: :meth:`~ReplayGuard.claim_task_creation` records a
 token's ``(issuer, jti)`` atomically and answers whether this was the first claim. An entry
 is kept until the token has expired (plus the verifier's leeway), after which the token is
-refused for being expired anyway. :class:`InMemoryReplayGuard` serves one process; a
-durable store for several replicas implements the same method with an insert-if-absent.
+refused for being expired anyway. :class:`InMemoryReplayGuard` serves one process;
+:class:`remote_risk.storage.SQLReplayGuard` keeps the record in the service's database
+(surviving a restart, shared by replicas) with an insert-if-absent.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class ReplayGuardFull(RuntimeError):
+class ReplayGuardUnavailable(RuntimeError):
+    """The guard cannot record the token (full, or its database unreachable); the request
+    must fail closed."""
+
+
+class ReplayGuardFull(ReplayGuardUnavailable):
     """The guard cannot record another token; the request must fail closed."""
 
 

@@ -7,6 +7,13 @@ refused with :class:`~remote_risk.errors.TaskStoreFull` rather than dropping liv
 Scoping: every read, list and cancel takes the caller's ``owner``; a task of another owner
 answers exactly as a missing one does, so existence never leaks across owners.
 
+Idempotency: a task may be created under an ``idempotency_key``; the owner's task for a
+key is found again with :meth:`TaskStore.find_by_idempotency_key` until it is evicted.
+
+:class:`TaskStoreProtocol` is the interface the handler uses; :class:`TaskStore` keeps
+tasks in memory (one process, gone on restart) and
+:class:`remote_risk.storage.SQLTaskStore` keeps them in a database.
+
 Everything here runs on one event loop and never awaits while changing state, so no lock
 is needed. Timestamps are ISO-8601 UTC with a trailing ``Z``.
 """
@@ -21,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
@@ -96,7 +103,47 @@ def _last(messages: list[Message], count: int) -> list[Message]:
     return messages[-count:] if count > 0 else []
 
 
+class TaskStoreProtocol(Protocol):
+    """What the handler needs of a task store; every read is scoped by ``owner``."""
+
+    capacity: int
+
+    def __len__(self) -> int: ...
+
+    def create(
+        self,
+        owner: str,
+        message: Message,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> TaskRecord: ...
+
+    def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None: ...
+
+    def resume(self, record: TaskRecord, message: Message) -> None: ...
+
+    def advance(
+        self,
+        task_id: str,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> bool: ...
+
+    def cancel(self, owner: str, task_id: str) -> TaskRecord: ...
+
+    async def wait_settled(self, record: TaskRecord) -> None: ...
+
+    def get(self, owner: str, task_id: str) -> TaskRecord: ...
+
+    def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse: ...
+
+
 class TaskStore:
+    """The in-memory :class:`TaskStoreProtocol`."""
+
     def __init__(
         self,
         capacity: int,
@@ -110,6 +157,7 @@ class TaskStore:
         self._clock = clock
         self._new_id = new_id
         self._records: dict[str, TaskRecord] = {}
+        self._by_key: dict[tuple[str, str], str] = {}
         self._sequence = 0
 
     def __len__(self) -> int:
@@ -123,9 +171,16 @@ class TaskStore:
         message: Message,
         context_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> TaskRecord:
         """Open a SUBMITTED task whose history starts with ``message``; ``metadata`` is the
-        task's own (e.g. the handoff it serves)."""
+        task's own (e.g. the handoff it serves). With an ``idempotency_key`` the owner's
+        task for that key is returned instead if there is one."""
+        if idempotency_key is not None:
+            existing = self.find_by_idempotency_key(owner, idempotency_key)
+            if existing is not None:
+                return existing
         self._make_room()
         task_id = self._new_id()
         record = TaskRecord(
@@ -137,18 +192,21 @@ class TaskStore:
             sequence=self._next_sequence(),
             metadata=metadata,
         )
-        record.history.append(_bound(message, record))
+        record.history.append(bound(message, record))
         self._records[task_id] = record
+        if idempotency_key is not None:
+            self._by_key[(owner, idempotency_key)] = task_id
         return record
+
+    def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
+        """The owner's task created under ``key``, if it is still stored."""
+        task_id = self._by_key.get((owner, key))
+        return self._records.get(task_id) if task_id is not None else None
 
     def resume(self, record: TaskRecord, message: Message) -> None:
         """Take a further message for an interrupted task and submit it again."""
-        if record.state not in INTERRUPTED_TASK_STATES:
-            raise errors.UnsupportedOperation(
-                f"task {record.id} is {record.state.value}; only a task waiting for input "
-                "takes a further message"
-            )
-        record.history.append(_bound(message, record))
+        check_resumable(record)
+        record.history.append(bound(message, record))
         self._move(record, TaskState.SUBMITTED, None)
 
     def advance(
@@ -169,11 +227,7 @@ class TaskStore:
 
     def cancel(self, owner: str, task_id: str) -> TaskRecord:
         record = self.get(owner, task_id)
-        if record.terminal:
-            raise errors.TaskNotCancelable(
-                f"task {task_id} is already {record.state.value} and cannot be canceled",
-                metadata={"taskId": task_id, "state": record.state.value},
-            )
+        check_cancelable(record)
         self._move(record, TaskState.CANCELED, None)
         return record
 
@@ -219,16 +273,8 @@ class TaskStore:
     # --- internals ------------------------------------------------------------------------
 
     def _move(self, record: TaskRecord, state: TaskState, message: Message | None) -> None:
-        record.state = state
-        record.status_message = message
-        record.changed_at = self._now()
-        record.sequence = self._next_sequence()
-        if message is not None:
-            record.history.append(message)
-        if state in SETTLED_STATES:
-            record.settled.set()
-        else:
-            record.settled.clear()
+        move(record, state, message, self._now(), self._next_sequence())
+        signal_settled(record)
 
     def _make_room(self) -> None:
         if len(self._records) < self.capacity:
@@ -238,18 +284,58 @@ class TaskStore:
             raise errors.TaskStoreFull(self.capacity)
         oldest = min(finished, key=lambda record: record.sort_key)
         del self._records[oldest.id]
+        self._by_key = {key: tid for key, tid in self._by_key.items() if tid != oldest.id}
 
     def _now(self) -> datetime:
-        """The clock in whole milliseconds, so the order matches the timestamps shown."""
-        now = self._clock()
-        return now.replace(microsecond=now.microsecond // 1000 * 1000)
+        return whole_milliseconds(self._clock())
 
     def _next_sequence(self) -> int:
         self._sequence += 1
         return self._sequence
 
 
-def _bound(message: Message, record: TaskRecord) -> Message:
+def whole_milliseconds(at: datetime) -> datetime:
+    """``at`` in whole milliseconds, so the order matches the timestamps shown."""
+    return at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+
+def move(
+    record: TaskRecord, state: TaskState, message: Message | None, at: datetime, sequence: int
+) -> None:
+    """Put ``record`` into ``state`` at ``at``; a status message also joins the history."""
+    record.state = state
+    record.status_message = message
+    record.changed_at = at
+    record.sequence = sequence
+    if message is not None:
+        record.history.append(message)
+
+
+def signal_settled(record: TaskRecord) -> None:
+    """Wake waiters once the task is terminal or interrupted; re-arm while it is live."""
+    if record.state in SETTLED_STATES:
+        record.settled.set()
+    else:
+        record.settled.clear()
+
+
+def check_resumable(record: TaskRecord) -> None:
+    if record.state not in INTERRUPTED_TASK_STATES:
+        raise errors.UnsupportedOperation(
+            f"task {record.id} is {record.state.value}; only a task waiting for input "
+            "takes a further message"
+        )
+
+
+def check_cancelable(record: TaskRecord) -> None:
+    if record.terminal:
+        raise errors.TaskNotCancelable(
+            f"task {record.id} is already {record.state.value} and cannot be canceled",
+            metadata={"taskId": record.id, "state": record.state.value},
+        )
+
+
+def bound(message: Message, record: TaskRecord) -> Message:
     """The message as stored: tied to its task and context."""
     return message.model_copy(update={"task_id": record.id, "context_id": record.context_id})
 

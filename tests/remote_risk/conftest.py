@@ -1,10 +1,17 @@
-"""Shared helpers: a real risk service on loopback and a raw JSON-RPC caller."""
+"""Shared helpers: a real risk service on loopback, a raw JSON-RPC caller, and databases.
+
+``postgres_server`` and ``postgres_url`` are the coordinator's PostgreSQL fixtures (a fresh
+schema per test; skipped when the server is unreachable unless
+``FEDERATION_REQUIRE_POSTGRES=1``); ``database_url`` is an empty SQLite file or such a
+schema.
+"""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,9 +21,21 @@ from coordinator.scenario import CONTEXT_KEYS, context_for
 from remote_risk.app import JSONRPC_PATH, create_app
 from remote_risk.jsonrpc import Authorize, anonymous
 from remote_risk.settings import Settings
+from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.servers import free_port, running
 
+__all__ = ["postgres_server", "postgres_url"]
+
 _ids = itertools.count(1)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database on each backend: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite+pysqlite:///{tmp_path / 'remote-risk.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
 
 
 def risk_input(case: str = "ok") -> dict[str, Any]:

@@ -1,16 +1,23 @@
-"""The bounded, owner-scoped task store, driven directly with a controllable clock."""
+"""The bounded, owner-scoped task store, driven directly with a controllable clock.
+
+Every test runs against the in-memory store and the database store (SQLite, and
+PostgreSQL when it is reachable): the two must behave alike.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from contracts.wire import ListTasksRequest, Message, Part, Role, TaskState
 from remote_risk import errors
-from remote_risk.tasks import TaskStore
+from remote_risk.storage import SQLTaskStore, migrate, open_engine
+from remote_risk.tasks import TaskStore, TaskStoreProtocol
 
 START = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
 
@@ -29,16 +36,36 @@ def message(text: str = "hello") -> Message:
     return Message(message_id=f"m-{text}", role=Role.USER, parts=[Part(text=text)])
 
 
-def store_with(capacity: int = 10) -> TaskStore:
-    ids = (f"t{n}" for n in itertools.count(1))
-    return TaskStore(capacity, clock=SteppingClock(), new_id=lambda: next(ids))
+StoreFactory = Callable[..., TaskStoreProtocol]
 
 
-def finish(store: TaskStore, task_id: str) -> None:
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def store_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Makes an empty store of one kind with ``capacity``, a stepping clock and ids t1, t2..."""
+    engines = []
+
+    def make(capacity: int = 10) -> TaskStoreProtocol:
+        ids = (f"t{n}" for n in itertools.count(1))
+        if request.param == "memory":
+            return TaskStore(capacity, clock=SteppingClock(), new_id=lambda: next(ids))
+        if request.param == "sqlite":
+            url = f"sqlite+pysqlite:///{tmp_path / f'tasks-{len(engines)}.db'}"
+        else:
+            url = request.getfixturevalue("postgres_url")
+        engines.append(open_engine(url))
+        migrate(engines[-1])
+        return SQLTaskStore(engines[-1], capacity, clock=SteppingClock(), new_id=lambda: next(ids))
+
+    yield make
+    for engine in engines:
+        engine.dispose()
+
+
+def finish(store: TaskStoreProtocol, task_id: str) -> None:
     assert store.advance(task_id, TaskState.COMPLETED)
 
 
-def test_new_task_is_submitted_with_z_timestamp_and_bound_history() -> None:
+def test_new_task_is_submitted_with_z_timestamp_and_bound_history(store_with: StoreFactory) -> None:
     """A created task is SUBMITTED, stamped in UTC with a trailing Z, its message bound to it."""
     store = store_with()
     record = store.create("alice", message())
@@ -49,7 +76,7 @@ def test_new_task_is_submitted_with_z_timestamp_and_bound_history() -> None:
     assert (task.history[0].task_id, task.history[0].context_id) == (task.id, task.context_id)
 
 
-def test_full_store_evicts_oldest_terminal_task_first() -> None:
+def test_full_store_evicts_oldest_terminal_task_first(store_with: StoreFactory) -> None:
     """At capacity, the terminal task whose status changed longest ago makes room."""
     store = store_with(capacity=3)
     first, second, live = (store.create("alice", message()).id for _ in range(3))
@@ -63,7 +90,7 @@ def test_full_store_evicts_oldest_terminal_task_first() -> None:
     assert store.get("alice", live).state is TaskState.SUBMITTED
 
 
-def test_store_full_of_live_tasks_refuses_new_ones() -> None:
+def test_store_full_of_live_tasks_refuses_new_ones(store_with: StoreFactory) -> None:
     """When every slot holds an unfinished task, a new task is refused, none is dropped."""
     store = store_with(capacity=2)
     kept = [store.create("alice", message()).id for _ in range(2)]
@@ -74,7 +101,7 @@ def test_store_full_of_live_tasks_refuses_new_ones() -> None:
     assert [store.get("alice", task_id).id for task_id in kept] == kept
 
 
-def test_other_owner_sees_not_found() -> None:
+def test_other_owner_sees_not_found(store_with: StoreFactory) -> None:
     """A task of another owner answers exactly like a missing one, for read and cancel."""
     store = store_with()
     task_id = store.create("alice", message()).id
@@ -90,7 +117,7 @@ def test_other_owner_sees_not_found() -> None:
     assert store.list("mallory", ListTasksRequest()).total_size == 0
 
 
-def test_terminal_task_is_not_cancelable_and_stays_finished() -> None:
+def test_terminal_task_is_not_cancelable_and_stays_finished(store_with: StoreFactory) -> None:
     """Canceling a completed task fails, and a canceled task ignores late results."""
     store = store_with()
     done = store.create("alice", message()).id
@@ -103,7 +130,7 @@ def test_terminal_task_is_not_cancelable_and_stays_finished() -> None:
     assert store.get("alice", live).state is TaskState.CANCELED
 
 
-def test_history_length_keeps_most_recent_messages() -> None:
+def test_history_length_keeps_most_recent_messages(store_with: StoreFactory) -> None:
     """historyLength n keeps the last n messages, 0 omits history, None keeps all."""
     store = store_with()
     record = store.create("alice", message("one"))
@@ -115,7 +142,7 @@ def test_history_length_keeps_most_recent_messages() -> None:
     assert record.snapshot(0).history is None
 
 
-def test_resume_refuses_a_task_that_is_not_waiting_for_input() -> None:
+def test_resume_refuses_a_task_that_is_not_waiting_for_input(store_with: StoreFactory) -> None:
     """Only an interrupted task takes a further message."""
     store = store_with()
     record = store.create("alice", message())
@@ -123,7 +150,9 @@ def test_resume_refuses_a_task_that_is_not_waiting_for_input() -> None:
         store.resume(record, message("again"))
 
 
-def test_list_sorts_newest_status_first_and_pages_with_opaque_tokens() -> None:
+def test_list_sorts_newest_status_first_and_pages_with_opaque_tokens(
+    store_with: StoreFactory,
+) -> None:
     """Pages follow status timestamp desc, tokens chain pages, the last token is empty."""
     store = store_with()
     ids = [store.create("alice", message()).id for _ in range(5)]
@@ -144,7 +173,7 @@ def test_list_sorts_newest_status_first_and_pages_with_opaque_tokens() -> None:
     assert token == ""
 
 
-def test_list_defaults_and_filters() -> None:
+def test_list_defaults_and_filters(store_with: StoreFactory) -> None:
     """Default page size is 50, artifacts are left out unless asked, filters narrow the list."""
     store = store_with()
     first = store.create("alice", message(), context_id="ctx-a")
@@ -163,7 +192,7 @@ def test_list_defaults_and_filters() -> None:
     assert all(task.artifacts is None for task in listed.tasks)
 
 
-def test_bad_page_token_and_timestamp_are_invalid_params() -> None:
+def test_bad_page_token_and_timestamp_are_invalid_params(store_with: StoreFactory) -> None:
     """A token this store did not issue and a non-ISO timestamp are refused as -32602."""
     store = store_with()
     store.create("alice", message())
@@ -173,7 +202,9 @@ def test_bad_page_token_and_timestamp_are_invalid_params() -> None:
         store.list("alice", ListTasksRequest(status_timestamp_after="yesterday"))
 
 
-def test_wait_settled_returns_once_task_is_interrupted_or_terminal() -> None:
+def test_wait_settled_returns_once_task_is_interrupted_or_terminal(
+    store_with: StoreFactory,
+) -> None:
     """A waiter wakes when the task reaches INPUT_REQUIRED, not while it is WORKING."""
 
     async def scenario() -> list[TaskState]:
@@ -194,3 +225,19 @@ def test_capacity_must_be_positive() -> None:
     """A store without room for any task is a configuration error."""
     with pytest.raises(ValueError):
         TaskStore(0)
+
+
+def test_idempotency_key_finds_the_owners_task_until_it_is_evicted(
+    store_with: StoreFactory,
+) -> None:
+    """A key finds the task created under it, for its owner only, and goes with the task."""
+    store = store_with(capacity=1)
+    first = store.create("alice", message(), idempotency_key="run-1:h1")
+    found = store.find_by_idempotency_key("alice", "run-1:h1")
+    assert found is not None and found.id == first.id
+    assert store.find_by_idempotency_key("bob", "run-1:h1") is None
+    assert store.create("alice", message(), idempotency_key="run-1:h1").id == first.id
+    assert len(store) == 1
+    finish(store, first.id)
+    store.create("alice", message())  # the finished task makes room
+    assert store.find_by_idempotency_key("alice", "run-1:h1") is None

@@ -1,0 +1,1 @@
+"""Versioned revisions, oldest first by their ``down_revision`` links."""

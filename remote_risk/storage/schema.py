@@ -1,0 +1,75 @@
+"""remote_risk's tables, as SQLAlchemy Core objects.
+
+The Alembic revisions in :mod:`remote_risk.storage.migrations` own the real schema; these
+objects mirror it for queries, and a test checks that the two agree. Every name starts
+with ``remote_risk_`` so that the service can share a PostgreSQL database (or schema) with
+the coordinator without a collision.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+VERSION_TABLE = "remote_risk_alembic_version"
+TASK_SEQUENCE = "task_sequence"
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# One row per task. Messages and artifacts are their A2A wire JSON; ``changed_at_ms`` is
+# the status timestamp in epoch milliseconds and ``sequence`` breaks ties between equal
+# timestamps (the sort key of ListTasks and its page tokens).
+tasks = Table(
+    "remote_risk_tasks",
+    metadata,
+    Column("id", String(128), nullable=False),
+    Column("owner", String(2048), nullable=False),
+    Column("context_id", Text, nullable=False),
+    Column("state", String(64), nullable=False),
+    Column("changed_at_ms", BigInteger, nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("status_message", Text, nullable=True),
+    Column("history", Text, nullable=False),
+    Column("artifacts", Text, nullable=False),
+    Column("task_metadata", Text, nullable=True),
+    Column("idempotency_key", String(512), nullable=True),
+    PrimaryKeyConstraint("id", name="pk_remote_risk_tasks"),
+    UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_tasks_idempotency"),
+    Index("ix_remote_risk_tasks_owner_changed", "owner", "changed_at_ms", "sequence"),
+    Index("ix_remote_risk_tasks_state_changed", "state", "changed_at_ms", "sequence"),
+)
+
+# One row per delegation token that created a task, kept until it expires (plus leeway).
+used_tokens = Table(
+    "remote_risk_used_tokens",
+    metadata,
+    Column("issuer", String(1024), nullable=False),
+    Column("jti", String(256), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("issuer", "jti", name="pk_remote_risk_used_tokens"),
+    Index("ix_remote_risk_used_tokens_expires_at", "expires_at"),
+)
+
+# Named counters; ``task_sequence`` numbers status changes across restarts and replicas.
+counters = Table(
+    "remote_risk_counters",
+    metadata,
+    Column("name", String(64), nullable=False),
+    Column("value", BigInteger, nullable=False),
+    PrimaryKeyConstraint("name", name="pk_remote_risk_counters"),
+)
