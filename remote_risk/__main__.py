@@ -4,8 +4,11 @@ Trust: ``--trust-issuer ISSUER=JWKS_FILE_OR_URL`` (repeatable; env
 ``REMOTE_RISK_TRUST_ISSUERS`` when no flag is given) names whose delegation tokens are
 accepted. Without one the service refuses to start unless ``--insecure-anonymous`` is
 given. Own keys: ``--key-file FILE``, else ``DATA_DIR/keys`` (``--data-dir``, env
-``REMOTE_RISK_DATA_DIR``, default the XDG data directory). Configuration errors end with
-one line on stderr and exit status 2.
+``REMOTE_RISK_DATA_DIR``, default the XDG data directory). Tasks and used tokens:
+``--database-url URL`` (env ``REMOTE_RISK_DATABASE_URL``; PostgreSQL or SQLite), else
+``DATA_DIR/remote-risk.db``. A model for the risk skill: ``REMOTE_RISK_MODEL_*`` (see
+:func:`remote_risk.model_skill.model_config_from_env`). Configuration errors end with one
+line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ from dataclasses import replace
 
 from remote_risk import trust
 from remote_risk.app import ConfigurationError, check_secure, serve
+from remote_risk.errors import StorageUnavailable
+from remote_risk.model_skill import model_config_from_env
 from remote_risk.settings import Settings
+
+DATABASE_URL_ENV_VAR = "REMOTE_RISK_DATABASE_URL"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
     parser.add_argument("--task-capacity", type=int, default=Settings.task_capacity)
     parser.add_argument("--skill-delay-seconds", type=float, default=Settings.skill_delay_seconds)
+    parser.add_argument(
+        "--database-url",
+        help=f"keep tasks and used tokens in this database instead of DATA_DIR/remote-risk.db "
+        f"(env {DATABASE_URL_ENV_VAR})",
+    )
     add_trust_arguments(parser)
     return parser
 
@@ -43,7 +55,8 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"accept delegation tokens of ISSUER (repeatable; env {trust.TRUST_ENV_VAR})",
     )
     parser.add_argument(
-        "--data-dir", help=f"where the service keeps its keys (env {trust.DATA_DIR_ENV_VAR})"
+        "--data-dir",
+        help=f"where the service keeps its keys and database (env {trust.DATA_DIR_ENV_VAR})",
     )
     parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
     parser.add_argument(
@@ -57,14 +70,18 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
     """Settings for the parsed flags, or a one-line :class:`trust.TrustConfigError`,
     :class:`ConfigurationError` or ``ValueError``."""
     trusted = trust.load_trusted_issuers(trust.issuer_entries(args.trust_issuer, environ))
+    directory = trust.data_dir(args.data_dir, environ)
     settings = Settings(
         task_capacity=args.task_capacity,
         skill_delay_seconds=args.skill_delay_seconds,
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
+        model=model_config_from_env(environ),
+        data_dir=directory,
+        database_url=args.database_url or environ.get(DATABASE_URL_ENV_VAR) or None,
     )
     check_secure(settings)
-    keys = trust.signing_keys(args.key_file, trust.data_dir(args.data_dir, environ))
+    keys = trust.signing_keys(args.key_file, directory)
     return replace(settings, signing_keys=keys)
 
 
@@ -73,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         settings = settings_from(args, os.environ)
         serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
-    except (ValueError, ConfigurationError) as exc:  # TrustConfigError is a ValueError
+    # TrustConfigError is a ValueError
+    except (ValueError, ConfigurationError, StorageUnavailable) as exc:
         print(f"remote_risk: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 

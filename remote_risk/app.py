@@ -7,10 +7,16 @@ owner: with trusted issuers in the settings it is
 :func:`~remote_risk.auth.delegation_authorizer` (every call needs a delegation token),
 without them every caller is the anonymous owner (library and test use; :func:`serve`
 refuses to run that way unless told it is insecure on purpose).
+
+Storage: when the settings name a data directory or a database URL, tasks and the record
+of used delegation tokens live in that database (:mod:`remote_risk.storage`) and survive
+a restart; otherwise both are kept in memory. :func:`serve` always uses the database,
+by default ``remote-risk.db`` in the service's data directory.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections import deque
@@ -30,13 +36,16 @@ from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from contracts import strict_json
 from contracts.wire import AgentCard, to_wire
+from remote_risk import trust
 from remote_risk.auth import DecisionLog, delegation_authorizer
-from remote_risk.delegation import DelegationVerifier
+from remote_risk.delegation import DEFAULT_LEEWAY, DelegationVerifier
 from remote_risk.errors import RemoteRiskError
 from remote_risk.handler import RiskAgentHandler
 from remote_risk.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
+from remote_risk.replay import ReplayGuard
 from remote_risk.settings import JSONRPC_PATH, Settings
-from remote_risk.tasks import TaskStore
+from remote_risk.storage import DurableStore, open_store
+from remote_risk.tasks import TaskStore, TaskStoreProtocol
 
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]
 
@@ -80,10 +89,14 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     _check_agent_id(unsigned, settings)
     card = signed_card(unsigned, keys.active)
     decisions = DecisionLog(settings.decision_log_limit)
+    durable = durable_store(settings)
+    store: TaskStoreProtocol = durable.tasks if durable else TaskStore(settings.task_capacity)
     if authorize is None:
-        authorize = _default_authorize(settings, card, decisions)
-    store = TaskStore(settings.task_capacity)
-    handler = RiskAgentHandler(store, skill_delay_seconds=settings.skill_delay_seconds)
+        replay_guard = durable.replay_guard if durable else None
+        authorize = _default_authorize(settings, card, decisions, replay_guard)
+    handler = RiskAgentHandler(
+        store, skill_delay_seconds=settings.skill_delay_seconds, model=settings.model
+    )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
     )
@@ -96,8 +109,12 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await handler.aclose()
+        try:
+            yield
+            await handler.aclose()
+        finally:
+            if durable is not None:
+                durable.close()
 
     app = FastAPI(
         title="remote-risk",
@@ -116,14 +133,34 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     app.state.signing_keys = keys
     app.state.decisions = decisions
     app.state.task_store = store
+    app.state.durable_store = durable
     app.state.received_bodies = received
     return app
 
 
-def _default_authorize(settings: Settings, card: AgentCard, decisions: DecisionLog) -> Authorize:
+def durable_store(settings: Settings) -> DurableStore | None:
+    """The migrated database the settings name, or None to keep everything in memory."""
+    if settings.database_url is None and settings.data_dir is None:
+        return None
+    return open_store(
+        settings.task_capacity,
+        database_url=settings.database_url,
+        data_dir=settings.data_dir,
+        leeway=DEFAULT_LEEWAY,
+    )
+
+
+def _default_authorize(
+    settings: Settings,
+    card: AgentCard,
+    decisions: DecisionLog,
+    replay_guard: ReplayGuard | None = None,
+) -> Authorize:
     if not settings.trusted_issuers:
         return anonymous
-    verifier = DelegationVerifier(settings.trusted_issuers, settings.agent_id)
+    verifier = DelegationVerifier(
+        settings.trusted_issuers, settings.agent_id, replay_guard=replay_guard
+    )
     return delegation_authorizer(verifier, card, decisions=decisions)
 
 
@@ -149,10 +186,13 @@ def serve(
 
     Without a trusted issuer the service would accept any caller, so it refuses to start
     (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
-    says so on stderr.
+    says so on stderr. Tasks and used tokens are kept in the database the settings name,
+    else in ``remote-risk.db`` in the default data directory.
     """
     settings = settings or Settings()
     check_secure(settings)
+    if settings.database_url is None and settings.data_dir is None:
+        settings = replace(settings, data_dir=trust.data_dir(None, os.environ))
     sock = listening_socket(host, port)
     listening_url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
     settings = replace(settings, public_base_url=public_base_url or listening_url)

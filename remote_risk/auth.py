@@ -8,11 +8,13 @@
    (``message.metadata.skillId``, default the card's only skill), the handoff
    (``message.metadata.handoffId``, required), the attempt, and whether it creates a task
    (no ``message.taskId``); for every other method a lookup under the default skill;
-3. has :class:`~remote_risk.delegation.DelegationVerifier` check the token against that
-   (a task-creating request claims the token's ``jti``: one token, one task);
+3. has :class:`~remote_risk.delegation.DelegationVerifier` check the token against that;
 4. answers with the :class:`~remote_risk.jsonrpc.CallContext` whose owner is the token's
    principal ``(iss, sub, tenant)``. The task store is scoped by owner, so another
-   principal's task reads as not found.
+   principal's task reads as not found. For a request that may create a task the context
+   carries ``claim_task_creation``, which claims the token's ``jti`` (one token, one task);
+   the handler calls it only once it knows a task will be created, so a retried send
+   answered with its existing task (same idempotency key) does not count as a replay.
 
 A refusal becomes :class:`~remote_risk.errors.DelegationRefused`: HTTP 401, 403 or 503
 with a ``WWW-Authenticate`` challenge and a JSON-RPC error whose ErrorInfo metadata holds
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -239,15 +241,34 @@ class DelegationAuthorizer:
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
-            verified = self._verified(request, method, params)
+            verified, creates_task = self._verified(request, method, params)
         except DelegationDenied as denial:
             self.decisions.record(denied(method, denial))
             raise refusal(denial) from None
         owner = owner_of(verified.grant)
         self.decisions.record(allowed(method, verified, owner))
-        return CallContext(owner=owner, headers=_visible_headers(request))
+        return CallContext(
+            owner=owner,
+            headers=_visible_headers(request),
+            claim_task_creation=self._claim(method, verified) if creates_task else None,
+        )
 
-    def _verified(self, request: Request, method: str, params: JSONObject) -> VerifiedDelegation:
+    def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
+        """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""
+
+        def claim_task_creation() -> None:
+            try:
+                self._verifier.claim_task_creation(verified)
+            except DelegationDenied as denial:
+                self.decisions.record(denied(method, denial))
+                raise refusal(denial) from None
+
+        return claim_task_creation
+
+    def _verified(
+        self, request: Request, method: str, params: JSONObject
+    ) -> tuple[VerifiedDelegation, bool]:
+        """The verified token and whether the request may create a task (jti not claimed)."""
         token = bearer_token(request)
         facts = asked(method, params, self._skills)
         creates_task = facts.creates_task and facts.names_handoff
@@ -258,11 +279,10 @@ class DelegationAuthorizer:
             handoff_id=facts.handoff_id,
             read_only=facts.skill.read_only,
             tenant=facts.tenant,
-            creates_task=creates_task,
         )
         if method == SEND_MESSAGE:
             _check_binding(facts, verified)
-        return verified
+        return verified, creates_task
 
 
 def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:

@@ -11,7 +11,15 @@ interrupted. Where the skill's :class:`~contracts.evidence.Finding` ends up:
   ``errorCode``): ``task.status.message`` holds that same kind of data part.
 
 A task waiting for input takes a further message carrying its ``taskId`` and a complete
-context again. Streaming, subscriptions, push notifications and the extended card are not
+context again.
+
+Retried sends: a message opening a task may carry ``metadata.idempotencyKey`` (the
+coordinator sends ``"<run_id>:<handoff_id>"`` for every attempt of one handoff). The
+owner's task for a key it has seen is answered again and nothing new is created, nor is
+the delegation token's ``jti`` claimed; only a send that really opens a task claims it
+(``CallContext.claim_task_creation``). The same key from another owner is unrelated.
+
+Streaming, subscriptions, push notifications and the extended card are not
 offered (the card says so) and are refused with their A2A errors.
 """
 
@@ -46,14 +54,17 @@ from coordinator.model_gateway import ModelConfig
 from remote_risk import errors, skill
 from remote_risk.jsonrpc import JSON_MEDIA_TYPE, CallContext, Operation
 from remote_risk.model_skill import run_model_skill
-from remote_risk.tasks import TaskRecord, TaskStore
+from remote_risk.tasks import TaskRecord, TaskStoreProtocol
 
 logger = logging.getLogger(__name__)
 
 FINDING_ARTIFACT_NAME = "risk-finding"
 INTERNAL_FAILURE_CODE = "internal_error"
 HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
+IDEMPOTENCY_KEY = "idempotencyKey"
+MAX_IDEMPOTENCY_KEY_LENGTH = 512
 _JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
+_UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 _PUSH_METHODS = (
     "CreateTaskPushNotificationConfig",
@@ -73,7 +84,7 @@ class AnyParams(BaseModel):
 class RiskAgentHandler:
     def __init__(
         self,
-        store: TaskStore,
+        store: TaskStoreProtocol,
         *,
         skill_delay_seconds: float = 0.0,
         model: ModelConfig | None = None,
@@ -104,7 +115,7 @@ class RiskAgentHandler:
         configuration = request.configuration or SendMessageConfiguration()
         check_configuration(configuration)
         risk_input = risk_input_of(request.message)
-        record = self._open_task(context.owner, request.message)
+        record = self._open_task(context, request.message)
         self._start(record, risk_input)
         if not configuration.return_immediately:
             await self._store.wait_settled(record)
@@ -134,12 +145,10 @@ class RiskAgentHandler:
 
     # --- the task's life ------------------------------------------------------------------
 
-    def _open_task(self, owner: str, message: Message) -> TaskRecord:
+    def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
-            return self._store.create(
-                owner, message, message.context_id, metadata=handoff_binding(message)
-            )
-        record = self._store.get(owner, message.task_id)
+            return self._create_task(context, message)
+        record = self._store.get(context.owner, message.task_id)
         if record.terminal:
             raise errors.UnsupportedOperation(
                 f"task {record.id} is {record.state.value}; a finished task takes no further "
@@ -153,7 +162,31 @@ class RiskAgentHandler:
         self._store.resume(record, message)
         return record
 
+    def _create_task(self, context: CallContext, message: Message) -> TaskRecord:
+        """A new task, or the owner's task for the message's idempotency key; the token's
+        ``jti`` is claimed only when a task is really created."""
+        key = idempotency_key_of(message)
+        if key is not None:
+            existing = self._store.find_by_idempotency_key(context.owner, key)
+            if existing is not None:
+                check_same_handoff(existing, message)
+                return existing
+        if context.claim_task_creation is not None:
+            context.claim_task_creation()
+        return self._store.create(
+            context.owner,
+            message,
+            message.context_id,
+            metadata=handoff_binding(message),
+            idempotency_key=key,
+        )
+
     def _start(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        """Work on a task that is submitted or working and has no worker here: a new or
+        resumed task, or a retried send's task whose worker is gone (e.g. a restart)."""
+        running = self._workers.get(record.id)
+        if (running is not None and not running.done()) or record.state not in _UNFINISHED:
+            return
         worker = asyncio.create_task(self._work(record, risk_input))
         self._workers[record.id] = worker
         worker.add_done_callback(lambda _: self._forget(record.id, worker))
@@ -256,6 +289,29 @@ def handoff_binding(message: Message) -> dict[str, Any] | None:
     metadata = message.metadata or {}
     binding = {key: metadata[key] for key in HANDOFF_BINDING_KEYS if key in metadata}
     return binding or None
+
+
+def idempotency_key_of(message: Message) -> str | None:
+    """``metadata.idempotencyKey`` of the message, if it names one."""
+    key = (message.metadata or {}).get(IDEMPOTENCY_KEY)
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise errors.InvalidParams(
+            f"params.message.metadata.{IDEMPOTENCY_KEY}: must be a string of 1 to "
+            f"{MAX_IDEMPOTENCY_KEY_LENGTH} characters"
+        )
+    return key
+
+
+def check_same_handoff(record: TaskRecord, message: Message) -> None:
+    """A retried send names the handoff its key's task serves."""
+    named = (message.metadata or {}).get("handoffId")
+    if named != (record.metadata or {}).get("handoffId"):
+        raise errors.InvalidParams(
+            f"params.message.metadata.{IDEMPOTENCY_KEY}: the key belongs to a task of "
+            "another handoff"
+        )
 
 
 def _is_data(part: Part) -> bool:

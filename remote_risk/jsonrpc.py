@@ -63,11 +63,15 @@ class CallContext:
 
     ``owner`` scopes tasks: a caller only ever sees tasks created under the same owner.
     ``request_id`` is filled in by the endpoint after authorization.
+    ``claim_task_creation``, when set, must be called right before a task is created: it
+    records that the caller's credential created a task and raises (e.g. a replayed
+    delegation token) if it already did.
     """
 
     owner: str
     request_id: RequestId = None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    claim_task_creation: Callable[[], None] | None = field(default=None, repr=False)
 
 
 Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent_cards.keys import KeySet, TrustedKeys
@@ -28,6 +29,10 @@ class Settings:
     ``signing_keys`` sign the card and are published as the JWK Set (an in-memory key is
     generated when absent). The last ``decision_log_limit`` authorization decisions are
     kept in ``app.state.decisions``.
+
+    Storage: with ``database_url`` (PostgreSQL or SQLite) or ``data_dir`` (the SQLite file
+    ``remote-risk.db`` in it) tasks and the record of used tokens are kept in that database
+    and survive a restart; with neither they live in memory.
     """
 
     public_base_url: str = "http://127.0.0.1:8000"
@@ -44,6 +49,8 @@ class Settings:
     signing_keys: KeySet | None = field(default=None, repr=False)
     insecure_anonymous: bool = False
     decision_log_limit: int = 1000
+    data_dir: Path | None = None
+    database_url: str | None = field(default=None, repr=False)
 
     @property
     def agent_id(self) -> str:

@@ -84,7 +84,9 @@ class Service:
 
 
 def send_params(task_id: str | None = None, **metadata: Any) -> dict[str, Any]:
-    meta = {"handoffId": HANDOFF, "attempt": 1, "skillId": SKILL, "idempotencyKey": "k-1"}
+    """A send of its own: a fresh idempotency key, so that no send is taken for a retry."""
+    key = f"k-{next(_ids)}"
+    meta = {"handoffId": HANDOFF, "attempt": 1, "skillId": SKILL, "idempotencyKey": key}
     meta = tokens.changed(meta, **metadata)
     message: dict[str, Any] = {
         "messageId": f"m-{next(_ids)}",

@@ -1,0 +1,113 @@
+"""The durable store: tasks and used tokens survive a restart; migrations own the schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, inspect, select
+
+from remote_risk.storage import (
+    DATABASE_FILE,
+    SQLReplayGuard,
+    current_revision,
+    migrate,
+    open_engine,
+)
+from remote_risk.storage.schema import VERSION_TABLE, metadata, used_tokens
+from tests.remote_risk.delegated import delegated_service, refusal_reason
+from tests.servers import free_port
+
+HEAD = "rr0001"
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    opened = open_engine(database_url)
+    yield opened
+    opened.dispose()
+
+
+def test_tasks_and_used_tokens_survive_a_restart(database_url: str) -> None:
+    """A task created before a restart is found by its owner afterwards, a retried send still
+    answers it, and the token that created it still cannot create another."""
+    port = free_port()
+    with delegated_service(port, database_url=database_url) as (caller, _):
+        token = caller.token("h-1")
+        created = caller.task_of(caller.send("run-1", "h-1", token=token))
+    with delegated_service(port, database_url=database_url) as (caller, app):
+        found = caller.get_task(created["id"]).json()["result"]
+        assert found["id"] == created["id"]
+        assert found["status"] == created["status"]
+        assert found["artifacts"] == created["artifacts"]
+        retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
+        assert retried["id"] == created["id"]
+        replayed = caller.send("run-2", "h-1", token=token)
+        assert refusal_reason(replayed) == (401, "replayed_jti")
+        assert len(app.state.task_store) == 1
+
+
+def test_a_retried_send_restarts_work_cut_off_by_a_restart(tmp_path: Path) -> None:
+    """A task left unfinished by a stop is finished by the next retried send for its key."""
+    port = free_port()
+    slow = {"data_dir": tmp_path, "skill_delay_seconds": 30.0}
+    immediately = {"returnImmediately": True}
+    with delegated_service(port, **slow) as (caller, _):
+        created = caller.task_of(caller.send("run-1", "h-1", configuration=immediately))
+    with delegated_service(port, data_dir=tmp_path) as (caller, _):
+        left = caller.get_task(created["id"]).json()["result"]
+        assert left["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
+        assert retried["id"] == created["id"]
+        assert retried["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_data_dir_holds_the_sqlite_file_in_wal_mode(tmp_path: Path) -> None:
+    """With a data directory the service keeps remote-risk.db there, in WAL mode with
+    synchronous=NORMAL, and another principal still sees TaskNotFound after a restart."""
+    port = free_port()
+    with delegated_service(port, data_dir=tmp_path) as (caller, _):
+        created = caller.task_of(caller.send("run-1", "h-1"))
+    assert (tmp_path / DATABASE_FILE).is_file()
+    with delegated_service(port, data_dir=tmp_path) as (caller, app):
+        with app.state.durable_store.engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        mallory = type(caller)(caller.base_url, caller.audience, sub="mallory")
+        assert mallory.get_task(created["id"]).json()["error"]["code"] == -32001
+
+
+def test_migrations_apply_to_an_empty_database_and_are_idempotent(engine: Engine) -> None:
+    """An empty database is migrated to head in its own version table; migrating again changes
+    nothing, and the tables match the schema objects."""
+    assert current_revision(engine) is None
+    migrate(engine)
+    migrate(engine)
+    assert current_revision(engine) == HEAD
+    tables = set(inspect(engine).get_table_names())
+    assert VERSION_TABLE in tables and "alembic_version" not in tables
+    assert all(name.startswith("remote_risk_") for name in tables)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        assert compare_metadata(context, metadata) == []
+
+
+def test_replay_guard_claims_once_and_purges_expired_rows(engine: Engine) -> None:
+    """A jti is claimed once per issuer; rows past their expiry are purged by a later claim."""
+    migrate(engine)
+    now = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
+    clock = [now]
+    guard = SQLReplayGuard(engine, lambda: clock[0], leeway=timedelta(seconds=30))
+    exp = int(now.timestamp()) + 60
+    assert guard.claim_task_creation("jti-1", exp, issuer="iss-a")
+    assert not guard.claim_task_creation("jti-1", exp, issuer="iss-a")
+    assert guard.claim_task_creation("jti-1", exp, issuer="iss-b")
+    clock[0] = now + timedelta(hours=1)
+    assert guard.claim_task_creation("jti-2", exp + 3600, issuer="iss-a")
+    with engine.connect() as connection:
+        left = connection.execute(select(used_tokens.c.issuer, used_tokens.c.jti)).all()
+    assert sorted(map(tuple, left)) == [("iss-a", "jti-2")]

@@ -1,0 +1,84 @@
+"""Retried sends over real loopback HTTP: one idempotency key, one task, one claimed token.
+
+Each test runs against the in-memory store and the SQLite store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.remote_risk.delegated import Caller, delegated_service, refusal_reason
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Caller, Any]]:
+    changes = {"data_dir": tmp_path} if request.param == "sqlite" else {}
+    with delegated_service(**changes) as running:
+        yield running
+
+
+def test_retried_send_returns_the_same_task(service: tuple[Caller, Any]) -> None:
+    """A second attempt with the same key and a new token answers the first task; the store
+    holds one task."""
+    caller, app = service
+    first = caller.task_of(caller.send("run-1", "h-1", attempt=1))
+    retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
+    assert retried["id"] == first["id"]
+    assert retried["metadata"] == {"handoffId": "h-1", "attempt": 1}
+    assert retried["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(app.state.task_store) == 1
+
+
+def test_retry_with_the_same_token_is_not_a_replay(service: tuple[Caller, Any]) -> None:
+    """Resending the very same request (same token, same key) answers the task it created."""
+    caller, app = service
+    token = caller.token("h-1")
+    first = caller.task_of(caller.send("run-1", "h-1", token=token))
+    again = caller.task_of(caller.send("run-1", "h-1", token=token))
+    assert again["id"] == first["id"]
+    assert len(app.state.task_store) == 1
+
+
+def test_a_different_key_creates_a_second_task(service: tuple[Caller, Any]) -> None:
+    """Another handoff of the run has another key and gets a task of its own."""
+    caller, app = service
+    first = caller.task_of(caller.send("run-1", "h-1"))
+    second = caller.task_of(caller.send("run-1", "h-2"))
+    assert second["id"] != first["id"]
+    assert len(app.state.task_store) == 2
+
+
+def test_the_same_key_from_another_principal_is_independent(
+    service: tuple[Caller, Any],
+) -> None:
+    """Keys are scoped by owner: another subject's send with the key opens its own task."""
+    alice, app = service
+    bob = Caller(alice.base_url, alice.audience, sub="bob")
+    mine = alice.task_of(alice.send("run-1", "h-1"))
+    theirs = bob.task_of(bob.send("run-1", "h-1"))
+    assert theirs["id"] != mine["id"]
+    assert len(app.state.task_store) == 2
+
+
+def test_a_replayed_token_for_a_new_key_is_refused(service: tuple[Caller, Any]) -> None:
+    """A token that created a task cannot create another under a new key: 401 replayed_jti."""
+    caller, app = service
+    token = caller.token("h-1")
+    caller.task_of(caller.send("run-1", "h-1", token=token))
+    refused = caller.send("run-2", "h-1", token=token)
+    assert refusal_reason(refused) == (401, "replayed_jti")
+    assert len(app.state.task_store) == 1
+
+
+def test_a_key_of_another_handoff_is_invalid(service: tuple[Caller, Any]) -> None:
+    """A key already used for one handoff cannot name a task for another: -32602."""
+    caller, app = service
+    caller.task_of(caller.send("run-1", "h-1"))
+    answer = caller.send("run-1", "h-2", key="run-1:h-1").json()
+    assert answer["error"]["code"] == -32602
+    assert "another handoff" in answer["error"]["message"]
+    assert len(app.state.task_store) == 1
