@@ -55,6 +55,10 @@ from coordinator.storage.runs import FINDING_CONTRACT, GENERIC_CONTRACT
 from coordinator.streaming import PollBackoff, updates_for
 
 S = HandoffState
+# Failures after which sending again can help: the message may never have arrived, or a
+# proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).
+# A remote's refusal, an A2A error or an answer that fails admission is never retried.
+RETRYABLE = frozenset({"unreachable", "timeout", "transport_error", "not_jsonrpc", "not_json"})
 COMPLETE_WHEN = "one Finding that cites only records sent to the target"
 RETURN_WHEN = "the Finding passes return admission against the dispatched handoff"
 
@@ -66,6 +70,7 @@ class WaitPolicy:
     deadline_seconds: float = 30.0
     first_poll: float = 0.05
     max_poll: float = 1.0
+    max_attempts: int = 2
 
 
 @dataclass
@@ -210,7 +215,58 @@ async def run_remote_handoff(
     wait: WaitPolicy | None = None,
     delegator: Delegator | None = None,
 ) -> RemoteOutcome:
-    """Admit ``proposal`` (nothing is sent if it fails), record what will be sent, drive it."""
+    """Admit ``proposal`` (nothing is sent if it fails), record what will be sent, drive it.
+
+    A transport failure is retried as the same logical handoff with the next attempt
+    number, within the same lease and the run's budget; the idempotency key stays the
+    same, so a remote that did get the first send hands back the task it already has.
+    """
+    wait = wait or WaitPolicy()
+    notes: list[str] = []
+    while True:
+        outcome = await _attempt(
+            client,
+            agent,
+            proposal,
+            payload,
+            run=run,
+            wait=wait,
+            delegator=delegator,
+            sent_record_ids=sent_record_ids,
+        )
+        outcome.notes[:0] = notes
+        record = outcome.record
+        if not _retryable(record, wait) or run.book.cancelled or _lease_left(outcome, run) <= 0:
+            return outcome
+        notes = [*outcome.notes, f"attempt {record.attempt} failed ({record.reason}); retrying"]
+        proposal = _next_attempt(proposal, record)
+
+
+def _retryable(record: HandoffRecord, wait: WaitPolicy) -> bool:
+    reason = record.reason.removeprefix("dispatch_failed:")
+    return (
+        record.state is S.FAILED
+        and record.reason.startswith("dispatch_failed:")
+        and reason in RETRYABLE
+        and record.attempt < wait.max_attempts
+    )
+
+
+def _next_attempt(proposal: HandoffRecord, failed: HandoffRecord) -> HandoffRecord:
+    return proposal.model_copy(update={"attempt": failed.attempt + 1})
+
+
+async def _attempt(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    proposal: HandoffRecord,
+    payload: dict[str, Any],
+    *,
+    run: Run,
+    wait: WaitPolicy,
+    delegator: Delegator | None,
+    sent_record_ids: Collection[str] | None,
+) -> RemoteOutcome:
     outcome = RemoteOutcome(record=proposal, sent_fields=tuple(payload))
     try:
         outcome.record = run.book.admit(proposal, admission_context(run, agent))
@@ -228,7 +284,7 @@ async def run_remote_handoff(
         outcome,
         payload,
         run=run,
-        wait=wait or WaitPolicy(),
+        wait=wait,
         delegator=delegator,
         sent_record_ids=sent_record_ids,
     )

@@ -76,6 +76,7 @@ def finding_task(*datas: Any) -> dict[str, Any]:
 
 
 COMPLETED_RESULTS: dict[str, dict[str, Any]] = {
+    "flaky": finding_task(GOOD_FINDING),
     "unknown-evidence": finding_task({**GOOD_FINDING, "evidenceIds": ["secret-ledger-9"]}),
     "extra-fields": finding_task({**GOOD_FINDING, "nextOwner": "attacker"}),
     "two-findings": finding_task(
@@ -114,6 +115,7 @@ class Misbehaving:
         self.binding: dict[str, Any] | None = None
         self.echo_binding = True
         self.forged_handoff: str | None = None
+        self.sends = 0
 
     async def card(self, request: Request) -> Response:
         return JSONResponse(sign_card(card(self.base, request.path_params["mode"]), CARD_KEY))
@@ -123,6 +125,7 @@ class Misbehaving:
         envelope = json.loads(await request.body())
         method, request_id = envelope["method"], envelope["id"]
         if method == "SendMessage":
+            self.sends += 1
             metadata = envelope["params"]["message"]["metadata"]
             handoff_id = self.forged_handoff or metadata["handoffId"]
             self.binding = {"handoffId": handoff_id, "attempt": metadata["attempt"]}
@@ -131,6 +134,8 @@ class Misbehaving:
         if method == "CancelTask":
             self.cancelled.append(envelope["params"]["id"])
             return Response(rpc_result(request_id, task("TASK_STATE_CANCELED")))
+        if mode == "flaky" and method == "SendMessage" and self.sends == 1:
+            return Response("upstream unavailable", status_code=503, media_type="text/plain")
         if mode == "oversized":
             filler = {"artifactId": "a", "parts": [{"text": "x" * 2_000_000}]}
             return Response(
@@ -174,7 +179,7 @@ def misbehaving() -> Iterator[Misbehaving]:
 
 
 def delegate(
-    service: Misbehaving, mode: str, tmp_path: Path, deadline: float = 5.0
+    service: Misbehaving, mode: str, tmp_path: Path, deadline: float = 5.0, run: Run | None = None
 ) -> RemoteOutcome:
     limits = ClientLimits(read_timeout=2.0, total_timeout=2.0, max_response_bytes=500_000)
 
@@ -183,7 +188,8 @@ def delegate(
             registry = Registry(DataDir(tmp_path))
             registered = await registry.register(client, f"{service.base}/{mode}", anchor=PINNED)
             agent = registered.agent
-            run = Run(owner="coordinator")
+            nonlocal run
+            run = run or Run(owner="coordinator")
             wait = WaitPolicy(deadline_seconds=deadline, first_poll=0.05, max_poll=0.1)
             return await run_remote_handoff(
                 client,
@@ -285,3 +291,31 @@ def test_result_for_another_handoff_is_rejected(misbehaving: Misbehaving, tmp_pa
     outcome = delegate(misbehaving, "planted", tmp_path)
     assert outcome.record.state is HandoffState.REJECTED
     assert outcome.record.reason == "handoff_mismatch"
+
+
+def test_transport_failure_is_retried_as_the_next_attempt(
+    misbehaving: Misbehaving, tmp_path: Path
+) -> None:
+    """A 503 on the first send is retried as attempt 2 of the same handoff, which is accepted."""
+    run = Run(owner="coordinator")
+    outcome = delegate(misbehaving, "flaky", tmp_path, run=run)
+    assert outcome.record.state is HandoffState.ACCEPTED
+    assert outcome.record.attempt == 2
+    first = run.book.records[f"{outcome.record.handoff_id}/1"]
+    assert first.state is HandoffState.FAILED and first.reason == "dispatch_failed:not_json"
+    assert misbehaving.sends == 2
+    units = [(u.attempt, u.kind.value, u.actions) for u in run.book.units]
+    assert units == [
+        (1, "reserved", 1),
+        (1, "consumed", 1),
+        (1, "released", 0),
+        (2, "reserved", 1),
+        (2, "consumed", 1),
+        (2, "released", 0),
+    ]
+
+
+def test_a_refused_result_is_not_retried(misbehaving: Misbehaving, tmp_path: Path) -> None:
+    """A result that fails return admission is final: nothing is sent a second time."""
+    outcome = delegate(misbehaving, "unknown-evidence", tmp_path)
+    assert outcome.record.attempt == 1 and misbehaving.sends == 1
