@@ -1,0 +1,73 @@
+"""`federation keys` shows and rotates the coordinator's signing keys without breaking tokens."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_cards.keys import TrustedKeys
+from contracts.grant import Actor, Budget, Grant, Handoff, StateRef
+from coordinator.cli import main
+from coordinator.datadir import DataDir
+from coordinator.grants import mint_token
+from coordinator.identity import coordinator_keys
+from remote_risk.delegation import DelegationVerifier
+
+AUDIENCE = "http://127.0.0.1:9/a2a/jsonrpc"
+
+
+def token(data: Path) -> str:
+    now = int(time.time())
+    grant = Grant(
+        iss="urn:a2a-federation:coordinator",
+        sub="operator",
+        aud=AUDIENCE,
+        iat=now,
+        nbf=now,
+        exp=now + 60,
+        jti=f"jti-{now}-{time.monotonic_ns()}",
+        scope="risk:interpret",
+        tenant="default",
+        act=Actor(sub="urn:a2a-federation:coordinator"),
+        handoff=Handoff(
+            id="ho-1",
+            attempt=1,
+            duplicate_key="k",
+            state_ref=StateRef(id="run-1", version=0),
+            final_owner="coordinator",
+            budget=Budget(actions=1, context_units=10, effects=0),
+        ),
+    )
+    return mint_token(grant, coordinator_keys(DataDir(data)).active)
+
+
+def verify(data: Path, raw: str) -> str:
+    jwks = TrustedKeys.from_file(data / "jwks.json")
+    verifier = DelegationVerifier({"urn:a2a-federation:coordinator": jwks}, AUDIENCE)
+    return verifier.verify(
+        raw,
+        skill_id="interpret-risk-policy",
+        required_scopes=frozenset({"risk:interpret"}),
+        handoff_id="ho-1",
+        read_only=True,
+    ).kid
+
+
+def test_rotation_keeps_earlier_tokens_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a rotation the JWKS holds both keys; tokens of either verify; new ones use the new."""
+    assert main(["--data-dir", str(tmp_path), "keys", "show"]) == 0
+    before = json.loads(capsys.readouterr().out)["keys"]
+    old_token = token(tmp_path)
+    assert main(["--data-dir", str(tmp_path), "keys", "rotate", "--grace-seconds", "600"]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(tmp_path), "keys", "show"]) == 0
+    after = json.loads(capsys.readouterr().out)["keys"]
+    assert len(before) == 1 and len(after) == 2
+    assert verify(tmp_path, old_token) == before[0]["kid"]
+    new_kid = verify(tmp_path, token(tmp_path))
+    assert new_kid != before[0]["kid"] and new_kid in {k["kid"] for k in after}
