@@ -39,10 +39,17 @@ def _refuse(reason: str, digest: tuple[str, int]) -> Admission:
 
 
 def _binding_problem(task: Task, expected: tuple[str, int]) -> str | None:
+    """The task must be bound to the handoff we dispatched. A retried attempt may get back
+    the task an earlier attempt of the same handoff created (same idempotency key), so an
+    earlier attempt number is accepted; a later one, or another handoff, is not."""
     metadata = task.metadata or {}
     if "handoffId" not in metadata:
         return "handoff_binding_missing"
-    if (metadata.get("handoffId"), metadata.get("attempt")) != expected:
+    handoff_id, attempt = expected
+    seen = metadata.get("attempt")
+    if metadata.get("handoffId") != handoff_id or type(seen) is not int:
+        return "handoff_mismatch"
+    if not 1 <= seen <= attempt:
         return "handoff_mismatch"
     return None
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from contracts.wire import Task
 from coordinator.returns import admit_task
 
@@ -61,3 +63,30 @@ def test_not_completed_is_not_admitted() -> None:
         task(state="TASK_STATE_INPUT_REQUIRED"), expected_task_id="t1", sent_record_ids=None
     )
     assert admission.reason == "not_completed"
+
+
+def bound(attempt: object, handoff: str = "ho-1") -> Task:
+    body = task().model_dump(mode="json", by_alias=True, exclude_none=True)
+    body["metadata"] = {"handoffId": handoff, "attempt": attempt}
+    return Task.model_validate(body)
+
+
+@pytest.mark.parametrize(
+    ("seen", "handoff", "expected"),
+    [
+        (2, "ho-1", None),
+        (1, "ho-1", None),
+        (3, "ho-1", "handoff_mismatch"),
+        ("2", "ho-1", "handoff_mismatch"),
+        (2, "ho-9", "handoff_mismatch"),
+    ],
+)
+def test_handoff_binding(seen: object, handoff: str, expected: str | None) -> None:
+    """Attempt 2 admits its own task or one an earlier attempt created, never another's."""
+    admission = admit_task(
+        bound(seen, handoff),
+        expected_task_id="t1",
+        sent_record_ids={"risk-policy-007"},
+        expected_handoff=("ho-1", 2),
+    )
+    assert admission.reason == (expected or "finding_admitted")
