@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--database-url",
         help=f"PostgreSQL instead of the data directory's SQLite (env {DATABASE_ENV})",
     )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="send register, agents, delegate, runs, run and audit to a running coordinator "
+        "(env FEDERATION_SERVER; token from FEDERATION_OPERATOR_TOKEN[_FILE])",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="run the pilot assessment against remote_risk")
@@ -72,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a service in the foreground. Options after the service name are "
         "the service's own (see `federation serve risk --help`).",
     )
-    serve.add_argument("service", choices=["risk"])
+    serve.add_argument("service", choices=["risk", "coordinator"])
     serve.add_argument("service_args", nargs=argparse.REMAINDER)
 
     register = commands.add_parser("register", help="fetch, validate and keep an agent card")
@@ -151,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     data = DataDir(datadir.resolve(args.data_dir))
     try:
+        from coordinator import remote_cli
+
+        server = remote_cli.server_url(args)
+        if server and (args.server or args.command in remote_cli.COMMANDS):
+            return remote_cli.run(args, server)
         return int(COMMANDS[args.command](args, Workspace.resolve(data, args.database_url)))
     except FederationError as exc:
         print(f"federation: error: {exc} [{exc.reason}]", file=sys.stderr)
@@ -240,6 +251,10 @@ def cmd_evaluate(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, ws: Workspace) -> int:
+    if args.service == "coordinator":
+        from coordinator.server import main as serve_coordinator
+
+        return serve_coordinator(args.service_args, ws)
     from remote_risk.__main__ import main as serve_risk
 
     serve_risk(args.service_args)
