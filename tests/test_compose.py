@@ -1,0 +1,111 @@
+"""compose.yaml describes a deployment the code accepts (no container engine runs here)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from coordinator import cli, datadir, identity, workspace
+from coordinator.server import build_serve_parser
+from coordinator.settings import ENV_PREFIX, CoordinatorSettings
+from remote_risk import __main__ as remote_risk_main
+from remote_risk import trust
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICES = {"postgres", "coordinator", "remote-risk"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    document = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def coordinator_variables() -> set[str]:
+    """Every FEDERATION_* variable the serving coordinator reads."""
+    fields = {ENV_PREFIX + name.upper() for name in CoordinatorSettings.model_fields}
+    return fields | {datadir.ENV_VAR, workspace.DATABASE_ENV, identity.ISSUER_ENV}
+
+
+def remote_risk_variables() -> set[str]:
+    return {trust.TRUST_ENV_VAR, trust.DATA_DIR_ENV_VAR, remote_risk_main.DATABASE_URL_ENV_VAR}
+
+
+def test_three_services_with_health_checks_and_volumes(compose: dict[str, Any]) -> None:
+    """postgres, coordinator and remote-risk each have a health check and a named volume."""
+    services = compose["services"]
+    assert set(services) == SERVICES
+    for name in SERVICES:
+        service = services[name]
+        assert service["healthcheck"]["test"], name
+        [volume] = service["volumes"]
+        assert volume.split(":")[0] in compose["volumes"], name
+    assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+    assert "/healthz" in " ".join(services["coordinator"]["healthcheck"]["test"])
+    assert "agent-card.json" in " ".join(services["remote-risk"]["healthcheck"]["test"])
+
+
+def test_start_order_waits_for_health(compose: dict[str, Any]) -> None:
+    """The coordinator waits for a healthy database, remote-risk for a healthy coordinator."""
+    services = compose["services"]
+    assert services["coordinator"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    depends = services["remote-risk"]["depends_on"]["coordinator"]["condition"]
+    assert depends == "service_healthy"
+
+
+def test_coordinator_command_and_environment(compose: dict[str, Any]) -> None:
+    """The coordinator's command parses with the real CLI and its variables are ones it reads."""
+    service = compose["services"]["coordinator"]
+    args = cli.build_parser().parse_args(service["command"])
+    assert (args.command, args.service) == ("serve", "coordinator")
+    serve = build_serve_parser().parse_args(args.service_args)
+    assert (serve.host, serve.port) == ("0.0.0.0", 8080)
+    environment = service["environment"]
+    assert set(environment) <= coordinator_variables()
+    assert environment["FEDERATION_DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert "@postgres:5432/" in environment["FEDERATION_DATABASE_URL"]
+    [secret] = service["secrets"]
+    assert environment["FEDERATION_OPERATOR_TOKEN_FILE"] == f"/run/secrets/{secret}"
+    assert secret in compose["secrets"]
+    data_dir = environment["FEDERATION_DATA_DIR"]
+    assert service["volumes"][0].split(":")[1] == data_dir
+
+
+def test_remote_risk_command_and_environment(compose: dict[str, Any]) -> None:
+    """remote-risk's command parses with both parsers and trusts the coordinator's JWKS."""
+    service = compose["services"]["remote-risk"]
+    args = cli.build_parser().parse_args(service["command"])
+    assert (args.command, args.service) == ("serve", "risk")
+    risk = remote_risk_main.build_parser().parse_args(args.service_args)
+    assert (risk.host, risk.port) == ("0.0.0.0", 8081)
+    assert risk.public_base_url == "http://remote-risk:8081"
+    assert not risk.insecure_anonymous
+    [entry] = risk.trust_issuer
+    issuer, source = trust.parse_entry(entry)
+    assert issuer == CoordinatorSettings.model_fields["issuer"].default
+    assert source == "http://coordinator:8080/.well-known/jwks.json"
+    environment = service["environment"]
+    assert set(environment) <= remote_risk_variables()
+    assert service["volumes"][0].split(":")[1] == environment[trust.DATA_DIR_ENV_VAR]
+
+
+def test_variables_are_interpolated_not_written_in(compose: dict[str, Any]) -> None:
+    """No password or token is written into the file; they come from the environment."""
+    text = (ROOT / "compose.yaml").read_text()
+    assert "${POSTGRES_PASSWORD:?" in text
+    assert not re.search(r"OPERATOR_TOKEN:\s", text)
+    postgres = compose["services"]["postgres"]["environment"]
+    assert postgres["POSTGRES_PASSWORD"].startswith("${")
+
+
+def test_image_runs_the_federation_command() -> None:
+    """The Dockerfile installs the project and makes `federation` the entry point."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "pip install ." in dockerfile
+    assert 'ENTRYPOINT ["federation"]' in dockerfile
+    assert re.search(r"^USER \S+", dockerfile, re.MULTILINE)
