@@ -6,6 +6,12 @@ uncompressed body and stops reading once the body exceeds a byte cap. Every JSON
 error is raised as :class:`~coordinator.errors.RemoteA2AError`; every transport or shape
 problem as the matching :mod:`coordinator.errors` type.
 
+Streams (``SendStreamingMessage``, ``SubscribeToTask``) are read as Server-Sent Events
+under the same rules: one total deadline for the whole stream, a cap on each event and on
+the whole stream, no redirects; each event is parsed strictly as a JSON-RPC response with
+the request's id whose result is a ``StreamResponse``. A refusal before the stream starts
+comes as a plain JSON-RPC error and is raised like any other.
+
 Pass your own ``httpx.AsyncClient`` (for instance one on ``httpx.ASGITransport``) to talk
 to an app in memory; by default one pooled client is created and owned here.
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +41,8 @@ from contracts.wire import (
     ListTasksResponse,
     SendMessageRequest,
     SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     to_wire,
 )
@@ -51,6 +59,7 @@ class ClientLimits:
     read_timeout: float = 30.0
     total_timeout: float = 60.0
     max_response_bytes: int = 1_000_000
+    max_stream_bytes: int = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,82 @@ class A2AClient:
     ) -> Task:
         return await self._call(endpoint, "CancelTask", request, Task, headers)
 
+    # --- streams --------------------------------------------------------------------------
+
+    def stream_message(
+        self, endpoint: str, request: SendMessageRequest, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamResponse]:
+        """``SendStreamingMessage``: the task (or one message), then its updates."""
+        return self._stream(endpoint, "SendStreamingMessage", request, headers)
+
+    def subscribe(
+        self, endpoint: str, task_id: str, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamResponse]:
+        """``SubscribeToTask``: the task as it is now, then its updates until it settles."""
+        return self._stream(
+            endpoint, "SubscribeToTask", SubscribeToTaskRequest(id=task_id), headers
+        )
+
+    async def _stream(
+        self,
+        endpoint: str,
+        method: str,
+        params: BaseModel,
+        headers: Mapping[str, str] | None,
+    ) -> AsyncIterator[StreamResponse]:
+        request_id = next(self._ids)
+        payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": to_wire(params)}
+        sent = {
+            VERSION_HEADER: PROTOCOL_VERSION,
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream, application/json",
+            "Accept-Encoding": "identity",
+            **(headers or {}),
+        }
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.total_timeout
+        what = f"{method} to"
+        with translated(what, endpoint):
+            request = self._http.build_request(
+                "POST", endpoint, content=strict_json.dumps(payload), headers=sent
+            )
+            response = await _before(deadline, self._http.send(request, stream=True), endpoint)
+            try:
+                async for data in self._events(response, deadline, endpoint):
+                    yield _stream_result(data, request_id, method, endpoint)
+            finally:
+                await response.aclose()
+
+    async def _events(
+        self, response: httpx.Response, deadline: float, endpoint: str
+    ) -> AsyncIterator[bytes]:
+        """The ``data`` of each SSE event; a plain JSON body is passed on as one event."""
+        encoding = response.headers.get("content-encoding", "identity").lower()
+        if encoding not in ("identity", ""):
+            raise ProtocolError(f"response uses content-encoding {encoding!r}", "encoding_refused")
+        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media_type != "text/event-stream":
+            body = await _before(deadline, self._read(response), endpoint)
+            if response.status_code != 200 and not body:
+                raise TransportError(f"HTTP {response.status_code} from {endpoint}", "http_status")
+            yield body
+            return
+        decoder = SSEDecoder(self.limits.max_response_bytes)
+        chunks = response.aiter_raw()
+        total = 0
+        while True:
+            try:
+                chunk = await _before(deadline, anext(chunks), endpoint)
+            except StopAsyncIteration:
+                return
+            total += len(chunk)
+            if total > self.limits.max_stream_bytes:
+                raise ProtocolError(
+                    f"stream exceeds {self.limits.max_stream_bytes} bytes", "response_too_large"
+                )
+            for data in decoder.feed(chunk):
+                yield data
+
     # --- plumbing -------------------------------------------------------------------------
 
     async def _call(
@@ -213,3 +298,79 @@ class A2AClient:
                 raise ProtocolError(f"response exceeds {cap} bytes", "response_too_large")
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+async def _before(deadline: float, awaitable: Any, endpoint: str) -> Any:
+    """Await ``awaitable`` unless the stream's total deadline passes first."""
+    left = deadline - asyncio.get_running_loop().time()
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, left))
+    except TimeoutError:
+        raise TransportError(f"stream from {endpoint}: total deadline passed", "timeout") from None
+
+
+def _stream_result(data: bytes, request_id: int, method: str, endpoint: str) -> StreamResponse:
+    document = strict_json.loads(data)
+    if not isinstance(document, dict):
+        raise ProtocolError(f"{method} to {endpoint}: an event is not a JSON object", "not_jsonrpc")
+    response = JSONRPCResponse.model_validate(document)
+    if response.error is not None:
+        error = response.error
+        raise RemoteA2AError(error.code, error.message, reason_of(error.data))
+    if response.id != request_id:
+        raise ProtocolError(f"{method} to {endpoint}: response id mismatch", "id_mismatch")
+    return StreamResponse.model_validate(response.result)
+
+
+class SSEDecoder:
+    """Incremental Server-Sent Events parsing: bytes in, the ``data`` of each event out.
+
+    Only ``data`` fields matter to A2A; ``event``, ``id``, ``retry`` and comments are
+    skipped. One event larger than ``max_event_bytes`` is refused.
+    """
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self._max = max_event_bytes
+        self._buffer = b""
+        self._data: list[bytes] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        self._buffer += chunk
+        events: list[bytes] = []
+        while True:
+            line, found = self._next_line()
+            if not found:
+                break
+            if not line:
+                if self._data:
+                    events.append(b"\n".join(self._data))
+                self._data, self._size = [], 0
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                self._add(value[1:] if value.startswith(b" ") else value)
+        if len(self._buffer) + self._size > self._max:
+            raise ProtocolError(f"a stream event exceeds {self._max} bytes", "response_too_large")
+        return events
+
+    def _next_line(self) -> tuple[bytes, bool]:
+        """The next complete line (ended by CRLF, LF or CR) and whether there was one."""
+        ends = [i for i in (self._buffer.find(b"\r"), self._buffer.find(b"\n")) if i >= 0]
+        if not ends:
+            return b"", False
+        index = min(ends)
+        width = 1
+        if self._buffer[index : index + 1] == b"\r":
+            if index + 1 == len(self._buffer):
+                return b"", False  # a CR at the end may be the first half of CRLF
+            if self._buffer[index + 1 : index + 2] == b"\n":
+                width = 2
+        line = self._buffer[:index]
+        self._buffer = self._buffer[index + width :]
+        return line, True
+
+    def _add(self, value: bytes) -> None:
+        self._size += len(value) + 1
+        if self._size > self._max:
+            raise ProtocolError(f"a stream event exceeds {self._max} bytes", "response_too_large")
+        self._data.append(value)
