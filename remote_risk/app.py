@@ -2,7 +2,9 @@
 
 Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
 key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys) and
-``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC). ``authorize`` decides who may call and the task
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming). Push notifications are
+signed with the service's active key and sent by :func:`push_configs` (see
+:mod:`remote_risk.webhooks`). ``authorize`` decides who may call and the task
 owner: with trusted issuers in the settings it is
 :func:`~remote_risk.auth.delegation_authorizer` (every call needs a delegation token),
 without them every caller is the anonymous owner (library and test use; :func:`serve`
@@ -42,10 +44,12 @@ from remote_risk.delegation import DEFAULT_LEEWAY, DelegationVerifier
 from remote_risk.errors import RemoteRiskError
 from remote_risk.handler import RiskAgentHandler
 from remote_risk.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
+from remote_risk.push import PushConfigs, TaskLookup
 from remote_risk.replay import ReplayGuard
 from remote_risk.settings import JSONRPC_PATH, Settings
 from remote_risk.storage import DurableStore, open_store
 from remote_risk.tasks import TaskStore, TaskStoreProtocol
+from remote_risk.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
 
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]
 
@@ -94,8 +98,9 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
         authorize = _default_authorize(settings, card, decisions, replay_guard)
+    push = push_configs(settings, keys, store.get)
     handler = RiskAgentHandler(
-        store, skill_delay_seconds=settings.skill_delay_seconds, model=settings.model
+        store, skill_delay_seconds=settings.skill_delay_seconds, push=push, model=settings.model
     )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
@@ -115,6 +120,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
         finally:
             if durable is not None:
                 durable.close()
+        await push.delivery.aclose()
 
     app = FastAPI(
         title="remote-risk",
@@ -134,8 +140,23 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     app.state.decisions = decisions
     app.state.task_store = store
     app.state.durable_store = durable
+    app.state.push = push
     app.state.received_bodies = received
     return app
+
+
+def push_configs(settings: Settings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
+    """Push configs whose notifications are signed by the active key as ``agent_id``."""
+    policy = WebhookPolicy.from_strings(
+        settings.push_allowed_networks, allow_public=settings.push_allow_public
+    )
+    retry = RetryPolicy(
+        attempts=settings.push_attempts, first_backoff=settings.push_first_backoff_seconds
+    )
+    delivery = PushDelivery(
+        key=lambda: keys.active, issuer=settings.agent_id, policy=policy, retry=retry
+    )
+    return PushConfigs(lookup, delivery)
 
 
 def durable_store(settings: Settings) -> DurableStore | None:

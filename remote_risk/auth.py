@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 
 SECURITY_SCHEME = "delegation"
 SEND_MESSAGE = "SendMessage"
+# Both may open a task, so both are checked as a send (one token, one task; the handoff).
+SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
 ALLOWED = "allowed"
 _HIDDEN_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
@@ -190,7 +192,7 @@ def asked(method: str, params: JSONObject, skills: Mapping[str, SkillAuthority])
     default = next(iter(skills.values()))
     tenant = params.get("tenant")
     tenant = tenant if isinstance(tenant, str) and tenant else None
-    if method != SEND_MESSAGE:
+    if method not in SENDING_METHODS:
         return Asked(skill=default, tenant=tenant)
     message = _object(params.get("message"))
     metadata = _object(message.get("metadata"))
@@ -280,7 +282,7 @@ class DelegationAuthorizer:
             read_only=facts.skill.read_only,
             tenant=facts.tenant,
         )
-        if method == SEND_MESSAGE:
+        if method in SENDING_METHODS:
             _check_binding(facts, verified)
         return verified, creates_task
 

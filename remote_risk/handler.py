@@ -19,8 +19,10 @@ owner's task for a key it has seen is answered again and nothing new is created,
 the delegation token's ``jti`` claimed; only a send that really opens a task claims it
 (``CallContext.claim_task_creation``). The same key from another owner is unrelated.
 
-Streaming, subscriptions, push notifications and the extended card are not
-offered (the card says so) and are refused with their A2A errors.
+``SendStreamingMessage`` and ``SubscribeToTask`` answer over SSE (see
+:mod:`remote_risk.streams`); push notification configs are kept by
+:class:`~remote_risk.push.PushConfigs`, and every change of a task is published to both
+through :class:`~remote_risk.streams.TaskUpdates`. The extended card is not offered.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -46,14 +48,24 @@ from contracts.wire import (
     SendMessageConfiguration,
     SendMessageRequest,
     SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
     to_wire,
 )
 from coordinator.model_gateway import ModelConfig
 from remote_risk import errors, skill
-from remote_risk.jsonrpc import JSON_MEDIA_TYPE, CallContext, Operation
+from remote_risk.jsonrpc import (
+    JSON_MEDIA_TYPE,
+    AnyOperation,
+    CallContext,
+    Operation,
+    StreamingOperation,
+)
 from remote_risk.model_skill import run_model_skill
+from remote_risk.push import PushConfigs
+from remote_risk.streams import SUBSCRIPTION_END_STATES, TaskEventBroker, TaskUpdates
 from remote_risk.tasks import TaskRecord, TaskStoreProtocol
 
 logger = logging.getLogger(__name__)
@@ -72,7 +84,6 @@ _PUSH_METHODS = (
     "ListTaskPushNotificationConfigs",
     "DeleteTaskPushNotificationConfig",
 )
-_STREAM_METHODS = ("SendStreamingMessage", "SubscribeToTask")
 
 
 class AnyParams(BaseModel):
@@ -88,23 +99,34 @@ class RiskAgentHandler:
         *,
         skill_delay_seconds: float = 0.0,
         model: ModelConfig | None = None,
+        updates: TaskUpdates | None = None,
+        push: PushConfigs | None = None,
     ) -> None:
-        """With ``model`` the policy is interpreted by that model (see model_skill)."""
+        """With ``model`` the policy is interpreted by that model (see model_skill).
+        Without ``push`` push notification configs are refused (-32003)."""
         self._store = store
         self._skill_delay = skill_delay_seconds
         self._model = model
+        self._push = push
+        self._updates = updates or TaskUpdates(TaskEventBroker(), push)
         self._workers: dict[str, asyncio.Task[None]] = {}
 
-    def operations(self) -> Mapping[str, Operation[Any]]:
-        table: dict[str, Operation[Any]] = {
+    def operations(self) -> Mapping[str, AnyOperation]:
+        table: dict[str, AnyOperation] = {
             "SendMessage": Operation(SendMessageRequest, self.send_message),
+            "SendStreamingMessage": StreamingOperation(
+                SendMessageRequest, self.send_streaming_message
+            ),
+            "SubscribeToTask": StreamingOperation(SubscribeToTaskRequest, self.subscribe),
             "GetTask": Operation(GetTaskRequest, self.get_task),
             "ListTasks": Operation(ListTasksRequest, self.list_tasks),
             "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
             "GetExtendedAgentCard": Operation(AnyParams, _no_extended_card),
         }
-        table.update({name: Operation(AnyParams, _no_push) for name in _PUSH_METHODS})
-        table.update({name: Operation(AnyParams, _no_streaming) for name in _STREAM_METHODS})
+        if self._push is None:
+            table.update({name: Operation(AnyParams, _no_push) for name in _PUSH_METHODS})
+        else:
+            table.update(self._push.operations())
         return table
 
     # --- operations -----------------------------------------------------------------------
@@ -113,13 +135,34 @@ class RiskAgentHandler:
         self, request: SendMessageRequest, context: CallContext
     ) -> SendMessageResponse:
         configuration = request.configuration or SendMessageConfiguration()
-        check_configuration(configuration)
-        risk_input = risk_input_of(request.message)
-        record = self._open_task(context, request.message)
+        record, risk_input = self._accept(request, configuration, context)
         self._start(record, risk_input)
         if not configuration.return_immediately:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
+
+    async def send_streaming_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> AsyncIterator[StreamResponse]:
+        """The task first, then its updates until it is terminal or interrupted."""
+        configuration = request.configuration or SendMessageConfiguration()
+        record, risk_input = self._accept(request, configuration, context)
+        stream = self._updates.follow(record.snapshot(configuration.history_length))
+        self._start(record, risk_input)
+        return stream
+
+    async def subscribe(
+        self, request: SubscribeToTaskRequest, context: CallContext
+    ) -> AsyncIterator[StreamResponse]:
+        """The task as it is now, then its updates; a finished task cannot be followed."""
+        record = self._store.get(context.owner, request.id)
+        if record.terminal:
+            raise errors.UnsupportedOperation(
+                f"task {record.id} is {record.state.value}; a finished task has no updates "
+                "to subscribe to, read it with GetTask",
+                metadata={"taskId": record.id, "state": record.state.value},
+            )
+        return self._updates.follow(record.snapshot(), until=SUBSCRIPTION_END_STATES)
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
         return self._store.get(context.owner, request.id).snapshot(request.history_length)
@@ -131,6 +174,7 @@ class RiskAgentHandler:
 
     async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
         record = self._store.cancel(context.owner, request.id)
+        self._changed(record)
         worker = self._workers.get(record.id)
         if worker is not None:
             worker.cancel()
@@ -144,6 +188,31 @@ class RiskAgentHandler:
         await asyncio.gather(*workers, return_exceptions=True)
 
     # --- the task's life ------------------------------------------------------------------
+
+    def _accept(
+        self,
+        request: SendMessageRequest,
+        configuration: SendMessageConfiguration,
+        context: CallContext,
+    ) -> tuple[TaskRecord, dict[str, Any]]:
+        """Check a (streaming) send, open or resume its task and keep its push config."""
+        push_config = configuration.task_push_notification_config
+        if push_config is not None and self._push is None:
+            raise errors.PushNotificationNotSupported(
+                "push notifications are not supported by this agent; poll with GetTask instead"
+            )
+        check_configuration(configuration)
+        risk_input = risk_input_of(request.message)
+        if push_config is not None and self._push is not None:
+            self._push.delivery.policy.check_syntax(push_config.url)
+        record = self._open_task(context, request.message)
+        if push_config is not None and self._push is not None:
+            self._push.register(context.owner, record.id, push_config)
+        return record, risk_input
+
+    def _changed(self, record: TaskRecord) -> None:
+        """Tell streams and webhooks the task's new status."""
+        self._updates.status(record.owner, record.snapshot())
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
@@ -160,6 +229,7 @@ class RiskAgentHandler:
                 f"params.message.contextId: task {record.id} belongs to another context"
             )
         self._store.resume(record, message)
+        self._changed(record)
         return record
 
     def _create_task(self, context: CallContext, message: Message) -> TaskRecord:
@@ -199,6 +269,7 @@ class RiskAgentHandler:
         await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
         if not self._store.advance(record.id, TaskState.WORKING):
             return
+        self._changed(record)
         if self._skill_delay:
             await asyncio.sleep(self._skill_delay)
         if self._model is None:
@@ -214,9 +285,12 @@ class RiskAgentHandler:
 
     def _report(self, record: TaskRecord, state: TaskState, finding: Finding) -> None:
         if state is TaskState.COMPLETED:
-            self._store.advance(record.id, state, artifacts=[finding_artifact(finding)])
-        else:
-            self._store.advance(record.id, state, message=agent_message(record, finding))
+            artifact = finding_artifact(finding)
+            if self._store.advance(record.id, state, artifacts=[artifact]):
+                self._updates.artifact(record.owner, record.snapshot(), artifact, last_chunk=True)
+                self._changed(record)
+        elif self._store.advance(record.id, state, message=agent_message(record, finding)):
+            self._changed(record)
 
 
 def run_skill(risk_input: Mapping[str, Any]) -> tuple[TaskState, Finding]:
@@ -242,10 +316,6 @@ def _internal_failure() -> Finding:
 
 
 def check_configuration(configuration: SendMessageConfiguration) -> None:
-    if configuration.task_push_notification_config is not None:
-        raise errors.PushNotificationNotSupported(
-            "push notifications are not supported by this agent; poll with GetTask instead"
-        )
     modes = configuration.accepted_output_modes
     if modes and not any(_media_type(mode) in _JSON_RANGES for mode in modes):
         raise errors.ContentTypeNotSupported(
@@ -353,12 +423,6 @@ def agent_message(record: TaskRecord, finding: Finding) -> Message:
 
 async def _no_push(params: AnyParams, context: CallContext) -> BaseModel:
     raise errors.PushNotificationNotSupported("push notifications are not supported by this agent")
-
-
-async def _no_streaming(params: AnyParams, context: CallContext) -> BaseModel:
-    raise errors.UnsupportedOperation(
-        "streaming is not supported by this agent; use SendMessage and GetTask"
-    )
 
 
 async def _no_extended_card(params: AnyParams, context: CallContext) -> BaseModel:

@@ -23,6 +23,13 @@ One POST goes through these steps, each of which can end it with an error body:
 9. the operation runs. An :class:`~remote_risk.errors.A2AError` becomes its error body;
    anything else is logged here and answered as a generic -32603.
 
+A :class:`StreamingOperation` (``SendStreamingMessage``, ``SubscribeToTask``) answers with
+Server-Sent Events instead: its coroutine makes every check first, so a refusal is still
+a plain JSON error body, then returns the events. Each SSE ``data:`` line is a full
+JSON-RPC response with the request's id whose ``result`` is one event; an error after the
+stream has started is sent as one last event holding a JSON-RPC error. The stream closes
+when the events end; a caller that goes away closes only its own stream.
+
 Every JSON-RPC answer, error or not, is HTTP 200 as in the A2A reference SDK; the
 JSON-RPC error code carries the meaning. The one exception is a refused delegation token:
 HTTP clients, proxies and RFC 6750 expect 401/403 there, so it keeps its status.
@@ -32,14 +39,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from contracts import strict_json
 from contracts.strict_json import StrictJSONError
@@ -50,6 +57,7 @@ logger = logging.getLogger(__name__)
 
 ANONYMOUS_OWNER = "anonymous"
 JSON_MEDIA_TYPE = "application/json"
+SSE_MEDIA_TYPE = "text/event-stream"
 # An absent or empty A2A-Version header means the caller speaks 0.3 (A2A service parameters).
 IMPLIED_VERSION = "0.3"
 _ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
@@ -90,10 +98,22 @@ class Operation(Generic[ParamsT]):
     call: Callable[[ParamsT, CallContext], Awaitable[BaseModel]]
 
 
+@dataclass(frozen=True)
+class StreamingOperation(Generic[ParamsT]):
+    """A JSON-RPC method answered over SSE: awaiting ``call`` makes every check (errors
+    raised there are plain JSON), then the returned iterator yields the events."""
+
+    params_type: type[ParamsT]
+    call: Callable[[ParamsT, CallContext], Awaitable[AsyncIterator[BaseModel]]]
+
+
+AnyOperation = Operation[Any] | StreamingOperation[Any]
+
+
 class OperationTable(Protocol):
     """A handler object: maps PascalCase A2A method names to operations."""
 
-    def operations(self) -> Mapping[str, Operation[Any]]: ...
+    def operations(self) -> Mapping[str, AnyOperation]: ...
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,8 @@ class JSONRPCEndpoint:
             envelope = parse_envelope(document)
             check_version(request.headers.get(VERSION_HEADER))
             result = await self._dispatch(request, envelope)
+            if not isinstance(result, BaseModel):
+                return _event_stream(request_id, result)
             return _respond({"jsonrpc": "2.0", "id": request_id, "result": to_wire(result)})
         except errors.A2AError as error:
             logger.info("JSON-RPC %s answered %s: %s", request_id, error.kind.code, error.message)
@@ -165,7 +187,9 @@ class JSONRPCEndpoint:
     def _too_large(self) -> errors.InvalidRequest:
         return errors.InvalidRequest(f"the request body exceeds {self._max_body_bytes} bytes")
 
-    async def _dispatch(self, request: Request, envelope: Envelope) -> BaseModel:
+    async def _dispatch(
+        self, request: Request, envelope: Envelope
+    ) -> BaseModel | AsyncIterator[BaseModel]:
         operation = self._operations.get(envelope.method)
         if operation is None:
             raise errors.MethodNotFound(f"method {envelope.method!r} is not offered by this agent")
@@ -249,3 +273,36 @@ def _respond(
         headers=dict(headers or {}),
         media_type=JSON_MEDIA_TYPE,
     )
+
+
+def _event_stream(request_id: RequestId, events: AsyncIterator[BaseModel]) -> StreamingResponse:
+    return StreamingResponse(
+        _sse_lines(request_id, events),
+        media_type=SSE_MEDIA_TYPE,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _sse_lines(
+    request_id: RequestId, events: AsyncIterator[BaseModel]
+) -> AsyncIterator[bytes]:
+    """Each event as one SSE ``data:`` line holding a JSON-RPC response; an error ends it."""
+    try:
+        async for event in events:
+            yield sse_data({"jsonrpc": "2.0", "id": request_id, "result": to_wire(event)})
+    except errors.A2AError as error:
+        logger.info("stream %s ended with %s: %s", request_id, error.kind.code, error.message)
+        yield sse_data({"jsonrpc": "2.0", "id": request_id, "error": error.error_object()})
+    except Exception:
+        logger.exception("stream %r failed unexpectedly", request_id)
+        internal = errors.InternalError("internal error")
+        yield sse_data({"jsonrpc": "2.0", "id": request_id, "error": internal.error_object()})
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def sse_data(body: dict[str, Any]) -> bytes:
+    """One SSE event: a single ``data:`` line (strict JSON has no raw newlines)."""
+    return b"data: " + strict_json.dumps(body) + b"\n\n"

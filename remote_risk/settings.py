@@ -33,6 +33,11 @@ class Settings:
     Storage: with ``database_url`` (PostgreSQL or SQLite) or ``data_dir`` (the SQLite file
     ``remote-risk.db`` in it) tasks and the record of used tokens are kept in that database
     and survive a restart; with neither they live in memory.
+
+    Push notifications: a webhook may be at a public address (unless
+    ``push_allow_public`` is off) or inside one of ``push_allowed_networks`` (CIDR
+    strings); loopback and private ranges only when listed there. Each notification is
+    tried ``push_attempts`` times, the waits doubling from ``push_first_backoff_seconds``.
     """
 
     public_base_url: str = "http://127.0.0.1:8000"
@@ -51,6 +56,10 @@ class Settings:
     decision_log_limit: int = 1000
     data_dir: Path | None = None
     database_url: str | None = field(default=None, repr=False)
+    push_allowed_networks: tuple[str, ...] = ()
+    push_allow_public: bool = True
+    push_attempts: int = 4
+    push_first_backoff_seconds: float = 0.2
 
     @property
     def agent_id(self) -> str:
@@ -68,6 +77,7 @@ class Settings:
             "max_body_bytes",
             "recorded_requests_limit",
             "decision_log_limit",
+            "push_attempts",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

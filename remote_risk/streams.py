@@ -3,7 +3,10 @@
 A :class:`TaskEventBroker` keeps, per task, the subscribers that are listening now. The
 handler publishes every change of a task (through :class:`TaskUpdates`) as a
 ``StreamResponse``; each subscriber gets every event, in the order published, in its own
-bounded queue. The stream of a task ends for everyone once it is terminal or interrupted.
+bounded queue. Each stream ends at the states it was opened for: a ``SendStreamingMessage``
+stream once the task is terminal or interrupted (the caller has to answer), a
+``SubscribeToTask`` stream once it is terminal (an interrupted task may be continued by
+another caller's message, and the subscriber sees that happen).
 
 Bounds: at most ``max_subscribers`` listen to one task, and each subscriber holds at most
 ``queue_limit`` undelivered events. A subscriber that falls further behind is cut off
@@ -30,6 +33,7 @@ from contracts.wire import (
     StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
+    TaskState,
     TaskStatusUpdateEvent,
 )
 from remote_risk import errors
@@ -39,6 +43,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_QUEUE_LIMIT = 256
 DEFAULT_MAX_SUBSCRIBERS = 32
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
+# Where a SubscribeToTask stream ends (a SendStreamingMessage stream ends at SETTLED_STATES).
+SUBSCRIPTION_END_STATES = TERMINAL_TASK_STATES
 
 
 class SubscriberLagged(errors.InternalError):
@@ -54,8 +60,15 @@ class SubscriberLagged(errors.InternalError):
 class Subscription:
     """One listener's queue of events for one task; iterate it, close it when done."""
 
-    def __init__(self, task_id: str, limit: int, on_close: Callable[[Subscription], None]) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        limit: int,
+        on_close: Callable[[Subscription], None],
+        until: frozenset[TaskState] = SETTLED_STATES,
+    ) -> None:
         self.task_id = task_id
+        self.until = until
         self._limit = limit
         self._on_close = on_close
         self._events: deque[StreamResponse] = deque()
@@ -73,7 +86,14 @@ class Subscription:
             return False
         self._events.append(event)
         self._ready.set()
+        update = event.status_update
+        if update is not None and update.status.state in self.until:
+            self.end()
         return True
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     def end(self) -> None:
         """No more events will come; what is queued is still delivered."""
@@ -116,7 +136,7 @@ class TaskEventBroker:
         self._max_subscribers = max_subscribers
         self._subscribers: dict[str, list[Subscription]] = {}
 
-    def subscribe(self, task_id: str) -> Subscription:
+    def subscribe(self, task_id: str, until: frozenset[TaskState] = SETTLED_STATES) -> Subscription:
         listening = self._subscribers.setdefault(task_id, [])
         if len(listening) >= self._max_subscribers:
             raise errors.UnsupportedOperation(
@@ -124,19 +144,18 @@ class TaskEventBroker:
                 "close one or poll with GetTask",
                 metadata={"taskId": task_id},
             )
-        subscription = Subscription(task_id, self._queue_limit, self._remove)
+        subscription = Subscription(task_id, self._queue_limit, self._remove, until)
         listening.append(subscription)
         return subscription
 
-    def publish(self, task_id: str, event: StreamResponse, *, final: bool = False) -> None:
-        """Give ``event`` to every subscriber of the task; ``final`` ends their streams."""
+    def publish(self, task_id: str, event: StreamResponse) -> None:
+        """Give ``event`` to every subscriber of the task; a stream whose end state the event
+        reports gets it as its last event."""
         for subscription in list(self._subscribers.get(task_id, ())):
             if not subscription.offer(event):
                 logger.warning("a subscriber of task %s fell behind and was cut off", task_id)
+            if subscription.ended:
                 self._remove(subscription)
-        if final:
-            for subscription in self._subscribers.pop(task_id, []):
-                subscription.end()
 
     def subscriber_count(self, task_id: str) -> int:
         return len(self._subscribers.get(task_id, ()))
@@ -179,10 +198,6 @@ def artifact_event(
     return StreamResponse(artifact_update=update)
 
 
-def settles(task: Task) -> bool:
-    return task.status.state in SETTLED_STATES
-
-
 class Notifier(Protocol):
     """Someone else told of every update (push notifications), by the task's owner."""
 
@@ -197,8 +212,8 @@ class TaskUpdates:
         self._notifier = notifier
 
     def status(self, owner: str, task: Task) -> None:
-        """The task's status changed; a settled status ends its streams."""
-        self._publish(owner, task.id, status_event(task), final=settles(task))
+        """The task's status changed (which may end streams)."""
+        self._publish(owner, task.id, status_event(task))
 
     def artifact(
         self,
@@ -210,21 +225,22 @@ class TaskUpdates:
         last_chunk: bool | None = None,
     ) -> None:
         event = artifact_event(task, artifact, append=append, last_chunk=last_chunk)
-        self._publish(owner, task.id, event, final=False)
+        self._publish(owner, task.id, event)
 
-    def _publish(self, owner: str, task_id: str, event: StreamResponse, *, final: bool) -> None:
-        self.broker.publish(task_id, event, final=final)
+    def _publish(self, owner: str, task_id: str, event: StreamResponse) -> None:
+        self.broker.publish(task_id, event)
         if self._notifier is not None:
             self._notifier.notify(owner, task_id, event)
 
-    def follow(self, task: Task) -> AsyncIterator[StreamResponse]:
+    def follow(
+        self, task: Task, until: frozenset[TaskState] = SETTLED_STATES
+    ) -> AsyncIterator[StreamResponse]:
         """A stream of ``task``: subscribed now, it yields ``task`` first, then every update
-        until the task settles. Call it before the work that changes the task starts."""
-        subscription = self.broker.subscribe(task.id)
-        if settles(task):
-            subscription.close()
+        until the task reaches a state in ``until``. Call it before the work that changes
+        the task starts, so that no update falls between the snapshot and the stream."""
+        if task.status.state in until:
             return _only(task)
-        return _stream(task, subscription)
+        return _stream(task, self.broker.subscribe(task.id, until))
 
 
 async def _only(task: Task) -> AsyncIterator[StreamResponse]:

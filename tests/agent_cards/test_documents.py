@@ -18,8 +18,8 @@ def test_risk_document_is_a_v1_card() -> None:
         ("JSONRPC", "1.0")
     ]
     assert card.provider is not None and card.provider.organization == "Risk team"
-    assert card.capabilities.streaming is False
-    assert card.capabilities.push_notifications is False
+    assert card.capabilities.streaming is True
+    assert card.capabilities.push_notifications is True
     assert card.default_input_modes == card.default_output_modes == ["application/json"]
 
 

@@ -132,15 +132,15 @@ def test_cancel_of_completed_task_is_not_cancelable(peer: RiskPeer) -> None:
     assert peer.result("GetTask", {"id": task["id"]})["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-def test_push_config_is_not_supported(peer: RiskPeer) -> None:
-    """A push config in SendMessage, or any push method, answers -32003."""
+def test_push_config_to_loopback_is_refused_by_default(peer: RiskPeer) -> None:
+    """A push config naming a loopback webhook answers -32602 unless loopback is allowed,
+    and no task is opened for it."""
     configuration = {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}
     params = {"message": user_message(risk_input()), "configuration": configuration}
     error = error_of(peer.call("SendMessage", params))
-    assert error["code"] == -32003
-    assert reason(error) == "PUSH_NOTIFICATION_NOT_SUPPORTED"
-    create = peer.call("CreateTaskPushNotificationConfig", {"taskId": "t", "url": "http://x"})
-    assert error_of(create)["code"] == -32003
+    assert error["code"] == -32602
+    assert "not allowed" in error["message"]
+    assert peer.result("ListTasks", {})["tasks"] == []
 
 
 def test_message_to_terminal_task_is_unsupported(peer: RiskPeer) -> None:
@@ -153,10 +153,12 @@ def test_message_to_terminal_task_is_unsupported(peer: RiskPeer) -> None:
     assert "TASK_STATE_COMPLETED" in error["message"]
 
 
-def test_streaming_is_unsupported(peer: RiskPeer) -> None:
-    """SendStreamingMessage answers -32004 because the card declares no streaming."""
-    error = error_of(peer.call("SendStreamingMessage", {"message": user_message(risk_input())}))
+def test_subscribing_to_a_finished_task_is_unsupported(peer: RiskPeer) -> None:
+    """SubscribeToTask on a completed task answers -32004 as plain JSON, not a stream."""
+    task = peer.send(risk_input())
+    error = error_of(peer.call("SubscribeToTask", {"id": task["id"]}))
     assert error["code"] == -32004
+    assert reason(error) == "UNSUPPORTED_OPERATION"
 
 
 def test_text_only_message_is_content_type_not_supported(peer: RiskPeer) -> None:
