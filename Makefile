@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean
+.PHONY: demo test lint typecheck check clean conformance
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -28,3 +28,19 @@ typecheck: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Runs the A2A TCK (a local checkout, see README) against `federation serve conformance`.
+TCK_DIR ?=
+TCK_PYTHON ?= $(TCK_DIR)/.venv/bin/python
+CONFORMANCE_PORT ?= 9999
+conformance: $(STAMP)
+	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
+		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
+	$(BIN)/federation serve conformance --port $(CONFORMANCE_PORT) & server=$$!; \
+	trap 'kill $$server' EXIT; \
+	for i in $$(seq 50); do \
+		curl -sf http://127.0.0.1:$(CONFORMANCE_PORT)/.well-known/agent-card.json >/dev/null && break; \
+		sleep 0.2; \
+	done; \
+	cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
+		--sut-host http://127.0.0.1:$(CONFORMANCE_PORT) --transport jsonrpc

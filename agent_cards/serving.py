@@ -3,11 +3,14 @@
 The body is fixed when the endpoint is built, so its ETag is a strong validator: the
 SHA-256 of the exact bytes sent. ``Cache-Control: max-age`` lets clients reuse the card,
 and a conditional GET whose ``If-None-Match`` names the current tag answers 304.
+``Last-Modified`` is when the endpoint was built (the card cannot change after that).
 """
 
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
+from email.utils import format_datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,7 +30,11 @@ class AgentCardEndpoint:
             raise ValueError("max_age_seconds cannot be negative")
         self.body = strict_json.dumps(to_wire(card))
         self.etag = f'"{hashlib.sha256(self.body).hexdigest()}"'
-        self._headers = {"ETag": self.etag, "Cache-Control": f"public, max-age={max_age_seconds}"}
+        self._headers = {
+            "ETag": self.etag,
+            "Cache-Control": f"public, max-age={max_age_seconds}",
+            "Last-Modified": format_datetime(datetime.now(UTC), usegmt=True),
+        }
 
     async def handle(self, request: Request) -> Response:
         if etag_matches(request.headers.get("if-none-match"), self.etag):

@@ -76,9 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run a service in the foreground",
         description="Run a service in the foreground. Options after the service name are "
-        "the service's own (see `federation serve risk --help`).",
+        "the service's own (see `federation serve risk --help`). `conformance` is the A2A "
+        "conformance agent, a test fixture that checks no token and listens on loopback only.",
     )
-    serve.add_argument("service", choices=["risk", "coordinator"])
+    serve.add_argument("service", choices=["risk", "coordinator", "conformance"])
     serve.add_argument("service_args", nargs=argparse.REMAINDER)
 
     register = commands.add_parser("register", help="fetch, validate and keep an agent card")
@@ -251,6 +252,11 @@ def cmd_evaluate(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, ws: Workspace) -> int:
+    if args.service == "conformance":
+        from remote_risk.conformance import main as serve_conformance
+
+        serve_conformance(args.service_args)
+        return 0
     if args.service == "coordinator":
         from coordinator.server import main as serve_coordinator
 
