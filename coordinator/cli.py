@@ -285,7 +285,8 @@ def cmd_register(args: argparse.Namespace, ws: Workspace) -> int:
 
     async def register() -> Registration:
         async with A2AClient() as client:
-            return await Registry(data, ws.trail("operator")).register(
+            registry = Registry(data, ws.trail("operator"), ws.run_store())
+            return await registry.register(
                 client, args.url, args.name, args.skill, anchor, args.approve
             )
 

@@ -112,7 +112,7 @@ async def run_demo(
     """Register remote_risk like any specialist, then run each case; every cross-service
     fact goes to ``trail`` (the data directory's ledger when run from the CLI)."""
     async with A2AClient() as client:
-        registration = await Registry(data, trail).register(
+        registration = await Registry(data, trail, store).register(
             client,
             base_url,
             expect_skill=RISK_SKILL,

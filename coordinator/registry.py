@@ -34,6 +34,7 @@ from coordinator.audit import AuditTrail
 from coordinator.client import A2AClient, FetchedCard
 from coordinator.datadir import DataDir
 from coordinator.errors import FederationError, ProtocolError, RegistryError
+from coordinator.storage.runs import RunStore
 
 AGENTS_FILE = "agents.json"
 JWKS_PATH = "/.well-known/jwks.json"
@@ -158,9 +159,15 @@ def origin_of(url: str) -> str:
 
 
 class Registry:
-    def __init__(self, data: DataDir, trail: AuditTrail | None = None) -> None:
+    """Registered agents (the current card of each) in the data directory; with a run
+    store, every version fetched is also kept there with its approval state and pins."""
+
+    def __init__(
+        self, data: DataDir, trail: AuditTrail | None = None, store: RunStore | None = None
+    ) -> None:
         self.data = data
         self.trail = trail or AuditTrail(actor="operator")
+        self.store = store
 
     def _stored(self) -> dict[str, Any]:
         stored = self.data.read_json(AGENTS_FILE, default={})
@@ -221,7 +228,22 @@ class Registry:
             verified_kid=kid,
         )
         status = _status(existing, agent, approve)
-        self.trail.emit(f"card.{status}", data={**facts, "card_digest": _digest(fetched.document)})
+        digest = _digest(fetched.document)
+        self.trail.emit(f"card.{status}", data={**facts, "card_digest": digest})
+        if self.store is not None and status != "unchanged":
+            self.store.add(
+                "card_versions",
+                {
+                    "agent": name,
+                    "status": status,
+                    "card": strict_json.dumps(fetched.document).decode(),
+                    "card_digest": digest,
+                    "verified_kid": kid,
+                    "trust": kind,
+                    "pinned_jwks": strict_json.dumps(trusted.to_jwks()).decode(),
+                    "recorded_at": now_text(),
+                },
+            )
         if status == "unchanged" and existing is not None:
             agent = existing
         elif status == "pending_approval" and existing is not None:

@@ -39,7 +39,7 @@ class CoordinatorService:
         approve: bool = False,
     ) -> Registration:
         async with A2AClient() as client:
-            registry = Registry(self.ws.data, self.ws.trail("operator"))
+            registry = Registry(self.ws.data, self.ws.trail("operator"), self.ws.run_store())
             return await registry.register(client, url, name, skill, anchor, approve)
 
     def agents(self) -> list[RegisteredAgent]:

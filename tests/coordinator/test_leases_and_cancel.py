@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cards.keys import KeySet, SigningKey
+from agent_cards.keys import KeySet, SigningKey, save_key_set
 from contracts.handoff import HandoffState
 from contracts.wire import GetTaskRequest
 from coordinator.authority import DEFAULT_ISSUER, Delegator
@@ -173,3 +173,40 @@ def test_run_show_answers_the_operator(
     assert kinds == {"reserved", "consumed", "released"}
     for word in ("TIMED_OUT", "CANCELLED", "REJECTED", "unknown_evidence", "pending: nothing"):
         assert word in text
+
+
+def test_delegate_cancel_after_from_the_command_line(
+    slow_risk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`delegate --cancel-after` cancels the live handoff and reports it CANCELLED."""
+    data = DataDir(tmp_path)
+
+    async def register() -> None:
+        async with A2AClient() as client:
+            await registered(client, slow_risk, data)
+
+    asyncio.run(register())
+    # The coordinator's own keys must be the ones remote_risk trusts for this test.
+    save_key_set(COORDINATOR_KEYS, tmp_path / "keys")
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps(PAYLOAD))
+    code = main(
+        [
+            "--data-dir",
+            str(tmp_path),
+            "delegate",
+            "--to",
+            "remote-risk",
+            "--skill",
+            RISK_SKILL,
+            "--input",
+            str(input_file),
+            "--cancel-after",
+            "0.5",
+            "--json",
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert document["local_state"] == "CANCELLED" and document["cancelled"] is True
+    assert document["remote_state"] == "TASK_STATE_CANCELED"

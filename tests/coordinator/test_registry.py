@@ -195,3 +195,33 @@ def test_narrower_card_is_adopted(host: CardHost, tmp_path: Path) -> None:
     narrower["skills"][0]["securityRequirements"] = []
     host.publish(narrower)
     assert register(host, tmp_path).status == "narrowed"
+
+
+def test_every_card_version_is_kept_with_its_approval_state(host: CardHost, tmp_path: Path) -> None:
+    """With a store, each new card version is kept with its status, kid and pinned keys."""
+    from sqlalchemy import select
+
+    from coordinator.storage.schema import card_versions
+    from coordinator.workspace import Workspace
+
+    store = Workspace(DataDir(tmp_path)).run_store()
+
+    async def go(approve: bool = False) -> Registration:
+        async with A2AClient() as client:
+            registry = Registry(DataDir(tmp_path), store=store)
+            return await registry.register(client, host.base, anchor=PINNED, approve=approve)
+
+    asyncio.run(go())
+    wider = copy.deepcopy(card(host.base))
+    wider["skills"].append({"id": "more", "name": "m", "description": "m", "tags": []})
+    host.publish(wider)
+    asyncio.run(go())
+    asyncio.run(go(approve=True))
+    with store.engine.connect() as connection:
+        rows = connection.execute(
+            select(card_versions.c.status, card_versions.c.verified_kid).order_by(
+                card_versions.c.id
+            )
+        ).all()
+    assert [row.status for row in rows] == ["registered", "pending_approval", "approved"]
+    assert {row.verified_kid for row in rows} == {KEY.kid}
