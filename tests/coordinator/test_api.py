@@ -267,13 +267,17 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 def test_cli_with_server_prints_what_the_local_cli_prints(
     deployment: Deployment, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`federation --server URL agents|runs|run show|audit verify` match the local output."""
+    """Through `--server`, register, agents, runs, run show and audit print the local output."""
     assert deployment.register().status_code == 200
     run_id = deployment.delegate(wait=True).json()["run_id"]
     monkeypatch.setenv("FEDERATION_OPERATOR_TOKEN", TOKEN)
     local = ["--data-dir", str(deployment.data)]
     remote = ["--server", deployment.api]
+    pins = deployment.data.parent / "risk-jwks.json"
+    pins.write_text(json.dumps(deployment.risk_app.state.signing_keys.public_jwks()))
+    register = ["register", deployment.risk, "--trust-key", str(pins)]
     for command in (
+        register,
         ["agents"],
         ["agents", "--json"],
         ["runs"],
