@@ -1,0 +1,120 @@
+"""Processes of a bench run: servers pinned to one core, load to the other, on loopback.
+
+Every server is started as ``python -m ...`` under ``taskset -c 0`` (when ``taskset``
+exists) and waited for until its port accepts connections; every load generator runs
+under ``taskset -c 1`` and prints one JSON document on its last line of stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+SERVER_CORE = "0"
+LOAD_CORE = "1"
+HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pinned(command: Sequence[str], core: str) -> list[str]:
+    """``command`` under ``taskset -c core`` when that exists and the machine has two cores."""
+    if shutil.which("taskset") and (os.cpu_count() or 1) > int(core):
+        return ["taskset", "-c", core, *command]
+    return list(command)
+
+
+def python(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _environment(extra: dict[str, str] | None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(extra or {})}
+    env.pop("PYTHONDEVMODE", None)
+    return env
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with status {process.returncode} before listening")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server on port {port} did not start within {timeout} s")
+
+
+@contextmanager
+def server(
+    command: Sequence[str], port: int, *, env: dict[str, str] | None = None, log: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``command`` (which listens on ``port``) pinned to the server core."""
+    sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(
+        pinned(command, SERVER_CORE),
+        stdout=subprocess.DEVNULL,
+        stderr=sink,
+        env=_environment(env),
+        cwd=REPO,
+    )
+    try:
+        wait_for_port(port, process)
+        yield process
+    finally:
+        stop(process)
+        if log:
+            sink.close()  # type: ignore[union-attr]
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_load(module: str, *args: str, timeout: float = 600) -> Any:
+    """Run a load generator pinned to the load core; its last stdout line is JSON."""
+    done = subprocess.run(
+        pinned(python(module, *args), LOAD_CORE),
+        capture_output=True,
+        env=_environment(None),
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} failed ({done.returncode}):\n{done.stderr.decode()[-3000:]}")
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident set size of process ``pid`` (Linux), 0 when unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
