@@ -2,14 +2,16 @@
 
 Fills a fresh ledger in a temporary data directory with ``--events`` events (default
 100,000), appended in batches through :meth:`Ledger.append_many`, then verifies the whole
-chain. Each figure is the median of ``--runs`` runs (default 3). Not part of the tests::
+chain. Each figure is the median of ``--runs`` runs (default 3). Part of figure (4) of
+``make bench`` (:func:`measure`); also runs on its own, not part of the tests::
 
-    python bench/ledger_verify.py [--events N] [--runs R] [--batch B] [--strict]
+    python -m bench.ledger_verify [--events N] [--runs R] [--batch B] [--strict] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -58,13 +60,27 @@ def one_run(count: int, batch: int, strict: bool) -> tuple[float, float]:
     return append_rate, verify_rate
 
 
+def measure(events: int, runs: int, batch: int = 500, strict: bool = False) -> dict[str, object]:
+    """Batched append and verify rates of ``runs`` fresh ledgers of ``events`` events."""
+    results = [one_run(events, batch, strict) for _ in range(runs)]
+    return {
+        "events": events,
+        "append_per_s": [rate for rate, _ in results],
+        "verify_per_s": [rate for _, rate in results],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--strict", action="store_true", help="re-run RFC 8785 on every row")
+    parser.add_argument("--json", action="store_true", help="print one JSON line instead")
     args = parser.parse_args()
+    if args.json:
+        print(json.dumps(measure(args.events, args.runs, args.batch, args.strict)))
+        return
     results = [one_run(args.events, args.batch, args.strict) for _ in range(args.runs)]
     appends = statistics.median(rate for rate, _ in results)
     verifies = statistics.median(rate for _, rate in results)

@@ -1,0 +1,223 @@
+"""``python -m bench``: every figure of issue 7, written to results.json and results.md.
+
+Timing comes from the environment so that a development run can be short:
+``BENCH_SECONDS`` (each measured window, default 4), ``BENCH_RUNS`` (windows per point,
+default 3), ``BENCH_WARMUP`` (default 1), ``BENCH_LEVELS`` (concurrencies, default
+``1,8,32``), ``BENCH_LEDGER_EVENTS`` (default 100000) and ``BENCH_ONLY`` (comma-separated
+figure numbers, default all).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import procs, remote_side, services
+from bench.stats import Figure, Spread, figure, machine, write_results
+
+OUT = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Timing:
+    seconds: float
+    runs: int
+    warmup: float
+
+    @classmethod
+    def from_env(cls) -> Timing:
+        return cls(
+            float(os.environ.get("BENCH_SECONDS", "4")),
+            int(os.environ.get("BENCH_RUNS", "3")),
+            float(os.environ.get("BENCH_WARMUP", "1")),
+        )
+
+    def args(self) -> list[str]:
+        return [
+            "--seconds",
+            str(self.seconds),
+            "--runs",
+            str(self.runs),
+            "--warmup",
+            str(self.warmup),
+        ]
+
+
+def _runs(result: Any, key: str) -> Spread:
+    runs = result["runs"]
+    if any(run["errors"] for run in runs):
+        raise RuntimeError(f"{result['kind']}: failed attempts in {runs}")
+    return Spread.of([run[key] for run in runs])
+
+
+def handoff_figures(
+    root: Path, issuer: services.Issuer, levels: list[int], timing: Timing
+) -> list[Figure]:
+    found = []
+    for concurrency in levels:
+        with services.remote_risk(root, issuer, name=f"handoff-c{concurrency}") as risk:
+            ours = procs.run_load(
+                "bench.handoffs",
+                "coordinator",
+                risk.url,
+                "--concurrency",
+                str(concurrency),
+                "--keys",
+                str(issuer.keys_dir),
+                *timing.args(),
+            )
+        with services.baseline(root, "sdk") as sdk:
+            base = procs.run_load(
+                "bench.handoffs",
+                "sdk-client",
+                sdk.url,
+                "--concurrency",
+                str(concurrency),
+                *timing.args(),
+            )
+        found.append(
+            figure(
+                f"(2) governed handoffs through the coordinator, c={concurrency}",
+                _runs(ours, "rps"),
+                "handoffs/s",
+                baseline=_runs(base, "rps"),
+                baseline_name="a2a-sdk client round trips/s",
+                goal=">= 1.5",
+            )
+        )
+        found.append(
+            figure(
+                f"(4) ledger appends while handoffs run, c={concurrency}",
+                _runs(ours, "ledger_appends_per_s"),
+                "events/s",
+                note=f"{ours['runs'][0]['events_per_handoff']:.0f} events per handoff",
+            )
+        )
+    return found
+
+
+def token_figures() -> list[Figure]:
+    result = procs.run_load("bench.token_cost")
+    verify = Spread.of(result["verify_us"])
+    decode = Spread.of(result["decode_us"])
+    return [
+        figure(
+            "(3) delegation token verification",
+            verify,
+            "us/token",
+            baseline=decode,
+            baseline_name="bare jwt.decode",
+            goal="<= 1.5",
+        )
+    ]
+
+
+def ledger_figures() -> list[Figure]:
+    events = os.environ.get("BENCH_LEDGER_EVENTS", "100000")
+    result = procs.run_load("bench.ledger_verify", "--events", events, "--json")
+    return [
+        figure(
+            f"(4) audit verify over {int(events):,} events",
+            Spread.of(result["verify_per_s"]),
+            "events/s",
+            goal=">= 50000",
+            goal_on="value",
+        ),
+        figure(
+            f"(4) batched ledger append ({int(events):,} events, 500 per commit)",
+            Spread.of(result["append_per_s"]),
+            "events/s",
+        ),
+    ]
+
+
+def memory_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
+    sdk = procs.run_load("bench.memory", "sdk", "--sizes", "1000", "1000")
+    risk = procs.run_load("bench.memory", "risk", "--sizes", "1000", "1000")
+    with services.remote_risk(root, issuer, name="memory") as server:
+        coordinator = procs.run_load(
+            "bench.memory",
+            "coordinator",
+            "--url",
+            server.url,
+            "--keys",
+            str(issuer.keys_dir),
+            "--sizes",
+            "60",
+            "120",
+        )
+    sdk_kb = sdk["rss"][-1] / 1024
+
+    def per_item(result: Any, what: str) -> Figure:
+        batches = ", ".join(f"{rss / 1024:.2f}" for rss in result["rss"])
+        return figure(
+            f"(5) memory retained per finished {what}",
+            result["rss"][-1] / 1024,
+            "KB",
+            baseline=sdk_kb,
+            baseline_name="a2a-sdk per task",
+            goal="<= 5",
+            goal_on="value",
+            note=f"steady state: last of batches {result['sizes']}, RSS growth {batches} KB each",
+        )
+
+    return [
+        per_item(risk, "task in remote_risk"),
+        per_item(coordinator, "handoff in the coordinator"),
+    ]
+
+
+def fanout_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
+    with ExitStack() as stack:
+        urls = [
+            stack.enter_context(
+                services.remote_risk(root, issuer, name=f"fanout-{index}", delay=0.2)
+            ).url
+            for index in range(4)
+        ]
+        result = procs.run_load("bench.fanout", *urls, "--keys", str(issuer.keys_dir))
+    return [
+        figure(
+            "(6) fan-out: four 200 ms specialists in parallel",
+            Spread.of(result["four_s"]),
+            "s",
+            baseline=Spread.of(result["one_s"]),
+            baseline_name="one consultation",
+            goal="<= 1.2",
+        )
+    ]
+
+
+def main() -> None:
+    timing = Timing.from_env()
+    levels = [int(level) for level in os.environ.get("BENCH_LEVELS", "1,8,32").split(",")]
+    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6").split(","))
+    machine_line = machine()
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        root = Path(tmp)
+        issuer = services.Issuer.create(root)
+        steps: list[tuple[str, Callable[[], list[Figure]]]] = [
+            ("1", lambda: remote_side.figures(root, issuer, levels, timing)),
+            ("2", lambda: handoff_figures(root, issuer, levels, timing)),
+            ("3", token_figures),
+            ("4", ledger_figures),
+            ("5", lambda: memory_figures(root, issuer)),
+            ("6", lambda: fanout_figures(root, issuer)),
+        ]
+        for number, step in steps:
+            if number in only:
+                print(f"figure ({number}) ...", file=sys.stderr, flush=True)
+                figures.extend(step())
+    write_results(OUT, machine_line, figures)
+    print((OUT / "results.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""One governed handoff through the coordinator, as ``federation delegate`` makes it.
+
+The same steps as :meth:`coordinator.service.CoordinatorService.delegate`: a run with
+the operator's authority for the skill, admission, a narrowed token minted for the
+handoff, dispatch, waiting for the remote task, return admission, the disposition and
+the run document, with every fact in the audit ledger and every state in the run store.
+The one difference: the bench keeps one :class:`~coordinator.client.A2AClient` (one
+connection pool) for all handoffs, where ``delegate_once`` opens a client per handoff.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent_cards.keys import KeySet, TrustedKeys
+from bench.tokens import risk_payload
+from coordinator.authority import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
+from coordinator.client import A2AClient
+from coordinator.datadir import DataDir
+from coordinator.delegation import delegation_document
+from coordinator.dispatch import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.pilot import RISK_SKILL
+from coordinator.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.runs import Run
+from coordinator.service import CoordinatorService
+from coordinator.workspace import Workspace
+
+
+async def register(client: A2AClient, ws: Workspace, url: str, name: str) -> RegisteredAgent:
+    """Register the remote_risk at ``url`` under ``name``, its card keys pinned."""
+    async with httpx.AsyncClient(trust_env=False) as http:
+        jwks = (await http.get(url + "/.well-known/jwks.json")).json()
+    anchor = TrustAnchor(keys=TrustedKeys.from_json(json.dumps(jwks)))
+    registration = await Registry(ws.data).register(client, url, name, anchor=anchor)
+    return registration.agent
+
+
+def workspace(root: Path) -> Workspace:
+    ws = Workspace(DataDir(root))
+    ws.engine()
+    return ws
+
+
+async def handoff(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    keys: KeySet,
+    ws: Workspace,
+    *,
+    run: Run | None = None,
+    timeout: float = 30.0,
+    payload: dict[str, Any] | None = None,
+    save: bool = True,
+) -> RemoteOutcome:
+    payload = payload if payload is not None else risk_payload()
+    run = run or new_run(agent, ws)
+    expires_at = int(run.book.parent.expires_at.timestamp())
+    delegator = Delegator(keys, run.authority, DEFAULT_ISSUER, run.run_id, expires_at, run.owner)
+    wait = WaitPolicy(deadline_seconds=timeout)
+    outcome = await run_remote_handoff(
+        client,
+        agent,
+        propose(run, agent, RISK_SKILL, payload, wait),
+        payload,
+        run=run,
+        sent_record_ids=None,
+        wait=wait,
+        delegator=delegator,
+    )
+    if save:
+        finish(run, outcome, ws)
+    return outcome
+
+
+def new_run(agent: RegisteredAgent, ws: Workspace) -> Run:
+    scopes = required_scopes(agent.agent_card, RISK_SKILL) or frozenset({"a2a:delegate"})
+    authority = RunAuthority(principal="operator", tenant="default", scopes=scopes)
+    return Run(
+        owner="operator",
+        authority=authority,
+        trail=ws.trail(),
+        store=ws.run_store(),
+        kind="delegation",
+    )
+
+
+def finish(run: Run, outcome: RemoteOutcome, ws: Workspace) -> None:
+    """The disposition event and the run document, as ``delegate`` records them."""
+    record = outcome.record
+    run.emit(
+        "run.disposition",
+        status=record.state.value.lower(),
+        summary=f"handoff {record.attempt_id} ended {record.state.value} ({record.reason})",
+        owner=run.owner,
+    )
+    CoordinatorService(ws).save(run, delegation_document(run, outcome))

@@ -1,0 +1,124 @@
+"""Figure (2): governed handoffs per second, and (4) ledger appends while they run.
+
+Run as the load process: ``python -m bench.handoffs coordinator URL --keys DIR`` drives
+handoffs through the coordinator (:mod:`bench.governed`) against remote_risk at ``URL``;
+``python -m bench.handoffs sdk-client URL`` drives the a2a-sdk client against the a2a-sdk
+server, the baseline round trip. ``concurrency`` workers each start the next handoff as
+soon as theirs ends; a warm-up, then ``runs`` windows of ``seconds``. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent_cards.keys import load_key_set
+from bench import governed
+from bench.tokens import risk_payload
+from contracts.handoff import HandoffState
+from coordinator.client import A2AClient
+
+Attempt = Callable[[], Awaitable[bool]]
+
+
+async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str, Any]:
+    done: list[float] = []
+    failed: list[int] = []
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            if await attempt():
+                done.append(time.perf_counter() - started)
+            else:
+                failed.append(1)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    done.sort()
+    return {
+        "count": len(done),
+        "seconds": elapsed,
+        "rps": len(done) / elapsed,
+        "p50_ms": done[len(done) // 2] * 1000 if done else 0.0,
+        "errors": len(failed),
+    }
+
+
+async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
+    keys = load_key_set(args.keys)
+    with tempfile.TemporaryDirectory(prefix="bench-coordinator-") as root:
+        ws = governed.workspace(Path(root))
+        async with A2AClient() as client:
+            agent = await governed.register(client, ws, args.url, "remote-risk")
+            ledger = ws.ledger()
+
+            async def attempt() -> bool:
+                outcome = await governed.handoff(client, agent, keys, ws)
+                return outcome.record.state is HandoffState.ACCEPTED
+
+            await window(attempt, args.concurrency, args.warmup)
+            runs = []
+            for _ in range(args.runs):
+                before = ledger.head()[0]
+                result = await window(attempt, args.concurrency, args.seconds)
+                appended = ledger.head()[0] - before
+                result["ledger_appends_per_s"] = appended / result["seconds"]
+                result["events_per_handoff"] = appended / max(1, result["count"])
+                runs.append(result)
+        ws.close()
+    return {"kind": "coordinator", "concurrency": args.concurrency, "runs": runs}
+
+
+async def sdk_client_load(args: argparse.Namespace) -> dict[str, Any]:
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import new_text_message
+    from a2a.types import Role, SendMessageRequest, TaskState
+
+    text = json.dumps(risk_payload())
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    http = httpx.AsyncClient(limits=limits, trust_env=False, timeout=30)
+    client = await create_client(
+        args.url, client_config=ClientConfig(streaming=False, httpx_client=http)
+    )
+
+    async def attempt() -> bool:
+        request = SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
+        async for event in client.send_message(request):
+            if event.WhichOneof("payload") == "task":
+                return bool(event.task.status.state == TaskState.TASK_STATE_COMPLETED)
+        return False
+
+    await window(attempt, args.concurrency, args.warmup)
+    runs = [await window(attempt, args.concurrency, args.seconds) for _ in range(args.runs)]
+    await client.close()
+    await http.aclose()
+    return {"kind": "sdk-client", "concurrency": args.concurrency, "runs": runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=["coordinator", "sdk-client"])
+    parser.add_argument("url")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keys", help="coordinator: the issuer's key set directory")
+    args = parser.parse_args()
+    load = coordinator_load if args.kind == "coordinator" else sdk_client_load
+    print(json.dumps(asyncio.run(load(args))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Figure (1): remote_risk SendMessage against the a2a-sdk server and a bare FastAPI POST.
+
+For each concurrency the four servers are started in turn on the server core and driven
+by the same load generator (:mod:`bench.loadgen`) on the load core: remote_risk with a
+fresh delegation token per request (full verification, replay protection, its durable
+store, its real skill), the a2a-sdk 1.3.0 server with a trivial executor and in-memory
+store, and the bare FastAPI POST with and without one JWT verification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import procs, services
+from bench.stats import Figure, Spread, figure
+
+KINDS = ("risk", "sdk", "fastapi", "fastapi-jwt")
+LABELS = {
+    "risk": "remote_risk",
+    "sdk": "a2a-sdk",
+    "fastapi": "bare FastAPI",
+    "fastapi-jwt": "FastAPI+JWT",
+}
+
+
+def drive(root: Path, issuer: services.Issuer, kind: str, concurrency: int, timing: Any) -> Any:
+    server = (
+        services.remote_risk(root, issuer, name=f"risk-c{concurrency}")
+        if kind == "risk"
+        else services.baseline(root, kind, issuer)
+    )
+    with server as running:
+        return procs.run_load(
+            "bench.loadgen",
+            kind,
+            running.url,
+            "--concurrency",
+            str(concurrency),
+            *timing.args(),
+            "--keys",
+            str(issuer.keys_dir),
+            "--audience",
+            running.audience,
+        )
+
+
+def spreads(result: Any, key: str) -> Spread:
+    runs = result["runs"]
+    errors = sum(run["errors"] for run in runs)
+    if errors:
+        raise RuntimeError(f"{result['kind']}: {errors} failed requests: {runs[0]['first_error']}")
+    return Spread.of([run[key] for run in runs])
+
+
+def figures(
+    root: Path, issuer: services.Issuer, levels: Sequence[int], timing: Any
+) -> list[Figure]:
+    found: list[Figure] = []
+    for concurrency in levels:
+        results = {kind: drive(root, issuer, kind, concurrency, timing) for kind in KINDS}
+        rps = {kind: spreads(results[kind], "rps") for kind in KINDS}
+        at = f"c={concurrency}"
+        found.append(
+            figure(
+                f"(1) remote_risk SendMessage throughput, {at}",
+                rps["risk"],
+                "req/s",
+                baseline=rps["sdk"],
+                baseline_name="a2a-sdk",
+                goal=">= 3",
+                note=f"store: {services.STORE_NAME}",
+            )
+        )
+        for ceiling in ("fastapi", "fastapi-jwt"):
+            found.append(
+                figure(
+                    f"(1) remote_risk throughput vs {LABELS[ceiling]}, {at}",
+                    rps["risk"],
+                    "req/s",
+                    baseline=rps[ceiling],
+                    baseline_name=LABELS[ceiling],
+                )
+            )
+        for key, label in (("p50_ms", "p50"), ("p99_ms", "p99")):
+            found.append(
+                figure(
+                    f"(1) remote_risk SendMessage {label} latency, {at}",
+                    spreads(results["risk"], key),
+                    "ms",
+                    baseline=spreads(results["sdk"], key),
+                    baseline_name="a2a-sdk",
+                    note="lower is better",
+                )
+            )
+    return found
