@@ -1,0 +1,162 @@
+"""``python -m bench.soak`` (``make soak``): 1,000 handoffs in flight at once, bounded.
+
+remote_risk (pinned to core 0) holds every task for 1 s; this process (core 1) starts
+``--handoffs`` governed handoffs at once through one coordinator client whose connection
+pool is bounded (the client's default, 64 connections). The whole run is bounded by
+``--limit`` seconds. Afterwards it checks that
+
+* every handoff reached a terminal state and none is left in flight in the run store;
+* none was lost or duplicated: each has exactly one remote task, no two share one, and
+  the remote holds exactly one task per handoff (idempotency keys are unique);
+* the audit ledger verifies;
+* memory returned to its baseline: the coordinator's live Python objects are back within
+  2% of what they were before the burst (resident sizes are reported alongside).
+
+Exits 1 if any check fails. Loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import gc
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import governed, procs, services
+from coordinator.client import A2AClient
+from coordinator.ledger import verify
+from remote_risk.storage.schema import tasks as task_table
+
+OBJECT_TOLERANCE = 0.02
+TASKS = task_table.name
+
+
+def snapshot(server_pid: int) -> dict[str, int]:
+    gc.collect()
+    return {
+        "objects": len(gc.get_objects()),
+        "coordinator_rss": procs.rss_bytes(os.getpid()),
+        "remote_rss": procs.rss_bytes(server_pid),
+    }
+
+
+def remote_tasks(data_dir: Path) -> tuple[int, int]:
+    """(tasks held by the remote, idempotency keys held by more than one task)."""
+    database = data_dir / services.DATABASE_FILE
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+        total = connection.execute(f"SELECT count(*) FROM {TASKS}").fetchone()[0]
+        duplicated = connection.execute(
+            f"SELECT count(*) FROM (SELECT idempotency_key FROM {TASKS} "
+            "WHERE idempotency_key IS NOT NULL GROUP BY idempotency_key HAVING count(*) > 1)"
+        ).fetchone()[0]
+    return int(total), int(duplicated)
+
+
+async def burst(args: argparse.Namespace, risk: services.Running, root: Path) -> dict[str, Any]:
+    ws = governed.workspace(root / "coordinator")
+    keys = services.Issuer.keys_of(root)
+    async with A2AClient() as client:
+        agent = await governed.register(client, ws, risk.url, "remote-risk")
+        await asyncio.gather(*(governed.handoff(client, agent, keys, ws) for _ in range(10)))
+        before = snapshot(risk.process.pid)
+        started = time.perf_counter()
+        work = [
+            asyncio.ensure_future(governed.handoff(client, agent, keys, ws, timeout=args.lease))
+            for _ in range(args.handoffs)
+        ]
+        done, pending = await asyncio.wait(work, timeout=args.limit)
+        elapsed = time.perf_counter() - started
+        for task in pending:
+            task.cancel()
+        outcomes = [task.result() for task in done if task.exception() is None]
+        crashed = [repr(task.exception()) for task in done if task.exception() is not None]
+    peak = {"remote_rss": procs.rss_bytes(risk.process.pid)}
+    states = collections.Counter(outcome.record.state.value for outcome in outcomes)
+    task_ids = [outcome.record.remote_task_id for outcome in outcomes]
+    in_flight = ws.run_store().in_flight()
+    report = verify(ws.engine())
+    ws.close()
+    del outcomes, work, done
+    after = snapshot(risk.process.pid)
+    total_tasks, duplicated_keys = remote_tasks(risk.data_dir or root)
+    return {
+        "handoffs": args.handoffs,
+        "seconds": elapsed,
+        "states": dict(states),
+        "unfinished": len(pending),
+        "crashed": crashed[:3],
+        "terminal": sum(states.values()),
+        "in_flight": len(in_flight),
+        "without_task": sum(1 for task_id in task_ids if task_id is None),
+        "distinct_tasks": len({task_id for task_id in task_ids if task_id}),
+        "remote_tasks": total_tasks - 10,
+        "duplicated_keys": duplicated_keys,
+        "ledger": str(report),
+        "ledger_ok": report.ok,
+        "before": before,
+        "peak": peak,
+        "after": after,
+    }
+
+
+def checks(result: dict[str, Any]) -> list[tuple[str, bool]]:
+    count = result["handoffs"]
+    objects = result["before"]["objects"]
+    return [
+        ("every handoff reached a terminal state", result["terminal"] == count),
+        ("none left in flight in the run store", result["in_flight"] == 0),
+        ("every handoff has its remote task", result["without_task"] == 0),
+        ("no two handoffs share a remote task", result["distinct_tasks"] == count),
+        ("the remote holds one task per handoff", result["remote_tasks"] == count),
+        ("no idempotency key opened two tasks", result["duplicated_keys"] == 0),
+        ("the audit ledger verifies", result["ledger_ok"]),
+        (
+            "coordinator objects back within 2% of baseline",
+            result["after"]["objects"] <= objects * (1 + OBJECT_TOLERANCE),
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--handoffs", type=int, default=1000)
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds per remote task")
+    parser.add_argument("--lease", type=float, default=180.0, help="each handoff's deadline")
+    parser.add_argument("--limit", type=float, default=240.0, help="bound on the whole burst")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
+    with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
+        root = Path(tmp)
+        issuer = services.Issuer.create(root)
+        capacity = 2 * args.handoffs + 100
+        with services.remote_risk(
+            root, issuer, name="soak", delay=args.delay, capacity=capacity
+        ) as risk:
+            result = asyncio.run(burst(args, risk, root))
+    mb = 1024 * 1024
+    print(f"{args.handoffs} handoffs in {result['seconds']:.1f} s: {result['states']}")
+    print(f"ledger: {result['ledger']}")
+    for name, key in (("coordinator RSS", "coordinator_rss"), ("remote RSS", "remote_rss")):
+        before, after = result["before"][key] / mb, result["after"][key] / mb
+        print(f"{name}: {before:.1f} MB before, {after:.1f} MB after")
+    print(f"remote RSS peak: {result['peak']['remote_rss'] / mb:.1f} MB")
+    print(f"coordinator objects: {result['before']['objects']} -> {result['after']['objects']}")
+    failed = False
+    for name, ok in checks(result):
+        print(f"[{'ok' if ok else 'FAILED'}] {name}")
+        failed = failed or not ok
+    if result["crashed"]:
+        print(f"exceptions: {result['crashed']}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
