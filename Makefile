@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean conformance
+.PHONY: demo test lint typecheck check clean bench soak conformance
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,15 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# Benchmarks (issue 7): figures against the a2a-sdk and FastAPI baselines, written to
+# bench/results.json and bench/results.md; a few minutes. Not part of `make test`.
+bench: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench
+
+# 1,000 handoffs in flight against a slow remote; bounded to a few minutes, loopback only.
+soak: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
