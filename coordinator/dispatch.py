@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ class RemoteOutcome:
     sent_fields: tuple[str, ...] = ()
     grant: dict[str, object] | None = None
     notes: list[str] = field(default_factory=list)
+    lease_renewed_at: float = field(default_factory=time.monotonic)
 
     @property
     def finding(self) -> Finding | None:
@@ -400,6 +402,22 @@ async def _send(
     return task
 
 
+def _hold_driver_lease(outcome: RemoteOutcome, run: Run) -> bool:
+    """Keep this process's lease row on the handoff while it waits; False if another
+    coordinator has taken the handoff over, in which case this one stops driving it."""
+    book = run.book
+    if run.store is None or book.driver is None:
+        return True
+    now = time.monotonic()
+    if now - outcome.lease_renewed_at < book.driver_lease_seconds / 3:
+        return True
+    outcome.lease_renewed_at = now
+    if run.store.renew(book.driver, outcome.record.attempt_id, book.driver_lease_seconds):
+        return True
+    outcome.notes.append("another coordinator took this handoff over; stopped driving it")
+    return False
+
+
 def _commit(outcome: RemoteOutcome, run: Run, to: HandoffState, reason: str) -> bool:
     """Commit a transition; False if the handoff moved meanwhile (the view was stale)."""
     try:
@@ -449,7 +467,11 @@ async def _follow(
                 if remote_state:
                     outcome.record = run.book.note(outcome.record, remote_state=remote_state)
             return
-        task = await updates.next(_lease_left(outcome, run))
+        if not _hold_driver_lease(outcome, run):
+            await updates.aclose()
+            return
+        within = min(_lease_left(outcome, run), run.book.driver_lease_seconds / 3)
+        task = await updates.next(within)
     await updates.aclose()
     await _settle(client, agent, outcome, task, run, headers, sent_record_ids)
 

@@ -104,6 +104,9 @@ class HandoffBook:
     trail: AuditTrail = field(default_factory=AuditTrail)
     trace_id: str | None = None
     store: RunStore | None = None
+    # The process driving this book's handoffs holds their lease rows while it does.
+    driver: str | None = None
+    driver_lease_seconds: float = 15.0
 
     def __post_init__(self) -> None:
         self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
@@ -117,7 +120,7 @@ class HandoffBook:
         """Make ``record`` the authoritative one, in memory and (if any) in the store."""
         self.records[record.attempt_id] = record
         if self.store is not None:
-            self.store.save_handoff(record)
+            self.store.save_handoff(record, self.driver, self.driver_lease_seconds)
         return record
 
     def _unit(self, entry: BudgetEntry, record: HandoffRecord) -> None:

@@ -11,9 +11,6 @@ dispatch record and the idempotency key decide.
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from datetime import datetime, timedelta
 
 from agent_cards.keys import KeySet
@@ -27,7 +24,12 @@ from coordinator.projection import record_ids
 from coordinator.registry import Registry
 from coordinator.run_view import run_document
 from coordinator.runs import Run
-from coordinator.storage.runs import FINDING_CONTRACT, RunStore
+from coordinator.storage.runs import (
+    FINDING_CONTRACT,
+    RunStore,
+    driver_is_dead_here,
+    local_driver_id,
+)
 from coordinator.workspace import Workspace
 
 S = HandoffState
@@ -35,11 +37,23 @@ S = HandoffState
 
 def driver_id() -> str:
     """Who drives: unique per process, readable in the lease rows."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    return local_driver_id()
 
 
-def restore_run(ws: Workspace, store: RunStore, run_id: str) -> Run:
-    """Rebuild a run and its handoff book from the database (no new run is announced)."""
+def release_dead_drivers(store: RunStore) -> list[str]:
+    """Free the leases of drivers on this host whose process is gone (a local crash),
+    so recovery need not wait for their leases to lapse; remote drivers lapse by time."""
+    dead = [driver for driver in store.drivers() if driver_is_dead_here(driver)]
+    for driver in dead:
+        store.release_driver(driver)
+    return dead
+
+
+def restore_run(
+    ws: Workspace, store: RunStore, run_id: str, driver: str, lease_seconds: float
+) -> Run:
+    """Rebuild a run and its handoff book from the database (no new run is announced);
+    ``driver`` is the process that claimed it and keeps its lease rows while it drives."""
     row = store.run(run_id)
     if row is None:
         raise FederationError(f"run {run_id} is not in the database", "unknown_run")
@@ -54,8 +68,10 @@ def restore_run(ws: Workspace, store: RunStore, run_id: str) -> Run:
         store=store,
         announce=False,
         kind=row["kind"],
+        driver=driver,
     )
     book = run.book
+    book.driver_lease_seconds = lease_seconds
     book.state_version = int(row["document"].get("state_version", 0))
     for record in store.run_records(run_id):
         book.records[record.attempt_id] = record
@@ -94,6 +110,7 @@ async def recover(
     me = driver or driver_id()
     registry = Registry(ws.data)
     outcomes = []
+    release_dead_drivers(store)
     async with A2AClient() as client:
         for attempt_id in store.claim(me, lease_seconds):
             try:
@@ -108,6 +125,7 @@ async def recover(
                         attempt_id,
                         me,
                         wait or WaitPolicy(),
+                        lease_seconds,
                     )
                 )
             finally:
@@ -125,11 +143,12 @@ async def resume(
     attempt_id: str,
     driver: str,
     wait: WaitPolicy,
+    lease_seconds: float = 30.0,
 ) -> RemoteOutcome:
     stored = store.handoff(attempt_id)
     assert stored is not None
     record, payload, contract = stored
-    run = restore_run(ws, store, record.run_id)
+    run = restore_run(ws, store, record.run_id, driver, lease_seconds)
     record = run.book.current(record)
     outcome = RemoteOutcome(record=record, sent_fields=tuple(payload or {}))
     run.emit("handoff.resumed", record, state=record.state.value, driver=driver)

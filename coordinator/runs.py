@@ -18,7 +18,7 @@ from coordinator.audit import AuditTrail
 from coordinator.authority import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError
 from coordinator.lifecycle import HandoffBook
-from coordinator.storage.runs import RunStore
+from coordinator.storage.runs import RunStore, local_driver_id
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Run:
     store: RunStore | None = field(default=None, repr=False)
     announce: bool = True
     kind: str = "pilot"
+    driver: str | None = None
 
     def __post_init__(self) -> None:
         if not self.ownership_path:
@@ -70,6 +71,7 @@ class Run:
             trail=self.trail,
             trace_id=self.trace_id,
             store=self.store,
+            driver=self.driver or (local_driver_id() if self.store is not None else None),
         )
         if self.announce:
             self.announce_start()

@@ -85,6 +85,9 @@ class CoordinatorService:
             admission_context(run, order.agent),
         )
         store.save_payload(record, order.payload, GENERIC_CONTRACT)
+        # The row was held by this process while it was written; hand it to the workers.
+        if run.book.driver is not None:
+            store.release(run.book.driver, record.attempt_id)
         document = {
             "run_id": run.run_id,
             "attempt_id": record.attempt_id,

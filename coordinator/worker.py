@@ -76,6 +76,7 @@ class Worker:
                 attempt_id,
                 self.driver,
                 self.wait,
+                self.lease_seconds,
             )
         )
         try:

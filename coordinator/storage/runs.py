@@ -10,7 +10,10 @@ one process at a time.
 
 from __future__ import annotations
 
+import os
+import socket
 import time
+import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +35,26 @@ from coordinator.storage.schema import (
 FINDING_CONTRACT = "finding"
 GENERIC_CONTRACT = "generic"
 _TERMINAL = [state.value for state in TERMINAL_STATES]
+
+
+def local_driver_id() -> str:
+    """A driver id for this process: ``host:pid:nonce``, so a dead local driver is known."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def driver_is_dead_here(driver: str) -> bool:
+    """True only for a driver of this host whose process no longer exists."""
+    host, _, rest = driver.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _now() -> str:
@@ -85,14 +108,19 @@ class RunStore:
 
     # --- handoffs -------------------------------------------------------------------------
 
-    def save_handoff(self, record: HandoffRecord) -> None:
-        values = {
+    def save_handoff(
+        self, record: HandoffRecord, driver: str | None = None, lease_seconds: float = 0.0
+    ) -> None:
+        """Upsert the record; a process driving it keeps (and refreshes) its lease row."""
+        values: dict[str, Any] = {
             "state": record.state.value,
             "version": record.version,
             "remote_task_id": record.remote_task_id,
             "record": record.model_dump_json(),
             "updated_at": _now(),
         }
+        if driver is not None:
+            values.update(driver=driver, driver_until=time.time() + lease_seconds)
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
                 update(handoffs).where(handoffs.c.attempt_id == record.attempt_id).values(**values)
@@ -177,6 +205,27 @@ class RunStore:
                     update(handoffs)
                     .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
                     .values(driver_until=time.time() + lease_seconds)
+                ).rowcount
+            )
+
+    def drivers(self) -> set[str]:
+        """The drivers holding a lease on some in-flight handoff."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(handoffs.c.driver)
+                .where(handoffs.c.state.not_in(_TERMINAL), handoffs.c.driver.is_not(None))
+                .distinct()
+            )
+            return {row.driver for row in rows}
+
+    def release_driver(self, driver: str) -> int:
+        """Free every lease ``driver`` holds (it is known to be dead)."""
+        with write_transaction(self.engine) as connection:
+            return int(
+                connection.execute(
+                    update(handoffs)
+                    .where(handoffs.c.driver == driver)
+                    .values(driver=None, driver_until=None)
                 ).rowcount
             )
 

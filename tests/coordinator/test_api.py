@@ -241,11 +241,6 @@ def test_unreachable_remote_is_a_bad_gateway(deployment: Deployment) -> None:
     assert answer.json()["error"]["reason"] == "card_unreachable"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an inline delegation holds no driver lease on its handoff yet, so the API's "
-    "background worker claims and drives it too (storage/service, not the API)",
-)
 def test_delegation_with_wait_has_one_driver(tmp_path: Path) -> None:
     """A handoff the API drives inline is not also resumed by the background worker."""
     with deployed(DataDir(tmp_path / "data"), skill_delay_seconds=1.0) as deployment:
