@@ -79,6 +79,9 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
         crashed = [repr(task.exception()) for task in done if task.exception() is not None]
     peak = {"remote_rss": procs.rss_bytes(risk.process.pid)}
     states = collections.Counter(outcome.record.state.value for outcome in outcomes)
+    reasons = collections.Counter(
+        f"{outcome.record.state.value}: {outcome.record.reason}" for outcome in outcomes
+    )
     task_ids = [outcome.record.remote_task_id for outcome in outcomes]
     in_flight = ws.run_store().in_flight()
     report = verify(ws.engine())
@@ -90,6 +93,7 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
         "handoffs": args.handoffs,
         "seconds": elapsed,
         "states": dict(states),
+        "reasons": dict(reasons.most_common(5)),
         "unfinished": len(pending),
         "crashed": crashed[:3],
         "terminal": sum(states.values()),
@@ -143,6 +147,7 @@ def main() -> None:
             result = asyncio.run(burst(args, risk, root))
     mb = 1024 * 1024
     print(f"{args.handoffs} handoffs in {result['seconds']:.1f} s: {result['states']}")
+    print(f"most common outcomes: {result['reasons']}")
     print(f"ledger: {result['ledger']}")
     for name, key in (("coordinator RSS", "coordinator_rss"), ("remote RSS", "remote_rss")):
         before, after = result["before"][key] / mb, result["after"][key] / mb
