@@ -97,6 +97,7 @@ def _disposition(run: Run, outcome: RemoteOutcome) -> None:
         summary=f"handoff {record.attempt_id} ended {record.state.value} ({record.reason})",
         owner=run.owner,
     )
+    run.trail.flush()
 
 
 def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:

@@ -304,6 +304,34 @@ async def drive(
     delegator: Delegator | None,
     sent_record_ids: Collection[str] | None,
 ) -> None:
+    """Take an admitted handoff from wherever it stands to a terminal state (see
+    :func:`_drive_steps`); whatever it recorded is in the ledger when it returns."""
+    try:
+        await _drive_steps(
+            client,
+            agent,
+            outcome,
+            payload,
+            run=run,
+            wait=wait,
+            delegator=delegator,
+            sent_record_ids=sent_record_ids,
+        )
+    finally:
+        run.trail.flush()
+
+
+async def _drive_steps(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    payload: dict[str, Any],
+    *,
+    run: Run,
+    wait: WaitPolicy,
+    delegator: Delegator | None,
+    sent_record_ids: Collection[str] | None,
+) -> None:
     """Take an admitted handoff from wherever it stands to a terminal state.
 
     This is also how a restarted coordinator continues: an ADMITTED handoff was never
@@ -335,6 +363,7 @@ async def drive(
         )
         task = await _send(client, agent, outcome, payload, headers, run)
     else:
+        run.trail.flush()
         task = await _fetch_task(client, agent, outcome, headers)
     if task is not None and outcome.record.state is S.RETURNED:
         _judge(outcome, run, task, sent_record_ids)
@@ -370,6 +399,7 @@ async def _send(
     headers: dict[str, str],
     run: Run,
 ) -> Task | None:
+    run.trail.flush()
     request = SendMessageRequest(
         message=build_message(outcome.record, payload),
         configuration=SendMessageConfiguration(
@@ -471,6 +501,7 @@ async def _follow(
             await updates.aclose()
             return
         within = min(_lease_left(outcome, run), run.book.driver_lease_seconds / 3)
+        run.trail.flush()
         task = await updates.next(within)
     await updates.aclose()
     await _settle(client, agent, outcome, task, run, headers, sent_record_ids)
@@ -625,6 +656,7 @@ async def _cancel_remote(
     if task_id is None:
         return None
     run.emit("cancel.sent", outcome.record, endpoint=agent.endpoint)
+    run.trail.flush()
     try:
         task = await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
     except FederationError as exc:
@@ -654,6 +686,7 @@ async def cancel_branches(
             if remote_state and current.version == record.version:
                 run.book.note(current, remote_state=remote_state)
         run.record(run.book.current(record))
+    run.trail.flush()
     return cancelled
 
 

@@ -265,6 +265,7 @@ def record_disposition(result: PilotResult) -> None:
         owner=result.run.owner,
         former_owner_rejected=result.former_owner_rejected,
     )
+    result.run.trail.flush()
 
 
 def hand_off_to_privacy(

@@ -199,6 +199,21 @@ class Registry:
         anchor: TrustAnchor | None = None,
         approve: bool = False,
     ) -> Registration:
+        """Fetch, verify, validate and keep a card; every step is in the ledger on return."""
+        try:
+            return await self._register(client, url, name, expect_skill, anchor, approve)
+        finally:
+            self.trail.flush()
+
+    async def _register(
+        self,
+        client: A2AClient,
+        url: str,
+        name: str | None = None,
+        expect_skill: str | None = None,
+        anchor: TrustAnchor | None = None,
+        approve: bool = False,
+    ) -> Registration:
         try:
             fetched = await _fetch(client, url)
         except RegistryError as exc:

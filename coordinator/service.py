@@ -85,6 +85,7 @@ class CoordinatorService:
             admission_context(run, order.agent),
         )
         store.save_payload(record, order.payload, GENERIC_CONTRACT)
+        run.trail.flush()
         # The row was held by this process while it was written; hand it to the workers.
         if run.book.driver is not None:
             store.release(run.book.driver, record.attempt_id)
