@@ -60,6 +60,10 @@ class ClientLimits:
     total_timeout: float = 60.0
     max_response_bytes: int = 1_000_000
     max_stream_bytes: int = 8_000_000
+    # Connections in the pool, and how many of them long-lived update streams may hold,
+    # so that sends and polls always find a free connection.
+    max_connections: int = 64
+    max_streams: int = 16
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,22 @@ class A2AClient:
             timeout=httpx.Timeout(self.limits.read_timeout, connect=self.limits.connect_timeout),
             follow_redirects=False,
             trust_env=False,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            limits=httpx.Limits(
+                max_connections=self.limits.max_connections, max_keepalive_connections=16
+            ),
         )
         self._ids = itertools.count(1)
+        self._open_streams = 0
+
+    def open_stream_slot(self) -> bool:
+        """Reserve one of the bounded stream slots; False when all are taken."""
+        if self._open_streams >= self.limits.max_streams:
+            return False
+        self._open_streams += 1
+        return True
+
+    def close_stream_slot(self) -> None:
+        self._open_streams = max(0, self._open_streams - 1)
 
     async def __aenter__(self) -> A2AClient:
         return self

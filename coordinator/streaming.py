@@ -125,7 +125,9 @@ class RemoteUpdates:
         backoff: PollBackoff | None = None,
         notes: list[str] | None = None,
         max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
+        on_release: Callable[[], None] | None = None,
     ) -> None:
+        self._on_release = on_release
         self._client = client
         self._endpoint = endpoint
         self._headers = headers
@@ -145,13 +147,17 @@ class RemoteUpdates:
         headers: dict[str, str],
         *,
         notes: list[str] | None = None,
+        on_release: Callable[[], None] | None = None,
     ) -> RemoteUpdates:
-        """Updates read from ``SubscribeToTask`` (for an agent whose card says it streams)."""
+        """Updates read from ``SubscribeToTask`` (for an agent whose card says it streams);
+        ``on_release`` is called once when the stream is given up or closed."""
 
         def subscribe() -> AsyncIterator[StreamResponse]:
             return client.subscribe(endpoint, task.id, headers)
 
-        return cls(client, endpoint, task, headers, source=subscribe, notes=notes)
+        return cls(
+            client, endpoint, task, headers, source=subscribe, notes=notes, on_release=on_release
+        )
 
     async def next(self, within: float) -> Task:
         """The task as next observed; the last known view if ``within`` passes first."""
@@ -204,6 +210,9 @@ class RemoteUpdates:
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+        release, self._on_release = self._on_release, None
+        if release is not None:
+            release()
 
 
 def updates_for(
@@ -216,7 +225,10 @@ def updates_for(
     backoff: PollBackoff,
     notes: list[str],
 ) -> RemoteUpdates:
-    """Streamed updates when the agent's card says it streams, else polling."""
-    if streams:
-        return RemoteUpdates.streaming(client, endpoint, task, headers, notes=notes)
+    """Streamed updates when the agent's card says it streams and the client has a stream
+    slot free (streams hold a connection each, so they are bounded), else polling."""
+    if streams and client.open_stream_slot():
+        return RemoteUpdates.streaming(
+            client, endpoint, task, headers, notes=notes, on_release=client.close_stream_slot
+        )
     return RemoteUpdates(client, endpoint, task, headers, backoff=backoff, notes=notes)
