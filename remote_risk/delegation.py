@@ -435,9 +435,12 @@ def _checked_header(header: dict[str, Any]) -> tuple[str, str]:
     return alg, kid
 
 
+_JWS = jwt.PyJWS()  # stateless across calls; one instance instead of one per token
+
+
 def _verified_claims(token: str, key: VerificationKey) -> dict[str, Any]:
     """Verify the signature with ``key`` alone, then re-parse the signed payload strictly."""
-    decoded = jwt.PyJWS().decode_complete(token, key.public_key, algorithms=[key.alg])
+    decoded = _JWS.decode_complete(token, key.public_key, algorithms=[key.alg])
     return _json_object_bytes(decoded["payload"])
 
 
