@@ -2,14 +2,18 @@
 
 Bounds, owner scoping, eviction and ListTasks paging follow :class:`remote_risk.tasks.TaskStore`
 exactly (the same tests run against both). Every change is one write transaction that
-reads the row, applies the same pure step as the in-memory store (:func:`~remote_risk.tasks.move`)
-and writes it back; the status sequence comes from a counter row, so it keeps growing
-across restarts and replicas.
+applies the same pure step as the in-memory store (:func:`~remote_risk.tasks.move`) and
+writes the columns it changed; the status sequence comes from a counter row, so it keeps
+growing across restarts and replicas, and every change gives the row a new one.
 
 Records handed out are kept (weakly) by id, and every later read or change of that task
-updates the same object in place. So a SendMessage waiting on its record is woken by the
-background worker's change in this process; a change made by another process (a replica
-on the same PostgreSQL) is seen by polling the row while waiting.
+updates the same object in place. A change starts from a copy of that object when the row
+still holds its sequence (one small read instead of decoding the whole row again); when
+another process changed the row meanwhile, the change starts from the row.
+
+So a SendMessage waiting on its record is woken by the background worker's change in this
+process; a change made by another process (a replica on the same PostgreSQL) is seen by
+polling the row while waiting.
 
 Calls are synchronous and short (one small transaction); on SQLite they block the event
 loop for well under a millisecond per call.
@@ -22,6 +26,7 @@ import json
 import uuid
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -98,15 +103,13 @@ class SQLTaskStore:
     ) -> TaskRecord:
         """Open a SUBMITTED task; with an ``idempotency_key`` the owner's task for that key
         is returned instead if there is one (also when another process created it first)."""
-        if idempotency_key is not None:
-            existing = self.find_by_idempotency_key(owner, idempotency_key)
-            if existing is not None:
-                return existing
         try:
             with write_transaction(self._engine) as connection:
-                record = self._insert(
-                    connection, owner, message, context_id, metadata, idempotency_key
-                )
+                record = self._keyed(connection, owner, idempotency_key)
+                if record is None:
+                    record = self._insert(
+                        connection, owner, message, context_id, metadata, idempotency_key
+                    )
         except IntegrityError:
             if idempotency_key is None:
                 raise
@@ -118,20 +121,19 @@ class SQLTaskStore:
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key``, if it is still stored."""
-        query = select(tasks).where(tasks.c.owner == owner, tasks.c.idempotency_key == key)
         with read_transaction(self._engine) as connection:
-            row = connection.execute(query).first()
-        return self._publish(record_of(row)) if row is not None else None
+            record = self._keyed(connection, owner, key)
+        return self._publish(record) if record is not None else None
 
     def resume(self, record: TaskRecord, message: Message) -> None:
         """Take a further message for an interrupted task and submit it again."""
         with write_transaction(self._engine) as connection:
-            current = self._load(connection, record.id)
+            current = self._current(connection, record.id)
             if current is None:
                 raise errors.TaskNotFound(record.id)
             check_resumable(current)
             current.history.append(bound(message, current))
-            self._move(connection, current, TaskState.SUBMITTED, None)
+            self._move(connection, current, TaskState.SUBMITTED, None, history=True)
         self._publish(current)
 
     def advance(
@@ -143,18 +145,20 @@ class SQLTaskStore:
     ) -> bool:
         """Move a live task on; False if it is gone or already terminal (e.g. cancelled)."""
         with write_transaction(self._engine) as connection:
-            record = self._load(connection, task_id)
+            record = self._current(connection, task_id)
             if record is None or record.terminal:
                 return False
             if artifacts:
                 record.artifacts.extend(artifacts)
-            self._move(connection, record, state, message)
+            self._move(connection, record, state, message, artifacts=bool(artifacts))
         self._publish(record)
         return True
 
     def cancel(self, owner: str, task_id: str) -> TaskRecord:
         with write_transaction(self._engine) as connection:
-            record = self._owned(connection, owner, task_id)
+            record = self._current(connection, task_id)
+            if record is None or record.owner != owner:
+                raise errors.TaskNotFound(task_id)
             check_cancelable(record)
             self._move(connection, record, TaskState.CANCELED, None)
         return self._publish(record)
@@ -246,13 +250,47 @@ class SQLTaskStore:
         connection.execute(delete(tasks).where(tasks.c.id == oldest))
 
     def _move(
-        self, connection: Connection, record: TaskRecord, state: TaskState, message: Message | None
+        self,
+        connection: Connection,
+        record: TaskRecord,
+        state: TaskState,
+        message: Message | None,
+        *,
+        history: bool = False,
+        artifacts: bool = False,
     ) -> None:
+        """Move ``record`` on and write the columns that changed: the status always, the
+        history when it grew (``history``, or a status message) and the artifacts when
+        they did (``artifacts``)."""
         at = whole_milliseconds(self._clock())
         move(record, state, message, at, _next_sequence(connection))
-        connection.execute(
-            update(tasks).where(tasks.c.id == record.id).values(**_row_values(record))
-        )
+        values = _status_values(record)
+        if history or message is not None:
+            values["history"] = _history_json(record)
+        if artifacts:
+            values["artifacts"] = _artifacts_json(record)
+        connection.execute(update(tasks).where(tasks.c.id == record.id).values(**values))
+
+    def _current(self, connection: Connection, task_id: str) -> TaskRecord | None:
+        """The task to change: a copy of this process's record when the row still holds
+        its sequence, else the row itself; None if the task is gone."""
+        known = self._live.get(task_id)
+        if known is None:
+            return self._load(connection, task_id)
+        stored = connection.scalar(select(tasks.c.sequence).where(tasks.c.id == task_id))
+        if stored is None:
+            return None
+        if stored != known.sequence:
+            return self._load(connection, task_id)
+        return replace(known, history=list(known.history), artifacts=list(known.artifacts))
+
+    def _keyed(self, connection: Connection, owner: str, key: str | None) -> TaskRecord | None:
+        """The owner's task created under ``key`` (none without a key)."""
+        if key is None:
+            return None
+        query = select(tasks).where(tasks.c.owner == owner, tasks.c.idempotency_key == key)
+        row = connection.execute(query).first()
+        return record_of(row) if row is not None else None
 
     def _load(self, connection: Connection, task_id: str) -> TaskRecord | None:
         row = connection.execute(select(tasks).where(tasks.c.id == task_id)).first()
@@ -317,14 +355,29 @@ def _below(after: tuple[datetime, int] | None) -> list[Any]:
 def _row_values(record: TaskRecord) -> dict[str, Any]:
     return {
         "context_id": record.context_id,
+        **_status_values(record),
+        "history": _history_json(record),
+        "artifacts": _artifacts_json(record),
+        "task_metadata": _dumps(record.metadata) if record.metadata is not None else None,
+    }
+
+
+def _status_values(record: TaskRecord) -> dict[str, Any]:
+    """The columns every status change writes."""
+    return {
         "state": record.state.value,
         "changed_at_ms": _epoch_milliseconds(record.changed_at),
         "sequence": record.sequence,
         "status_message": _dumps(to_wire(record.status_message)) if record.status_message else None,
-        "history": _dumps([to_wire(message) for message in record.history]),
-        "artifacts": _dumps([to_wire(artifact) for artifact in record.artifacts]),
-        "task_metadata": _dumps(record.metadata) if record.metadata is not None else None,
     }
+
+
+def _history_json(record: TaskRecord) -> str:
+    return _dumps([to_wire(message) for message in record.history])
+
+
+def _artifacts_json(record: TaskRecord) -> str:
+    return _dumps([to_wire(artifact) for artifact in record.artifacts])
 
 
 def record_of(row: Row[Any]) -> TaskRecord:

@@ -11,9 +11,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 
+from contracts.wire import Message, Part, Role, TaskState
 from remote_risk.storage import (
     DATABASE_FILE,
     SQLReplayGuard,
+    SQLTaskStore,
     current_revision,
     migrate,
     open_engine,
@@ -111,3 +113,21 @@ def test_replay_guard_claims_once_and_purges_expired_rows(engine: Engine) -> Non
     with engine.connect() as connection:
         left = connection.execute(select(used_tokens.c.issuer, used_tokens.c.jti)).all()
     assert sorted(map(tuple, left)) == [("iss-a", "jti-2")]
+
+
+def test_a_change_by_another_process_is_not_overwritten(engine: Engine) -> None:
+    """A store that last saw a task before another store (another replica) changed its row
+    starts its own change from the row: a task the other one finished stays finished, and
+    history the other one added is kept."""
+    migrate(engine)
+    here, there = SQLTaskStore(engine, 10), SQLTaskStore(engine, 10)
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+    record = here.create("alice", note)
+    reply = Message(message_id="m-2", role=Role.AGENT, parts=[Part(text="need more")])
+    assert there.advance(record.id, TaskState.INPUT_REQUIRED, message=reply)
+    further = Message(message_id="m-3", role=Role.USER, parts=[Part(text="more")])
+    here.resume(record, further)
+    assert [message.message_id for message in record.history] == ["m-1", "m-2", "m-3"]
+    assert there.cancel("alice", record.id).state is TaskState.CANCELED
+    assert not here.advance(record.id, TaskState.COMPLETED)
+    assert here.get("alice", record.id).state is TaskState.CANCELED
