@@ -6,6 +6,11 @@ transaction handling is switched off so that we emit ``BEGIN`` ourselves: a plai
 which takes the write lock before the first read and so serialises read-then-write
 sequences such as "make room, then insert".
 
+The hot paths (a send's task and its token claim) run fixed SQL straight on the driver's
+connection in :func:`driver_write`: building and compiling a Core statement per call cost
+several times what SQLite takes to run it. Their SQL is written with ``:name``
+placeholders and translated once per driver by :func:`driver_sql`.
+
 The same pattern as the coordinator's store, kept separate on purpose: remote_risk is
 another team's service and shares no code with the coordinator's storage.
 """
@@ -13,13 +18,17 @@ another team's service and shares no code with the coordinator's storage.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPICursor
 from sqlalchemy.exc import ArgumentError
 
 from remote_risk.errors import StorageUnavailable
@@ -28,6 +37,11 @@ DATABASE_FILE = "remote-risk.db"
 BUSY_TIMEOUT_SECONDS = 30.0
 _BEGIN_OPTION = "sqlite_begin"
 _SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
+_NAMED_PLACEHOLDER = re.compile(r":(\w+)")
+# The driver-level transaction open in this context (thread or asyncio task), by engine.
+_open_write: ContextVar[tuple[Engine, DBAPICursor] | None] = ContextVar(
+    "remote_risk_open_write", default=None
+)
 
 
 def database_url_for(data_dir: str | os.PathLike[str]) -> str:
@@ -98,3 +112,74 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
     """A transaction that only reads: one consistent view, no write lock."""
     with engine.connect() as connection, connection.begin():
         yield connection
+
+
+@contextmanager
+def driver_write(engine: Engine) -> Iterator[DBAPICursor]:
+    """A write transaction on the driver's own connection: a cursor for fixed SQL.
+
+    On SQLite it holds the write lock from ``BEGIN IMMEDIATE``. Opened while another one
+    is open on the same engine in this context, it joins that one instead, so everything
+    done inside (e.g. the replay guard's claim made while the task store inserts the task
+    the token creates) commits or rolls back together. Driver exceptions are not wrapped;
+    :func:`driver_errors` names their classes.
+    """
+    with _driver_transaction(engine, "BEGIN IMMEDIATE") as cursor:
+        yield cursor
+
+
+@contextmanager
+def driver_read(engine: Engine) -> Iterator[DBAPICursor]:
+    """A read-only :func:`driver_write`: no write lock on SQLite (a plain ``BEGIN``)."""
+    with _driver_transaction(engine, "BEGIN") as cursor:
+        yield cursor
+
+
+@contextmanager
+def _driver_transaction(engine: Engine, sqlite_begin: str) -> Iterator[DBAPICursor]:
+    joined = _open_write.get()
+    if joined is not None and joined[0] is engine:
+        yield joined[1]
+        return
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        token = _open_write.set((engine, cursor))
+        try:
+            if engine.dialect.name == "sqlite":
+                cursor.execute(sqlite_begin)
+            yield cursor
+            connection.commit()
+        except BaseException:
+            _roll_back(connection)
+            raise
+        finally:
+            _open_write.reset(token)
+            cursor.close()
+    finally:
+        connection.close()
+
+
+def _roll_back(connection: Any) -> None:
+    """Roll back, or drop a connection that cannot (so the original error is the one seen)."""
+    try:
+        connection.rollback()
+    except Exception:
+        connection.invalidate()
+
+
+def driver_errors(engine: Engine) -> Any:
+    """The DB-API module of ``engine``'s driver: ``.IntegrityError``, ``.Error``."""
+    return engine.dialect.loaded_dbapi
+
+
+def driver_sql(engine: Engine, sql: str) -> str:
+    """``sql`` written with ``:name`` placeholders, in the placeholder style of the driver."""
+    return _in_style(engine.dialect.paramstyle, sql)
+
+
+@lru_cache(maxsize=64)
+def _in_style(paramstyle: str, sql: str) -> str:
+    if paramstyle == "pyformat":  # psycopg
+        return _NAMED_PLACEHOLDER.sub(r"%(\1)s", sql)
+    return sql  # sqlite3 reads :name placeholders given a mapping, whatever it declares

@@ -15,6 +15,13 @@ So a SendMessage waiting on its record is woken by the background worker's chang
 process; a change made by another process (a replica on the same PostgreSQL) is seen by
 polling the row while waiting.
 
+Creating a task, changing it and reading one row run fixed SQL on the driver's connection
+(:func:`~remote_risk.storage.engine.driver_write`); only ListTasks builds its query from
+its filters with SQLAlchemy Core. Creating a task is one transaction: the idempotency key
+lookup, making room, the caller's ``claim`` (the delegation token's one-task claim, which
+joins this transaction) and the insert, so a token is used up exactly when its task is
+stored.
+
 Calls are synchronous and short (one small transaction); on SQLite they block the event
 loop for well under a millisecond per call.
 """
@@ -25,13 +32,14 @@ import asyncio
 import json
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, and_, delete, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, and_, func, or_, select
+from sqlalchemy.engine.interfaces import DBAPICursor
 
 from contracts.wire import (
     TERMINAL_TASK_STATES,
@@ -39,11 +47,18 @@ from contracts.wire import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    Task,
     TaskState,
     to_wire,
 )
 from remote_risk import errors
-from remote_risk.storage.engine import read_transaction, write_transaction
+from remote_risk.storage.engine import (
+    driver_errors,
+    driver_read,
+    driver_sql,
+    driver_write,
+    read_transaction,
+)
 from remote_risk.storage.schema import TASK_SEQUENCE, counters, tasks
 from remote_risk.tasks import (
     DEFAULT_PAGE_SIZE,
@@ -66,6 +81,39 @@ from remote_risk.tasks import (
 SETTLE_POLL_SECONDS = 1.0
 _TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
 
+# The columns a record is read from, in the order record_of expects them.
+COLUMNS = (
+    "id",
+    "owner",
+    "context_id",
+    "state",
+    "changed_at_ms",
+    "sequence",
+    "status_message",
+    "history",
+    "artifacts",
+    "task_metadata",
+)
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
+_BY_ID = f"{_SELECT} WHERE id = :id"
+_BY_KEY = f"{_SELECT} WHERE owner = :owner AND idempotency_key = :key"
+_SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
+_COUNT = f"SELECT count(*) FROM {tasks.name}"
+_TERMINAL_LIST = ", ".join(f"'{state}'" for state in _TERMINAL)
+_OLDEST_FINISHED = (
+    f"SELECT id FROM {tasks.name} WHERE state IN ({_TERMINAL_LIST}) "
+    "ORDER BY changed_at_ms, sequence LIMIT 1"
+)
+_DELETE = f"DELETE FROM {tasks.name} WHERE id = :id"
+_INSERT = (
+    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key) "
+    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key)"
+)
+_BUMP_SEQUENCE = (
+    f"UPDATE {counters.name} SET value = value + :count "
+    f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
+)
+
 
 class SQLTaskStore:
     """A bounded, owner-scoped task store in the database behind ``engine`` (migrated)."""
@@ -85,6 +133,7 @@ class SQLTaskStore:
         self._clock = clock
         self._new_id = new_id
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
+        self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
 
     def __len__(self) -> int:
         with read_transaction(self._engine) as connection:
@@ -100,17 +149,23 @@ class SQLTaskStore:
         metadata: dict[str, Any] | None = None,
         *,
         idempotency_key: str | None = None,
+        claim: Callable[[], None] | None = None,
     ) -> TaskRecord:
         """Open a SUBMITTED task; with an ``idempotency_key`` the owner's task for that key
-        is returned instead if there is one (also when another process created it first)."""
+        is returned instead if there is one (also when another process created it first).
+        ``claim`` runs only when a task is created, in the same transaction as its insert:
+        if it raises nothing is created, and if the insert fails its writes are undone."""
         try:
-            with write_transaction(self._engine) as connection:
-                record = self._keyed(connection, owner, idempotency_key)
+            with driver_write(self._engine) as cursor:
+                record = self._keyed(cursor, owner, idempotency_key)
                 if record is None:
+                    self._make_room(cursor)
+                    if claim is not None:
+                        claim()
                     record = self._insert(
-                        connection, owner, message, context_id, metadata, idempotency_key
+                        cursor, owner, message, context_id, metadata, idempotency_key
                     )
-        except IntegrityError:
+        except self._integrity_error:
             if idempotency_key is None:
                 raise
             found = self.find_by_idempotency_key(owner, idempotency_key)
@@ -121,19 +176,19 @@ class SQLTaskStore:
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key``, if it is still stored."""
-        with read_transaction(self._engine) as connection:
-            record = self._keyed(connection, owner, key)
+        with driver_read(self._engine) as cursor:
+            record = self._keyed(cursor, owner, key)
         return self._publish(record) if record is not None else None
 
     def resume(self, record: TaskRecord, message: Message) -> None:
         """Take a further message for an interrupted task and submit it again."""
-        with write_transaction(self._engine) as connection:
-            current = self._current(connection, record.id)
+        with driver_write(self._engine) as cursor:
+            current = self._current(cursor, record.id)
             if current is None:
                 raise errors.TaskNotFound(record.id)
             check_resumable(current)
             current.history.append(bound(message, current))
-            self._move(connection, current, TaskState.SUBMITTED, None, history=True)
+            self._move(cursor, current, TaskState.SUBMITTED, None, history=True)
         self._publish(current)
 
     def advance(
@@ -144,23 +199,47 @@ class SQLTaskStore:
         artifacts: list[Artifact] | None = None,
     ) -> bool:
         """Move a live task on; False if it is gone or already terminal (e.g. cancelled)."""
-        with write_transaction(self._engine) as connection:
-            record = self._current(connection, task_id)
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
             if record is None or record.terminal:
                 return False
             if artifacts:
                 record.artifacts.extend(artifacts)
-            self._move(connection, record, state, message, artifacts=bool(artifacts))
+            self._move(cursor, record, state, message, artifacts=bool(artifacts))
         self._publish(record)
         return True
 
+    def advance_through(
+        self,
+        task_id: str,
+        through: TaskState,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Task | None:
+        """Move a live task into ``through`` and on to ``state`` with one write; the task
+        as it was in ``through`` (for its update), None if it is gone or already terminal."""
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.terminal:
+                return None
+            sequence = self._next_sequence(cursor, 2)
+            move(record, through, None, self._now(), sequence - 1)
+            passed = record.snapshot()
+            if artifacts:
+                record.artifacts.extend(artifacts)
+            move(record, state, message, self._now(), sequence)
+            self._write(cursor, record, history=message is not None, artifacts=bool(artifacts))
+        self._publish(record)
+        return passed
+
     def cancel(self, owner: str, task_id: str) -> TaskRecord:
-        with write_transaction(self._engine) as connection:
-            record = self._current(connection, task_id)
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
             if record is None or record.owner != owner:
                 raise errors.TaskNotFound(task_id)
             check_cancelable(record)
-            self._move(connection, record, TaskState.CANCELED, None)
+            self._move(cursor, record, TaskState.CANCELED, None)
         return self._publish(record)
 
     async def wait_settled(self, record: TaskRecord) -> None:
@@ -169,8 +248,7 @@ class SQLTaskStore:
             try:
                 await asyncio.wait_for(record.settled.wait(), SETTLE_POLL_SECONDS)
             except TimeoutError:
-                with read_transaction(self._engine) as connection:
-                    current = self._load(connection, record.id)
+                current = self._read(record.id)
                 if current is None:
                     return
                 self._publish(current)
@@ -178,8 +256,9 @@ class SQLTaskStore:
     # --- reading --------------------------------------------------------------------------
 
     def get(self, owner: str, task_id: str) -> TaskRecord:
-        with read_transaction(self._engine) as connection:
-            record = self._owned(connection, owner, task_id)
+        record = self._read(task_id)
+        if record is None or record.owner != owner:
+            raise errors.TaskNotFound(task_id)
         return self._publish(record)
 
     def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse:
@@ -189,7 +268,7 @@ class SQLTaskStore:
         page_size = query.page_size or DEFAULT_PAGE_SIZE
         after = decode_page_token(query.page_token) if query.page_token else None
         page_query = (
-            select(tasks)
+            select(*(tasks.c[name] for name in COLUMNS))
             .where(*conditions, *_below(after))
             .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
             .limit(page_size + 1)
@@ -211,47 +290,54 @@ class SQLTaskStore:
 
     # --- internals ------------------------------------------------------------------------
 
+    def _sql(self, sql: str) -> str:
+        return driver_sql(self._engine, sql)
+
+    def _now(self) -> datetime:
+        return whole_milliseconds(self._clock())
+
+    def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
+        """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
+        cursor.execute(self._sql(_BUMP_SEQUENCE), {"count": count})
+        return int(_only_row(cursor)[0])
+
     def _insert(
         self,
-        connection: Connection,
+        cursor: DBAPICursor,
         owner: str,
         message: Message,
         context_id: str | None,
         metadata: dict[str, Any] | None,
         idempotency_key: str | None,
     ) -> TaskRecord:
-        self._make_room(connection)
         record = TaskRecord(
             id=self._new_id(),
             owner=owner,
             context_id=context_id or self._new_id(),
             state=TaskState.SUBMITTED,
-            changed_at=whole_milliseconds(self._clock()),
-            sequence=_next_sequence(connection),
+            changed_at=self._now(),
+            sequence=self._next_sequence(cursor, 1),
             metadata=metadata,
         )
         record.history.append(bound(message, record))
-        values = {**_row_values(record), "idempotency_key": idempotency_key}
-        connection.execute(insert(tasks).values(id=record.id, owner=owner, **values))
+        row = {"id": record.id, "owner": owner, **_row_values(record)}
+        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key})
         return record
 
-    def _make_room(self, connection: Connection) -> None:
-        stored = connection.scalar(select(func.count()).select_from(tasks)) or 0
+    def _make_room(self, cursor: DBAPICursor) -> None:
+        cursor.execute(self._sql(_COUNT))
+        (stored,) = _only_row(cursor)
         if stored < self.capacity:
             return
-        oldest = connection.scalar(
-            select(tasks.c.id)
-            .where(tasks.c.state.in_(_TERMINAL))
-            .order_by(tasks.c.changed_at_ms, tasks.c.sequence)
-            .limit(1)
-        )
+        cursor.execute(self._sql(_OLDEST_FINISHED))
+        oldest = cursor.fetchone()
         if oldest is None:
             raise errors.TaskStoreFull(self.capacity)
-        connection.execute(delete(tasks).where(tasks.c.id == oldest))
+        cursor.execute(self._sql(_DELETE), {"id": oldest[0]})
 
     def _move(
         self,
-        connection: Connection,
+        cursor: DBAPICursor,
         record: TaskRecord,
         state: TaskState,
         message: Message | None,
@@ -259,48 +345,51 @@ class SQLTaskStore:
         history: bool = False,
         artifacts: bool = False,
     ) -> None:
-        """Move ``record`` on and write the columns that changed: the status always, the
-        history when it grew (``history``, or a status message) and the artifacts when
-        they did (``artifacts``)."""
-        at = whole_milliseconds(self._clock())
-        move(record, state, message, at, _next_sequence(connection))
+        """Move ``record`` on and write the columns that changed."""
+        move(record, state, message, self._now(), self._next_sequence(cursor, 1))
+        self._write(cursor, record, history=history or message is not None, artifacts=artifacts)
+
+    def _write(
+        self, cursor: DBAPICursor, record: TaskRecord, *, history: bool, artifacts: bool
+    ) -> None:
+        """Write the status of ``record``, and its history and artifacts if they grew."""
         values = _status_values(record)
-        if history or message is not None:
+        if history:
             values["history"] = _history_json(record)
         if artifacts:
             values["artifacts"] = _artifacts_json(record)
-        connection.execute(update(tasks).where(tasks.c.id == record.id).values(**values))
+        cursor.execute(self._sql(_update_sql(tuple(values))), {**values, "id": record.id})
 
-    def _current(self, connection: Connection, task_id: str) -> TaskRecord | None:
+    def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
         """The task to change: a copy of this process's record when the row still holds
         its sequence, else the row itself; None if the task is gone."""
         known = self._live.get(task_id)
         if known is None:
-            return self._load(connection, task_id)
-        stored = connection.scalar(select(tasks.c.sequence).where(tasks.c.id == task_id))
+            return self._load(cursor, task_id)
+        cursor.execute(self._sql(_SEQUENCE_OF), {"id": task_id})
+        stored = cursor.fetchone()
         if stored is None:
             return None
-        if stored != known.sequence:
-            return self._load(connection, task_id)
+        if stored[0] != known.sequence:
+            return self._load(cursor, task_id)
         return replace(known, history=list(known.history), artifacts=list(known.artifacts))
 
-    def _keyed(self, connection: Connection, owner: str, key: str | None) -> TaskRecord | None:
+    def _keyed(self, cursor: DBAPICursor, owner: str, key: str | None) -> TaskRecord | None:
         """The owner's task created under ``key`` (none without a key)."""
         if key is None:
             return None
-        query = select(tasks).where(tasks.c.owner == owner, tasks.c.idempotency_key == key)
-        row = connection.execute(query).first()
+        cursor.execute(self._sql(_BY_KEY), {"owner": owner, "key": key})
+        row = cursor.fetchone()
         return record_of(row) if row is not None else None
 
-    def _load(self, connection: Connection, task_id: str) -> TaskRecord | None:
-        row = connection.execute(select(tasks).where(tasks.c.id == task_id)).first()
-        return record_of(row) if row is not None else None
+    def _read(self, task_id: str) -> TaskRecord | None:
+        with driver_read(self._engine) as cursor:
+            return self._load(cursor, task_id)
 
-    def _owned(self, connection: Connection, owner: str, task_id: str) -> TaskRecord:
-        record = self._load(connection, task_id)
-        if record is None or record.owner != owner:
-            raise errors.TaskNotFound(task_id)
-        return record
+    def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        cursor.execute(self._sql(_BY_ID), {"id": task_id})
+        row = cursor.fetchone()
+        return record_of(row) if row is not None else None
 
     def _publish(self, fresh: TaskRecord) -> TaskRecord:
         """The one object for this task in this process, brought up to date with ``fresh``."""
@@ -313,15 +402,19 @@ class SQLTaskStore:
         return live
 
 
-def _next_sequence(connection: Connection) -> int:
-    """The next status sequence number: one atomic increment of the counter row."""
-    bumped = (
-        update(counters)
-        .where(counters.c.name == TASK_SEQUENCE)
-        .values(value=counters.c.value + 1)
-        .returning(counters.c.value)
-    )
-    return int(connection.execute(bumped).scalar_one())
+def _only_row(cursor: DBAPICursor) -> Sequence[Any]:
+    """The row of a statement that always yields exactly one (a count, the counter bump)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("the task store's schema is incomplete: run its migrations")
+    return row
+
+
+@lru_cache(maxsize=16)
+def _update_sql(columns: tuple[str, ...]) -> str:
+    """The UPDATE of a task row that writes ``columns``."""
+    assignments = ", ".join(f"{name} = :{name}" for name in columns)
+    return f"UPDATE {tasks.name} SET {assignments} WHERE id = :id"
 
 
 def _filters(owner: str, query: ListTasksRequest, changed_after: datetime | None) -> list[Any]:
@@ -380,22 +473,33 @@ def _artifacts_json(record: TaskRecord) -> str:
     return _dumps([to_wire(artifact) for artifact in record.artifacts])
 
 
-def record_of(row: Row[Any]) -> TaskRecord:
-    """A fresh :class:`TaskRecord` from its row."""
-    status_message = row.status_message
+def record_of(row: Sequence[Any]) -> TaskRecord:
+    """A fresh :class:`TaskRecord` from its row's :data:`COLUMNS`."""
+    (
+        task_id,
+        owner,
+        context_id,
+        state,
+        changed_at_ms,
+        sequence,
+        status_message,
+        history,
+        artifacts,
+        task_metadata,
+    ) = row
     return TaskRecord(
-        id=row.id,
-        owner=row.owner,
-        context_id=row.context_id,
-        state=TaskState(row.state),
-        changed_at=datetime.fromtimestamp(row.changed_at_ms / 1000, UTC),
-        sequence=row.sequence,
+        id=task_id,
+        owner=owner,
+        context_id=context_id,
+        state=TaskState(state),
+        changed_at=datetime.fromtimestamp(changed_at_ms / 1000, UTC),
+        sequence=sequence,
         status_message=Message.model_validate(json.loads(status_message))
         if status_message
         else None,
-        history=[Message.model_validate(item) for item in json.loads(row.history)],
-        artifacts=[Artifact.model_validate(item) for item in json.loads(row.artifacts)],
-        metadata=json.loads(row.task_metadata) if row.task_metadata is not None else None,
+        history=[Message.model_validate(item) for item in json.loads(history)],
+        artifacts=[Artifact.model_validate(item) for item in json.loads(artifacts)],
+        metadata=json.loads(task_metadata) if task_metadata is not None else None,
     )
 
 
