@@ -136,7 +136,10 @@ class RiskAgentHandler:
     ) -> SendMessageResponse:
         configuration = request.configuration or SendMessageConfiguration()
         record, risk_input = self._accept(request, configuration, context)
-        self._start(record, risk_input)
+        if not configuration.return_immediately and self._works_now(record):
+            self._work_now(record, risk_input)
+        else:
+            self._start(record, risk_input)
         if not configuration.return_immediately:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
@@ -234,22 +237,17 @@ class RiskAgentHandler:
 
     def _create_task(self, context: CallContext, message: Message) -> TaskRecord:
         """A new task, or the owner's task for the message's idempotency key; the token's
-        ``jti`` is claimed only when a task is really created."""
-        key = idempotency_key_of(message)
-        if key is not None:
-            existing = self._store.find_by_idempotency_key(context.owner, key)
-            if existing is not None:
-                check_same_handoff(existing, message)
-                return existing
-        if context.claim_task_creation is not None:
-            context.claim_task_creation()
-        return self._store.create(
+        ``jti`` is claimed only when a task is really created, together with it."""
+        record = self._store.create(
             context.owner,
             message,
             message.context_id,
             metadata=handoff_binding(message),
-            idempotency_key=key,
+            idempotency_key=idempotency_key_of(message),
+            claim=context.claim_task_creation,
         )
+        check_same_handoff(record, message)  # a new task names the message's by construction
+        return record
 
     def _start(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
         """Work on a task that is submitted or working and has no worker here: a new or
@@ -260,6 +258,24 @@ class RiskAgentHandler:
         worker = asyncio.create_task(self._work(record, risk_input))
         self._workers[record.id] = worker
         worker.add_done_callback(lambda _: self._forget(record.id, worker))
+
+    def _works_now(self, record: TaskRecord) -> bool:
+        """Whether a blocking send can do its task's work before it answers, without a
+        worker: the skill answers at once and nobody else is working on the task."""
+        if self._skill_delay or self._model is not None or record.state not in _UNFINISHED:
+            return False
+        running = self._workers.get(record.id)
+        return running is None or running.done()
+
+    def _work_now(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        """:meth:`_work` for an immediate skill: WORKING and the outcome in one write (the
+        caller is only told the outcome), each still published as its own update."""
+        state, finding = run_skill(risk_input)
+        try:
+            self._report(record, state, finding, through=TaskState.WORKING)
+        except Exception:
+            logger.exception("reporting the outcome of task %s failed", record.id)
+            self._report(record, TaskState.FAILED, _internal_failure(), through=TaskState.WORKING)
 
     def _forget(self, task_id: str, worker: asyncio.Task[None]) -> None:
         if self._workers.get(task_id) is worker:
@@ -283,14 +299,41 @@ class RiskAgentHandler:
             logger.exception("reporting the outcome of task %s failed", record.id)
             self._report(record, TaskState.FAILED, _internal_failure())
 
-    def _report(self, record: TaskRecord, state: TaskState, finding: Finding) -> None:
+    def _report(
+        self,
+        record: TaskRecord,
+        state: TaskState,
+        finding: Finding,
+        *,
+        through: TaskState | None = None,
+    ) -> None:
+        """Put the task into ``state`` with the finding (passing ``through`` on the way, in
+        the same write) and publish each change."""
         if state is TaskState.COMPLETED:
             artifact = finding_artifact(finding)
-            if self._store.advance(record.id, state, artifacts=[artifact]):
+            if self._advance(record, through, state, artifacts=[artifact]):
                 self._updates.artifact(record.owner, record.snapshot(), artifact, last_chunk=True)
                 self._changed(record)
-        elif self._store.advance(record.id, state, message=agent_message(record, finding)):
+        elif self._advance(record, through, state, message=agent_message(record, finding)):
             self._changed(record)
+
+    def _advance(
+        self,
+        record: TaskRecord,
+        through: TaskState | None,
+        state: TaskState,
+        *,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> bool:
+        """Move the task on; False if it is gone or already terminal."""
+        if through is None:
+            return self._store.advance(record.id, state, message, artifacts)
+        passed = self._store.advance_through(record.id, through, state, message, artifacts)
+        if passed is None:
+            return False
+        self._updates.status(record.owner, passed)
+        return True
 
 
 def run_skill(risk_input: Mapping[str, Any]) -> tuple[TaskState, Finding]:

@@ -118,6 +118,7 @@ class TaskStoreProtocol(Protocol):
         metadata: dict[str, Any] | None = None,
         *,
         idempotency_key: str | None = None,
+        claim: Callable[[], None] | None = None,
     ) -> TaskRecord: ...
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None: ...
@@ -131,6 +132,15 @@ class TaskStoreProtocol(Protocol):
         message: Message | None = None,
         artifacts: list[Artifact] | None = None,
     ) -> bool: ...
+
+    def advance_through(
+        self,
+        task_id: str,
+        through: TaskState,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Task | None: ...
 
     def cancel(self, owner: str, task_id: str) -> TaskRecord: ...
 
@@ -173,15 +183,20 @@ class TaskStore:
         metadata: dict[str, Any] | None = None,
         *,
         idempotency_key: str | None = None,
+        claim: Callable[[], None] | None = None,
     ) -> TaskRecord:
         """Open a SUBMITTED task whose history starts with ``message``; ``metadata`` is the
         task's own (e.g. the handoff it serves). With an ``idempotency_key`` the owner's
-        task for that key is returned instead if there is one."""
+        task for that key is returned instead if there is one. ``claim`` (the delegation
+        token's one-task claim) runs only when a task is created, once nothing else can
+        stop it: if it raises, nothing is created."""
         if idempotency_key is not None:
             existing = self.find_by_idempotency_key(owner, idempotency_key)
             if existing is not None:
                 return existing
         self._make_room()
+        if claim is not None:
+            claim()
         task_id = self._new_id()
         record = TaskRecord(
             id=task_id,
@@ -224,6 +239,22 @@ class TaskStore:
             record.artifacts.extend(artifacts)
         self._move(record, state, message)
         return True
+
+    def advance_through(
+        self,
+        task_id: str,
+        through: TaskState,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Task | None:
+        """Move a live task into ``through`` and on to ``state``; the task as it was in
+        ``through`` (for its update), None if it is gone or already terminal."""
+        if not self.advance(task_id, through):
+            return None
+        passed = self._records[task_id].snapshot()
+        self.advance(task_id, state, message, artifacts)
+        return passed
 
     def cancel(self, owner: str, task_id: str) -> TaskRecord:
         record = self.get(owner, task_id)

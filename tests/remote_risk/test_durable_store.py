@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from remote_risk.storage import (
     migrate,
     open_engine,
 )
+from remote_risk.storage.engine import driver_errors
 from remote_risk.storage.schema import VERSION_TABLE, metadata, used_tokens
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
@@ -131,3 +132,39 @@ def test_a_change_by_another_process_is_not_overwritten(engine: Engine) -> None:
     assert there.cancel("alice", record.id).state is TaskState.CANCELED
     assert not here.advance(record.id, TaskState.COMPLETED)
     assert here.get("alice", record.id).state is TaskState.CANCELED
+
+
+def test_a_token_claim_stands_only_with_the_task_it_created(engine: Engine) -> None:
+    """The replay guard's claim made while the store creates a task is part of that
+    transaction: when the insert fails the jti stays unclaimed, when it succeeds the jti is
+    used up, and a refused claim stores no task."""
+    migrate(engine)
+    store = SQLTaskStore(engine, 10, new_id=lambda: "same-id")
+    guard = SQLReplayGuard(engine)
+    exp = int(datetime.now(UTC).timestamp()) + 60
+    results: list[bool] = []
+
+    def claim(jti: str) -> Callable[[], None]:
+        return lambda: results.append(guard.claim_task_creation(jti, exp, issuer="iss"))
+
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+    store.create("alice", note, "ctx", claim=claim("jti-1"))
+    with pytest.raises(driver_errors(engine).IntegrityError):
+        store.create("alice", note, "ctx", claim=claim("jti-2"))  # the task id collides
+    assert results == [True, True]
+    assert used_jtis(engine) == ["jti-1"]
+    assert guard.claim_task_creation("jti-2", exp, issuer="iss")
+    assert not guard.claim_task_creation("jti-1", exp, issuer="iss")
+
+    def refused() -> None:
+        if not guard.claim_task_creation("jti-1", exp, issuer="iss"):
+            raise PermissionError("replayed")
+
+    with pytest.raises(PermissionError):
+        SQLTaskStore(engine, 10).create("alice", note, claim=refused)
+    assert len(store) == 1
+
+
+def used_jtis(engine: Engine) -> list[str]:
+    with engine.connect() as connection:
+        return sorted(connection.scalars(select(used_tokens.c.jti)))

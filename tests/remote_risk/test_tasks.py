@@ -241,3 +241,51 @@ def test_idempotency_key_finds_the_owners_task_until_it_is_evicted(
     finish(store, first.id)
     store.create("alice", message())  # the finished task makes room
     assert store.find_by_idempotency_key("alice", "run-1:h1") is None
+
+
+def test_claim_runs_only_when_a_task_is_created(store_with: StoreFactory) -> None:
+    """The token's one-task claim is made for a new task only: not for a key's existing
+    task, and not when the store has no room (so the token is not used up for nothing)."""
+    store = store_with(capacity=1)
+    claims: list[str] = []
+    first = store.create("alice", message(), idempotency_key="k", claim=lambda: claims.append("1"))
+    again = store.create("alice", message(), idempotency_key="k", claim=lambda: claims.append("2"))
+    assert again.id == first.id
+    with pytest.raises(errors.TaskStoreFull):
+        store.create("alice", message(), claim=lambda: claims.append("3"))
+    assert claims == ["1"]
+
+
+def test_a_refused_claim_creates_no_task(store_with: StoreFactory) -> None:
+    """A claim that raises (a replayed token) leaves nothing behind, not even its key."""
+    store = store_with()
+
+    def refuse() -> None:
+        raise errors.InvalidParams("refused")
+
+    with pytest.raises(errors.InvalidParams):
+        store.create("alice", message(), idempotency_key="k", claim=refuse)
+    assert len(store) == 0
+    assert store.find_by_idempotency_key("alice", "k") is None
+
+
+def test_advance_through_passes_a_state_on_the_way_in_one_change(
+    store_with: StoreFactory,
+) -> None:
+    """The task as it was in the passed state is returned; the task ends in the final state
+    with a later status; a finished task is not moved."""
+    store = store_with()
+    record = store.create("alice", message())
+    reply = Message(message_id="m-reply", role=Role.AGENT, parts=[Part(text="need more")])
+    passed = store.advance_through(
+        record.id, TaskState.WORKING, TaskState.INPUT_REQUIRED, message=reply
+    )
+    assert passed is not None and passed.status.state is TaskState.WORKING
+    assert passed.status.message is None and len(passed.history or []) == 1
+    current = store.get("alice", record.id)
+    assert current.state is TaskState.INPUT_REQUIRED
+    assert current.status_message == reply and current.history[-1] == reply
+    assert current.changed_at > datetime.fromisoformat(passed.status.timestamp)
+    finish(store, record.id)
+    assert store.advance_through(record.id, TaskState.WORKING, TaskState.FAILED) is None
+    assert store.get("alice", record.id).state is TaskState.COMPLETED
