@@ -64,6 +64,14 @@ class ClientLimits:
     # so that sends and polls always find a free connection.
     max_connections: int = 64
     max_streams: int = 16
+    # How many GetTask polls a second all the tasks this client follows may cost together;
+    # with many tasks in flight each one polls less often instead of the client drowning.
+    max_polls_per_second: float = 200.0
+
+    @property
+    def max_requests(self) -> int:
+        """Plain requests in flight at once: the connections streams can never take."""
+        return max(1, self.max_connections - self.max_streams)
 
 
 @dataclass(frozen=True)
@@ -92,11 +100,17 @@ class A2AClient:
             follow_redirects=False,
             trust_env=False,
             limits=httpx.Limits(
-                max_connections=self.limits.max_connections, max_keepalive_connections=16
+                max_connections=self.limits.max_connections,
+                max_keepalive_connections=self.limits.max_connections,
             ),
         )
         self._ids = itertools.count(1)
         self._open_streams = 0
+        # Requests wait here, in order, rather than in the HTTP pool's queue, whose
+        # bookkeeping grows with its length; together with the stream slots this keeps
+        # every request within the pool's connections.
+        self._request_slots = asyncio.Semaphore(self.limits.max_requests)
+        self._pollers = 0
 
     def open_stream_slot(self) -> bool:
         """Reserve one of the bounded stream slots; False when all are taken."""
@@ -107,6 +121,18 @@ class A2AClient:
 
     def close_stream_slot(self) -> None:
         self._open_streams = max(0, self._open_streams - 1)
+
+    def start_polling(self) -> None:
+        """Count one more task followed by polling (see :meth:`poll_interval_floor`)."""
+        self._pollers += 1
+
+    def stop_polling(self) -> None:
+        self._pollers = max(0, self._pollers - 1)
+
+    def poll_interval_floor(self) -> float:
+        """The shortest interval each poller may keep so that all of them together stay
+        within ``max_polls_per_second``."""
+        return self._pollers / self.limits.max_polls_per_second
 
     async def __aenter__(self) -> A2AClient:
         return self
@@ -288,7 +314,7 @@ class A2AClient:
             **headers,
         }
         try:
-            async with asyncio.timeout(self.limits.total_timeout):
+            async with asyncio.timeout(self.limits.total_timeout), self._request_slots:
                 request = self._http.build_request(method, url, content=body, headers=sent)
                 response = await self._http.send(request, stream=True)
                 try:

@@ -53,7 +53,7 @@ from coordinator.returns import Admission, admit_task, finding_in
 from coordinator.runs import Run
 from coordinator.state_map import local_view
 from coordinator.storage.runs import FINDING_CONTRACT, GENERIC_CONTRACT
-from coordinator.streaming import PollBackoff, updates_for
+from coordinator.streaming import PollBackoff, RemoteUpdates, updates_for
 
 S = HandoffState
 # Failures after which sending again can help: the message may never have arrived, or a
@@ -481,30 +481,45 @@ async def _follow(
         backoff=PollBackoff(wait.first_poll, wait.max_poll),
         notes=outcome.notes,
     )
+    try:
+        settled = await _watch(client, agent, outcome, task, run, headers, updates, sent_record_ids)
+    finally:
+        await updates.aclose()
+    if settled is not None:
+        await _settle(client, agent, outcome, settled, run, headers, sent_record_ids)
+
+
+async def _watch(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    outcome: RemoteOutcome,
+    task: Task,
+    run: Run,
+    headers: dict[str, str],
+    updates: RemoteUpdates,
+    sent_record_ids: Collection[str] | None,
+) -> Task | None:
+    """The remote task once it settled, or None if the handoff ended here first."""
     while True:
         outcome.task = task
         if not _observe(outcome, run, task):
-            await updates.aclose()
             _arrived_late(outcome, run, task, sent_record_ids)
-            return
+            return None
         state = task.status.state
         if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
-            break
+            return task
         if _lease_left(outcome, run) <= 0:
             await updates.aclose()
             if _commit(outcome, run, S.TIMED_OUT, "lease_expired"):
                 remote_state = await _cancel_remote(client, agent, outcome, headers, run)
                 if remote_state:
                     outcome.record = run.book.note(outcome.record, remote_state=remote_state)
-            return
+            return None
         if not _hold_driver_lease(outcome, run):
-            await updates.aclose()
-            return
+            return None
         within = min(_lease_left(outcome, run), run.book.driver_lease_seconds / 3)
         run.trail.flush()
         task = await updates.next(within)
-    await updates.aclose()
-    await _settle(client, agent, outcome, task, run, headers, sent_record_ids)
 
 
 def _observe(outcome: RemoteOutcome, run: Run, task: Task) -> bool:

@@ -265,6 +265,8 @@ class HandoffBook:
         current = self.records[based_on.attempt_id]
         if current.version != based_on.version:
             raise StaleRevision(f"handoff {current.handoff_id} moved on", "stale_version")
+        if all(getattr(current, name) == value for name, value in changes.items()):
+            return current  # an observation that changes nothing writes nothing
         record = self._keep(current.model_copy(update=changes))
         if "remote_state" in changes and changes["remote_state"] != current.remote_state:
             self._emit(

@@ -10,7 +10,9 @@
   when the card says the agent streams, or a push receiver's inbox) it reads events; a
   state that settles the task is confirmed with ``GetTask`` before it is returned, and a
   source that ends or fails before the task settles is followed by ``GetTask`` and then
-  by polling. Without a source it polls ``GetTask`` with backoff.
+  by polling. Without a source it polls ``GetTask`` with backoff, and never more often
+  than the client's poll budget allows (``ClientLimits.max_polls_per_second``) shared
+  among every task it follows.
 """
 
 from __future__ import annotations
@@ -136,7 +138,10 @@ class RemoteUpdates:
         self._delay = self._backoff.first
         self._view = TaskView(task, max_artifact_bytes)
         self._events: AsyncIterator[StreamResponse] | None = None
+        self._polling = False
         self.notes = notes if notes is not None else []
+        if source is None:
+            self._start_polling()
 
     @classmethod
     def streaming(
@@ -164,7 +169,8 @@ class RemoteUpdates:
         if self._source is not None:
             return await self._next_event(within)
         await asyncio.sleep(min(self._delay, max(0.0, within)))
-        self._delay = min(self._delay * 2, self._backoff.max)
+        ceiling = max(self._backoff.max, self._client.poll_interval_floor())
+        self._delay = min(self._delay * 2, ceiling)
         return await self.confirm()
 
     async def confirm(self) -> Task:
@@ -204,8 +210,17 @@ class RemoteUpdates:
         self.notes.append(f"{why}; polling instead")
         await self.aclose()
         self._source = None
+        self._start_polling()
+
+    def _start_polling(self) -> None:
+        if not self._polling:
+            self._polling = True
+            self._client.start_polling()
 
     async def aclose(self) -> None:
+        if self._polling:
+            self._polling = False
+            self._client.stop_polling()
         events, self._events = self._events, None
         close = getattr(events, "aclose", None)
         if close is not None:

@@ -168,3 +168,14 @@ def test_budget_units_reserve_consume_and_release(book: HandoffBook, clock: Froz
     assert book.remaining() == HandoffBudget(actions=3, context_units=9_000, effects=0)
     assert returned_and_judged(book, first) is ArtifactDecision.LATE_AFTER_LEASE
     assert book.remaining() == HandoffBudget(actions=3, context_units=9_000, effects=0)
+
+
+def test_an_observation_that_changes_nothing_records_nothing(book: HandoffBook) -> None:
+    """Seeing the remote in the state already noted keeps the record and adds no event."""
+    record = book.note(dispatched(book), remote_state="TASK_STATE_WORKING")
+    events = len(book.trail.kept)
+    again = book.note(record, remote_state="TASK_STATE_WORKING")
+    assert again is record
+    assert len(book.trail.kept) == events
+    moved = book.note(record, remote_state="TASK_STATE_COMPLETED")
+    assert moved.remote_state == "TASK_STATE_COMPLETED" and len(book.trail.kept) == events + 1
