@@ -214,8 +214,9 @@ class RiskAgentHandler:
         return record, risk_input
 
     def _changed(self, record: TaskRecord) -> None:
-        """Tell streams and webhooks the task's new status."""
-        self._updates.status(record.owner, record.snapshot())
+        """Tell streams and webhooks the task's new status (if any listen)."""
+        if self._updates.heard(record.owner, record.id):
+            self._updates.status(record.owner, record.snapshot())
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
@@ -311,9 +312,11 @@ class RiskAgentHandler:
         the same write) and publish each change."""
         if state is TaskState.COMPLETED:
             artifact = finding_artifact(finding)
-            if self._advance(record, through, state, artifacts=[artifact]):
-                self._updates.artifact(record.owner, record.snapshot(), artifact, last_chunk=True)
-                self._changed(record)
+            moved = self._advance(record, through, state, artifacts=[artifact])
+            if moved and self._updates.heard(record.owner, record.id):
+                snapshot = record.snapshot()
+                self._updates.artifact(record.owner, snapshot, artifact, last_chunk=True)
+                self._updates.status(record.owner, snapshot)
         elif self._advance(record, through, state, message=agent_message(record, finding)):
             self._changed(record)
 
@@ -332,7 +335,8 @@ class RiskAgentHandler:
         passed = self._store.advance_through(record.id, through, state, message, artifacts)
         if passed is None:
             return False
-        self._updates.status(record.owner, passed)
+        if self._updates.heard(record.owner, record.id):
+            self._updates.status(record.owner, passed)
         return True
 
 

@@ -131,6 +131,9 @@ class PushConfigs:
         for config in self._configs.get((owner, task_id), {}).values():
             self.delivery.enqueue(Notification(config=config, task_id=task_id, event=event))
 
+    def notifies(self, owner: str, task_id: str) -> bool:
+        return bool(self._configs.get((owner, task_id)))
+
     def forget(self, owner: str, task_id: str) -> None:
         self._configs.pop((owner, task_id), None)
 

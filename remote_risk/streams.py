@@ -203,6 +203,10 @@ class Notifier(Protocol):
 
     def notify(self, owner: str, task_id: str, event: StreamResponse) -> None: ...
 
+    def notifies(self, owner: str, task_id: str) -> bool:
+        """Whether :meth:`notify` would tell anyone about this task."""
+        ...
+
 
 class TaskUpdates:
     """What a handler calls after every change of a task: streams, then push, in order."""
@@ -210,6 +214,13 @@ class TaskUpdates:
     def __init__(self, broker: TaskEventBroker, notifier: Notifier | None = None) -> None:
         self.broker = broker
         self._notifier = notifier
+
+    def heard(self, owner: str, task_id: str) -> bool:
+        """Whether an update of the task reaches anyone (a stream or a webhook) now; when
+        it does not, a caller may skip building it."""
+        if self.broker.subscriber_count(task_id):
+            return True
+        return self._notifier is not None and self._notifier.notifies(owner, task_id)
 
     def status(self, owner: str, task: Task) -> None:
         """The task's status changed (which may end streams)."""

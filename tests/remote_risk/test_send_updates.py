@@ -19,13 +19,17 @@ WORKING = TaskState.WORKING
 
 
 class Recorder:
-    """A notifier that keeps what it is told."""
+    """A notifier that keeps what it is told (a webhook for every task, if ``listening``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, listening: bool = True) -> None:
         self.events: list[StreamResponse] = []
+        self.listening = listening
 
     def notify(self, owner: str, task_id: str, event: StreamResponse) -> None:
         self.events.append(event)
+
+    def notifies(self, owner: str, task_id: str) -> bool:
+        return self.listening
 
 
 def described(event: StreamResponse) -> tuple[str, TaskState | None]:
@@ -72,3 +76,16 @@ def test_a_blocking_send_with_a_slow_skill_still_waits_for_its_worker() -> None:
     handler = RiskAgentHandler(store, skill_delay_seconds=0.01)
     task = asyncio.run(send(handler, risk_input(), immediately=False))
     assert task.status.state is TaskState.COMPLETED
+
+
+def test_an_update_is_heard_by_a_stream_or_a_webhook() -> None:
+    """Updates nobody receives need not be built; a stream or a webhook receives them."""
+    broker = TaskEventBroker()
+    assert not TaskUpdates(broker).heard("alice", "t1")
+    assert not TaskUpdates(broker, Recorder(listening=False)).heard("alice", "t1")
+    assert TaskUpdates(broker, Recorder()).heard("alice", "t1")
+    subscription = broker.subscribe("t1")
+    assert TaskUpdates(broker).heard("alice", "t1")
+    assert not TaskUpdates(broker).heard("alice", "t2")
+    subscription.close()
+    assert not TaskUpdates(broker).heard("alice", "t1")
