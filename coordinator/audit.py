@@ -15,8 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sqlalchemy import Connection
+
 from contracts.handoff import HandoffRecord
 from coordinator.ledger import AuditEvent, Ledger, StoredEvent
+from coordinator.storage.runs import RunStore
 
 
 class AuditTrail:
@@ -26,7 +29,8 @@ class AuditTrail:
     dispatch path calls before anything crosses to another service (and at the end of
     each step), so no fact about a message can be missing from the ledger once the
     message has left. Buffering turns a dozen single-event transactions per handoff into
-    a few batched ones.
+    a few batched ones. A run store whose writes are deferred (:meth:`carry`) is written
+    in that same transaction, so the run's rows and its facts land together.
     """
 
     FLUSH_AT = 64
@@ -36,11 +40,29 @@ class AuditTrail:
         self.actor = actor
         self.kept: list[AuditEvent] = []
         self.pending: list[AuditEvent] = []
+        self._stores: list[RunStore] = []
+
+    def carry(self, store: RunStore) -> None:
+        """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
+        if self.ledger is None or store.engine is not self.ledger.engine:
+            return
+        if store not in self._stores:
+            store.defer_writes()
+            self._stores.append(store)
 
     def flush(self) -> None:
-        if self.ledger is not None and self.pending:
-            events, self.pending = self.pending, []
-            self.ledger.append_many(events)
+        if self.ledger is None:
+            return
+        stores = [store for store in self._stores if store.has_pending]
+        if not self.pending and not stores:
+            return
+        events, self.pending = self.pending, []
+
+        def rows(connection: Connection) -> None:
+            for store in stores:
+                store.write_pending(connection)
+
+        self.ledger.append_many_with(events, rows if stores else None)
 
     def emit(
         self,

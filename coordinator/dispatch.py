@@ -350,6 +350,7 @@ async def _drive_steps(
     run.credentials[outcome.record.attempt_id] = headers
     task: Task | None
     if outcome.record.state is S.ADMITTED:
+        run.trail.flush()  # the admitted handoff and what it will send are durable first
         pause_point("before_dispatch")
         # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
         outcome.record = run.book.commit(outcome.record, S.DISPATCHED, "message_sending")

@@ -281,18 +281,28 @@ class Ledger:
 
     def append_many(self, events: Iterable[AuditEvent]) -> list[StoredEvent]:
         """Record several events in one transaction: all of them, consecutively, or none."""
+        return self.append_many_with(events)
+
+    def append_many_with(
+        self, events: Iterable[AuditEvent], also: Callable[[Connection], None] | None = None
+    ) -> list[StoredEvent]:
+        """:meth:`append_many`, with ``also`` written in the same transaction first (the
+        run store's pending rows, say), so the facts and the rows land together or not at all."""
         records = [self._record(event) for event in events]
-        if not records:
+        if not records and also is None:
             return []
         rows: list[dict[str, Any]] = []
         try:
             with write_transaction(self.engine) as connection:
-                _lock_chain(connection)
-                seq, prev_hash = _head(connection)
-                for offset, record in enumerate(records, start=1):
-                    rows.append(_seal(record, seq + offset, prev_hash))
-                    prev_hash = rows[-1]["hash"]
-                connection.execute(insert(audit_events), rows)
+                if also is not None:
+                    also(connection)
+                if records:
+                    _lock_chain(connection)
+                    seq, prev_hash = _head(connection)
+                    for offset, record in enumerate(records, start=1):
+                        rows.append(_seal(record, seq + offset, prev_hash))
+                        prev_hash = rows[-1]["hash"]
+                    connection.execute(insert(audit_events), rows)
         except IntegrityError as exc:
             raise LedgerError(
                 "another writer took the same sequence number; nothing was appended",

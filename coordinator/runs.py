@@ -53,6 +53,8 @@ class Run:
     def __post_init__(self) -> None:
         if not self.ownership_path:
             self.ownership_path.append(self.owner)
+        if self.store is not None:
+            self.trail.carry(self.store)
         budget = self.authority.budget
         self.book = HandoffBook(
             run_id=self.run_id,
@@ -84,6 +86,7 @@ class Run:
                 self.kind,
                 {**authority_document(self.authority), "started_at": self.started_at.isoformat()},
                 {"run_id": self.run_id, "owner": self.owner, "branches": [], "live_branches": []},
+                deferred=True,
             )
         budget = self.authority.budget
         self.emit(

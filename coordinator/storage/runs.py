@@ -1,7 +1,8 @@
 """The durable side of runs: handoff records, what was sent, artifacts, units, grants.
 
-The handoff book writes through to this store on every change, so a coordinator that
-dies keeps an exact account of what was in flight. Several coordinator processes share
+The handoff book writes through to this store on every change (batched with the run's
+audit events, see :class:`RunStore`), so a coordinator that dies keeps an exact account
+of what was in flight. Several coordinator processes share
 one database by taking a lease on each in-flight handoff: :meth:`RunStore.claim` picks
 handoffs nobody drives (or whose driver's lease ran out) with ``FOR UPDATE SKIP LOCKED``
 on PostgreSQL and under the single writer lock on SQLite, so each is driven by exactly
@@ -14,11 +15,11 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, insert, or_, select, update
 
 from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
@@ -33,6 +34,7 @@ from coordinator.storage.schema import (
 )
 
 FINDING_CONTRACT = "finding"
+Step = Callable[[Connection], None]
 GENERIC_CONTRACT = "generic"
 _TERMINAL = [state.value for state in TERMINAL_STATES]
 
@@ -66,14 +68,62 @@ def _json(value: Any) -> str:
 
 
 class RunStore:
+    """Runs, handoffs and their accumulating facts in one database.
+
+    Writes happen at once by default. A store whose writes a run's audit trail carries
+    (:meth:`defer_writes`, done by :class:`~coordinator.runs.Run`) keeps them until the
+    trail flushes, which writes them and the ledger events in one transaction; the
+    dispatch path flushes before any message leaves, so what was sent is always on disk
+    first. Every read and every lease operation writes what is pending before it runs.
+    """
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.deferred = False
+        self._pending: list[Step] = []
+        # Where each handoff's latest pending upsert sits, so a newer one replaces it.
+        self._upserts: dict[str, int] = {}
+
+    def defer_writes(self) -> None:
+        self.deferred = True
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def write_pending(self, connection: Connection) -> None:
+        """Apply the pending writes inside the caller's transaction."""
+        steps, self._pending = self._pending, []
+        self._upserts.clear()
+        for step in steps:
+            step(connection)
+
+    def flush(self) -> None:
+        if self._pending:
+            with write_transaction(self.engine) as connection:
+                self.write_pending(connection)
+
+    def _write(self, step: Step) -> None:
+        if self.deferred:
+            self._pending.append(step)
+            return
+        with write_transaction(self.engine) as connection:
+            step(connection)
 
     # --- runs ---------------------------------------------------------------------------
 
     def save_run(
-        self, run_id: str, owner: str, kind: str, authority: Mapping[str, Any], document: Any
+        self,
+        run_id: str,
+        owner: str,
+        kind: str,
+        authority: Mapping[str, Any],
+        document: Any,
+        *,
+        deferred: bool = False,
     ) -> None:
+        """Write the run's document now, with anything pending before it; ``deferred``
+        lets it wait for the next flush like other writes (the run's first row)."""
         values = {
             "owner": owner,
             "kind": kind,
@@ -81,7 +131,8 @@ class RunStore:
             "document": _json(document),
             "updated_at": _now(),
         }
-        with write_transaction(self.engine) as connection:
+
+        def step(connection: Connection) -> None:
             changed = connection.execute(
                 update(runs).where(runs.c.run_id == run_id).values(**values)
             ).rowcount
@@ -90,7 +141,12 @@ class RunStore:
                     insert(runs).values(run_id=run_id, created_at=values["updated_at"], **values)
                 )
 
+        self._write(step)
+        if not deferred:
+            self.flush()
+
     def run(self, run_id: str) -> dict[str, Any] | None:
+        self.flush()
         with self.engine.connect() as connection:
             row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
         if row is None:
@@ -102,6 +158,7 @@ class RunStore:
         }
 
     def run_documents(self) -> list[dict[str, Any]]:
+        self.flush()
         with self.engine.connect() as connection:
             rows = connection.execute(select(runs.c.document).order_by(runs.c.created_at))
             return [strict_json.loads(row.document) for row in rows]
@@ -121,7 +178,8 @@ class RunStore:
         }
         if driver is not None:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
-        with write_transaction(self.engine) as connection:
+
+        def step(connection: Connection) -> None:
             changed = connection.execute(
                 update(handoffs).where(handoffs.c.attempt_id == record.attempt_id).values(**values)
             ).rowcount
@@ -138,16 +196,26 @@ class RunStore:
                     )
                 )
 
+        at = self._upserts.get(record.attempt_id)
+        if self.deferred and at is not None:
+            self._pending[at] = step  # the newer record supersedes the pending one
+            return
+        self._upserts[record.attempt_id] = len(self._pending)
+        self._write(step)
+
     def save_payload(self, record: HandoffRecord, payload: Any, contract: str) -> None:
         """What was (or will be) sent, so a restarted coordinator can resend it unchanged."""
-        with write_transaction(self.engine) as connection:
+        values = {"payload": _json(payload), "contract": contract}
+
+        def step(connection: Connection) -> None:
             connection.execute(
-                update(handoffs)
-                .where(handoffs.c.attempt_id == record.attempt_id)
-                .values(payload=_json(payload), contract=contract)
+                update(handoffs).where(handoffs.c.attempt_id == record.attempt_id).values(**values)
             )
 
+        self._write(step)
+
     def handoff(self, attempt_id: str) -> tuple[HandoffRecord, Any, str] | None:
+        self.flush()
         with self.engine.connect() as connection:
             row = connection.execute(
                 select(handoffs.c.record, handoffs.c.payload, handoffs.c.contract).where(
@@ -160,11 +228,13 @@ class RunStore:
         return HandoffRecord.model_validate_json(row.record), payload, row.contract
 
     def run_records(self, run_id: str) -> list[HandoffRecord]:
+        self.flush()
         with self.engine.connect() as connection:
             rows = connection.execute(select(handoffs.c.record).where(handoffs.c.run_id == run_id))
             return [HandoffRecord.model_validate_json(row.record) for row in rows]
 
     def in_flight(self) -> list[str]:
+        self.flush()
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(handoffs.c.attempt_id).where(handoffs.c.state.not_in(_TERMINAL))
@@ -175,6 +245,7 @@ class RunStore:
 
     def claim(self, driver: str, lease_seconds: float, limit: int = 50) -> list[str]:
         """Take up to ``limit`` in-flight handoffs that nobody drives or whose driver lapsed."""
+        self.flush()
         now = time.time()
         free = or_(
             handoffs.c.driver.is_(None), handoffs.c.driver_until < now, handoffs.c.driver == driver
@@ -199,6 +270,7 @@ class RunStore:
 
     def renew(self, driver: str, attempt_id: str, lease_seconds: float) -> bool:
         """Extend this driver's lease; False if another process has taken the handoff."""
+        self.flush()
         with write_transaction(self.engine) as connection:
             return bool(
                 connection.execute(
@@ -210,6 +282,7 @@ class RunStore:
 
     def drivers(self) -> set[str]:
         """The drivers holding a lease on some in-flight handoff."""
+        self.flush()
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(handoffs.c.driver)
@@ -220,6 +293,7 @@ class RunStore:
 
     def release_driver(self, driver: str) -> int:
         """Free every lease ``driver`` holds (it is known to be dead)."""
+        self.flush()
         with write_transaction(self.engine) as connection:
             return int(
                 connection.execute(
@@ -230,6 +304,7 @@ class RunStore:
             )
 
     def release(self, driver: str, attempt_id: str) -> None:
+        self.flush()
         with write_transaction(self.engine) as connection:
             connection.execute(
                 update(handoffs)
@@ -246,10 +321,15 @@ class RunStore:
             "grants": grants,
             "card_versions": card_versions,
         }[table]
-        with write_transaction(self.engine) as connection:
-            connection.execute(insert(target).values(**values))
+        row = dict(values)
+
+        def step(connection: Connection) -> None:
+            connection.execute(insert(target).values(**row))
+
+        self._write(step)
 
     def rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+        self.flush()
         target = {"artifacts": artifacts, "budget_units": budget_units, "grants": grants}[table]
         with self.engine.connect() as connection:
             result = connection.execute(
