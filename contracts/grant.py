@@ -18,14 +18,14 @@ Everything here is pure: no clock, no keys, no I/O.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any
 
-import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from contracts.canonical import canonical_json
 
 DEFAULT_MAX_ACT_DEPTH = 4
 
@@ -361,25 +361,5 @@ def claims_digest(claims: Grant | Mapping[str, Any]) -> str:
 
 
 def canonical_claims(value: Mapping[str, Any]) -> bytes:
-    """The RFC 8785 form of ``value``.
-
-    Grant claims hold only printable-ASCII strings, integers and objects of them; for that
-    shape sorted-key compact JSON is byte for byte the JCS form (JCS sorts keys by UTF-16
-    code units, which for ASCII is plain order, and integers have one spelling), and it is
-    several times cheaper than the general canonicaliser, which anything else still uses.
-    """
-    if _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
-    return rfc8785.dumps(value)
-
-
-def _plain(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return abs(value) < 2**53
-    if isinstance(value, str):
-        return value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _plain(k) and _plain(v) for k, v in value.items())
-    return False
+    """The RFC 8785 form of ``value`` (see :mod:`contracts.canonical`)."""
+    return canonical_json(value)

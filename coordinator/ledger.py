@@ -49,6 +49,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.expression import ColumnElement
 
 from contracts import strict_json
+from contracts.canonical import CanonicalizationError, canonical_json
 from coordinator.storage.engine import write_transaction
 from coordinator.storage.errors import LedgerError
 from coordinator.storage.schema import audit_events
@@ -198,8 +199,8 @@ def _check_record(record: Mapping[str, Any]) -> None:
 def canonical_bytes(record: Mapping[str, Any]) -> bytes:
     """RFC 8785 serialisation of a sealed record, or ``event_invalid``."""
     try:
-        return rfc8785.dumps(dict(record))
-    except rfc8785.CanonicalizationError as exc:
+        return canonical_json(dict(record))
+    except CanonicalizationError as exc:
         raise LedgerError(f"event is not canonical JSON: {exc}", "event_invalid") from None
 
 
@@ -238,9 +239,13 @@ def _lock_chain(connection: Connection) -> None:
         )
 
 
+# Built once: constructing a statement costs more than running it on SQLite.
+_HEAD = select(audit_events.c.seq, audit_events.c.hash).order_by(audit_events.c.seq.desc()).limit(1)
+_INSERT_EVENT = insert(audit_events)
+
+
 def _head(connection: Connection) -> tuple[int, str]:
-    query = select(audit_events.c.seq, audit_events.c.hash).order_by(audit_events.c.seq.desc())
-    row = connection.execute(query.limit(1)).first()
+    row = connection.execute(_HEAD).first()
     return (0, GENESIS_HASH) if row is None else (int(row.seq), str(row.hash))
 
 
@@ -281,13 +286,20 @@ class Ledger:
 
     def append_many(self, events: Iterable[AuditEvent]) -> list[StoredEvent]:
         """Record several events in one transaction: all of them, consecutively, or none."""
-        return self.append_many_with(events)
+        rows = self._append(events, None)
+        return [_stored(row["canonical"], row["hash"]) for row in rows]
 
     def append_many_with(
         self, events: Iterable[AuditEvent], also: Callable[[Connection], None] | None = None
-    ) -> list[StoredEvent]:
-        """:meth:`append_many`, with ``also`` written in the same transaction first (the
-        run store's pending rows, say), so the facts and the rows land together or not at all."""
+    ) -> int:
+        """Append ``events`` with ``also`` written in the same transaction first (the run
+        store's pending rows, say): the rows and the facts land together or not at all.
+        Returns how many events were appended."""
+        return len(self._append(events, also))
+
+    def _append(
+        self, events: Iterable[AuditEvent], also: Callable[[Connection], None] | None
+    ) -> list[dict[str, Any]]:
         records = [self._record(event) for event in events]
         if not records and also is None:
             return []
@@ -302,13 +314,13 @@ class Ledger:
                     for offset, record in enumerate(records, start=1):
                         rows.append(_seal(record, seq + offset, prev_hash))
                         prev_hash = rows[-1]["hash"]
-                    connection.execute(insert(audit_events), rows)
+                    connection.execute(_INSERT_EVENT, rows)
         except IntegrityError as exc:
             raise LedgerError(
                 "another writer took the same sequence number; nothing was appended",
                 "chain_conflict",
             ) from exc
-        return [_stored(row["canonical"], row["hash"]) for row in rows]
+        return rows
 
     def events(self, run_id: str | None = None) -> list[StoredEvent]:
         """Every event in sequence order, or only those of one run."""
@@ -476,9 +488,9 @@ def _is_canonical(body: bytes) -> bool:
         return (
             isinstance(record, dict)
             and isinstance(record.get("data"), dict)
-            and rfc8785.dumps(record) == body
+            and canonical_json(record) == body
         )
-    except (ValueError, rfc8785.CanonicalizationError):
+    except (ValueError, CanonicalizationError):
         return False
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, insert, or_, select, update
 
 from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
@@ -57,6 +57,16 @@ def driver_is_dead_here(driver: str) -> bool:
     except PermissionError:
         return False
     return False
+
+
+# Built once: constructing a statement costs more than running it on SQLite.
+_UPDATE_RUN = update(runs).where(runs.c.run_id == bindparam("b_run_id"))
+_UPDATE_HANDOFF = update(handoffs).where(handoffs.c.attempt_id == bindparam("b_attempt_id"))
+_INSERT = {
+    table.name: insert(table)
+    for table in (runs, handoffs, artifacts, budget_units, grants, card_versions)
+}
+_ACCUMULATING = frozenset({"artifacts", "budget_units", "grants", "card_versions"})
 
 
 def _now() -> str:
@@ -133,13 +143,9 @@ class RunStore:
         }
 
         def step(connection: Connection) -> None:
-            changed = connection.execute(
-                update(runs).where(runs.c.run_id == run_id).values(**values)
-            ).rowcount
-            if not changed:
-                connection.execute(
-                    insert(runs).values(run_id=run_id, created_at=values["updated_at"], **values)
-                )
+            if not connection.execute(_UPDATE_RUN, {"b_run_id": run_id, **values}).rowcount:
+                row = {"run_id": run_id, "created_at": values["updated_at"], **values}
+                connection.execute(_INSERT["runs"], row)
 
         self._write(step)
         if not deferred:
@@ -180,27 +186,24 @@ class RunStore:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
 
         def step(connection: Connection) -> None:
-            changed = connection.execute(
-                update(handoffs).where(handoffs.c.attempt_id == record.attempt_id).values(**values)
-            ).rowcount
-            if not changed:
-                connection.execute(
-                    insert(handoffs).values(
-                        attempt_id=record.attempt_id,
-                        run_id=record.run_id,
-                        handoff_id=record.handoff_id,
-                        attempt=record.attempt,
-                        target=record.target,
-                        contract=GENERIC_CONTRACT,
-                        **values,
-                    )
-                )
+            key = {"b_attempt_id": record.attempt_id}
+            if not connection.execute(_UPDATE_HANDOFF, {**key, **values}).rowcount:
+                identity = {
+                    "attempt_id": record.attempt_id,
+                    "run_id": record.run_id,
+                    "handoff_id": record.handoff_id,
+                    "attempt": record.attempt,
+                    "target": record.target,
+                    "contract": GENERIC_CONTRACT,
+                }
+                connection.execute(_INSERT["handoffs"], {**identity, **values})
 
-        at = self._upserts.get(record.attempt_id)
-        if self.deferred and at is not None:
-            self._pending[at] = step  # the newer record supersedes the pending one
-            return
-        self._upserts[record.attempt_id] = len(self._pending)
+        if self.deferred:
+            at = self._upserts.get(record.attempt_id)
+            if at is not None:
+                self._pending[at] = step  # the newer record supersedes the pending one
+                return
+            self._upserts[record.attempt_id] = len(self._pending)
         self._write(step)
 
     def save_payload(self, record: HandoffRecord, payload: Any, contract: str) -> None:
@@ -208,9 +211,7 @@ class RunStore:
         values = {"payload": _json(payload), "contract": contract}
 
         def step(connection: Connection) -> None:
-            connection.execute(
-                update(handoffs).where(handoffs.c.attempt_id == record.attempt_id).values(**values)
-            )
+            connection.execute(_UPDATE_HANDOFF, {"b_attempt_id": record.attempt_id, **values})
 
         self._write(step)
 
@@ -315,16 +316,12 @@ class RunStore:
     # --- facts that only accumulate -------------------------------------------------------
 
     def add(self, table: str, values: Mapping[str, Any]) -> None:
-        target = {
-            "artifacts": artifacts,
-            "budget_units": budget_units,
-            "grants": grants,
-            "card_versions": card_versions,
-        }[table]
-        row = dict(values)
+        if table not in _ACCUMULATING:
+            raise KeyError(table)
+        statement, row = _INSERT[table], dict(values)
 
         def step(connection: Connection) -> None:
-            connection.execute(insert(target).values(**row))
+            connection.execute(statement, row)
 
         self._write(step)
 

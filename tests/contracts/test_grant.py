@@ -399,24 +399,3 @@ def _valid_grant() -> Grant:
         handoff=_handoff(Budget(actions=1, context_units=10, effects=0)),
         act=Actor(sub="remote-risk"),
     )
-
-
-@given(
-    st.recursive(
-        st.one_of(
-            st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1),
-            st.text(max_size=12),
-            st.booleans(),
-            st.none(),
-        ),
-        lambda children: st.dictionaries(st.text(max_size=8), children, max_size=4),
-        max_leaves=12,
-    ).filter(lambda v: isinstance(v, dict))
-)
-def test_fast_canonical_form_is_exactly_jcs(value: dict[str, object]) -> None:
-    """The digest's fast path produces the same bytes as the RFC 8785 canonicaliser."""
-    import rfc8785
-
-    from contracts.grant import canonical_claims
-
-    assert canonical_claims(value) == rfc8785.dumps(value)
