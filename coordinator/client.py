@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -195,7 +195,7 @@ class A2AClient:
 
     def stream_message(
         self, endpoint: str, request: SendMessageRequest, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[StreamResponse]:
+    ) -> AsyncGenerator[StreamResponse, None]:
         """``SendStreamingMessage``: the task (or one message), then its updates."""
         return self._stream(endpoint, "SendStreamingMessage", request, headers)
 
@@ -213,7 +213,7 @@ class A2AClient:
         method: str,
         params: BaseModel,
         headers: Mapping[str, str] | None,
-    ) -> AsyncIterator[StreamResponse]:
+    ) -> AsyncGenerator[StreamResponse, None]:
         request_id = next(self._ids)
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": to_wire(params)}
         sent = {

@@ -362,14 +362,14 @@ async def _drive_steps(
             idempotency_key=idempotency_key(outcome.record),
             with_token=bool(headers),
         )
-        task = await _send(client, agent, outcome, payload, headers, run)
+        task, stream = await _send(client, agent, outcome, payload, headers, run, wait)
     else:
         run.trail.flush()
-        task = await _fetch_task(client, agent, outcome, headers)
+        task, stream = await _fetch_task(client, agent, outcome, headers), None
     if task is not None and outcome.record.state is S.RETURNED:
         _judge(outcome, run, task, sent_record_ids)
     elif task is not None:
-        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids)
+        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids, stream)
     elif outcome.record.live and _lease_left(outcome, run) <= 0:
         _commit(outcome, run, S.TIMED_OUT, "lease_expired")
     run.record(outcome.record)
@@ -399,7 +399,14 @@ async def _send(
     payload: dict[str, Any],
     headers: dict[str, str],
     run: Run,
-) -> Task | None:
+    wait: WaitPolicy,
+) -> tuple[Task | None, RemoteUpdates | None]:
+    """Send the message; the task it opened, and its update stream if one is open.
+
+    An agent whose card says it streams gets ``SendStreamingMessage`` (while the client
+    has a stream slot free): the task and then its updates arrive on one response, which
+    is handed on as the handoff's update source. Otherwise ``SendMessage`` with
+    ``returnImmediately``, and the task is followed by polling."""
     run.trail.flush()
     request = SendMessageRequest(
         message=build_message(outcome.record, payload),
@@ -407,22 +414,26 @@ async def _send(
             accepted_output_modes=["application/json"], return_immediately=True
         ),
     )
+    stream: RemoteUpdates | None = None
     try:
-        response = await asyncio.wait_for(
-            client.send_message(agent.endpoint, request, headers),
-            max(0.001, _lease_left(outcome, run)),
-        )
+        async with asyncio.timeout(max(0.001, _lease_left(outcome, run))):
+            if agent.agent_card.capabilities.streaming and client.open_stream_slot():
+                backoff = PollBackoff(wait.first_poll, wait.max_poll)
+                task, stream = await _open_stream(
+                    client, agent.endpoint, request, headers, backoff, outcome.notes
+                )
+            else:
+                task = (await client.send_message(agent.endpoint, request, headers)).task
     except TimeoutError:
         _commit(outcome, run, S.TIMED_OUT, "lease_expired_during_dispatch")
-        return None
+        return None, None
     except FederationError as exc:
         _commit(outcome, run, S.FAILED, f"dispatch_failed:{exc.reason}")
         outcome.notes.append(str(exc))
-        return None
-    if response.task is None:
+        return None, None
+    if task is None:
         _commit(outcome, run, S.FAILED, "remote_replied_without_task")
-        return None
-    task = response.task
+        return None, None
     pause_point("after_dispatch")
     try:
         outcome.record = run.book.note(
@@ -430,7 +441,42 @@ async def _send(
         )
     except StaleRevision:
         outcome.record = run.book.current(outcome.record)
-    return task
+    return task, stream
+
+
+async def _open_stream(
+    client: A2AClient,
+    endpoint: str,
+    request: SendMessageRequest,
+    headers: dict[str, str],
+    backoff: PollBackoff,
+    notes: list[str],
+) -> tuple[Task | None, RemoteUpdates | None]:
+    """``SendStreamingMessage`` holding one of the client's stream slots: the first event
+    must be the task; the rest of the stream follows it. The slot is released when the
+    stream is closed, or at once if no task came."""
+    events = client.stream_message(endpoint, request, headers)
+    try:
+        first = await anext(events)
+    except BaseException:
+        await events.aclose()
+        client.close_stream_slot()
+        raise
+    if first.task is None:
+        await events.aclose()
+        client.close_stream_slot()
+        return None, None
+    updates = RemoteUpdates(
+        client,
+        endpoint,
+        first.task,
+        headers,
+        source=lambda: events,
+        backoff=backoff,
+        notes=notes,
+        on_release=client.close_stream_slot,
+    )
+    return first.task, updates
 
 
 def _hold_driver_lease(outcome: RemoteOutcome, run: Run) -> bool:
@@ -468,12 +514,14 @@ async def _follow(
     wait: WaitPolicy,
     headers: dict[str, str],
     sent_record_ids: Collection[str] | None,
+    stream: RemoteUpdates | None = None,
 ) -> None:
     """Observe the remote task until it settles, the lease ends or the run cancels it.
 
-    Updates are streamed when the card says the agent streams, else polled; either way
+    Updates come on ``stream`` (the send's own response) when there is one, else from
+    ``SubscribeToTask`` when the card says the agent streams, else by polling; either way
     each one is observed as a Task, and a settled one is confirmed with GetTask."""
-    updates = updates_for(
+    updates = stream or updates_for(
         client,
         agent.endpoint,
         task,

@@ -155,3 +155,14 @@ def test_local_finding_citing_unsent_records_counts_as_failure() -> None:
     assert consultation.record.state is HandoffState.REJECTED
     assert consultation.finding is not None
     assert merge([("operations", consultation.finding)]).status.value == "failed"
+
+
+def test_a_streaming_agent_is_sent_one_streaming_message(
+    risk_service: RiskService, tmp_path: Path
+) -> None:
+    """remote_risk's card says it streams, so the handoff's task and its updates come on
+    the send's own response: one SendStreamingMessage, no separate subscription, and one
+    GetTask confirming the settled task."""
+    pilot("ok", risk_service, tmp_path)
+    methods = [json.loads(body)["method"] for body in risk_service.app.state.received_bodies]
+    assert methods == ["SendStreamingMessage", "GetTask"]
