@@ -25,10 +25,15 @@ from coordinator.storage.errors import StorageError
 DATABASE_FILE = "federation.db"
 BUSY_TIMEOUT_SECONDS = 30.0
 _BEGIN_OPTION = "sqlite_begin"
+# A checkpoint every 10,000 WAL pages (about 40 MB) instead of SQLite's 1,000: a handoff
+# step rewrites the same few pages (the ends of the ledger and its indexes, the handoff
+# row), and a checkpoint copies each page once however often it changed since the last.
+# Durability is that of WAL with synchronous=NORMAL either way.
 _SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
     "PRAGMA foreign_keys=ON",
+    "PRAGMA wal_autocheckpoint=10000",
 )
 
 
