@@ -36,6 +36,7 @@ from coordinator.client import A2AClient
 from coordinator.errors import FederationError, ProtocolError
 
 DEFAULT_MAX_ARTIFACT_BYTES = 1_000_000
+STREAM_END_GRACE_SECONDS = 0.05
 EventSource = Callable[[], AsyncIterator[StreamResponse]]
 
 
@@ -202,9 +203,22 @@ class RemoteUpdates:
             await self._give_up_source(f"update stream failed: {exc}")
             return await self.confirm()
         if self._view.settled:
+            await self._read_to_end()
             await self.aclose()
             return await self.confirm()
         return self._view.task
+
+    async def _read_to_end(self) -> None:
+        """A server ends the stream after the event that settles the task; reading up to
+        that end (briefly) lets the connection go back to the pool instead of being cut."""
+        assert self._events is not None
+        try:
+            event = await asyncio.wait_for(anext(self._events), STREAM_END_GRACE_SECONDS)
+            self._view.apply(event)
+        except (TimeoutError, StopAsyncIteration):
+            pass
+        except FederationError as exc:
+            self.notes.append(f"after the task settled the stream failed: {exc}")
 
     async def _give_up_source(self, why: str) -> None:
         self.notes.append(f"{why}; polling instead")
