@@ -475,6 +475,7 @@ async def _open_stream(
         backoff=backoff,
         notes=notes,
         on_release=client.close_stream_slot,
+        confirm_settled=False,
     )
     return first.task, updates
 
@@ -520,7 +521,8 @@ async def _follow(
 
     Updates come on ``stream`` (the send's own response) when there is one, else from
     ``SubscribeToTask`` when the card says the agent streams, else by polling; either way
-    each one is observed as a Task, and a settled one is confirmed with GetTask."""
+    each one is observed as a Task. Facts gathered meanwhile are written whenever the
+    wait for the next update is not short (see :meth:`RemoteUpdates.next`)."""
     updates = stream or updates_for(
         client,
         agent.endpoint,
@@ -567,8 +569,7 @@ async def _watch(
         if not _hold_driver_lease(outcome, run):
             return None
         within = min(_lease_left(outcome, run), run.book.driver_lease_seconds / 3)
-        run.trail.flush()
-        task = await updates.next(within)
+        task = await updates.next(within, on_idle=run.trail.flush)
 
 
 def _observe(outcome: RemoteOutcome, run: Run, task: Task) -> bool:

@@ -8,7 +8,8 @@
 * :class:`RemoteUpdates` hands the wait loop its next observation of the remote task
   within the time it may still wait. With an event source (SSE from ``SubscribeToTask``
   when the card says the agent streams, or a push receiver's inbox) it reads events; a
-  state that settles the task is confirmed with ``GetTask`` before it is returned, and a
+  state that settles the task is confirmed with ``GetTask`` before it is returned (not
+  for an SSE response to our own call, which is the remote's own answer already), and a
   source that ends or fails before the task settles is followed by ``GetTask`` and then
   by polling. Without a source it polls ``GetTask`` with backoff, and never more often
   than the client's poll budget allows (``ClientLimits.max_polls_per_second``) shared
@@ -37,6 +38,7 @@ from coordinator.errors import FederationError, ProtocolError
 
 DEFAULT_MAX_ARTIFACT_BYTES = 1_000_000
 STREAM_END_GRACE_SECONDS = 0.05
+IDLE_SECONDS = 0.02
 EventSource = Callable[[], AsyncIterator[StreamResponse]]
 
 
@@ -129,8 +131,15 @@ class RemoteUpdates:
         notes: list[str] | None = None,
         max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
         on_release: Callable[[], None] | None = None,
+        confirm_settled: bool = True,
     ) -> None:
+        """``confirm_settled=False`` takes a settling event from ``source`` as the
+        remote's own answer (the source is the response to our own authenticated call);
+        otherwise, and always for a source such as a push inbox, a settled state is asked
+        for again with GetTask."""
         self._on_release = on_release
+        self._confirm_settled = confirm_settled
+        self._reading: asyncio.Future[StreamResponse | None] | None = None
         self._client = client
         self._endpoint = endpoint
         self._headers = headers
@@ -162,13 +171,27 @@ class RemoteUpdates:
             return client.subscribe(endpoint, task.id, headers)
 
         return cls(
-            client, endpoint, task, headers, source=subscribe, notes=notes, on_release=on_release
+            client,
+            endpoint,
+            task,
+            headers,
+            source=subscribe,
+            notes=notes,
+            on_release=on_release,
+            confirm_settled=False,
         )
 
-    async def next(self, within: float) -> Task:
-        """The task as next observed; the last known view if ``within`` passes first."""
+    async def next(self, within: float, on_idle: Callable[[], None] | None = None) -> Task:
+        """The task as next observed; the last known view if ``within`` passes first.
+
+        ``on_idle`` is called once the wait turns out not to be short: after
+        :data:`IDLE_SECONDS` without an event, or before a poll's sleep. The dispatch loop
+        writes its pending facts there, so a quick run of updates costs one write at the
+        end instead of one per update, and a long wait never holds facts back."""
         if self._source is not None:
-            return await self._next_event(within)
+            return await self._next_event(within, on_idle)
+        if on_idle is not None:
+            on_idle()
         await asyncio.sleep(min(self._delay, max(0.0, within)))
         ceiling = max(self._backoff.max, self._client.poll_interval_floor())
         self._delay = min(self._delay * 2, ceiling)
@@ -186,27 +209,46 @@ class RemoteUpdates:
         self._view = TaskView(task)
         return task
 
-    async def _next_event(self, within: float) -> Task:
+    async def _next_event(self, within: float, on_idle: Callable[[], None] | None) -> Task:
         assert self._source is not None
         if self._events is None:
             self._events = self._source()
         try:
-            event = await asyncio.wait_for(anext(self._events), max(0.001, within))
+            event = await self._event_within(max(0.001, within), on_idle)
+            if event is None:
+                await self._give_up_source("the update stream ended before the task settled")
+                return await self.confirm()
             self._view.apply(event)
         except TimeoutError:
             await self._give_up_source("no update in time")
             return self._view.task
-        except StopAsyncIteration:
-            await self._give_up_source("the update stream ended before the task settled")
-            return await self.confirm()
         except FederationError as exc:
             await self._give_up_source(f"update stream failed: {exc}")
             return await self.confirm()
         if self._view.settled:
             await self._read_to_end()
             await self.aclose()
-            return await self.confirm()
+            return await self.confirm() if self._confirm_settled else self._view.task
         return self._view.task
+
+    async def _event_within(
+        self, within: float, on_idle: Callable[[], None] | None
+    ) -> StreamResponse | None:
+        """The next event (None at the end of the stream), calling ``on_idle`` if none
+        came within :data:`IDLE_SECONDS`. The read is not cancelled by that pause."""
+        assert self._events is not None
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(_next_or_end(self._events))
+        reading = self._reading
+        patience = min(within, IDLE_SECONDS) if on_idle is not None else within
+        done, _ = await asyncio.wait({reading}, timeout=patience)
+        if not done and on_idle is not None:
+            on_idle()
+            done, _ = await asyncio.wait({reading}, timeout=max(0.0, within - patience))
+        if not done:
+            raise TimeoutError
+        self._reading = None
+        return reading.result()
 
     async def _read_to_end(self) -> None:
         """A server ends the stream after the event that settles the task; reading up to
@@ -235,6 +277,10 @@ class RemoteUpdates:
         if self._polling:
             self._polling = False
             self._client.stop_polling()
+        reading, self._reading = self._reading, None
+        if reading is not None and not reading.done():
+            reading.cancel()
+            await asyncio.wait({reading})
         events, self._events = self._events, None
         close = getattr(events, "aclose", None)
         if close is not None:
@@ -242,6 +288,13 @@ class RemoteUpdates:
         release, self._on_release = self._on_release, None
         if release is not None:
             release()
+
+
+async def _next_or_end(events: AsyncIterator[StreamResponse]) -> StreamResponse | None:
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        return None
 
 
 def updates_for(

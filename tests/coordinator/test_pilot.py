@@ -160,9 +160,10 @@ def test_local_finding_citing_unsent_records_counts_as_failure() -> None:
 def test_a_streaming_agent_is_sent_one_streaming_message(
     risk_service: RiskService, tmp_path: Path
 ) -> None:
-    """remote_risk's card says it streams, so the handoff's task and its updates come on
-    the send's own response: one SendStreamingMessage, no separate subscription, and one
-    GetTask confirming the settled task."""
-    pilot("ok", risk_service, tmp_path)
+    """remote_risk's card says it streams, so the handoff's task, its updates and its
+    artifact all come on the send's own response: one SendStreamingMessage, no separate
+    subscription and no GetTask."""
+    result = pilot("ok", risk_service, tmp_path)
     methods = [json.loads(body)["method"] for body in risk_service.app.state.received_bodies]
-    assert methods == ["SendStreamingMessage", "GetTask"]
+    assert methods == ["SendStreamingMessage"]
+    assert result.consultations[1].record.state is HandoffState.ACCEPTED

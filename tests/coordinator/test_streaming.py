@@ -149,3 +149,105 @@ def test_a_stream_that_ends_early_is_followed_by_get_task(risk_endpoint: str) ->
     observed, notes = asyncio.run(follow())
     assert observed.artifacts
     assert notes == ["the update stream ended before the task settled; polling instead"]
+
+
+def _task(state: TaskState) -> Task:
+    return Task(id="t", context_id="c", status=TaskStatus(state=state))
+
+
+def _status(state: TaskState) -> StreamResponse:
+    update = TaskStatusUpdateEvent(task_id="t", context_id="c", status=TaskStatus(state=state))
+    return StreamResponse(status_update=update)
+
+
+def test_pending_facts_are_written_only_when_a_wait_is_not_short() -> None:
+    """An update that arrives at once is read without calling on_idle; one that takes
+    longer than the idle threshold calls it once, and the read is not lost meanwhile."""
+    from coordinator.streaming import IDLE_SECONDS
+
+    async def source() -> AsyncIterator[StreamResponse]:
+        yield _status(TaskState.WORKING)
+        await asyncio.sleep(IDLE_SECONDS * 5)
+        yield _status(TaskState.COMPLETED)
+
+    async def follow() -> tuple[list[int], list[TaskState]]:
+        idle_calls: list[int] = []
+        async with A2AClient() as client:
+            updates = RemoteUpdates(
+                client,
+                "http://127.0.0.1:9/",
+                _task(TaskState.SUBMITTED),
+                {},
+                source=source,
+                confirm_settled=False,
+            )
+            seen = [(await updates.next(5, on_idle=lambda: idle_calls.append(1))).status.state]
+            calls_after_first = len(idle_calls)
+            seen.append((await updates.next(5, on_idle=lambda: idle_calls.append(1))).status.state)
+            await updates.aclose()
+            return [calls_after_first, len(idle_calls)], seen
+
+    calls, seen = asyncio.run(follow())
+    assert seen == [TaskState.WORKING, TaskState.COMPLETED]
+    assert calls == [0, 1]
+
+
+def test_a_settled_task_from_our_own_stream_is_not_fetched_again() -> None:
+    """With confirm_settled=False the settling event is the answer (no GetTask is tried:
+    the endpoint here does not exist); with the default it is confirmed, and a failed
+    confirmation is noted."""
+
+    async def source() -> AsyncIterator[StreamResponse]:
+        yield _status(TaskState.COMPLETED)
+
+    async def follow(confirm: bool) -> tuple[TaskState, list[str]]:
+        async with A2AClient() as client:
+            updates = RemoteUpdates(
+                client,
+                "http://127.0.0.1:9/",
+                _task(TaskState.WORKING),
+                {},
+                source=source,
+                confirm_settled=confirm,
+            )
+            task = await updates.next(5)
+            await updates.aclose()
+            return task.status.state, updates.notes
+
+    assert asyncio.run(follow(False)) == (TaskState.COMPLETED, [])
+    state, notes = asyncio.run(follow(True))
+    assert state is TaskState.COMPLETED and notes and notes[0].startswith("poll failed")
+
+
+def test_closing_while_a_read_is_pending_releases_the_stream_once() -> None:
+    """aclose during a wait cancels the pending read, closes the source and releases its
+    slot exactly once."""
+    released: list[int] = []
+    closed: list[int] = []
+
+    async def source() -> AsyncIterator[StreamResponse]:
+        try:
+            await asyncio.sleep(30)
+            yield _status(TaskState.WORKING)
+        finally:
+            closed.append(1)
+
+    async def follow() -> None:
+        async with A2AClient() as client:
+            updates = RemoteUpdates(
+                client,
+                "http://127.0.0.1:9/",
+                _task(TaskState.WORKING),
+                {},
+                source=source,
+                on_release=lambda: released.append(1),
+            )
+            waiting = asyncio.ensure_future(updates.next(30, on_idle=lambda: None))
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            await asyncio.wait({waiting})
+            await updates.aclose()
+            await updates.aclose()
+
+    asyncio.run(follow())
+    assert released == [1] and closed == [1]
