@@ -12,10 +12,13 @@ The checks run in a fixed order, cheapest and least trusting first:
 2. the unverified header, parsed with duplicate members refused: only ``alg``, ``typ``
    and ``kid`` may appear, ``alg`` is EdDSA or ES256, ``typ`` is ``delegation+jwt``,
    ``kid`` is a plain string;
-3. ``iss`` read from the unverified payload only to choose that issuer's pinned keys,
-   then ``kid`` looked up among those keys and nowhere else;
-4. the signature, with the one algorithm that key is bound to;
-5. the verified payload parsed again with duplicate members refused;
+3. the payload, parsed once with duplicate members refused; its ``iss`` read (not yet
+   trusted) only to choose that issuer's pinned keys, then ``kid`` looked up among those
+   keys and nowhere else;
+4. the signature over the exact header and payload segments, with the one algorithm that
+   key is bound to (PyJWT's algorithm object, with the key already parsed); only then
+   are the claims parsed in step 3 trusted, as they are those very bytes;
+5. (no second parse: the signed bytes are the ones step 3 parsed strictly);
 6. presence and JSON types of every claim (a NumericDate is an integer, never a string
    or a boolean), then ``iss`` equal to the issuer whose key verified;
 7. ``exp``, ``nbf`` and ``iat`` with the leeway, and the maximum lifetime;
@@ -314,11 +317,12 @@ class DelegationVerifier:
     def _verify(self, token: str | None, request: _Request) -> VerifiedDelegation:
         now = self._clock()
         token = self._shaped(token)
-        header_segment, payload_segment, _ = token.split(".")
+        header_segment, payload_segment, signature_segment = token.split(".")
         alg, kid = _checked_header(_json_object(header_segment))
-        issuer = self._issuer_of(_json_object(payload_segment))
+        claims = _json_object(payload_segment)
+        issuer = self._issuer_of(claims)
         key = self._key(issuer, kid, alg, now)
-        claims = _verified_claims(token, key)
+        _check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
         try:
             return self._admit(claims, issuer, key, now, request)
         except Exception as exc:
@@ -435,20 +439,21 @@ def _checked_header(header: dict[str, Any]) -> tuple[str, str]:
     return alg, kid
 
 
-_JWS = jwt.PyJWS()  # stateless across calls; one instance instead of one per token
+_JWS = jwt.PyJWS()  # only to look up PyJWT's algorithm objects
 
 
-def _verified_claims(token: str, key: VerificationKey) -> dict[str, Any]:
-    """Verify the signature with ``key`` alone, then re-parse the signed payload strictly."""
-    decoded = _JWS.decode_complete(token, key.public_key, algorithms=[key.alg])
-    return _json_object_bytes(decoded["payload"])
+def _check_signature(signing_input: str, signature_segment: str, key: VerificationKey) -> None:
+    """The JWS signature over ``header.payload`` verifies with ``key`` and its one algorithm.
 
-
-def _json_object_bytes(payload: bytes) -> dict[str, Any]:
-    value = strict_json.loads(payload)
-    if not isinstance(value, dict):
-        raise _deny(R.TOKEN_MALFORMED, "the payload is not a JSON object")
-    return value
+    The segments were already decoded strictly (canonical unpadded base64url, strict JSON)
+    and the header checked, which is everything PyJWS's ``decode_complete`` would do again
+    before the same algorithm object's ``verify``.
+    """
+    algorithm = _JWS.get_algorithm_by_name(key.alg)
+    prepared = algorithm.prepare_key(key.public_key)
+    signature = b64url_decode(signature_segment)
+    if not algorithm.verify(signing_input.encode("ascii"), prepared, signature):
+        raise _deny(R.SIGNATURE_INVALID)
 
 
 def _check_claim_types(claims: Mapping[str, Any]) -> None:

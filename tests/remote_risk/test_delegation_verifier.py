@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode
+from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode, b64url_encode
 from contracts.grant import Grant
 from coordinator.grants import mint_token
 from remote_risk.delegation import (
@@ -507,3 +507,53 @@ def test_every_reason_code_is_documented() -> None:
     text = (Path(__file__).parents[2] / "docs" / "delegation-token.md").read_text()
     for reason, info in REASONS.items():
         assert f"| `{reason.value}` | {info.http_status} |" in text, reason
+
+
+def _respelled_last_character(segment: str) -> str:
+    """The same bytes spelled non-canonically: the last character's unused low bit set."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(segment[-1])
+    return segment[:-1] + alphabet[last ^ 1]
+
+
+@pytest.mark.parametrize(
+    "respell",
+    [
+        pytest.param(_respelled_last_character, id="non_canonical_base64url"),
+        pytest.param(lambda signature: signature + "AAA", id="length_one_mod_four"),
+    ],
+)
+def test_signature_segment_is_decoded_strictly(respell: Callable[[str], str]) -> None:
+    """A signature segment that is not canonical unpadded base64url is malformed, as PyJWS
+    refused it before the verifier checked signatures itself."""
+    head, body, signature = forge().split(".")
+    assert b64url_decode(signature)
+    with pytest.raises(DelegationDenied) as denied:
+        make_verifier().verify(f"{head}.{body}.{respell(signature)}", **REQUEST)
+    assert denied.value.reason is R.TOKEN_MALFORMED
+
+
+def test_es256_signature_of_the_wrong_length_is_invalid() -> None:
+    """A truncated ES256 signature does not verify (PyJWT's algorithm checks its length)."""
+    token = mint_token(Grant.model_validate(claims(iss=OTHER_ISSUER)), OTHER_ISSUER_KEY)
+    head, body, signature = token.split(".")
+    truncated = b64url_encode(b64url_decode(signature)[:-3])
+    with pytest.raises(DelegationDenied) as denied:
+        make_verifier().verify(f"{head}.{body}.{truncated}", **REQUEST)
+    assert denied.value.reason is R.SIGNATURE_INVALID
+
+
+def test_every_changed_character_of_the_signed_segments_is_refused() -> None:
+    """The claims parsed once before the signature check are the bytes it covers: changing
+    any character of the header or payload segment of a valid token gets it refused."""
+    head, body, signature = forge().split(".")
+    verifier = make_verifier()
+    lookup = {**REQUEST, "creates_task": False}
+    for index in range(len(head) + 1 + len(body)):
+        signed = f"{head}.{body}"
+        if signed[index] == ".":
+            continue
+        swapped = "B" if signed[index] != "B" else "C"
+        changed = f"{signed[:index]}{swapped}{signed[index + 1 :]}.{signature}"
+        with pytest.raises(DelegationDenied):
+            verifier.verify(changed, **lookup)
