@@ -23,7 +23,6 @@ from agent_cards.keys import TrustedKeys
 from contracts import strict_json
 from coordinator import datadir, identity, ledger
 from coordinator.audit import reconstruct, render_reconstruction
-from coordinator.authority import authority_document
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
 from coordinator.delegation import DelegationOrder, delegate_once, delegation_document
@@ -33,9 +32,7 @@ from coordinator.model_gateway import ModelConfig
 from coordinator.recovery import recover
 from coordinator.registry import Registration, Registry, TrustAnchor
 from coordinator.run_view import render_document, run_document
-from coordinator.runs import Run
 from coordinator.scenario import CASES
-from coordinator.storage.runs import RunStore
 from coordinator.worker import Worker
 from coordinator.workspace import DATABASE_ENV, Workspace
 
@@ -196,7 +193,7 @@ def cmd_demo(args: argparse.Namespace, ws: Workspace) -> int:
             )
         )
     for result in results:
-        _save(store, result.run, run_document(result.run, case=result.case))
+        result.run.save(run_document(result.run, case=result.case))
     if args.json:
         _print_json(demo_document(results))
     else:
@@ -371,7 +368,7 @@ def cmd_delegate(args: argparse.Namespace, ws: Workspace) -> int:
     store = ws.run_store()
     run, outcome = asyncio.run(delegate_once(order, keys, identity.issuer_id(), ws.trail(), store))
     document = delegation_document(run, outcome)
-    _save(store, run, document)
+    run.save(document)
     if args.json:
         _print_json(document)
     else:
@@ -392,11 +389,6 @@ def _print_delegation(document: dict[str, Any]) -> None:
         for part in artifact["parts"]:
             shown = {k: v for k, v in part.items() if k in ("text", "data", "url", "raw")}
             print(f"  {json.dumps(shown, ensure_ascii=False)}")
-
-
-def _save(store: RunStore, run: Run, document: dict[str, Any]) -> None:
-    authority = {**authority_document(run.authority), "started_at": run.started_at.isoformat()}
-    store.save_run(run.run_id, run.owner, run.kind, authority, document)
 
 
 def cmd_runs(args: argparse.Namespace, ws: Workspace) -> int:

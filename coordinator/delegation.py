@@ -90,6 +90,7 @@ async def delegate_once(
 
 
 def _disposition(run: Run, outcome: RemoteOutcome) -> None:
+    """The run's disposition, written with the run's document (:meth:`Run.save`)."""
     record = outcome.record
     run.emit(
         "run.disposition",
@@ -97,7 +98,6 @@ def _disposition(run: Run, outcome: RemoteOutcome) -> None:
         summary=f"handoff {record.attempt_id} ended {record.state.value} ({record.reason})",
         owner=run.owner,
     )
-    run.trail.flush()
 
 
 def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:

@@ -140,6 +140,19 @@ class Run:
         self.handoffs[handoff.attempt_id] = handoff
         return handoff
 
+    def save(self, document: object) -> None:
+        """Write the run's document, with every fact still pending, in one transaction."""
+        if self.store is not None:
+            self.store.save_run(
+                self.run_id,
+                self.owner,
+                self.kind,
+                {**authority_document(self.authority), "started_at": self.started_at.isoformat()},
+                document,
+                deferred=True,
+            )
+        self.trail.flush()
+
     def close(self, caller: str) -> None:
         self.check_owner(caller)
         self.closed = True

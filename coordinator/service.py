@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from coordinator import identity, ledger
 from coordinator.audit import reconstruct
-from coordinator.authority import RunAuthority, authority_document, required_scopes
+from coordinator.authority import RunAuthority, required_scopes
 from coordinator.client import A2AClient
 from coordinator.delegation import DelegationOrder, delegate_once, delegation_document
 from coordinator.dispatch import WaitPolicy, propose
@@ -106,8 +106,9 @@ class CoordinatorService:
         return document
 
     def save(self, run: Run, document: dict[str, Any]) -> None:
-        authority = {**authority_document(run.authority), "started_at": run.started_at.isoformat()}
-        self.ws.run_store().save_run(run.run_id, run.owner, run.kind, authority, document)
+        if run.store is None:
+            run.store = self.ws.run_store()
+        run.save(document)
 
     # --- runs and audit ---------------------------------------------------------------------
 
