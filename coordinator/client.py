@@ -61,9 +61,10 @@ class ClientLimits:
     max_response_bytes: int = 1_000_000
     max_stream_bytes: int = 8_000_000
     # Connections in the pool, and how many of them long-lived update streams may hold,
-    # so that sends and polls always find a free connection.
+    # so that sends and polls always find a free connection. A handoff to a streaming
+    # agent holds one stream for its whole life; beyond max_streams handoffs poll.
     max_connections: int = 64
-    max_streams: int = 16
+    max_streams: int = 32
     # How many GetTask polls a second all the tasks this client follows may cost together;
     # with many tasks in flight each one polls less often instead of the client drowning.
     max_polls_per_second: float = 200.0
