@@ -21,6 +21,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -56,8 +57,9 @@ class RegisteredAgent(BaseModel):
     verified_kid: str | None = None
     pending_card: dict[str, Any] | None = None
 
-    @property
+    @cached_property
     def agent_card(self) -> AgentCard:
+        """The card as a model, validated once (the record is frozen)."""
         return AgentCard.model_validate(self.card)
 
     def skill_ids(self) -> list[str]:
