@@ -79,15 +79,8 @@ class Run:
             self.announce_start()
 
     def announce_start(self) -> None:
-        if self.store is not None:
-            self.store.save_run(
-                self.run_id,
-                self.owner,
-                self.kind,
-                {**authority_document(self.authority), "started_at": self.started_at.isoformat()},
-                {"run_id": self.run_id, "owner": self.owner, "branches": [], "live_branches": []},
-                deferred=True,
-            )
+        first = {"run_id": self.run_id, "owner": self.owner, "branches": [], "live_branches": []}
+        self._keep_document(first)
         budget = self.authority.budget
         self.emit(
             "run.started",
@@ -142,16 +135,17 @@ class Run:
 
     def save(self, document: object) -> None:
         """Write the run's document, with every fact still pending, in one transaction."""
-        if self.store is not None:
-            self.store.save_run(
-                self.run_id,
-                self.owner,
-                self.kind,
-                {**authority_document(self.authority), "started_at": self.started_at.isoformat()},
-                document,
-                deferred=True,
-            )
+        self._keep_document(document)
         self.trail.flush()
+
+    def _keep_document(self, document: object) -> None:
+        """The run's row, written with the trail's next flush."""
+        if self.store is not None:
+            authority = authority_document(self.authority)
+            authority["started_at"] = self.started_at.isoformat()
+            self.store.save_run(
+                self.run_id, self.owner, self.kind, authority, document, deferred=True
+            )
 
     def close(self, caller: str) -> None:
         self.check_owner(caller)

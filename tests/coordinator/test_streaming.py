@@ -155,6 +155,11 @@ def _task(state: TaskState) -> Task:
     return Task(id="t", context_id="c", status=TaskStatus(state=state))
 
 
+def _updates(client: A2AClient, state: TaskState, **options: Any) -> RemoteUpdates:
+    """Updates of a task in ``state`` from a test source; GetTask would find no server."""
+    return RemoteUpdates(client, "http://127.0.0.1:9/", _task(state), {}, **options)
+
+
 def _status(state: TaskState) -> StreamResponse:
     update = TaskStatusUpdateEvent(task_id="t", context_id="c", status=TaskStatus(state=state))
     return StreamResponse(status_update=update)
@@ -173,14 +178,7 @@ def test_pending_facts_are_written_only_when_a_wait_is_not_short() -> None:
     async def follow() -> tuple[list[int], list[TaskState]]:
         idle_calls: list[int] = []
         async with A2AClient() as client:
-            updates = RemoteUpdates(
-                client,
-                "http://127.0.0.1:9/",
-                _task(TaskState.SUBMITTED),
-                {},
-                source=source,
-                confirm_settled=False,
-            )
+            updates = _updates(client, TaskState.SUBMITTED, source=source, confirm_settled=False)
             seen = [(await updates.next(5, on_idle=lambda: idle_calls.append(1))).status.state]
             calls_after_first = len(idle_calls)
             seen.append((await updates.next(5, on_idle=lambda: idle_calls.append(1))).status.state)
@@ -202,14 +200,7 @@ def test_a_settled_task_from_our_own_stream_is_not_fetched_again() -> None:
 
     async def follow(confirm: bool) -> tuple[TaskState, list[str]]:
         async with A2AClient() as client:
-            updates = RemoteUpdates(
-                client,
-                "http://127.0.0.1:9/",
-                _task(TaskState.WORKING),
-                {},
-                source=source,
-                confirm_settled=confirm,
-            )
+            updates = _updates(client, TaskState.WORKING, source=source, confirm_settled=confirm)
             task = await updates.next(5)
             await updates.aclose()
             return task.status.state, updates.notes
@@ -234,13 +225,8 @@ def test_closing_while_a_read_is_pending_releases_the_stream_once() -> None:
 
     async def follow() -> None:
         async with A2AClient() as client:
-            updates = RemoteUpdates(
-                client,
-                "http://127.0.0.1:9/",
-                _task(TaskState.WORKING),
-                {},
-                source=source,
-                on_release=lambda: released.append(1),
+            updates = _updates(
+                client, TaskState.WORKING, source=source, on_release=lambda: released.append(1)
             )
             waiting = asyncio.ensure_future(updates.next(30, on_idle=lambda: None))
             await asyncio.sleep(0.1)
