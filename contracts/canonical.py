@@ -11,7 +11,6 @@ value (floats, non-ASCII or escaped text, huge integers) still goes through.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import rfc8785
@@ -22,19 +21,34 @@ CanonicalizationError = rfc8785.CanonicalizationError
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 form of ``value``; raises :data:`CanonicalizationError`."""
     if _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        if "\\" not in text:  # no string needed an escape: all printable ASCII
+            return text.encode("ascii")
     return rfc8785.dumps(value)
 
 
+_SAFE = 2**53
+
+
 def _plain(value: Any) -> bool:
-    if value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return abs(value) < 2**53
-    if isinstance(value, str):
-        return value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _plain(k) and _plain(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return all(_plain(item) for item in value)
-    return False
+    """Only objects with string keys, lists, strings, safe integers, booleans and nulls.
+    (Exact types: a subclass takes the general path.) String contents are checked on the
+    output instead: any escape there means the value is not of the plain shape."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is int:
+            if not -_SAFE < item < _SAFE:
+                return False
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        else:
+            return False
+    return True
