@@ -134,13 +134,19 @@ class RiskAgentHandler:
     async def send_message(
         self, request: SendMessageRequest, context: CallContext
     ) -> SendMessageResponse:
+        """Open (or find) the task; a blocking send of an immediate skill also does its
+        work, and the task, the token's claim and the outcome are stored with one commit.
+        Its updates are published only once that commit succeeded."""
         configuration = request.configuration or SendMessageConfiguration()
-        record, risk_input = self._accept(request, configuration, context)
-        if not configuration.return_immediately and self._works_now(record):
-            self._work_now(record, risk_input)
-        else:
+        blocking = not configuration.return_immediately
+        with self._updates.held(), self._store.transaction():
+            record, risk_input = self._accept(request, configuration, context)
+            worked = blocking and self._works_now(record)
+            if worked:
+                self._work_now(record, risk_input)
+        if not worked:
             self._start(record, risk_input)
-        if not configuration.return_immediately:
+        if blocking:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
 

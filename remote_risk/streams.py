@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 from contracts.wire import (
@@ -198,6 +200,10 @@ def artifact_event(
     return StreamResponse(artifact_update=update)
 
 
+# An update kept back by TaskUpdates.held: the task's owner, its id and the event.
+_Update = tuple[str, str, StreamResponse]
+
+
 class Notifier(Protocol):
     """Someone else told of every update (push notifications), by the task's owner."""
 
@@ -214,6 +220,26 @@ class TaskUpdates:
     def __init__(self, broker: TaskEventBroker, notifier: Notifier | None = None) -> None:
         self.broker = broker
         self._notifier = notifier
+        self._held: ContextVar[list[_Update] | None] = ContextVar(
+            f"remote_risk_held_updates_{id(self)}", default=None
+        )
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep back the updates published inside, and publish them in order once the block
+        ends without an error: wrapped around a store transaction, nothing is announced
+        that was not stored. On an error they are dropped. Nested blocks join the outer."""
+        if self._held.get() is not None:
+            yield
+            return
+        held: list[_Update] = []
+        token = self._held.set(held)
+        try:
+            yield
+        finally:
+            self._held.reset(token)
+        for owner, task_id, event in held:
+            self._publish(owner, task_id, event)
 
     def heard(self, owner: str, task_id: str) -> bool:
         """Whether an update of the task reaches anyone (a stream or a webhook) now; when
@@ -239,6 +265,10 @@ class TaskUpdates:
         self._publish(owner, task.id, event)
 
     def _publish(self, owner: str, task_id: str, event: StreamResponse) -> None:
+        held = self._held.get()
+        if held is not None:
+            held.append((owner, task_id, event))
+            return
         self.broker.publish(task_id, event)
         if self._notifier is not None:
             self._notifier.notify(owner, task_id, event)

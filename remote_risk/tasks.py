@@ -26,6 +26,7 @@ import binascii
 import json
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -121,6 +122,10 @@ class TaskStoreProtocol(Protocol):
         claim: Callable[[], None] | None = None,
     ) -> TaskRecord: ...
 
+    def transaction(self) -> AbstractContextManager[None]:
+        """Changes made inside are stored together, or none of them."""
+        ...
+
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None: ...
 
     def resume(self, record: TaskRecord, message: Message) -> None: ...
@@ -212,6 +217,10 @@ class TaskStore:
         if idempotency_key is not None:
             self._by_key[(owner, idempotency_key)] = task_id
         return record
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Nothing to group in memory: each change is complete when its call returns."""
+        return nullcontext()
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key``, if it is still stored."""

@@ -40,12 +40,17 @@ _BEGIN_OPTION = "sqlite_begin"
 # changes some 20 pages, many of them the same ones (the counter, the ends of the
 # indexes), and a checkpoint copies a page once however often it changed since the last
 # one. Durability is that of WAL with synchronous=NORMAL either way.
+# Statement and savepoint journals in memory: they only serve rolling back part of an open
+# transaction (never recovery after a crash), and as temporary files a savepoint around a
+# task's insert cost more than the commit it saves.
 _SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
     "PRAGMA wal_autocheckpoint=10000",
+    "PRAGMA temp_store=MEMORY",
 )
 _NAMED_PLACEHOLDER = re.compile(r":(\w+)")
+_SAVEPOINT = "remote_risk_step"
 # The driver-level transaction open in this context (thread or asyncio task), by engine.
 _open_write: ContextVar[tuple[Engine, DBAPICursor] | None] = ContextVar(
     "remote_risk_open_write", default=None
@@ -123,16 +128,18 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
 
 
 @contextmanager
-def driver_write(engine: Engine) -> Iterator[DBAPICursor]:
+def driver_write(engine: Engine, *, savepoint: bool = False) -> Iterator[DBAPICursor]:
     """A write transaction on the driver's own connection: a cursor for fixed SQL.
 
     On SQLite it holds the write lock from ``BEGIN IMMEDIATE``. Opened while another one
     is open on the same engine in this context, it joins that one instead, so everything
     done inside (e.g. the replay guard's claim made while the task store inserts the task
-    the token creates) commits or rolls back together. Driver exceptions are not wrapped;
-    :func:`driver_errors` names their classes.
+    the token creates) commits or rolls back together. Joined with ``savepoint``, what is
+    done inside is undone alone when it raises, and the outer transaction can go on (on
+    PostgreSQL a failed statement otherwise spoils the whole transaction). Driver
+    exceptions are not wrapped; :func:`driver_errors` names their classes.
     """
-    with _driver_transaction(engine, "BEGIN IMMEDIATE") as cursor:
+    with _driver_transaction(engine, "BEGIN IMMEDIATE", savepoint=savepoint) as cursor:
         yield cursor
 
 
@@ -144,10 +151,16 @@ def driver_read(engine: Engine) -> Iterator[DBAPICursor]:
 
 
 @contextmanager
-def _driver_transaction(engine: Engine, sqlite_begin: str) -> Iterator[DBAPICursor]:
+def _driver_transaction(
+    engine: Engine, sqlite_begin: str, *, savepoint: bool = False
+) -> Iterator[DBAPICursor]:
     joined = _open_write.get()
     if joined is not None and joined[0] is engine:
-        yield joined[1]
+        if savepoint:
+            with _savepoint(joined[1]):
+                yield joined[1]
+        else:
+            yield joined[1]
         return
     connection = engine.raw_connection()
     try:
@@ -166,6 +179,19 @@ def _driver_transaction(engine: Engine, sqlite_begin: str) -> Iterator[DBAPICurs
             cursor.close()
     finally:
         connection.close()
+
+
+@contextmanager
+def _savepoint(cursor: DBAPICursor) -> Iterator[None]:
+    """Undo what the block did if it raises, and only that."""
+    cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
+    try:
+        yield
+    except BaseException:
+        cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+        cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        raise
+    cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 
 
 def _roll_back(connection: Any) -> None:

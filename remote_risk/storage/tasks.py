@@ -20,7 +20,10 @@ Creating a task, changing it and reading one row run fixed SQL on the driver's c
 its filters with SQLAlchemy Core. Creating a task is one transaction: the idempotency key
 lookup, making room, the caller's ``claim`` (the delegation token's one-task claim, which
 joins this transaction) and the insert, so a token is used up exactly when its task is
-stored.
+stored. Inside :meth:`SQLTaskStore.transaction` every change joins one outer transaction
+(a blocking send of an immediate skill stores its task, the claim and the outcome with
+one commit); creating a task there keeps a savepoint, so that losing an idempotency key
+race to another process undoes only the insert and the claim.
 
 Calls are synchronous and short (one small transaction); on SQLite they block the event
 loop for well under a millisecond per call.
@@ -32,7 +35,8 @@ import asyncio
 import json
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -156,7 +160,7 @@ class SQLTaskStore:
         ``claim`` runs only when a task is created, in the same transaction as its insert:
         if it raises nothing is created, and if the insert fails its writes are undone."""
         try:
-            with driver_write(self._engine) as cursor:
+            with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
                 if record is None:
                     self._make_room(cursor)
@@ -173,6 +177,15 @@ class SQLTaskStore:
                 raise
             return found
         return self._publish(record)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction that every change made inside joins: they are stored
+        together or not at all. A record changed inside may be ahead of the database if
+        the commit fails; its sequence then differs from the row's, so the next change or
+        read starts from the row."""
+        with driver_write(self._engine):
+            yield
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key``, if it is still stored."""

@@ -165,6 +165,75 @@ def test_a_token_claim_stands_only_with_the_task_it_created(engine: Engine) -> N
     assert len(store) == 1
 
 
+def test_a_transaction_stores_the_task_its_claim_and_its_outcome_or_nothing(
+    engine: Engine,
+) -> None:
+    """Inside the store's transaction the insert, the token's claim and the outcome are
+    one commit: when the block fails none of them is stored and the jti stays unclaimed."""
+    migrate(engine)
+    store, guard = SQLTaskStore(engine, 10), SQLReplayGuard(engine)
+    exp = int(datetime.now(UTC).timestamp()) + 60
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+
+    def claim() -> None:
+        assert guard.claim_task_creation("jti-1", exp, issuer="iss")
+
+    with pytest.raises(LookupError), store.transaction():
+        record = store.create("alice", note, idempotency_key="key-1", claim=claim)
+        assert store.advance_through(record.id, TaskState.WORKING, TaskState.COMPLETED)
+        raise LookupError("the commit does not happen")
+    assert len(store) == 0 and used_jtis(engine) == []
+    with store.transaction():
+        record = store.create("alice", note, idempotency_key="key-1", claim=claim)
+        assert store.advance_through(record.id, TaskState.WORKING, TaskState.COMPLETED)
+    assert SQLTaskStore(engine, 10).get("alice", record.id).state is TaskState.COMPLETED
+    assert used_jtis(engine) == ["jti-1"]
+
+
+def test_a_lost_key_race_inside_a_transaction_undoes_only_the_insert_and_claim(
+    engine: Engine,
+) -> None:
+    """When another process stored a task under the same idempotency key after this one
+    looked (simulated by hiding the first lookup), the insert fails inside the outer
+    transaction: the savepoint undoes the insert and the claim, the transaction goes on and
+    the other task is answered."""
+    migrate(engine)
+    store, guard = SQLTaskStore(engine, 10), SQLReplayGuard(engine)
+    exp = int(datetime.now(UTC).timestamp()) + 60
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+    first = SQLTaskStore(engine, 10).create("alice", note, idempotency_key="key-1")
+    looked = store._keyed
+    hidden = [True]
+
+    def keyed_missing_once(*args: object) -> object:
+        if hidden.pop() if hidden else False:
+            return None
+        return looked(*args)  # type: ignore[arg-type]
+
+    store._keyed = keyed_missing_once  # type: ignore[method-assign]
+    with store.transaction():
+        found = store.create(
+            "alice",
+            note,
+            idempotency_key="key-1",
+            claim=lambda: guard.claim_task_creation("jti-2", exp, issuer="iss") and None,
+        )
+        assert found.id == first.id
+        assert store.advance_through(found.id, TaskState.WORKING, TaskState.COMPLETED)
+    assert len(store) == 1 and used_jtis(engine) == []
+    assert store.get("alice", first.id).state is TaskState.COMPLETED
+
+
+def test_sqlite_keeps_statement_and_savepoint_journals_in_memory(tmp_path: Path) -> None:
+    """Partial rollbacks (a savepoint around a task's insert) need no temporary file."""
+    engine = open_engine(data_dir=tmp_path)
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA temp_store").scalar() == 2  # MEMORY
+    finally:
+        engine.dispose()
+
+
 def used_jtis(engine: Engine) -> list[str]:
     with engine.connect() as connection:
         return sorted(connection.scalars(select(used_tokens.c.jti)))

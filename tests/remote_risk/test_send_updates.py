@@ -4,6 +4,8 @@ background worker or, for a blocking send whose skill answers at once, before th
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -89,3 +91,74 @@ def test_an_update_is_heard_by_a_stream_or_a_webhook() -> None:
     assert not TaskUpdates(broker).heard("alice", "t2")
     subscription.close()
     assert not TaskUpdates(broker).heard("alice", "t1")
+
+
+class CommitFails(TaskStore):
+    """An in-memory store whose transaction fails at its end, as a failed commit would."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        yield
+        raise OSError("the commit failed")
+
+
+class CommitWatched(TaskStore):
+    """An in-memory store that notes in ``log`` when its transaction ends (commits)."""
+
+    def __init__(self, capacity: int, log: list[str]) -> None:
+        super().__init__(capacity)
+        self.log = log
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        yield
+        self.log.append("commit")
+
+
+def test_nothing_is_published_when_the_sends_commit_fails() -> None:
+    """A blocking send whose transaction does not commit announces none of its changes."""
+    recorder = Recorder()
+    handler = RiskAgentHandler(CommitFails(10), updates=TaskUpdates(TaskEventBroker(), recorder))
+    with pytest.raises(OSError):
+        asyncio.run(send(handler, risk_input(), immediately=False))
+    assert recorder.events == []
+
+
+def test_updates_are_published_after_the_sends_commit() -> None:
+    """The changes of a blocking send are published once its transaction has committed."""
+    log: list[str] = []
+
+    class Logged(Recorder):
+        def notify(self, owner: str, task_id: str, event: StreamResponse) -> None:
+            log.append(described(event)[0])
+
+    handler = RiskAgentHandler(
+        CommitWatched(10, log), updates=TaskUpdates(TaskEventBroker(), Logged())
+    )
+    asyncio.run(send(handler, risk_input(), immediately=False))
+    assert log == ["commit", "status", "artifact", "status"]
+
+
+def test_held_updates_are_dropped_on_an_error_and_published_in_order_otherwise() -> None:
+    """``TaskUpdates.held`` keeps updates back until its block ends; a nested block joins
+    the outer one."""
+    recorder = Recorder()
+    updates = TaskUpdates(TaskEventBroker(), recorder)
+    task = (
+        TaskStore(10)
+        .create(
+            "alice",
+            SendMessageRequest.model_validate({"message": user_message(risk_input())}).message,
+        )
+        .snapshot()
+    )
+    with pytest.raises(LookupError), updates.held():
+        updates.status("alice", task)
+        raise LookupError
+    assert recorder.events == []
+    with updates.held():
+        with updates.held():
+            updates.status("alice", task)
+        assert recorder.events == []
+        updates.status("alice", task)
+    assert [described(event) for event in recorder.events] == [("status", TaskState.SUBMITTED)] * 2
