@@ -44,12 +44,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 from jwt.algorithms import OKPAlgorithm
-from sqlalchemy import Connection, Engine, and_, func, insert, select, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, Engine, and_, func, select, text
 from sqlalchemy.sql.expression import ColumnElement
 
 from contracts import strict_json
 from contracts.canonical import CanonicalizationError, canonical_json
+from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction
 from coordinator.storage.errors import LedgerError
 from coordinator.storage.schema import audit_events
@@ -240,13 +240,13 @@ def _lock_chain(connection: Connection) -> None:
 
 
 # Built once: constructing a statement costs more than running it on SQLite.
-_HEAD = select(audit_events.c.seq, audit_events.c.hash).order_by(audit_events.c.seq.desc()).limit(1)
-_INSERT_EVENT = insert(audit_events)
+_HEAD_SQL = f"SELECT seq, hash FROM {audit_events.name} ORDER BY seq DESC LIMIT 1"
+_INSERT_EVENT_SQL = driver.insert_sql(audit_events.name, (c.name for c in audit_events.columns))
 
 
 def _head(connection: Connection) -> tuple[int, str]:
-    row = connection.execute(_HEAD).first()
-    return (0, GENESIS_HASH) if row is None else (int(row.seq), str(row.hash))
+    row = driver.execute(connection, _HEAD_SQL).fetchone()
+    return (0, GENESIS_HASH) if row is None else (int(row[0]), str(row[1]))
 
 
 class Ledger:
@@ -314,8 +314,8 @@ class Ledger:
                     for offset, record in enumerate(records, start=1):
                         rows.append(_seal(record, seq + offset, prev_hash))
                         prev_hash = rows[-1]["hash"]
-                    connection.execute(_INSERT_EVENT, rows)
-        except IntegrityError as exc:
+                    driver.execute_many(connection, _INSERT_EVENT_SQL, rows)
+        except driver.integrity_errors(self.engine) as exc:
             raise LedgerError(
                 "another writer took the same sequence number; nothing was appended",
                 "chain_conflict",

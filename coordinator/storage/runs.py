@@ -19,15 +19,15 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, or_, select, update
 
 from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
+from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction
 from coordinator.storage.schema import (
     artifacts,
     budget_units,
-    card_versions,
     grants,
     handoffs,
     runs,
@@ -59,14 +59,19 @@ def driver_is_dead_here(driver: str) -> bool:
     return False
 
 
-# Built once: constructing a statement costs more than running it on SQLite.
-_UPDATE_RUN = update(runs).where(runs.c.run_id == bindparam("b_run_id"))
-_UPDATE_HANDOFF = update(handoffs).where(handoffs.c.attempt_id == bindparam("b_attempt_id"))
-_INSERT = {
-    table.name: insert(table)
-    for table in (runs, handoffs, artifacts, budget_units, grants, card_versions)
-}
 _ACCUMULATING = frozenset({"artifacts", "budget_units", "grants", "card_versions"})
+
+
+def _insert(connection: Connection, table: str, row: Mapping[str, Any]) -> None:
+    driver.execute(connection, driver.insert_sql(table, row), row)
+
+
+def _update(
+    connection: Connection, table: str, key: str, value: str, values: Mapping[str, Any]
+) -> int:
+    """Rows changed by setting ``values`` where ``key`` is ``value``."""
+    sql = driver.update_sql(table, values, key)
+    return int(driver.execute(connection, sql, {**values, key: value}).rowcount)
 
 
 def _now() -> str:
@@ -143,9 +148,9 @@ class RunStore:
         }
 
         def step(connection: Connection) -> None:
-            if not connection.execute(_UPDATE_RUN, {"b_run_id": run_id, **values}).rowcount:
+            if not _update(connection, runs.name, "run_id", run_id, values):
                 row = {"run_id": run_id, "created_at": values["updated_at"], **values}
-                connection.execute(_INSERT["runs"], row)
+                _insert(connection, runs.name, row)
 
         self._write(step)
         if not deferred:
@@ -186,8 +191,7 @@ class RunStore:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
 
         def step(connection: Connection) -> None:
-            key = {"b_attempt_id": record.attempt_id}
-            if not connection.execute(_UPDATE_HANDOFF, {**key, **values}).rowcount:
+            if not _update(connection, handoffs.name, "attempt_id", record.attempt_id, values):
                 identity = {
                     "attempt_id": record.attempt_id,
                     "run_id": record.run_id,
@@ -196,7 +200,7 @@ class RunStore:
                     "target": record.target,
                     "contract": GENERIC_CONTRACT,
                 }
-                connection.execute(_INSERT["handoffs"], {**identity, **values})
+                _insert(connection, handoffs.name, {**identity, **values})
 
         if self.deferred:
             at = self._upserts.get(record.attempt_id)
@@ -211,7 +215,7 @@ class RunStore:
         values = {"payload": _json(payload), "contract": contract}
 
         def step(connection: Connection) -> None:
-            connection.execute(_UPDATE_HANDOFF, {"b_attempt_id": record.attempt_id, **values})
+            _update(connection, handoffs.name, "attempt_id", record.attempt_id, values)
 
         self._write(step)
 
@@ -318,10 +322,10 @@ class RunStore:
     def add(self, table: str, values: Mapping[str, Any]) -> None:
         if table not in _ACCUMULATING:
             raise KeyError(table)
-        statement, row = _INSERT[table], dict(values)
+        row = dict(values)
 
         def step(connection: Connection) -> None:
-            connection.execute(statement, row)
+            _insert(connection, table, row)
 
         self._write(step)
 
