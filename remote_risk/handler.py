@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -66,7 +65,7 @@ from remote_risk.jsonrpc import (
 from remote_risk.model_skill import run_model_skill
 from remote_risk.push import PushConfigs
 from remote_risk.streams import SUBSCRIPTION_END_STATES, TaskEventBroker, TaskUpdates
-from remote_risk.tasks import TaskRecord, TaskStoreProtocol
+from remote_risk.tasks import TaskRecord, TaskStoreProtocol, new_id
 
 logger = logging.getLogger(__name__)
 
@@ -454,7 +453,7 @@ def finding_part(finding: Finding) -> Part:
 
 def finding_artifact(finding: Finding) -> Artifact:
     return Artifact(
-        artifact_id=str(uuid.uuid4()),
+        artifact_id=new_id(),
         name=FINDING_ARTIFACT_NAME,
         description="The risk policy interpretation for the pilot proposal.",
         parts=[finding_part(finding)],
@@ -463,7 +462,7 @@ def finding_artifact(finding: Finding) -> Artifact:
 
 def agent_message(record: TaskRecord, finding: Finding) -> Message:
     return Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_id(),
         role=Role.AGENT,
         parts=[finding_part(finding)],
         task_id=record.id,

@@ -24,7 +24,7 @@ import asyncio
 import base64
 import binascii
 import json
-import uuid
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -51,6 +51,16 @@ SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A random (version 4) UUID in its usual text form, as ``str(uuid.uuid4())`` gives,
+    built from the hex of 16 random bytes without the :class:`uuid.UUID` object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def wire_timestamp(at: datetime) -> str:
@@ -164,7 +174,7 @@ class TaskStore:
         capacity: int,
         *,
         clock: Clock = utc_now,
-        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_id: Callable[[], str] = new_id,
     ) -> None:
         if capacity < 1:
             raise ValueError("a task store needs room for at least one task")

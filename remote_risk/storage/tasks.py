@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -75,6 +74,7 @@ from remote_risk.tasks import (
     decode_page_token,
     encode_page_token,
     move,
+    new_id,
     parse_timestamp,
     signal_settled,
     utc_now,
@@ -128,7 +128,7 @@ class SQLTaskStore:
         capacity: int,
         *,
         clock: Clock = utc_now,
-        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_id: Callable[[], str] = new_id,
     ) -> None:
         if capacity < 1:
             raise ValueError("a task store needs room for at least one task")

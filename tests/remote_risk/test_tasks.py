@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from contracts.wire import ListTasksRequest, Message, Part, Role, TaskState
 from remote_risk import errors
 from remote_risk.storage import SQLTaskStore, migrate, open_engine
-from remote_risk.tasks import TaskStore, TaskStoreProtocol
+from remote_risk.tasks import TaskStore, TaskStoreProtocol, new_id
 
 START = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
 
@@ -289,3 +290,13 @@ def test_advance_through_passes_a_state_on_the_way_in_one_change(
     finish(store, record.id)
     assert store.advance_through(record.id, TaskState.WORKING, TaskState.FAILED) is None
     assert store.get("alice", record.id).state is TaskState.COMPLETED
+
+
+def test_new_ids_are_random_uuid4_text() -> None:
+    """Task, context, artifact and message ids keep the form of ``str(uuid.uuid4())``."""
+    ids = [new_id() for _ in range(1000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
