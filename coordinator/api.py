@@ -45,6 +45,7 @@ from coordinator.api_models import (
     VerifyRequest,
     VerifyView,
 )
+from coordinator.client import A2AClient
 from coordinator.delegation import DelegationOrder
 from coordinator.errors import (
     FederationError,
@@ -348,15 +349,20 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
         )
     keys = identity.coordinator_keys(ws.data)
     worker = Worker(ws, keys, settings.issuer, lease_seconds=settings.worker_lease_seconds)
+    service = CoordinatorService(ws)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         working = asyncio.create_task(keep_working(worker))
-        try:
-            yield
-        finally:
-            worker.stop()
-            await working
+        # One pooled client for every delegation this process drives while it serves.
+        async with A2AClient() as client:
+            service.client = client
+            try:
+                yield
+            finally:
+                service.client = None
+                worker.stop()
+                await working
 
     app = FastAPI(
         title="a2a-federation coordinator",
@@ -367,7 +373,7 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
         lifespan=lifespan,
     )
     app.include_router(public_router(ws))
-    app.include_router(api_router(CoordinatorService(ws)))
+    app.include_router(api_router(service))
     install_error_handlers(app)
     app.add_middleware(OperatorAuth, token=token)
     app.state.worker = worker

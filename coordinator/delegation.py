@@ -50,7 +50,10 @@ async def delegate_once(
     issuer: str,
     trail: AuditTrail | None = None,
     store: RunStore | None = None,
+    client: A2AClient | None = None,
 ) -> tuple[Run, RemoteOutcome]:
+    """One handoff driven to its end; through ``client`` (a long-lived process's pooled
+    client) when given, else through a client of its own."""
     scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
     authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
     run = Run(
@@ -64,7 +67,9 @@ async def delegate_once(
     delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)
     proposal = propose(run, order.agent, order.skill, order.payload, wait)
-    async with A2AClient() as client:
+    async with contextlib.AsyncExitStack() as stack:
+        if client is None:
+            client = await stack.enter_async_context(A2AClient())
         handoff = run_remote_handoff(
             client,
             order.agent,

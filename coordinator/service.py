@@ -27,6 +27,8 @@ from coordinator.workspace import Workspace
 @dataclass
 class CoordinatorService:
     ws: Workspace
+    # A long-lived process sets one pooled client for all its delegations (see api.py).
+    client: A2AClient | None = None
 
     # --- specialists ----------------------------------------------------------------------
 
@@ -55,7 +57,7 @@ class CoordinatorService:
         keys = identity.coordinator_keys(self.ws.data)
         store = self.ws.run_store()
         run, outcome = await delegate_once(
-            order, keys, identity.issuer_id(), self.ws.trail(), store
+            order, keys, identity.issuer_id(), self.ws.trail(), store, self.client
         )
         document = delegation_document(run, outcome)
         self.save(run, document)

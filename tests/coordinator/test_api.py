@@ -313,3 +313,44 @@ def test_cli_with_server_delegates_and_reports_errors(
     monkeypatch.delenv("FEDERATION_OPERATOR_TOKEN")
     assert main(["agents"]) == 2
     assert capsys.readouterr().err.strip().endswith("[operator_token_missing]")
+
+
+class PeerPorts:
+    """An ASGI wrapper noting the client port of every JSON-RPC call to the wrapped app."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.ports: list[int] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope.get("client"):
+            self.ports.append(scope["client"][1])
+        await self.app(scope, receive, send)
+
+
+def test_delegations_of_a_serving_coordinator_share_one_connection_pool(
+    tmp_path: Path,
+) -> None:
+    """Three delegations in a row through the API reach remote_risk over one pooled
+    connection: the serving coordinator keeps one client, not one per delegation."""
+    data = DataDir(tmp_path / "data")
+    keys = coordinator_keys(data)
+    ws = Workspace(data)
+    settings = CoordinatorSettings(operator_token=TOKEN, worker_lease_seconds=5.0)
+    risk_port = free_port()
+    risk_settings = Settings(
+        public_base_url=f"http://127.0.0.1:{risk_port}",
+        trusted_issuers={DEFAULT_ISSUER: keys.trusted_keys()},
+    )
+    risk_app = create_app(risk_settings)
+    peer = PeerPorts(risk_app)
+    with running(peer, port=risk_port) as risk, running(create_api(ws, settings)) as api:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=api, headers=headers, timeout=60, trust_env=False) as http:
+            deployment = Deployment(data.root, api, risk, risk_app, http)
+            assert deployment.register().status_code == 200
+            for _ in range(3):
+                answer = deployment.delegate(wait=True, timeout=30.0)
+                assert answer.json()["local_state"] == "ACCEPTED", answer.text
+    ws.close()
+    assert len(peer.ports) == 3 and len(set(peer.ports)) == 1
