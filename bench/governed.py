@@ -4,8 +4,9 @@ The same steps as :meth:`coordinator.service.CoordinatorService.delegate`: a run
 the operator's authority for the skill, admission, a narrowed token minted for the
 handoff, dispatch, waiting for the remote task, return admission, the disposition and
 the run document, with every fact in the audit ledger and every state in the run store.
-The one difference: the bench keeps one :class:`~coordinator.client.A2AClient` (one
-connection pool) for all handoffs, where ``delegate_once`` opens a client per handoff.
+Like ``federation serve coordinator``, the bench keeps one
+:class:`~coordinator.client.A2AClient` (one connection pool) for all handoffs; a one-shot
+``federation delegate`` process opens its own.
 """
 
 from __future__ import annotations
