@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +55,13 @@ class Deployment:
 
 
 @contextmanager
-def deployed(data: DataDir, skill_delay_seconds: float = 0.0) -> Iterator[Deployment]:
-    """The coordinator API on a SQLite data directory and a remote_risk trusting its keys."""
+def deployed(
+    data: DataDir,
+    skill_delay_seconds: float = 0.0,
+    wrap_risk: Callable[[FastAPI], Any] = lambda app: app,
+) -> Iterator[Deployment]:
+    """The coordinator API on a SQLite data directory and a remote_risk trusting its keys
+    (served through ``wrap_risk``, an ASGI wrapper a test may use to watch it)."""
     keys = coordinator_keys(data)
     ws = Workspace(data)
     settings = CoordinatorSettings(operator_token=TOKEN, worker_lease_seconds=5.0)
@@ -67,7 +72,8 @@ def deployed(data: DataDir, skill_delay_seconds: float = 0.0) -> Iterator[Deploy
         trusted_issuers={DEFAULT_ISSUER: keys.trusted_keys()},
     )
     risk_app = create_app(risk_settings)
-    with running(risk_app, port=risk_port) as risk, running(create_api(ws, settings)) as api:
+    served = wrap_risk(risk_app)
+    with running(served, port=risk_port) as risk, running(create_api(ws, settings)) as api:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with httpx.Client(base_url=api, headers=headers, timeout=60, trust_env=False) as http:
             yield Deployment(data.root, api, risk, risk_app, http)
@@ -333,24 +339,16 @@ def test_delegations_of_a_serving_coordinator_share_one_connection_pool(
 ) -> None:
     """Three delegations in a row through the API reach remote_risk over one pooled
     connection: the serving coordinator keeps one client, not one per delegation."""
-    data = DataDir(tmp_path / "data")
-    keys = coordinator_keys(data)
-    ws = Workspace(data)
-    settings = CoordinatorSettings(operator_token=TOKEN, worker_lease_seconds=5.0)
-    risk_port = free_port()
-    risk_settings = Settings(
-        public_base_url=f"http://127.0.0.1:{risk_port}",
-        trusted_issuers={DEFAULT_ISSUER: keys.trusted_keys()},
-    )
-    risk_app = create_app(risk_settings)
-    peer = PeerPorts(risk_app)
-    with running(peer, port=risk_port) as risk, running(create_api(ws, settings)) as api:
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        with httpx.Client(base_url=api, headers=headers, timeout=60, trust_env=False) as http:
-            deployment = Deployment(data.root, api, risk, risk_app, http)
-            assert deployment.register().status_code == 200
-            for _ in range(3):
-                answer = deployment.delegate(wait=True, timeout=30.0)
-                assert answer.json()["local_state"] == "ACCEPTED", answer.text
-    ws.close()
-    assert len(peer.ports) == 3 and len(set(peer.ports)) == 1
+    watched: list[PeerPorts] = []
+
+    def watch(app: FastAPI) -> PeerPorts:
+        watched.append(PeerPorts(app))
+        return watched[-1]
+
+    with deployed(DataDir(tmp_path / "data"), wrap_risk=watch) as deployment:
+        assert deployment.register().status_code == 200
+        for _ in range(3):
+            answer = deployment.delegate(wait=True, timeout=30.0)
+            assert answer.json()["local_state"] == "ACCEPTED", answer.text
+    ports = watched[0].ports
+    assert len(ports) == 3 and len(set(ports)) == 1
