@@ -1,8 +1,13 @@
 """A bounded, owner-scoped, in-memory store of A2A tasks and their lifecycle.
 
-Bounds: at most ``capacity`` tasks are kept. A new task evicts the terminal task whose
-status changed longest ago; if every stored task is still unfinished the new one is
-refused with :class:`~remote_risk.errors.TaskStoreFull` rather than dropping live work.
+Bounds: at most ``capacity`` tasks are kept. A new task that finds the store full evicts
+the terminal tasks whose status changed longest ago, down to a low-water mark
+``eviction_headroom(capacity)`` below capacity (a tenth of it, at least one task), so a
+busy store evicts in batches rather than on every new task; when fewer terminal tasks
+exist, all of them go. If every stored task is still unfinished the new one is refused
+with :class:`~remote_risk.errors.TaskStoreFull` rather than dropping live work. Whoever
+keeps something per task (push configs) hears of each eviction through
+:meth:`TaskStoreProtocol.on_eviction`.
 
 Scoping: every read, list and cancel takes the caller's ``owner``; a task of another owner
 answers exactly as a missing one does, so existence never leaks across owners.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import heapq
 import json
 import os
 from collections.abc import Callable
@@ -45,6 +51,8 @@ from contracts.wire import (
 from remote_risk import errors
 
 Clock = Callable[[], datetime]
+EvictionListener = Callable[[str, str], None]
+"""``(owner, task_id)`` of a task the store evicted."""
 DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 
@@ -159,6 +167,10 @@ class TaskStoreProtocol(Protocol):
 
     def cancel(self, owner: str, task_id: str) -> TaskRecord: ...
 
+    def on_eviction(self, listener: EvictionListener) -> None:
+        """Call ``listener`` for every task evicted from now on, once its eviction is stored."""
+        ...
+
     async def wait_settled(self, record: TaskRecord) -> None: ...
 
     def get(self, owner: str, task_id: str) -> TaskRecord: ...
@@ -184,6 +196,7 @@ class TaskStore:
         self._records: dict[str, TaskRecord] = {}
         self._by_key: dict[tuple[str, str], str] = {}
         self._sequence = 0
+        self._eviction_listeners: list[EvictionListener] = []
 
     def __len__(self) -> int:
         return len(self._records)
@@ -281,6 +294,9 @@ class TaskStore:
         self._move(record, TaskState.CANCELED, None)
         return record
 
+    def on_eviction(self, listener: EvictionListener) -> None:
+        self._eviction_listeners.append(listener)
+
     async def wait_settled(self, record: TaskRecord) -> None:
         """Return once the task is terminal or waiting for input or authorization."""
         await record.settled.wait()
@@ -327,14 +343,22 @@ class TaskStore:
         signal_settled(record)
 
     def _make_room(self) -> None:
-        if len(self._records) < self.capacity:
+        stored = len(self._records)
+        if stored < self.capacity:
             return
-        finished = [record for record in self._records.values() if record.terminal]
-        if not finished:
+        finished = (record for record in self._records.values() if record.terminal)
+        oldest = heapq.nsmallest(
+            evictions_due(stored, self.capacity), finished, key=lambda record: record.sort_key
+        )
+        if not oldest:
             raise errors.TaskStoreFull(self.capacity)
-        oldest = min(finished, key=lambda record: record.sort_key)
-        del self._records[oldest.id]
-        self._by_key = {key: tid for key, tid in self._by_key.items() if tid != oldest.id}
+        for record in oldest:
+            del self._records[record.id]
+        gone = {record.id for record in oldest}
+        self._by_key = {key: tid for key, tid in self._by_key.items() if tid not in gone}
+        for record in oldest:
+            for listener in self._eviction_listeners:
+                listener(record.owner, record.id)
 
     def _now(self) -> datetime:
         return whole_milliseconds(self._clock())
@@ -342,6 +366,16 @@ class TaskStore:
     def _next_sequence(self) -> int:
         self._sequence += 1
         return self._sequence
+
+
+def eviction_headroom(capacity: int) -> int:
+    """How far below ``capacity`` a full store evicts: a tenth of it, at least one task."""
+    return max(1, capacity // 10)
+
+
+def evictions_due(stored: int, capacity: int) -> int:
+    """How many terminal tasks a store holding ``stored`` evicts to make room for one more."""
+    return max(0, stored - capacity + eviction_headroom(capacity))
 
 
 def whole_milliseconds(at: datetime) -> datetime:

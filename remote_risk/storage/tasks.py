@@ -1,7 +1,8 @@
 """The task store in a database: the same rules as the in-memory one, surviving a restart.
 
-Bounds, owner scoping, eviction and ListTasks paging follow :class:`remote_risk.tasks.TaskStore`
-exactly (the same tests run against both). Every change is one write transaction that
+Bounds, owner scoping, eviction (in batches, down to a low-water mark) and ListTasks
+paging follow :class:`remote_risk.tasks.TaskStore` exactly (the same tests run against
+both). Every change is one write transaction that
 applies the same pure step as the in-memory store (:func:`~remote_risk.tasks.move`) and
 writes the columns it changed; the status sequence comes from a counter row, so it keeps
 growing across restarts and replicas, and every change gives the row a new one.
@@ -36,6 +37,7 @@ import json
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -67,12 +69,14 @@ from remote_risk.tasks import (
     DEFAULT_PAGE_SIZE,
     SETTLED_STATES,
     Clock,
+    EvictionListener,
     TaskRecord,
     bound,
     check_cancelable,
     check_resumable,
     decode_page_token,
     encode_page_token,
+    evictions_due,
     move,
     new_id,
     parse_timestamp,
@@ -104,11 +108,11 @@ _BY_KEY = f"{_SELECT} WHERE owner = :owner AND idempotency_key = :key"
 _SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
 _COUNT = f"SELECT count(*) FROM {tasks.name}"
 _TERMINAL_LIST = ", ".join(f"'{state}'" for state in _TERMINAL)
-_OLDEST_FINISHED = (
-    f"SELECT id FROM {tasks.name} WHERE state IN ({_TERMINAL_LIST}) "
-    "ORDER BY changed_at_ms, sequence LIMIT 1"
+_EVICT_OLDEST_FINISHED = (
+    f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
+    f"WHERE state IN ({_TERMINAL_LIST}) ORDER BY changed_at_ms, sequence LIMIT :count) "
+    "RETURNING owner, id"
 )
-_DELETE = f"DELETE FROM {tasks.name} WHERE id = :id"
 _INSERT = (
     f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key) "
     f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key)"
@@ -116,6 +120,14 @@ _INSERT = (
 _BUMP_SEQUENCE = (
     f"UPDATE {counters.name} SET value = value + :count "
     f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
+)
+
+Evicted = list[tuple[str, str]]
+"""The ``(owner, id)`` of tasks evicted by one statement or transaction."""
+
+# The evictions of the transaction() open in this context, announced once it commits.
+_pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar(
+    "remote_risk_pending_evictions", default=None
 )
 
 
@@ -138,6 +150,7 @@ class SQLTaskStore:
         self._new_id = new_id
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
+        self._eviction_listeners: list[EvictionListener] = []
 
     def __len__(self) -> int:
         with read_transaction(self._engine) as connection:
@@ -162,8 +175,9 @@ class SQLTaskStore:
         try:
             with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
+                evicted: Evicted = []
                 if record is None:
-                    self._make_room(cursor)
+                    evicted = self._make_room(cursor)
                     if claim is not None:
                         claim()
                     record = self._insert(
@@ -176,6 +190,7 @@ class SQLTaskStore:
             if found is None:
                 raise
             return found
+        self._evicted(evicted)
         return self._publish(record)
 
     @contextmanager
@@ -183,9 +198,22 @@ class SQLTaskStore:
         """One write transaction that every change made inside joins: they are stored
         together or not at all. A record changed inside may be ahead of the database if
         the commit fails; its sequence then differs from the row's, so the next change or
-        read starts from the row."""
-        with driver_write(self._engine):
-            yield
+        read starts from the row. Evictions made inside are announced after the commit."""
+        if self._pending() is not None:
+            with driver_write(self._engine):
+                yield
+            return
+        evicted: Evicted = []
+        token = _pending_evictions.set((self, evicted))
+        try:
+            with driver_write(self._engine):
+                yield
+        finally:
+            _pending_evictions.reset(token)
+        self._announce(evicted)
+
+    def on_eviction(self, listener: EvictionListener) -> None:
+        self._eviction_listeners.append(listener)
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key``, if it is still stored."""
@@ -337,16 +365,42 @@ class SQLTaskStore:
         cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key})
         return record
 
-    def _make_room(self, cursor: DBAPICursor) -> None:
+    def _make_room(self, cursor: DBAPICursor) -> Evicted:
+        """Evict down to the low-water mark if the store is full (one statement per
+        batch, see :func:`~remote_risk.tasks.evictions_due`); the evicted tasks'
+        ``(owner, id)``."""
         cursor.execute(self._sql(_COUNT))
         (stored,) = _only_row(cursor)
         if stored < self.capacity:
-            return
-        cursor.execute(self._sql(_OLDEST_FINISHED))
-        oldest = cursor.fetchone()
-        if oldest is None:
+            return []
+        due = {"count": evictions_due(stored, self.capacity)}
+        cursor.execute(self._sql(_EVICT_OLDEST_FINISHED), due)
+        evicted = [(owner, task_id) for owner, task_id in cursor.fetchall()]
+        if not evicted:
             raise errors.TaskStoreFull(self.capacity)
-        cursor.execute(self._sql(_DELETE), {"id": oldest[0]})
+        return evicted
+
+    def _evicted(self, evicted: Evicted) -> None:
+        """Announce stored evictions now, or when the open transaction() commits."""
+        if not evicted:
+            return
+        pending = self._pending()
+        if pending is None:
+            self._announce(evicted)
+        else:
+            pending.extend(evicted)
+
+    def _pending(self) -> Evicted | None:
+        """The evictions of this store's open transaction(), if one is open here."""
+        open_transaction = _pending_evictions.get()
+        if open_transaction is None or open_transaction[0] is not self:
+            return None
+        return open_transaction[1]
+
+    def _announce(self, evicted: Evicted) -> None:
+        for owner, task_id in evicted:
+            for listener in self._eviction_listeners:
+                listener(owner, task_id)
 
     def _move(
         self,

@@ -224,6 +224,27 @@ def test_a_lost_key_race_inside_a_transaction_undoes_only_the_insert_and_claim(
     assert store.get("alice", first.id).state is TaskState.COMPLETED
 
 
+def test_evictions_are_heard_once_their_transaction_commits(engine: Engine) -> None:
+    """An eviction made inside the store's transaction is announced after its commit; when
+    the transaction fails the evicted task is still stored and nobody hears of it."""
+    migrate(engine)
+    store = SQLTaskStore(engine, 2)
+    heard: list[tuple[str, str]] = []
+    store.on_eviction(lambda owner, task_id: heard.append((owner, task_id)))
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+    oldest = store.create("alice", note)
+    store.advance(oldest.id, TaskState.COMPLETED)
+    store.create("bob", note)
+    with pytest.raises(LookupError), store.transaction():
+        store.create("alice", note)
+        raise LookupError("the commit does not happen")
+    assert heard == [] and store.get("alice", oldest.id).terminal
+    with store.transaction():
+        store.create("alice", note)
+        assert heard == []
+    assert heard == [("alice", oldest.id)]
+
+
 def test_sqlite_keeps_statement_and_savepoint_journals_in_memory(tmp_path: Path) -> None:
     """Partial rollbacks (a savepoint around a task's insert) need no temporary file."""
     engine = open_engine(data_dir=tmp_path)

@@ -91,6 +91,45 @@ def test_full_store_evicts_oldest_terminal_task_first(store_with: StoreFactory) 
     assert store.get("alice", live).state is TaskState.SUBMITTED
 
 
+def test_full_store_evicts_in_a_batch_down_to_its_low_water_mark(
+    store_with: StoreFactory,
+) -> None:
+    """A full store of 20 evicts its two oldest terminal tasks at once (a tenth of its
+    capacity), so the next new task finds room without evicting; capacity stays a hard
+    bound, and every eviction is heard, once, with the task's owner."""
+    store = store_with(capacity=20)
+    heard: list[tuple[str, str]] = []
+    store.on_eviction(lambda owner, task_id: heard.append((owner, task_id)))
+    stored = [store.create("alice", message()).id for _ in range(20)]
+    for task_id in stored:
+        finish(store, task_id)
+    store.create("alice", message())
+    assert heard == [("alice", stored[0]), ("alice", stored[1])]
+    assert len(store) == 19
+    store.create("alice", message())
+    assert len(store) == 20 and len(heard) == 2
+    store.create("alice", message())
+    assert heard[2:] == [("alice", stored[2]), ("alice", stored[3])]
+    assert len(store) == 19
+    with pytest.raises(errors.TaskNotFound):
+        store.get("alice", stored[3])
+    assert store.get("alice", stored[4]).state is TaskState.COMPLETED
+
+
+def test_full_store_evicts_what_is_finished_when_less_than_its_batch(
+    store_with: StoreFactory,
+) -> None:
+    """With fewer terminal tasks than a batch, those go and live tasks stay."""
+    store = store_with(capacity=20)
+    stored = [store.create("alice", message()).id for _ in range(20)]
+    finish(store, stored[5])
+    store.create("alice", message())
+    assert len(store) == 20
+    assert all(store.get("alice", task_id) for task_id in stored if task_id != stored[5])
+    with pytest.raises(errors.TaskStoreFull):
+        store.create("alice", message())
+
+
 def test_store_full_of_live_tasks_refuses_new_ones(store_with: StoreFactory) -> None:
     """When every slot holds an unfinished task, a new task is refused, none is dropped."""
     store = store_with(capacity=2)
