@@ -48,14 +48,17 @@ class Worker:
 
     async def run(self) -> None:
         """Work until :meth:`stop` is called."""
-        store = self.ws.run_store()
+        # Lease operations run in threads, so they get a store of their own: the runs'
+        # store defers its writes to their audit trails and belongs to the event loop.
+        leases = self.ws.run_store()
+        runs = self.ws.run_store()
         async with A2AClient() as client:
             while not self.stopping.is_set():
                 claimed = await asyncio.to_thread(
-                    store.claim, self.driver, self.lease_seconds, self.concurrency
+                    leases.claim, self.driver, self.lease_seconds, self.concurrency
                 )
                 if claimed:
-                    await asyncio.gather(*(self._drive(store, client, a) for a in claimed))
+                    await asyncio.gather(*(self._drive(leases, runs, client, a) for a in claimed))
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), self.idle_seconds)
@@ -63,12 +66,14 @@ class Worker:
     def stop(self) -> None:
         self.stopping.set()
 
-    async def _drive(self, store: RunStore, client: A2AClient, attempt_id: str) -> None:
+    async def _drive(
+        self, leases: RunStore, runs: RunStore, client: A2AClient, attempt_id: str
+    ) -> None:
         registry = Registry(self.ws.data)
         work = asyncio.ensure_future(
             resume(
                 self.ws,
-                store,
+                runs,
                 registry,
                 client,
                 self.keys,
@@ -85,11 +90,11 @@ class Worker:
                 if done:
                     break
                 if not await asyncio.to_thread(
-                    store.renew, self.driver, attempt_id, self.lease_seconds
+                    leases.renew, self.driver, attempt_id, self.lease_seconds
                 ):
                     work.cancel()  # another process holds the handoff now
             with contextlib.suppress(asyncio.CancelledError):
                 await work
             self.driven += 1
         finally:
-            await asyncio.to_thread(store.release, self.driver, attempt_id)
+            await asyncio.to_thread(leases.release, self.driver, attempt_id)

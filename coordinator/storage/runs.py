@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction
+from coordinator.storage.errors import StorageError
 from coordinator.storage.schema import (
     artifacts,
     budget_units,
@@ -95,12 +97,16 @@ class RunStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.deferred = False
+        self._owner: int | None = None
         self._pending: list[Step] = []
         # Where each handoff's latest pending upsert sits, so a newer one replaces it.
         self._upserts: dict[str, int] = {}
 
     def defer_writes(self) -> None:
+        """From now on writes wait for a flush. Such a store belongs to the thread that
+        deferred it (the event loop's): pending writes are not shared across threads."""
         self.deferred = True
+        self._owner = threading.get_ident()
 
     @property
     def has_pending(self) -> bool:
@@ -108,10 +114,19 @@ class RunStore:
 
     def write_pending(self, connection: Connection) -> None:
         """Apply the pending writes inside the caller's transaction."""
+        self._check_thread()
         steps, self._pending = self._pending, []
         self._upserts.clear()
         for step in steps:
             step(connection)
+
+    def _check_thread(self) -> None:
+        if self._owner is not None and threading.get_ident() != self._owner:
+            raise StorageError(
+                "a run store with deferred writes is used from another thread; give that "
+                "thread a store of its own",
+                "store_shared_across_threads",
+            )
 
     def flush(self) -> None:
         if self._pending:
@@ -120,6 +135,7 @@ class RunStore:
 
     def _write(self, step: Step) -> None:
         if self.deferred:
+            self._check_thread()
             self._pending.append(step)
             return
         with write_transaction(self.engine) as connection:

@@ -93,3 +93,33 @@ def test_later_versions_of_a_pending_handoff_replace_the_earlier_one(
     stored = workspace.run_store().handoff(record.attempt_id)
     assert stored is not None
     assert stored[0].state is HandoffState.DISPATCHED and stored[0].remote_task_id == "task-1"
+
+
+def test_a_deferred_store_refuses_pending_writes_from_another_thread(
+    workspace: Workspace,
+) -> None:
+    """A run's store holds writes for its event loop's thread; flushing them from a worker
+    thread (as a lease renewal would) is refused with a typed error instead of racing."""
+    import threading
+
+    from coordinator.storage.errors import StorageError
+
+    run = new_run(workspace)
+    admitted(run)
+    assert run.store is not None
+    caught: list[BaseException] = []
+
+    def renew_elsewhere() -> None:
+        try:
+            assert run.store is not None
+            run.store.renew("someone", "nothing", 5.0)
+        except BaseException as exc:
+            caught.append(exc)
+
+    thread = threading.Thread(target=renew_elsewhere)
+    thread.start()
+    thread.join()
+    assert len(caught) == 1 and isinstance(caught[0], StorageError)
+    assert caught[0].reason == "store_shared_across_threads"
+    run.trail.flush()  # the owning thread still writes them
+    assert workspace.run_store().in_flight()
