@@ -109,6 +109,8 @@ class RiskAgentHandler:
         self._push = push
         self._updates = updates or TaskUpdates(TaskEventBroker(), push)
         self._workers: dict[str, asyncio.Task[None]] = {}
+        if push is not None:
+            store.on_eviction(push.forget)
 
     def operations(self) -> Mapping[str, AnyOperation]:
         table: dict[str, AnyOperation] = {
@@ -138,11 +140,16 @@ class RiskAgentHandler:
         Its updates are published only once that commit succeeded."""
         configuration = request.configuration or SendMessageConfiguration()
         blocking = not configuration.return_immediately
-        with self._updates.held(), self._store.transaction():
-            record, risk_input = self._accept(request, configuration, context)
-            worked = blocking and self._works_now(record)
-            if worked:
-                self._work_now(record, risk_input)
+        accepted: list[TaskRecord] = []
+        try:
+            with self._updates.held(), self._store.transaction():
+                record, risk_input = self._accept(request, configuration, context, accepted)
+                worked = blocking and self._works_now(record)
+                if worked:
+                    self._work_now(record, risk_input)
+        except BaseException:
+            self._forget_push_configs_if_gone(accepted, context.owner)
+            raise
         if not worked:
             self._start(record, risk_input)
         if blocking:
@@ -202,8 +209,10 @@ class RiskAgentHandler:
         request: SendMessageRequest,
         configuration: SendMessageConfiguration,
         context: CallContext,
+        accepted: list[TaskRecord] | None = None,
     ) -> tuple[TaskRecord, dict[str, Any]]:
-        """Check a (streaming) send, open or resume its task and keep its push config."""
+        """Check a (streaming) send, open or resume its task and keep its push config;
+        the task opened is also put in ``accepted`` (for undoing the config)."""
         push_config = configuration.task_push_notification_config
         if push_config is not None and self._push is None:
             raise errors.PushNotificationNotSupported(
@@ -214,9 +223,23 @@ class RiskAgentHandler:
         if push_config is not None and self._push is not None:
             self._push.delivery.policy.check_syntax(push_config.url)
         record = self._open_task(context, request.message)
+        if accepted is not None:
+            accepted.append(record)
         if push_config is not None and self._push is not None:
             self._push.register(context.owner, record.id, push_config)
         return record, risk_input
+
+    def _forget_push_configs_if_gone(self, accepted: list[TaskRecord], owner: str) -> None:
+        """After a failed send: a task whose creation was rolled back keeps no configs."""
+        if self._push is None or not accepted:
+            return
+        task_id = accepted[0].id
+        try:
+            self._store.get(owner, task_id)
+        except errors.TaskNotFound:
+            self._push.forget(owner, task_id)
+        except Exception:  # the send's own error is the one to report
+            logger.warning("cannot tell whether task %s was stored", task_id, exc_info=True)
 
     def _changed(self, record: TaskRecord) -> None:
         """Tell streams and webhooks the task's new status (if any listen)."""
