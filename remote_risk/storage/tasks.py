@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from pydantic import BaseModel, TypeAdapter
 from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
@@ -54,7 +55,6 @@ from contracts.wire import (
     Message,
     Task,
     TaskState,
-    to_wire,
 )
 from remote_risk import errors
 from remote_risk.storage.engine import (
@@ -88,6 +88,10 @@ from remote_risk.tasks import (
 # While waiting, the row is read again this often to notice another process's change.
 SETTLE_POLL_SECONDS = 1.0
 _TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
+
+# History and artifacts are stored as their wire JSON, written in one pass by pydantic.
+_MESSAGES = TypeAdapter(list[Message])
+_ARTIFACTS = TypeAdapter(list[Artifact])
 
 # The columns a record is read from, in the order record_of expects them.
 COLUMNS = (
@@ -528,16 +532,16 @@ def _status_values(record: TaskRecord) -> dict[str, Any]:
         "state": record.state.value,
         "changed_at_ms": _epoch_milliseconds(record.changed_at),
         "sequence": record.sequence,
-        "status_message": _dumps(to_wire(record.status_message)) if record.status_message else None,
+        "status_message": _model_json(record.status_message) if record.status_message else None,
     }
 
 
 def _history_json(record: TaskRecord) -> str:
-    return _dumps([to_wire(message) for message in record.history])
+    return _MESSAGES.dump_json(record.history, by_alias=True, exclude_none=True).decode()
 
 
 def _artifacts_json(record: TaskRecord) -> str:
-    return _dumps([to_wire(artifact) for artifact in record.artifacts])
+    return _ARTIFACTS.dump_json(record.artifacts, by_alias=True, exclude_none=True).decode()
 
 
 def record_of(row: Sequence[Any]) -> TaskRecord:
@@ -578,6 +582,11 @@ def _copy_state(source: TaskRecord, target: TaskRecord) -> None:
     target.history = source.history
     target.artifacts = source.artifacts
     target.metadata = source.metadata
+
+
+def _model_json(model: BaseModel) -> str:
+    """``model``'s wire JSON in one pass: the values of ``_dumps(to_wire(model))``."""
+    return model.model_dump_json(by_alias=True, exclude_none=True)
 
 
 def _dumps(value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 
-from contracts.wire import Message, Part, Role, TaskState
+from contracts.wire import Artifact, Message, Part, Role, TaskState, to_wire
 from remote_risk.storage import (
     DATABASE_FILE,
     SQLReplayGuard,
@@ -21,7 +22,7 @@ from remote_risk.storage import (
     open_engine,
 )
 from remote_risk.storage.engine import driver_errors
-from remote_risk.storage.schema import VERSION_TABLE, metadata, used_tokens
+from remote_risk.storage.schema import VERSION_TABLE, metadata, tasks, used_tokens
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 
@@ -258,3 +259,25 @@ def test_sqlite_keeps_statement_and_savepoint_journals_in_memory(tmp_path: Path)
 def used_jtis(engine: Engine) -> list[str]:
     with engine.connect() as connection:
         return sorted(connection.scalars(select(used_tokens.c.jti)))
+
+
+def test_a_rows_json_columns_hold_the_wire_form_of_the_record(engine: Engine) -> None:
+    """History, artifacts and status message are stored as the values ``to_wire`` gives
+    (a non-finite float as null) and read back into the same models."""
+    migrate(engine)
+    store = SQLTaskStore(engine, 10)
+    data = {"x": float("nan"), "text": "unicodé \u2028 \x01", "n": 2**63, "f": 1e-7}
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(data=data)])
+    record = store.create("alice", note)
+    artifact = Artifact(artifact_id="a-1", parts=[Part(text="finding ✓", metadata=data)])
+    store.advance(record.id, TaskState.COMPLETED, note, [artifact])
+    with engine.connect() as connection:
+        row = connection.execute(
+            select(tasks.c.history, tasks.c.artifacts, tasks.c.status_message)
+        ).one()
+    current = store.get("alice", record.id)
+    assert json.loads(row.history) == [to_wire(message) for message in current.history]
+    assert json.loads(row.artifacts) == [to_wire(artifact)]
+    assert json.loads(row.status_message) == to_wire(note)
+    fresh = SQLTaskStore(engine, 10).get("alice", record.id)
+    assert fresh.history == current.history and fresh.artifacts == current.artifacts
