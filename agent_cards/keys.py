@@ -58,9 +58,12 @@ def b64url_encode(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+
+
 def b64url_decode(text: str) -> bytes:
     """Strict base64url without padding; anything else raises :class:`ValueError`."""
-    if not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
+    if not _B64URL.fullmatch(text) or len(text) % 4 == 1:
         raise ValueError("not unpadded base64url")
     data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     if b64url_encode(data) != text:

@@ -20,22 +20,35 @@ def _reject_constant(name: str) -> Any:
 
 
 def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise StrictJSONError(f"duplicate key {key!r}")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # some key came twice: name it
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise StrictJSONError(f"duplicate key {key!r}")
+            seen.add(key)
     return obj
 
 
+# One decoder for every call (json.loads with hooks builds a new one each time).
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_object_without_duplicates, parse_constant=_reject_constant
+)
+
+
 def loads(data: bytes | str) -> Any:
-    """Decode one JSON document, refusing duplicate keys and non-finite numbers."""
+    """Decode one JSON document, refusing duplicate keys and non-finite numbers.
+
+    Text is taken as :func:`json.loads` takes it: bytes in the encoding their first bytes
+    show (UTF-8, -16 or -32), a str that starts with a byte order mark refused."""
     try:
-        return json.loads(
-            data,
-            object_pairs_hook=_object_without_duplicates,
-            parse_constant=_reject_constant,
-        )
+        if isinstance(data, str):
+            if data.startswith("\ufeff"):
+                raise StrictJSONError("not valid JSON: a byte order mark before the document")
+            text = data
+        else:
+            text = data.decode(json.detect_encoding(data), "surrogatepass")
+        return _DECODER.decode(text)
     except StrictJSONError:
         raise
     except (ValueError, UnicodeDecodeError) as exc:

@@ -1,0 +1,54 @@
+"""Strict JSON reads what the standard library reads, except duplicates and non-finite numbers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contracts import strict_json
+
+DOCUMENTS = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(), children, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@given(DOCUMENTS, st.sampled_from(["utf-8", "utf-16", "utf-32"]))
+def test_a_valid_document_reads_as_the_standard_library_reads_it(
+    value: object, encoding: str
+) -> None:
+    """Text and bytes in any of JSON's encodings decode to the same value as json.loads."""
+    text = json.dumps(value, ensure_ascii=False)
+    assert strict_json.loads(text) == json.loads(text)
+    assert strict_json.loads(text.encode(encoding)) == json.loads(text.encode(encoding))
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'{"a":1,"a":2}',
+        b'[{"b":{"c":1,"c":1}}]',
+        b"NaN",
+        b'{"x":-Infinity}',
+        "\ufeff{}",
+        b"[1,]",
+        b"\xff",
+    ],
+)
+def test_what_two_readers_could_read_differently_is_refused(document: bytes | str) -> None:
+    """Duplicate keys at any depth, non-finite constants and malformed text raise
+    StrictJSONError."""
+    with pytest.raises(strict_json.StrictJSONError):
+        strict_json.loads(document)
