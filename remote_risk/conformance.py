@@ -40,7 +40,7 @@ import ipaddress
 import logging
 import sys
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,10 +55,6 @@ from agent_cards.serving import card_route
 from contracts.wire import (
     AgentCard,
     Artifact,
-    CancelTaskRequest,
-    GetTaskRequest,
-    ListTasksRequest,
-    ListTasksResponse,
     Message,
     Part,
     Role,
@@ -66,24 +62,19 @@ from contracts.wire import (
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
-    SubscribeToTaskRequest,
-    Task,
     TaskState,
 )
 from remote_risk import errors
 from remote_risk.app import push_configs, signed_card
-from remote_risk.handler import AnyParams
 from remote_risk.jsonrpc import (
-    AnyOperation,
     CallContext,
     JSONRPCEndpoint,
-    Operation,
-    StreamingOperation,
     anonymous,
 )
 from remote_risk.push import PushConfigs
 from remote_risk.settings import JSONRPC_PATH, Settings
-from remote_risk.streams import SUBSCRIPTION_END_STATES, TaskEventBroker, TaskUpdates
+from remote_risk.streams import TaskEventBroker, TaskUpdates
+from remote_risk.task_operations import TaskOperations
 from remote_risk.tasks import TaskRecord, TaskStore
 
 logger = logging.getLogger(__name__)
@@ -203,7 +194,7 @@ class _Run:
     artifacts: dict[str, Artifact] = field(default_factory=dict)
 
 
-class ConformanceHandler:
+class ConformanceHandler(TaskOperations):
     """The A2A operations of the conformance agent (see the module docstring)."""
 
     def __init__(
@@ -213,26 +204,9 @@ class ConformanceHandler:
         *,
         long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
     ) -> None:
-        self._store = store
-        self._push = push
-        self._updates = TaskUpdates(TaskEventBroker(), push)
+        super().__init__(store, TaskUpdates(TaskEventBroker(), push), push)
+        self._configs = push  # this agent always offers push notifications
         self._long_task_seconds = long_task_seconds
-        self._workers: dict[str, asyncio.Task[None]] = {}
-
-    def operations(self) -> Mapping[str, AnyOperation]:
-        table: dict[str, AnyOperation] = {
-            "SendMessage": Operation(SendMessageRequest, self.send_message),
-            "SendStreamingMessage": StreamingOperation(
-                SendMessageRequest, self.send_streaming_message
-            ),
-            "SubscribeToTask": StreamingOperation(SubscribeToTaskRequest, self.subscribe),
-            "GetTask": Operation(GetTaskRequest, self.get_task),
-            "ListTasks": Operation(ListTasksRequest, self.list_tasks),
-            "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
-            "GetExtendedAgentCard": Operation(AnyParams, _no_extended_card),
-        }
-        table.update(self._push.operations())
-        return table
 
     async def send_message(
         self, request: SendMessageRequest, context: CallContext
@@ -259,39 +233,6 @@ class ConformanceHandler:
         self._start(record, script)
         return stream
 
-    async def subscribe(
-        self, request: SubscribeToTaskRequest, context: CallContext
-    ) -> AsyncIterator[StreamResponse]:
-        record = self._store.get(context.owner, request.id)
-        if record.terminal:
-            raise errors.UnsupportedOperation(
-                f"task {record.id} is {record.state.value}; a finished task cannot be followed",
-                metadata={"taskId": record.id, "state": record.state.value},
-            )
-        return self._updates.follow(record.snapshot(), until=SUBSCRIPTION_END_STATES)
-
-    async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
-        return self._store.get(context.owner, request.id).snapshot(request.history_length)
-
-    async def list_tasks(
-        self, request: ListTasksRequest, context: CallContext
-    ) -> ListTasksResponse:
-        return self._store.list(context.owner, request)
-
-    async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
-        record = self._store.cancel(context.owner, request.id)
-        self._updates.status(record.owner, record.snapshot())
-        worker = self._workers.get(record.id)
-        if worker is not None:
-            worker.cancel()
-        return record.snapshot()
-
-    async def aclose(self) -> None:
-        workers = list(self._workers.values())
-        for worker in workers:
-            worker.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-
     # --- the task's life ------------------------------------------------------------------
 
     def _accept(
@@ -304,10 +245,10 @@ class ConformanceHandler:
             raise errors.InvalidParams("params.configuration.historyLength: must be 0 or more")
         push_config = configuration.task_push_notification_config
         if push_config is not None:
-            self._push.delivery.policy.check_syntax(push_config.url)
+            self._configs.delivery.policy.check_syntax(push_config.url)
         record = self._open_task(context.owner, request.message)
         if push_config is not None:
-            self._push.register(context.owner, record.id, push_config)
+            self._configs.register(context.owner, record.id, push_config)
         return record
 
     def _open_task(self, owner: str, message: Message) -> TaskRecord:
@@ -390,10 +331,6 @@ def _agent_message(record: TaskRecord, text: str) -> Message:
 
 async def _one(event: BaseModel) -> AsyncIterator[BaseModel]:
     yield event
-
-
-async def _no_extended_card(params: AnyParams, context: CallContext) -> BaseModel:
-    raise errors.UnsupportedOperation("this agent has no extended agent card")
 
 
 # --- the app ---------------------------------------------------------------------------------

@@ -32,15 +32,9 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import (
     Artifact,
-    CancelTaskRequest,
-    GetTaskRequest,
-    ListTasksRequest,
-    ListTasksResponse,
     Message,
     Part,
     Role,
@@ -48,8 +42,6 @@ from contracts.wire import (
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
-    SubscribeToTaskRequest,
-    Task,
     TaskState,
     to_wire,
 )
@@ -57,14 +49,12 @@ from coordinator.model_gateway import ModelConfig
 from remote_risk import errors, skill
 from remote_risk.jsonrpc import (
     JSON_MEDIA_TYPE,
-    AnyOperation,
     CallContext,
-    Operation,
-    StreamingOperation,
 )
 from remote_risk.model_skill import run_model_skill
 from remote_risk.push import PushConfigs
-from remote_risk.streams import SUBSCRIPTION_END_STATES, TaskEventBroker, TaskUpdates
+from remote_risk.streams import TaskEventBroker, TaskUpdates
+from remote_risk.task_operations import TaskOperations
 from remote_risk.tasks import TaskRecord, TaskStoreProtocol, new_id
 
 logger = logging.getLogger(__name__)
@@ -77,21 +67,8 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 512
 _JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
 _UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
-_PUSH_METHODS = (
-    "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig",
-)
 
-
-class AnyParams(BaseModel):
-    """Params of a method that is refused whatever they are."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class RiskAgentHandler:
+class RiskAgentHandler(TaskOperations):
     def __init__(
         self,
         store: TaskStoreProtocol,
@@ -103,32 +80,9 @@ class RiskAgentHandler:
     ) -> None:
         """With ``model`` the policy is interpreted by that model (see model_skill).
         Without ``push`` push notification configs are refused (-32003)."""
-        self._store = store
+        super().__init__(store, updates or TaskUpdates(TaskEventBroker(), push), push)
         self._skill_delay = skill_delay_seconds
         self._model = model
-        self._push = push
-        self._updates = updates or TaskUpdates(TaskEventBroker(), push)
-        self._workers: dict[str, asyncio.Task[None]] = {}
-        if push is not None:
-            store.on_eviction(push.forget)
-
-    def operations(self) -> Mapping[str, AnyOperation]:
-        table: dict[str, AnyOperation] = {
-            "SendMessage": Operation(SendMessageRequest, self.send_message),
-            "SendStreamingMessage": StreamingOperation(
-                SendMessageRequest, self.send_streaming_message
-            ),
-            "SubscribeToTask": StreamingOperation(SubscribeToTaskRequest, self.subscribe),
-            "GetTask": Operation(GetTaskRequest, self.get_task),
-            "ListTasks": Operation(ListTasksRequest, self.list_tasks),
-            "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
-            "GetExtendedAgentCard": Operation(AnyParams, _no_extended_card),
-        }
-        if self._push is None:
-            table.update({name: Operation(AnyParams, _no_push) for name in _PUSH_METHODS})
-        else:
-            table.update(self._push.operations())
-        return table
 
     # --- operations -----------------------------------------------------------------------
 
@@ -165,42 +119,6 @@ class RiskAgentHandler:
         stream = self._updates.follow(record.snapshot(configuration.history_length))
         self._start(record, risk_input)
         return stream
-
-    async def subscribe(
-        self, request: SubscribeToTaskRequest, context: CallContext
-    ) -> AsyncIterator[StreamResponse]:
-        """The task as it is now, then its updates; a finished task cannot be followed."""
-        record = self._store.get(context.owner, request.id)
-        if record.terminal:
-            raise errors.UnsupportedOperation(
-                f"task {record.id} is {record.state.value}; a finished task has no updates "
-                "to subscribe to, read it with GetTask",
-                metadata={"taskId": record.id, "state": record.state.value},
-            )
-        return self._updates.follow(record.snapshot(), until=SUBSCRIPTION_END_STATES)
-
-    async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
-        return self._store.get(context.owner, request.id).snapshot(request.history_length)
-
-    async def list_tasks(
-        self, request: ListTasksRequest, context: CallContext
-    ) -> ListTasksResponse:
-        return self._store.list(context.owner, request)
-
-    async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
-        record = self._store.cancel(context.owner, request.id)
-        self._changed(record)
-        worker = self._workers.get(record.id)
-        if worker is not None:
-            worker.cancel()
-        return record.snapshot()
-
-    async def aclose(self) -> None:
-        """Stop background work (on shutdown); tasks left unfinished stay as they are."""
-        workers = list(self._workers.values())
-        for worker in workers:
-            worker.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
 
     # --- the task's life ------------------------------------------------------------------
 
@@ -240,11 +158,6 @@ class RiskAgentHandler:
             self._push.forget(owner, task_id)
         except Exception:  # the send's own error is the one to report
             logger.warning("cannot tell whether task %s was stored", task_id, exc_info=True)
-
-    def _changed(self, record: TaskRecord) -> None:
-        """Tell streams and webhooks the task's new status (if any listen)."""
-        if self._updates.heard(record.owner, record.id):
-            self._updates.status(record.owner, record.snapshot())
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
@@ -491,14 +404,3 @@ def agent_message(record: TaskRecord, finding: Finding) -> Message:
         task_id=record.id,
         context_id=record.context_id,
     )
-
-
-# --- refused methods -------------------------------------------------------------------------
-
-
-async def _no_push(params: AnyParams, context: CallContext) -> BaseModel:
-    raise errors.PushNotificationNotSupported("push notifications are not supported by this agent")
-
-
-async def _no_extended_card(params: AnyParams, context: CallContext) -> BaseModel:
-    raise errors.UnsupportedOperation("this agent has no extended agent card")
