@@ -22,7 +22,7 @@ from bench.tokens import risk_payload
 from coordinator.authority import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
 from coordinator.client import A2AClient
 from coordinator.datadir import DataDir
-from coordinator.delegation import delegation_document
+from coordinator.delegation import delegation_document, record_disposition
 from coordinator.dispatch import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
 from coordinator.pilot import RISK_SKILL
 from coordinator.registry import RegisteredAgent, Registry, TrustAnchor
@@ -91,11 +91,5 @@ def new_run(agent: RegisteredAgent, ws: Workspace) -> Run:
 
 def finish(run: Run, outcome: RemoteOutcome, ws: Workspace) -> None:
     """The disposition event and the run document, as ``delegate`` records them."""
-    record = outcome.record
-    run.emit(
-        "run.disposition",
-        status=record.state.value.lower(),
-        summary=f"handoff {record.attempt_id} ended {record.state.value} ({record.reason})",
-        owner=run.owner,
-    )
+    record_disposition(run, outcome)
     CoordinatorService(ws).save(run, delegation_document(run, outcome))

@@ -82,7 +82,7 @@ async def delegate_once(
         )
         if order.cancel_after is None:
             outcome = await handoff
-            _disposition(run, outcome)
+            record_disposition(run, outcome)
             return run, outcome
         work = asyncio.ensure_future(handoff)
         with contextlib.suppress(TimeoutError):
@@ -90,11 +90,11 @@ async def delegate_once(
         if not work.done():
             await cancel_branches(client, run, {order.agent.name: order.agent})
         outcome = await work
-        _disposition(run, outcome)
+        record_disposition(run, outcome)
         return run, outcome
 
 
-def _disposition(run: Run, outcome: RemoteOutcome) -> None:
+def record_disposition(run: Run, outcome: RemoteOutcome) -> None:
     """The run's disposition, written with the run's document (:meth:`Run.save`)."""
     record = outcome.record
     run.emit(
