@@ -357,9 +357,4 @@ def _budget_widening(claims: Mapping[str, Any], limit: Budget) -> Dimension | No
 def claims_digest(claims: Grant | Mapping[str, Any]) -> str:
     """``sha256:<hex>`` over the JCS form of ``claims``, for audit records in place of tokens."""
     value = claims.claims() if isinstance(claims, Grant) else dict(claims)
-    return "sha256:" + hashlib.sha256(canonical_claims(value)).hexdigest()
-
-
-def canonical_claims(value: Mapping[str, Any]) -> bytes:
-    """The RFC 8785 form of ``value`` (see :mod:`contracts.canonical`)."""
-    return canonical_json(value)
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()

@@ -288,13 +288,8 @@ class A2AClient:
                     f"{method} to {endpoint}: HTTP {status} without a JSON-RPC body",
                     "not_jsonrpc",
                 )
-            response = JSONRPCResponse.model_validate(document)
-            if response.error is not None:
-                error = response.error
-                raise RemoteA2AError(error.code, error.message, reason_of(error.data))
-            if response.id != request_id:
-                raise ProtocolError(f"{method} to {endpoint}: response id mismatch", "id_mismatch")
-            return result_type.model_validate(response.result)
+            result = _jsonrpc_result(document, request_id, method, endpoint)
+            return result_type.model_validate(result)
 
     async def _get(self, url: str) -> tuple[int, httpx.Headers, bytes]:
         return await self._exchange("GET", url, None, {})
@@ -357,13 +352,19 @@ def _stream_result(data: bytes, request_id: int, method: str, endpoint: str) -> 
     document = strict_json.loads(data)
     if not isinstance(document, dict):
         raise ProtocolError(f"{method} to {endpoint}: an event is not a JSON object", "not_jsonrpc")
+    return StreamResponse.model_validate(_jsonrpc_result(document, request_id, method, endpoint))
+
+
+def _jsonrpc_result(document: dict[str, Any], request_id: int, method: str, endpoint: str) -> Any:
+    """The ``result`` of a JSON-RPC response to ``request_id``; an error raises
+    :class:`RemoteA2AError`, another id :class:`ProtocolError`."""
     response = JSONRPCResponse.model_validate(document)
     if response.error is not None:
         error = response.error
         raise RemoteA2AError(error.code, error.message, reason_of(error.data))
     if response.id != request_id:
         raise ProtocolError(f"{method} to {endpoint}: response id mismatch", "id_mismatch")
-    return StreamResponse.model_validate(response.result)
+    return response.result
 
 
 class SSEDecoder:
