@@ -30,7 +30,7 @@ import base64
 import binascii
 import heapq
 import json
-import os
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -62,13 +62,8 @@ def utc_now() -> datetime:
 
 
 def new_id() -> str:
-    """A random (version 4) UUID in its usual text form, as ``str(uuid.uuid4())`` gives,
-    built from the hex of 16 random bytes without the :class:`uuid.UUID` object."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    """A random (version 4) UUID in its usual text form."""
+    return str(uuid.uuid4())
 
 
 def wire_timestamp(at: datetime) -> str:
