@@ -253,11 +253,11 @@ class RemoteUpdates:
     async def _read_to_end(self) -> None:
         """A server ends the stream after the event that settles the task; reading up to
         that end (briefly) lets the connection go back to the pool instead of being cut."""
-        assert self._events is not None
         try:
-            event = await asyncio.wait_for(anext(self._events), STREAM_END_GRACE_SECONDS)
-            self._view.apply(event)
-        except (TimeoutError, StopAsyncIteration):
+            event = await self._event_within(STREAM_END_GRACE_SECONDS, None)
+            if event is not None:
+                self._view.apply(event)
+        except TimeoutError:
             pass
         except FederationError as exc:
             self.notes.append(f"after the task settled the stream failed: {exc}")
