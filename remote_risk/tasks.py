@@ -173,7 +173,31 @@ class TaskStoreProtocol(Protocol):
     def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse: ...
 
 
-class TaskStore:
+class BoundedStore:
+    """What both task stores share: the capacity, the clock and ids, and telling the
+    listeners registered with :meth:`on_eviction` which tasks went."""
+
+    def __init__(self, capacity: int, clock: Clock, new_id: Callable[[], str]) -> None:
+        if capacity < 1:
+            raise ValueError("a task store needs room for at least one task")
+        self.capacity = capacity
+        self._clock = clock
+        self._new_id = new_id
+        self._eviction_listeners: list[EvictionListener] = []
+
+    def on_eviction(self, listener: EvictionListener) -> None:
+        self._eviction_listeners.append(listener)
+
+    def _announce(self, evicted: list[tuple[str, str]]) -> None:
+        for owner, task_id in evicted:
+            for listener in self._eviction_listeners:
+                listener(owner, task_id)
+
+    def _now(self) -> datetime:
+        return whole_milliseconds(self._clock())
+
+
+class TaskStore(BoundedStore):
     """The in-memory :class:`TaskStoreProtocol`."""
 
     def __init__(
@@ -183,15 +207,10 @@ class TaskStore:
         clock: Clock = utc_now,
         new_id: Callable[[], str] = new_id,
     ) -> None:
-        if capacity < 1:
-            raise ValueError("a task store needs room for at least one task")
-        self.capacity = capacity
-        self._clock = clock
-        self._new_id = new_id
+        super().__init__(capacity, clock, new_id)
         self._records: dict[str, TaskRecord] = {}
         self._by_key: dict[tuple[str, str], str] = {}
         self._sequence = 0
-        self._eviction_listeners: list[EvictionListener] = []
 
     def __len__(self) -> int:
         return len(self._records)
@@ -289,9 +308,6 @@ class TaskStore:
         self._move(record, TaskState.CANCELED, None)
         return record
 
-    def on_eviction(self, listener: EvictionListener) -> None:
-        self._eviction_listeners.append(listener)
-
     async def wait_settled(self, record: TaskRecord) -> None:
         """Return once the task is terminal or waiting for input or authorization."""
         await record.settled.wait()
@@ -351,12 +367,7 @@ class TaskStore:
             del self._records[record.id]
         gone = {record.id for record in oldest}
         self._by_key = {key: tid for key, tid in self._by_key.items() if tid not in gone}
-        for record in oldest:
-            for listener in self._eviction_listeners:
-                listener(record.owner, record.id)
-
-    def _now(self) -> datetime:
-        return whole_milliseconds(self._clock())
+        self._announce([(record.owner, record.id) for record in oldest])
 
     def _next_sequence(self) -> int:
         self._sequence += 1

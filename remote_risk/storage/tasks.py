@@ -68,8 +68,8 @@ from remote_risk.storage.schema import TASK_SEQUENCE, counters, tasks
 from remote_risk.tasks import (
     DEFAULT_PAGE_SIZE,
     SETTLED_STATES,
+    BoundedStore,
     Clock,
-    EvictionListener,
     TaskRecord,
     bound,
     check_cancelable,
@@ -82,7 +82,6 @@ from remote_risk.tasks import (
     parse_timestamp,
     signal_settled,
     utc_now,
-    whole_milliseconds,
 )
 
 # While waiting, the row is read again this often to notice another process's change.
@@ -135,7 +134,7 @@ _pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar
 )
 
 
-class SQLTaskStore:
+class SQLTaskStore(BoundedStore):
     """A bounded, owner-scoped task store in the database behind ``engine`` (migrated)."""
 
     def __init__(
@@ -146,15 +145,10 @@ class SQLTaskStore:
         clock: Clock = utc_now,
         new_id: Callable[[], str] = new_id,
     ) -> None:
-        if capacity < 1:
-            raise ValueError("a task store needs room for at least one task")
-        self.capacity = capacity
+        super().__init__(capacity, clock, new_id)
         self._engine = engine
-        self._clock = clock
-        self._new_id = new_id
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
-        self._eviction_listeners: list[EvictionListener] = []
 
     def __len__(self) -> int:
         with read_transaction(self._engine) as connection:
@@ -215,9 +209,6 @@ class SQLTaskStore:
         finally:
             _pending_evictions.reset(token)
         self._announce(evicted)
-
-    def on_eviction(self, listener: EvictionListener) -> None:
-        self._eviction_listeners.append(listener)
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key``, if it is still stored."""
@@ -338,9 +329,6 @@ class SQLTaskStore:
     def _sql(self, sql: str) -> str:
         return driver_sql(self._engine, sql)
 
-    def _now(self) -> datetime:
-        return whole_milliseconds(self._clock())
-
     def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
         """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
         cursor.execute(self._sql(_BUMP_SEQUENCE), {"count": count})
@@ -400,11 +388,6 @@ class SQLTaskStore:
         if open_transaction is None or open_transaction[0] is not self:
             return None
         return open_transaction[1]
-
-    def _announce(self, evicted: Evicted) -> None:
-        for owner, task_id in evicted:
-            for listener in self._eviction_listeners:
-                listener(owner, task_id)
 
     def _move(
         self,
