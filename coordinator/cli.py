@@ -392,10 +392,15 @@ def _print_delegation(document: dict[str, Any]) -> None:
 
 
 def cmd_runs(args: argparse.Namespace, ws: Workspace) -> int:
-    documents = ws.run_store().run_documents()
-    if args.json:
+    print_runs(ws.run_store().run_documents(), as_json=args.json)
+    return 0
+
+
+def print_runs(documents: list[dict[str, Any]], *, as_json: bool) -> None:
+    """``federation runs``, from this data directory or a coordinator's API."""
+    if as_json:
         _print_json([{k: d.get(k) for k in ("run_id", "owner", "cancelled")} for d in documents])
-        return 0
+        return
     if not documents:
         print("no runs recorded")
     for d in documents:
@@ -405,7 +410,6 @@ def cmd_runs(args: argparse.Namespace, ws: Workspace) -> int:
             f"{d['run_id']}\towner {d['owner']}\t{branches} branches, {live} live"
             f"{chr(9) + 'cancelled' if d.get('cancelled') else ''}"
         )
-    return 0
 
 
 def cmd_run(args: argparse.Namespace, ws: Workspace) -> int:

@@ -105,21 +105,7 @@ def cmd_delegate(args: argparse.Namespace, client: CoordinatorClient) -> int:
 
 
 def cmd_runs(args: argparse.Namespace, client: CoordinatorClient) -> int:
-    documents = client.runs()
-    if args.json:
-        cli._print_json(
-            [{k: d.get(k) for k in ("run_id", "owner", "cancelled")} for d in documents]
-        )
-        return 0
-    if not documents:
-        print("no runs recorded")
-    for d in documents:
-        live = len(d.get("live_branches", []))
-        branches = len(d.get("branches", []))
-        print(
-            f"{d['run_id']}\towner {d['owner']}\t{branches} branches, {live} live"
-            f"{chr(9) + 'cancelled' if d.get('cancelled') else ''}"
-        )
+    cli.print_runs(client.runs(), as_json=args.json)
     return 0
 
 
