@@ -195,18 +195,21 @@ class RunStore:
     def save_handoff(
         self, record: HandoffRecord, driver: str | None = None, lease_seconds: float = 0.0
     ) -> None:
-        """Upsert the record; a process driving it keeps (and refreshes) its lease row."""
+        """Upsert the record; a process driving it keeps (and refreshes) its lease row.
+
+        The record (frozen) is serialised when the write happens, so a pending version
+        that a newer one supersedes costs nothing."""
         values: dict[str, Any] = {
             "state": record.state.value,
             "version": record.version,
             "remote_task_id": record.remote_task_id,
-            "record": record.model_dump_json(),
             "updated_at": _now(),
         }
         if driver is not None:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
 
         def step(connection: Connection) -> None:
+            values["record"] = record.model_dump_json()
             if not _update(connection, handoffs.name, "attempt_id", record.attempt_id, values):
                 identity = {
                     "attempt_id": record.attempt_id,
