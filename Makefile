@@ -38,14 +38,15 @@ soak: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# Runs the A2A TCK (a local checkout, see README) against `federation serve conformance`.
+# Runs the A2A TCK (a local checkout, see README) against the conformance agent, a test fixture
+# (tests/conformance_agent.py: no token checked, loopback only).
 TCK_DIR ?=
 TCK_PYTHON ?= $(TCK_DIR)/.venv/bin/python
 CONFORMANCE_PORT ?= 9999
 conformance: $(STAMP)
 	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
 		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
-	$(BIN)/federation serve conformance --port $(CONFORMANCE_PORT) & server=$$!; \
+	PYTHONPATH=. $(BIN)/python -m tests.conformance_agent --port $(CONFORMANCE_PORT) & server=$$!; \
 	trap 'kill $$server' EXIT; \
 	for i in $$(seq 50); do \
 		curl -sf http://127.0.0.1:$(CONFORMANCE_PORT)/.well-known/agent-card.json >/dev/null && break; \

@@ -19,9 +19,9 @@ from pathlib import Path
 from agent_cards.keys import KeySet, load_key_set
 from bench import governed
 from contracts.handoff import HandoffState
-from coordinator.client import A2AClient
-from coordinator.registry import RegisteredAgent
-from coordinator.workspace import Workspace
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent
+from coordinator.service.workspace import Workspace
 
 
 async def consult(

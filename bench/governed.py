@@ -1,11 +1,11 @@
 """One governed handoff through the coordinator, as ``federation delegate`` makes it.
 
-The same steps as :meth:`coordinator.service.CoordinatorService.delegate`: a run with
+The same steps as :meth:`coordinator.service.facade.CoordinatorService.delegate`: a run with
 the operator's authority for the skill, admission, a narrowed token minted for the
 handoff, dispatch, waiting for the remote task, return admission, the disposition and
 the run document, with every fact in the audit ledger and every state in the run store.
 Like ``federation serve coordinator``, the bench keeps one
-:class:`~coordinator.client.A2AClient` (one connection pool) for all handoffs; a one-shot
+:class:`~coordinator.remote.client.A2AClient` (one connection pool) for all handoffs; a one-shot
 ``federation delegate`` process opens its own.
 """
 
@@ -19,16 +19,16 @@ import httpx
 
 from agent_cards.keys import KeySet, TrustedKeys
 from bench.tokens import risk_payload
-from coordinator.authority import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
-from coordinator.client import A2AClient
-from coordinator.datadir import DataDir
-from coordinator.delegation import delegation_document, record_disposition
-from coordinator.dispatch import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
-from coordinator.pilot import RISK_SKILL
-from coordinator.registry import RegisteredAgent, Registry, TrustAnchor
-from coordinator.runs import Run
-from coordinator.service import CoordinatorService
-from coordinator.workspace import Workspace
+from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
+from coordinator.dispatch.delegate import delegation_document, record_disposition
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.service.facade import CoordinatorService
+from coordinator.service.workspace import Workspace
+from coordinator.storage.datadir import DataDir
 
 
 async def register(client: A2AClient, ws: Workspace, url: str, name: str) -> RegisteredAgent:

@@ -24,7 +24,7 @@ from agent_cards.keys import load_key_set
 from bench import governed
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
-from coordinator.client import A2AClient
+from coordinator.remote.client import A2AClient
 
 Attempt = Callable[[], Awaitable[bool]]
 

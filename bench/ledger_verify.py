@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from coordinator.ledger import AuditEvent, Ledger, verify
+from coordinator.audit.ledger import AuditEvent, Ledger, verify
 from coordinator.storage import migrate, open_engine
 
 

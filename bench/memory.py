@@ -37,9 +37,9 @@ from bench.baselines import sdk_app
 from bench.loadgen import COMPLETED, send_message_body
 from bench.procs import rss_bytes
 from bench.tokens import TokenMinter
-from coordinator.authority import DEFAULT_ISSUER
-from coordinator.client import A2AClient
-from remote_risk.app import create_app
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.remote.client import A2AClient
+from remote_risk.server.app import create_app
 from remote_risk.settings import JSONRPC_PATH, Settings
 
 BASE_URL = "http://127.0.0.1:8000"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agent_cards.keys import KeySet, SigningKey, load_key_set, save_key_set
 from bench import procs
-from coordinator.authority import DEFAULT_ISSUER
+from coordinator.authority.delegator import DEFAULT_ISSUER
 from remote_risk.settings import JSONRPC_PATH
 from remote_risk.storage import DATABASE_FILE
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import governed, procs, services
-from coordinator.client import A2AClient
-from coordinator.ledger import verify
+from coordinator.audit.ledger import verify
+from coordinator.remote.client import A2AClient
 from remote_risk.storage.schema import tasks as task_table
 
 OBJECT_TOLERANCE = 0.02

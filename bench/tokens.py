@@ -1,8 +1,8 @@
 """Delegation tokens for load runs: one fresh token per request, bound to its handoff.
 
-The claims are what the coordinator's :class:`~coordinator.authority.Delegator` mints for
+The claims are what the coordinator's :class:`~coordinator.authority.delegator.Delegator` mints for
 a risk handoff (read-only, effects 0, the skill's scope, a five-minute life), signed by
-:func:`coordinator.grants.mint_token`. Tokens are minted ahead of each measured window so
+:func:`coordinator.authority.tokens.mint_token`. Tokens are minted ahead of each measured window so
 that signing does not compete with sending on the load core.
 """
 
@@ -16,9 +16,9 @@ from collections import deque
 from typing import Any
 
 from agent_cards.keys import KeySet, SigningKey, load_key_set
-from coordinator.authority import DEFAULT_ISSUER
-from coordinator.grants import mint_token
-from coordinator.scenario import CONTEXT_KEYS, context_for
+from coordinator.assessment.scenario import CONTEXT_KEYS, context_for
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.tokens import mint_token
 
 RISK_SCOPE = "risk:interpret"
 _PAYLOAD = {key: value for key, value in context_for("ok").items() if key in CONTEXT_KEYS["risk"]}

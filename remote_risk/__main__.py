@@ -7,7 +7,7 @@ given. Own keys: ``--key-file FILE``, else ``DATA_DIR/keys`` (``--data-dir``, en
 ``REMOTE_RISK_DATA_DIR``, default the XDG data directory). Tasks and used tokens:
 ``--database-url URL`` (env ``REMOTE_RISK_DATABASE_URL``; PostgreSQL or SQLite), else
 ``DATA_DIR/remote-risk.db``. A model for the risk skill: ``REMOTE_RISK_MODEL_*`` (see
-:func:`remote_risk.model_skill.model_config_from_env`). Configuration errors end with one
+:func:`remote_risk.risk.interpreter.model_config_from_env`). Configuration errors end with one
 line on stderr and exit status 2.
 """
 
@@ -19,11 +19,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from remote_risk import trust
-from remote_risk.app import ConfigurationError, check_secure, serve
 from remote_risk.errors import StorageUnavailable
-from remote_risk.model_skill import model_config_from_env
+from remote_risk.risk.interpreter import model_config_from_env
+from remote_risk.server.app import ConfigurationError, check_secure, serve
 from remote_risk.settings import Settings
+from remote_risk.trust import issuers as trust
 
 DATABASE_URL_ENV_VAR = "REMOTE_RISK_DATABASE_URL"
 

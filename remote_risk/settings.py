@@ -8,14 +8,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent_cards.keys import KeySet, TrustedKeys
-from coordinator.model_gateway import ModelConfig
+from coordinator.assessment.model_gateway import ModelConfig
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Configuration for :func:`remote_risk.app.create_app`.
+    """Configuration for :func:`remote_risk.server.app.create_app`.
 
     ``public_base_url`` is where callers reach this service; the Agent Card advertises the
     JSON-RPC interface under it. ``skill_delay_seconds`` holds each task in WORKING for that
@@ -24,8 +24,8 @@ class Settings:
     bodies in ``app.state.received_bodies`` so tests can see exactly which bytes arrived.
 
     Trust: ``trusted_issuers`` maps each issuer whose delegation tokens are accepted to its
-    pinned keys; with none, :func:`~remote_risk.app.create_app` serves anonymously and
-    :func:`~remote_risk.app.serve` refuses to start unless ``insecure_anonymous`` is set.
+    pinned keys; with none, :func:`~remote_risk.server.app.create_app` serves anonymously and
+    :func:`~remote_risk.server.app.serve` refuses to start unless ``insecure_anonymous`` is set.
     ``signing_keys`` sign the card and are published as the JWK Set (an in-memory key is
     generated when absent). The last ``decision_log_limit`` authorization decisions are
     kept in ``app.state.decisions``.
@@ -48,7 +48,8 @@ class Settings:
     record_requests: bool = False
     recorded_requests_limit: int = 100
     # With a model, the risk policy is interpreted by it and checked against the records
-    # (remote_risk.model_skill); read it with remote_risk.model_skill.model_config_from_env.
+    # (remote_risk.risk.interpreter); read it with
+    # remote_risk.risk.interpreter.model_config_from_env.
     model: ModelConfig | None = None
     trusted_issuers: Mapping[str, TrustedKeys] = field(default_factory=dict, repr=False)
     signing_keys: KeySet | None = field(default=None, repr=False)

@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from coordinator.model_gateway import ModelConfig
+from coordinator.assessment.model_gateway import ModelConfig
 from tests.servers import running
 
 MODEL_ID = "scripted-model"

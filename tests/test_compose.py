@@ -9,11 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
-from coordinator import cli, datadir, identity, workspace
-from coordinator.server import build_serve_parser
-from coordinator.settings import ENV_PREFIX, CoordinatorSettings
+from coordinator.authority import identity
+from coordinator.cli import main as cli
+from coordinator.service import workspace
+from coordinator.service.server import build_serve_parser
+from coordinator.service.settings import ENV_PREFIX, CoordinatorSettings
+from coordinator.storage import datadir
 from remote_risk import __main__ as remote_risk_main
-from remote_risk import trust
+from remote_risk.trust import issuers as trust
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES = {"postgres", "coordinator", "remote-risk"}

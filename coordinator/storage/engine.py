@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from coordinator.datadir import DataDir
+from coordinator.storage.datadir import DataDir
 from coordinator.storage.errors import StorageError
 
 DATABASE_FILE = "federation.db"

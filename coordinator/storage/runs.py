@@ -88,7 +88,7 @@ class RunStore:
     """Runs, handoffs and their accumulating facts in one database.
 
     Writes happen at once by default. A store whose writes a run's audit trail carries
-    (:meth:`defer_writes`, done by :class:`~coordinator.runs.Run`) keeps them until the
+    (:meth:`defer_writes`, done by :class:`~coordinator.handoff.run.Run`) keeps them until the
     trail flushes, which writes them and the ledger events in one transaction; the
     dispatch path flushes before any message leaves, so what was sent is always on disk
     first. Every read and every lease operation writes what is pending before it runs.

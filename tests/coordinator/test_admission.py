@@ -14,7 +14,7 @@ from contracts.handoff import (
     StateRef,
     TimeoutDisposition,
 )
-from coordinator.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
+from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PARENT = ParentAuthority(

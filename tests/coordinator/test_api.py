@@ -14,14 +14,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from coordinator.api import create_api
-from coordinator.authority import DEFAULT_ISSUER
-from coordinator.cli import main
-from coordinator.datadir import DataDir
-from coordinator.identity import coordinator_keys
-from coordinator.settings import CoordinatorSettings
-from coordinator.workspace import Workspace
-from remote_risk.app import create_app
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.identity import coordinator_keys
+from coordinator.cli.main import main
+from coordinator.service.api import create_api
+from coordinator.service.settings import CoordinatorSettings
+from coordinator.service.workspace import Workspace
+from coordinator.storage.datadir import DataDir
+from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
 

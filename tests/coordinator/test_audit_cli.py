@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
+from coordinator.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from agent_cards.keys import SigningKey
 from agent_cards.signing import sign_card
-from coordinator.cli import main
+from coordinator.cli.main import main
 from tests.servers import free_port, running
 
 V03_CARD = {

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.evaluate import CASES, CONFIGURATIONS, EXPECTED, Outcome, accept, single_controller
-from coordinator.scenario import PRIVATE_NOTE
+from coordinator.assessment.evaluate import (
+    CASES,
+    CONFIGURATIONS,
+    EXPECTED,
+    Outcome,
+    accept,
+    single_controller,
+)
+from coordinator.assessment.scenario import PRIVATE_NOTE
 
 
 def test_evaluate_json_offline_has_twelve_passing_rows(tmp_path: Path) -> None:

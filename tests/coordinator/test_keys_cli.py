@@ -10,11 +10,11 @@ import pytest
 
 from agent_cards.keys import TrustedKeys
 from contracts.grant import Actor, Budget, Grant, Handoff, StateRef
-from coordinator.cli import main
-from coordinator.datadir import DataDir
-from coordinator.grants import mint_token
-from coordinator.identity import coordinator_keys
-from remote_risk.delegation import DelegationVerifier
+from coordinator.authority.identity import coordinator_keys
+from coordinator.authority.tokens import mint_token
+from coordinator.cli.main import main
+from coordinator.storage.datadir import DataDir
+from remote_risk.trust.verifier import DelegationVerifier
 
 AUDIENCE = "http://127.0.0.1:9/a2a/jsonrpc"
 

@@ -12,18 +12,18 @@ import pytest
 from agent_cards.keys import KeySet, SigningKey, save_key_set
 from contracts.handoff import HandoffState
 from contracts.wire import GetTaskRequest
-from coordinator.authority import DEFAULT_ISSUER, Delegator
-from coordinator.cli import main
-from coordinator.client import A2AClient
-from coordinator.datadir import DataDir
-from coordinator.dispatch import RemoteOutcome, WaitPolicy, cancel_branches, propose
-from coordinator.dispatch import run_remote_handoff as dispatch
-from coordinator.pilot import RISK_SKILL
-from coordinator.registry import RegisteredAgent, Registry, TrustAnchor
-from coordinator.run_view import run_document
-from coordinator.runs import Run
-from coordinator.workspace import Workspace
-from remote_risk.app import create_app
+from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator
+from coordinator.cli.main import main
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, cancel_branches, propose
+from coordinator.dispatch.driver import run_remote_handoff as dispatch
+from coordinator.handoff.documents import run_document
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.service.workspace import Workspace
+from coordinator.storage.datadir import DataDir
+from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
 

@@ -21,8 +21,8 @@ from alembic.runtime.migration import MigrationContext
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine, inspect, text
 
-from coordinator import ledger as ledger_module
-from coordinator.ledger import (
+from coordinator.audit import ledger as ledger_module
+from coordinator.audit.ledger import (
     GENESIS_HASH,
     HEAD_TYP,
     REDACTED,

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from contracts.handoff import HandoffBudget, HandoffRecord, HandoffState
-from coordinator.admission import AdmissionDenied, ParentAuthority
-from coordinator.lifecycle import (
+from coordinator.handoff.admission import AdmissionDenied, ParentAuthority
+from coordinator.handoff.book import (
     ArtifactDecision,
     HandoffBook,
     RunCancelled,

@@ -25,12 +25,12 @@ from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import sign_card
 from contracts.evidence import AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffState
-from coordinator.client import A2AClient, ClientLimits
-from coordinator.datadir import DataDir
-from coordinator.dispatch import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
-from coordinator.pilot import RISK_SKILL
-from coordinator.registry import Registry, TrustAnchor
-from coordinator.runs import Run
+from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient, ClientLimits
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
 from tests.servers import running
 
 SENT = {"brief": {"id": "brief-001"}, "policy_note": {"id": "risk-policy-007"}}

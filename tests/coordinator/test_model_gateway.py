@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.model_gateway import (
+from coordinator.assessment.model_gateway import (
     LimitReached,
     ModelConfig,
     ModelConfigError,

@@ -13,13 +13,13 @@ from fastapi import FastAPI
 
 from agent_cards.keys import KeySet, SigningKey
 from contracts.handoff import HandoffState
-from coordinator.authority import DEFAULT_ISSUER
-from coordinator.client import A2AClient
-from coordinator.datadir import DataDir
-from coordinator.pilot import RISK_SKILL, PilotResult, run_pilot
-from coordinator.registry import Registry, TrustAnchor
-from coordinator.scenario import PRIVATE_NOTE
-from remote_risk.app import create_app
+from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
+from coordinator.assessment.scenario import PRIVATE_NOTE
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
+from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
 
@@ -144,8 +144,8 @@ def test_private_note_never_reaches_remote_risk(
 def test_local_finding_citing_unsent_records_counts_as_failure() -> None:
     """A local specialist citing a record it never got is rejected, and the merge sees a failure."""
     from contracts.evidence import Finding, FindingStatus, merge
-    from coordinator.pilot import run_local_handoff
-    from coordinator.runs import Run
+    from coordinator.assessment.pilot import run_local_handoff
+    from coordinator.handoff.run import Run
 
     def inventive(projected: dict[str, object]) -> Finding:
         return Finding(status=FindingStatus.OK, summary="x", evidence_ids=("invented-9",))

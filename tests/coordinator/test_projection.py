@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import scenario
-from coordinator.projection import ProjectionError, project_context, record_ids
+from coordinator.assessment import scenario
+from coordinator.handoff.projection import ProjectionError, project_context, record_ids
 
 
 def test_risk_never_sees_private_or_operations_records() -> None:

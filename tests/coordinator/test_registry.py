@@ -17,10 +17,10 @@ from starlette.routing import Route
 
 from agent_cards.keys import SigningKey, TrustedKeys, b64url_encode
 from agent_cards.signing import canonical_card, sign_card
-from coordinator.client import A2AClient
-from coordinator.datadir import DataDir
 from coordinator.errors import RegistryError
-from coordinator.registry import Registration, Registry, TrustAnchor
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registration, Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
 from tests.servers import free_port, running
 
 KEY = SigningKey.generate()
@@ -201,8 +201,8 @@ def test_every_card_version_is_kept_with_its_approval_state(host: CardHost, tmp_
     """With a store, each new card version is kept with its status, kid and pinned keys."""
     from sqlalchemy import select
 
+    from coordinator.service.workspace import Workspace
     from coordinator.storage.schema import card_versions
-    from coordinator.workspace import Workspace
 
     store = Workspace(DataDir(tmp_path)).run_store()
 

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
-from coordinator.authority import DEFAULT_ISSUER
-from coordinator.client import A2AClient
-from coordinator.datadir import DataDir
-from coordinator.delegation import DelegationOrder
-from coordinator.identity import coordinator_keys
-from coordinator.registry import Registry, TrustAnchor
-from coordinator.service import CoordinatorService
-from coordinator.workspace import Workspace
-from remote_risk.app import create_app
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.identity import coordinator_keys
+from coordinator.dispatch.delegate import DelegationOrder
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.service.facade import CoordinatorService
+from coordinator.service.workspace import Workspace
+from coordinator.storage.datadir import DataDir
+from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contracts.wire import Task
-from coordinator.returns import admit_task
+from coordinator.handoff.returns import admit_task
 
 FINDING = {
     "status": "ok",

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import event
 
 from contracts.handoff import HandoffRecord, StateRef
-from coordinator.authority import RunAuthority
-from coordinator.datadir import DataDir
-from coordinator.runs import Run
-from coordinator.workspace import Workspace
+from coordinator.authority.delegator import RunAuthority
+from coordinator.handoff.run import Run
+from coordinator.service.workspace import Workspace
+from coordinator.storage.datadir import DataDir
 from tests.coordinator.test_admission import CTX, NOW, proposal
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import BudgetExceeded, OwnershipError
-from coordinator.runs import Run, RunLimits
+from coordinator.handoff.run import Run, RunLimits
 
 
 def test_former_owner_is_rejected_after_transfer() -> None:

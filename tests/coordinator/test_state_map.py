@@ -6,7 +6,7 @@ import pytest
 
 from contracts.handoff import HandoffState
 from contracts.wire import TaskState
-from coordinator.state_map import local_view
+from coordinator.handoff.state_map import local_view
 
 S = HandoffState
 

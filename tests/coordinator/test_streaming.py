@@ -18,10 +18,15 @@ from contracts.wire import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from coordinator.client import A2AClient, SSEDecoder
 from coordinator.errors import ProtocolError, RemoteA2AError
-from coordinator.streaming import ArtifactAssembler, ArtifactTooLarge, RemoteUpdates, TaskView
-from remote_risk.app import create_app
+from coordinator.remote.client import A2AClient, SSEDecoder
+from coordinator.remote.streaming import (
+    ArtifactAssembler,
+    ArtifactTooLarge,
+    RemoteUpdates,
+    TaskView,
+)
+from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port, running
@@ -89,7 +94,7 @@ def risk_endpoint() -> Iterator[str]:
 
 
 def message() -> Any:
-    from coordinator.dispatch import Message, Role
+    from coordinator.dispatch.driver import Message, Role
 
     return Message(
         message_id="m-stream",
@@ -168,7 +173,7 @@ def _status(state: TaskState) -> StreamResponse:
 def test_pending_facts_are_written_only_when_a_wait_is_not_short() -> None:
     """An update that arrives at once is read without calling on_idle; one that takes
     longer than the idle threshold calls it once, and the read is not lost meanwhile."""
-    from coordinator.streaming import IDLE_SECONDS
+    from coordinator.remote.streaming import IDLE_SECONDS
 
     async def source() -> AsyncIterator[StreamResponse]:
         yield _status(TaskState.WORKING)

@@ -12,12 +12,12 @@ import pytest
 from agent_cards.keys import KeySet, SigningKey
 from contracts.handoff import HandoffState
 from contracts.wire import to_wire
-from coordinator.client import A2AClient
-from coordinator.model_gateway import ModelGateway, RequestBudget
-from coordinator.registry import RegisteredAgent
-from coordinator.scenario import PRIVATE_NOTE
-from coordinator.supervisor import SupervisedResult, run_supervised
-from remote_risk.app import JSONRPC_PATH, create_app
+from coordinator.assessment.model_gateway import ModelGateway, RequestBudget
+from coordinator.assessment.scenario import PRIVATE_NOTE
+from coordinator.assessment.supervisor import SupervisedResult, run_supervised
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent
+from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
 from tests.model_server import (
     Step,

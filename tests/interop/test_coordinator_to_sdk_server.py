@@ -28,12 +28,12 @@ from starlette.applications import Starlette
 
 from agent_cards.keys import SigningKey, TrustedKeys
 from contracts.handoff import HandoffState
-from coordinator.client import A2AClient
-from coordinator.datadir import DataDir
-from coordinator.dispatch import WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.driver import WaitPolicy, propose, run_remote_handoff
 from coordinator.errors import RegistryError
-from coordinator.registry import Registry, TrustAnchor
-from coordinator.runs import Run
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
 from tests.servers import free_port, running
 
 

@@ -29,7 +29,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 from agent_cards.keys import TrustedKeys
-from remote_risk.app import JSONRPC_PATH, create_app
+from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.remote_risk.conftest import risk_input

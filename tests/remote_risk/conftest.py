@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from coordinator.scenario import CONTEXT_KEYS, context_for
-from remote_risk.app import JSONRPC_PATH, create_app
-from remote_risk.jsonrpc import Authorize, anonymous
+from coordinator.assessment.scenario import CONTEXT_KEYS, context_for
+from remote_risk.server.app import JSONRPC_PATH, create_app
+from remote_risk.server.jsonrpc import Authorize, anonymous
 from remote_risk.settings import Settings
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.servers import free_port, running

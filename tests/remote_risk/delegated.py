@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
-from remote_risk.app import JSONRPC_PATH, create_app
+from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.remote_risk.conftest import risk_input

@@ -21,8 +21,8 @@ from agent_cards.keys import KeySet, SigningKey, TrustedKeys, b64url_decode
 from agent_cards.signing import CardVerificationError, verify_card
 from contracts.grant import Grant
 from contracts.wire import AGENT_CARD_PATH
-from coordinator.grants import mint_token
-from remote_risk.app import JSONRPC_PATH, JWKS_PATH, create_app
+from coordinator.authority.tokens import mint_token
+from remote_risk.server.app import JSONRPC_PATH, JWKS_PATH, create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.remote_risk.conftest import risk_input
@@ -400,7 +400,7 @@ def test_every_decision_is_recorded_without_the_token(
     """Allowed and denied decisions land in app.state.decisions and the log with the jti and
     claims digest, and no part of the token."""
     good, bad = service.token(), service.token(scope="risk:read")
-    with caplog.at_level("INFO", logger="remote_risk.auth"):
+    with caplog.at_level("INFO", logger="remote_risk.server.auth"):
         service.send(good)
         service.send(bad)
     recent = list(service.app.state.decisions)[-2:]

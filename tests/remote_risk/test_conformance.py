@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from remote_risk import conformance
 from remote_risk.settings import JSONRPC_PATH
+from tests import conformance_agent as conformance
 from tests.servers import free_port, running
 
 

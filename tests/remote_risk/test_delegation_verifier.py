@@ -17,15 +17,15 @@ import pytest
 
 from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode, b64url_encode
 from contracts.grant import Grant
-from coordinator.grants import mint_token
-from remote_risk.delegation import (
+from coordinator.authority.tokens import mint_token
+from remote_risk.trust.replay import InMemoryReplayGuard
+from remote_risk.trust.verifier import (
     REASONS,
     DelegationDenied,
     DelegationVerifier,
     DenialReason,
     VerifiedDelegation,
 )
-from remote_risk.replay import InMemoryReplayGuard
 from tests import tokens
 from tests.tokens import (
     ATTACKER_KEY,

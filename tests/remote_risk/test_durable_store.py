@@ -13,16 +13,11 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 
 from contracts.wire import Artifact, Message, Part, Role, TaskState, to_wire
-from remote_risk.storage import (
-    DATABASE_FILE,
-    SQLReplayGuard,
-    SQLTaskStore,
-    current_revision,
-    migrate,
-    open_engine,
-)
+from remote_risk.storage import DATABASE_FILE, current_revision, migrate, open_engine
 from remote_risk.storage.engine import driver_errors
 from remote_risk.storage.schema import VERSION_TABLE, metadata, tasks, used_tokens
+from remote_risk.tasks.sql import SQLTaskStore
+from remote_risk.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 

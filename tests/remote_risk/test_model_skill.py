@@ -10,12 +10,12 @@ import pytest
 
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import SendMessageRequest, TaskState
-from coordinator.model_gateway import ModelConfig, ModelGateway, RequestBudget
-from remote_risk.handler import RiskAgentHandler
-from remote_risk.jsonrpc import CallContext
-from remote_risk.model_skill import fact_problem, interpret_with_model, model_config_from_env
-from remote_risk.skill import interpret_risk_policy
-from remote_risk.tasks import TaskStore
+from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
+from remote_risk.risk.interpreter import fact_problem, interpret_with_model, model_config_from_env
+from remote_risk.risk.skill import interpret_risk_policy
+from remote_risk.server.jsonrpc import CallContext
+from remote_risk.server.risk_agent import RiskAgentHandler
+from remote_risk.tasks.memory import TaskStore
 from tests.model_server import ModelServer, Step, completion, scripted_model
 from tests.remote_risk.conftest import risk_input, user_message
 

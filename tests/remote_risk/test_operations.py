@@ -11,8 +11,8 @@ from starlette.requests import Request
 
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import JSONObject, ListTasksResponse, Task, TaskState
-from remote_risk.handler import run_skill
-from remote_risk.jsonrpc import CallContext
+from remote_risk.server.jsonrpc import CallContext
+from remote_risk.server.risk_agent import run_skill
 from tests.remote_risk.conftest import (
     RiskPeer,
     error_of,

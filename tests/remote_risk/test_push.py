@@ -14,11 +14,11 @@ import pytest
 from agent_cards.keys import SigningKey
 from contracts import strict_json
 from contracts.wire import Task, TaskState, to_wire
-from coordinator.client import A2AClient
-from coordinator.push_receiver import SIGNATURE_HEADER, PushReceiver
-from coordinator.registry import RegisteredAgent
-from coordinator.streaming import RemoteUpdates
-from remote_risk.webhooks import WebhookPolicy, WebhookRefused, sign_notification
+from coordinator.remote.client import A2AClient
+from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
+from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.streaming import RemoteUpdates
+from remote_risk.server.webhooks import WebhookPolicy, WebhookRefused, sign_notification
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, risk_peer
 from tests.servers import free_port, running
 

@@ -12,12 +12,13 @@ from typing import Any, cast
 import pytest
 
 from contracts.wire import SendMessageRequest
-from remote_risk.handler import RiskAgentHandler
-from remote_risk.jsonrpc import CallContext
-from remote_risk.push import PushConfigs
-from remote_risk.storage import SQLTaskStore, migrate, open_engine
-from remote_risk.tasks import TaskStore, TaskStoreProtocol
-from remote_risk.webhooks import Notification, PushDelivery, WebhookPolicy
+from remote_risk.server.jsonrpc import CallContext
+from remote_risk.server.push import PushConfigs
+from remote_risk.server.risk_agent import RiskAgentHandler
+from remote_risk.server.webhooks import Notification, PushDelivery, WebhookPolicy
+from remote_risk.storage import migrate, open_engine
+from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
+from remote_risk.tasks.sql import SQLTaskStore
 from tests.remote_risk.conftest import risk_input, user_message
 
 WEBHOOK = "http://127.0.0.1:9/hook"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from contracts.wire import SendMessageRequest, StreamResponse, TaskState
-from remote_risk.handler import RiskAgentHandler
-from remote_risk.jsonrpc import CallContext
-from remote_risk.streams import TaskEventBroker, TaskUpdates
-from remote_risk.tasks import TaskStore
+from remote_risk.server.jsonrpc import CallContext
+from remote_risk.server.risk_agent import RiskAgentHandler
+from remote_risk.server.streams import TaskEventBroker, TaskUpdates
+from remote_risk.tasks.memory import TaskStore
 from tests.remote_risk.conftest import risk_input, user_message
 
 WORKING = TaskState.WORKING

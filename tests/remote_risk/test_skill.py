@@ -9,7 +9,7 @@ import pytest
 
 from contracts.evidence import FindingStatus
 from remote_risk.errors import SkillFailure
-from remote_risk.skill import (
+from remote_risk.risk.skill import (
     POLICY_ENGINE_UNAVAILABLE,
     failed_finding,
     input_problems,

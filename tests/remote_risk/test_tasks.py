@@ -17,8 +17,9 @@ import pytest
 
 from contracts.wire import ListTasksRequest, Message, Part, Role, TaskState
 from remote_risk import errors
-from remote_risk.storage import SQLTaskStore, migrate, open_engine
-from remote_risk.tasks import TaskStore, TaskStoreProtocol, new_id
+from remote_risk.storage import migrate, open_engine
+from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol, new_id
+from remote_risk.tasks.sql import SQLTaskStore
 
 START = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
 

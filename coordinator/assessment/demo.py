@@ -1,0 +1,181 @@
+"""``federation demo``: the pilot assessment against a real remote_risk process.
+
+The demo starts remote_risk as a separate OS process on a free loopback port, waits for
+its card, registers it like any other specialist, runs the chosen cases, and stops the
+process it started, whatever happened in between.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from agent_cards.keys import KeySet, TrustedKeys, load_or_create
+from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
+from coordinator.audit.trail import AuditTrail
+from coordinator.authority.identity import coordinator_keys, issuer_id, publish_jwks
+from coordinator.errors import FederationError
+from coordinator.handoff.documents import ownership_rows, render_table
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
+from coordinator.storage.runs import RunStore
+
+DEMO_COLUMNS = [
+    "branch",
+    "target",
+    "owner_during_slice",
+    "state",
+    "state_version_seen",
+    "attempt",
+    "remote_state",
+]
+READY_PREFIX = "remote_risk listening on "
+START_TIMEOUT = 20.0
+
+
+class ServiceStartError(FederationError):
+    default_reason = "service_start_failed"
+
+
+@contextmanager
+def remote_risk_process(extra_args: list[str] | None = None) -> Iterator[str]:
+    """Start ``remote_risk`` on a free loopback port and yield its base URL."""
+    command = [sys.executable, "-m", "remote_risk", "--host", "127.0.0.1", "--port", "0"]
+    process = subprocess.Popen(
+        [*command, *(extra_args or [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        yield _wait_for_url(process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_url(process: subprocess.Popen[str]) -> str:
+    line: list[str] = []
+    stdout = process.stdout
+    assert stdout is not None
+    reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT)
+    if not line or not line[0].startswith(READY_PREFIX):
+        raise ServiceStartError("remote_risk did not report a listening address in time")
+    return line[0][len(READY_PREFIX) :].strip()
+
+
+@dataclass(frozen=True)
+class DemoTrust:
+    """The trust the demo sets up, as two operators would out of band.
+
+    The coordinator's public keys become remote_risk's trusted issuer, and remote_risk's
+    public keys are pinned by the coordinator before its card is fetched.
+    """
+
+    coordinator_keys: KeySet
+    issuer: str
+    remote_args: list[str]
+    remote_pins: TrustedKeys
+
+
+def prepare_trust(data: DataDir) -> DemoTrust:
+    keys = coordinator_keys(data)
+    issuer = issuer_id()
+    remote_dir = data.path("demo", "remote-risk")
+    remote_keys = load_or_create(remote_dir / "keys")
+    args = ["--data-dir", str(remote_dir), "--trust-issuer", f"{issuer}={publish_jwks(data, keys)}"]
+    return DemoTrust(keys, issuer, args, remote_keys.trusted_keys())
+
+
+async def run_demo(
+    data: DataDir,
+    base_url: str,
+    cases: list[str],
+    trust: DemoTrust,
+    *,
+    parallel: bool = False,
+    trail: AuditTrail | None = None,
+    store: RunStore | None = None,
+) -> list[PilotResult]:
+    """Register remote_risk like any specialist, then run each case; every cross-service
+    fact goes to ``trail`` (the data directory's ledger when run from the CLI)."""
+    async with A2AClient() as client:
+        registration = await Registry(data, trail, store).register(
+            client,
+            base_url,
+            expect_skill=RISK_SKILL,
+            anchor=TrustAnchor(keys=trust.remote_pins),
+            approve=True,
+        )
+        return [
+            await run_pilot(
+                case,
+                client,
+                registration.agent,
+                parallel=parallel,
+                keys=trust.coordinator_keys,
+                issuer=trust.issuer,
+                trail=trail,
+                store=store,
+            )
+            for case in cases
+        ]
+
+
+def demo_document(results: list[PilotResult]) -> dict[str, Any]:
+    return {"cases": [result.as_dict() for result in results]}
+
+
+def render(result: PilotResult) -> str:
+    """A readable trace of one case: fields sent, remote ids and states, findings, outcome."""
+    lines = [f"== case {result.case} (run {result.run.run_id})"]
+    for c in result.consultations:
+        where = "remote" if c.remote else "local"
+        lines.append(
+            f"  {c.record.source} -> {c.target} ({where}) received: {', '.join(c.sent_fields)}"
+        )
+        if c.remote:
+            lines.append(
+                f"    remote task {c.record.remote_task_id or '-'} state "
+                f"{c.record.remote_state or '-'}"
+            )
+            if c.grant:
+                lines.append(
+                    f"    delegation token jti {c.grant['jti']} scope {c.grant['scope']!r} "
+                    f"exp {c.grant['exp']}"
+                )
+        lines.append(
+            f"    handoff {c.record.handoff_id}: {c.record.state.value} ({c.record.reason})"
+        )
+        if c.finding is not None:
+            code = f" [{c.finding.error_code}]" if c.finding.error_code else ""
+            lines.append(f"    finding {c.finding.status.value}: {c.finding.summary}{code}")
+            if c.finding.facts:
+                facts = ", ".join(f"{k}={v}" for k, v in c.finding.facts.items())
+                lines.append(f"      facts: {facts}")
+    a = result.assessment
+    lines.append(f"  assessment: {a.status.value} - {a.summary}")
+    for conflict in a.conflicts:
+        lines.append(f"    conflict on {conflict.fact}: {conflict.values}")
+    lines.append(f"  owner: {result.run.owner} (path: {' -> '.join(result.run.ownership_path)})")
+    if result.former_owner_rejected is not None:
+        verdict = "rejected" if result.former_owner_rejected else "ACCEPTED (bug)"
+        lines.append(f"  former owner coordinator tried to continue: {verdict}")
+    if result.clarification:
+        lines.append(f"  privacy asks: {result.clarification}")
+    lines.append("  ownership by branch:")
+    table = render_table(ownership_rows(result.run), DEMO_COLUMNS)
+    lines.extend(f"    {line}" for line in table.splitlines())
+    return "\n".join(lines)

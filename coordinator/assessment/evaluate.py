@@ -1,0 +1,396 @@
+"""``federation evaluate``: the same examination for a single controller and the federation.
+
+Three configurations get the same frozen cases, the same records, the same rules and the
+same acceptance conditions:
+
+* ``single_controller``: one process applies both rules itself (the operations rule and
+  the risk policy rule), merges, and asks the privacy question itself; no specialist
+  boundary is crossed;
+* ``sequential``: operations (local handoff), then risk (remote_risk over loopback HTTP);
+* ``parallel``: both at once.
+
+With a model (``--model``), the risk policy is interpreted by a model in every
+configuration: in-process through the same checked skill for the single controller, and
+by remote_risk with its own ``REMOTE_RISK_MODEL_*`` configuration for the federation,
+whose choice of specialists is then made by the supervisor model.
+
+A row passes when the assessment status and its source ids are the ones the case
+requires, the privacy case carries a clarification question, and the synthetic private
+note appears nowhere in what the run returns. Each row also records the measured elapsed
+time, the calls that crossed a specialist boundary, and the model requests and tokens the
+coordinator made (tokens unknown stays null).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from contracts.evidence import Assessment, AssessmentStatus, Finding, merge
+from coordinator.assessment import scenario, specialists
+from coordinator.assessment.demo import DemoTrust, prepare_trust, remote_risk_process
+from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
+from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
+from coordinator.assessment.supervisor import SupervisedResult, run_supervised
+from coordinator.handoff.projection import project_context
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
+from remote_risk.errors import SkillFailure
+from remote_risk.risk import interpreter as model_skill
+from remote_risk.risk import skill
+
+CASES = ("ok", "missing", "conflict", "handoff")
+CONFIGURATIONS = ("single_controller", "sequential", "parallel")
+ALL_SOURCES = frozenset({"ops-plan-001", "brief-001", "risk-policy-007"})
+EXPECTED: dict[str, tuple[str, frozenset[str]]] = {
+    "ok": ("ready_for_draft", ALL_SOURCES),
+    "missing": ("needs_input", frozenset({"ops-plan-001", "brief-001"})),
+    "conflict": ("conflict", ALL_SOURCES),
+    "handoff": ("needs_review", ALL_SOURCES),
+}
+PRIVATE_MARKERS = (scenario.PRIVATE_NOTE["id"], scenario.PRIVATE_NOTE["text"])
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run returned, as the acceptance conditions read it."""
+
+    status: str
+    sources: tuple[str, ...]
+    returned: dict[str, Any]
+    boundary_calls: int
+    model_requests: int = 0
+    model_tokens: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    configuration: str
+    case: str
+    run: int
+    status: str
+    sources: tuple[str, ...]
+    private_note_absent: bool
+    passed: bool
+    elapsed_ms: float
+    boundary_calls: int
+    model_requests: int
+    model_tokens: int | None
+    reason: str | None
+
+
+def accept(case: str, outcome: Outcome) -> tuple[bool, bool]:
+    """``(passed, private note absent)`` for ``outcome`` under ``case``'s conditions."""
+    status, sources = EXPECTED[case]
+    absent = not any(marker in json.dumps(outcome.returned) for marker in PRIVATE_MARKERS)
+    clarified = case != "handoff" or bool(outcome.returned.get("clarification"))
+    passed = outcome.status == status and set(outcome.sources) == sources
+    return passed and absent and clarified, absent
+
+
+# --- the single controller -------------------------------------------------------------------
+
+
+async def single_controller(case: str, gateway: ModelGateway | None = None) -> Outcome:
+    """Apply both rules in one process, merge, and ask the privacy question if needed."""
+    context = scenario.context_for(case)
+    operations = specialists.operations(_inputs(context, "operations"))
+    risk_records = _inputs(context, "risk")
+    risk = await _risk_rule(risk_records, gateway)
+    assessment = merge([("operations", operations), ("risk", risk)])
+    clarification = None
+    if assessment.status is AssessmentStatus.NEEDS_REVIEW:
+        question = specialists.privacy({"brief": context["brief"]})
+        clarification = str(question.facts.get("clarification_question", ""))
+    returned = _returned(assessment, [operations, risk], clarification)
+    report = gateway.report() if gateway else None
+    return _outcome(assessment, returned, 0, report)
+
+
+def _inputs(context: dict[str, Any], rule: str) -> dict[str, Any]:
+    """The records a rule reads (the same keys the federation projects to its specialist)."""
+    return project_context(context, scenario.CONTEXT_KEYS[rule])
+
+
+async def _risk_rule(records: dict[str, Any], gateway: ModelGateway | None) -> Finding:
+    try:
+        if gateway is None:
+            return skill.interpret_risk_policy(records)
+        return await model_skill.interpret_with_model(records, gateway)
+    except SkillFailure as failure:
+        return skill.failed_finding(failure)
+
+
+# --- the federation --------------------------------------------------------------------------
+
+
+async def federated(
+    case: str,
+    client: A2AClient,
+    risk: RegisteredAgent,
+    trust: DemoTrust,
+    *,
+    parallel: bool,
+    gateway: ModelGateway | None = None,
+) -> Outcome:
+    keys, issuer = trust.coordinator_keys, trust.issuer
+    if gateway is None:
+        pilot = await run_pilot(case, client, risk, parallel=parallel, keys=keys, issuer=issuer)
+        return _from_pilot(pilot, None, None)
+    run = await run_supervised(
+        case, client, risk, gateway, parallel=parallel, keys=keys, issuer=issuer
+    )
+    if run.pilot is None:
+        returned = {"status": run.status, "reason": run.reason, "detail": run.detail}
+        calls = len(run.consultations)
+        return Outcome(run.status, (), returned, calls, *_usage(run.model), run.reason)
+    return _from_pilot(run.pilot, run.model, run.commentary_unverified)
+
+
+def _from_pilot(
+    pilot: PilotResult, report: dict[str, Any] | None, commentary: str | None
+) -> Outcome:
+    findings = [c.finding for c in pilot.consultations if c.finding is not None]
+    returned = _returned(pilot.assessment, findings, pilot.clarification)
+    returned["handoffs"] = [c.as_dict() for c in pilot.consultations]
+    returned["model_commentary_unverified"] = commentary
+    return _outcome(pilot.assessment, returned, len(pilot.consultations), report)
+
+
+def _returned(
+    assessment: Assessment, findings: Sequence[Finding], clarification: str | None
+) -> dict[str, Any]:
+    return {
+        "assessment": assessment.model_dump(mode="json"),
+        "findings": [finding.model_dump(mode="json") for finding in findings],
+        "clarification": clarification,
+    }
+
+
+def _outcome(
+    assessment: Assessment, returned: dict[str, Any], calls: int, report: dict[str, Any] | None
+) -> Outcome:
+    requests, tokens = _usage(report)
+    return Outcome(assessment.status.value, assessment.sources, returned, calls, requests, tokens)
+
+
+def _usage(report: dict[str, Any] | None) -> tuple[int, int | None]:
+    if report is None:
+        return 0, None
+    return int(report["requests"]), report["total_tokens"]
+
+
+async def register_risk(
+    data: DataDir, client: A2AClient, base_url: str, trust: DemoTrust
+) -> RegisteredAgent:
+    """Register the remote_risk this command started, pinned to the keys it was given."""
+    registration = await Registry(data).register(
+        client,
+        base_url,
+        expect_skill=RISK_SKILL,
+        anchor=TrustAnchor(keys=trust.remote_pins),
+        approve=True,
+    )
+    return registration.agent
+
+
+async def model_demo(
+    data: DataDir,
+    base_url: str,
+    trust: DemoTrust,
+    model: ModelConfig,
+    cases: Sequence[str],
+    *,
+    parallel: bool = False,
+) -> list[SupervisedResult]:
+    """``federation demo --model``: each case supervised by the model, one budget per run."""
+    results = []
+    async with A2AClient() as client:
+        risk = await register_risk(data, client, base_url, trust)
+        for case in cases:
+            async with ModelGateway(model, RequestBudget()) as gateway:
+                results.append(
+                    await run_supervised(
+                        case,
+                        client,
+                        risk,
+                        gateway,
+                        parallel=parallel,
+                        keys=trust.coordinator_keys,
+                        issuer=trust.issuer,
+                    )
+                )
+    return results
+
+
+# --- the examination -------------------------------------------------------------------------
+
+Runner = Callable[[str, ModelGateway | None], Awaitable[Outcome]]
+
+
+async def examine(
+    data: DataDir, base_url: str, trust: DemoTrust, model: ModelConfig | None, repeat: int
+) -> list[Row]:
+    """Every configuration on every case, ``repeat`` times, in a fixed order."""
+    async with A2AClient() as client:
+        risk = await register_risk(data, client, base_url, trust)
+
+        def delegation(parallel: bool) -> Runner:
+            async def run(case: str, gateway: ModelGateway | None) -> Outcome:
+                return await federated(
+                    case, client, risk, trust, parallel=parallel, gateway=gateway
+                )
+
+            return run
+
+        runners: dict[str, Runner] = {
+            "single_controller": single_controller,
+            "sequential": delegation(False),
+            "parallel": delegation(True),
+        }
+        rows = []
+        for configuration in CONFIGURATIONS:
+            for case in CASES:
+                for number in range(1, repeat + 1):
+                    rows.append(await _row(configuration, case, number, runners, model))
+        return rows
+
+
+async def _row(
+    configuration: str,
+    case: str,
+    number: int,
+    runners: dict[str, Runner],
+    model: ModelConfig | None,
+) -> Row:
+    started = time.perf_counter()
+    if model is None:
+        outcome = await runners[configuration](case, None)
+    else:
+        async with ModelGateway(model, RequestBudget()) as gateway:
+            outcome = await runners[configuration](case, gateway)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    passed, absent = accept(case, outcome)
+    return Row(
+        configuration,
+        case,
+        number,
+        outcome.status,
+        outcome.sources,
+        absent,
+        passed,
+        round(elapsed_ms, 1),
+        outcome.boundary_calls,
+        outcome.model_requests,
+        outcome.model_tokens,
+        outcome.reason,
+    )
+
+
+def run_evaluation(data: DataDir, model: ModelConfig | None, repeat: int = 1) -> list[Row]:
+    """Start remote_risk on loopback, examine every configuration, stop it."""
+    trust = prepare_trust(data)
+    with remote_risk_process(trust.remote_args) as base_url:
+        return asyncio.run(examine(data, base_url, trust, model, repeat))
+
+
+# --- reporting -------------------------------------------------------------------------------
+
+CAVEATS = (
+    "What these figures show: each configuration reached the required status, cited the "
+    "required sources and kept the private note out of what it returned, on these frozen "
+    "cases; and what crossing a specialist boundary costs here (calls and local time).",
+    "What they do not show: that a team of agents reasons better than one controller (the "
+    "rules are the same functions in every configuration), how a live model behaves beyond "
+    "the runs listed, or production latency. Times are one machine over loopback; a few "
+    "milliseconds of difference is noise. The federation's cost is worth paying only if the "
+    "organisational and data boundaries it keeps are real requirements.",
+    "Model figures are the coordinator's own requests; remote_risk's model requests are "
+    "counted by remote_risk and not reported across the A2A boundary. Tokens the service "
+    "did not report are unknown (null), never 0.",
+)
+
+
+def summary(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per configuration and case: runs, passes, statuses seen, elapsed median/min/max."""
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((row.configuration, row.case), []).append(row)
+    return [
+        {
+            "configuration": configuration,
+            "case": case,
+            "runs": len(group),
+            "passed": sum(row.passed for row in group),
+            "statuses": dict(Counter(row.status for row in group)),
+            "elapsed_ms_median": round(statistics.median(r.elapsed_ms for r in group), 1),
+            "elapsed_ms_min": min(r.elapsed_ms for r in group),
+            "elapsed_ms_max": max(r.elapsed_ms for r in group),
+        }
+        for (configuration, case), group in groups.items()
+    ]
+
+
+def document(rows: Sequence[Row], model: ModelConfig | None) -> dict[str, Any]:
+    return {
+        "model": model.describe() if model else None,
+        "rows": [asdict(row) for row in rows],
+        "summary": summary(rows),
+        "all_passed": all(row.passed for row in rows),
+        "notes": list(CAVEATS),
+    }
+
+
+def render(rows: Sequence[Row], model: ModelConfig | None) -> str:
+    header: tuple[str, ...] = (
+        *("configuration", "case", "run", "status", "sources", "private", "pass", "ms"),
+        *("boundary", "requests", "tokens"),
+    )
+    table = [header] + [_cells(row) for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in table
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    where = f"model {model.model}" if model else "offline: deterministic rules, no model"
+    out = [f"federation evaluate ({where})", "", *lines, ""]
+    if any(group["runs"] > 1 for group in summary(rows)):
+        out.append("distribution per configuration and case:")
+        for group in summary(rows):
+            statuses = ", ".join(f"{k} x{v}" for k, v in group["statuses"].items())
+            out.append(
+                f"  {group['configuration']:<17} {group['case']:<8} passed "
+                f"{group['passed']}/{group['runs']}  {statuses}  ms median "
+                f"{group['elapsed_ms_median']} (min {group['elapsed_ms_min']}, max "
+                f"{group['elapsed_ms_max']})"
+            )
+        out.append("")
+    passed = sum(row.passed for row in rows)
+    out.append(f"{passed}/{len(rows)} rows passed.")
+    out.extend(f"\n{note}" for note in CAVEATS)
+    return "\n".join(out)
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    reason = f" ({row.reason})" if row.reason else ""
+    return (
+        row.configuration,
+        row.case,
+        str(row.run),
+        row.status + reason,
+        ",".join(row.sources) or "-",
+        "absent" if row.private_note_absent else "LEAKED",
+        "yes" if row.passed else "NO",
+        f"{row.elapsed_ms:.1f}",
+        str(row.boundary_calls),
+        str(row.model_requests),
+        "unknown" if row.model_tokens is None else str(row.model_tokens),
+    )

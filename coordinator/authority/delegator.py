@@ -1,0 +1,214 @@
+"""The authority a run holds, and the narrowed grants it mints for each handoff.
+
+A run starts from a root grant that the operator configures: the principal the work is
+for, the tenant, the scopes, how long, and a budget. Every handoff gets a child grant
+minted from it with :func:`contracts.grant.narrow`, so a child can never be wider than the
+run in any dimension, and the budget each child reserves is taken from what the run has
+left (a nested envelope, never a fresh copy).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_cards.keys import KeySet
+from contracts.grant import (
+    Budget,
+    DelegationRequest,
+    Grant,
+    Handoff,
+    NarrowingError,
+    SkillAuthority,
+    StateRef,
+    claims_digest,
+    narrow,
+)
+from contracts.handoff import HandoffRecord
+from contracts.wire import AgentCard
+from coordinator.authority.tokens import mint_token
+from coordinator.errors import FederationError
+
+DEFAULT_ISSUER = "urn:a2a-federation:coordinator"
+DELEGATION_SCHEME_FORMAT = "JWT"
+
+
+class GrantRefused(FederationError):
+    """Minting would widen the run's authority; ``dimension`` names where."""
+
+    default_reason = "grant_refused"
+
+    def __init__(self, dimension: str, message: str) -> None:
+        super().__init__(
+            f"delegation refused, it would widen {dimension}: {message}",
+            f"widens_{dimension.replace('.', '_')}",
+        )
+        self.dimension = dimension
+
+
+@dataclass(frozen=True)
+class RunAuthority:
+    """What the operator lets this run do on the principal's behalf."""
+
+    principal: str = "operator"
+    tenant: str = "default"
+    scopes: frozenset[str] = frozenset({"risk:interpret"})
+    resources: frozenset[str] = frozenset({"pilot-records"})
+    lifetime_seconds: int = 600
+    max_context_units: int = 64_000
+    budget: Budget = field(
+        default_factory=lambda: Budget(actions=8, context_units=256_000, effects=0)
+    )
+
+
+def authority_document(authority: RunAuthority) -> dict[str, object]:
+    return {
+        "principal": authority.principal,
+        "tenant": authority.tenant,
+        "scope": sorted(authority.scopes),
+        "resources": sorted(authority.resources),
+        "lifetime_seconds": authority.lifetime_seconds,
+        "max_context_units": authority.max_context_units,
+        "budget": authority.budget.model_dump(),
+    }
+
+
+def authority_from(document: dict[str, Any]) -> RunAuthority:
+    return RunAuthority(
+        principal=document["principal"],
+        tenant=document["tenant"],
+        scopes=frozenset(document["scope"]),
+        resources=frozenset(document["resources"]),
+        lifetime_seconds=int(document["lifetime_seconds"]),
+        max_context_units=int(document["max_context_units"]),
+        budget=Budget.model_validate(document["budget"]),
+    )
+
+
+@dataclass(frozen=True)
+class MintedGrant:
+    token: str
+    grant: Grant
+
+    @property
+    def digest(self) -> str:
+        return claims_digest(self.grant)
+
+    def summary(self) -> dict[str, object]:
+        """What may be shown and stored about a grant: never the token itself."""
+        return {
+            "jti": self.grant.jti,
+            "scope": self.grant.scope,
+            "exp": self.grant.exp,
+            "aud": self.grant.aud,
+            "claims_digest": self.digest,
+        }
+
+
+def required_scopes(card: AgentCard, skill_id: str) -> frozenset[str] | None:
+    """The scopes the card asks for the skill under a bearer-JWT scheme, or None if it
+    declares no such scheme (then the target does not take delegation tokens)."""
+    schemes = card.security_schemes or {}
+    bearer = {
+        name
+        for name, scheme in schemes.items()
+        if scheme.http_auth_security_scheme is not None
+        and scheme.http_auth_security_scheme.scheme.lower() == "bearer"
+    }
+    if not bearer:
+        return None
+    skill = card.skill(skill_id)
+    requirements = (skill.security_requirements if skill else None) or []
+    scopes: set[str] = set()
+    for requirement in requirements:
+        for name, listed in requirement.schemes.items():
+            if name in bearer:
+                scopes.update(listed.list)
+    return frozenset(scopes)
+
+
+class Delegator:
+    """Mints one narrowed, handoff-bound token per dispatch from the run's root grant."""
+
+    def __init__(
+        self,
+        keys: KeySet,
+        authority: RunAuthority | None = None,
+        issuer: str = DEFAULT_ISSUER,
+        run_id: str | None = None,
+        expires_at: int | None = None,
+        final_owner: str = "coordinator",
+    ) -> None:
+        self.keys = keys
+        self.issuer = issuer
+        self.authority = authority or RunAuthority()
+        self.final_owner = final_owner
+        self.root = self._root_grant(run_id or f"run-{uuid.uuid4().hex[:12]}", expires_at)
+
+    def _root_grant(self, run_id: str, expires_at: int | None) -> Grant:
+        now = int(time.time())
+        return Grant(
+            iss=self.issuer,
+            sub=self.authority.principal,
+            aud=self.issuer,
+            iat=now,
+            nbf=now,
+            exp=expires_at or now + self.authority.lifetime_seconds,
+            jti=f"root-{run_id}",
+            scope=" ".join(sorted(self.authority.scopes)),
+            tenant=self.authority.tenant,
+            handoff=Handoff(
+                id=run_id,
+                attempt=1,
+                duplicate_key=run_id,
+                state_ref=StateRef(id=run_id, version=0),
+                final_owner=self.final_owner,
+                budget=self.authority.budget,
+            ),
+        )
+
+    def mint(
+        self,
+        record: HandoffRecord,
+        audience: str,
+        scopes: frozenset[str],
+        *,
+        remaining: Budget,
+    ) -> MintedGrant:
+        """The token for one admitted handoff attempt; ``remaining`` is what the run had
+        left before this attempt reserved its envelope."""
+        if record.budget is None or record.lease_expires_at is None or record.duplicate_key is None:
+            raise GrantRefused("handoff", "the handoff is not bounded")
+        now = int(time.time())
+        state = record.state_ref
+        request = DelegationRequest(
+            issuer=self.issuer,
+            audience=audience,
+            skill=SkillAuthority(id=record.skill, scopes=scopes, read_only=True),
+            scope=" ".join(sorted(scopes)),
+            handoff=Handoff(
+                id=record.handoff_id,
+                attempt=record.attempt,
+                duplicate_key=record.duplicate_key,
+                state_ref=StateRef(
+                    id=state.id if state else record.run_id, version=state.version if state else 0
+                ),
+                final_owner=record.final_owner,
+                budget=Budget(
+                    actions=record.budget.actions,
+                    context_units=record.budget.context_units,
+                    effects=record.budget.effects,
+                ),
+            ),
+            jti=f"jti-{uuid.uuid4().hex}",
+            issued_at=now,
+            expires_at=min(self.root.exp, int(record.lease_expires_at.timestamp()) + 5),
+            actor=self.issuer,
+        )
+        try:
+            child = narrow(self.root, request, remaining=remaining)
+        except NarrowingError as exc:
+            raise GrantRefused(exc.dimension.value, str(exc)) from None
+        return MintedGrant(token=mint_token(child, self.keys.active), grant=child)

@@ -1,0 +1,126 @@
+"""One delegation by hand: ``federation delegate`` to any registered A2A v1.0 agent.
+
+It goes through exactly the same path as a delegation inside a run (proposal, admission,
+a narrowed grant when the target takes one, dispatch, lease, return admission). The
+operator's authority for it is exactly what the target's skill declares, for the
+principal and tenant given. ``cancel_after`` cancels the run after that many seconds, to
+try cancellation by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from agent_cards.keys import KeySet
+from coordinator.audit.trail import AuditTrail
+from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
+from coordinator.dispatch.driver import (
+    RemoteOutcome,
+    WaitPolicy,
+    cancel_branches,
+    propose,
+    run_remote_handoff,
+)
+from coordinator.handoff.documents import run_document
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent
+from coordinator.storage.runs import RunStore
+
+OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class DelegationOrder:
+    agent: RegisteredAgent
+    skill: str
+    payload: dict[str, Any]
+    timeout: float = 30.0
+    cancel_after: float | None = None
+    principal: str = OPERATOR
+    tenant: str = "default"
+
+
+async def delegate_once(
+    order: DelegationOrder,
+    keys: KeySet,
+    issuer: str,
+    trail: AuditTrail | None = None,
+    store: RunStore | None = None,
+    client: A2AClient | None = None,
+) -> tuple[Run, RemoteOutcome]:
+    """One handoff driven to its end; through ``client`` (a long-lived process's pooled
+    client) when given, else through a client of its own."""
+    scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
+    authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
+    run = Run(
+        owner=OPERATOR,
+        authority=authority,
+        trail=trail or AuditTrail(),
+        store=store,
+        kind="delegation",
+    )
+    expires_at = int(run.book.parent.expires_at.timestamp())
+    delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
+    wait = WaitPolicy(deadline_seconds=order.timeout)
+    proposal = propose(run, order.agent, order.skill, order.payload, wait)
+    async with contextlib.AsyncExitStack() as stack:
+        if client is None:
+            client = await stack.enter_async_context(A2AClient())
+        handoff = run_remote_handoff(
+            client,
+            order.agent,
+            proposal,
+            order.payload,
+            run=run,
+            sent_record_ids=None,
+            wait=wait,
+            delegator=delegator,
+        )
+        if order.cancel_after is None:
+            outcome = await handoff
+            record_disposition(run, outcome)
+            return run, outcome
+        work = asyncio.ensure_future(handoff)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(work), order.cancel_after)
+        if not work.done():
+            await cancel_branches(client, run, {order.agent.name: order.agent})
+        outcome = await work
+        record_disposition(run, outcome)
+        return run, outcome
+
+
+def record_disposition(run: Run, outcome: RemoteOutcome) -> None:
+    """The run's disposition, written with the run's document (:meth:`Run.save`)."""
+    record = outcome.record
+    run.emit(
+        "run.disposition",
+        status=record.state.value.lower(),
+        summary=f"handoff {record.attempt_id} ended {record.state.value} ({record.reason})",
+        owner=run.owner,
+    )
+
+
+def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
+    record = outcome.record
+    received = [
+        a.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for a in (outcome.task.artifacts or [] if outcome.task else [])
+    ]
+    return run_document(
+        run,
+        handoff_id=record.handoff_id,
+        target=record.target,
+        skill=record.skill,
+        remote_task_id=record.remote_task_id,
+        remote_state=record.remote_state,
+        local_state=record.state.value,
+        reason=record.reason,
+        grant=outcome.grant,
+        received_artifacts=received,
+        notes=outcome.notes,
+    )

@@ -1,0 +1,424 @@
+"""The authoritative book of one run's handoffs: records, keys, leases, budget units, artifacts.
+
+Every change to a handoff goes through :meth:`HandoffBook.commit`, guarded by the version
+the caller based it on. That is how races are decided by authoritative revision rather
+than by arrival order: whoever commits first wins, and the loser learns its view was
+stale. A result that loses to a cancel is recorded as ``late_after_cancel``, one that
+loses to a lease expiry as ``late_after_lease``; both are kept for diagnosis, neither is
+admitted, neither consumes budget, and neither can revive a terminal handoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+from contracts import strict_json
+from contracts.handoff import (
+    HandoffBudget,
+    HandoffRecord,
+    HandoffState,
+    StateRef,
+    TransitionError,
+    transition,
+)
+from coordinator.audit.trail import AuditTrail, contract_of
+from coordinator.errors import FederationError
+from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
+from coordinator.storage.runs import RunStore
+
+S = HandoffState
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ArtifactDecision(StrEnum):
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+    STALE = "stale"
+    LATE_AFTER_CANCEL = "late_after_cancel"
+    LATE_AFTER_LEASE = "late_after_lease"
+    DUPLICATE = "duplicate"
+
+
+class UnitKind(StrEnum):
+    RESERVED = "reserved"
+    CONSUMED = "consumed"
+    RELEASED = "released"
+    REJECTED = "rejected"
+
+
+class StaleRevision(FederationError):
+    """A change based on a version of the handoff that is no longer current."""
+
+    default_reason = "stale_revision"
+
+
+class RunCancelled(FederationError):
+    default_reason = "run_cancelled"
+
+
+@dataclass(frozen=True)
+class BudgetEntry:
+    handoff_id: str
+    attempt: int
+    kind: UnitKind
+    actions: int
+    context_units: int
+    effects: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    """What was received for a handoff and what the coordinator decided about it."""
+
+    handoff_id: str
+    attempt: int
+    decision: ArtifactDecision
+    reason: str
+    content_hash: str
+    size: int
+    received_at: datetime
+    content: object = None
+
+
+@dataclass
+class HandoffBook:
+    run_id: str
+    parent: ParentAuthority
+    clock: Clock = utc_now
+    state_version: int = 0
+    cancelled: bool = False
+    cancel_ref: str = ""
+    records: dict[str, HandoffRecord] = field(default_factory=dict)
+    active_keys: dict[str, str] = field(default_factory=dict)
+    completed_keys: dict[str, str] = field(default_factory=dict)
+    units: list[BudgetEntry] = field(default_factory=list)
+    artifacts: list[ArtifactRecord] = field(default_factory=list)
+    trail: AuditTrail = field(default_factory=AuditTrail)
+    trace_id: str | None = None
+    store: RunStore | None = None
+    # The process driving this book's handoffs holds their lease rows while it does.
+    driver: str | None = None
+    driver_lease_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
+
+    def _emit(self, event_type: str, record: HandoffRecord | None, **data: object) -> None:
+        self.trail.emit(
+            event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
+        )
+
+    def _keep(self, record: HandoffRecord) -> HandoffRecord:
+        """Make ``record`` the authoritative one, in memory and (if any) in the store."""
+        self.records[record.attempt_id] = record
+        if self.store is not None:
+            self.store.save_handoff(record, self.driver, self.driver_lease_seconds)
+        return record
+
+    def _unit(self, entry: BudgetEntry, record: HandoffRecord) -> None:
+        self.units.append(entry)
+        if self.store is not None:
+            self.store.add(
+                "budget_units",
+                {
+                    "run_id": self.run_id,
+                    "attempt_id": record.attempt_id,
+                    "kind": entry.kind.value,
+                    "actions": entry.actions,
+                    "context_units": entry.context_units,
+                    "effects": entry.effects,
+                    "reason": entry.reason,
+                },
+            )
+        self._emit(
+            "budget.units",
+            record,
+            kind=entry.kind.value,
+            actions=entry.actions,
+            context_units=entry.context_units,
+            effects=entry.effects,
+            reason=entry.reason,
+        )
+
+    # --- state of the run -------------------------------------------------------------
+
+    @property
+    def state_ref(self) -> StateRef:
+        return StateRef(id=self.run_id, version=self.state_version)
+
+    def advance_state(self) -> int:
+        """The run's authoritative state moved on; results cut from older versions are stale."""
+        self.state_version += 1
+        return self.state_version
+
+    def remaining(self) -> HandoffBudget:
+        spent = {"actions": 0, "context_units": 0, "effects": 0}
+        for entry in self.units:
+            sign = {UnitKind.RESERVED: 1, UnitKind.RELEASED: -1}.get(entry.kind, 0)
+            for name in spent:
+                spent[name] += sign * getattr(entry, name)
+        limit = self.parent.remaining
+        return HandoffBudget(
+            actions=limit.actions - spent["actions"],
+            context_units=limit.context_units - spent["context_units"],
+            effects=limit.effects - spent["effects"],
+        )
+
+    # --- admission --------------------------------------------------------------------
+
+    def admit(self, record: HandoffRecord, ctx: AdmissionContext) -> HandoffRecord:
+        """Admit and reserve, or record the refusal and raise :class:`AdmissionDenied`."""
+        if self.cancelled:
+            self._refuse(record, "run_cancelled")
+            raise RunCancelled(f"run {self.run_id} is cancelled; nothing new is dispatched")
+        parent = ParentAuthority(
+            scope=self.parent.scope,
+            tenant=self.parent.tenant,
+            resources=self.parent.resources,
+            expires_at=self.parent.expires_at,
+            remaining=self.remaining(),
+            max_context_units=self.parent.max_context_units,
+        )
+        context = AdmissionContext(
+            participants=ctx.participants,
+            target_capabilities=ctx.target_capabilities,
+            read_only_skills=ctx.read_only_skills,
+            current_state_version=self.state_version,
+            active_keys=frozenset(self.active_keys),
+            completed_keys=frozenset(self.completed_keys),
+        )
+        try:
+            admitted = admit(record, parent, context)
+        except AdmissionDenied as denial:
+            denied = self._keep(transition(record, S.REJECTED, denial.reason))
+            self._emit(
+                "handoff.denied",
+                denied,
+                contract=contract_of(record),
+                state=denied.state.value,
+                reason=denial.reason,
+            )
+            self._refuse(record, denial.reason)
+            raise
+        budget = admitted.budget
+        assert budget is not None and admitted.duplicate_key is not None
+        self.active_keys[admitted.duplicate_key] = admitted.attempt_id
+        self._keep(admitted)
+        self._emit(
+            "handoff.admitted",
+            admitted,
+            contract=contract_of(admitted),
+            state=admitted.state.value,
+            reason=admitted.reason,
+        )
+        self._unit(_entry(admitted, UnitKind.RESERVED, budget, admitted.reason), admitted)
+        return admitted
+
+    def _refuse(self, record: HandoffRecord, reason: str) -> None:
+        zero = HandoffBudget(actions=0, context_units=0, effects=0)
+        self._unit(_entry(record, UnitKind.REJECTED, record.budget or zero, reason), record)
+
+    # --- every later change -------------------------------------------------------------
+
+    def current(self, record: HandoffRecord) -> HandoffRecord:
+        return self.records[record.attempt_id]
+
+    def commit(
+        self, based_on: HandoffRecord, to: HandoffState, reason: str, **changes: object
+    ) -> HandoffRecord:
+        """Move a handoff, provided nobody moved it since ``based_on`` was read."""
+        try:
+            record = transition(
+                self.records[based_on.attempt_id],
+                to,
+                reason,
+                expected_version=based_on.version,
+                at=self.clock(),
+                **changes,
+            )
+        except TransitionError as exc:
+            raise StaleRevision(str(exc), exc.reason) from None
+        previous = self.records[record.attempt_id]
+        self._keep(record)
+        self._emit(
+            "handoff.transition",
+            record,
+            to=record.state.value,
+            reason=reason,
+            version=record.version,
+            **{"from": previous.state.value},
+        )
+        if record.terminal:
+            self._settle(record)
+        return record
+
+    def note(self, based_on: HandoffRecord, **changes: object) -> HandoffRecord:
+        """Update observations (remote ids and states) without a state transition."""
+        current = self.records[based_on.attempt_id]
+        if current.version != based_on.version:
+            raise StaleRevision(f"handoff {current.handoff_id} moved on", "stale_version")
+        if all(getattr(current, name) == value for name, value in changes.items()):
+            return current  # an observation that changes nothing writes nothing
+        record = self._keep(current.model_copy(update=changes))
+        if "remote_state" in changes and changes["remote_state"] != current.remote_state:
+            self._emit(
+                "remote.state_observed",
+                record,
+                remote_state=record.remote_state,
+                local_state=record.state.value,
+            )
+        if "lease_expires_at" in changes:
+            self._emit("lease.renewed", record, lease_expires_at=str(record.lease_expires_at))
+        return record
+
+    def _settle(self, record: HandoffRecord) -> None:
+        """Close the handoff's envelope: what was spent is consumed, the rest released."""
+        budget = record.budget
+        if budget is None or record.duplicate_key is None:
+            return
+        if self.active_keys.get(record.duplicate_key) == record.attempt_id:
+            del self.active_keys[record.duplicate_key]
+        if record.state is S.ACCEPTED:
+            self.completed_keys[record.duplicate_key] = record.attempt_id
+        sent = record.remote_task_id is not None or any(
+            event.state is S.DISPATCHED for event in record.events
+        )
+        used = HandoffBudget(
+            actions=1 if sent else 0,
+            context_units=budget.context_units if sent else 0,
+            effects=0,
+        )
+        self._unit(_entry(record, UnitKind.CONSUMED, used, record.state.value.lower()), record)
+        released = HandoffBudget(
+            actions=budget.actions - used.actions,
+            context_units=budget.context_units - used.context_units,
+            effects=budget.effects,
+        )
+        self._unit(_entry(record, UnitKind.RELEASED, released, record.state.value.lower()), record)
+
+    # --- leases -------------------------------------------------------------------------
+
+    def renew(self, based_on: HandoffRecord, seconds: float) -> HandoffRecord:
+        """Extend a live lease; a lease that already ended cannot be renewed."""
+        current = self.records[based_on.attempt_id]
+        now = self.clock()
+        if not current.live or current.lease_expires_at is None or now >= current.lease_expires_at:
+            raise StaleRevision(f"lease of {current.handoff_id} already ended", "lease_expired")
+        until = min(now + timedelta(seconds=seconds), self.parent.expires_at)
+        return self.note(based_on, lease_expires_at=until)
+
+    def expire_leases(self) -> list[HandoffRecord]:
+        """Time out every live handoff whose lease has ended; returns them (to cancel)."""
+        now = self.clock()
+        expired = []
+        for record in list(self.records.values()):
+            if record.live and record.lease_expires_at and now >= record.lease_expires_at:
+                expired.append(self.commit(record, S.TIMED_OUT, "lease_expired"))
+        return expired
+
+    # --- cancellation -------------------------------------------------------------------
+
+    def cancel(self, reason: str = "run_cancelled") -> list[HandoffRecord]:
+        """Commit the run's cancellation; returns the branches that were live (to cancel)."""
+        self.cancelled = True
+        self._emit("run.cancelled", None, reason=reason, cancel_ref=self.cancel_ref)
+        return [
+            self.commit(record, S.CANCELLED, reason)
+            for record in list(self.records.values())
+            if record.live or record.state is S.RETURNED
+        ]
+
+    # --- artifacts ----------------------------------------------------------------------
+
+    def receive(
+        self,
+        based_on: HandoffRecord,
+        *,
+        admitted: bool,
+        reason: str,
+        content_hash: str,
+        size: int,
+        content: object = None,
+    ) -> ArtifactDecision:
+        """Decide what a returned artifact is, given the handoff's authoritative state now."""
+        current = self.records[based_on.attempt_id]
+        decision = self._decide(current, based_on, admitted)
+        self._emit(
+            f"artifact.{decision.value}",
+            current,
+            reason=reason if decision in _JUDGED else decision.value,
+            judged=reason,
+            content_hash=content_hash,
+            size=size,
+        )
+        artifact = ArtifactRecord(
+            handoff_id=current.handoff_id,
+            attempt=based_on.attempt,
+            decision=decision,
+            reason=reason if decision in _JUDGED else decision.value,
+            content_hash=content_hash,
+            size=size,
+            received_at=self.clock(),
+            # Refused content is kept for diagnosis; admitted content lives in the finding.
+            content=None if decision is ArtifactDecision.ADMITTED else content,
+        )
+        self.artifacts.append(artifact)
+        if self.store is not None:
+            self.store.add(
+                "artifacts",
+                {
+                    "run_id": self.run_id,
+                    "attempt_id": current.attempt_id,
+                    "decision": decision.value,
+                    "reason": artifact.reason,
+                    "content_hash": content_hash,
+                    "size": size,
+                    "content": None
+                    if artifact.content is None
+                    else strict_json.dumps(artifact.content).decode(),
+                    "received_at": artifact.received_at.isoformat(),
+                },
+            )
+        return decision
+
+    def _decide(
+        self, current: HandoffRecord, based_on: HandoffRecord, admitted: bool
+    ) -> ArtifactDecision:
+        if current.version != based_on.version or current.terminal:
+            if current.state is S.CANCELLED:
+                return ArtifactDecision.LATE_AFTER_CANCEL
+            if current.state is S.TIMED_OUT:
+                return ArtifactDecision.LATE_AFTER_LEASE
+            return ArtifactDecision.DUPLICATE
+        key = current.duplicate_key
+        if key is not None and key in self.completed_keys:
+            return ArtifactDecision.DUPLICATE
+        seen = current.state_ref.version if current.state_ref else None
+        if seen != self.state_version:
+            return ArtifactDecision.STALE
+        return ArtifactDecision.ADMITTED if admitted else ArtifactDecision.REJECTED
+
+
+_JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED)
+
+
+def _entry(
+    record: HandoffRecord, kind: UnitKind, budget: HandoffBudget, reason: str
+) -> BudgetEntry:
+    return BudgetEntry(
+        handoff_id=record.handoff_id,
+        attempt=record.attempt,
+        kind=kind,
+        actions=budget.actions,
+        context_units=budget.context_units,
+        effects=budget.effects,
+        reason=reason,
+    )

@@ -1,0 +1,152 @@
+"""A run: who owns it, how much it may still spend, and every handoff it made.
+
+Ownership is enforced, not labelled: after a transfer, any attempt by the former owner to
+continue raises :class:`OwnershipError`. Budgets belong to the whole run, so specialists
+cannot reset them by passing work around, and an ownership path may not return to an
+owner it already had.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from contracts.handoff import HandoffBudget, HandoffRecord
+from coordinator.audit.trail import AuditTrail
+from coordinator.authority.delegator import RunAuthority, authority_document
+from coordinator.errors import BudgetExceeded, OwnershipError
+from coordinator.handoff.admission import ParentAuthority
+from coordinator.handoff.book import HandoffBook
+from coordinator.storage.runs import RunStore, local_driver_id
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    max_delegations: int = 4
+    max_ownership_transfers: int = 1
+
+
+@dataclass
+class Run:
+    owner: str
+    limits: RunLimits = field(default_factory=RunLimits)
+    run_id: str = field(default_factory=lambda: f"run-{uuid.uuid4().hex[:12]}")
+    closed: bool = False
+    delegations: int = 0
+    ownership_path: list[str] = field(default_factory=list)
+    handoffs: dict[str, HandoffRecord] = field(default_factory=dict)
+    refusals: list[str] = field(default_factory=list)
+    authority: RunAuthority = field(default_factory=RunAuthority)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    book: HandoffBook = field(init=False)
+    # Per-attempt request headers (the bearer token) held in memory only, for calls on the
+    # same handoff such as a cancel; never stored, printed or written to a record.
+    credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    trail: AuditTrail = field(default_factory=AuditTrail, repr=False)
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    store: RunStore | None = field(default=None, repr=False)
+    announce: bool = True
+    kind: str = "pilot"
+    driver: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.ownership_path:
+            self.ownership_path.append(self.owner)
+        if self.store is not None:
+            self.trail.carry(self.store)
+        budget = self.authority.budget
+        self.book = HandoffBook(
+            run_id=self.run_id,
+            parent=ParentAuthority(
+                scope=self.authority.scopes,
+                tenant=self.authority.tenant,
+                resources=self.authority.resources,
+                expires_at=self.started_at + timedelta(seconds=self.authority.lifetime_seconds),
+                remaining=HandoffBudget(
+                    actions=budget.actions,
+                    context_units=budget.context_units,
+                    effects=budget.effects,
+                ),
+                max_context_units=self.authority.max_context_units,
+            ),
+            trail=self.trail,
+            trace_id=self.trace_id,
+            store=self.store,
+            driver=self.driver or (local_driver_id() if self.store is not None else None),
+        )
+        if self.announce:
+            self.announce_start()
+
+    def announce_start(self) -> None:
+        first = {"run_id": self.run_id, "owner": self.owner, "branches": [], "live_branches": []}
+        self._keep_document(first)
+        budget = self.authority.budget
+        self.emit(
+            "run.started",
+            owner=self.owner,
+            authority={
+                "principal": self.authority.principal,
+                "tenant": self.authority.tenant,
+                "scope": sorted(self.authority.scopes),
+                "budget": budget.model_dump(),
+                "expires_at": str(self.book.parent.expires_at),
+            },
+        )
+
+    def emit(self, event_type: str, record: HandoffRecord | None = None, **data: object) -> None:
+        self.trail.emit(
+            event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
+        )
+
+    def check_owner(self, caller: str) -> None:
+        if self.closed or caller != self.owner:
+            self.refusals.append(f"{caller}: not the active owner")
+            raise OwnershipError(
+                f"{caller!r} is not the active owner of {self.run_id} (owner: {self.owner})"
+            )
+
+    def reserve_delegations(self, caller: str, count: int) -> None:
+        """Reserve ``count`` consultations at once: a batch that does not fit starts nothing."""
+        self.check_owner(caller)
+        if self.delegations + count > self.limits.max_delegations:
+            raise BudgetExceeded(
+                f"{count} more delegations would exceed the run's limit of "
+                f"{self.limits.max_delegations}",
+                "delegation_budget_exhausted",
+            )
+        self.delegations += count
+
+    def transfer_ownership(self, caller: str, target: str) -> None:
+        self.check_owner(caller)
+        if target in self.ownership_path:
+            raise OwnershipError(
+                f"ownership may not return to earlier owner {target!r}", "ownership_cycle"
+            )
+        if len(self.ownership_path) - 1 >= self.limits.max_ownership_transfers:
+            raise BudgetExceeded("ownership transfer limit reached", "transfer_budget_exhausted")
+        self.emit("ownership.transferred", None, from_owner=self.owner, to=target)
+        self.owner = target
+        self.ownership_path.append(target)
+
+    def record(self, handoff: HandoffRecord) -> HandoffRecord:
+        self.handoffs[handoff.attempt_id] = handoff
+        return handoff
+
+    def save(self, document: object) -> None:
+        """Write the run's document, with every fact still pending, in one transaction."""
+        self._keep_document(document)
+        self.trail.flush()
+
+    def _keep_document(self, document: object) -> None:
+        """The run's row, written with the trail's next flush."""
+        if self.store is not None:
+            authority = authority_document(self.authority)
+            authority["started_at"] = self.started_at.isoformat()
+            self.store.save_run(
+                self.run_id, self.owner, self.kind, authority, document, deferred=True
+            )
+
+    def close(self, caller: str) -> None:
+        self.check_owner(caller)
+        self.closed = True

@@ -1,0 +1,177 @@
+"""Continuing after a crash, and sharing in-flight work between coordinator processes.
+
+On start (``federation recover``, and ``federation serve coordinator`` continuously) a
+coordinator claims in-flight handoffs from the shared database through their lease rows,
+rebuilds each run's book from the stored records and budget units, and drives every
+claimed handoff on from where it stands (see :func:`coordinator.dispatch.driver.drive`): a task
+that completed while nobody watched goes through the normal return admission, an expired
+lease becomes TIMED_OUT with a cancel sent, and nothing is dispatched twice, because the
+dispatch record and the idempotency key decide.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from agent_cards.keys import KeySet
+from contracts.handoff import HandoffState
+from coordinator.authority.delegator import Delegator, authority_from
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, drive
+from coordinator.errors import FederationError
+from coordinator.handoff.book import BudgetEntry, UnitKind
+from coordinator.handoff.documents import run_document
+from coordinator.handoff.projection import record_ids
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry
+from coordinator.service.workspace import Workspace
+from coordinator.storage.runs import (
+    FINDING_CONTRACT,
+    RunStore,
+    driver_is_dead_here,
+    local_driver_id,
+)
+
+S = HandoffState
+
+
+def driver_id() -> str:
+    """Who drives: unique per process, readable in the lease rows."""
+    return local_driver_id()
+
+
+def release_dead_drivers(store: RunStore) -> list[str]:
+    """Free the leases of drivers on this host whose process is gone (a local crash),
+    so recovery need not wait for their leases to lapse; remote drivers lapse by time."""
+    dead = [driver for driver in store.drivers() if driver_is_dead_here(driver)]
+    for driver in dead:
+        store.release_driver(driver)
+    return dead
+
+
+def restore_run(
+    ws: Workspace, store: RunStore, run_id: str, driver: str, lease_seconds: float
+) -> Run:
+    """Rebuild a run and its handoff book from the database (no new run is announced);
+    ``driver`` is the process that claimed it and keeps its lease rows while it drives."""
+    row = store.run(run_id)
+    if row is None:
+        raise FederationError(f"run {run_id} is not in the database", "unknown_run")
+    authority = authority_from(row["authority"])
+    started_at = datetime.fromisoformat(row["authority"]["started_at"])
+    run = Run(
+        owner=row["owner"],
+        authority=authority,
+        run_id=run_id,
+        started_at=started_at,
+        trail=ws.trail(),
+        store=store,
+        announce=False,
+        kind=row["kind"],
+        driver=driver,
+    )
+    book = run.book
+    book.driver_lease_seconds = lease_seconds
+    book.state_version = int(row["document"].get("state_version", 0))
+    for record in store.run_records(run_id):
+        book.records[record.attempt_id] = record
+        run.handoffs[record.attempt_id] = record
+        if record.duplicate_key and record.live:
+            book.active_keys[record.duplicate_key] = record.attempt_id
+        if record.duplicate_key and record.state is S.ACCEPTED:
+            book.completed_keys[record.duplicate_key] = record.attempt_id
+    for unit in store.rows("budget_units", run_id):
+        handoff_id, _, attempt = unit["attempt_id"].rpartition("/")
+        book.units.append(
+            BudgetEntry(
+                handoff_id,
+                int(attempt),
+                UnitKind(unit["kind"]),
+                unit["actions"],
+                unit["context_units"],
+                unit["effects"],
+                unit["reason"],
+            )
+        )
+    return run
+
+
+async def recover(
+    ws: Workspace,
+    keys: KeySet,
+    issuer: str,
+    *,
+    driver: str | None = None,
+    lease_seconds: float = 30.0,
+    wait: WaitPolicy | None = None,
+) -> list[RemoteOutcome]:
+    """Claim every in-flight handoff nobody drives and take each to a terminal state."""
+    store = RunStore(ws.engine())
+    me = driver or driver_id()
+    registry = Registry(ws.data)
+    outcomes = []
+    release_dead_drivers(store)
+    async with A2AClient() as client:
+        for attempt_id in store.claim(me, lease_seconds):
+            try:
+                outcomes.append(
+                    await resume(
+                        ws,
+                        store,
+                        registry,
+                        client,
+                        keys,
+                        issuer,
+                        attempt_id,
+                        me,
+                        wait or WaitPolicy(),
+                        lease_seconds,
+                    )
+                )
+            finally:
+                store.release(me, attempt_id)
+    return outcomes
+
+
+async def resume(
+    ws: Workspace,
+    store: RunStore,
+    registry: Registry,
+    client: A2AClient,
+    keys: KeySet,
+    issuer: str,
+    attempt_id: str,
+    driver: str,
+    wait: WaitPolicy,
+    lease_seconds: float = 30.0,
+) -> RemoteOutcome:
+    stored = store.handoff(attempt_id)
+    assert stored is not None
+    record, payload, contract = stored
+    run = restore_run(ws, store, record.run_id, driver, lease_seconds)
+    record = run.book.current(record)
+    outcome = RemoteOutcome(record=record, sent_fields=tuple(payload or {}))
+    run.emit("handoff.resumed", record, state=record.state.value, driver=driver)
+    expires = int((run.started_at + timedelta(seconds=run.authority.lifetime_seconds)).timestamp())
+    delegator = Delegator(keys, run.authority, issuer, run.run_id, expires, run.owner)
+    sent = record_ids(payload or {}) if contract == FINDING_CONTRACT else None
+    await drive(
+        client,
+        registry.get(record.target),
+        outcome,
+        payload or {},
+        run=run,
+        wait=wait,
+        delegator=delegator,
+        sent_record_ids=sent,
+    )
+    document = run_document(run)
+    store.save_run(run.run_id, run.owner, run.kind, store_authority(store, run.run_id), document)
+    return outcome
+
+
+def store_authority(store: RunStore, run_id: str) -> dict[str, object]:
+    row = store.run(run_id)
+    assert row is not None
+    authority: dict[str, object] = row["authority"]
+    return authority

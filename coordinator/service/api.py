@@ -1,0 +1,380 @@
+"""The coordinator's HTTP API: what the CLI does, for a long-lived ``serve coordinator``.
+
+Public routes: ``GET /.well-known/jwks.json`` (the keys remotes pin), ``GET /healthz`` and
+``GET /openapi.json``. Everything else needs ``Authorization: Bearer <operator token>``
+(:class:`OperatorAuth`, checked before any body is read). Every route calls
+:class:`~coordinator.service.facade.CoordinatorService`, the same facade the CLI uses, and every
+refusal is ``{"error": {"reason": ..., "message": ...}}`` with a status from
+:data:`STATUS_BY_REASON` / :data:`STATUS_BY_ERROR`; never a traceback.
+
+The lifespan runs a :class:`~coordinator.recovery.worker.Worker`: its first pass is recovery of the
+handoffs a stopped coordinator left in flight, later passes pick up submitted handoffs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agent_cards.keys import KeyMaterialError, TrustedKeys
+from contracts import strict_json
+from coordinator.authority import identity
+from coordinator.dispatch.delegate import DelegationOrder
+from coordinator.errors import (
+    FederationError,
+    OwnershipError,
+    ProtocolError,
+    RemoteA2AError,
+    TransportError,
+    UsageError,
+)
+from coordinator.recovery.worker import Worker
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import TrustAnchor
+from coordinator.service.api_models import (
+    AgentView,
+    DelegationRequest,
+    ErrorView,
+    Health,
+    RegisterRequest,
+    RegistrationView,
+    RunList,
+    Submitted,
+    VerifyRequest,
+    VerifyView,
+)
+from coordinator.service.facade import CoordinatorService
+from coordinator.service.settings import ConfigurationError, CoordinatorSettings
+from coordinator.service.workspace import Workspace
+
+logger = logging.getLogger("coordinator.service.api")
+
+PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/jwks.json", "/openapi.json"})
+REALM = "federation-coordinator"
+JWKS_MAX_AGE_SECONDS = 300
+MAX_BODY_BYTES = 8 * 1024 * 1024
+WORKER_RETRY_SECONDS = 1.0
+
+STATUS_BY_REASON: dict[str, int] = {
+    "unknown_run": 404,
+    "unknown_agent": 404,
+    "card_unreachable": 502,
+    "card_not_json": 502,
+    "jwks_unavailable": 502,
+    "storage_unavailable": 503,
+}
+STATUS_BY_ERROR: tuple[tuple[type[FederationError], int], ...] = (
+    (TransportError, 502),
+    (ProtocolError, 502),
+    (RemoteA2AError, 502),
+    (OwnershipError, 403),
+)
+DEFAULT_ERROR_STATUS = 422
+
+
+def error_response(
+    status: int, reason: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": {"reason": reason, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def status_of(error: FederationError) -> int:
+    if error.reason in STATUS_BY_REASON:
+        return STATUS_BY_REASON[error.reason]
+    for kind, status in STATUS_BY_ERROR:
+        if isinstance(error, kind):
+            return status
+    return DEFAULT_ERROR_STATUS
+
+
+class OperatorAuth:
+    """Refuse every request outside :data:`PUBLIC_PATHS` without the operator's token.
+
+    The presented token is compared with the configured one in constant time (both are
+    hashed first, so not even the length leaks), and no answer ever repeats it.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        if not token:
+            raise ConfigurationError("the API needs an operator token", "operator_token_missing")
+        self.app = app
+        self._expected = hashlib.sha256(token.encode()).digest()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        refusal = self.refusal([v for k, v in scope["headers"] if k == b"authorization"])
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        await refusal(scope, receive, send)
+
+    def refusal(self, values: list[bytes]) -> JSONResponse | None:
+        if not values:
+            return self._unauthorized("token_missing", "an operator bearer token is required")
+        if len(values) > 1:
+            return self._unauthorized("token_malformed", "send one Authorization header")
+        scheme, _, presented = values[0].partition(b" ")
+        if scheme.lower() != b"bearer" or not presented or b" " in presented:
+            return self._unauthorized("token_malformed", "expected Authorization: Bearer TOKEN")
+        if not hmac.compare_digest(hashlib.sha256(presented).digest(), self._expected):
+            return self._unauthorized("token_invalid", "the operator token is not valid")
+        return None
+
+    @staticmethod
+    def _unauthorized(reason: str, message: str) -> JSONResponse:
+        challenge = f'Bearer realm="{REALM}"'
+        if reason != "token_missing":
+            challenge += ', error="invalid_token"'
+        headers = {"WWW-Authenticate": challenge, "Cache-Control": "no-store"}
+        return error_response(401, reason, message, headers)
+
+
+async def strict_body(request: Request) -> None:
+    """Refuse a body that is too large or not strict JSON (duplicate keys, NaN)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise UsageError(f"the body is larger than {MAX_BODY_BYTES} bytes", "body_too_large")
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise UsageError(f"the body is larger than {MAX_BODY_BYTES} bytes", "body_too_large")
+    if body:
+        try:
+            strict_json.loads(body)
+        except ValueError as exc:
+            raise UsageError(f"the body is not strict JSON: {exc}", "body_not_json") from None
+
+
+def agent_view(agent: Any) -> AgentView:
+    return AgentView(
+        name=agent.name,
+        endpoint=agent.endpoint,
+        card_url=agent.card_url,
+        skills=agent.skill_ids(),
+        trust=agent.trust,
+        verified_kid=agent.verified_kid,
+        registered_at=agent.registered_at,
+        pending_approval=agent.pending_card is not None,
+    )
+
+
+def trust_anchor(body: RegisterRequest) -> TrustAnchor:
+    keys = None
+    if body.trust_key is not None:
+        try:
+            keys = TrustedKeys.from_json(body.trust_key)
+        except KeyMaterialError as exc:
+            raise UsageError(
+                f"trust_key is not a usable JWK or JWK Set: {exc}", "trust_key_unusable"
+            ) from None
+    return TrustAnchor(keys, body.expect_kid, body.trust_on_first_use)
+
+
+def api_router(service: CoordinatorService) -> APIRouter:
+    """The ``/v1`` routes; the bearer dependency only documents what OperatorAuth enforces."""
+    router = APIRouter(
+        prefix="/v1",
+        dependencies=[Depends(HTTPBearer(auto_error=False, description="operator token"))],
+        responses={
+            401: {"model": ErrorView, "description": "no or wrong operator token"},
+            422: {"model": ErrorView, "description": "bad input"},
+        },
+    )
+    body_checked = [Depends(strict_body)]
+
+    @router.post("/agents", dependencies=body_checked, tags=["agents"])
+    async def register(body: RegisterRequest) -> RegistrationView:
+        """Fetch, verify and keep an agent card (``federation register``)."""
+        registration = await service.register(
+            body.url, body.name, body.skill, trust_anchor(body), body.approve
+        )
+        return RegistrationView(status=registration.status, agent=agent_view(registration.agent))
+
+    @router.get("/agents", tags=["agents"])
+    def agents() -> list[AgentView]:
+        """The registered agents (``federation agents``)."""
+        return [agent_view(agent) for agent in service.agents()]
+
+    @router.post(
+        "/delegations",
+        dependencies=body_checked,
+        tags=["delegations"],
+        responses={
+            202: {"model": Submitted, "description": "submitted; the workers drive it"},
+            404: {"model": ErrorView, "description": "unknown agent"},
+            502: {"model": ErrorView, "description": "the remote failed"},
+        },
+    )
+    async def delegate(body: DelegationRequest, response: Response) -> dict[str, Any]:
+        """One handoff: with ``wait`` driven here, the run document is the answer;
+        without, it is admitted for the background workers (202)."""
+        order = DelegationOrder(
+            agent=await asyncio.to_thread(service.agent, body.to),
+            skill=body.skill,
+            payload=body.input,
+            timeout=body.timeout,
+            cancel_after=body.cancel_after,
+            principal=body.principal,
+            tenant=body.tenant,
+        )
+        if body.wait:
+            return await service.delegate(order)
+        submitted = await asyncio.to_thread(service.submit, order)
+        response.status_code = 202
+        response.headers["Location"] = f"/v1/runs/{submitted['run_id']}"
+        return Submitted.model_validate(submitted).model_dump()
+
+    @router.get("/runs", tags=["runs"])
+    def runs() -> RunList:
+        """Every recorded run's document (``federation runs``)."""
+        return RunList(runs=service.runs())
+
+    @router.get("/runs/{run_id}", tags=["runs"], responses={404: {"model": ErrorView}})
+    def run(run_id: str) -> dict[str, Any]:
+        """One run's document (``federation run show``)."""
+        return service.run(run_id)
+
+    @router.post("/audit/verify", dependencies=body_checked, tags=["audit"])
+    def audit_verify(body: VerifyRequest | None = None) -> VerifyView:
+        """Check the ledger's hash chain, or the bundle given (``federation audit verify``)."""
+        report = service.audit_verify(body.bundle if body is not None else None)
+        return VerifyView(
+            ok=report.ok,
+            checked=report.checked,
+            last_seq=report.last_seq,
+            last_hash=report.last_hash,
+            seq=report.seq,
+            kind=str(report.kind) if report.kind is not None else None,
+            detail=report.detail,
+            summary=str(report),
+        )
+
+    @router.get("/audit/runs/{run_id}", tags=["audit"], responses={404: {"model": ErrorView}})
+    def audit_show(run_id: str) -> dict[str, Any]:
+        """A run rebuilt from the ledger alone (``federation audit show``)."""
+        return service.audit_show(run_id)
+
+    @router.get(
+        "/audit/runs/{run_id}/export", tags=["audit"], responses={404: {"model": ErrorView}}
+    )
+    def audit_export(run_id: str) -> dict[str, Any]:
+        """A self-contained bundle of the run's events with a signed head."""
+        return service.audit_export(run_id)
+
+    return router
+
+
+def public_router(ws: Workspace) -> APIRouter:
+    router = APIRouter(tags=["public"])
+
+    @router.get("/.well-known/jwks.json")
+    def jwks() -> JSONResponse:
+        """The coordinator's public signing keys: what a remote pins as its issuer."""
+        document = identity.coordinator_keys(ws.data).public_jwks()
+        headers = {"Cache-Control": f"public, max-age={JWKS_MAX_AGE_SECONDS}"}
+        return JSONResponse(document, headers=headers)
+
+    @router.get("/healthz", responses={503: {"model": ErrorView}})
+    def healthz() -> Health:
+        """Whether the database answers."""
+        try:
+            with ws.engine().connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except (SQLAlchemyError, FederationError):
+            raise FederationError("the database does not answer", "storage_unavailable") from None
+        return Health(status="ok")
+
+    return router
+
+
+async def keep_working(worker: Worker) -> None:
+    """Run the worker until stopped; a failed pass is logged and retried."""
+    while not worker.stopping.is_set():
+        try:
+            await worker.run()
+        except Exception:
+            logger.exception("the worker failed; retrying in %s s", WORKER_RETRY_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(worker.stopping.wait(), WORKER_RETRY_SECONDS)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def federation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, FederationError)
+        return error_response(status_of(exc), exc.reason, str(exc))
+
+    async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
+        where = ".".join(str(part) for part in first["loc"]) or "request"
+        return error_response(422, "invalid_request", f"{where}: {first['msg']}")
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        reason = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, reason, str(exc.detail), exc.headers)
+
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        logger.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal_error", "the coordinator failed; see its log")
+
+    app.add_exception_handler(FederationError, federation_error)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, internal_error)
+
+
+def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
+    """The coordinator's app over ``ws``; refuses to exist without an operator token."""
+    token = settings.required_token("the coordinator API")
+    if settings.issuer != identity.issuer_id():
+        raise ConfigurationError(
+            f"the issuer must be set through {identity.ISSUER_ENV}", "issuer_mismatch"
+        )
+    keys = identity.coordinator_keys(ws.data)
+    worker = Worker(ws, keys, settings.issuer, lease_seconds=settings.worker_lease_seconds)
+    service = CoordinatorService(ws)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        working = asyncio.create_task(keep_working(worker))
+        # One pooled client for every delegation this process drives while it serves.
+        async with A2AClient() as client:
+            service.client = client
+            try:
+                yield
+            finally:
+                service.client = None
+                worker.stop()
+                await working
+
+    app = FastAPI(
+        title="a2a-federation coordinator",
+        version="1",
+        description=(__doc__ or "").split("\n\n")[0],
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.include_router(public_router(ws))
+    app.include_router(api_router(service))
+    install_error_handlers(app)
+    app.add_middleware(OperatorAuth, token=token)
+    app.state.worker = worker
+    return app

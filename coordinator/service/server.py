@@ -1,0 +1,102 @@
+"""``federation serve coordinator``: the coordinator as a long-lived process.
+
+It serves :func:`coordinator.service.api.create_api` with uvicorn and, in the same process, the
+worker that drives in-flight handoffs. Configuration comes from ``FEDERATION_*`` variables
+(:mod:`coordinator.service.settings`); the flags here override them. Without an operator token
+the process refuses to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+
+import uvicorn
+
+from coordinator.errors import UsageError
+from coordinator.service.api import create_api
+from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
+from coordinator.service.workspace import Workspace
+
+
+def build_serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="federation serve coordinator",
+        description="Run the coordinator's HTTP API and its workers in the foreground.",
+    )
+    parser.add_argument("--host", help="listen address (env FEDERATION_HOST, default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, help="listen port, 0 picks a free one (env FEDERATION_PORT, 8080)"
+    )
+    parser.add_argument(
+        "--operator-token-file",
+        type=Path,
+        metavar="FILE",
+        help="the bearer token API callers must present (env FEDERATION_OPERATOR_TOKEN_FILE "
+        "or FEDERATION_OPERATOR_TOKEN)",
+    )
+    parser.add_argument(
+        "--worker-lease-seconds",
+        type=float,
+        help="how long a claimed handoff stays this process's (env "
+        "FEDERATION_WORKER_LEASE_SECONDS, default 10)",
+    )
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> CoordinatorSettings:
+    overrides: dict[str, object] = {
+        "host": args.host,
+        "port": args.port,
+        "worker_lease_seconds": args.worker_lease_seconds,
+    }
+    if args.operator_token_file is not None:
+        # a token file named on the command line replaces any token from the environment
+        overrides["operator_token_file"] = args.operator_token_file
+        settings = load_coordinator_settings(**overrides)
+        return settings.model_copy(update={"operator_token": None})
+    return load_coordinator_settings(**overrides)
+
+
+def main(argv: Sequence[str], ws: Workspace) -> int:
+    settings = settings_from(build_serve_parser().parse_args(argv))
+    serve(ws, settings)
+    return 0
+
+
+def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
+    """Serve until interrupted (SIGINT or SIGTERM), then stop the workers.
+
+    The first line on stdout is ``coordinator listening on http://HOST:PORT`` with the real
+    port, printed once the socket accepts connections. Access logs are off; other logs go
+    to stderr.
+    """
+    app = create_api(ws, settings)
+    sock = listening_socket(settings.host, settings.port)
+    try:
+        config = uvicorn.Config(app, log_level="info", access_log=False, lifespan="on")
+        url_host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        print(f"coordinator listening on http://{url_host}:{sock.getsockname()[1]}", flush=True)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        ws.close()
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
+    # and accepted connections inherit it; without it Nagle and delayed ACKs stall replies.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror}", "listen_failed"
+        ) from None
+    return sock

@@ -1,0 +1,266 @@
+"""The risk service as an ASGI app, and the function that runs it as a process.
+
+Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
+key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys) and
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming). Push notifications are
+signed with the service's active key and sent by :func:`push_configs` (see
+:mod:`remote_risk.server.webhooks`). ``authorize`` decides who may call and the task
+owner: with trusted issuers in the settings it is
+:func:`~remote_risk.server.auth.delegation_authorizer` (every call needs a delegation token),
+without them every caller is the anonymous owner (library and test use; :func:`serve`
+refuses to run that way unless told it is insecure on purpose).
+
+Storage: when the settings name a data directory or a database URL, tasks and the record
+of used delegation tokens live in that database (:mod:`remote_risk.storage`) and survive
+a restart; otherwise both are kept in memory. :func:`serve` always uses the database,
+by default ``remote-risk.db`` in the service's data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agent_cards.documents import card_for
+from agent_cards.keys import KeySet, SigningKey
+from agent_cards.serving import card_route
+from agent_cards.signing import sign_card
+from contracts import strict_json
+from contracts.wire import AgentCard, to_wire
+from remote_risk.errors import RemoteRiskError
+from remote_risk.server.auth import DecisionLog, delegation_authorizer
+from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
+from remote_risk.server.push import PushConfigs, TaskLookup
+from remote_risk.server.risk_agent import RiskAgentHandler
+from remote_risk.server.store import DurableStore, open_store
+from remote_risk.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
+from remote_risk.settings import JSONRPC_PATH, Settings
+from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
+from remote_risk.trust import issuers as trust
+from remote_risk.trust.replay import ReplayGuard
+from remote_risk.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
+
+__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]
+
+JWKS_PATH = "/.well-known/jwks.json"
+JWKS_MAX_AGE_SECONDS = 300
+CARD_DOCUMENT = "risk"
+
+
+class ConfigurationError(RemoteRiskError):
+    """The service is configured in a way it must not run with."""
+
+
+def risk_card(public_base_url: str) -> AgentCard:
+    """The risk service's card as served from ``public_base_url`` (unsigned)."""
+    return card_for(CARD_DOCUMENT, public_base_url)
+
+
+def signed_card(card: AgentCard, key: SigningKey) -> AgentCard:
+    """``card`` with a detached JWS by ``key`` over its final form (real URLs filled in)."""
+    return AgentCard.model_validate(sign_card(to_wire(card), key))
+
+
+def jwks_route(keys: KeySet) -> Route:
+    """``GET /.well-known/jwks.json``: the unexpired public keys, active key first."""
+
+    async def jwks(request: Request) -> Response:
+        return Response(
+            strict_json.dumps(keys.public_jwks()),
+            media_type="application/json",
+            headers={"Cache-Control": f"public, max-age={JWKS_MAX_AGE_SECONDS}"},
+        )
+
+    return Route(JWKS_PATH, jwks, methods=["GET"], name="jwks")
+
+
+def create_app(settings: Settings | None = None, *, authorize: Authorize | None = None) -> FastAPI:
+    """The app for ``settings``; ``authorize`` overrides the hook the settings imply."""
+    settings = settings or Settings()
+    keys = settings.signing_keys or KeySet(active=SigningKey.generate())
+    unsigned = risk_card(settings.public_base_url)
+    _check_agent_id(unsigned, settings)
+    card = signed_card(unsigned, keys.active)
+    decisions = DecisionLog(settings.decision_log_limit)
+    durable = durable_store(settings)
+    store: TaskStoreProtocol = durable.tasks if durable else TaskStore(settings.task_capacity)
+    if authorize is None:
+        replay_guard = durable.replay_guard if durable else None
+        authorize = _default_authorize(settings, card, decisions, replay_guard)
+    push = push_configs(settings, keys, store.get)
+    handler = RiskAgentHandler(
+        store, skill_delay_seconds=settings.skill_delay_seconds, push=push, model=settings.model
+    )
+    received: deque[bytes] | None = (
+        deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
+    )
+    endpoint = JSONRPCEndpoint(
+        handler,
+        authorize=authorize,
+        max_body_bytes=settings.max_body_bytes,
+        record_body=received.append if received is not None else None,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+            await handler.aclose()
+        finally:
+            if durable is not None:
+                durable.close()
+        await push.delivery.aclose()
+
+    app = FastAPI(
+        title="remote-risk",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+        routes=[
+            card_route(card, settings.card_max_age_seconds),
+            jwks_route(keys),
+            Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+        ],
+    )
+    app.state.settings = settings
+    app.state.card = card
+    app.state.signing_keys = keys
+    app.state.decisions = decisions
+    app.state.task_store = store
+    app.state.durable_store = durable
+    app.state.push = push
+    app.state.received_bodies = received
+    return app
+
+
+def push_configs(settings: Settings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
+    """Push configs whose notifications are signed by the active key as ``agent_id``."""
+    policy = WebhookPolicy.from_strings(
+        settings.push_allowed_networks, allow_public=settings.push_allow_public
+    )
+    retry = RetryPolicy(
+        attempts=settings.push_attempts, first_backoff=settings.push_first_backoff_seconds
+    )
+    delivery = PushDelivery(
+        key=lambda: keys.active, issuer=settings.agent_id, policy=policy, retry=retry
+    )
+    return PushConfigs(lookup, delivery)
+
+
+def durable_store(settings: Settings) -> DurableStore | None:
+    """The migrated database the settings name, or None to keep everything in memory."""
+    if settings.database_url is None and settings.data_dir is None:
+        return None
+    return open_store(
+        settings.task_capacity,
+        database_url=settings.database_url,
+        data_dir=settings.data_dir,
+        leeway=DEFAULT_LEEWAY,
+    )
+
+
+def _default_authorize(
+    settings: Settings,
+    card: AgentCard,
+    decisions: DecisionLog,
+    replay_guard: ReplayGuard | None = None,
+) -> Authorize:
+    if not settings.trusted_issuers:
+        return anonymous
+    verifier = DelegationVerifier(
+        settings.trusted_issuers, settings.agent_id, replay_guard=replay_guard
+    )
+    return delegation_authorizer(verifier, card, decisions=decisions)
+
+
+def _check_agent_id(card: AgentCard, settings: Settings) -> None:
+    interface = card.jsonrpc_interface()
+    if interface is None or interface.url != settings.agent_id:
+        raise ConfigurationError("the card's JSON-RPC interface URL must be the agent id")
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    public_base_url: str | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Run the service until interrupted; port 0 picks a free port.
+
+    The first line on stdout is ``remote_risk listening on http://HOST:PORT`` with the
+    real port, printed once the socket accepts connections. The card advertises
+    ``public_base_url`` if given, else that listening URL. Access logs are off so that a
+    parent reading stdout is never blocked by a full pipe; other logs go to stderr.
+
+    Without a trusted issuer the service would accept any caller, so it refuses to start
+    (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
+    says so on stderr. Tasks and used tokens are kept in the database the settings name,
+    else in ``remote-risk.db`` in the default data directory.
+    """
+    settings = settings or Settings()
+    check_secure(settings)
+    if settings.database_url is None and settings.data_dir is None:
+        settings = replace(settings, data_dir=trust.data_dir(None, os.environ))
+    sock = listening_socket(host, port)
+    listening_url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
+    settings = replace(settings, public_base_url=public_base_url or listening_url)
+    try:
+        app = create_app(settings)
+    except BaseException:
+        sock.close()
+        raise
+    config = uvicorn.Config(app, log_level="info", access_log=False, lifespan="on")
+    if not settings.trusted_issuers:
+        print(INSECURE_WARNING, file=sys.stderr, flush=True)
+    print(f"remote_risk listening on {listening_url}", flush=True)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+INSECURE_WARNING = (
+    "WARNING: remote_risk runs with --insecure-anonymous: no delegation token is checked and "
+    "every caller is accepted. For development only."
+)
+
+
+def check_secure(settings: Settings) -> None:
+    """Refuse a configuration that would serve every caller without a token by accident."""
+    if not settings.trusted_issuers and not settings.insecure_anonymous:
+        raise ConfigurationError(
+            "no trusted issuer configured; pass --trust-issuer ISSUER=JWKS_FILE_OR_URL "
+            "(or REMOTE_RISK_TRUST_ISSUERS), or --insecure-anonymous for development"
+        )
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
+    # and accepted connections inherit it; without it Nagle and delayed ACKs stall replies.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

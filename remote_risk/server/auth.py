@@ -1,0 +1,326 @@
+"""The delegation check in front of every JSON-RPC call: may this caller ask this, and as whom.
+
+:func:`delegation_authorizer` builds the ``authorize`` hook of
+:class:`~remote_risk.server.jsonrpc.JSONRPCEndpoint`. For each request it
+
+1. takes the Bearer token from ``Authorization`` (none, or another scheme: ``token_missing``);
+2. works out what the request asks for: for ``SendMessage`` the skill
+   (``message.metadata.skillId``, default the card's only skill), the handoff
+   (``message.metadata.handoffId``, required), the attempt, and whether it creates a task
+   (no ``message.taskId``); for every other method a lookup under the default skill;
+3. has :class:`~remote_risk.trust.verifier.DelegationVerifier` check the token against that;
+4. answers with the :class:`~remote_risk.server.jsonrpc.CallContext` whose owner is the token's
+   principal ``(iss, sub, tenant)``. The task store is scoped by owner, so another
+   principal's task reads as not found. For a request that may create a task the context
+   carries ``claim_task_creation``, which claims the token's ``jti`` (one token, one task);
+   the handler calls it only once it knows a task will be created, so a retried send
+   answered with its existing task (same idempotency key) does not count as a replay.
+
+A refusal becomes :class:`~remote_risk.errors.DelegationRefused`: HTTP 401, 403 or 503
+with a ``WWW-Authenticate`` challenge and a JSON-RPC error whose ErrorInfo metadata holds
+the stable reason code. Every decision, allowed or not, goes to a :class:`DecisionLog`
+(bounded, in memory, and the logger) with the claims digest and ``jti`` when the signature
+verified; the token itself is never stored, logged or sent back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+
+from contracts import strict_json
+from contracts.grant import Grant, SkillAuthority
+from contracts.wire import AgentCard, JSONObject
+from remote_risk import errors
+from remote_risk.server.jsonrpc import Authorize, CallContext
+from remote_risk.trust.verifier import (
+    REASONS,
+    DelegationDenied,
+    DelegationVerifier,
+    DenialReason,
+    VerifiedDelegation,
+)
+
+logger = logging.getLogger(__name__)
+
+SECURITY_SCHEME = "delegation"
+SEND_MESSAGE = "SendMessage"
+# Both may open a task, so both are checked as a send (one token, one task; the handoff).
+SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
+ALLOWED = "allowed"
+_HIDDEN_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+# --- the decision trace ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One authorization decision as recorded: never the token, only what identifies it."""
+
+    at: str
+    method: str
+    allowed: bool
+    reason: str
+    http_status: int
+    jti: str | None = None
+    claims_digest: str | None = None
+    owner: str | None = None
+    handoff_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class DecisionLog:
+    """The last ``limit`` decisions in memory, each also written to the logger."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        if limit < 1:
+            raise ValueError("a decision log keeps at least one decision")
+        self._entries: deque[Decision] = deque(maxlen=limit)
+
+    def record(self, decision: Decision) -> None:
+        self._entries.append(decision)
+        logger.log(
+            logging.INFO if decision.allowed else logging.WARNING,
+            "delegation %s: method=%s reason=%s status=%d jti=%r digest=%s owner=%r",
+            ALLOWED if decision.allowed else "denied",
+            decision.method,
+            decision.reason,
+            decision.http_status,
+            decision.jti,
+            decision.claims_digest,
+            decision.owner,
+        )
+
+    def __iter__(self) -> Iterator[Decision]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def allowed(method: str, verified: VerifiedDelegation, owner: str) -> Decision:
+    return Decision(
+        at=_now(),
+        method=method,
+        allowed=True,
+        reason=ALLOWED,
+        http_status=200,
+        jti=verified.grant.jti,
+        claims_digest=verified.claims_digest,
+        owner=owner,
+        handoff_id=verified.grant.handoff.id,
+    )
+
+
+def denied(method: str, denial: DelegationDenied) -> Decision:
+    return Decision(
+        at=_now(),
+        method=method,
+        allowed=False,
+        reason=denial.reason.value,
+        http_status=denial.http_status,
+        jti=denial.jti,
+        claims_digest=denial.claims_digest,
+    )
+
+
+# --- what a request asks for -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The facts of one request that a token must cover."""
+
+    skill: SkillAuthority
+    creates_task: bool = False
+    handoff_id: str | None = None
+    attempt: Any = None
+    names_handoff: bool = False
+    tenant: str | None = None
+
+
+def skill_authorities(card: AgentCard) -> dict[str, SkillAuthority]:
+    """Each skill of ``card`` with the scopes its ``delegation`` requirement lists.
+
+    Every skill of this service only reads (it decides and changes nothing), so each is
+    read-only: a token with an effect budget above 0 is refused.
+    """
+    skills: dict[str, SkillAuthority] = {}
+    for skill in card.skills:
+        scopes = {
+            scope
+            for requirement in skill.security_requirements or []
+            for name, listed in requirement.schemes.items()
+            if name == SECURITY_SCHEME
+            for scope in listed.list
+        }
+        if not scopes:
+            raise ValueError(f"skill {skill.id} declares no {SECURITY_SCHEME} scope")
+        skills[skill.id] = SkillAuthority(id=skill.id, scopes=frozenset(scopes), read_only=True)
+    if not skills:
+        raise ValueError("the card declares no skill")
+    return skills
+
+
+def bearer_token(request: Request) -> str:
+    """The RFC 6750 Bearer token of ``request``, or a ``token_missing`` denial."""
+    values = request.headers.getlist("authorization")
+    if len(values) > 1:
+        raise DelegationDenied(DenialReason.TOKEN_MALFORMED, "more than one Authorization header")
+    scheme, _, token = (values[0] if values else "").partition(" ")
+    token = token.lstrip(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise DelegationDenied(DenialReason.TOKEN_MISSING)
+    return token
+
+
+def asked(method: str, params: JSONObject, skills: Mapping[str, SkillAuthority]) -> Asked:
+    """What ``method`` with ``params`` asks for; raw params are read defensively."""
+    default = next(iter(skills.values()))
+    tenant = params.get("tenant")
+    tenant = tenant if isinstance(tenant, str) and tenant else None
+    if method not in SENDING_METHODS:
+        return Asked(skill=default, tenant=tenant)
+    message = _object(params.get("message"))
+    metadata = _object(message.get("metadata"))
+    skill_id = metadata.get("skillId", default.id)
+    skill = skills.get(skill_id) if isinstance(skill_id, str) else None
+    if skill is None:
+        raise errors.InvalidParams(
+            "params.message.metadata.skillId: this agent offers only " + ", ".join(sorted(skills))
+        )
+    handoff_id = metadata.get("handoffId")
+    named = isinstance(handoff_id, str) and bool(handoff_id)
+    return Asked(
+        skill=skill,
+        creates_task=message.get("taskId") is None,
+        handoff_id=handoff_id if named else None,
+        attempt=metadata.get("attempt"),
+        names_handoff=named,
+        tenant=tenant,
+    )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def owner_of(grant: Grant) -> str:
+    """The task owner for a grant: its principal ``(iss, sub, tenant)`` as a JSON array."""
+    return strict_json.dumps([grant.iss, grant.sub, grant.tenant]).decode("utf-8")
+
+
+# --- the hook --------------------------------------------------------------------------------
+
+
+class DelegationAuthorizer:
+    """The ``authorize`` hook: verify the delegation token, decide the owner, record it."""
+
+    def __init__(
+        self,
+        verifier: DelegationVerifier,
+        skills: Mapping[str, SkillAuthority],
+        decisions: DecisionLog,
+    ) -> None:
+        if not skills:
+            raise ValueError("the authorizer needs at least one skill")
+        self._verifier = verifier
+        self._skills = dict(skills)
+        self.decisions = decisions
+
+    def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
+        try:
+            verified, creates_task = self._verified(request, method, params)
+        except DelegationDenied as denial:
+            self.decisions.record(denied(method, denial))
+            raise refusal(denial) from None
+        owner = owner_of(verified.grant)
+        self.decisions.record(allowed(method, verified, owner))
+        return CallContext(
+            owner=owner,
+            headers=_visible_headers(request),
+            claim_task_creation=self._claim(method, verified) if creates_task else None,
+        )
+
+    def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
+        """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""
+
+        def claim_task_creation() -> None:
+            try:
+                self._verifier.claim_task_creation(verified)
+            except DelegationDenied as denial:
+                self.decisions.record(denied(method, denial))
+                raise refusal(denial) from None
+
+        return claim_task_creation
+
+    def _verified(
+        self, request: Request, method: str, params: JSONObject
+    ) -> tuple[VerifiedDelegation, bool]:
+        """The verified token and whether the request may create a task (jti not claimed)."""
+        token = bearer_token(request)
+        facts = asked(method, params, self._skills)
+        creates_task = facts.creates_task and facts.names_handoff
+        verified = self._verifier.verify(
+            token,
+            skill_id=facts.skill.id,
+            required_scopes=facts.skill.scopes,
+            handoff_id=facts.handoff_id,
+            read_only=facts.skill.read_only,
+            tenant=facts.tenant,
+        )
+        if method in SENDING_METHODS:
+            _check_binding(facts, verified)
+        return verified, creates_task
+
+
+def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:
+    """A message names the handoff (and, if it says, the attempt) its token is bound to."""
+    detail = ""
+    if not facts.names_handoff:
+        detail = "the message names no handoff (metadata.handoffId)"
+    elif facts.attempt is not None and facts.attempt != verified.grant.handoff.attempt:
+        detail = "metadata.attempt differs from the attempt the token is bound to"
+    if detail:
+        denial = DelegationDenied(DenialReason.HANDOFF_MISMATCH, detail)
+        denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+        raise denial
+
+
+def refusal(denial: DelegationDenied) -> errors.DelegationRefused:
+    """The wire form of a denial; its message is the fixed text of the reason's row."""
+    challenge = denial.www_authenticate() if denial.http_status in (401, 403) else None
+    return errors.DelegationRefused(
+        denial.http_status,
+        denial.reason.value,
+        f"delegation token refused: {REASONS[denial.reason].meaning}",
+        challenge,
+    )
+
+
+def _visible_headers(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.lower() not in _HIDDEN_HEADERS}
+
+
+def delegation_authorizer(
+    verifier: DelegationVerifier,
+    card: AgentCard,
+    *,
+    decisions: DecisionLog | None = None,
+) -> Authorize:
+    """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares."""
+    log = decisions if decisions is not None else DecisionLog()
+    return DelegationAuthorizer(verifier, skill_authorities(card), log)

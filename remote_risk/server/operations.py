@@ -1,0 +1,141 @@
+"""The A2A operations every agent of this service answers the same way.
+
+:class:`TaskOperations` serves ``GetTask``, ``ListTasks``, ``CancelTask`` and
+``SubscribeToTask`` from a task store, refuses what an agent does not offer (the extended
+card; push notification configs when it has none) and owns the agent's background
+workers. An agent subclasses it with how a message opens and works a task
+(``SendMessage``, ``SendStreamingMessage``): the risk agent (:mod:`remote_risk.server.risk_agent`)
+and the conformance fixture (:mod:`tests.conformance_agent`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from contracts.wire import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+)
+from remote_risk import errors
+from remote_risk.server.jsonrpc import AnyOperation, CallContext, Operation, StreamingOperation
+from remote_risk.server.push import PushConfigs
+from remote_risk.server.streams import SUBSCRIPTION_END_STATES, TaskUpdates
+from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol
+
+PUSH_METHODS = (
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+)
+
+
+class AnyParams(BaseModel):
+    """Params of a method that is refused whatever they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class TaskOperations:
+    def __init__(
+        self, store: TaskStoreProtocol, updates: TaskUpdates, push: PushConfigs | None
+    ) -> None:
+        """Without ``push`` push notification configs are refused (-32003); with it, a
+        task's configs go when the store evicts the task."""
+        self._store = store
+        self._updates = updates
+        self._push = push
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        if push is not None:
+            store.on_eviction(push.forget)
+
+    def operations(self) -> Mapping[str, AnyOperation]:
+        table: dict[str, AnyOperation] = {
+            "SendMessage": Operation(SendMessageRequest, self.send_message),
+            "SendStreamingMessage": StreamingOperation(
+                SendMessageRequest, self.send_streaming_message
+            ),
+            "SubscribeToTask": StreamingOperation(SubscribeToTaskRequest, self.subscribe),
+            "GetTask": Operation(GetTaskRequest, self.get_task),
+            "ListTasks": Operation(ListTasksRequest, self.list_tasks),
+            "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
+            "GetExtendedAgentCard": Operation(AnyParams, _no_extended_card),
+        }
+        if self._push is None:
+            table.update({name: Operation(AnyParams, _no_push) for name in PUSH_METHODS})
+        else:
+            table.update(self._push.operations())
+        return table
+
+    # --- what each agent does with a message ----------------------------------------------
+
+    async def send_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> SendMessageResponse:
+        raise NotImplementedError
+
+    async def send_streaming_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> AsyncIterator[BaseModel]:
+        raise NotImplementedError
+
+    # --- the same for every agent ---------------------------------------------------------
+
+    async def subscribe(
+        self, request: SubscribeToTaskRequest, context: CallContext
+    ) -> AsyncIterator[StreamResponse]:
+        """The task as it is now, then its updates; a finished task cannot be followed."""
+        record = self._store.get(context.owner, request.id)
+        if record.terminal:
+            raise errors.UnsupportedOperation(
+                f"task {record.id} is {record.state.value}; a finished task has no updates "
+                "to subscribe to, read it with GetTask",
+                metadata={"taskId": record.id, "state": record.state.value},
+            )
+        return self._updates.follow(record.snapshot(), until=SUBSCRIPTION_END_STATES)
+
+    async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
+        return self._store.get(context.owner, request.id).snapshot(request.history_length)
+
+    async def list_tasks(
+        self, request: ListTasksRequest, context: CallContext
+    ) -> ListTasksResponse:
+        return self._store.list(context.owner, request)
+
+    async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
+        record = self._store.cancel(context.owner, request.id)
+        self._changed(record)
+        worker = self._workers.get(record.id)
+        if worker is not None:
+            worker.cancel()
+        return record.snapshot()
+
+    async def aclose(self) -> None:
+        """Stop background work (on shutdown); tasks left unfinished stay as they are."""
+        workers = list(self._workers.values())
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+    def _changed(self, record: TaskRecord) -> None:
+        """Tell streams and webhooks the task's new status (if any listen)."""
+        if self._updates.heard(record.owner, record.id):
+            self._updates.status(record.owner, record.snapshot())
+
+
+async def _no_push(params: AnyParams, context: CallContext) -> BaseModel:
+    raise errors.PushNotificationNotSupported("push notifications are not supported by this agent")
+
+
+async def _no_extended_card(params: AnyParams, context: CallContext) -> BaseModel:
+    raise errors.UnsupportedOperation("this agent has no extended agent card")

@@ -1,0 +1,407 @@
+"""The risk agent's A2A operations: SendMessage, GetTask, ListTasks, CancelTask.
+
+SendMessage takes exactly one data part holding the projected context (see
+:mod:`remote_risk.risk.skill`), opens a task and runs the skill in the background. Unless
+``configuration.returnImmediately`` is true it waits until the task is terminal or
+interrupted. Where the skill's :class:`~contracts.evidence.Finding` ends up:
+
+* COMPLETED: ``task.artifacts[0]`` (named ``risk-finding``) holds one data part
+  ``{"data": <Finding as camelCase JSON>, "mediaType": "application/json"}``;
+* INPUT_REQUIRED (a needs_input Finding) and FAILED (a failed Finding with its
+  ``errorCode``): ``task.status.message`` holds that same kind of data part.
+
+A task waiting for input takes a further message carrying its ``taskId`` and a complete
+context again.
+
+Retried sends: a message opening a task may carry ``metadata.idempotencyKey`` (the
+coordinator sends ``"<run_id>:<handoff_id>"`` for every attempt of one handoff). The
+owner's task for a key it has seen is answered again and nothing new is created, nor is
+the delegation token's ``jti`` claimed; only a send that really opens a task claims it
+(``CallContext.claim_task_creation``). The same key from another owner is unrelated.
+
+``SendStreamingMessage`` and ``SubscribeToTask`` answer over SSE (see
+:mod:`remote_risk.server.streams`); push notification configs are kept by
+:class:`~remote_risk.server.push.PushConfigs`, and every change of a task is published to both
+through :class:`~remote_risk.server.streams.TaskUpdates`. The extended card is not offered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from contracts.evidence import Finding, FindingStatus
+from contracts.wire import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    TaskState,
+    to_wire,
+)
+from coordinator.assessment.model_gateway import ModelConfig
+from remote_risk import errors
+from remote_risk.risk import skill
+from remote_risk.risk.interpreter import run_model_skill
+from remote_risk.server.jsonrpc import (
+    JSON_MEDIA_TYPE,
+    CallContext,
+)
+from remote_risk.server.operations import TaskOperations
+from remote_risk.server.push import PushConfigs
+from remote_risk.server.streams import TaskEventBroker, TaskUpdates
+from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol, new_id
+
+logger = logging.getLogger(__name__)
+
+FINDING_ARTIFACT_NAME = "risk-finding"
+INTERNAL_FAILURE_CODE = "internal_error"
+HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
+IDEMPOTENCY_KEY = "idempotencyKey"
+MAX_IDEMPOTENCY_KEY_LENGTH = 512
+_JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
+_UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+
+
+class RiskAgentHandler(TaskOperations):
+    def __init__(
+        self,
+        store: TaskStoreProtocol,
+        *,
+        skill_delay_seconds: float = 0.0,
+        model: ModelConfig | None = None,
+        updates: TaskUpdates | None = None,
+        push: PushConfigs | None = None,
+    ) -> None:
+        """With ``model`` the policy is interpreted by that model (see model_skill).
+        Without ``push`` push notification configs are refused (-32003)."""
+        super().__init__(store, updates or TaskUpdates(TaskEventBroker(), push), push)
+        self._skill_delay = skill_delay_seconds
+        self._model = model
+
+    # --- operations -----------------------------------------------------------------------
+
+    async def send_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> SendMessageResponse:
+        """Open (or find) the task; a blocking send of an immediate skill also does its
+        work, and the task, the token's claim and the outcome are stored with one commit.
+        Its updates are published only once that commit succeeded."""
+        configuration = request.configuration or SendMessageConfiguration()
+        blocking = not configuration.return_immediately
+        accepted: list[TaskRecord] = []
+        try:
+            with self._updates.held(), self._store.transaction():
+                record, risk_input = self._accept(request, configuration, context, accepted)
+                worked = blocking and self._works_now(record)
+                if worked:
+                    self._work_now(record, risk_input)
+        except BaseException:
+            self._forget_push_configs_if_gone(accepted, context.owner)
+            raise
+        if not worked:
+            self._start(record, risk_input)
+        if blocking:
+            await self._store.wait_settled(record)
+        return SendMessageResponse(task=record.snapshot(configuration.history_length))
+
+    async def send_streaming_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> AsyncIterator[StreamResponse]:
+        """The task first, then its updates until it is terminal or interrupted."""
+        configuration = request.configuration or SendMessageConfiguration()
+        record, risk_input = self._accept(request, configuration, context)
+        stream = self._updates.follow(record.snapshot(configuration.history_length))
+        self._start(record, risk_input)
+        return stream
+
+    # --- the task's life ------------------------------------------------------------------
+
+    def _accept(
+        self,
+        request: SendMessageRequest,
+        configuration: SendMessageConfiguration,
+        context: CallContext,
+        accepted: list[TaskRecord] | None = None,
+    ) -> tuple[TaskRecord, dict[str, Any]]:
+        """Check a (streaming) send, open or resume its task and keep its push config;
+        the task opened is also put in ``accepted`` (for undoing the config)."""
+        push_config = configuration.task_push_notification_config
+        if push_config is not None and self._push is None:
+            raise errors.PushNotificationNotSupported(
+                "push notifications are not supported by this agent; poll with GetTask instead"
+            )
+        check_configuration(configuration)
+        risk_input = risk_input_of(request.message)
+        if push_config is not None and self._push is not None:
+            self._push.delivery.policy.check_syntax(push_config.url)
+        record = self._open_task(context, request.message)
+        if accepted is not None:
+            accepted.append(record)
+        if push_config is not None and self._push is not None:
+            self._push.register(context.owner, record.id, push_config)
+        return record, risk_input
+
+    def _forget_push_configs_if_gone(self, accepted: list[TaskRecord], owner: str) -> None:
+        """After a failed send: a task whose creation was rolled back keeps no configs."""
+        if self._push is None or not accepted:
+            return
+        task_id = accepted[0].id
+        try:
+            self._store.get(owner, task_id)
+        except errors.TaskNotFound:
+            self._push.forget(owner, task_id)
+        except Exception:  # the send's own error is the one to report
+            logger.warning("cannot tell whether task %s was stored", task_id, exc_info=True)
+
+    def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
+        if message.task_id is None:
+            return self._create_task(context, message)
+        record = self._store.get(context.owner, message.task_id)
+        if record.terminal:
+            raise errors.UnsupportedOperation(
+                f"task {record.id} is {record.state.value}; a finished task takes no further "
+                "messages, start a new task instead",
+                metadata={"taskId": record.id, "state": record.state.value},
+            )
+        if message.context_id is not None and message.context_id != record.context_id:
+            raise errors.InvalidParams(
+                f"params.message.contextId: task {record.id} belongs to another context"
+            )
+        self._store.resume(record, message)
+        self._changed(record)
+        return record
+
+    def _create_task(self, context: CallContext, message: Message) -> TaskRecord:
+        """A new task, or the owner's task for the message's idempotency key; the token's
+        ``jti`` is claimed only when a task is really created, together with it."""
+        record = self._store.create(
+            context.owner,
+            message,
+            message.context_id,
+            metadata=handoff_binding(message),
+            idempotency_key=idempotency_key_of(message),
+            claim=context.claim_task_creation,
+        )
+        check_same_handoff(record, message)  # a new task names the message's by construction
+        return record
+
+    def _start(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        """Work on a task that is submitted or working and has no worker here: a new or
+        resumed task, or a retried send's task whose worker is gone (e.g. a restart)."""
+        running = self._workers.get(record.id)
+        if (running is not None and not running.done()) or record.state not in _UNFINISHED:
+            return
+        worker = asyncio.create_task(self._work(record, risk_input))
+        self._workers[record.id] = worker
+        worker.add_done_callback(lambda _: self._forget(record.id, worker))
+
+    def _works_now(self, record: TaskRecord) -> bool:
+        """Whether a blocking send can do its task's work before it answers, without a
+        worker: the skill answers at once and nobody else is working on the task."""
+        if self._skill_delay or self._model is not None or record.state not in _UNFINISHED:
+            return False
+        running = self._workers.get(record.id)
+        return running is None or running.done()
+
+    def _work_now(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        """:meth:`_work` for an immediate skill: WORKING and the outcome in one write (the
+        caller is only told the outcome), each still published as its own update."""
+        state, finding = run_skill(risk_input)
+        try:
+            self._report(record, state, finding, through=TaskState.WORKING)
+        except Exception:
+            logger.exception("reporting the outcome of task %s failed", record.id)
+            self._report(record, TaskState.FAILED, _internal_failure(), through=TaskState.WORKING)
+
+    def _forget(self, task_id: str, worker: asyncio.Task[None]) -> None:
+        if self._workers.get(task_id) is worker:
+            del self._workers[task_id]
+
+    async def _work(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+        await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
+        if not self._store.advance(record.id, TaskState.WORKING):
+            return
+        self._changed(record)
+        if self._skill_delay:
+            await asyncio.sleep(self._skill_delay)
+        if self._model is None:
+            state, finding = run_skill(risk_input)
+        else:
+            state, finding = await run_model_skill(risk_input, self._model)
+        try:
+            self._report(record, state, finding)
+        except Exception:
+            # Never leave a task WORKING with callers blocked on it.
+            logger.exception("reporting the outcome of task %s failed", record.id)
+            self._report(record, TaskState.FAILED, _internal_failure())
+
+    def _report(
+        self,
+        record: TaskRecord,
+        state: TaskState,
+        finding: Finding,
+        *,
+        through: TaskState | None = None,
+    ) -> None:
+        """Put the task into ``state`` with the finding (passing ``through`` on the way, in
+        the same write) and publish each change."""
+        if state is TaskState.COMPLETED:
+            artifact = finding_artifact(finding)
+            moved = self._advance(record, through, state, artifacts=[artifact])
+            if moved and self._updates.heard(record.owner, record.id):
+                snapshot = record.snapshot()
+                self._updates.artifact(record.owner, snapshot, artifact, last_chunk=True)
+                self._updates.status(record.owner, snapshot)
+        elif self._advance(record, through, state, message=agent_message(record, finding)):
+            self._changed(record)
+
+    def _advance(
+        self,
+        record: TaskRecord,
+        through: TaskState | None,
+        state: TaskState,
+        *,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> bool:
+        """Move the task on; False if it is gone or already terminal."""
+        if through is None:
+            return self._store.advance(record.id, state, message, artifacts)
+        passed = self._store.advance_through(record.id, through, state, message, artifacts)
+        if passed is None:
+            return False
+        if self._updates.heard(record.owner, record.id):
+            self._updates.status(record.owner, passed)
+        return True
+
+
+def run_skill(risk_input: Mapping[str, Any]) -> tuple[TaskState, Finding]:
+    """The task state a skill outcome leads to, with the Finding to report."""
+    try:
+        finding = skill.interpret_risk_policy(risk_input)
+    except errors.SkillFailure as failure:
+        return TaskState.FAILED, skill.failed_finding(failure)
+    except Exception:
+        logger.exception("the risk skill raised unexpectedly")
+        return TaskState.FAILED, _internal_failure()
+    if finding.status is FindingStatus.OK:
+        return TaskState.COMPLETED, finding
+    return TaskState.INPUT_REQUIRED, finding
+
+
+def _internal_failure() -> Finding:
+    failure = errors.SkillFailure(INTERNAL_FAILURE_CODE, "The risk skill failed unexpectedly.")
+    return skill.failed_finding(failure)
+
+
+# --- reading the request ---------------------------------------------------------------------
+
+
+def check_configuration(configuration: SendMessageConfiguration) -> None:
+    modes = configuration.accepted_output_modes
+    if modes and not any(_media_type(mode) in _JSON_RANGES for mode in modes):
+        raise errors.ContentTypeNotSupported(
+            f"this agent answers only in {JSON_MEDIA_TYPE}, which acceptedOutputModes "
+            f"({', '.join(modes)}) excludes"
+        )
+    if configuration.history_length is not None and configuration.history_length < 0:
+        raise errors.InvalidParams("params.configuration.historyLength: must be 0 or more")
+
+
+def risk_input_of(message: Message) -> dict[str, Any]:
+    """The one data part of ``message``, checked to be an acceptable skill input."""
+    data_parts = [(i, part) for i, part in enumerate(message.parts) if _is_data(part)]
+    if not data_parts:
+        raise errors.ContentTypeNotSupported(
+            f"the risk skill reads one {JSON_MEDIA_TYPE} data part holding brief and "
+            "policy_note; this message has none"
+        )
+    if len(data_parts) > 1:
+        raise errors.InvalidParams(
+            f"params.message.parts: expected exactly one data part, found {len(data_parts)}"
+        )
+    index, part = data_parts[0]
+    if part.media_type and _media_type(part.media_type) != JSON_MEDIA_TYPE:
+        raise errors.ContentTypeNotSupported(
+            f"params.message.parts[{index}].mediaType {part.media_type} is not supported; "
+            f"use {JSON_MEDIA_TYPE}"
+        )
+    problems = skill.input_problems(part.data)
+    if problems:
+        raise errors.InvalidParams(
+            "; ".join(f"params.message.parts[{index}].data: {problem}" for problem in problems)
+        )
+    risk_input: dict[str, Any] = part.data
+    return risk_input
+
+
+def handoff_binding(message: Message) -> dict[str, Any] | None:
+    """``handoffId`` and ``attempt`` of the message metadata, echoed into the task it opens
+    so that the delegating side can tell which handoff a returned task belongs to."""
+    metadata = message.metadata or {}
+    binding = {key: metadata[key] for key in HANDOFF_BINDING_KEYS if key in metadata}
+    return binding or None
+
+
+def idempotency_key_of(message: Message) -> str | None:
+    """``metadata.idempotencyKey`` of the message, if it names one."""
+    key = (message.metadata or {}).get(IDEMPOTENCY_KEY)
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise errors.InvalidParams(
+            f"params.message.metadata.{IDEMPOTENCY_KEY}: must be a string of 1 to "
+            f"{MAX_IDEMPOTENCY_KEY_LENGTH} characters"
+        )
+    return key
+
+
+def check_same_handoff(record: TaskRecord, message: Message) -> None:
+    """A retried send names the handoff its key's task serves."""
+    named = (message.metadata or {}).get("handoffId")
+    if named != (record.metadata or {}).get("handoffId"):
+        raise errors.InvalidParams(
+            f"params.message.metadata.{IDEMPOTENCY_KEY}: the key belongs to a task of "
+            "another handoff"
+        )
+
+
+def _is_data(part: Part) -> bool:
+    return "data" in part.model_fields_set
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+# --- building the answer ---------------------------------------------------------------------
+
+
+def finding_part(finding: Finding) -> Part:
+    return Part(data=to_wire(finding), media_type=JSON_MEDIA_TYPE)
+
+
+def finding_artifact(finding: Finding) -> Artifact:
+    return Artifact(
+        artifact_id=new_id(),
+        name=FINDING_ARTIFACT_NAME,
+        description="The risk policy interpretation for the pilot proposal.",
+        parts=[finding_part(finding)],
+    )
+
+
+def agent_message(record: TaskRecord, finding: Finding) -> Message:
+    return Message(
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=[finding_part(finding)],
+        task_id=record.id,
+        context_id=record.context_id,
+    )

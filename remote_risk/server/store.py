@@ -1,0 +1,46 @@
+"""The service's durable store: its tasks and its record of used tokens in one database,
+opened and migrated on start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from remote_risk.storage import migrate, open_engine
+from remote_risk.tasks.sql import SQLTaskStore
+from remote_risk.trust.sql_replay import SQLReplayGuard
+
+
+@dataclass(frozen=True)
+class DurableStore:
+    """The task store and replay guard of one service, over one migrated engine."""
+
+    engine: Engine
+    tasks: SQLTaskStore
+    replay_guard: SQLReplayGuard
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(
+    capacity: int,
+    *,
+    database_url: str | None = None,
+    data_dir: Path | None = None,
+    leeway: timedelta = timedelta(seconds=30),
+) -> DurableStore:
+    """Open (and migrate) the database named by ``database_url``, else the one in
+    ``data_dir``; raises :class:`~remote_risk.errors.StorageUnavailable`."""
+    engine = open_engine(database_url, data_dir)
+    try:
+        migrate(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return DurableStore(
+        engine, SQLTaskStore(engine, capacity), SQLReplayGuard(engine, leeway=leeway)
+    )

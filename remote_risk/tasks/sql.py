@@ -1,0 +1,586 @@
+"""The task store in a database: the same rules as the in-memory one, surviving a restart.
+
+Bounds, owner scoping, eviction (in batches, down to a low-water mark) and ListTasks
+paging follow :class:`remote_risk.tasks.memory.TaskStore` exactly (the same tests run against
+both). Every change is one write transaction that
+applies the same pure step as the in-memory store (:func:`~remote_risk.tasks.memory.move`) and
+writes the columns it changed; the status sequence comes from a counter row, so it keeps
+growing across restarts and replicas, and every change gives the row a new one.
+
+Records handed out are kept (weakly) by id, and every later read or change of that task
+updates the same object in place. A change starts from a copy of that object when the row
+still holds its sequence (one small read instead of decoding the whole row again); when
+another process changed the row meanwhile, the change starts from the row.
+
+So a SendMessage waiting on its record is woken by the background worker's change in this
+process; a change made by another process (a replica on the same PostgreSQL) is seen by
+polling the row while waiting.
+
+Creating a task, changing it and reading one row run fixed SQL on the driver's connection
+(:func:`~remote_risk.storage.engine.driver_write`); only ListTasks builds its query from
+its filters with SQLAlchemy Core. Creating a task is one transaction: the idempotency key
+lookup, making room, the caller's ``claim`` (the delegation token's one-task claim, which
+joins this transaction) and the insert, so a token is used up exactly when its task is
+stored. Inside :meth:`SQLTaskStore.transaction` every change joins one outer transaction
+(a blocking send of an immediate skill stores its task, the claim and the outcome with
+one commit); creating a task there keeps a savepoint, so that losing an idempotency key
+race to another process undoes only the insert and the claim.
+
+Calls are synchronous and short (one small transaction); on SQLite they block the event
+loop for well under a millisecond per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+from sqlalchemy import Engine, and_, func, or_, select
+from sqlalchemy.engine.interfaces import DBAPICursor
+
+from contracts.wire import (
+    TERMINAL_TASK_STATES,
+    Artifact,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Task,
+    TaskState,
+)
+from remote_risk import errors
+from remote_risk.storage.engine import (
+    driver_errors,
+    driver_read,
+    driver_sql,
+    driver_write,
+    read_transaction,
+)
+from remote_risk.storage.schema import TASK_SEQUENCE, counters, tasks
+from remote_risk.tasks.memory import (
+    DEFAULT_PAGE_SIZE,
+    SETTLED_STATES,
+    BoundedStore,
+    Clock,
+    TaskRecord,
+    bound,
+    check_cancelable,
+    check_resumable,
+    decode_page_token,
+    encode_page_token,
+    evictions_due,
+    move,
+    new_id,
+    parse_timestamp,
+    signal_settled,
+    utc_now,
+)
+
+# While waiting, the row is read again this often to notice another process's change.
+SETTLE_POLL_SECONDS = 1.0
+_TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
+
+# History and artifacts are stored as their wire JSON, written in one pass by pydantic.
+_MESSAGES = TypeAdapter(list[Message])
+_ARTIFACTS = TypeAdapter(list[Artifact])
+
+# The columns a record is read from, in the order record_of expects them.
+COLUMNS = (
+    "id",
+    "owner",
+    "context_id",
+    "state",
+    "changed_at_ms",
+    "sequence",
+    "status_message",
+    "history",
+    "artifacts",
+    "task_metadata",
+)
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
+_BY_ID = f"{_SELECT} WHERE id = :id"
+_BY_KEY = f"{_SELECT} WHERE owner = :owner AND idempotency_key = :key"
+_SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
+_COUNT = f"SELECT count(*) FROM {tasks.name}"
+_TERMINAL_LIST = ", ".join(f"'{state}'" for state in _TERMINAL)
+_EVICT_OLDEST_FINISHED = (
+    f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
+    f"WHERE state IN ({_TERMINAL_LIST}) ORDER BY changed_at_ms, sequence LIMIT :count) "
+    "RETURNING owner, id"
+)
+_INSERT = (
+    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key) "
+    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key)"
+)
+_BUMP_SEQUENCE = (
+    f"UPDATE {counters.name} SET value = value + :count "
+    f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
+)
+
+Evicted = list[tuple[str, str]]
+"""The ``(owner, id)`` of tasks evicted by one statement or transaction."""
+
+# The evictions of the transaction() open in this context, announced once it commits.
+_pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar(
+    "remote_risk_pending_evictions", default=None
+)
+
+
+class SQLTaskStore(BoundedStore):
+    """A bounded, owner-scoped task store in the database behind ``engine`` (migrated)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        capacity: int,
+        *,
+        clock: Clock = utc_now,
+        new_id: Callable[[], str] = new_id,
+    ) -> None:
+        super().__init__(capacity, clock, new_id)
+        self._engine = engine
+        self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
+        self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
+
+    def __len__(self) -> int:
+        with read_transaction(self._engine) as connection:
+            return int(connection.scalar(select(func.count()).select_from(tasks)) or 0)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def create(
+        self,
+        owner: str,
+        message: Message,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        claim: Callable[[], None] | None = None,
+    ) -> TaskRecord:
+        """Open a SUBMITTED task; with an ``idempotency_key`` the owner's task for that key
+        is returned instead if there is one (also when another process created it first).
+        ``claim`` runs only when a task is created, in the same transaction as its insert:
+        if it raises nothing is created, and if the insert fails its writes are undone."""
+        try:
+            with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
+                record = self._keyed(cursor, owner, idempotency_key)
+                evicted: Evicted = []
+                if record is None:
+                    evicted = self._make_room(cursor)
+                    if claim is not None:
+                        claim()
+                    record = self._insert(
+                        cursor, owner, message, context_id, metadata, idempotency_key
+                    )
+        except self._integrity_error:
+            if idempotency_key is None:
+                raise
+            found = self.find_by_idempotency_key(owner, idempotency_key)
+            if found is None:
+                raise
+            return found
+        self._evicted(evicted)
+        return self._publish(record)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction that every change made inside joins: they are stored
+        together or not at all. A record changed inside may be ahead of the database if
+        the commit fails; its sequence then differs from the row's, so the next change or
+        read starts from the row. Evictions made inside are announced after the commit."""
+        if self._pending() is not None:
+            with driver_write(self._engine):
+                yield
+            return
+        evicted: Evicted = []
+        token = _pending_evictions.set((self, evicted))
+        try:
+            with driver_write(self._engine):
+                yield
+        finally:
+            _pending_evictions.reset(token)
+        self._announce(evicted)
+
+    def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
+        """The owner's task created under ``key``, if it is still stored."""
+        with driver_read(self._engine) as cursor:
+            record = self._keyed(cursor, owner, key)
+        return self._publish(record) if record is not None else None
+
+    def resume(self, record: TaskRecord, message: Message) -> None:
+        """Take a further message for an interrupted task and submit it again."""
+        with driver_write(self._engine) as cursor:
+            current = self._current(cursor, record.id)
+            if current is None:
+                raise errors.TaskNotFound(record.id)
+            check_resumable(current)
+            current.history.append(bound(message, current))
+            self._move(cursor, current, TaskState.SUBMITTED, None, history=True)
+        self._publish(current)
+
+    def advance(
+        self,
+        task_id: str,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> bool:
+        """Move a live task on; False if it is gone or already terminal (e.g. cancelled)."""
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.terminal:
+                return False
+            if artifacts:
+                record.artifacts.extend(artifacts)
+            self._move(cursor, record, state, message, artifacts=bool(artifacts))
+        self._publish(record)
+        return True
+
+    def advance_through(
+        self,
+        task_id: str,
+        through: TaskState,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Task | None:
+        """Move a live task into ``through`` and on to ``state`` with one write; the task
+        as it was in ``through`` (for its update), None if it is gone or already terminal."""
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.terminal:
+                return None
+            sequence = self._next_sequence(cursor, 2)
+            move(record, through, None, self._now(), sequence - 1)
+            passed = record.snapshot()
+            if artifacts:
+                record.artifacts.extend(artifacts)
+            move(record, state, message, self._now(), sequence)
+            self._write(cursor, record, history=message is not None, artifacts=bool(artifacts))
+        self._publish(record)
+        return passed
+
+    def cancel(self, owner: str, task_id: str) -> TaskRecord:
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.owner != owner:
+                raise errors.TaskNotFound(task_id)
+            check_cancelable(record)
+            self._move(cursor, record, TaskState.CANCELED, None)
+        return self._publish(record)
+
+    async def wait_settled(self, record: TaskRecord) -> None:
+        """Return once the task is terminal or waiting for input or authorization."""
+        while record.state not in SETTLED_STATES:
+            try:
+                await asyncio.wait_for(record.settled.wait(), SETTLE_POLL_SECONDS)
+            except TimeoutError:
+                current = self._read(record.id)
+                if current is None:
+                    return
+                self._publish(current)
+
+    # --- reading --------------------------------------------------------------------------
+
+    def get(self, owner: str, task_id: str) -> TaskRecord:
+        record = self._read(task_id)
+        if record is None or record.owner != owner:
+            raise errors.TaskNotFound(task_id)
+        return self._publish(record)
+
+    def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse:
+        """The owner's tasks matching ``query``, newest status change first, one page."""
+        changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
+        conditions = _filters(owner, query, changed_after)
+        page_size = query.page_size or DEFAULT_PAGE_SIZE
+        after = decode_page_token(query.page_token) if query.page_token else None
+        page_query = (
+            select(*(tasks.c[name] for name in COLUMNS))
+            .where(*conditions, *_below(after))
+            .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
+            .limit(page_size + 1)
+        )
+        with read_transaction(self._engine) as connection:
+            total = connection.scalar(select(func.count()).select_from(tasks).where(*conditions))
+            rows = connection.execute(page_query).all()
+        page = [record_of(row) for row in rows[:page_size]]
+        more = len(rows) > page_size
+        return ListTasksResponse(
+            tasks=[
+                record.snapshot(query.history_length, bool(query.include_artifacts))
+                for record in page
+            ],
+            next_page_token=encode_page_token(page[-1].sort_key) if more else "",
+            page_size=page_size,
+            total_size=int(total or 0),
+        )
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _sql(self, sql: str) -> str:
+        return driver_sql(self._engine, sql)
+
+    def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
+        """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
+        cursor.execute(self._sql(_BUMP_SEQUENCE), {"count": count})
+        return int(_only_row(cursor)[0])
+
+    def _insert(
+        self,
+        cursor: DBAPICursor,
+        owner: str,
+        message: Message,
+        context_id: str | None,
+        metadata: dict[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> TaskRecord:
+        record = TaskRecord(
+            id=self._new_id(),
+            owner=owner,
+            context_id=context_id or self._new_id(),
+            state=TaskState.SUBMITTED,
+            changed_at=self._now(),
+            sequence=self._next_sequence(cursor, 1),
+            metadata=metadata,
+        )
+        record.history.append(bound(message, record))
+        row = {"id": record.id, "owner": owner, **_row_values(record)}
+        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key})
+        return record
+
+    def _make_room(self, cursor: DBAPICursor) -> Evicted:
+        """Evict down to the low-water mark if the store is full (one statement per
+        batch, see :func:`~remote_risk.tasks.memory.evictions_due`); the evicted tasks'
+        ``(owner, id)``."""
+        cursor.execute(self._sql(_COUNT))
+        (stored,) = _only_row(cursor)
+        if stored < self.capacity:
+            return []
+        due = {"count": evictions_due(stored, self.capacity)}
+        cursor.execute(self._sql(_EVICT_OLDEST_FINISHED), due)
+        evicted = [(owner, task_id) for owner, task_id in cursor.fetchall()]
+        if not evicted:
+            raise errors.TaskStoreFull(self.capacity)
+        return evicted
+
+    def _evicted(self, evicted: Evicted) -> None:
+        """Announce stored evictions now, or when the open transaction() commits."""
+        if not evicted:
+            return
+        pending = self._pending()
+        if pending is None:
+            self._announce(evicted)
+        else:
+            pending.extend(evicted)
+
+    def _pending(self) -> Evicted | None:
+        """The evictions of this store's open transaction(), if one is open here."""
+        open_transaction = _pending_evictions.get()
+        if open_transaction is None or open_transaction[0] is not self:
+            return None
+        return open_transaction[1]
+
+    def _move(
+        self,
+        cursor: DBAPICursor,
+        record: TaskRecord,
+        state: TaskState,
+        message: Message | None,
+        *,
+        history: bool = False,
+        artifacts: bool = False,
+    ) -> None:
+        """Move ``record`` on and write the columns that changed."""
+        move(record, state, message, self._now(), self._next_sequence(cursor, 1))
+        self._write(cursor, record, history=history or message is not None, artifacts=artifacts)
+
+    def _write(
+        self, cursor: DBAPICursor, record: TaskRecord, *, history: bool, artifacts: bool
+    ) -> None:
+        """Write the status of ``record``, and its history and artifacts if they grew."""
+        values = _status_values(record)
+        if history:
+            values["history"] = _history_json(record)
+        if artifacts:
+            values["artifacts"] = _artifacts_json(record)
+        cursor.execute(self._sql(_update_sql(tuple(values))), {**values, "id": record.id})
+
+    def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        """The task to change: a copy of this process's record when the row still holds
+        its sequence, else the row itself; None if the task is gone."""
+        known = self._live.get(task_id)
+        if known is None:
+            return self._load(cursor, task_id)
+        cursor.execute(self._sql(_SEQUENCE_OF), {"id": task_id})
+        stored = cursor.fetchone()
+        if stored is None:
+            return None
+        if stored[0] != known.sequence:
+            return self._load(cursor, task_id)
+        return replace(known, history=list(known.history), artifacts=list(known.artifacts))
+
+    def _keyed(self, cursor: DBAPICursor, owner: str, key: str | None) -> TaskRecord | None:
+        """The owner's task created under ``key`` (none without a key)."""
+        if key is None:
+            return None
+        cursor.execute(self._sql(_BY_KEY), {"owner": owner, "key": key})
+        row = cursor.fetchone()
+        return record_of(row) if row is not None else None
+
+    def _read(self, task_id: str) -> TaskRecord | None:
+        with driver_read(self._engine) as cursor:
+            return self._load(cursor, task_id)
+
+    def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        cursor.execute(self._sql(_BY_ID), {"id": task_id})
+        row = cursor.fetchone()
+        return record_of(row) if row is not None else None
+
+    def _publish(self, fresh: TaskRecord) -> TaskRecord:
+        """The one object for this task in this process, brought up to date with ``fresh``."""
+        live = self._live.get(fresh.id)
+        if live is None:
+            self._live[fresh.id] = live = fresh
+        else:
+            _copy_state(fresh, live)
+        signal_settled(live)
+        return live
+
+
+def _only_row(cursor: DBAPICursor) -> Sequence[Any]:
+    """The row of a statement that always yields exactly one (a count, the counter bump)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("the task store's schema is incomplete: run its migrations")
+    return row
+
+
+@lru_cache(maxsize=16)
+def _update_sql(columns: tuple[str, ...]) -> str:
+    """The UPDATE of a task row that writes ``columns``."""
+    assignments = ", ".join(f"{name} = :{name}" for name in columns)
+    return f"UPDATE {tasks.name} SET {assignments} WHERE id = :id"
+
+
+def _filters(owner: str, query: ListTasksRequest, changed_after: datetime | None) -> list[Any]:
+    conditions: list[Any] = [tasks.c.owner == owner]
+    if query.context_id:
+        conditions.append(tasks.c.context_id == query.context_id)
+    if query.status and query.status is not TaskState.UNSPECIFIED:
+        conditions.append(tasks.c.state == query.status.value)
+    if changed_after is not None:
+        # changed_at > changed_after, with changed_at in whole milliseconds
+        conditions.append(tasks.c.changed_at_ms > _epoch_microseconds(changed_after) // 1000)
+    return conditions
+
+
+def _below(after: tuple[datetime, int] | None) -> list[Any]:
+    """Rows after the page token in the (changed_at desc, sequence desc) order."""
+    if after is None:
+        return []
+    at_ms, sequence = _epoch_milliseconds(after[0]), after[1]
+    return [
+        or_(
+            tasks.c.changed_at_ms < at_ms,
+            and_(tasks.c.changed_at_ms == at_ms, tasks.c.sequence < sequence),
+        )
+    ]
+
+
+# --- rows and records ------------------------------------------------------------------------
+
+
+def _row_values(record: TaskRecord) -> dict[str, Any]:
+    return {
+        "context_id": record.context_id,
+        **_status_values(record),
+        "history": _history_json(record),
+        "artifacts": _artifacts_json(record),
+        "task_metadata": _dumps(record.metadata) if record.metadata is not None else None,
+    }
+
+
+def _status_values(record: TaskRecord) -> dict[str, Any]:
+    """The columns every status change writes."""
+    return {
+        "state": record.state.value,
+        "changed_at_ms": _epoch_milliseconds(record.changed_at),
+        "sequence": record.sequence,
+        "status_message": _model_json(record.status_message) if record.status_message else None,
+    }
+
+
+def _history_json(record: TaskRecord) -> str:
+    return _MESSAGES.dump_json(record.history, by_alias=True, exclude_none=True).decode()
+
+
+def _artifacts_json(record: TaskRecord) -> str:
+    return _ARTIFACTS.dump_json(record.artifacts, by_alias=True, exclude_none=True).decode()
+
+
+def record_of(row: Sequence[Any]) -> TaskRecord:
+    """A fresh :class:`TaskRecord` from its row's :data:`COLUMNS`."""
+    (
+        task_id,
+        owner,
+        context_id,
+        state,
+        changed_at_ms,
+        sequence,
+        status_message,
+        history,
+        artifacts,
+        task_metadata,
+    ) = row
+    return TaskRecord(
+        id=task_id,
+        owner=owner,
+        context_id=context_id,
+        state=TaskState(state),
+        changed_at=datetime.fromtimestamp(changed_at_ms / 1000, UTC),
+        sequence=sequence,
+        status_message=Message.model_validate(json.loads(status_message))
+        if status_message
+        else None,
+        history=[Message.model_validate(item) for item in json.loads(history)],
+        artifacts=[Artifact.model_validate(item) for item in json.loads(artifacts)],
+        metadata=json.loads(task_metadata) if task_metadata is not None else None,
+    )
+
+
+def _copy_state(source: TaskRecord, target: TaskRecord) -> None:
+    target.state = source.state
+    target.changed_at = source.changed_at
+    target.sequence = source.sequence
+    target.status_message = source.status_message
+    target.history = source.history
+    target.artifacts = source.artifacts
+    target.metadata = source.metadata
+
+
+def _model_json(model: BaseModel) -> str:
+    """``model``'s wire JSON in one pass: the values of ``_dumps(to_wire(model))``."""
+    return model.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _epoch_microseconds(at: datetime) -> int:
+    aware = at if at.tzinfo else at.replace(tzinfo=UTC)
+    delta = aware - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _epoch_milliseconds(at: datetime) -> int:
+    return _epoch_microseconds(at) // 1000

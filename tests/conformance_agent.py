@@ -1,0 +1,462 @@
+"""A conformance agent for the A2A TCK, built on the same server layer as remote_risk.
+
+TEST FIXTURE, NOT A SERVICE. It runs the JSON-RPC endpoint (:mod:`remote_risk.server.jsonrpc`),
+task store (:mod:`remote_risk.tasks.memory`), streams (:mod:`remote_risk.server.streams`) and push
+notifications (:mod:`remote_risk.server.push`, :mod:`remote_risk.server.webhooks`) that remote_risk
+runs, with a scripted executor in place of the risk skill, so that the A2A Technology
+Compatibility Kit can be pointed at our server code. It checks no delegation token (every
+caller is the anonymous owner), accepts webhooks on loopback (the kit's receiver listens
+there) and refuses to listen on anything but loopback unless ``--allow-non-loopback``.
+
+Run it with ``python -m tests.conformance_agent`` from the repository root (``make conformance``).
+
+What a message makes it do is chosen by the prefix of its ``messageId``, as in the kit's
+``scenarios/*.feature`` (the longest matching prefix wins; anything else completes):
+
+=============================  =========================================================
+``tck-complete-task``          complete with the status message "Hello from TCK"
+``tck-artifact-text|file|      complete with one text, file (raw), file (url) or data
+file-url|data``                artifact
+``tck-message-response``       answer with a Message, no task
+``tck-input-required``         stop in INPUT_REQUIRED (a follow-up message continues it)
+``tck-reject-task``            end REJECTED with the message "rejected"
+``tck-stream-001|003|          WORKING, one text artifact, COMPLETED
+ordering-001|artifact-text``
+``tck-stream-002``             COMPLETED
+``tck-stream-artifact-file``   WORKING, one file artifact, COMPLETED
+``tck-stream-artifact-         WORKING, a text artifact in two chunks (``append``,
+chunked``                      ``lastChunk``), COMPLETED
+``test-resubscribe-message-    WORKING, then ``long_task_seconds`` later COMPLETED
+id``
+=============================  =========================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import ipaddress
+import logging
+import sys
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from pydantic import BaseModel
+from starlette.routing import Route
+
+from agent_cards.keys import KeySet, SigningKey
+from agent_cards.serving import card_route
+from contracts.wire import (
+    AgentCard,
+    Artifact,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    TaskState,
+)
+from remote_risk import errors
+from remote_risk.server.app import push_configs, signed_card
+from remote_risk.server.jsonrpc import (
+    CallContext,
+    JSONRPCEndpoint,
+    anonymous,
+)
+from remote_risk.server.operations import TaskOperations
+from remote_risk.server.push import PushConfigs
+from remote_risk.server.streams import TaskEventBroker, TaskUpdates
+from remote_risk.settings import JSONRPC_PATH, Settings
+from remote_risk.tasks.memory import TaskRecord, TaskStore
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+DEFAULT_LONG_TASK_SECONDS = 8.0
+
+
+# --- the scripts -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Status:
+    state: TaskState
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactStep:
+    artifact: Artifact
+    append: bool | None = None
+    last_chunk: bool | None = None
+
+
+@dataclass(frozen=True)
+class Wait:
+    long_task: bool = True
+
+
+Step = Status | ArtifactStep | Wait
+
+
+def _text_artifact(text: str, artifact_id: str = "") -> Artifact:
+    return Artifact(artifact_id=artifact_id or _new_id(), parts=[Part(text=text)])
+
+
+def _file_artifact() -> Artifact:
+    raw = base64.b64encode(b"TCK file content").decode("ascii")
+    part = Part(raw=raw, filename="output.txt", media_type="text/plain")
+    return Artifact(artifact_id=_new_id(), parts=[part])
+
+
+def _url_artifact() -> Artifact:
+    part = Part(
+        url="https://example.com/output.txt", filename="output.txt", media_type="text/plain"
+    )
+    return Artifact(artifact_id=_new_id(), parts=[part])
+
+
+def _data_artifact() -> Artifact:
+    part = Part(data={"key": "value", "count": 42}, media_type="application/json")
+    return Artifact(artifact_id=_new_id(), parts=[part])
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _streamed(artifact: Artifact) -> list[Step]:
+    working, done = Status(TaskState.WORKING), Status(TaskState.COMPLETED)
+    return [working, ArtifactStep(artifact, last_chunk=True), done]
+
+
+def _chunked() -> list[Step]:
+    artifact_id = _new_id()
+    return [
+        Status(TaskState.WORKING),
+        ArtifactStep(_text_artifact("chunk-1 ", artifact_id), append=False, last_chunk=False),
+        ArtifactStep(_text_artifact("chunk-2", artifact_id), append=True, last_chunk=True),
+        Status(TaskState.COMPLETED),
+    ]
+
+
+def _completed_with(artifact: Artifact) -> list[Step]:
+    return [ArtifactStep(artifact, last_chunk=True), Status(TaskState.COMPLETED)]
+
+
+def script_for(message_id: str) -> list[Step] | str:
+    """The steps a message with ``message_id`` asks for, or the text of a direct reply."""
+    scripts: dict[str, Any] = {
+        "tck-complete-task": lambda: [Status(TaskState.COMPLETED, "Hello from TCK")],
+        "tck-artifact-text": lambda: _completed_with(_text_artifact("Generated text content")),
+        "tck-artifact-file": lambda: _completed_with(_file_artifact()),
+        "tck-artifact-file-url": lambda: _completed_with(_url_artifact()),
+        "tck-artifact-data": lambda: _completed_with(_data_artifact()),
+        "tck-message-response": lambda: "Direct message response",
+        "tck-input-required": lambda: [Status(TaskState.INPUT_REQUIRED, "Input required")],
+        "tck-reject-task": lambda: [Status(TaskState.REJECTED, "rejected")],
+        "tck-stream-001": lambda: _streamed(_text_artifact("Stream hello from TCK")),
+        "tck-stream-002": lambda: [Status(TaskState.COMPLETED)],
+        "tck-stream-003": lambda: _streamed(_text_artifact("Stream task lifecycle")),
+        "tck-stream-ordering-001": lambda: _streamed(_text_artifact("Ordered output")),
+        "tck-stream-artifact-text": lambda: _streamed(_text_artifact("Streamed text content")),
+        "tck-stream-artifact-file": lambda: _streamed(_file_artifact()),
+        "tck-stream-artifact-chunked": _chunked,
+        "test-resubscribe-message-id": lambda: [
+            Status(TaskState.WORKING),
+            Wait(),
+            Status(TaskState.COMPLETED),
+        ],
+    }
+    matching = [prefix for prefix in scripts if message_id.startswith(prefix)]
+    if not matching:
+        return [Status(TaskState.COMPLETED, "Hello from TCK")]
+    result: list[Step] | str = scripts[max(matching, key=len)]()
+    return result
+
+
+# --- the handler -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """One execution of a script on a task: the artifacts assembled so far."""
+
+    record: TaskRecord
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+
+
+class ConformanceHandler(TaskOperations):
+    """The A2A operations of the conformance agent (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        push: PushConfigs,
+        *,
+        long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
+    ) -> None:
+        super().__init__(store, TaskUpdates(TaskEventBroker(), push), push)
+        self._configs = push  # this agent always offers push notifications
+        self._long_task_seconds = long_task_seconds
+
+    async def send_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> SendMessageResponse:
+        configuration = request.configuration or SendMessageConfiguration()
+        script = script_for(request.message.message_id)
+        if isinstance(script, str):
+            return SendMessageResponse(message=_reply(request.message, script))
+        record = self._accept(request, configuration, context)
+        self._start(record, script)
+        if not configuration.return_immediately:
+            await self._store.wait_settled(record)
+        return SendMessageResponse(task=record.snapshot(configuration.history_length))
+
+    async def send_streaming_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> AsyncIterator[BaseModel]:
+        configuration = request.configuration or SendMessageConfiguration()
+        script = script_for(request.message.message_id)
+        if isinstance(script, str):
+            return _one(StreamResponse(message=_reply(request.message, script)))
+        record = self._accept(request, configuration, context)
+        stream = self._updates.follow(record.snapshot(configuration.history_length))
+        self._start(record, script)
+        return stream
+
+    # --- the task's life ------------------------------------------------------------------
+
+    def _accept(
+        self,
+        request: SendMessageRequest,
+        configuration: SendMessageConfiguration,
+        context: CallContext,
+    ) -> TaskRecord:
+        if configuration.history_length is not None and configuration.history_length < 0:
+            raise errors.InvalidParams("params.configuration.historyLength: must be 0 or more")
+        push_config = configuration.task_push_notification_config
+        if push_config is not None:
+            self._configs.delivery.policy.check_syntax(push_config.url)
+        record = self._open_task(context.owner, request.message)
+        if push_config is not None:
+            self._configs.register(context.owner, record.id, push_config)
+        return record
+
+    def _open_task(self, owner: str, message: Message) -> TaskRecord:
+        if message.task_id is None:
+            return self._store.create(owner, message, message.context_id)
+        record = self._store.get(owner, message.task_id)
+        if record.terminal:
+            raise errors.UnsupportedOperation(
+                f"task {record.id} is {record.state.value} and takes no further messages",
+                metadata={"taskId": record.id, "state": record.state.value},
+            )
+        if message.context_id is not None and message.context_id != record.context_id:
+            raise errors.InvalidParams(
+                f"params.message.contextId: task {record.id} belongs to another context"
+            )
+        self._store.resume(record, message)
+        self._updates.status(owner, record.snapshot())
+        return record
+
+    def _start(self, record: TaskRecord, script: list[Step]) -> None:
+        worker = asyncio.create_task(self._run(_Run(record), script))
+        self._workers[record.id] = worker
+        worker.add_done_callback(lambda _: self._workers.pop(record.id, None))
+
+    async def _run(self, run: _Run, script: list[Step]) -> None:
+        await asyncio.sleep(0)  # a returnImmediately caller sees the task as submitted
+        for step in script:
+            if isinstance(step, Wait):
+                await asyncio.sleep(self._long_task_seconds)
+            elif isinstance(step, ArtifactStep):
+                self._artifact(run, step)
+            elif not self._status(run, step):
+                return
+
+    def _artifact(self, run: _Run, step: ArtifactStep) -> None:
+        artifact = step.artifact
+        earlier = run.artifacts.get(artifact.artifact_id)
+        if step.append and earlier is not None:
+            parts = [*earlier.parts, *artifact.parts]
+            run.artifacts[artifact.artifact_id] = earlier.model_copy(update={"parts": parts})
+        else:
+            run.artifacts[artifact.artifact_id] = artifact
+        record = run.record
+        self._updates.artifact(
+            record.owner,
+            record.snapshot(),
+            artifact,
+            append=step.append,
+            last_chunk=step.last_chunk,
+        )
+
+    def _status(self, run: _Run, step: Status) -> bool:
+        record = run.record
+        message = _agent_message(record, step.text) if step.text else None
+        artifacts = list(run.artifacts.values()) if step.state is TaskState.COMPLETED else None
+        if not self._store.advance(record.id, step.state, message=message, artifacts=artifacts):
+            return False
+        self._updates.status(record.owner, record.snapshot())
+        return True
+
+
+def _reply(message: Message, text: str) -> Message:
+    return Message(
+        message_id=_new_id(),
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+        context_id=message.context_id or _new_id(),
+    )
+
+
+def _agent_message(record: TaskRecord, text: str) -> Message:
+    return Message(
+        message_id=_new_id(),
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+        task_id=record.id,
+        context_id=record.context_id,
+    )
+
+
+async def _one(event: BaseModel) -> AsyncIterator[BaseModel]:
+    yield event
+
+
+# --- the app ---------------------------------------------------------------------------------
+
+
+def conformance_card(public_base_url: str) -> AgentCard:
+    return AgentCard.model_validate(
+        {
+            "name": "a2a-federation conformance agent",
+            "description": (
+                "A test fixture: remote_risk's A2A server layer with the TCK's scripted "
+                "behaviours. It checks no credentials. Not a service."
+            ),
+            "supportedInterfaces": [
+                {
+                    "url": public_base_url.rstrip("/") + JSONRPC_PATH,
+                    "protocolBinding": "JSONRPC",
+                    "protocolVersion": "1.0",
+                }
+            ],
+            "version": "0.1.0",
+            "capabilities": {"streaming": True, "pushNotifications": True},
+            "defaultInputModes": ["text/plain", "application/json"],
+            "defaultOutputModes": ["text/plain", "application/json"],
+            "skills": [
+                {
+                    "id": "tck-scenarios",
+                    "name": "TCK scenarios",
+                    "description": "Behaves as the messageId prefix of each message asks.",
+                    "tags": ["conformance", "test-fixture"],
+                }
+            ],
+        }
+    )
+
+
+def create_app(
+    public_base_url: str = "http://127.0.0.1:9999",
+    *,
+    long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
+    settings: Settings | None = None,
+) -> FastAPI:
+    """The conformance agent's app; webhooks on loopback are allowed (the kit's receiver)."""
+    settings = settings or Settings(
+        public_base_url=public_base_url,
+        push_allowed_networks=LOOPBACK_NETWORKS,
+        push_first_backoff_seconds=0.1,
+    )
+    keys = settings.signing_keys or KeySet(active=SigningKey.generate())
+    card = signed_card(conformance_card(settings.public_base_url), keys.active)
+    store = TaskStore(settings.task_capacity)
+    push = push_configs(settings, keys, store.get)
+    handler = ConformanceHandler(store, push, long_task_seconds=long_task_seconds)
+    endpoint = JSONRPCEndpoint(handler, authorize=anonymous, max_body_bytes=settings.max_body_bytes)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await handler.aclose()
+        await push.delivery.aclose()
+
+    app = FastAPI(
+        title="conformance",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+        routes=[
+            card_route(card, settings.card_max_age_seconds),
+            Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+            # The kit posts to "/" relative to the interface URL, i.e. with a trailing slash.
+            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_"),
+        ],
+    )
+    app.state.card = card
+    app.state.task_store = store
+    app.state.push = push
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="conformance",
+        description="Run the A2A conformance agent (a TEST FIXTURE that checks no token).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9999)
+    parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
+    parser.add_argument(
+        "--long-task-seconds",
+        type=float,
+        default=DEFAULT_LONG_TASK_SECONDS,
+        help="how long the resubscription scenario stays WORKING",
+    )
+    parser.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="listen on a non-loopback address anyway (this agent checks no credentials)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if not is_loopback(args.host) and not args.allow_non_loopback:
+        print(
+            f"conformance: error: refusing to listen on {args.host}: this test fixture checks "
+            "no credentials; pass --allow-non-loopback to do it anyway",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    base_url = args.public_base_url or f"http://{host}:{args.port}"
+    app = create_app(base_url, long_task_seconds=args.long_task_seconds)
+    print(f"conformance agent (test fixture, no auth) listening on {base_url}", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
