@@ -21,7 +21,7 @@ from bench import governed
 from contracts.handoff import HandoffState
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
-from coordinator.service.workspace import Workspace
+from coordinator.workspace import Workspace
 
 
 async def consult(

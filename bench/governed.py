@@ -27,8 +27,8 @@ from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
 from coordinator.service.facade import CoordinatorService
-from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 
 
 async def register(client: A2AClient, ws: Workspace, url: str, name: str) -> RegisteredAgent:

@@ -3,3 +3,5 @@
 Nothing in this package performs I/O. Everything here can be imported by the coordinator,
 by a remote specialist, or by a test without starting anything.
 """
+
+__all__: list[str] = []

@@ -61,6 +61,12 @@ class UsageError(FederationError):
     default_reason = "usage_error"
 
 
+class UnauditedRun(FederationError):
+    """A run was to be built without a ledger behind its audit trail: refused, always."""
+
+    default_reason = "run_unaudited"
+
+
 class RemoteA2AError(FederationError):
     """A JSON-RPC error answered by a remote agent."""
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from coordinator import workspace
 from coordinator.authority import identity
-from coordinator.cli import main as cli
-from coordinator.service import workspace
+from coordinator.cli import parser as cli
 from coordinator.service.server import build_serve_parser
 from coordinator.service.settings import ENV_PREFIX, CoordinatorSettings
 from coordinator.storage import datadir

@@ -17,24 +17,13 @@ from typing import Any
 
 from agent_cards.keys import KeySet, TrustedKeys, load_or_create
 from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
-from coordinator.audit.trail import AuditTrail
 from coordinator.authority.identity import coordinator_keys, issuer_id, publish_jwks
 from coordinator.errors import FederationError
-from coordinator.handoff.documents import ownership_rows, render_table
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
-from coordinator.storage.runs import RunStore
+from coordinator.workspace import Workspace
 
-DEMO_COLUMNS = [
-    "branch",
-    "target",
-    "owner_during_slice",
-    "state",
-    "state_version_seen",
-    "attempt",
-    "remote_state",
-]
 READY_PREFIX = "remote_risk listening on "
 START_TIMEOUT = 20.0
 
@@ -106,76 +95,34 @@ async def run_demo(
     trust: DemoTrust,
     *,
     parallel: bool = False,
-    trail: AuditTrail | None = None,
-    store: RunStore | None = None,
+    ws: Workspace,
 ) -> list[PilotResult]:
-    """Register remote_risk like any specialist, then run each case; every cross-service
-    fact goes to ``trail`` (the data directory's ledger when run from the CLI)."""
+    """Register remote_risk like any specialist, then run each case; every run and every
+    cross-service fact is written to ``ws`` (the data directory's database)."""
     async with A2AClient() as client:
-        registration = await Registry(data, trail, store).register(
+        registry = Registry(data, ws.trail("operator"), ws.run_store())
+        registration = await registry.register(
             client,
             base_url,
             expect_skill=RISK_SKILL,
             anchor=TrustAnchor(keys=trust.remote_pins),
             approve=True,
         )
-        return [
-            await run_pilot(
+        results = []
+        for case in cases:
+            result = await run_pilot(
                 case,
                 client,
                 registration.agent,
                 parallel=parallel,
                 keys=trust.coordinator_keys,
                 issuer=trust.issuer,
-                trail=trail,
-                store=store,
+                ws=ws,
             )
-            for case in cases
-        ]
+            result.run.save(result.run.document(case=case))
+            results.append(result)
+        return results
 
 
 def demo_document(results: list[PilotResult]) -> dict[str, Any]:
     return {"cases": [result.as_dict() for result in results]}
-
-
-def render(result: PilotResult) -> str:
-    """A readable trace of one case: fields sent, remote ids and states, findings, outcome."""
-    lines = [f"== case {result.case} (run {result.run.run_id})"]
-    for c in result.consultations:
-        where = "remote" if c.remote else "local"
-        lines.append(
-            f"  {c.record.source} -> {c.target} ({where}) received: {', '.join(c.sent_fields)}"
-        )
-        if c.remote:
-            lines.append(
-                f"    remote task {c.record.remote_task_id or '-'} state "
-                f"{c.record.remote_state or '-'}"
-            )
-            if c.grant:
-                lines.append(
-                    f"    delegation token jti {c.grant['jti']} scope {c.grant['scope']!r} "
-                    f"exp {c.grant['exp']}"
-                )
-        lines.append(
-            f"    handoff {c.record.handoff_id}: {c.record.state.value} ({c.record.reason})"
-        )
-        if c.finding is not None:
-            code = f" [{c.finding.error_code}]" if c.finding.error_code else ""
-            lines.append(f"    finding {c.finding.status.value}: {c.finding.summary}{code}")
-            if c.finding.facts:
-                facts = ", ".join(f"{k}={v}" for k, v in c.finding.facts.items())
-                lines.append(f"      facts: {facts}")
-    a = result.assessment
-    lines.append(f"  assessment: {a.status.value} - {a.summary}")
-    for conflict in a.conflicts:
-        lines.append(f"    conflict on {conflict.fact}: {conflict.values}")
-    lines.append(f"  owner: {result.run.owner} (path: {' -> '.join(result.run.ownership_path)})")
-    if result.former_owner_rejected is not None:
-        verdict = "rejected" if result.former_owner_rejected else "ACCEPTED (bug)"
-        lines.append(f"  former owner coordinator tried to continue: {verdict}")
-    if result.clarification:
-        lines.append(f"  privacy asks: {result.clarification}")
-    lines.append("  ownership by branch:")
-    table = render_table(ownership_rows(result.run), DEMO_COLUMNS)
-    lines.extend(f"    {line}" for line in table.splitlines())
-    return "\n".join(lines)

@@ -42,6 +42,7 @@ from coordinator.handoff.projection import project_context
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from remote_risk.errors import SkillFailure
 from remote_risk.risk import interpreter as model_skill
 from remote_risk.risk import skill
@@ -139,14 +140,18 @@ async def federated(
     trust: DemoTrust,
     *,
     parallel: bool,
+    ws: Workspace,
     gateway: ModelGateway | None = None,
 ) -> Outcome:
     keys, issuer = trust.coordinator_keys, trust.issuer
     if gateway is None:
-        pilot = await run_pilot(case, client, risk, parallel=parallel, keys=keys, issuer=issuer)
+        pilot = await run_pilot(
+            case, client, risk, parallel=parallel, keys=keys, issuer=issuer, ws=ws
+        )
+        pilot.run.save(pilot.run.document(case=case))
         return _from_pilot(pilot, None, None)
     run = await run_supervised(
-        case, client, risk, gateway, parallel=parallel, keys=keys, issuer=issuer
+        case, client, risk, gateway, parallel=parallel, keys=keys, issuer=issuer, ws=ws
     )
     if run.pilot is None:
         returned = {"status": run.status, "reason": run.reason, "detail": run.detail}
@@ -189,10 +194,11 @@ def _usage(report: dict[str, Any] | None) -> tuple[int, int | None]:
 
 
 async def register_risk(
-    data: DataDir, client: A2AClient, base_url: str, trust: DemoTrust
+    data: DataDir, ws: Workspace, client: A2AClient, base_url: str, trust: DemoTrust
 ) -> RegisteredAgent:
     """Register the remote_risk this command started, pinned to the keys it was given."""
-    registration = await Registry(data).register(
+    registry = Registry(data, ws.trail("operator"), ws.run_store())
+    registration = await registry.register(
         client,
         base_url,
         expect_skill=RISK_SKILL,
@@ -204,6 +210,7 @@ async def register_risk(
 
 async def model_demo(
     data: DataDir,
+    ws: Workspace,
     base_url: str,
     trust: DemoTrust,
     model: ModelConfig,
@@ -214,7 +221,7 @@ async def model_demo(
     """``federation demo --model``: each case supervised by the model, one budget per run."""
     results = []
     async with A2AClient() as client:
-        risk = await register_risk(data, client, base_url, trust)
+        risk = await register_risk(data, ws, client, base_url, trust)
         for case in cases:
             async with ModelGateway(model, RequestBudget()) as gateway:
                 results.append(
@@ -226,6 +233,7 @@ async def model_demo(
                         parallel=parallel,
                         keys=trust.coordinator_keys,
                         issuer=trust.issuer,
+                        ws=ws,
                     )
                 )
     return results
@@ -237,16 +245,21 @@ Runner = Callable[[str, ModelGateway | None], Awaitable[Outcome]]
 
 
 async def examine(
-    data: DataDir, base_url: str, trust: DemoTrust, model: ModelConfig | None, repeat: int
+    data: DataDir,
+    ws: Workspace,
+    base_url: str,
+    trust: DemoTrust,
+    model: ModelConfig | None,
+    repeat: int,
 ) -> list[Row]:
     """Every configuration on every case, ``repeat`` times, in a fixed order."""
     async with A2AClient() as client:
-        risk = await register_risk(data, client, base_url, trust)
+        risk = await register_risk(data, ws, client, base_url, trust)
 
         def delegation(parallel: bool) -> Runner:
             async def run(case: str, gateway: ModelGateway | None) -> Outcome:
                 return await federated(
-                    case, client, risk, trust, parallel=parallel, gateway=gateway
+                    case, client, risk, trust, parallel=parallel, ws=ws, gateway=gateway
                 )
 
             return run
@@ -295,11 +308,14 @@ async def _row(
     )
 
 
-def run_evaluation(data: DataDir, model: ModelConfig | None, repeat: int = 1) -> list[Row]:
-    """Start remote_risk on loopback, examine every configuration, stop it."""
+def run_evaluation(
+    data: DataDir, ws: Workspace, model: ModelConfig | None, repeat: int = 1
+) -> list[Row]:
+    """Start remote_risk on loopback, examine every configuration, stop it; every
+    federated run is audited and stored in ``ws`` like any other."""
     trust = prepare_trust(data)
     with remote_risk_process(trust.remote_args) as base_url:
-        return asyncio.run(examine(data, base_url, trust, model, repeat))
+        return asyncio.run(examine(data, ws, base_url, trust, model, repeat))
 
 
 # --- reporting -------------------------------------------------------------------------------

@@ -19,16 +19,15 @@ from agent_cards.keys import KeySet
 from contracts.evidence import Assessment, AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffRecord, HandoffState, TimeoutDisposition, transition
 from coordinator.assessment import scenario, specialists
-from coordinator.audit.trail import AuditTrail, contract_of
+from coordinator.audit.trail import contract_of
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
 from coordinator.errors import OwnershipError
-from coordinator.handoff.documents import run_document
 from coordinator.handoff.projection import project_context, record_ids
-from coordinator.handoff.run import Run
+from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
-from coordinator.storage.runs import RunStore
+from coordinator.workspace import Workspace
 
 S = HandoffState
 COORDINATOR = "coordinator"
@@ -76,7 +75,7 @@ class PilotResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "case": self.case,
-            "run": run_document(self.run),
+            "run": self.run.document(),
             "run_id": self.run.run_id,
             "assessment": {
                 "status": self.assessment.status.value,
@@ -215,18 +214,12 @@ async def run_pilot(
     keys: KeySet | None = None,
     authority: RunAuthority | None = None,
     issuer: str = DEFAULT_ISSUER,
-    trail: AuditTrail | None = None,
-    store: RunStore | None = None,
+    ws: Workspace,
 ) -> PilotResult:
     """Run one case. With ``keys``, every remote handoff carries a narrowed delegation token
     minted from the run's root grant (``authority``); without, none is sent."""
     context = scenario.context_for(case)
-    run = Run(
-        owner=COORDINATOR,
-        authority=authority or RunAuthority(),
-        trail=trail or AuditTrail(),
-        store=store,
-    )
+    run = start_run(ws, COORDINATOR, authority=authority)
     delegator = None
     if keys is not None:
         expires_at = int(run.book.parent.expires_at.timestamp())

@@ -51,9 +51,10 @@ from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthor
 from coordinator.dispatch.driver import WaitPolicy
 from coordinator.errors import BudgetExceeded, FederationError
 from coordinator.handoff.projection import project_context
-from coordinator.handoff.run import Run
+from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
+from coordinator.workspace import Workspace
 
 ROLE = "supervisor"
 TOOL_NAME = "ask_specialist"
@@ -283,11 +284,12 @@ async def run_supervised(
     keys: KeySet | None = None,
     authority: RunAuthority | None = None,
     issuer: str = DEFAULT_ISSUER,
+    ws: Workspace,
 ) -> SupervisedResult:
     """Run ``case`` with the model choosing consultations inside the host's limits."""
     limits = limits or SupervisorLimits()
-    run = Run(owner=COORDINATOR)
-    delegator = Delegator(keys, authority, issuer, run.run_id) if keys is not None else None
+    run = start_run(ws, COORDINATOR, authority=authority, kind="supervised")
+    delegator = Delegator(keys, run.authority, issuer, run.run_id) if keys is not None else None
     host = _Host(case, client, risk, wait or WaitPolicy(), parallel, delegator, run)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": INSTRUCTIONS},
@@ -298,6 +300,7 @@ async def run_supervised(
     rounds = 0
 
     def ended(status: str, error: FederationError | None, **extra: Any) -> SupervisedResult:
+        close_supervised(run, case, status, error, extra.get("pilot"))
         return SupervisedResult(
             case,
             status,
@@ -332,6 +335,24 @@ async def run_supervised(
         return ended("limit_reached", exc)
     except FederationError as exc:
         return ended("failed", exc)
+
+
+def close_supervised(
+    run: Run, case: str, status: str, error: FederationError | None, pilot: PilotResult | None
+) -> None:
+    """The supervised run's disposition on the ledger and its document in the store."""
+    reason = error.reason if error else None
+    assessment = pilot.assessment.status.value if pilot is not None else None
+    run.emit(
+        "run.disposition",
+        case=case,
+        status=assessment or status,
+        summary=f"supervised run {status}" + (f" ({reason})" if reason else ""),
+        supervision=status,
+        reason=reason,
+        owner=run.owner,
+    )
+    run.save(run.document(case=case, supervision=status, reason=reason, assessment=assessment))
 
 
 def _commentary(pilot: PilotResult, reply: ModelReply) -> dict[str, Any]:

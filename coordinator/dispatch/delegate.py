@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_cards.keys import KeySet
-from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
 from coordinator.dispatch.driver import (
     RemoteOutcome,
@@ -24,11 +23,10 @@ from coordinator.dispatch.driver import (
     propose,
     run_remote_handoff,
 )
-from coordinator.handoff.documents import run_document
-from coordinator.handoff.run import Run
+from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
-from coordinator.storage.runs import RunStore
+from coordinator.workspace import Workspace
 
 OPERATOR = "operator"
 
@@ -48,21 +46,14 @@ async def delegate_once(
     order: DelegationOrder,
     keys: KeySet,
     issuer: str,
-    trail: AuditTrail | None = None,
-    store: RunStore | None = None,
+    ws: Workspace,
     client: A2AClient | None = None,
 ) -> tuple[Run, RemoteOutcome]:
     """One handoff driven to its end; through ``client`` (a long-lived process's pooled
     client) when given, else through a client of its own."""
     scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
     authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
-    run = Run(
-        owner=OPERATOR,
-        authority=authority,
-        trail=trail or AuditTrail(),
-        store=store,
-        kind="delegation",
-    )
+    run = start_run(ws, OPERATOR, authority=authority, kind="delegation")
     expires_at = int(run.book.parent.expires_at.timestamp())
     delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)
@@ -111,8 +102,7 @@ def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
         a.model_dump(mode="json", by_alias=True, exclude_none=True)
         for a in (outcome.task.artifacts or [] if outcome.task else [])
     ]
-    return run_document(
-        run,
+    return run.document(
         handoff_id=record.handoff_id,
         target=record.target,
         skill=record.skill,

@@ -1,0 +1,12 @@
+"""A run and its handoffs, as pure rules over records.
+
+``run`` (the run: owner, budget, its book; the one way a run starts), ``book`` (every
+handoff's record and transitions), ``admission`` (the predicates a proposal must pass),
+``state_map`` (remote task states to handoff states), ``projection`` (which context a
+specialist may see), ``returns`` (return admission of what comes back).
+"""
+
+from coordinator.handoff.book import HandoffBook
+from coordinator.handoff.run import Run, RunLimits, start_run
+
+__all__ = ["HandoffBook", "Run", "RunLimits", "start_run"]

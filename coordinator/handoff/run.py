@@ -4,6 +4,12 @@ Ownership is enforced, not labelled: after a transfer, any attempt by the former
 continue raises :class:`OwnershipError`. Budgets belong to the whole run, so specialists
 cannot reset them by passing work around, and an ownership path may not return to an
 owner it already had.
+
+A run is always audited and stored: :class:`Run` refuses to exist without an audit trail
+that writes to a ledger and a run store (a :class:`~coordinator.workspace.Workspace`
+gives both, over one database). :func:`start_run` is how every entry point begins one;
+:meth:`Run.document`
+is its document, complete at every point it is written.
 """
 
 from __future__ import annotations
@@ -11,14 +17,16 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from contracts.handoff import HandoffBudget, HandoffRecord
 from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import RunAuthority, authority_document
-from coordinator.errors import BudgetExceeded, OwnershipError
+from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
 from coordinator.handoff.admission import ParentAuthority
-from coordinator.handoff.book import HandoffBook
+from coordinator.handoff.book import ArtifactRecord, BudgetEntry, HandoffBook
 from coordinator.storage.runs import RunStore, local_driver_id
+from coordinator.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -43,18 +51,19 @@ class Run:
     # Per-attempt request headers (the bearer token) held in memory only, for calls on the
     # same handoff such as a cancel; never stored, printed or written to a record.
     credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
-    trail: AuditTrail = field(default_factory=AuditTrail, repr=False)
+    trail: AuditTrail = field(kw_only=True, repr=False)
+    store: RunStore = field(kw_only=True, repr=False)
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    store: RunStore | None = field(default=None, repr=False)
     announce: bool = True
     kind: str = "pilot"
     driver: str | None = None
 
     def __post_init__(self) -> None:
+        if self.trail.ledger is None:
+            raise UnauditedRun("a run needs an audit trail that writes to a ledger")
         if not self.ownership_path:
             self.ownership_path.append(self.owner)
-        if self.store is not None:
-            self.trail.carry(self.store)
+        self.trail.carry(self.store)
         budget = self.authority.budget
         self.book = HandoffBook(
             run_id=self.run_id,
@@ -73,14 +82,13 @@ class Run:
             trail=self.trail,
             trace_id=self.trace_id,
             store=self.store,
-            driver=self.driver or (local_driver_id() if self.store is not None else None),
+            driver=self.driver or local_driver_id(),
         )
         if self.announce:
             self.announce_start()
 
     def announce_start(self) -> None:
-        first = {"run_id": self.run_id, "owner": self.owner, "branches": [], "live_branches": []}
-        self._keep_document(first)
+        self._keep_document(self.document())
         budget = self.authority.budget
         self.emit(
             "run.started",
@@ -140,13 +148,101 @@ class Run:
 
     def _keep_document(self, document: object) -> None:
         """The run's row, written with the trail's next flush."""
-        if self.store is not None:
-            authority = authority_document(self.authority)
-            authority["started_at"] = self.started_at.isoformat()
-            self.store.save_run(
-                self.run_id, self.owner, self.kind, authority, document, deferred=True
-            )
+        authority = authority_document(self.authority)
+        authority["started_at"] = self.started_at.isoformat()
+        self.store.save_run(self.run_id, self.owner, self.kind, authority, document, deferred=True)
+
+    def document(self, **extra: Any) -> dict[str, Any]:
+        """The operator's view of the run, from its records alone (never conversation text):
+        owner, branches with their state and lease, artifacts with their verdicts, budget."""
+        book = self.book
+        rows = ownership_rows(self)
+        return {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "owner": self.owner,
+            "ownership_path": list(self.ownership_path),
+            "started_at": _time(self.started_at),
+            "cancelled": book.cancelled,
+            "state_version": book.state_version,
+            "branches": rows,
+            "live_branches": [row["branch"] for row in rows if row["live"]],
+            "artifacts": [artifact_row(a) for a in book.artifacts],
+            "budget": {
+                "limit": book.parent.remaining.model_dump(),
+                "remaining": book.remaining().model_dump(),
+                "ledger": [unit_row(u) for u in book.units],
+            },
+            "refusals": list(self.refusals),
+            **extra,
+        }
 
     def close(self, caller: str) -> None:
         self.check_owner(caller)
         self.closed = True
+
+
+def start_run(
+    ws: Workspace,
+    owner: str,
+    *,
+    authority: RunAuthority | None = None,
+    kind: str = "pilot",
+    limits: RunLimits | None = None,
+) -> Run:
+    """Begin a run: announced on the ledger and stored before anything else happens."""
+    return Run(
+        owner=owner,
+        authority=authority or RunAuthority(),
+        limits=limits or RunLimits(),
+        kind=kind,
+        trail=ws.trail(),
+        store=ws.run_store(),
+    )
+
+
+def _time(value: Any) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def ownership_rows(run: Run) -> list[dict[str, Any]]:
+    return [
+        {
+            "branch": record.attempt_id,
+            "target": record.target,
+            "owner_during_slice": record.owner_during_slice or record.target,
+            "final_owner": record.final_owner,
+            "state": record.state.value,
+            "reason": record.reason,
+            "state_version_seen": record.state_ref.version if record.state_ref else None,
+            "lease_expires_at": _time(record.lease_expires_at),
+            "attempt": record.attempt,
+            "remote_task_id": record.remote_task_id,
+            "remote_state": record.remote_state,
+            "live": record.live,
+        }
+        for record in run.handoffs.values()
+    ]
+
+
+def artifact_row(artifact: ArtifactRecord) -> dict[str, Any]:
+    return {
+        "branch": f"{artifact.handoff_id}/{artifact.attempt}",
+        "decision": artifact.decision.value,
+        "reason": artifact.reason,
+        "content_hash": artifact.content_hash,
+        "size": artifact.size,
+        "received_at": _time(artifact.received_at),
+        "content": artifact.content,
+    }
+
+
+def unit_row(entry: BudgetEntry) -> dict[str, Any]:
+    return {
+        "branch": f"{entry.handoff_id}/{entry.attempt}",
+        "kind": entry.kind.value,
+        "actions": entry.actions,
+        "context_units": entry.context_units,
+        "effects": entry.effects,
+        "reason": entry.reason,
+    }

@@ -1,0 +1,10 @@
+"""Nothing in flight is lost: recovery after a stop, and workers that drive handoffs.
+
+``recover`` (claim and finish what a stopped coordinator left), ``worker`` (drive
+handoffs from the shared database until stopped).
+"""
+
+from coordinator.recovery.recover import recover
+from coordinator.recovery.worker import Worker
+
+__all__ = ["Worker", "recover"]

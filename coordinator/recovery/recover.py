@@ -19,18 +19,17 @@ from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, drive
 from coordinator.errors import FederationError
 from coordinator.handoff.book import BudgetEntry, UnitKind
-from coordinator.handoff.documents import run_document
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
-from coordinator.service.workspace import Workspace
 from coordinator.storage.runs import (
     FINDING_CONTRACT,
     RunStore,
     driver_is_dead_here,
     local_driver_id,
 )
+from coordinator.workspace import Workspace
 
 S = HandoffState
 
@@ -165,7 +164,7 @@ async def resume(
         delegator=delegator,
         sent_record_ids=sent,
     )
-    document = run_document(run)
+    document = run.document()
     store.save_run(run.run_id, run.owner, run.kind, store_authority(store, run.run_id), document)
     return outcome
 

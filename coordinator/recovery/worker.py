@@ -18,8 +18,8 @@ from coordinator.dispatch.driver import WaitPolicy
 from coordinator.recovery.recover import driver_id, resume
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
-from coordinator.service.workspace import Workspace
 from coordinator.storage.runs import RunStore
+from coordinator.workspace import Workspace
 
 
 class Worker:

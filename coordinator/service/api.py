@@ -30,10 +30,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_cards.keys import KeyMaterialError, TrustedKeys
 from contracts import strict_json
 from coordinator.authority import identity
-from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.errors import (
     FederationError,
     OwnershipError,
@@ -44,7 +42,6 @@ from coordinator.errors import (
 )
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import TrustAnchor
 from coordinator.service.api_models import (
     AgentView,
     DelegationRequest,
@@ -59,7 +56,7 @@ from coordinator.service.api_models import (
 )
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
-from coordinator.service.workspace import Workspace
+from coordinator.workspace import Workspace
 
 logger = logging.getLogger("coordinator.service.api")
 
@@ -161,31 +158,6 @@ async def strict_body(request: Request) -> None:
             raise UsageError(f"the body is not strict JSON: {exc}", "body_not_json") from None
 
 
-def agent_view(agent: Any) -> AgentView:
-    return AgentView(
-        name=agent.name,
-        endpoint=agent.endpoint,
-        card_url=agent.card_url,
-        skills=agent.skill_ids(),
-        trust=agent.trust,
-        verified_kid=agent.verified_kid,
-        registered_at=agent.registered_at,
-        pending_approval=agent.pending_card is not None,
-    )
-
-
-def trust_anchor(body: RegisterRequest) -> TrustAnchor:
-    keys = None
-    if body.trust_key is not None:
-        try:
-            keys = TrustedKeys.from_json(body.trust_key)
-        except KeyMaterialError as exc:
-            raise UsageError(
-                f"trust_key is not a usable JWK or JWK Set: {exc}", "trust_key_unusable"
-            ) from None
-    return TrustAnchor(keys, body.expect_kid, body.trust_on_first_use)
-
-
 def api_router(service: CoordinatorService) -> APIRouter:
     """The ``/v1`` routes; the bearer dependency only documents what OperatorAuth enforces."""
     router = APIRouter(
@@ -201,15 +173,12 @@ def api_router(service: CoordinatorService) -> APIRouter:
     @router.post("/agents", dependencies=body_checked, tags=["agents"])
     async def register(body: RegisterRequest) -> RegistrationView:
         """Fetch, verify and keep an agent card (``federation register``)."""
-        registration = await service.register(
-            body.url, body.name, body.skill, trust_anchor(body), body.approve
-        )
-        return RegistrationView(status=registration.status, agent=agent_view(registration.agent))
+        return await service.register(body)
 
     @router.get("/agents", tags=["agents"])
     def agents() -> list[AgentView]:
         """The registered agents (``federation agents``)."""
-        return [agent_view(agent) for agent in service.agents()]
+        return service.agents()
 
     @router.post(
         "/delegations",
@@ -224,21 +193,13 @@ def api_router(service: CoordinatorService) -> APIRouter:
     async def delegate(body: DelegationRequest, response: Response) -> dict[str, Any]:
         """One handoff: with ``wait`` driven here, the run document is the answer;
         without, it is admitted for the background workers (202)."""
-        order = DelegationOrder(
-            agent=await asyncio.to_thread(service.agent, body.to),
-            skill=body.skill,
-            payload=body.input,
-            timeout=body.timeout,
-            cancel_after=body.cancel_after,
-            principal=body.principal,
-            tenant=body.tenant,
-        )
+        order = await asyncio.to_thread(service.order, body)
         if body.wait:
             return await service.delegate(order)
         submitted = await asyncio.to_thread(service.submit, order)
         response.status_code = 202
-        response.headers["Location"] = f"/v1/runs/{submitted['run_id']}"
-        return Submitted.model_validate(submitted).model_dump()
+        response.headers["Location"] = f"/v1/runs/{submitted.run_id}"
+        return submitted.model_dump()
 
     @router.get("/runs", tags=["runs"])
     def runs() -> RunList:
@@ -253,17 +214,7 @@ def api_router(service: CoordinatorService) -> APIRouter:
     @router.post("/audit/verify", dependencies=body_checked, tags=["audit"])
     def audit_verify(body: VerifyRequest | None = None) -> VerifyView:
         """Check the ledger's hash chain, or the bundle given (``federation audit verify``)."""
-        report = service.audit_verify(body.bundle if body is not None else None)
-        return VerifyView(
-            ok=report.ok,
-            checked=report.checked,
-            last_seq=report.last_seq,
-            last_hash=report.last_hash,
-            seq=report.seq,
-            kind=str(report.kind) if report.kind is not None else None,
-            detail=report.detail,
-            summary=str(report),
-        )
+        return service.audit_verify(body.bundle if body is not None else None)
 
     @router.get("/audit/runs/{run_id}", tags=["audit"], responses={404: {"model": ErrorView}})
     def audit_show(run_id: str) -> dict[str, Any]:

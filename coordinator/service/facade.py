@@ -1,28 +1,88 @@
-"""What a coordinator can be asked to do, in one place for the CLI and the HTTP API.
+"""What a coordinator can be asked to do: the one service every entry point goes through.
 
-Both the command line (working directly on a data directory) and ``federation serve
-coordinator`` (a long-lived process) call these methods, so the two cannot drift apart.
+The command line (on a data directory, or through ``--server``), the HTTP API of
+``federation serve coordinator``, the demo, the evaluation, the workers and recovery all
+call :class:`CoordinatorService`. It takes the API's request documents and answers with
+documents (:mod:`coordinator.service.api_models`), so the CLI prints the same thing
+whether it ran locally or asked a server, and no entry point can assemble a run its own
+way: every run starts through :func:`~coordinator.handoff.run.start_run` with the
+workspace's ledger and store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from agent_cards.keys import KeyMaterialError, TrustedKeys
+from coordinator.assessment import evaluate
+from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
+from coordinator.assessment.model_gateway import ModelConfig
+from coordinator.assessment.pilot import PilotResult
+from coordinator.assessment.supervisor import SupervisedResult
 from coordinator.audit import ledger
-from coordinator.audit.trail import reconstruct
+from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
 from coordinator.dispatch.delegate import DelegationOrder, delegate_once, delegation_document
-from coordinator.dispatch.driver import WaitPolicy, propose
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.errors import UsageError
-from coordinator.handoff.run import Run
+from coordinator.handoff.run import Run, start_run
+from coordinator.recovery.recover import recover
+from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registration, Registry, TrustAnchor
-from coordinator.service.workspace import Workspace
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.service.api_models import (
+    AgentView,
+    DelegationRequest,
+    RegisterRequest,
+    RegistrationView,
+    Submitted,
+    VerifyView,
+)
 from coordinator.storage.runs import GENERIC_CONTRACT
+from coordinator.workspace import Workspace
+
+
+def agent_view(agent: RegisteredAgent) -> AgentView:
+    return AgentView(
+        name=agent.name,
+        endpoint=agent.endpoint,
+        card_url=agent.card_url,
+        skills=agent.skill_ids(),
+        trust=agent.trust,
+        verified_kid=agent.verified_kid,
+        registered_at=agent.registered_at,
+        pending_approval=agent.pending_card is not None,
+    )
+
+
+def trust_anchor(request: RegisterRequest) -> TrustAnchor:
+    keys = None
+    if request.trust_key is not None:
+        try:
+            keys = TrustedKeys.from_json(request.trust_key)
+        except KeyMaterialError as exc:
+            raise UsageError(
+                f"trust_key is not a usable JWK or JWK Set: {exc}", "trust_key_unusable"
+            ) from None
+    return TrustAnchor(keys, request.expect_kid, request.trust_on_first_use)
+
+
+def verify_view(report: ledger.VerifyReport) -> VerifyView:
+    return VerifyView(
+        ok=report.ok,
+        checked=report.checked,
+        last_seq=report.last_seq,
+        last_hash=report.last_hash,
+        seq=report.seq,
+        kind=str(report.kind) if report.kind is not None else None,
+        detail=report.detail,
+        summary=str(report),
+    )
 
 
 @dataclass
@@ -33,85 +93,101 @@ class CoordinatorService:
 
     # --- specialists ----------------------------------------------------------------------
 
-    async def register(
-        self,
-        url: str,
-        name: str | None = None,
-        skill: str | None = None,
-        anchor: TrustAnchor | None = None,
-        approve: bool = False,
-    ) -> Registration:
+    async def register(self, request: RegisterRequest) -> RegistrationView:
+        anchor = trust_anchor(request)
         async with A2AClient() as client:
             registry = Registry(self.ws.data, self.ws.trail("operator"), self.ws.run_store())
-            return await registry.register(client, url, name, skill, anchor, approve)
+            registration = await registry.register(
+                client, request.url, request.name, request.skill, anchor, request.approve
+            )
+        return RegistrationView(status=registration.status, agent=agent_view(registration.agent))
 
-    def agents(self) -> list[RegisteredAgent]:
-        return Registry(self.ws.data).agents()
+    def agents(self) -> list[AgentView]:
+        return [agent_view(agent) for agent in Registry(self.ws.data).agents()]
 
     def agent(self, name: str) -> RegisteredAgent:
         return Registry(self.ws.data).get(name)
 
     # --- delegation -----------------------------------------------------------------------
 
+    def order(self, request: DelegationRequest) -> DelegationOrder:
+        return DelegationOrder(
+            agent=self.agent(request.to),
+            skill=request.skill,
+            payload=request.input,
+            timeout=request.timeout,
+            cancel_after=request.cancel_after,
+            principal=request.principal,
+            tenant=request.tenant,
+        )
+
     async def delegate(self, order: DelegationOrder) -> dict[str, Any]:
         """One handoff, driven here until it ends; returns the run document."""
         keys = identity.coordinator_keys(self.ws.data)
-        store = self.ws.run_store()
-        run, outcome = await delegate_once(
-            order, keys, identity.issuer_id(), self.ws.trail(), store, self.client
-        )
+        run, outcome = await delegate_once(order, keys, identity.issuer_id(), self.ws, self.client)
         document = delegation_document(run, outcome)
-        self.save(run, document)
+        run.save(document)
         return document
 
-    def submit(self, order: DelegationOrder) -> dict[str, Any]:
+    def submit(self, order: DelegationOrder) -> Submitted:
         """Admit and record one handoff for the background workers to drive.
 
         Nothing is sent here; whichever coordinator process claims the handoff's lease row
         first sends it. A refused admission is answered at once.
         """
-        from coordinator.dispatch.driver import admission_context
-
-        store = self.ws.run_store()
         scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
         authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
-        run = Run(
-            owner="operator",
-            authority=authority,
-            trail=self.ws.trail(),
-            store=store,
-            kind="delegation",
-        )
+        run = start_run(self.ws, "operator", authority=authority, kind="delegation")
         wait = WaitPolicy(deadline_seconds=order.timeout)
         record = run.book.admit(
             propose(run, order.agent, order.skill, order.payload, wait),
             admission_context(run, order.agent),
         )
-        store.save_payload(record, order.payload, GENERIC_CONTRACT)
-        run.trail.flush()
+        run.record(record)
+        run.store.save_payload(record, order.payload, GENERIC_CONTRACT)
+        run.save(run.document())
         # The row was held by this process while it was written; hand it to the workers.
         if run.book.driver is not None:
-            store.release(run.book.driver, record.attempt_id)
-        document = {
-            "run_id": run.run_id,
-            "attempt_id": record.attempt_id,
-            "state": record.state.value,
-        }
-        self.save(
-            run,
-            {
-                "run_id": run.run_id,
-                "owner": run.owner,
-                "branches": [],
-                "live_branches": [record.attempt_id],
-            },
-        )
-        return document
+            run.store.release(run.book.driver, record.attempt_id)
+        return Submitted(run_id=run.run_id, attempt_id=record.attempt_id, state=record.state.value)
 
     def save(self, run: Run, document: dict[str, Any]) -> None:
-        if run.store is None:
-            run.store = self.ws.run_store()
         run.save(document)
+
+    # --- the pilot assessment, against a remote_risk process started for it ----------------
+
+    async def demo(
+        self, cases: Sequence[str], *, parallel: bool = False
+    ) -> tuple[str, list[PilotResult]]:
+        trust = prepare_trust(self.ws.data)
+        with remote_risk_process(trust.remote_args) as base_url:
+            results = await run_demo(
+                self.ws.data, base_url, list(cases), trust, parallel=parallel, ws=self.ws
+            )
+        return base_url, results
+
+    async def supervised_demo(
+        self, cases: Sequence[str], model: ModelConfig, *, parallel: bool = False
+    ) -> tuple[str, list[SupervisedResult]]:
+        trust = prepare_trust(self.ws.data)
+        with remote_risk_process(trust.remote_args) as base_url:
+            results = await evaluate.model_demo(
+                self.ws.data, self.ws, base_url, trust, model, cases, parallel=parallel
+            )
+        return base_url, results
+
+    def evaluate(self, model: ModelConfig | None, repeat: int) -> list[evaluate.Row]:
+        return evaluate.run_evaluation(self.ws.data, self.ws, model, repeat)
+
+    # --- workers and recovery ---------------------------------------------------------------
+
+    def worker(self, lease_seconds: float) -> Worker:
+        keys = identity.coordinator_keys(self.ws.data)
+        return Worker(self.ws, keys, identity.issuer_id(), lease_seconds=lease_seconds)
+
+    async def recover(self) -> list[RemoteOutcome]:
+        keys = identity.coordinator_keys(self.ws.data)
+        return await recover(self.ws, keys, identity.issuer_id())
 
     # --- runs and audit ---------------------------------------------------------------------
 
@@ -125,10 +201,10 @@ class CoordinatorService:
         document: dict[str, Any] = row["document"]
         return document
 
-    def audit_verify(self, bundle: dict[str, Any] | None = None) -> ledger.VerifyReport:
+    def audit_verify(self, bundle: dict[str, Any] | None = None) -> VerifyView:
         if bundle is not None:
-            return ledger.verify_bundle(bundle)
-        return ledger.verify(self.ws.engine())
+            return verify_view(ledger.verify_bundle(bundle))
+        return verify_view(ledger.verify(self.ws.engine()))
 
     def audit_show(self, run_id: str) -> dict[str, Any]:
         return reconstruct(self._events(run_id))

@@ -18,7 +18,7 @@ import uvicorn
 from coordinator.errors import UsageError
 from coordinator.service.api import create_api
 from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
-from coordinator.service.workspace import Workspace
+from coordinator.workspace import Workspace
 
 
 def build_serve_parser() -> argparse.ArgumentParser:

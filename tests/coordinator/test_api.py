@@ -19,8 +19,8 @@ from coordinator.authority.identity import coordinator_keys
 from coordinator.cli.main import main
 from coordinator.service.api import create_api
 from coordinator.service.settings import CoordinatorSettings
-from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running

@@ -17,14 +17,14 @@ from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator
 from coordinator.cli.main import main
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, cancel_branches, propose
 from coordinator.dispatch.driver import run_remote_handoff as dispatch
-from coordinator.handoff.documents import run_document
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
-from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
+from tests.runs import new_run
 from tests.servers import free_port, running
 
 COORDINATOR_KEYS = KeySet(active=SigningKey.generate())
@@ -91,7 +91,7 @@ def test_lease_expiry_times_out_and_cancels_the_remote_task(slow_risk: str, tmp_
     async def go() -> tuple[RemoteOutcome, str]:
         async with A2AClient() as client:
             agent = await registered(client, slow_risk, DataDir(tmp_path))
-            run = Run(owner="coordinator")
+            run = new_run(owner="coordinator")
             outcome = await one_handoff(client, agent, run, deadline=0.5)
             headers = run.credentials[outcome.record.attempt_id]
             task_id = outcome.record.remote_task_id or ""
@@ -110,7 +110,7 @@ def test_cancelling_the_run_reaches_the_live_remote_task(slow_risk: str, tmp_pat
     async def go() -> tuple[Run, RemoteOutcome, str]:
         async with A2AClient() as client:
             agent = await registered(client, slow_risk, DataDir(tmp_path))
-            run = Run(owner="coordinator")
+            run = new_run(owner="coordinator")
             work = asyncio.ensure_future(one_handoff(client, agent, run, deadline=10))
             while not run.book.records or not next(iter(run.book.records.values())).remote_task_id:
                 await asyncio.sleep(0.05)
@@ -138,7 +138,7 @@ def test_run_show_answers_the_operator(
     async def go() -> Run:
         async with A2AClient() as client:
             agent = await registered(client, slow_risk, data)
-            run = Run(owner="coordinator")
+            run = new_run(owner="coordinator")
             # The coordinator only sent the policy, so a finding citing the brief is refused.
             await one_handoff(client, agent, run, deadline=10, sent={"risk-policy-007"})
             await one_handoff(client, agent, run, deadline=0.3)
@@ -153,7 +153,7 @@ def test_run_show_answers_the_operator(
 
     run = asyncio.run(go())
     store = Workspace(data).run_store()
-    store.save_run(run.run_id, run.owner, run.kind, {}, run_document(run))
+    store.save_run(run.run_id, run.owner, run.kind, {}, run.document())
     assert main(["--data-dir", str(tmp_path), "run", "show", run.run_id]) == 0
     text = capsys.readouterr().out
     assert main(["--data-dir", str(tmp_path), "run", "show", run.run_id, "--json"]) == 0

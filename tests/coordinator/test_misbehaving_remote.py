@@ -31,6 +31,7 @@ from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient, ClientLimits
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
+from tests.runs import new_run
 from tests.servers import running
 
 SENT = {"brief": {"id": "brief-001"}, "policy_note": {"id": "risk-policy-007"}}
@@ -189,7 +190,7 @@ def delegate(
             registered = await registry.register(client, f"{service.base}/{mode}", anchor=PINNED)
             agent = registered.agent
             nonlocal run
-            run = run or Run(owner="coordinator")
+            run = run or new_run(owner="coordinator")
             wait = WaitPolicy(deadline_seconds=deadline, first_poll=0.05, max_poll=0.1)
             return await run_remote_handoff(
                 client,
@@ -239,7 +240,7 @@ def test_extra_fields_reject_the_finding(misbehaving: Misbehaving, tmp_path: Pat
 def test_planted_instructions_change_nothing(misbehaving: Misbehaving, tmp_path: Path) -> None:
     """Instructions planted in artifact text are data: owner, scope and decision stay ours."""
     outcome = delegate(misbehaving, "planted", tmp_path)
-    run = Run(owner="coordinator")
+    run = new_run(owner="coordinator")
     assert outcome.record.state is HandoffState.ACCEPTED
     finding = outcome.finding
     assert finding is not None and PLANTED in finding.summary
@@ -297,7 +298,7 @@ def test_transport_failure_is_retried_as_the_next_attempt(
     misbehaving: Misbehaving, tmp_path: Path
 ) -> None:
     """A 503 on the first send is retried as attempt 2 of the same handoff, which is accepted."""
-    run = Run(owner="coordinator")
+    run = new_run(owner="coordinator")
     outcome = delegate(misbehaving, "flaky", tmp_path, run=run)
     assert outcome.record.state is HandoffState.ACCEPTED
     assert outcome.record.attempt == 2

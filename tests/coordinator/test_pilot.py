@@ -21,6 +21,7 @@ from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
+from tests.runs import new_run, scratch_workspace
 from tests.servers import free_port, running
 
 COORDINATOR_KEYS = KeySet(active=SigningKey.generate())
@@ -58,7 +59,12 @@ def pilot(case: str, service: RiskService, tmp_path: Path, parallel: bool = Fals
                 anchor=TrustAnchor(keys=REMOTE_KEYS.trusted_keys()),
             )
             return await run_pilot(
-                case, client, registration.agent, parallel=parallel, keys=COORDINATOR_KEYS
+                case,
+                client,
+                registration.agent,
+                parallel=parallel,
+                keys=COORDINATOR_KEYS,
+                ws=scratch_workspace(),
             )
 
     return asyncio.run(go())
@@ -145,12 +151,11 @@ def test_local_finding_citing_unsent_records_counts_as_failure() -> None:
     """A local specialist citing a record it never got is rejected, and the merge sees a failure."""
     from contracts.evidence import Finding, FindingStatus, merge
     from coordinator.assessment.pilot import run_local_handoff
-    from coordinator.handoff.run import Run
 
     def inventive(projected: dict[str, object]) -> Finding:
         return Finding(status=FindingStatus.OK, summary="x", evidence_ids=("invented-9",))
 
-    run = Run(owner="coordinator")
+    run = new_run(owner="coordinator")
     consultation = run_local_handoff(run, "operations", inventive, {"brief": {"id": "b1"}})
     assert consultation.record.state is HandoffState.REJECTED
     assert consultation.finding is not None

@@ -201,8 +201,8 @@ def test_every_card_version_is_kept_with_its_approval_state(host: CardHost, tmp_
     """With a store, each new card version is kept with its status, kid and pinned keys."""
     from sqlalchemy import select
 
-    from coordinator.service.workspace import Workspace
     from coordinator.storage.schema import card_versions
+    from coordinator.workspace import Workspace
 
     store = Workspace(DataDir(tmp_path)).run_store()
 

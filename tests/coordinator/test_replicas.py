@@ -23,8 +23,8 @@ from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.service.facade import CoordinatorService
-from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
@@ -75,7 +75,7 @@ def submit(shared: Shared, count: int) -> list[str]:
     service = CoordinatorService(shared.ws)
     agent = service.agent("remote-risk")
     order = DelegationOrder(agent=agent, skill="interpret-risk-policy", payload=PAYLOAD)
-    return [service.submit(order)["attempt_id"] for _ in range(count)]
+    return [service.submit(order).attempt_id for _ in range(count)]
 
 
 def worker(shared: Shared) -> subprocess.Popen[str]:

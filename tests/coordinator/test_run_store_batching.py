@@ -11,8 +11,8 @@ from sqlalchemy import event
 from contracts.handoff import HandoffRecord, StateRef
 from coordinator.authority.delegator import RunAuthority
 from coordinator.handoff.run import Run
-from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from tests.coordinator.test_admission import CTX, NOW, proposal
 
 

@@ -27,6 +27,7 @@ from tests.model_server import (
     scripted_model,
     tool_call,
 )
+from tests.runs import scratch_workspace
 from tests.servers import free_port, running
 
 # The coordinator's key: remote handoffs carry a delegation token signed with it.
@@ -65,7 +66,15 @@ def supervise(
             A2AClient() as client,
             ModelGateway(server.config(timeout), RequestBudget(budget)) as gateway,
         ):
-            return await run_supervised(case, client, risk, gateway, parallel=parallel, keys=KEYS)
+            return await run_supervised(
+                case,
+                client,
+                risk,
+                gateway,
+                parallel=parallel,
+                keys=KEYS,
+                ws=scratch_workspace(),
+            )
 
     with scripted_model(script) as server:
         result = asyncio.run(go())

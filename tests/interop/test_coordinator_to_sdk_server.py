@@ -30,10 +30,10 @@ from agent_cards.keys import SigningKey, TrustedKeys
 from contracts.handoff import HandoffState
 from coordinator.dispatch.driver import WaitPolicy, propose, run_remote_handoff
 from coordinator.errors import RegistryError
-from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
+from tests.runs import new_run
 from tests.servers import free_port, running
 
 
@@ -133,7 +133,7 @@ def test_delegation_to_sdk_server_completes(sdk_server: str, tmp_path: Path) -> 
             registry = Registry(DataDir(tmp_path))
             registered = await registry.register(client, sdk_server, name="echo", anchor=PINNED)
             agent = registered.agent
-            run = Run(owner="operator")
+            run = new_run(owner="operator")
             payload = {"question": "ping"}
             proposal = propose(run, agent, "echo", payload, WaitPolicy())
             return await run_remote_handoff(

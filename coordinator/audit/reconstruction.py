@@ -1,0 +1,111 @@
+"""A run read back from the ledger alone: what ``federation audit show`` prints.
+
+:func:`reconstruct` rebuilds one run's operator view (ownership table, branches, leases,
+artifacts with their admission, budget, effects, final disposition) from its events, with
+no help from the run store, so the two can be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from coordinator.audit.ledger import StoredEvent
+
+
+def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
+    """Rebuild one run's operator view from its ledger events alone."""
+    view: dict[str, Any] = {
+        "run_id": None,
+        "owner": None,
+        "ownership_path": [],
+        "authority": None,
+        "branches": {},
+        "artifacts": [],
+        "budget": [],
+        "grants": [],
+        "effects": 0,
+        "cancelled": False,
+        "disposition": None,
+        "events": 0,
+    }
+    for event in events:
+        view["events"] += 1
+        view["run_id"] = view["run_id"] or event.run_id
+        _apply(view, event)
+    view["branches"] = list(view["branches"].values())
+    view["live_branches"] = [b["branch"] for b in view["branches"] if b["state"] in _LIVE]
+    return view
+
+
+_LIVE = {"ADMITTED", "DISPATCHED", "RUNNING", "QUARANTINED", "RETURNED"}
+
+
+def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
+    key = f"{event.handoff_id}/{event.attempt}"
+    branches: dict[str, dict[str, Any]] = view["branches"]
+    return branches.setdefault(
+        key,
+        {
+            "branch": key,
+            "target": None,
+            "owner_during_slice": None,
+            "state": "PROPOSED",
+            "reason": None,
+            "state_version_seen": None,
+            "lease_expires_at": None,
+            "attempt": event.attempt,
+            "remote_task_id": None,
+            "remote_state": None,
+        },
+    )
+
+
+def _apply(view: dict[str, Any], event: StoredEvent) -> None:
+    data = event.data
+    kind = event.event_type
+    if kind == "run.started":
+        view["owner"] = data.get("owner")
+        view["ownership_path"] = [data.get("owner")]
+        view["authority"] = data.get("authority")
+    elif kind == "ownership.transferred":
+        view["owner"] = data.get("to")
+        view["ownership_path"].append(data.get("to"))
+    elif kind == "run.cancelled":
+        view["cancelled"] = True
+    elif kind == "run.disposition":
+        view["disposition"] = data
+    elif kind in ("handoff.admitted", "handoff.denied", "handoff.local"):
+        branch = _branch(view, event)
+        contract = data.get("contract", {})
+        branch["target"] = contract.get("target")
+        branch["owner_during_slice"] = contract.get("owner_during_slice")
+        state_ref = contract.get("state_ref") or {}
+        branch["state_version_seen"] = state_ref.get("version")
+        branch["lease_expires_at"] = contract.get("lease_expires_at")
+        budget = contract.get("budget") or {}
+        view["effects"] += int(budget.get("effects", 0))
+        branch["state"] = data.get("state", branch["state"])
+        branch["reason"] = data.get("reason")
+    elif kind == "handoff.transition":
+        branch = _branch(view, event)
+        branch["state"] = data.get("to")
+        branch["reason"] = data.get("reason")
+    elif kind == "remote.state_observed":
+        branch = _branch(view, event)
+        branch["remote_state"] = data.get("remote_state")
+        branch["remote_task_id"] = event.remote_task_id
+    elif kind == "lease.renewed":
+        _branch(view, event)["lease_expires_at"] = data.get("lease_expires_at")
+    elif kind == "grant.minted":
+        view["grants"].append({"branch": f"{event.handoff_id}/{event.attempt}", **data})
+    elif kind.startswith("artifact.") and kind != "artifact.received":
+        view["artifacts"].append(
+            {
+                "branch": f"{event.handoff_id}/{event.attempt}",
+                "decision": kind.split(".", 1)[1],
+                **data,
+            }
+        )
+    elif kind == "budget.units":
+        view["budget"].append({"branch": f"{event.handoff_id}/{event.attempt}", **data})

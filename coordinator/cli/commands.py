@@ -1,0 +1,248 @@
+"""One function per ``federation`` command: read the arguments, ask, print.
+
+Commands that a running coordinator also answers (register, agents, delegate, runs, run,
+audit) take a :class:`~coordinator.cli.backends.Coordinator`, local or remote, and are
+written once. The rest work on this machine's workspace through the same service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from contracts import strict_json
+from coordinator.assessment import evaluate, supervisor
+from coordinator.assessment.demo import demo_document
+from coordinator.assessment.model_gateway import ModelConfig
+from coordinator.assessment.scenario import CASES
+from coordinator.authority import identity
+from coordinator.cli import printers
+from coordinator.cli.backends import Coordinator
+from coordinator.errors import UsageError
+from coordinator.service.api_models import DelegationRequest, RegisterRequest
+from coordinator.service.facade import CoordinatorService
+
+Shared = Callable[[argparse.Namespace, Coordinator], int]
+LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
+
+
+def read_object(path: Path, what: str) -> dict[str, Any]:
+    """A strict JSON object from ``path``; ``what`` prefixes the reason codes
+    (``input_unreadable``, ``input_not_json``, ``input_not_object``)."""
+    try:
+        value = strict_json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}", f"{what}_unreadable") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not strict JSON: {exc}", f"{what}_not_json") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{path} must hold a JSON object", f"{what}_not_object")
+    return value
+
+
+# --- shared by local and --server ----------------------------------------------------------
+
+
+def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    trust_key = None
+    if args.trust_key is not None:
+        trust_key = read_object(args.trust_key, "trust_key")
+    request = RegisterRequest(
+        url=args.url,
+        name=args.name,
+        skill=args.skill,
+        trust_key=trust_key,
+        expect_kid=args.expect_kid,
+        trust_on_first_use=args.trust_on_first_use,
+        approve=args.approve,
+    )
+    return printers.print_registration(coordinator.register(request), args.url)
+
+
+def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    printers.print_agents(coordinator.agents(), as_json=args.json)
+    return 0
+
+
+def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    request = DelegationRequest(
+        to=args.to,
+        skill=args.skill,
+        input=read_object(args.input, "input"),
+        timeout=args.timeout,
+        cancel_after=args.cancel_after,
+        principal=args.principal,
+        tenant=args.tenant,
+    )
+    document = coordinator.delegate(request)
+    if args.json:
+        printers.print_json(document)
+    else:
+        printers.print_delegation(document)
+    return 0 if document.get("local_state") == "ACCEPTED" else 1
+
+
+def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    printers.print_runs(coordinator.runs(), as_json=args.json)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    document = coordinator.run(args.run_id)
+    if args.json:
+        printers.print_json(document)
+    else:
+        print(printers.render_document(document))
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    if args.audit_command == "verify":
+        bundle = read_object(args.bundle, "bundle") if args.bundle else None
+        where = f"bundle {args.bundle}" if args.bundle is not None else "ledger"
+        return printers.print_verify(coordinator.audit_verify(bundle), where)
+    if args.audit_command == "show":
+        view = coordinator.audit_show(args.run_id)
+        if args.json:
+            printers.print_json(view)
+        else:
+            print(printers.render_reconstruction(view))
+        return 0
+    bundle = coordinator.audit_export(args.run_id)
+    text = json.dumps(bundle, indent=2, ensure_ascii=False)
+    if args.output is None:
+        print(text)
+    else:
+        args.output.write_text(text + "\n")
+        print(f"wrote {args.output} ({len(bundle.get('events', []))} events, signed head)")
+    return 0
+
+
+SHARED: dict[str, Shared] = {
+    "register": cmd_register,
+    "agents": cmd_agents,
+    "delegate": cmd_delegate,
+    "runs": cmd_runs,
+    "run": cmd_run,
+    "audit": cmd_audit,
+}
+
+
+# --- this machine only ---------------------------------------------------------------------
+
+
+def _model_config() -> ModelConfig:
+    config = ModelConfig.from_env()
+    if config is None:
+        raise UsageError(
+            "--model needs FEDERATION_MODEL_BASE_URL, FEDERATION_MODEL and "
+            "FEDERATION_MODEL_API_KEY in the environment",
+            "model_not_configured",
+        )
+    return config
+
+
+def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
+    cases = list(CASES) if args.case == "all" else [args.case]
+    if args.model:
+        return _demo_with_model(args, service, cases)
+    base_url, results = asyncio.run(service.demo(cases, parallel=args.parallel))
+    if args.json:
+        printers.print_json(demo_document(results))
+    else:
+        print(f"remote_risk was started at {base_url} and registered from its card\n")
+        print("\n\n".join(printers.render_case(result) for result in results))
+    return 0
+
+
+def _demo_with_model(
+    args: argparse.Namespace, service: CoordinatorService, cases: list[str]
+) -> int:
+    config = _model_config()
+    base_url, results = asyncio.run(service.supervised_demo(cases, config, parallel=args.parallel))
+    if args.json:
+        printers.print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
+    else:
+        print(f"supervisor model {config.model}; remote_risk started at {base_url}\n")
+        print("\n\n".join(supervisor.render(result) for result in results))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1", "usage_error")
+    config = _model_config() if args.model else None
+    rows = service.evaluate(config, args.repeat)
+    if args.json:
+        printers.print_json(evaluate.document(rows, config))
+    else:
+        print(evaluate.render(rows, config))
+    return 0 if all(row.passed for row in rows) else 1
+
+
+def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
+    if args.service == "coordinator":
+        from coordinator.service.server import main as serve_coordinator
+
+        return serve_coordinator(args.service_args, service.ws)
+    # Starting the risk team's service is the one place the CLI reaches into it.
+    from remote_risk.__main__ import main as serve_risk
+
+    serve_risk(args.service_args)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace, service: CoordinatorService) -> int:
+    data = service.ws.data
+    if args.keys_command == "rotate":
+        keys = identity.rotate(data, args.grace_seconds)
+        print(
+            f"active key is now {keys.active.kid}; previous keys verify for "
+            f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
+        )
+        return 0
+    printers.print_json(identity.coordinator_keys(data).public_jwks())
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
+    worker = service.worker(args.lease_seconds)
+    print(f"worker {worker.driver} driving handoffs", flush=True)
+
+    async def work() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, worker.stop)
+        await worker.run()
+
+    asyncio.run(work())
+    print(f"worker stopped after driving {worker.driven} handoffs", flush=True)
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace, service: CoordinatorService) -> int:
+    outcomes = asyncio.run(service.recover())
+    if not outcomes:
+        print("nothing in flight")
+    for outcome in outcomes:
+        record = outcome.record
+        print(
+            f"{record.run_id} {record.attempt_id} -> {record.target}: "
+            f"{record.state.value} ({record.reason})"
+        )
+    return 0
+
+
+LOCAL_ONLY: dict[str, LocalOnly] = {
+    "demo": cmd_demo,
+    "evaluate": cmd_evaluate,
+    "serve": cmd_serve,
+    "keys": cmd_keys,
+    "worker": cmd_worker,
+    "recover": cmd_recover,
+}

@@ -1,0 +1,125 @@
+"""The ``federation`` command line's arguments: every command, option and help text."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from coordinator.assessment.scenario import CASES
+from coordinator.storage import datadir
+from coordinator.workspace import DATABASE_ENV
+
+DESCRIPTION = "Governed delegation between agents of different teams over A2A v1.0."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="federation", description=DESCRIPTION)
+    parser.add_argument("--data-dir", help=f"where state is kept (env {datadir.ENV_VAR})")
+    parser.add_argument(
+        "--database-url",
+        help=f"PostgreSQL instead of the data directory's SQLite (env {DATABASE_ENV})",
+    )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="send register, agents, delegate, runs, run and audit to a running coordinator "
+        "(env FEDERATION_SERVER; token from FEDERATION_OPERATOR_TOKEN[_FILE])",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="run the pilot assessment against remote_risk")
+    demo.add_argument("--case", choices=[*CASES, "all"], default="all")
+    demo.add_argument("--json", action="store_true", help="print one JSON document")
+    demo.add_argument("--parallel", action="store_true", help="consult specialists at once")
+    demo.add_argument(
+        "--model", action="store_true", help="a model supervises (FEDERATION_MODEL_* settings)"
+    )
+
+    evaluate = commands.add_parser(
+        "evaluate", help="single controller vs sequential vs parallel delegation, same cases"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print one JSON document")
+    evaluate.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per case")
+    evaluate.add_argument(
+        "--model", action="store_true", help="use the model configured by FEDERATION_MODEL_*"
+    )
+
+    serve = commands.add_parser(
+        "serve",
+        help="run a service in the foreground",
+        description="Run a service in the foreground. Options after the service name are "
+        "the service's own (see `federation serve risk --help`).",
+    )
+    serve.add_argument("service", choices=["risk", "coordinator"])
+    serve.add_argument("service_args", nargs=argparse.REMAINDER)
+
+    register = commands.add_parser("register", help="fetch, validate and keep an agent card")
+    register.add_argument("url", help="the agent's base URL or its agent-card.json URL")
+    register.add_argument("--name", help="local name (default: from the card's name)")
+    register.add_argument("--skill", help="refuse the card unless it declares this skill")
+    trust = register.add_mutually_exclusive_group()
+    trust.add_argument("--trust-key", type=Path, metavar="FILE", help="pin a JWK or JWKS file")
+    trust.add_argument("--expect-kid", metavar="KID", help="pin this kid from the origin's JWKS")
+    trust.add_argument(
+        "--trust-on-first-use",
+        action="store_true",
+        help="development only: pin whatever keys the origin serves now (recorded as such)",
+    )
+    register.add_argument(
+        "--approve", action="store_true", help="adopt a changed card that asks for more"
+    )
+
+    commands.add_parser(
+        "recover", help="continue every in-flight handoff left by a coordinator that stopped"
+    )
+    worker = commands.add_parser(
+        "worker", help="drive in-flight handoffs from the shared database until stopped"
+    )
+    worker.add_argument("--lease-seconds", type=float, default=10.0)
+    runs = commands.add_parser("runs", help="list recorded runs")
+    runs.add_argument("--json", action="store_true")
+    run = commands.add_parser("run", help="inspect one run")
+    run_commands = run.add_subparsers(dest="run_command", required=True)
+    show = run_commands.add_parser("show", help="ownership, artifacts, budget, pending")
+    show.add_argument("run_id")
+    show.add_argument("--json", action="store_true")
+
+    audit = commands.add_parser("audit", help="the tamper-evident audit ledger")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_commands.add_parser("verify", help="check the whole hash chain")
+    verify.add_argument("--bundle", type=Path, metavar="FILE", help="check an exported bundle")
+    audit_show = audit_commands.add_parser("show", help="rebuild a run from the ledger alone")
+    audit_show.add_argument("run_id")
+    audit_show.add_argument("--json", action="store_true")
+    export = audit_commands.add_parser("export", help="a self-contained, signed run bundle")
+    export.add_argument("run_id")
+    export.add_argument("--output", type=Path, metavar="FILE", help="default: stdout")
+
+    keys = commands.add_parser("keys", help="the coordinator's signing keys")
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True)
+    keys_commands.add_parser("show", help="print the public JWK Set (what remotes pin)")
+    rotate = keys_commands.add_parser("rotate", help="add a new active signing key")
+    rotate.add_argument(
+        "--grace-seconds",
+        type=int,
+        default=3600,
+        help="how long the previous key keeps verifying (default 3600)",
+    )
+
+    agents = commands.add_parser("agents", help="list registered agents")
+    agents.add_argument("--json", action="store_true")
+
+    delegate = commands.add_parser("delegate", help="one handoff to a registered agent")
+    delegate.add_argument("--to", required=True, metavar="NAME")
+    delegate.add_argument("--skill", required=True, metavar="SKILL_ID")
+    delegate.add_argument("--input", required=True, metavar="FILE.json", type=Path)
+    delegate.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="the handoff's deadline"
+    )
+    delegate.add_argument(
+        "--cancel-after", type=float, metavar="SECONDS", help="cancel the run after this long"
+    )
+    delegate.add_argument("--principal", default="operator", help="who the work is done for")
+    delegate.add_argument("--tenant", default="default", help="whose data it may touch")
+    delegate.add_argument("--json", action="store_true")
+    return parser

@@ -1,0 +1,235 @@
+"""Every line the ``federation`` command prints, from documents, for local and ``--server``.
+
+A command gets a document (a dict, as the service and its HTTP API answer it) and hands
+it to one printer here, so a run looks the same whether it was read from a data
+directory or through a coordinator's API. ``--json`` prints the document itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from coordinator.assessment.pilot import PilotResult
+from coordinator.handoff.run import ownership_rows
+
+OWNERSHIP_COLUMNS = [
+    "branch",
+    "target",
+    "owner_during_slice",
+    "state",
+    "reason",
+    "state_version_seen",
+    "lease_expires_at",
+    "attempt",
+    "remote_task_id",
+    "remote_state",
+]
+ARTIFACT_COLUMNS = ["branch", "decision", "reason", "content_hash", "size"]
+UNIT_COLUMNS = ["branch", "kind", "actions", "context_units", "effects", "reason"]
+DEMO_COLUMNS = [
+    "branch",
+    "target",
+    "owner_during_slice",
+    "state",
+    "state_version_seen",
+    "attempt",
+    "remote_state",
+]
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def render_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    cells = [[str(row.get(c) if row.get(c) is not None else "-") for c in columns] for row in rows]
+    widths = [
+        max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(columns)
+    ]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+# --- agents ---------------------------------------------------------------------------------
+
+
+def print_registration(registration: dict[str, Any], url: str) -> int:
+    agent = registration["agent"]
+    if registration["status"] == "pending_approval":
+        print(
+            f"{agent['name']}: the card changed and asks for more than before; it is held as "
+            f"pending. Review it, then run: federation register {url} --approve",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"{registration['status']} {agent['name']}: {agent['endpoint']} "
+        f"(skills: {', '.join(agent['skills'])}; card signed by {agent['verified_kid']}, "
+        f"trust: {agent['trust']})"
+    )
+    return 0
+
+
+def print_agents(agents: list[dict[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        keys = ("name", "endpoint", "card_url", "skills")
+        print_json([{key: agent[key] for key in keys} for agent in agents])
+        return
+    if not agents:
+        print("no agents registered")
+    for agent in agents:
+        print(f"{agent['name']}\t{agent['endpoint']}\tskills: {', '.join(agent['skills'])}")
+
+
+# --- runs -----------------------------------------------------------------------------------
+
+
+def print_delegation(document: dict[str, Any]) -> None:
+    print(f"run {document['run_id']} handoff {document['handoff_id']} -> {document['target']}")
+    print(f"remote task {document['remote_task_id'] or '-'}: {document['remote_state'] or '-'}")
+    print(f"local state: {document['local_state']} ({document['reason']})")
+    for note in document["notes"]:
+        print(f"note: {note}")
+    for artifact in document["artifacts"]:
+        print(f"artifact {artifact['decision']} ({artifact['reason']}) {artifact['content_hash']}")
+    for artifact in document["received_artifacts"]:
+        print(f"received {artifact['artifactId']}:")
+        for part in artifact["parts"]:
+            shown = {k: v for k, v in part.items() if k in ("text", "data", "url", "raw")}
+            print(f"  {json.dumps(shown, ensure_ascii=False)}")
+
+
+def print_runs(documents: list[dict[str, Any]], *, as_json: bool) -> None:
+    """``federation runs``, from this data directory or a coordinator's API."""
+    if as_json:
+        keys = ("run_id", "kind", "owner", "cancelled")
+        print_json([{k: d.get(k) for k in keys} for d in documents])
+        return
+    if not documents:
+        print("no runs recorded")
+    for d in documents:
+        live = len(d.get("live_branches", []))
+        branches = len(d.get("branches", []))
+        print(
+            f"{d['run_id']}\towner {d['owner']}\t{branches} branches, {live} live"
+            f"{chr(9) + 'cancelled' if d.get('cancelled') else ''}"
+        )
+
+
+def render_document(document: dict[str, Any]) -> str:
+    """The ``run show`` text: ownership table, artifact view, budget ledger, pending."""
+    budget = document.get("budget") or {"limit": "-", "remaining": "-", "ledger": []}
+    path = document.get("ownership_path") or [document.get("owner")]
+    lines = [
+        f"run {document['run_id']}: owner {document.get('owner')} "
+        f"(path {' -> '.join(str(owner) for owner in path)}); state version "
+        f"{document.get('state_version', '-')}{'; CANCELLED' if document.get('cancelled') else ''}",
+        "",
+        "ownership by branch:",
+        render_table(document.get("branches", []), OWNERSHIP_COLUMNS),
+        "",
+        "artifacts:",
+        render_table(document["artifacts"], ARTIFACT_COLUMNS)
+        if document.get("artifacts")
+        else "(none received)",
+        "",
+        f"budget: limit {budget['limit']}, remaining {budget['remaining']}",
+        render_table(budget["ledger"], UNIT_COLUMNS),
+        "",
+        "pending: " + (", ".join(document.get("live_branches", [])) or "nothing"),
+    ]
+    return "\n".join(lines)
+
+
+# --- audit ----------------------------------------------------------------------------------
+
+
+def print_verify(report: dict[str, Any], where: str) -> int:
+    print(f"{where}: {report['summary']}")
+    return 0 if report["ok"] else 1
+
+
+def render_reconstruction(view: dict[str, Any]) -> str:
+    """``audit show``: the run as the ledger alone tells it."""
+    disposition = view.get("disposition") or {}
+    lines = [
+        f"run {view['run_id']} (from {view['events']} ledger events): owner {view['owner']} "
+        f"(path {' -> '.join(str(o) for o in view['ownership_path'])})"
+        f"{'; CANCELLED' if view['cancelled'] else ''}",
+        f"authority: {view['authority']}",
+        "",
+        "ownership by branch:",
+        render_table(view["branches"], OWNERSHIP_COLUMNS),
+        "",
+        "grants:",
+        render_table(view["grants"], ["branch", "jti", "scope", "aud", "exp", "claims_digest"])
+        if view["grants"]
+        else "(none)",
+        "",
+        "artifacts:",
+        render_table(view["artifacts"], ["branch", "decision", "reason", "content_hash", "size"])
+        if view["artifacts"]
+        else "(none received)",
+        "",
+        "budget:",
+        render_table(view["budget"], UNIT_COLUMNS),
+        f"effects granted: {view['effects']}",
+        "",
+        "pending: " + (", ".join(view["live_branches"]) or "nothing"),
+        "disposition: "
+        + (
+            f"{disposition.get('status')} - {disposition.get('summary')}"
+            if disposition
+            else "none recorded"
+        ),
+    ]
+    return "\n".join(lines)
+
+
+# --- the demo -------------------------------------------------------------------------------
+
+
+def render_case(result: PilotResult) -> str:
+    """A readable trace of one case: fields sent, remote ids and states, findings, outcome."""
+    lines = [f"== case {result.case} (run {result.run.run_id})"]
+    for c in result.consultations:
+        where = "remote" if c.remote else "local"
+        lines.append(
+            f"  {c.record.source} -> {c.target} ({where}) received: {', '.join(c.sent_fields)}"
+        )
+        if c.remote:
+            lines.append(
+                f"    remote task {c.record.remote_task_id or '-'} state "
+                f"{c.record.remote_state or '-'}"
+            )
+            if c.grant:
+                lines.append(
+                    f"    delegation token jti {c.grant['jti']} scope {c.grant['scope']!r} "
+                    f"exp {c.grant['exp']}"
+                )
+        lines.append(
+            f"    handoff {c.record.handoff_id}: {c.record.state.value} ({c.record.reason})"
+        )
+        if c.finding is not None:
+            code = f" [{c.finding.error_code}]" if c.finding.error_code else ""
+            lines.append(f"    finding {c.finding.status.value}: {c.finding.summary}{code}")
+            if c.finding.facts:
+                facts = ", ".join(f"{k}={v}" for k, v in c.finding.facts.items())
+                lines.append(f"      facts: {facts}")
+    a = result.assessment
+    lines.append(f"  assessment: {a.status.value} - {a.summary}")
+    for conflict in a.conflicts:
+        lines.append(f"    conflict on {conflict.fact}: {conflict.values}")
+    lines.append(f"  owner: {result.run.owner} (path: {' -> '.join(result.run.ownership_path)})")
+    if result.former_owner_rejected is not None:
+        verdict = "rejected" if result.former_owner_rejected else "ACCEPTED (bug)"
+        lines.append(f"  former owner coordinator tried to continue: {verdict}")
+    if result.clarification:
+        lines.append(f"  privacy asks: {result.clarification}")
+    lines.append("  ownership by branch:")
+    table = render_table(ownership_rows(result.run), DEMO_COLUMNS)
+    lines.extend(f"    {line}" for line in table.splitlines())
+    return "\n".join(lines)

@@ -1,0 +1,222 @@
+"""The architecture, checked: layer order, no import cycles, the two services kept apart.
+
+Imports are read from the source (``ast``), including those inside functions, so a
+deferred import cannot hide an edge. Each package imports only from the layers listed
+before its own; ``contracts`` is pure data; ``remote_risk`` (the risk team's service)
+imports nothing of the coordinator, and the coordinator imports the risk team's code in
+exactly two places: the evaluation's single controller runs the risk rules in-process,
+and the CLI starts the service.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("contracts", "agent_cards", "coordinator", "remote_risk")
+
+# Lowest first: a module may import its own layer and the layers before it.
+LAYERS = {
+    "coordinator": [
+        "errors",
+        "storage",
+        "audit",
+        "workspace",
+        "authority",
+        "handoff",
+        "remote",
+        "dispatch",
+        "recovery",
+        "assessment",
+        "service",
+        "cli",
+        "__main__",
+        "",
+    ],
+    "remote_risk": [
+        "errors",
+        "storage",
+        "tasks",
+        "trust",
+        "risk",
+        "settings",
+        "server",
+        "__main__",
+        "",
+    ],
+}
+# Which top-level packages each may import at all.
+ALLOWED = {
+    "contracts": {"contracts"},
+    "agent_cards": {"contracts", "agent_cards"},
+    "coordinator": {"contracts", "agent_cards", "coordinator"},
+    "remote_risk": {"contracts", "agent_cards", "remote_risk"},
+}
+# The two named crossings from the coordinator into the risk team's code.
+CROSSINGS = {
+    "coordinator.assessment.evaluate": ("remote_risk.risk.", "remote_risk.errors"),
+    "coordinator.cli.commands": ("remote_risk.__main__",),
+}
+# Still to be cut: remote_risk's model adapter is the coordinator's today (being replaced
+# by remote_risk.risk's own); nothing may be added here.
+NOT_YET_CUT = {
+    "remote_risk.risk.interpreter": ("coordinator.assessment.model_gateway",),
+    "remote_risk.server.risk_agent": ("coordinator.assessment.model_gateway",),
+    "remote_risk.settings": ("coordinator.assessment.model_gateway",),
+}
+# contracts holds data and pure rules: none of these may appear there.
+IO_LIBRARIES = {"httpx", "sqlalchemy", "fastapi", "starlette", "uvicorn", "openai", "socket"}
+
+
+def module_files(root: Path, packages: Iterable[str]) -> dict[str, Path]:
+    files = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            files[name] = path
+    return files
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every module ``name`` imports, anywhere in its source, resolved to a module name."""
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                dotted = f"{base}.{alias.name}"
+                found.add(dotted if dotted in known else base)
+    return found
+
+
+def import_graph(files: dict[str, Path]) -> dict[str, set[str]]:
+    known = set(files)
+    return {name: imports_of(name, path, known) & known - {name} for name, path in files.items()}
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm: the groups of modules that import each other in a ring."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def layer(name: str) -> tuple[str, int] | None:
+    top, _, rest = name.partition(".")
+    order = LAYERS.get(top)
+    if order is None:
+        return None
+    first = rest.partition(".")[0]
+    assert first in order, f"{name}: its layer {first!r} is not in the layer list"
+    return top, order.index(first)
+
+
+FILES = module_files(ROOT, PACKAGES)
+GRAPH = import_graph(FILES)
+ALL_IMPORTS = {name: imports_of(name, path, set(FILES)) for name, path in FILES.items()}
+
+
+def test_no_import_cycles() -> None:
+    """No ring of modules imports each other, deferred imports included."""
+    rings = [sorted(group) for group in strongly_connected(GRAPH) if len(group) > 1]
+    assert rings == []
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_each_module_imports_only_from_its_layer_and_below(name: str) -> None:
+    mine = layer(name)
+    top = name.partition(".")[0]
+    for target in sorted(GRAPH[name]):
+        target_top = target.partition(".")[0]
+        if target_top != top:
+            crossing = CROSSINGS.get(name, ()) + NOT_YET_CUT.get(name, ())
+            allowed = target_top in ALLOWED[top] or target.startswith(crossing)
+            assert allowed, f"{name} imports {target}: outside what {top} may use"
+            continue
+        theirs = layer(target)
+        if mine is not None and theirs is not None:
+            assert theirs[1] <= mine[1], f"{name} imports {target}, a layer above it"
+
+
+def test_contracts_do_no_io() -> None:
+    for name in (n for n in FILES if n.startswith("contracts")):
+        used = {module.partition(".")[0] for module in ALL_IMPORTS[name]}
+        assert not used & IO_LIBRARIES, f"{name} imports {used & IO_LIBRARIES}"
+
+
+def test_the_crossings_are_the_only_ones() -> None:
+    """Exactly the named modules reach from the coordinator into remote_risk."""
+    crossing = {
+        name
+        for name in FILES
+        if name.startswith("coordinator")
+        and any(t.startswith("remote_risk") for t in ALL_IMPORTS[name])
+    }
+    assert crossing <= set(CROSSINGS)
+
+
+def packages() -> list[str]:
+    return sorted(n for n, p in FILES.items() if p.name == "__init__.py")
+
+
+@pytest.mark.parametrize("name", packages())
+def test_each_package_exports_what_its_init_names(name: str) -> None:
+    """``__all__`` is declared, every name in it exists, and every public name the
+    ``__init__`` binds (other than its sub-modules) is in it."""
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} declares no __all__"
+    missing = [n for n in exported if not hasattr(module, n)]
+    assert missing == [], f"{name}.__all__ names what it does not have: {missing}"
+    submodules = {info.name for info in pkgutil.iter_modules(module.__path__)}
+    tree = ast.parse(FILES[name].read_text())
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            bound.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound.add(node.name)
+    public = {n for n in bound if not n.startswith("_")} - submodules
+    assert public <= set(exported), f"{name} binds {public - set(exported)} without exporting"
