@@ -87,11 +87,13 @@ class CoordinatorClient:
     def delegate(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._object("POST", "/v1/delegations", body)
 
-    def runs(self) -> list[dict[str, Any]]:
-        runs = self._object("GET", "/v1/runs").get("runs")
-        if not isinstance(runs, list):
+    def runs(self, query: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One page of run summaries: ``{"runs": [...], "next_cursor": ...}``."""
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        page = self._object("GET", "/v1/runs", params=params)
+        if not isinstance(page.get("runs"), list):
             raise ProtocolError("the coordinator's run list is not a list", "invalid_shape")
-        return runs
+        return page
 
     def run(self, run_id: str) -> dict[str, Any]:
         return self._object("GET", f"/v1/runs/{_segment(run_id)}")
@@ -107,17 +109,23 @@ class CoordinatorClient:
 
     # --- one request ----------------------------------------------------------------------
 
-    def _object(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        value = self._call(method, path, body)
+    def _object(
+        self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        value = self._call(method, path, body, params)
         if not isinstance(value, dict):
             raise ProtocolError(f"{method} {path}: the answer is not an object", "invalid_shape")
         return value
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
+    def _call(
+        self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
         content = strict_json.dumps(body) if body is not None else None
         headers = {"Content-Type": "application/json"} if content is not None else None
         with translated(f"{method} {path}", self.base_url):
-            response = self._http.request(method, path, content=content, headers=headers)
+            response = self._http.request(
+                method, path, content=content, headers=headers, params=params
+            )
             value = strict_json.loads(response.content) if response.content else None
         if response.is_success:
             return value

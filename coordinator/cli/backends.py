@@ -9,18 +9,20 @@ command is written once and printed by one set of printers
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 from typing import Any, Protocol
 
 from coordinator.cli.api_client import CoordinatorClient
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.run_list import RunQuery
 
 
 class Coordinator(Protocol):
     def register(self, request: RegisterRequest) -> dict[str, Any]: ...
     def agents(self) -> list[dict[str, Any]]: ...
     def delegate(self, request: DelegationRequest) -> dict[str, Any]: ...
-    def runs(self) -> list[dict[str, Any]]: ...
+    def runs(self, query: RunQuery) -> dict[str, Any]: ...
     def run(self, run_id: str) -> dict[str, Any]: ...
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]: ...
     def audit_show(self, run_id: str) -> dict[str, Any]: ...
@@ -42,8 +44,8 @@ class Local:
     def delegate(self, request: DelegationRequest) -> dict[str, Any]:
         return asyncio.run(self.service.delegate(self.service.order(request)))
 
-    def runs(self) -> list[dict[str, Any]]:
-        return self.service.runs()
+    def runs(self, query: RunQuery) -> dict[str, Any]:
+        return self.service.runs(query).model_dump()
 
     def run(self, run_id: str) -> dict[str, Any]:
         return self.service.run(run_id)
@@ -73,8 +75,8 @@ class Remote:
     def delegate(self, request: DelegationRequest) -> dict[str, Any]:
         return self.client.delegate(request.model_dump(exclude_none=True))
 
-    def runs(self) -> list[dict[str, Any]]:
-        return self.client.runs()
+    def runs(self, query: RunQuery) -> dict[str, Any]:
+        return self.client.runs(asdict(query))
 
     def run(self, run_id: str) -> dict[str, Any]:
         return self.client.run(run_id)

@@ -26,6 +26,7 @@ from coordinator.cli.backends import Coordinator
 from coordinator.errors import UsageError
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.run_list import RunQuery
 
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
@@ -88,7 +89,8 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    printers.print_runs(coordinator.runs(), as_json=args.json)
+    query = RunQuery(state=args.state, since=args.since, limit=args.limit, cursor=args.cursor)
+    printers.print_runs(coordinator.runs(query), as_json=args.json)
     return 0
 
 

@@ -76,8 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
         "worker", help="drive in-flight handoffs from the shared database until stopped"
     )
     worker.add_argument("--lease-seconds", type=float, default=10.0)
-    runs = commands.add_parser("runs", help="list recorded runs")
-    runs.add_argument("--json", action="store_true")
+    runs = commands.add_parser("runs", help="list recorded runs, newest first")
+    runs.add_argument(
+        "--state", help="live, cancelled, finished, or the state a run's last branch ended in"
+    )
+    runs.add_argument("--since", metavar="TIME", help="runs started at or after this ISO 8601 time")
+    runs.add_argument("--limit", type=int, default=50, metavar="N", help="runs per page (50)")
+    runs.add_argument("--cursor", help="the page after the one that printed this cursor")
+    runs.add_argument("--json", action="store_true", help="print the page as JSON")
     run = commands.add_parser("run", help="inspect one run")
     run_commands = run.add_subparsers(dest="run_command", required=True)
     show = run_commands.add_parser("show", help="ownership, artifacts, budget, pending")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from coordinator.assessment.pilot import PilotResult
@@ -102,21 +103,34 @@ def print_delegation(document: dict[str, Any]) -> None:
             print(f"  {json.dumps(shown, ensure_ascii=False)}")
 
 
-def print_runs(documents: list[dict[str, Any]], *, as_json: bool) -> None:
+RUN_COLUMNS = ["run_id", "kind", "state", "age", "targets", "reason"]
+
+
+def print_runs(page: dict[str, Any], *, as_json: bool, now: datetime | None = None) -> None:
     """``federation runs``, from this data directory or a coordinator's API."""
     if as_json:
-        keys = ("run_id", "kind", "owner", "cancelled")
-        print_json([{k: d.get(k) for k in keys} for d in documents])
+        print_json(page)
         return
-    if not documents:
+    if not page["runs"]:
         print("no runs recorded")
-    for d in documents:
-        live = len(d.get("live_branches", []))
-        branches = len(d.get("branches", []))
-        print(
-            f"{d['run_id']}\towner {d['owner']}\t{branches} branches, {live} live"
-            f"{chr(9) + 'cancelled' if d.get('cancelled') else ''}"
-        )
+        return
+    moment = now or datetime.now(UTC)
+    rows = [
+        {**run, "age": age(run["started_at"], moment), "targets": ",".join(run["targets"])}
+        for run in page["runs"]
+    ]
+    print(render_table(rows, RUN_COLUMNS))
+    if page.get("next_cursor"):
+        print(f"more: federation runs --cursor {page['next_cursor']}")
+
+
+def age(started_at: str, now: datetime) -> str:
+    """How long ago, in the largest whole unit: ``42s``, ``5m``, ``3h``, ``2d``."""
+    seconds = int((now - datetime.fromisoformat(started_at.replace("Z", "+00:00"))).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
 
 
 def render_document(document: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
@@ -42,6 +42,7 @@ from coordinator.errors import (
 )
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
+from coordinator.service import run_list
 from coordinator.service.api_models import (
     AgentView,
     DelegationRequest,
@@ -55,6 +56,7 @@ from coordinator.service.api_models import (
     VerifyView,
 )
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
 from coordinator.workspace import Workspace
 
@@ -202,9 +204,14 @@ def api_router(service: CoordinatorService) -> APIRouter:
         return submitted.model_dump()
 
     @router.get("/runs", tags=["runs"])
-    def runs() -> RunList:
-        """Every recorded run's document (``federation runs``)."""
-        return RunList(runs=service.runs())
+    def runs(
+        state: str | None = Query(None, description="live, cancelled, finished or a state"),
+        since: str | None = Query(None, description="ISO 8601: runs started at or after it"),
+        limit: int = Query(50, ge=1, le=run_list.MAX_LIMIT),
+        cursor: str | None = Query(None, description="next_cursor of the previous page"),
+    ) -> RunList:
+        """Run summaries, newest first, one page at a time (``federation runs``)."""
+        return service.runs(RunQuery(state, since, limit, cursor))
 
     @router.get("/runs/{run_id}", tags=["runs"], responses={404: {"model": ErrorView}})
     def run(run_id: str) -> dict[str, Any]:

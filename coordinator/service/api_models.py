@@ -84,8 +84,24 @@ class Submitted(BaseModel):
     state: str
 
 
+class RunSummary(BaseModel):
+    """One line of ``federation runs``: derived from the run's document alone."""
+
+    run_id: str
+    kind: str | None
+    owner: str | None
+    state: str = Field(description="live, cancelled, empty, or the state the last branch ended in")
+    started_at: str = Field(description="ISO 8601 UTC")
+    targets: list[str]
+    reason: str | None
+    branches: int
+    live_branches: int
+    cancelled: bool
+
+
 class RunList(BaseModel):
-    runs: list[dict[str, Any]]
+    runs: list[RunSummary]
+    next_cursor: str | None = Field(description="pass as cursor for the next page; null at the end")
 
 
 class VerifyView(BaseModel):

@@ -35,14 +35,17 @@ from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.service import run_list
 from coordinator.service.api_models import (
     AgentView,
     DelegationRequest,
     RegisterRequest,
     RegistrationView,
+    RunList,
     Submitted,
     VerifyView,
 )
+from coordinator.service.run_list import RunQuery
 from coordinator.storage.runs import GENERIC_CONTRACT
 from coordinator.workspace import Workspace
 
@@ -191,8 +194,9 @@ class CoordinatorService:
 
     # --- runs and audit ---------------------------------------------------------------------
 
-    def runs(self) -> list[dict[str, Any]]:
-        return self.ws.run_store().run_documents()
+    def runs(self, query: RunQuery | None = None) -> RunList:
+        rows, cursor = run_list.page(self.ws.run_store(), query or RunQuery())
+        return RunList.model_validate({"runs": rows, "next_cursor": cursor})
 
     def run(self, run_id: str) -> dict[str, Any]:
         row = self.ws.run_store().run(run_id)

@@ -190,6 +190,29 @@ class RunStore:
             rows = connection.execute(select(runs.c.document).order_by(runs.c.created_at))
             return [strict_json.loads(row.document) for row in rows]
 
+    def run_page(
+        self, limit: int, before: tuple[str, str] | None = None, since: str | None = None
+    ) -> list[tuple[str, str, dict[str, Any]]]:
+        """Up to ``limit`` runs, newest first, as ``(created_at, run_id, document)``:
+        those created before the ``(created_at, run_id)`` key ``before`` (the last row of
+        the previous page) and, with ``since``, not before that ISO 8601 time."""
+        self.flush()
+        query = select(runs.c.created_at, runs.c.run_id, runs.c.document)
+        if before is not None:
+            created, run_id = before
+            query = query.where(
+                or_(
+                    runs.c.created_at < created,
+                    and_(runs.c.created_at == created, runs.c.run_id < run_id),
+                )
+            )
+        if since is not None:
+            query = query.where(runs.c.created_at >= since)
+        query = query.order_by(runs.c.created_at.desc(), runs.c.run_id.desc()).limit(limit)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [(row.created_at, row.run_id, strict_json.loads(row.document)) for row in rows]
+
     # --- handoffs -------------------------------------------------------------------------
 
     def save_handoff(

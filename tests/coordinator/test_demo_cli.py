@@ -48,7 +48,7 @@ def test_demo_json_reports_all_cases(tmp_path: Path) -> None:
                 "local_state",
             }
     listed = federation(tmp_path, "runs", "--json")
-    assert len(json.loads(listed.stdout)) == 5
+    assert len(json.loads(listed.stdout)["runs"]) == 5
 
 
 def test_demo_text_trace_names_fields_states_and_owner(tmp_path: Path) -> None:

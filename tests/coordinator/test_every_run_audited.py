@@ -54,7 +54,7 @@ def federation(data: Path, *args: str, env: dict[str, str] | None = None) -> Any
 
 def views(data: Path) -> list[dict[str, Any]]:
     """For every recorded run: its document, and its reconstruction from the ledger."""
-    runs = json.loads(federation(data, "runs", "--json").stdout)
+    runs = json.loads(federation(data, "runs", "--json").stdout)["runs"]
     seen = []
     for summary in runs:
         document = json.loads(federation(data, "run", "show", summary["run_id"], "--json").stdout)

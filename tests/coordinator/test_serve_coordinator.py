@@ -63,7 +63,7 @@ def test_serves_with_a_token_file_and_stops_on_sigterm(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/v1/runs", timeout=10).status_code == 401
         authorized = {"Authorization": f"Bearer {TOKEN}"}
         answer = httpx.get(f"{url}/v1/runs", headers=authorized, timeout=10)
-        assert answer.json() == {"runs": []}
+        assert answer.json() == {"runs": [], "next_cursor": None}
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
         # uvicorn shuts down gracefully, then re-raises the signal it caught

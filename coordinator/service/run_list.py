@@ -1,0 +1,115 @@
+"""``federation runs`` and ``GET /v1/runs``: one line a run, newest first, filtered and paged.
+
+A summary is derived from the run's stored document alone: its state (``live`` while a
+branch is in flight, ``cancelled``, else the state its last branch ended in), the targets
+it delegated to, the last reason recorded and when it started. Pages are keyed on
+``(created_at, run_id)``, so a run recorded while an operator pages never shifts a page.
+The cursor is that key, base64url-encoded: opaque to callers, checked when it comes back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from coordinator.errors import UsageError
+from coordinator.storage.runs import RunStore
+
+MAX_LIMIT = 500
+STATES = ("live", "cancelled", "finished")
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """Which runs to list: ``state`` is live, cancelled, finished or a handoff state."""
+
+    state: str | None = None
+    since: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+def run_state(document: dict[str, Any]) -> str:
+    if document.get("cancelled"):
+        return "cancelled"
+    if document.get("live_branches"):
+        return "live"
+    branches = document.get("branches") or []
+    return str(branches[-1]["state"]) if branches else "empty"
+
+
+def summary(created_at: str, document: dict[str, Any]) -> dict[str, Any]:
+    branches = document.get("branches") or []
+    targets = sorted({str(b["target"]) for b in branches if b.get("target")})
+    reasons = [b["reason"] for b in branches if b.get("reason")]
+    return {
+        "run_id": document["run_id"],
+        "kind": document.get("kind"),
+        "owner": document.get("owner"),
+        "state": run_state(document),
+        "started_at": created_at,
+        "targets": targets,
+        "reason": reasons[-1] if reasons else None,
+        "branches": len(branches),
+        "live_branches": len(document.get("live_branches") or []),
+        "cancelled": bool(document.get("cancelled")),
+    }
+
+
+def matches(state: str | None, row: dict[str, Any]) -> bool:
+    if state is None:
+        return True
+    if state == "finished":
+        return row["state"] not in ("live", "cancelled")
+    return bool(row["state"].lower() == state.lower())
+
+
+def page(store: RunStore, query: RunQuery) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of summaries and the cursor of the next (``None`` at the end)."""
+    if not 1 <= query.limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}", "bad_limit")
+    since = query_since(query.since) if query.since is not None else None
+    key = decode_cursor(query.cursor) if query.cursor else None
+    found: list[dict[str, Any]] = []
+    while True:
+        rows = store.run_page(query.limit, key, since)
+        for created_at, run_id, document in rows:
+            key = (created_at, run_id)
+            row = summary(created_at, document)
+            if matches(query.state, row):
+                found.append(row)
+                if len(found) == query.limit:
+                    return found, encode_cursor(key)
+        if len(rows) < query.limit:
+            return found, None
+
+
+def query_since(value: str) -> str:
+    """``since`` as the stored form (ISO 8601 UTC with ``Z``); refused unless it parses."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"since must be an ISO 8601 time, not {value!r}", "bad_since") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def encode_cursor(key: tuple[str, str]) -> str:
+    raw = json.dumps(list(key), separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at, run_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError):
+        raise UsageError("the cursor is not one this coordinator issued", "bad_cursor") from None
+    if not isinstance(created_at, str) or not isinstance(run_id, str):
+        raise UsageError("the cursor is not one this coordinator issued", "bad_cursor")
+    return created_at, run_id
