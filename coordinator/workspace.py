@@ -13,7 +13,8 @@ from sqlalchemy import Engine
 
 from coordinator.audit.ledger import Ledger
 from coordinator.audit.trail import AuditTrail
-from coordinator.storage import migrate, open_engine
+from coordinator.errors import UsageError
+from coordinator.storage import DATABASE_FILE, migrate, open_engine
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore
 
@@ -29,6 +30,15 @@ class Workspace:
     @classmethod
     def resolve(cls, data: DataDir, database_url: str | None = None) -> Workspace:
         return cls(data, database_url or os.environ.get(DATABASE_ENV) or None)
+
+    def require_existing(self) -> None:
+        """For commands that only read: refuse a data directory that holds no database,
+        rather than create an empty one and report on it."""
+        if self.database_url is None and not self.data.path(DATABASE_FILE).exists():
+            raise UsageError(
+                f"no ledger in {self.data.path()}: nothing has been recorded there",
+                "no_ledger",
+            )
 
     def engine(self) -> Engine:
         if self._engine is None:

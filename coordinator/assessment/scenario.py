@@ -12,6 +12,14 @@ import copy
 from typing import Any
 
 CASES = ("ok", "missing", "failure", "conflict", "handoff")
+# The assessment each case must end with (the demo checks it, and says how many did).
+EXPECTED_STATUS = {
+    "ok": "ready_for_draft",
+    "missing": "needs_input",
+    "failure": "failed",
+    "conflict": "conflict",
+    "handoff": "needs_review",
+}
 
 BRIEF: dict[str, Any] = {
     "id": "brief-001",

@@ -98,6 +98,10 @@ class CoordinatorClient:
     def run(self, run_id: str) -> dict[str, Any]:
         return self._object("GET", f"/v1/runs/{_segment(run_id)}")
 
+    def jwks(self) -> dict[str, Any]:
+        """The coordinator's public signing keys (a public route)."""
+        return self._object("GET", "/.well-known/jwks.json")
+
     def audit_verify(self, bundle: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._object("POST", "/v1/audit/verify", {"bundle": bundle})
 

@@ -25,6 +25,7 @@ class Coordinator(Protocol):
     def runs(self, query: RunQuery) -> dict[str, Any]: ...
     def run(self, run_id: str) -> dict[str, Any]: ...
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]: ...
+    def jwks(self) -> dict[str, Any]: ...
     def audit_show(self, run_id: str) -> dict[str, Any]: ...
     def audit_export(self, run_id: str) -> dict[str, Any]: ...
 
@@ -52,6 +53,9 @@ class Local:
 
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:
         return self.service.audit_verify(bundle).model_dump()
+
+    def jwks(self) -> dict[str, Any]:
+        return self.service.jwks()
 
     def audit_show(self, run_id: str) -> dict[str, Any]:
         return self.service.audit_show(run_id)
@@ -83,6 +87,9 @@ class Remote:
 
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:
         return self.client.audit_verify(bundle)
+
+    def jwks(self) -> dict[str, Any]:
+        return self.client.jwks()
 
     def audit_show(self, run_id: str) -> dict[str, Any]:
         return self.client.audit_show(run_id)

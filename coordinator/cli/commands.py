@@ -11,32 +11,37 @@ import argparse
 import asyncio
 import json
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import pydantic
 
 from contracts import strict_json
 from coordinator.assessment import evaluate, supervisor
 from coordinator.assessment.demo import demo_document
 from coordinator.assessment.model_gateway import ModelConfig
-from coordinator.assessment.scenario import CASES
+from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 from coordinator.authority import identity
 from coordinator.cli import printers
-from coordinator.cli.backends import Coordinator
-from coordinator.errors import UsageError
+from coordinator.cli.backends import Coordinator, Local
+from coordinator.errors import UsageError, describe_validation
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
 
+R = TypeVar("R", bound=pydantic.BaseModel)
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
 
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
-    """A strict JSON object from ``path``; ``what`` prefixes the reason codes
-    (``input_unreadable``, ``input_not_json``, ``input_not_object``)."""
+    """A strict JSON object from ``path`` (``-``: standard input); ``what`` prefixes the
+    reason codes (``input_unreadable``, ``input_not_json``, ``input_not_object``)."""
     try:
-        value = strict_json.loads(path.read_bytes())
+        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+        value = strict_json.loads(raw)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}", f"{what}_unreadable") from None
     except ValueError as exc:
@@ -46,6 +51,15 @@ def read_object(path: Path, what: str) -> dict[str, Any]:
     return value
 
 
+def request(model: type[R], **fields: Any) -> R:
+    """The API's request document from the command's arguments; bad values are usage
+    errors (``--timeout -5`` is refused here, before anything is recorded)."""
+    try:
+        return model(**fields)
+    except pydantic.ValidationError as exc:
+        raise UsageError(describe_validation(exc), "bad_argument") from None
+
+
 # --- shared by local and --server ----------------------------------------------------------
 
 
@@ -53,7 +67,8 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
     trust_key = None
     if args.trust_key is not None:
         trust_key = read_object(args.trust_key, "trust_key")
-    request = RegisterRequest(
+    registration = request(
+        RegisterRequest,
         url=args.url,
         name=args.name,
         skill=args.skill,
@@ -62,7 +77,11 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
         trust_on_first_use=args.trust_on_first_use,
         approve=args.approve,
     )
-    return printers.print_registration(coordinator.register(request), args.url)
+    answer = coordinator.register(registration)
+    if args.json:
+        printers.print_json(answer)
+        return 1 if answer["status"] == "pending_approval" else 0
+    return printers.print_registration(answer, args.url)
 
 
 def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
@@ -71,7 +90,8 @@ def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    request = DelegationRequest(
+    delegation = request(
+        DelegationRequest,
         to=args.to,
         skill=args.skill,
         input=read_object(args.input, "input"),
@@ -80,7 +100,7 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         principal=args.principal,
         tenant=args.tenant,
     )
-    document = coordinator.delegate(request)
+    document = coordinator.delegate(delegation)
     if args.json:
         printers.print_json(document)
     else:
@@ -107,7 +127,11 @@ def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
     if args.audit_command == "verify":
         bundle = read_object(args.bundle, "bundle") if args.bundle else None
         where = f"bundle {args.bundle}" if args.bundle is not None else "ledger"
-        return printers.print_verify(coordinator.audit_verify(bundle), where)
+        report = coordinator.audit_verify(bundle)
+        if args.json:
+            printers.print_json(report)
+            return 0 if report["ok"] else 1
+        return printers.print_verify(report, where)
     if args.audit_command == "show":
         view = coordinator.audit_show(args.run_id)
         if args.json:
@@ -125,6 +149,23 @@ def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
     return 0
 
 
+def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    if args.keys_command == "rotate":
+        if not isinstance(coordinator, Local):
+            raise UsageError(
+                "keys rotate works on a data directory only; drop --server", "server_unsupported"
+            )
+        data = coordinator.service.ws.data
+        keys = identity.rotate(data, args.grace_seconds)
+        print(
+            f"active key is now {keys.active.kid}; previous keys verify for "
+            f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
+        )
+        return 0
+    printers.print_json(coordinator.jwks())
+    return 0
+
+
 SHARED: dict[str, Shared] = {
     "register": cmd_register,
     "agents": cmd_agents,
@@ -132,6 +173,7 @@ SHARED: dict[str, Shared] = {
     "runs": cmd_runs,
     "run": cmd_run,
     "audit": cmd_audit,
+    "keys": cmd_keys,
 }
 
 
@@ -154,12 +196,14 @@ def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
     if args.model:
         return _demo_with_model(args, service, cases)
     base_url, results = asyncio.run(service.demo(cases, parallel=args.parallel))
+    expected = [r.assessment.status.value == EXPECTED_STATUS[r.case] for r in results]
     if args.json:
-        printers.print_json(demo_document(results))
+        printers.print_json({**demo_document(results), "as_expected": sum(expected)})
     else:
         print(f"remote_risk was started at {base_url} and registered from its card\n")
         print("\n\n".join(printers.render_case(result) for result in results))
-    return 0
+        print(f"\n{sum(expected)}/{len(results)} cases as expected")
+    return 0 if all(expected) else 1
 
 
 def _demo_with_model(
@@ -199,19 +243,6 @@ def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0
 
 
-def cmd_keys(args: argparse.Namespace, service: CoordinatorService) -> int:
-    data = service.ws.data
-    if args.keys_command == "rotate":
-        keys = identity.rotate(data, args.grace_seconds)
-        print(
-            f"active key is now {keys.active.kid}; previous keys verify for "
-            f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
-        )
-        return 0
-    printers.print_json(identity.coordinator_keys(data).public_jwks())
-    return 0
-
-
 def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
     worker = service.worker(args.lease_seconds)
     print(f"worker {worker.driver} driving handoffs", flush=True)
@@ -244,7 +275,6 @@ LOCAL_ONLY: dict[str, LocalOnly] = {
     "demo": cmd_demo,
     "evaluate": cmd_evaluate,
     "serve": cmd_serve,
-    "keys": cmd_keys,
     "worker": cmd_worker,
     "recover": cmd_recover,
 }

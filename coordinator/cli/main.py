@@ -1,42 +1,84 @@
-"""The ``federation`` command line.
+"""The ``federation`` command line, and its one error policy.
 
-Every failure the user can cause or meet (a bad URL, a card that is not JSON, an agent
-that is not registered, a remote error) ends with one line on stderr and exit status 2,
-never a traceback. With ``--server`` (or ``FEDERATION_SERVER``) the commands a running
-coordinator answers go to it; the same commands and printers serve both.
+Every failure the user can cause or meet ends with one line on stderr,
+``federation: error: REASON: message``, and an exit status that says what kind it was
+(see :data:`EXIT_CODES`); never a traceback (``FEDERATION_DEBUG=1`` shows one). With
+``--server`` (or ``FEDERATION_SERVER``) the commands a running coordinator answers go to
+it; the same commands and printers serve both. Only the argument parser is imported
+before the arguments are read, so ``federation --help`` starts quickly.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
-from coordinator.cli.api_client import CoordinatorClient
-from coordinator.cli.backends import Local, Remote
-from coordinator.cli.commands import LOCAL_ONLY, SHARED
-from coordinator.cli.parser import build_parser
-from coordinator.errors import FederationError, UsageError
-from coordinator.service.facade import CoordinatorService
-from coordinator.service.settings import load_client_settings
-from coordinator.storage import datadir
-from coordinator.storage.datadir import DataDir
-from coordinator.workspace import Workspace
+from coordinator.cli.parser import READ_ONLY, build_parser
+
+EXIT_CODES = {
+    0: "the command did what was asked",
+    1: "the work ended badly (a handoff not accepted, a failed check, a held card)",
+    2: "usage or input error, or a refusal (the message says which)",
+    3: "a remote, the coordinator's server or the database is unavailable",
+    70: "an internal error",
+    130: "interrupted",
+    141: "the output pipe was closed (quiet)",
+}
+UNAVAILABLE_REASONS = frozenset(
+    {"storage_unavailable", "card_unreachable", "unreachable", "timeout", "transport_error"}
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Everything else is imported once the command is known (start-up time).
+    from coordinator.errors import FederationError
+
     try:
         return dispatch(args)
     except FederationError as exc:
-        print(f"federation: error: {exc} [{exc.reason}]", file=sys.stderr)
-        return 2
+        print(f"federation: error: {exc.reason}: {exc}", file=sys.stderr)
+        return exit_code(exc)
     except KeyboardInterrupt:
         print("federation: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``federation runs | head``): say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as exc:
+        if os.environ.get("FEDERATION_DEBUG") == "1":
+            raise
+        print(f"federation: error: internal_error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 70
+
+
+def exit_code(error: Exception) -> int:
+    from coordinator.cli.api_client import ServerRefused
+    from coordinator.errors import TransportError
+    from coordinator.storage.errors import StorageError
+
+    if isinstance(error, TransportError | StorageError):
+        return 3
+    if isinstance(error, ServerRefused) and error.status >= 500:
+        return 3
+    return 3 if getattr(error, "reason", None) in UNAVAILABLE_REASONS else 2
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    from coordinator.cli.api_client import CoordinatorClient
+    from coordinator.cli.backends import Local, Remote
+    from coordinator.cli.commands import LOCAL_ONLY, SHARED
+    from coordinator.errors import UsageError
+    from coordinator.service.facade import CoordinatorService
+    from coordinator.service.settings import load_client_settings
+    from coordinator.storage.datadir import DataDir
+    from coordinator.workspace import Workspace
+
     server = load_client_settings(server=args.server).server or None
     if server and (args.server or args.command in SHARED):
         if args.command not in SHARED:
@@ -47,11 +89,32 @@ def dispatch(args: argparse.Namespace) -> int:
         token = load_client_settings().required_token("--server")
         with CoordinatorClient(server, token) as client:
             return SHARED[args.command](args, Remote(client))
-    data = DataDir(datadir.resolve(args.data_dir))
-    service = CoordinatorService(Workspace.resolve(data, args.database_url))
+    ws = Workspace.resolve(DataDir(data_directory(args)), args.database_url)
+    if command_name(args) in READ_ONLY and not getattr(args, "bundle", None):
+        ws.require_existing()
+    service = CoordinatorService(ws)
     if args.command in SHARED:
         return SHARED[args.command](args, Local(service))
     return LOCAL_ONLY[args.command](args, service)
+
+
+def data_directory(args: argparse.Namespace) -> Path:
+    """``--data-dir``, else ``FEDERATION_DATA_DIR``, else the user's default; except that
+    the demo, given neither, works in a throwaway directory and never touches the user's
+    registry (it says where, so its runs can still be read)."""
+    from coordinator.storage import datadir
+
+    if args.command == "demo" and not args.data_dir and not os.environ.get(datadir.ENV_VAR):
+        path = Path(tempfile.mkdtemp(prefix="federation-demo-"))
+        print(f"demo data directory: {path} (throwaway)", file=sys.stderr)
+        return path
+    return datadir.resolve(args.data_dir)
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """``audit verify``, ``run show``, ``runs``: the command and its sub-command."""
+    sub = getattr(args, f"{args.command}_command", None)
+    return f"{args.command} {sub}" if sub else str(args.command)
 
 
 if __name__ == "__main__":

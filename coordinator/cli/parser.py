@@ -3,18 +3,34 @@
 from __future__ import annotations
 
 import argparse
+from importlib import metadata
 from pathlib import Path
 
-from coordinator.assessment.scenario import CASES
-from coordinator.storage import datadir
-from coordinator.workspace import DATABASE_ENV
+# Kept here rather than imported, so that reading the arguments imports nothing else:
+# tests/coordinator/test_cli_conventions.py checks they match the modules that own them.
+CASES = ("ok", "missing", "failure", "conflict", "handoff")
+DATA_DIR_ENV = "FEDERATION_DATA_DIR"
+DATABASE_ENV = "FEDERATION_DATABASE_URL"
 
 DESCRIPTION = "Governed delegation between agents of different teams over A2A v1.0."
+# Commands that only read: on a data directory with nothing recorded they say so and
+# exit 2 instead of creating a database.
+READ_ONLY = frozenset({"runs", "run show", "audit show", "audit verify", "audit export"})
+
+
+def version() -> str:
+    try:
+        return metadata.version("a2a-federation")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="federation", description=DESCRIPTION)
-    parser.add_argument("--data-dir", help=f"where state is kept (env {datadir.ENV_VAR})")
+    parser.add_argument(
+        "--version", action="version", version=f"federation {version()}", help="print the version"
+    )
+    parser.add_argument("--data-dir", help=f"where state is kept (env {DATA_DIR_ENV})")
     parser.add_argument(
         "--database-url",
         help=f"PostgreSQL instead of the data directory's SQLite (env {DATABASE_ENV})",
@@ -28,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="run the pilot assessment against remote_risk")
-    demo.add_argument("--case", choices=[*CASES, "all"], default="all")
+    demo.add_argument(
+        "--case", choices=[*CASES, "all"], default="all", help="which case to run (default: all)"
+    )
     demo.add_argument("--json", action="store_true", help="print one JSON document")
     demo.add_argument("--parallel", action="store_true", help="consult specialists at once")
     demo.add_argument(
@@ -50,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a service in the foreground. Options after the service name are "
         "the service's own (see `federation serve risk --help`).",
     )
-    serve.add_argument("service", choices=["risk", "coordinator"])
-    serve.add_argument("service_args", nargs=argparse.REMAINDER)
+    serve.add_argument("service", choices=["risk", "coordinator"], help="which service")
+    serve.add_argument("service_args", nargs=argparse.REMAINDER, help="the service's own options")
 
     register = commands.add_parser("register", help="fetch, validate and keep an agent card")
     register.add_argument("url", help="the agent's base URL or its agent-card.json URL")
@@ -68,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     register.add_argument(
         "--approve", action="store_true", help="adopt a changed card that asks for more"
     )
+    register.add_argument("--json", action="store_true", help="print the registration as JSON")
 
     commands.add_parser(
         "recover", help="continue every in-flight handoff left by a coordinator that stopped"
@@ -75,7 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     worker = commands.add_parser(
         "worker", help="drive in-flight handoffs from the shared database until stopped"
     )
-    worker.add_argument("--lease-seconds", type=float, default=10.0)
+    worker.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=10.0,
+        help="how long a claimed handoff stays this worker's without renewal (default 10)",
+    )
     runs = commands.add_parser("runs", help="list recorded runs, newest first")
     runs.add_argument(
         "--state", help="live, cancelled, finished, or the state a run's last branch ended in"
@@ -87,18 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="inspect one run")
     run_commands = run.add_subparsers(dest="run_command", required=True)
     show = run_commands.add_parser("show", help="ownership, artifacts, budget, pending")
-    show.add_argument("run_id")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("run_id", help="the run's id, as `federation runs` lists it")
+    show.add_argument("--json", action="store_true", help="print the run's document")
 
     audit = commands.add_parser("audit", help="the tamper-evident audit ledger")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser("verify", help="check the whole hash chain")
     verify.add_argument("--bundle", type=Path, metavar="FILE", help="check an exported bundle")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
     audit_show = audit_commands.add_parser("show", help="rebuild a run from the ledger alone")
-    audit_show.add_argument("run_id")
-    audit_show.add_argument("--json", action="store_true")
+    audit_show.add_argument("run_id", help="the run's id")
+    audit_show.add_argument("--json", action="store_true", help="print the reconstruction")
     export = audit_commands.add_parser("export", help="a self-contained, signed run bundle")
-    export.add_argument("run_id")
+    export.add_argument("run_id", help="the run's id")
     export.add_argument("--output", type=Path, metavar="FILE", help="default: stdout")
 
     keys = commands.add_parser("keys", help="the coordinator's signing keys")
@@ -113,12 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     agents = commands.add_parser("agents", help="list registered agents")
-    agents.add_argument("--json", action="store_true")
+    agents.add_argument("--json", action="store_true", help="print the agents as JSON")
 
     delegate = commands.add_parser("delegate", help="one handoff to a registered agent")
-    delegate.add_argument("--to", required=True, metavar="NAME")
-    delegate.add_argument("--skill", required=True, metavar="SKILL_ID")
-    delegate.add_argument("--input", required=True, metavar="FILE.json", type=Path)
+    delegate.add_argument("--to", required=True, metavar="NAME", help="a registered agent")
+    delegate.add_argument("--skill", required=True, metavar="SKILL_ID", help="one of its skills")
+    delegate.add_argument(
+        "--input",
+        required=True,
+        metavar="FILE.json",
+        type=Path,
+        help="the JSON object to send (- reads standard input)",
+    )
     delegate.add_argument(
         "--timeout", type=float, default=30.0, metavar="SECONDS", help="the handoff's deadline"
     )
@@ -127,5 +158,5 @@ def build_parser() -> argparse.ArgumentParser:
     )
     delegate.add_argument("--principal", default="operator", help="who the work is done for")
     delegate.add_argument("--tenant", default="default", help="whose data it may touch")
-    delegate.add_argument("--json", action="store_true")
+    delegate.add_argument("--json", action="store_true", help="print the run document")
     return parser

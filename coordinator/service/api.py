@@ -19,11 +19,11 @@ import hashlib
 import hmac
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
@@ -45,24 +45,28 @@ from coordinator.remote.client import A2AClient
 from coordinator.service import run_list
 from coordinator.service.api_models import (
     AgentView,
+    DelegationDocument,
     DelegationRequest,
     ErrorView,
     Health,
+    Reconstruction,
     RegisterRequest,
     RegistrationView,
+    RunDocument,
     RunList,
     Submitted,
     VerifyRequest,
     VerifyView,
 )
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.reference import render_reference
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
 from coordinator.workspace import Workspace
 
 logger = logging.getLogger("coordinator.service.api")
 
-PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/jwks.json", "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/jwks.json", "/openapi.json", "/docs"})
 REALM = "federation-coordinator"
 JWKS_MAX_AGE_SECONDS = 300
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -160,12 +164,30 @@ async def strict_body(request: Request) -> None:
             raise UsageError(f"the body is not strict JSON: {exc}", "body_not_json") from None
 
 
+def known_query(request: Request) -> None:
+    """Refuse query parameters the route does not name (strict, like the bodies)."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    named = {param.alias for param in dependant.query_params} if dependant else set()
+    keys = [key for key, _ in request.query_params.multi_items()]
+    unknown = sorted(set(keys) - named)
+    if unknown:
+        raise UsageError(f"unknown query parameter {unknown[0]!r}", "unknown_parameter")
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise UsageError(f"query parameter {repeated[0]!r} given twice", "repeated_parameter")
+
+
 def api_router(service: CoordinatorService) -> APIRouter:
     """The ``/v1`` routes; the bearer dependency only documents what OperatorAuth enforces."""
     router = APIRouter(
         prefix="/v1",
-        dependencies=[Depends(HTTPBearer(auto_error=False, description="operator token"))],
+        dependencies=[
+            Depends(HTTPBearer(auto_error=False, description="operator token")),
+            Depends(known_query),
+        ],
         responses={
+            400: {"model": ErrorView, "description": "the body is not JSON"},
             401: {"model": ErrorView, "description": "no or wrong operator token"},
             422: {"model": ErrorView, "description": "bad input"},
         },
@@ -186,18 +208,20 @@ def api_router(service: CoordinatorService) -> APIRouter:
         "/delegations",
         dependencies=body_checked,
         tags=["delegations"],
+        response_model=None,
         responses={
+            200: {"model": DelegationDocument, "description": "driven here to its end"},
             202: {"model": Submitted, "description": "submitted; the workers drive it"},
             404: {"model": ErrorView, "description": "unknown agent"},
             502: {"model": ErrorView, "description": "the remote failed"},
         },
     )
-    async def delegate(body: DelegationRequest, response: Response) -> dict[str, Any]:
+    async def delegate(body: DelegationRequest, response: Response) -> Any:
         """One handoff: with ``wait`` driven here, the run document is the answer;
         without, it is admitted for the background workers (202)."""
         order = await asyncio.to_thread(service.order, body)
         if body.wait:
-            return await service.delegate(order)
+            return DelegationDocument.model_validate(await service.delegate(order))
         submitted = await asyncio.to_thread(service.submit, order)
         response.status_code = 202
         response.headers["Location"] = f"/v1/runs/{submitted.run_id}"
@@ -205,18 +229,29 @@ def api_router(service: CoordinatorService) -> APIRouter:
 
     @router.get("/runs", tags=["runs"])
     def runs(
-        state: str | None = Query(None, description="live, cancelled, finished or a state"),
-        since: str | None = Query(None, description="ISO 8601: runs started at or after it"),
+        state: str | None = Query(
+            None, min_length=1, description="live, cancelled, finished or a state"
+        ),
+        since: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                description="ISO 8601 / RFC 3339: runs started at or after it",
+                json_schema_extra={"format": "date-time"},
+            ),
+        ] = None,
         limit: int = Query(50, ge=1, le=run_list.MAX_LIMIT),
-        cursor: str | None = Query(None, description="next_cursor of the previous page"),
+        cursor: str | None = Query(
+            None, min_length=1, description="next_cursor of the previous page"
+        ),
     ) -> RunList:
         """Run summaries, newest first, one page at a time (``federation runs``)."""
         return service.runs(RunQuery(state, since, limit, cursor))
 
     @router.get("/runs/{run_id}", tags=["runs"], responses={404: {"model": ErrorView}})
-    def run(run_id: str) -> dict[str, Any]:
-        """One run's document (``federation run show``)."""
-        return service.run(run_id)
+    def run(run_id: str) -> RunDocument:
+        """One run's document (``federation run show``), live or finished."""
+        return RunDocument.model_validate(service.run(run_id))
 
     @router.post("/audit/verify", dependencies=body_checked, tags=["audit"])
     def audit_verify(body: VerifyRequest | None = None) -> VerifyView:
@@ -224,9 +259,9 @@ def api_router(service: CoordinatorService) -> APIRouter:
         return service.audit_verify(body.bundle if body is not None else None)
 
     @router.get("/audit/runs/{run_id}", tags=["audit"], responses={404: {"model": ErrorView}})
-    def audit_show(run_id: str) -> dict[str, Any]:
+    def audit_show(run_id: str) -> Reconstruction:
         """A run rebuilt from the ledger alone (``federation audit show``)."""
-        return service.audit_show(run_id)
+        return Reconstruction.model_validate(service.audit_show(run_id))
 
     @router.get(
         "/audit/runs/{run_id}/export", tags=["audit"], responses={404: {"model": ErrorView}}
@@ -261,6 +296,18 @@ def public_router(ws: Workspace) -> APIRouter:
     return router
 
 
+def docs_router(app: FastAPI) -> APIRouter:
+    router = APIRouter(tags=["public"])
+
+    @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """The API's reference, rendered here from its OpenAPI document (no scripts, no
+        assets from elsewhere: it works offline)."""
+        return HTMLResponse(render_reference(app.openapi()))
+
+    return router
+
+
 async def keep_working(worker: Worker) -> None:
     """Run the worker until stopped; a failed pass is logged and retried."""
     while not worker.stopping.is_set():
@@ -285,7 +332,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        reason = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        reasons = {400: "body_not_json", 404: "not_found", 405: "method_not_allowed"}
+        reason = reasons.get(exc.status_code, "http_error")
         return error_response(exc.status_code, reason, str(exc.detail), exc.headers)
 
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:
@@ -331,6 +379,7 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
         lifespan=lifespan,
     )
     app.include_router(public_router(ws))
+    app.include_router(docs_router(app))
     app.include_router(api_router(service))
     install_error_handlers(app)
     app.add_middleware(OperatorAuth, token=token)

@@ -15,6 +15,17 @@ from contracts.grant import Identifier
 MAX_TIMEOUT_SECONDS = 3600.0
 
 
+def _both(first: str, second: str) -> dict[str, Any]:
+    """JSON Schema: both members given (not null, and a flag only when true)."""
+    given = {"trust_on_first_use": {"const": True}}
+    return {
+        "required": [first, second],
+        "properties": {
+            name: given.get(name, {"not": {"type": "null"}}) for name in (first, second)
+        },
+    }
+
+
 class StrictRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
@@ -22,6 +33,21 @@ class StrictRequest(BaseModel):
 class RegisterRequest(StrictRequest):
     """``federation register``: one of ``trust_key``, ``expect_kid`` or ``trust_on_first_use``
     says which keys may sign the card."""
+
+    # The rule of one_anchor, stated in the schema too.
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "not": {
+                "anyOf": [
+                    _both("trust_key", "expect_kid"),
+                    _both("trust_key", "trust_on_first_use"),
+                    _both("expect_kid", "trust_on_first_use"),
+                ]
+            }
+        },
+    )
 
     url: str = Field(min_length=1, max_length=2048, description="base URL or agent-card URL")
     name: str | None = Field(default=None, min_length=1, max_length=128)
@@ -42,6 +68,16 @@ class RegisterRequest(StrictRequest):
 class DelegationRequest(StrictRequest):
     """``federation delegate``: one handoff to a registered agent."""
 
+    # The rule of cancel_needs_wait, stated in the schema too (JSON Schema if/then).
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"wait": {"const": False}}, "required": ["wait"]},
+            "then": {"properties": {"cancel_after": {"type": "null"}}},
+        },
+    )
+
     to: str = Field(min_length=1, max_length=128, description="the registered agent's name")
     skill: str = Field(min_length=1, max_length=256)
     input: dict[str, Any]
@@ -56,6 +92,96 @@ class DelegationRequest(StrictRequest):
         if self.cancel_after is not None and not self.wait:
             raise ValueError("cancel_after needs wait: true")
         return self
+
+
+class BranchView(BaseModel):
+    """One handoff attempt of a run, as its record says."""
+
+    branch: str
+    target: str
+    owner_during_slice: str | None = None
+    final_owner: str | None = None
+    state: str
+    reason: str | None = None
+    state_version_seen: int | None = None
+    lease_expires_at: str | None = Field(default=None, description="ISO 8601 UTC")
+    attempt: int
+    remote_task_id: str | None = None
+    remote_state: str | None = None
+    live: bool
+
+
+class ArtifactView(BaseModel):
+    """What came back on a branch, with the return-admission verdict."""
+
+    branch: str
+    decision: str
+    reason: str | None = None
+    content_hash: str | None = None
+    size: int | None = None
+    received_at: str | None = None
+    content: Any = Field(default=None, description="the artifact as received (untrusted)")
+
+
+class BudgetView(BaseModel):
+    limit: dict[str, int]
+    remaining: dict[str, int]
+    ledger: list[dict[str, Any]]
+
+
+class RunDocument(BaseModel):
+    """A run as its records tell it: complete at every point it is written. Kinds of run
+    add their own fields (a demo case, a supervised run's outcome)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str
+    kind: str | None = None
+    owner: str
+    ownership_path: list[str] = []
+    started_at: str | None = None
+    cancelled: bool = False
+    state_version: int = 0
+    branches: list[BranchView] = []
+    live_branches: list[str] = []
+    artifacts: list[ArtifactView] = []
+    budget: BudgetView | None = None
+    refusals: list[str] = []
+
+
+class DelegationDocument(RunDocument):
+    """The answer to one handoff driven to its end (``federation delegate``)."""
+
+    handoff_id: str
+    target: str
+    skill: str
+    remote_task_id: str | None
+    remote_state: str | None
+    local_state: str
+    reason: str | None
+    grant: dict[str, Any] | None = Field(description="the delegation token's claims")
+    received_artifacts: list[dict[str, Any]] = Field(description="as received (untrusted)")
+    notes: list[str]
+
+
+class Reconstruction(BaseModel):
+    """A run rebuilt from its ledger events alone (``federation audit show``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str | None
+    owner: str | None
+    ownership_path: list[str | None]
+    authority: dict[str, Any] | None
+    branches: list[dict[str, Any]]
+    live_branches: list[str]
+    artifacts: list[dict[str, Any]]
+    budget: list[dict[str, Any]]
+    grants: list[dict[str, Any]]
+    effects: int
+    cancelled: bool
+    disposition: dict[str, Any] | None
+    events: int
 
 
 class VerifyRequest(StrictRequest):

@@ -192,6 +192,13 @@ class CoordinatorService:
         keys = identity.coordinator_keys(self.ws.data)
         return await recover(self.ws, keys, identity.issuer_id())
 
+    # --- keys --------------------------------------------------------------------------------
+
+    def jwks(self) -> dict[str, Any]:
+        """The public signing keys remotes pin. The first call creates the coordinator's
+        key: this is how an operator bootstraps the identity a remote will trust."""
+        return identity.coordinator_keys(self.ws.data).public_jwks()
+
     # --- runs and audit ---------------------------------------------------------------------
 
     def runs(self, query: RunQuery | None = None) -> RunList:

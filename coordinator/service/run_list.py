@@ -91,7 +91,7 @@ def page(store: RunStore, query: RunQuery) -> tuple[list[dict[str, Any]], str | 
 def query_since(value: str) -> str:
     """``since`` as the stored form (ISO 8601 UTC with ``Z``); refused unless it parses."""
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(f"since must be an ISO 8601 time, not {value!r}", "bad_since") from None
     if moment.tzinfo is None:

@@ -69,8 +69,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> t
 def test_unreachable_url(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Registering an address nobody listens on fails with one line naming the cause."""
     code, err = run_cli(capsys, tmp_path, "register", f"http://127.0.0.1:{free_port()}")
-    assert code == 2
-    assert err.count("\n") == 1 and "cannot connect" in err and "[card_unreachable]" in err
+    assert code == 3, "an unreachable remote is exit 3"
+    assert err.count("\n") == 1 and "cannot connect" in err
+    assert err.startswith("federation: error: card_unreachable: ")
 
 
 def test_card_that_is_not_json(
@@ -78,7 +79,7 @@ def test_card_that_is_not_json(
 ) -> None:
     """A card that is not JSON is refused with the reason card_not_json."""
     code, err = run_cli(capsys, tmp_path, "register", bad_cards + "/notjson")
-    assert code == 2 and "[card_not_json]" in err
+    assert code == 2 and "error: card_not_json: " in err
 
 
 def test_card_without_v1_jsonrpc_interface(
@@ -90,7 +91,7 @@ def test_card_without_v1_jsonrpc_interface(
     code, err = run_cli(
         capsys, tmp_path, "register", bad_cards + "/old", "--trust-key", str(key_file)
     )
-    assert code == 2 and "[no_jsonrpc_v1_interface]" in err
+    assert code == 2 and "error: no_jsonrpc_v1_interface: " in err
     assert run_cli(capsys, tmp_path, "agents")[0] == 0
     assert not (tmp_path / "agents.json").exists()
 
@@ -100,7 +101,7 @@ def test_card_with_wrong_shape(
 ) -> None:
     """A v0.3-shaped card missing v1.0 required fields is refused as card_invalid."""
     code, err = run_cli(capsys, tmp_path, "register", bad_cards + "/shape")
-    assert code == 2 and "[card_invalid]" in err
+    assert code == 2 and "error: card_invalid: " in err
 
 
 def test_delegate_to_unknown_agent(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -110,7 +111,7 @@ def test_delegate_to_unknown_agent(capsys: pytest.CaptureFixture[str], tmp_path:
     code, err = run_cli(
         capsys, tmp_path, "delegate", "--to", "nobody", "--skill", "s", "--input", str(input_file)
     )
-    assert code == 2 and "[unknown_agent]" in err
+    assert code == 2 and "error: unknown_agent: " in err
 
 
 def test_delegate_with_bad_input_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -120,4 +121,4 @@ def test_delegate_with_bad_input_file(capsys: pytest.CaptureFixture[str], tmp_pa
     code, err = run_cli(
         capsys, tmp_path, "delegate", "--to", "x", "--skill", "s", "--input", str(input_file)
     )
-    assert code == 2 and "[input_not_json]" in err
+    assert code == 2 and "error: input_not_json: " in err

@@ -1,0 +1,140 @@
+"""The command line's conventions, from outside: one error line, exit codes that mean one
+thing, quiet broken pipes, read-only commands that create nothing, help on every option."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coordinator.assessment import scenario
+from coordinator.cli import parser as cli_parser
+from coordinator.cli.main import EXIT_CODES
+from coordinator.storage import DATABASE_FILE, datadir
+from coordinator.workspace import DATABASE_ENV
+
+
+def federation(
+    data: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", "--data-dir", str(data), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        input=stdin,
+    )
+
+
+def one_error(completed: subprocess.CompletedProcess[str], reason: str, code: int) -> None:
+    assert completed.returncode == code, completed.stderr
+    assert completed.stderr.startswith(f"federation: error: {reason}: ")
+    assert completed.stderr.count("\n") == 1 and "Traceback" not in completed.stderr
+
+
+def test_version() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "coordinator", "--version"], capture_output=True, text=True
+    )
+    assert completed.returncode == 0 and completed.stdout.startswith("federation 0.")
+
+
+def actions(parser: argparse.ArgumentParser, path: str = "federation") -> list[tuple[str, str]]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += actions(sub, f"{path} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            found.append((f"{path} {action.dest}", action.help or ""))
+    return found
+
+
+def test_every_option_and_argument_has_plain_help() -> None:
+    missing = [
+        name for name, text in actions(cli_parser.build_parser()) if not text or "``" in text
+    ]
+    assert missing == []
+
+
+def test_the_parser_constants_match_their_owners() -> None:
+    """The parser keeps a few names to itself (start-up time); they must not drift."""
+    assert cli_parser.CASES == scenario.CASES
+    assert cli_parser.DATA_DIR_ENV == datadir.ENV_VAR
+    assert cli_parser.DATABASE_ENV == DATABASE_ENV
+
+
+def test_help_imports_neither_the_model_client_nor_the_database() -> None:
+    script = (
+        "import sys\n"
+        "from coordinator.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('openai', 'sqlalchemy', 'httpx', 'fastapi') "
+        "if m in sys.modules))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert completed.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["audit", "verify"], ["runs"], ["run", "show", "run-x"], ["audit", "show", "run-x"]],
+)
+def test_read_only_commands_create_nothing(tmp_path: Path, command: list[str]) -> None:
+    """On a data directory where nothing was recorded (a mistyped --data-dir), reading
+    says so and exits 2; no database appears."""
+    one_error(federation(tmp_path / "typo", *command), "no_ledger", 2)
+    assert not (tmp_path / "typo" / DATABASE_FILE).exists()
+
+
+def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coordinator", "--data-dir", str(tmp_path), "keys", "show"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # the reader goes away before anything is written
+    _, err = process.communicate(timeout=60)
+    assert b"Traceback" not in err and err == b""
+    assert process.returncode in (0, 141)
+
+
+def test_a_bad_argument_is_a_usage_error_before_anything_is_recorded(tmp_path: Path) -> None:
+    """--timeout -5 used to become a FAILED run; now it is refused as an argument."""
+    (tmp_path / "in.json").write_text("{}")
+    completed = federation(
+        tmp_path,
+        *("delegate", "--to", "a", "--skill", "s", "--input", str(tmp_path / "in.json")),
+        *("--timeout", "-5"),
+    )
+    one_error(completed, "bad_argument", 2)
+    assert "timeout" in completed.stderr
+    assert not (tmp_path / DATABASE_FILE).exists()
+
+
+def test_input_dash_reads_standard_input(tmp_path: Path) -> None:
+    args = ("delegate", "--to", "nobody", "--skill", "s", "--input", "-")
+    one_error(federation(tmp_path, *args, stdin="{not json"), "input_not_json", 2)
+    one_error(federation(tmp_path, *args, stdin=json.dumps({"a": 1})), "unknown_agent", 2)
+
+
+def test_an_unreachable_remote_is_exit_3(tmp_path: Path) -> None:
+    one_error(federation(tmp_path, "register", "http://127.0.0.1:9"), "card_unreachable", 3)
+
+
+def test_the_exit_codes_are_documented() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for code in EXIT_CODES:
+        assert f"| {code} |" in readme
