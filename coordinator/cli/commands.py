@@ -21,7 +21,7 @@ from coordinator.assessment.demo import demo_document
 from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.scenario import CASES
 from coordinator.authority import identity
-from coordinator.cli import printers
+from coordinator.cli import printers, return_options
 from coordinator.cli.backends import Coordinator
 from coordinator.errors import UsageError
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
@@ -61,6 +61,8 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
         expect_kid=args.expect_kid,
         trust_on_first_use=args.trust_on_first_use,
         approve=args.approve,
+        return_schemas=return_options.registration_schemas(args),
+        return_finding=args.return_finding,
     )
     return printers.print_registration(coordinator.register(request), args.url)
 
@@ -79,6 +81,7 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         cancel_after=args.cancel_after,
         principal=args.principal,
         tenant=args.tenant,
+        return_schema=return_options.delegation_schema(args),
     )
     document = coordinator.delegate(request)
     if args.json:

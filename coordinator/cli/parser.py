@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from coordinator.assessment.scenario import CASES
+from coordinator.cli import return_options
 from coordinator.storage import datadir
 from coordinator.workspace import DATABASE_ENV
 
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     register.add_argument(
         "--approve", action="store_true", help="adopt a changed card that asks for more"
     )
+    return_options.add_register_options(register)
 
     commands.add_parser(
         "recover", help="continue every in-flight handoff left by a coordinator that stopped"
@@ -128,4 +130,5 @@ def build_parser() -> argparse.ArgumentParser:
     delegate.add_argument("--principal", default="operator", help="who the work is done for")
     delegate.add_argument("--tenant", default="default", help="whose data it may touch")
     delegate.add_argument("--json", action="store_true")
+    return_options.add_delegate_options(delegate)
     return parser

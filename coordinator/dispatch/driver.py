@@ -14,13 +14,12 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from contracts import strict_json
-from contracts.evidence import Finding, FindingStatus
+from contracts.evidence import Finding
 from contracts.grant import Budget
 from contracts.handoff import (
     HandoffBudget,
@@ -28,10 +27,10 @@ from contracts.handoff import (
     HandoffState,
     TimeoutDisposition,
 )
+from contracts.returns import ReturnContract, ReturnContractKind
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
-    Artifact,
     CancelTaskRequest,
     GetTaskRequest,
     Message,
@@ -47,21 +46,26 @@ from coordinator.dispatch.faults import pause_point
 from coordinator.errors import FederationError
 from coordinator.handoff.admission import AdmissionContext, AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
-from coordinator.handoff.returns import Admission, admit_task, finding_in
+from coordinator.handoff.projection import record_ids
+from coordinator.handoff.returns import (
+    Admission,
+    admit_interruption,
+    admit_task,
+    failure_admission,
+)
 from coordinator.handoff.run import Run
 from coordinator.handoff.state_map import local_view
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates, updates_for
-from coordinator.storage.runs import FINDING_CONTRACT, GENERIC_CONTRACT
 
 S = HandoffState
 # Failures after which sending again can help: the message may never have arrived, or a
 # proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).
 # A remote's refusal, an A2A error or an answer that fails admission is never retried.
 RETRYABLE = frozenset({"unreachable", "timeout", "transport_error", "not_jsonrpc", "not_json"})
-COMPLETE_WHEN = "one Finding that cites only records sent to the target"
-RETURN_WHEN = "the Finding passes return admission against the dispatched handoff"
+COMPLETE_WHEN = "the remote task completed with an artifact"
+RETURN_WHEN = "the artifact passes return admission under the handoff's return contract"
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,13 @@ def propose(
     on_timeout: TimeoutDisposition = TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE,
     handoff_id: str | None = None,
     attempt: int = 1,
+    contract: ReturnContract | None = None,
 ) -> HandoffRecord:
-    """The full handoff contract for sending ``payload`` to ``agent``'s ``skill``."""
+    """The full handoff contract for sending ``payload`` to ``agent``'s ``skill``.
+
+    Its return contract is ``contract``, else the one declared for the skill at
+    registration, else the default that admits nothing; the handoff binding is checked
+    whenever the target's card declares our delegation scheme."""
     book = run.book
     now = book.clock()
     lease = min(now + timedelta(seconds=wait.deadline_seconds), book.parent.expires_at)
@@ -135,7 +144,25 @@ def propose(
         on_timeout=on_timeout,
         duplicate_key=f"{agent.name}:{skill}:v{book.state_version}:{digest}",
         attempt=attempt,
+        return_contract=_contract_for(agent, skill, payload, contract, scopes is not None),
     )
+
+
+def _contract_for(
+    agent: RegisteredAgent,
+    skill: str,
+    payload: dict[str, Any],
+    given: ReturnContract | None,
+    delegation_scheme: bool,
+) -> ReturnContract:
+    """``given``, else the skill's declared contract, else the default; a Finding contract
+    that names no records cites among the records in ``payload``."""
+    contract = (given or agent.return_contract_for(skill)).binding_required(delegation_scheme)
+    if contract.kind is ReturnContractKind.FINDING and not contract.sent_record_ids:
+        contract = contract.model_copy(
+            update={"sent_record_ids": tuple(sorted(record_ids(payload)))}
+        )
+    return contract
 
 
 def admission_context(run: Run, agent: RegisteredAgent) -> AdmissionContext:
@@ -213,7 +240,6 @@ async def run_remote_handoff(
     payload: dict[str, Any],
     *,
     run: Run,
-    sent_record_ids: Collection[str] | None,
     wait: WaitPolicy | None = None,
     delegator: Delegator | None = None,
 ) -> RemoteOutcome:
@@ -234,7 +260,6 @@ async def run_remote_handoff(
             run=run,
             wait=wait,
             delegator=delegator,
-            sent_record_ids=sent_record_ids,
         )
         outcome.notes[:0] = notes
         record = outcome.record
@@ -267,7 +292,6 @@ async def _attempt(
     run: Run,
     wait: WaitPolicy,
     delegator: Delegator | None,
-    sent_record_ids: Collection[str] | None,
 ) -> RemoteOutcome:
     outcome = RemoteOutcome(record=proposal, sent_fields=tuple(payload))
     try:
@@ -278,7 +302,7 @@ async def _attempt(
         run.record(outcome.record)
         return outcome
     if run.store is not None:
-        contract = FINDING_CONTRACT if sent_record_ids is not None else GENERIC_CONTRACT
+        contract = outcome.record.return_contract.kind.value
         run.store.save_payload(outcome.record, payload, contract)
     await drive(
         client,
@@ -288,7 +312,6 @@ async def _attempt(
         run=run,
         wait=wait,
         delegator=delegator,
-        sent_record_ids=sent_record_ids,
     )
     return outcome
 
@@ -302,7 +325,6 @@ async def drive(
     run: Run,
     wait: WaitPolicy,
     delegator: Delegator | None,
-    sent_record_ids: Collection[str] | None,
 ) -> None:
     """Take an admitted handoff from wherever it stands to a terminal state (see
     :func:`_drive_steps`); whatever it recorded is in the ledger when it returns."""
@@ -315,7 +337,6 @@ async def drive(
             run=run,
             wait=wait,
             delegator=delegator,
-            sent_record_ids=sent_record_ids,
         )
     finally:
         run.trail.flush()
@@ -330,7 +351,6 @@ async def _drive_steps(
     run: Run,
     wait: WaitPolicy,
     delegator: Delegator | None,
-    sent_record_ids: Collection[str] | None,
 ) -> None:
     """Take an admitted handoff from wherever it stands to a terminal state.
 
@@ -367,9 +387,9 @@ async def _drive_steps(
         run.trail.flush()
         task, stream = await _fetch_task(client, agent, outcome, headers), None
     if task is not None and outcome.record.state is S.RETURNED:
-        _judge(outcome, run, task, sent_record_ids)
+        _judge(outcome, run, task)
     elif task is not None:
-        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids, stream)
+        await _follow(client, agent, outcome, task, run, wait, headers, stream)
     elif outcome.record.live and _lease_left(outcome, run) <= 0:
         _commit(outcome, run, S.TIMED_OUT, "lease_expired")
     run.record(outcome.record)
@@ -514,7 +534,6 @@ async def _follow(
     run: Run,
     wait: WaitPolicy,
     headers: dict[str, str],
-    sent_record_ids: Collection[str] | None,
     stream: RemoteUpdates | None = None,
 ) -> None:
     """Observe the remote task until it settles, the lease ends or the run cancels it.
@@ -533,11 +552,11 @@ async def _follow(
         notes=outcome.notes,
     )
     try:
-        settled = await _watch(client, agent, outcome, task, run, headers, updates, sent_record_ids)
+        settled = await _watch(client, agent, outcome, task, run, headers, updates)
     finally:
         await updates.aclose()
     if settled is not None:
-        await _settle(client, agent, outcome, settled, run, headers, sent_record_ids)
+        await _settle(client, agent, outcome, settled, run, headers)
 
 
 async def _watch(
@@ -548,13 +567,12 @@ async def _watch(
     run: Run,
     headers: dict[str, str],
     updates: RemoteUpdates,
-    sent_record_ids: Collection[str] | None,
 ) -> Task | None:
     """The remote task once it settled, or None if the handoff ended here first."""
     while True:
         outcome.task = task
         if not _observe(outcome, run, task):
-            _arrived_late(outcome, run, task, sent_record_ids)
+            _arrived_late(outcome, run, task)
             return None
         state = task.status.state
         if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
@@ -597,14 +615,13 @@ async def _settle(
     task: Task,
     run: Run,
     headers: dict[str, str],
-    sent_record_ids: Collection[str] | None,
 ) -> None:
     state = task.status.state
     if outcome.record.state is S.FAILED:
-        outcome.admission = _failure_admission(task)
+        outcome.admission = failure_admission(task)
         return
     if state in INTERRUPTED_TASK_STATES:
-        admission = admit_interruption(task, sent_record_ids)
+        admission = admit_interruption(task, outcome.record.return_contract)
         outcome.admission = admission
         outcome.decision = run.book.receive(
             outcome.record,
@@ -622,20 +639,19 @@ async def _settle(
     based_on = outcome.record
     pause_point("before_admission")
     if not _commit(outcome, run, S.RETURNED, "remote_completed"):
-        _arrived_late(outcome, run, task, sent_record_ids, based_on)
+        _arrived_late(outcome, run, task, based_on)
         return
-    _judge(outcome, run, task, sent_record_ids)
+    _judge(outcome, run, task)
 
 
-def _judge(
-    outcome: RemoteOutcome, run: Run, task: Task, sent_record_ids: Collection[str] | None
-) -> None:
-    """Return admission, then the book decides (admitted, rejected, stale or duplicate)."""
+def _judge(outcome: RemoteOutcome, run: Run, task: Task) -> None:
+    """Return admission under the record's contract, then the book decides (admitted,
+    rejected, held for review, stale or duplicate)."""
     returned = outcome.record
     admission = admit_task(
         task,
         expected_task_id=returned.remote_task_id or "",
-        sent_record_ids=sent_record_ids,
+        contract=returned.return_contract,
         expected_handoff=(returned.handoff_id, returned.attempt),
     )
     outcome.admission = admission
@@ -646,9 +662,12 @@ def _judge(
         content_hash=admission.content_hash,
         size=admission.size,
         content=_artifact_content(task),
+        held=admission.held,
     )
     if outcome.decision is ArtifactDecision.ADMITTED:
         _commit(outcome, run, S.ACCEPTED, admission.reason)
+    elif outcome.decision is ArtifactDecision.HELD_FOR_REVIEW:
+        _commit(outcome, run, S.RETURNED_UNVERIFIED, admission.reason)
     elif outcome.decision is ArtifactDecision.REJECTED:
         _commit(outcome, run, S.REJECTED, admission.reason)
     else:
@@ -659,7 +678,6 @@ def _arrived_late(
     outcome: RemoteOutcome,
     run: Run,
     task: Task,
-    sent_record_ids: Collection[str] | None,
     based_on: HandoffRecord | None = None,
 ) -> None:
     """A completed result that lost the race: keep it for diagnosis, admit nothing."""
@@ -668,7 +686,7 @@ def _arrived_late(
     admission = admit_task(
         task,
         expected_task_id=task.id,
-        sent_record_ids=sent_record_ids,
+        contract=outcome.record.return_contract,
         expected_handoff=None,
     )
     outcome.admission = admission
@@ -686,27 +704,6 @@ def _artifact_content(task: Task) -> object:
     return [
         a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in task.artifacts or []
     ]
-
-
-def admit_interruption(task: Task, sent_record_ids: Collection[str] | None) -> Admission:
-    """An interrupted task may explain what it lacks; only a ``needs_input`` Finding counts.
-
-    It is read from the status message as untrusted evidence: it never counts as success,
-    and it grants nothing (an auth-required task is not an authorization).
-    """
-    digest = ("", 0)
-    message = task.status.message
-    if message is None or sent_record_ids is None:
-        return Admission(False, "interrupted_without_finding", *digest)
-    try:
-        finding = finding_in([Artifact(artifact_id="status", parts=message.parts)])
-    except ValueError as exc:
-        return Admission(False, f"finding_invalid: {exc}", *digest)
-    if finding.status is not FindingStatus.NEEDS_INPUT:
-        return Admission(False, "finding_inconsistent_with_state", *digest)
-    if set(finding.evidence_ids) - set(sent_record_ids):
-        return Admission(False, "unknown_evidence", *digest)
-    return Admission(True, "needs_input_admitted", *digest, finding=finding)
 
 
 async def _cancel_remote(
@@ -753,22 +750,3 @@ async def cancel_branches(
         run.record(run.book.current(record))
     run.trail.flush()
     return cancelled
-
-
-def _failure_admission(task: Task) -> Admission:
-    """Read the remote's failed Finding, if it sent one, only to learn its error code."""
-    message = task.status.message
-    code = "remote_failed"
-    if message is not None:
-        try:
-            reported = finding_in([Artifact(artifact_id="status", parts=message.parts)])
-        except ValueError:
-            reported = None
-        if reported is not None and reported.error_code:
-            code = reported.error_code
-    failed = Finding(
-        status=FindingStatus.FAILED,
-        summary="The remote specialist did not produce a result.",
-        error_code=code,
-    )
-    return Admission(False, "remote_failed", "", 0, finding=failed)

@@ -19,12 +19,10 @@ from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, drive
 from coordinator.errors import FederationError
 from coordinator.handoff.book import BudgetEntry, UnitKind
-from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
 from coordinator.storage.runs import (
-    FINDING_CONTRACT,
     RunStore,
     driver_is_dead_here,
     local_driver_id,
@@ -146,14 +144,14 @@ async def resume(
 ) -> RemoteOutcome:
     stored = store.handoff(attempt_id)
     assert stored is not None
-    record, payload, contract = stored
+    # The return contract travels in the record itself (see contracts.returns).
+    record, payload, _ = stored
     run = restore_run(ws, store, record.run_id, driver, lease_seconds)
     record = run.book.current(record)
     outcome = RemoteOutcome(record=record, sent_fields=tuple(payload or {}))
     run.emit("handoff.resumed", record, state=record.state.value, driver=driver)
     expires = int((run.started_at + timedelta(seconds=run.authority.lifetime_seconds)).timestamp())
     delegator = Delegator(keys, run.authority, issuer, run.run_id, expires, run.owner)
-    sent = record_ids(payload or {}) if contract == FINDING_CONTRACT else None
     await drive(
         client,
         registry.get(record.target),
@@ -162,7 +160,6 @@ async def resume(
         run=run,
         wait=wait,
         delegator=delegator,
-        sent_record_ids=sent,
     )
     document = run.document()
     store.save_run(run.run_id, run.owner, run.kind, store_authority(store, run.run_id), document)

@@ -30,6 +30,12 @@ class RegisterRequest(StrictRequest):
     expect_kid: str | None = Field(default=None, min_length=1, max_length=256)
     trust_on_first_use: bool = False
     approve: bool = False
+    return_schemas: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per skill: a JSON Schema (Draft 2020-12) for returns"
+    )
+    return_finding: list[str] = Field(
+        default_factory=list, description="skills that answer with one Finding (our contract)"
+    )
 
     @model_validator(mode="after")
     def one_anchor(self) -> RegisterRequest:
@@ -50,6 +56,9 @@ class DelegationRequest(StrictRequest):
     principal: Identifier = "operator"
     tenant: Identifier = "default"
     wait: bool = Field(default=True, description="drive it here and answer the run document")
+    return_schema: dict[str, Any] | None = Field(
+        default=None, description="a JSON Schema (Draft 2020-12) the return must match"
+    )
 
     @model_validator(mode="after")
     def cancel_needs_wait(self) -> DelegationRequest:

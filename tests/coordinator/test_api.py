@@ -47,7 +47,8 @@ class Deployment:
 
     def register(self) -> httpx.Response:
         pins = self.risk_app.state.signing_keys.public_jwks()
-        return self.http.post("/v1/agents", json={"url": self.risk, "trust_key": pins})
+        body = {"url": self.risk, "trust_key": pins, "return_finding": [SKILL]}
+        return self.http.post("/v1/agents", json=body)
 
     def delegate(self, **fields: Any) -> httpx.Response:
         body = {"to": "remote-risk", "skill": SKILL, "input": PAYLOAD, **fields}
