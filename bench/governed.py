@@ -22,8 +22,9 @@ from bench.tokens import risk_payload
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
+from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.delegate import delegation_document, record_disposition
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient

@@ -19,13 +19,8 @@ from typing import Any
 from agent_cards.keys import KeySet
 from contracts.returns import ReturnContract
 from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
-from coordinator.dispatch.driver import (
-    RemoteOutcome,
-    WaitPolicy,
-    cancel_branches,
-    propose,
-    run_remote_handoff,
-)
+from coordinator.dispatch.attempts import cancel_branches, run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent

@@ -57,6 +57,13 @@ def content_digest(task: Task) -> tuple[str, int]:
     return "sha256:" + hashlib.sha256(encoded).hexdigest(), len(encoded)
 
 
+def artifact_content(task: Task) -> list[dict[str, Any]]:
+    """What was returned, as kept for review or diagnosis (never admitted as such)."""
+    return [
+        a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in task.artifacts or []
+    ]
+
+
 def _refuse(reason: str, digest: tuple[str, int]) -> Admission:
     return Admission(False, reason[:_MAX_REASON], *digest)
 

@@ -16,8 +16,9 @@ from contracts.wire import GetTaskRequest
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator
 from coordinator.cli.main import main
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, cancel_branches, propose
-from coordinator.dispatch.driver import run_remote_handoff as dispatch
+from coordinator.dispatch.attempts import cancel_branches
+from coordinator.dispatch.attempts import run_remote_handoff as dispatch
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor

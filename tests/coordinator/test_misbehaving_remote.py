@@ -27,7 +27,8 @@ from contracts.evidence import AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffState
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient, ClientLimits
 from coordinator.remote.registry import Registry, TrustAnchor

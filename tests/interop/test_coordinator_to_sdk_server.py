@@ -29,7 +29,8 @@ from starlette.applications import Starlette
 from agent_cards.keys import SigningKey, TrustedKeys
 from contracts.handoff import HandoffState
 from contracts.returns import schema_contract
-from coordinator.dispatch.driver import WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.errors import RegistryError
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
