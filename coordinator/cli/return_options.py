@@ -44,9 +44,9 @@ def add_delegate_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def registration_schemas(args: argparse.Namespace) -> dict[str, Any]:
+def registration_schemas(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``--return-schema SKILL=FILE`` values as ``{skill: schema}``."""
-    schemas: dict[str, Any] = {}
+    schemas: dict[str, dict[str, Any]] = {}
     for value in args.return_schema:
         skill, sep, file = value.partition("=")
         if not sep or not skill or not file:
@@ -57,17 +57,20 @@ def registration_schemas(args: argparse.Namespace) -> dict[str, Any]:
     return schemas
 
 
-def delegation_schema(args: argparse.Namespace) -> Any:
+def delegation_schema(args: argparse.Namespace) -> dict[str, Any] | None:
     """The ``--return-schema FILE`` of a delegation, or None."""
     return None if args.return_schema is None else read_schema(args.return_schema)
 
 
-def read_schema(path: Path) -> Any:
+def read_schema(path: Path) -> dict[str, Any]:
     try:
-        return strict_json.loads(path.read_bytes())
+        value = strict_json.loads(path.read_bytes())
     except OSError as exc:
         raise UsageError(
             f"cannot read {path}: {exc.strerror}", "return_schema_unreadable"
         ) from None
     except ValueError as exc:
         raise UsageError(f"{path} is not strict JSON: {exc}", "return_schema_not_json") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{path}: a return schema must be a JSON object", "return_schema_invalid")
+    return value
