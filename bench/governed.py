@@ -19,10 +19,13 @@ import httpx
 
 from agent_cards.keys import KeySet, TrustedKeys
 from bench.tokens import risk_payload
+from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
+from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.delegate import delegation_document, record_disposition
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
+from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
@@ -62,13 +65,13 @@ async def handoff(
     expires_at = int(run.book.parent.expires_at.timestamp())
     delegator = Delegator(keys, run.authority, DEFAULT_ISSUER, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=timeout)
+    contract = finding_contract(record_ids(payload))
     outcome = await run_remote_handoff(
         client,
         agent,
-        propose(run, agent, RISK_SKILL, payload, wait),
+        propose(run, agent, RISK_SKILL, payload, wait, contract=contract),
         payload,
         run=run,
-        sent_record_ids=None,
         wait=wait,
         delegator=delegator,
     )

@@ -3,7 +3,9 @@
 A handoff is one bounded slice of a run that the coordinator gives to a specialist. Its
 local state is the coordinator's own account and never simply mirrors the remote task:
 a remote ``COMPLETED`` only makes the handoff ``RETURNED``; whether what came back is
-``ACCEPTED`` is the coordinator's return admission to decide.
+``ACCEPTED`` is the coordinator's return admission to decide, by the record's
+:class:`~contracts.returns.ReturnContract`. A return that no declared contract can judge
+ends ``RETURNED_UNVERIFIED``: kept, never admitted.
 
 Transitions live in one table. :func:`transition` refuses anything the table does not
 allow, refuses to leave a terminal state, checks the version the caller expects, and
@@ -17,6 +19,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.returns import ReturnContract
+
 
 class HandoffState(StrEnum):
     PROPOSED = "PROPOSED"
@@ -24,6 +28,8 @@ class HandoffState(StrEnum):
     DISPATCHED = "DISPATCHED"
     RUNNING = "RUNNING"
     RETURNED = "RETURNED"
+    # Returned, kept with its hash and size, but not admitted: no contract could judge it.
+    RETURNED_UNVERIFIED = "RETURNED_UNVERIFIED"
     ACCEPTED = "ACCEPTED"
     REJECTED = "REJECTED"
     CANCELLED = "CANCELLED"
@@ -33,7 +39,9 @@ class HandoffState(StrEnum):
 
 
 S = HandoffState
-TERMINAL_STATES = frozenset({S.ACCEPTED, S.REJECTED, S.CANCELLED, S.TIMED_OUT, S.FAILED})
+TERMINAL_STATES = frozenset(
+    {S.ACCEPTED, S.RETURNED_UNVERIFIED, S.REJECTED, S.CANCELLED, S.TIMED_OUT, S.FAILED}
+)
 _ENDINGS = {S.CANCELLED, S.TIMED_OUT, S.FAILED}
 
 TRANSITIONS: dict[HandoffState, frozenset[HandoffState]] = {
@@ -43,7 +51,9 @@ TRANSITIONS: dict[HandoffState, frozenset[HandoffState]] = {
     # RUNNING -> RUNNING records a change of attention reason (input or auth required).
     S.RUNNING: frozenset({S.RUNNING, S.RETURNED, S.QUARANTINED} | _ENDINGS),
     S.QUARANTINED: frozenset({S.RUNNING, S.RETURNED, S.QUARANTINED} | _ENDINGS),
-    S.RETURNED: frozenset({S.ACCEPTED, S.REJECTED, S.CANCELLED, S.TIMED_OUT}),
+    S.RETURNED: frozenset(
+        {S.ACCEPTED, S.RETURNED_UNVERIFIED, S.REJECTED, S.CANCELLED, S.TIMED_OUT}
+    ),
     **{state: frozenset() for state in TERMINAL_STATES},
 }
 
@@ -116,6 +126,8 @@ class HandoffRecord(_Record):
     on_timeout: TimeoutDisposition | None = None
     duplicate_key: str | None = None
     attempt: int = 1
+    # What the return must be to be admitted; the default admits nothing (held for review).
+    return_contract: ReturnContract = Field(default_factory=ReturnContract)
     state: HandoffState = S.PROPOSED
     version: int = 0
     reason: str = "proposed"

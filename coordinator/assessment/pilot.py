@@ -18,10 +18,12 @@ from typing import Any
 from agent_cards.keys import KeySet
 from contracts.evidence import Assessment, AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffRecord, HandoffState, TimeoutDisposition, transition
+from contracts.returns import finding_contract
 from coordinator.assessment import scenario, specialists
 from coordinator.audit.trail import contract_of
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.errors import OwnershipError
 from coordinator.handoff.projection import project_context, record_ids
 from coordinator.handoff.run import Run, start_run
@@ -58,6 +60,7 @@ class Consultation:
             "sent_fields": list(self.sent_fields),
             "finding_status": self.finding.status.value if self.finding else None,
             "admission": self.admission_reason or self.record.reason,
+            "contract": self.record.return_contract.name,
             "grant": self.grant,
         }
 
@@ -111,7 +114,10 @@ def run_local_handoff(
     source: str | None = None,
 ) -> Consultation:
     """A handoff to an in-process specialist, through the same states as a remote one."""
-    record = transition(new_handoff(run, target, target, source), S.ADMITTED, "admitted")
+    proposal = new_handoff(run, target, target, source).model_copy(
+        update={"return_contract": finding_contract(record_ids(projected))}
+    )
+    record = transition(proposal, S.ADMITTED, "admitted")
     record = transition(record, S.DISPATCHED, "called_in_process")
     try:
         finding = handler(projected)
@@ -152,17 +158,23 @@ def _audit_local(run: Run, record: HandoffRecord, projected: dict[str, Any]) -> 
 def no_result(record: HandoffRecord) -> Finding:
     """What a consultation that produced no admissible finding contributes to the merge.
 
-    A lease that ran out under the ``continue_without_evidence`` disposition is an explicit
-    no-evidence result (what was asked, why it stopped), which the merge treats as missing
-    input; anything else is a failure of the consultation, never evidence.
+    A lease that ran out under the ``continue_without_evidence`` disposition, and a return
+    held for review (no contract could judge it), are explicit no-evidence results (what
+    was asked, why it stopped), which the merge treats as missing input; anything else is a
+    failure of the consultation, never evidence.
     """
-    if (
+    if record.state is HandoffState.RETURNED_UNVERIFIED or (
         record.state is HandoffState.TIMED_OUT
         and record.on_timeout is TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE
     ):
         return Finding(
             status=FindingStatus.NEEDS_INPUT,
-            summary=f"No evidence from {record.target}: its lease ended before a result.",
+            summary=f"No evidence from {record.target}: "
+            + (
+                "what it returned is held for review, not admitted."
+                if record.state is HandoffState.RETURNED_UNVERIFIED
+                else "its lease ended before a result."
+            ),
             facts={
                 "no_evidence": {
                     "asked": record.task_slice,
@@ -186,14 +198,14 @@ async def consult_risk(
     wait: WaitPolicy,
     delegator: Delegator | None,
 ) -> Consultation:
-    proposal = propose(run, risk, RISK_SKILL, projected, wait)
+    contract = finding_contract(record_ids(projected))
+    proposal = propose(run, risk, RISK_SKILL, projected, wait, contract=contract)
     outcome: RemoteOutcome = await run_remote_handoff(
         client,
         risk,
         proposal,
         projected,
         run=run,
-        sent_record_ids=record_ids(projected),
         wait=wait,
         delegator=delegator,
     )

@@ -60,6 +60,26 @@ def request(model: type[R], **fields: Any) -> R:
         raise UsageError(describe_validation(exc), "bad_argument") from None
 
 
+def registration_schemas(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``--return-schema SKILL=FILE`` values as ``{skill: schema}``."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for value in args.return_schema:
+        skill, sep, file = value.partition("=")
+        if not sep or not skill or not file:
+            raise UsageError(
+                f"--return-schema takes SKILL=FILE, not {value!r}", "return_schema_option"
+            )
+        schemas[skill] = read_object(Path(file), "return_schema")
+    return schemas
+
+
+def delegation_schema(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``--return-schema FILE`` of a delegation, or None."""
+    if args.return_schema is None:
+        return None
+    return read_object(args.return_schema, "return_schema")
+
+
 # --- shared by local and --server ----------------------------------------------------------
 
 
@@ -76,6 +96,8 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
         expect_kid=args.expect_kid,
         trust_on_first_use=args.trust_on_first_use,
         approve=args.approve,
+        return_schemas=registration_schemas(args),
+        return_finding=args.return_finding,
     )
     answer = coordinator.register(registration)
     if args.json:
@@ -99,6 +121,7 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         cancel_after=args.cancel_after,
         principal=args.principal,
         tenant=args.tenant,
+        return_schema=delegation_schema(args),
     )
     document = coordinator.delegate(delegation)
     if args.json:

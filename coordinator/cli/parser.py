@@ -6,6 +6,8 @@ import argparse
 from importlib import metadata
 from pathlib import Path
 
+from coordinator.cli import return_options
+
 # Kept here rather than imported, so that reading the arguments imports nothing else:
 # tests/coordinator/test_cli_conventions.py checks they match the modules that own them.
 CASES = ("ok", "missing", "failure", "conflict", "handoff")
@@ -87,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--approve", action="store_true", help="adopt a changed card that asks for more"
     )
     register.add_argument("--json", action="store_true", help="print the registration as JSON")
+    return_options.add_register_options(register)
 
     commands.add_parser(
         "recover", help="continue every in-flight handoff left by a coordinator that stopped"
@@ -159,4 +162,5 @@ def build_parser() -> argparse.ArgumentParser:
     delegate.add_argument("--principal", default="operator", help="who the work is done for")
     delegate.add_argument("--tenant", default="default", help="whose data it may touch")
     delegate.add_argument("--json", action="store_true", help="print the run document")
+    return_options.add_delegate_options(delegate)
     return parser

@@ -26,8 +26,9 @@ OWNERSHIP_COLUMNS = [
     "attempt",
     "remote_task_id",
     "remote_state",
+    "contract",
 ]
-ARTIFACT_COLUMNS = ["branch", "decision", "reason", "content_hash", "size"]
+ARTIFACT_COLUMNS = ["branch", "contract", "decision", "reason", "content_hash", "size"]
 UNIT_COLUMNS = ["branch", "kind", "actions", "context_units", "effects", "reason"]
 DEMO_COLUMNS = [
     "branch",
@@ -92,6 +93,8 @@ def print_delegation(document: dict[str, Any]) -> None:
     print(f"run {document['run_id']} handoff {document['handoff_id']} -> {document['target']}")
     print(f"remote task {document['remote_task_id'] or '-'}: {document['remote_state'] or '-'}")
     print(f"local state: {document['local_state']} ({document['reason']})")
+    contract = document.get("return_contract") or {}
+    print(f"return contract: {contract.get('kind', '-')}; verdict: {document.get('verdict')}")
     for note in document["notes"]:
         print(f"note: {note}")
     for artifact in document["artifacts"]:

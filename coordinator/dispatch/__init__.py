@@ -1,6 +1,10 @@
 """Driving one handoff attempt: admit, mint, send, follow, settle, judge, cancel.
 
-``driver`` (one attempt from proposal to a final state), ``delegate`` (one handoff to a
+``proposal`` (a handoff's full contract and message before it is sent), ``driver`` (the
+:class:`~coordinator.dispatch.driver.HandoffDriver` that owns one attempt from admission
+to a final state), ``grants`` (the attempt's narrowed token), ``remote_calls`` (the A2A
+calls, nothing of the record), ``outcome`` (what an attempt came to), ``attempts``
+(retries as attempts, cancelling a run's branches), ``delegate`` (one handoff to a
 registered agent, as ``federation delegate`` asks), ``faults`` (named pause points the
 crash tests use).
 """

@@ -3,8 +3,10 @@
 It goes through exactly the same path as a delegation inside a run (proposal, admission,
 a narrowed grant when the target takes one, dispatch, lease, return admission). The
 operator's authority for it is exactly what the target's skill declares, for the
-principal and tenant given. ``cancel_after`` cancels the run after that many seconds, to
-try cancellation by hand.
+principal and tenant given. What comes back is judged by the return contract given for this
+delegation (``--return-schema``), else the one declared for the skill at registration, else
+nothing is admitted: the artifact is kept and the handoff ends ``RETURNED_UNVERIFIED``.
+``cancel_after`` cancels the run after that many seconds, to try cancellation by hand.
 """
 
 from __future__ import annotations
@@ -15,14 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_cards.keys import KeySet
+from contracts.returns import ReturnContract
 from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
-from coordinator.dispatch.driver import (
-    RemoteOutcome,
-    WaitPolicy,
-    cancel_branches,
-    propose,
-    run_remote_handoff,
-)
+from coordinator.dispatch.attempts import cancel_branches, run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
@@ -40,6 +38,8 @@ class DelegationOrder:
     cancel_after: float | None = None
     principal: str = OPERATOR
     tenant: str = "default"
+    # A contract for this delegation only; None: the skill's declared one, or none.
+    return_contract: ReturnContract | None = None
 
 
 async def delegate_once(
@@ -57,7 +57,9 @@ async def delegate_once(
     expires_at = int(run.book.parent.expires_at.timestamp())
     delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)
-    proposal = propose(run, order.agent, order.skill, order.payload, wait)
+    proposal = propose(
+        run, order.agent, order.skill, order.payload, wait, contract=order.return_contract
+    )
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(A2AClient())
@@ -67,7 +69,6 @@ async def delegate_once(
             proposal,
             order.payload,
             run=run,
-            sent_record_ids=None,
             wait=wait,
             delegator=delegator,
         )
@@ -110,6 +111,8 @@ def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
         remote_state=record.remote_state,
         local_state=record.state.value,
         reason=record.reason,
+        return_contract=record.return_contract.summary(),
+        verdict=outcome.admission.verdict if outcome.admission else None,
         grant=outcome.grant,
         received_artifacts=received,
         notes=outcome.notes,

@@ -1,774 +1,447 @@
-"""The path of one remote handoff: propose, admit, mint, dispatch, wait, admit the return.
+"""The path of one remote handoff attempt: admit, mint, send, follow, settle, judge.
 
-Every step commits to the run's :class:`~coordinator.handoff.book.HandoffBook`, guarded by
-the version it was based on; the remote task's state is translated by
-:mod:`coordinator.handoff.state_map` and never copied. The coordinator never waits forever: the
-handoff has an absolute lease, and at its end the handoff is TIMED_OUT and the remote
-task is sent ``CancelTask`` as a best effort. If the run is cancelled meanwhile, the
-cancel wins by revision and whatever arrives later is recorded as late.
+A :class:`HandoffDriver` owns one attempt: what it needs (client, target, run, payload,
+wait policy, delegator) and the record as it stands. Its methods are the steps; the record
+changes only by committing to the run's :class:`~coordinator.handoff.book.HandoffBook`,
+guarded by the version it was based on. The remote task's state is translated by
+:mod:`coordinator.handoff.state_map`, never copied. The handoff has an absolute lease: at its
+end it is TIMED_OUT and the remote task is sent ``CancelTask`` as a best effort. If the run
+is cancelled meanwhile, the cancel wins by revision and whatever arrives later is late.
+Where the record must be on disk before the next step is named in :data:`DURABLE_POINTS`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import time
-import uuid
-from collections.abc import Collection
-from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from contracts import strict_json
-from contracts.evidence import Finding, FindingStatus
-from contracts.grant import Budget
-from contracts.handoff import (
-    HandoffBudget,
-    HandoffRecord,
-    HandoffState,
-    TimeoutDisposition,
-)
-from contracts.wire import (
-    INTERRUPTED_TASK_STATES,
-    TERMINAL_TASK_STATES,
-    Artifact,
-    CancelTaskRequest,
-    GetTaskRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    SendMessageRequest,
-    Task,
-    TaskState,
-)
-from coordinator.authority.delegator import Delegator, GrantRefused, required_scopes
+from contracts.handoff import HandoffRecord, HandoffState
+from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task, TaskState
+from coordinator.authority.delegator import Delegator, GrantRefused
+from coordinator.dispatch import remote_calls
 from coordinator.dispatch.faults import pause_point
+from coordinator.dispatch.grants import mint_for
+from coordinator.dispatch.outcome import RemoteOutcome
+from coordinator.dispatch.proposal import (
+    WaitPolicy,
+    admission_context,
+    build_message,
+    idempotency_key,
+    propose,
+)
 from coordinator.errors import FederationError
-from coordinator.handoff.admission import AdmissionContext, AdmissionDenied
+from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
-from coordinator.handoff.returns import Admission, admit_task, finding_in
+from coordinator.handoff.returns import (
+    admit_interruption,
+    admit_task,
+    artifact_content,
+    failure_admission,
+)
 from coordinator.handoff.run import Run
 from coordinator.handoff.state_map import local_view
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates, updates_for
-from coordinator.storage.runs import FINDING_CONTRACT, GENERIC_CONTRACT
+
+# What callers of this module use, re-exported from where each lives.
+__all__ = [
+    "DURABLE_POINTS",
+    "HandoffDriver",
+    "RemoteOutcome",
+    "WaitPolicy",
+    "admission_context",
+    "propose",
+]
 
 S = HandoffState
-# Failures after which sending again can help: the message may never have arrived, or a
-# proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).
-# A remote's refusal, an A2A error or an answer that fails admission is never retried.
-RETRYABLE = frozenset({"unreachable", "timeout", "transport_error", "not_jsonrpc", "not_json"})
-COMPLETE_WHEN = "one Finding that cites only records sent to the target"
-RETURN_WHEN = "the Finding passes return admission against the dispatched handoff"
+# The points where what the attempt recorded so far must be on disk before it goes on.
+DURABLE_POINTS = {
+    "admitted": "the admitted handoff and what it will send, before the dispatch is recorded",
+    "sending": "the dispatch record, before the message leaves: a crash mid-send is visible",
+    "observing": "what is known, before a handoff sent earlier is read back from the remote",
+    "waiting": "facts gathered meanwhile, whenever the wait for the next update is not short",
+    "cancelling": "the decision to cancel, before CancelTask is sent",
+    "ended": "everything the attempt recorded, when the driver returns",
+}
 
 
-@dataclass(frozen=True)
-class WaitPolicy:
-    """How long a handoff may take, and how often the remote task is polled meanwhile."""
+class HandoffDriver:
+    """One handoff attempt, from wherever its record stands to a terminal state.
 
-    deadline_seconds: float = 30.0
-    first_poll: float = 0.05
-    max_poll: float = 1.0
-    max_attempts: int = 2
+    This is also how a restarted coordinator continues (:meth:`drive` on a stored record):
+    an ADMITTED handoff was never sent; a DISPATCHED one without a remote task id may or
+    may not have arrived, so it is sent again under the same idempotency key (the remote
+    returns the task it already has); one with a task id is observed with GetTask; a
+    RETURNED one is judged again. Every call carries a token minted for this attempt.
+    """
 
+    def __init__(
+        self,
+        client: A2AClient,
+        agent: RegisteredAgent,
+        run: Run,
+        payload: dict[str, Any],
+        record: HandoffRecord,
+        *,
+        wait: WaitPolicy | None = None,
+        delegator: Delegator | None = None,
+    ) -> None:
+        self.client = client
+        self.agent = agent
+        self.run = run
+        self.payload = payload
+        self.wait = wait or WaitPolicy()
+        self.delegator = delegator
+        self.outcome = RemoteOutcome(record=record, sent_fields=tuple(payload))
+        self._lease_renewed_at = time.monotonic()
 
-@dataclass
-class RemoteOutcome:
-    record: HandoffRecord
-    task: Task | None = None
-    admission: Admission | None = None
-    decision: ArtifactDecision | None = None
-    sent_fields: tuple[str, ...] = ()
-    grant: dict[str, object] | None = None
-    notes: list[str] = field(default_factory=list)
-    lease_renewed_at: float = field(default_factory=time.monotonic)
+    # --- the attempt's state ------------------------------------------------------------
 
     @property
-    def finding(self) -> Finding | None:
-        """The admitted finding, or the remote's own failed finding (for its error code)."""
-        if self.admission is None:
-            return None
-        if self.decision is ArtifactDecision.ADMITTED or self.record.state is S.FAILED:
-            return self.admission.finding
-        return None
+    def record(self) -> HandoffRecord:
+        return self.outcome.record
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """This attempt's request headers (its bearer token), held by the run in memory."""
+        return self.run.credentials.get(self.record.attempt_id, {})
 
-def propose(
-    run: Run,
-    agent: RegisteredAgent,
-    skill: str,
-    payload: dict[str, Any],
-    wait: WaitPolicy,
-    *,
-    on_timeout: TimeoutDisposition = TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE,
-    handoff_id: str | None = None,
-    attempt: int = 1,
-) -> HandoffRecord:
-    """The full handoff contract for sending ``payload`` to ``agent``'s ``skill``."""
-    book = run.book
-    now = book.clock()
-    lease = min(now + timedelta(seconds=wait.deadline_seconds), book.parent.expires_at)
-    encoded = strict_json.dumps(payload)
-    scopes = required_scopes(agent.agent_card, skill)
-    digest = hashlib.sha256(encoded).hexdigest()[:16]
-    return HandoffRecord(
-        handoff_id=handoff_id or f"ho-{uuid.uuid4().hex[:12]}",
-        run_id=run.run_id,
-        source=run.owner,
-        target=agent.name,
-        skill=skill,
-        final_owner=run.owner,
-        task_slice=f"{skill} over {', '.join(sorted(payload))}",
-        owner_during_slice=agent.name,
-        state_ref=book.state_ref,
-        capabilities=(skill,),
-        scope=tuple(sorted(scopes)) if scopes else tuple(sorted(run.authority.scopes)),
-        tenant=run.authority.tenant,
-        delegation_expires_at=lease,
-        budget=HandoffBudget(actions=1, context_units=len(encoded), effects=0),
-        complete_when=COMPLETE_WHEN,
-        return_when=RETURN_WHEN,
-        cancel_ref=book.cancel_ref,
-        lease_expires_at=lease,
-        on_timeout=on_timeout,
-        duplicate_key=f"{agent.name}:{skill}:v{book.state_version}:{digest}",
-        attempt=attempt,
-    )
+    def _keep(self, record: HandoffRecord) -> HandoffRecord:
+        """The one place the driver's view of the record changes."""
+        self.outcome.record = record
+        return record
 
+    def _refresh(self) -> HandoffRecord:
+        return self._keep(self.run.book.current(self.record))
 
-def admission_context(run: Run, agent: RegisteredAgent) -> AdmissionContext:
-    skills = frozenset(agent.skill_ids())
-    # Every delegation this coordinator makes is read-only: no skill may receive effects.
-    return AdmissionContext(
-        participants=frozenset({run.owner}),
-        target_capabilities={agent.name: skills},
-        read_only_skills=skills,
-        current_state_version=run.book.state_version,
-    )
+    def commit(self, to: HandoffState, reason: str) -> bool:
+        """Commit a transition; False if the handoff moved meanwhile (the view was stale)."""
+        try:
+            self._keep(self.run.book.commit(self.record, to, reason))
+            return True
+        except StaleRevision:
+            self._refresh()
+            return False
 
+    def note(self, **changes: object) -> None:
+        """Record observations (remote id, remote state) unless the handoff moved on."""
+        try:
+            self._keep(self.run.book.note(self.record, **changes))
+        except StaleRevision:
+            self._refresh()
 
-def idempotency_key(record: HandoffRecord) -> str:
-    return f"{record.run_id}:{record.handoff_id}"
+    def lease_left(self) -> float:
+        lease = self.record.lease_expires_at
+        assert lease is not None
+        return (lease - self.run.book.clock()).total_seconds()
 
+    def durable_point(self, name: str) -> None:
+        """Everything recorded so far (the trail's events and the store's rows, in one
+        transaction) is written before the step after ``name``; see :data:`DURABLE_POINTS`."""
+        assert name in DURABLE_POINTS, name
+        self.run.trail.flush()
 
-def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
-    return Message(
-        message_id=f"msg-{uuid.uuid4().hex}",
-        role=Role.USER,
-        parts=[Part(data=payload, media_type="application/json")],
-        metadata={
-            "handoffId": record.handoff_id,
-            "attempt": record.attempt,
-            "skillId": record.skill,
-            "stateVersion": record.state_ref.version if record.state_ref else 0,
-            # One logical handoff, one key: a retried send is recognisable as the same work.
-            "idempotencyKey": idempotency_key(record),
-        },
-    )
+    # --- one attempt, admitted here -----------------------------------------------------
 
+    async def attempt(self) -> RemoteOutcome:
+        """Admit the proposal (nothing is sent if it fails), record what will be sent, drive."""
+        run = self.run
+        try:
+            self._keep(run.book.admit(self.record, admission_context(run, self.agent)))
+        except (AdmissionDenied, RunCancelled) as exc:
+            self._keep(run.book.records.get(self.record.attempt_id, self.record))
+            self.outcome.notes.append(str(exc))
+            run.record(self.record)
+            return self.outcome
+        if run.store is not None:
+            contract = self.record.return_contract.kind.value
+            run.store.save_payload(self.record, self.payload, contract)
+        return await self.drive()
 
-def _mint(
-    outcome: RemoteOutcome, run: Run, agent: RegisteredAgent, delegator: Delegator | None
-) -> dict[str, str]:
-    """Mint the handoff's narrowed token when the target takes delegation tokens."""
-    record = outcome.record
-    scopes = required_scopes(agent.agent_card, record.skill)
-    if scopes is None:
-        outcome.notes.append("target declares no bearer-token scheme: no delegation token sent")
-        return {}
-    if delegator is None:
-        raise GrantRefused("authority", "this run holds no authority to delegate")
-    left = run.book.remaining()
-    own = record.budget or HandoffBudget(actions=0, context_units=0, effects=0)
-    before = Budget(
-        actions=left.actions + own.actions,
-        context_units=left.context_units + own.context_units,
-        effects=left.effects + own.effects,
-    )
-    minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
-    outcome.grant = minted.summary()
-    run.emit("grant.minted", record, **minted.summary())
-    if run.store is not None:
-        run.store.add(
-            "grants",
-            {
-                "jti": minted.grant.jti,
-                "run_id": run.run_id,
-                "attempt_id": record.attempt_id,
-                "claims_digest": minted.digest,
-                "scope": minted.grant.scope,
-                "aud": minted.grant.aud,
-                "exp": minted.grant.exp,
-            },
-        )
-    return {"Authorization": f"Bearer {minted.token}"}
+    # --- from wherever the record stands ------------------------------------------------
 
+    async def drive(self) -> RemoteOutcome:
+        """Take the admitted handoff to a terminal state; whatever it recorded is in the
+        ledger when this returns."""
+        try:
+            await self._steps()
+        finally:
+            self.durable_point("ended")
+        return self.outcome
 
-async def run_remote_handoff(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    proposal: HandoffRecord,
-    payload: dict[str, Any],
-    *,
-    run: Run,
-    sent_record_ids: Collection[str] | None,
-    wait: WaitPolicy | None = None,
-    delegator: Delegator | None = None,
-) -> RemoteOutcome:
-    """Admit ``proposal`` (nothing is sent if it fails), record what will be sent, drive it.
+    async def _steps(self) -> None:
+        if not self.mint():
+            return
+        if self.record.state is S.ADMITTED:
+            self.dispatch()
+        stream: RemoteUpdates | None = None
+        if self.record.remote_task_id is None:
+            task, stream = await self.send()
+        else:
+            task = await self.fetch()
+        if task is not None and self.record.state is S.RETURNED:
+            self.judge(task)
+        elif task is not None:
+            await self.follow(task, stream)
+        elif self.record.live and self.lease_left() <= 0:
+            self.commit(S.TIMED_OUT, "lease_expired")
+        self.run.record(self.record)
 
-    A transport failure is retried as the same logical handoff with the next attempt
-    number, within the same lease and the run's budget; the idempotency key stays the
-    same, so a remote that did get the first send hands back the task it already has.
-    """
-    wait = wait or WaitPolicy()
-    notes: list[str] = []
-    while True:
-        outcome = await _attempt(
-            client,
-            agent,
-            proposal,
-            payload,
-            run=run,
-            wait=wait,
-            delegator=delegator,
-            sent_record_ids=sent_record_ids,
-        )
-        outcome.notes[:0] = notes
-        record = outcome.record
-        if not _retryable(record, wait) or run.book.cancelled or _lease_left(outcome, run) <= 0:
-            return outcome
-        notes = [*outcome.notes, f"attempt {record.attempt} failed ({record.reason}); retrying"]
-        proposal = _next_attempt(proposal, record)
+    def mint(self) -> bool:
+        """The attempt's narrowed token, when the target takes delegation tokens; False
+        (and the handoff FAILED) if minting would widen the run's authority."""
+        try:
+            minted = mint_for(self.run, self.agent, self.record, self.delegator)
+        except GrantRefused as exc:
+            self.commit(S.FAILED, exc.reason)
+            self.outcome.notes.append(str(exc))
+            self.run.record(self.record)
+            return False
+        if minted.note:
+            self.outcome.notes.append(minted.note)
+        self.outcome.grant = minted.grant
+        self.run.credentials[self.record.attempt_id] = minted.headers
+        return True
 
-
-def _retryable(record: HandoffRecord, wait: WaitPolicy) -> bool:
-    reason = record.reason.removeprefix("dispatch_failed:")
-    return (
-        record.state is S.FAILED
-        and record.reason.startswith("dispatch_failed:")
-        and reason in RETRYABLE
-        and record.attempt < wait.max_attempts
-    )
-
-
-def _next_attempt(proposal: HandoffRecord, failed: HandoffRecord) -> HandoffRecord:
-    return proposal.model_copy(update={"attempt": failed.attempt + 1})
-
-
-async def _attempt(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    proposal: HandoffRecord,
-    payload: dict[str, Any],
-    *,
-    run: Run,
-    wait: WaitPolicy,
-    delegator: Delegator | None,
-    sent_record_ids: Collection[str] | None,
-) -> RemoteOutcome:
-    outcome = RemoteOutcome(record=proposal, sent_fields=tuple(payload))
-    try:
-        outcome.record = run.book.admit(proposal, admission_context(run, agent))
-    except (AdmissionDenied, RunCancelled) as exc:
-        outcome.record = run.book.records.get(proposal.attempt_id, proposal)
-        outcome.notes.append(str(exc))
-        run.record(outcome.record)
-        return outcome
-    if run.store is not None:
-        contract = FINDING_CONTRACT if sent_record_ids is not None else GENERIC_CONTRACT
-        run.store.save_payload(outcome.record, payload, contract)
-    await drive(
-        client,
-        agent,
-        outcome,
-        payload,
-        run=run,
-        wait=wait,
-        delegator=delegator,
-        sent_record_ids=sent_record_ids,
-    )
-    return outcome
-
-
-async def drive(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    payload: dict[str, Any],
-    *,
-    run: Run,
-    wait: WaitPolicy,
-    delegator: Delegator | None,
-    sent_record_ids: Collection[str] | None,
-) -> None:
-    """Take an admitted handoff from wherever it stands to a terminal state (see
-    :func:`_drive_steps`); whatever it recorded is in the ledger when it returns."""
-    try:
-        await _drive_steps(
-            client,
-            agent,
-            outcome,
-            payload,
-            run=run,
-            wait=wait,
-            delegator=delegator,
-            sent_record_ids=sent_record_ids,
-        )
-    finally:
-        run.trail.flush()
-
-
-async def _drive_steps(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    payload: dict[str, Any],
-    *,
-    run: Run,
-    wait: WaitPolicy,
-    delegator: Delegator | None,
-    sent_record_ids: Collection[str] | None,
-) -> None:
-    """Take an admitted handoff from wherever it stands to a terminal state.
-
-    This is also how a restarted coordinator continues: an ADMITTED handoff was never
-    sent; a DISPATCHED one without a remote task id may or may not have arrived, so it is
-    sent again under the same idempotency key (the remote returns the task it already
-    has); one with a task id is observed with GetTask; a RETURNED one is judged again.
-    Every call carries a token minted for this handoff attempt.
-    """
-    try:
-        headers = _mint(outcome, run, agent, delegator)
-    except GrantRefused as exc:
-        _commit(outcome, run, S.FAILED, exc.reason)
-        outcome.notes.append(str(exc))
-        run.record(outcome.record)
-        return
-    run.credentials[outcome.record.attempt_id] = headers
-    task: Task | None
-    if outcome.record.state is S.ADMITTED:
-        run.trail.flush()  # the admitted handoff and what it will send are durable first
+    def dispatch(self) -> None:
+        """Record the dispatch before the message leaves, so a crash mid-send is visible."""
+        self.durable_point("admitted")
         pause_point("before_dispatch")
-        # The dispatch is recorded before the message leaves, so a crash mid-send is visible.
-        outcome.record = run.book.commit(outcome.record, S.DISPATCHED, "message_sending")
-    if outcome.record.remote_task_id is None:
-        run.emit(
+        self._keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
+
+    async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
+        """Send the message; the task it opened, and its update stream if one is open.
+
+        An agent whose card says it streams gets ``SendStreamingMessage`` (while the client
+        has a stream slot free): the task and then its updates arrive on one response,
+        which is handed on as the handoff's update source. Otherwise ``SendMessage`` with
+        ``returnImmediately``, and the task is followed by polling."""
+        self.run.emit(
             "message.dispatched",
-            outcome.record,
-            endpoint=agent.endpoint,
-            idempotency_key=idempotency_key(outcome.record),
-            with_token=bool(headers),
+            self.record,
+            endpoint=self.agent.endpoint,
+            idempotency_key=idempotency_key(self.record),
+            with_token=bool(self.headers),
         )
-        task, stream = await _send(client, agent, outcome, payload, headers, run, wait)
-    else:
-        run.trail.flush()
-        task, stream = await _fetch_task(client, agent, outcome, headers), None
-    if task is not None and outcome.record.state is S.RETURNED:
-        _judge(outcome, run, task, sent_record_ids)
-    elif task is not None:
-        await _follow(client, agent, outcome, task, run, wait, headers, sent_record_ids, stream)
-    elif outcome.record.live and _lease_left(outcome, run) <= 0:
-        _commit(outcome, run, S.TIMED_OUT, "lease_expired")
-    run.record(outcome.record)
+        self.durable_point("sending")
+        message = build_message(self.record, self.payload)
+        backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
+        try:
+            task, stream = await remote_calls.send(
+                self.client, self.agent, message, self.headers, backoff, self.outcome.notes,
+                within=self.lease_left(),
+            )  # fmt: skip
+        except TimeoutError:
+            self.commit(S.TIMED_OUT, "lease_expired_during_dispatch")
+            return None, None
+        except FederationError as exc:
+            self.commit(S.FAILED, f"dispatch_failed:{exc.reason}")
+            self.outcome.notes.append(str(exc))
+            return None, None
+        if task is None:
+            self.commit(S.FAILED, "remote_replied_without_task")
+            return None, None
+        pause_point("after_dispatch")
+        self.note(remote_task_id=task.id, remote_state=task.status.state.value)
+        return task, stream
 
-
-async def _fetch_task(
-    client: A2AClient, agent: RegisteredAgent, outcome: RemoteOutcome, headers: dict[str, str]
-) -> Task | None:
-    task_id = outcome.record.remote_task_id or ""
-    try:
-        return await client.get_task(agent.endpoint, GetTaskRequest(id=task_id), headers)
-    except FederationError as exc:
-        outcome.notes.append(f"could not read remote task {task_id}: {exc}")
-        return None
-
-
-def _lease_left(outcome: RemoteOutcome, run: Run) -> float:
-    lease = outcome.record.lease_expires_at
-    assert lease is not None
-    return (lease - run.book.clock()).total_seconds()
-
-
-async def _send(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    payload: dict[str, Any],
-    headers: dict[str, str],
-    run: Run,
-    wait: WaitPolicy,
-) -> tuple[Task | None, RemoteUpdates | None]:
-    """Send the message; the task it opened, and its update stream if one is open.
-
-    An agent whose card says it streams gets ``SendStreamingMessage`` (while the client
-    has a stream slot free): the task and then its updates arrive on one response, which
-    is handed on as the handoff's update source. Otherwise ``SendMessage`` with
-    ``returnImmediately``, and the task is followed by polling."""
-    run.trail.flush()
-    request = SendMessageRequest(
-        message=build_message(outcome.record, payload),
-        configuration=SendMessageConfiguration(
-            accepted_output_modes=["application/json"], return_immediately=True
-        ),
-    )
-    stream: RemoteUpdates | None = None
-    try:
-        async with asyncio.timeout(max(0.001, _lease_left(outcome, run))):
-            if agent.agent_card.capabilities.streaming and client.open_stream_slot():
-                backoff = PollBackoff(wait.first_poll, wait.max_poll)
-                task, stream = await _open_stream(
-                    client, agent.endpoint, request, headers, backoff, outcome.notes
-                )
-            else:
-                task = (await client.send_message(agent.endpoint, request, headers)).task
-    except TimeoutError:
-        _commit(outcome, run, S.TIMED_OUT, "lease_expired_during_dispatch")
-        return None, None
-    except FederationError as exc:
-        _commit(outcome, run, S.FAILED, f"dispatch_failed:{exc.reason}")
-        outcome.notes.append(str(exc))
-        return None, None
-    if task is None:
-        _commit(outcome, run, S.FAILED, "remote_replied_without_task")
-        return None, None
-    pause_point("after_dispatch")
-    try:
-        outcome.record = run.book.note(
-            outcome.record, remote_task_id=task.id, remote_state=task.status.state.value
-        )
-    except StaleRevision:
-        outcome.record = run.book.current(outcome.record)
-    return task, stream
-
-
-async def _open_stream(
-    client: A2AClient,
-    endpoint: str,
-    request: SendMessageRequest,
-    headers: dict[str, str],
-    backoff: PollBackoff,
-    notes: list[str],
-) -> tuple[Task | None, RemoteUpdates | None]:
-    """``SendStreamingMessage`` holding one of the client's stream slots: the first event
-    must be the task; the rest of the stream follows it. The slot is released when the
-    stream is closed, or at once if no task came."""
-    events = client.stream_message(endpoint, request, headers)
-    try:
-        first = await anext(events)
-    except BaseException:
-        await events.aclose()
-        client.close_stream_slot()
-        raise
-    if first.task is None:
-        await events.aclose()
-        client.close_stream_slot()
-        return None, None
-    updates = RemoteUpdates(
-        client,
-        endpoint,
-        first.task,
-        headers,
-        source=lambda: events,
-        backoff=backoff,
-        notes=notes,
-        on_release=client.close_stream_slot,
-        confirm_settled=False,
-    )
-    return first.task, updates
-
-
-def _hold_driver_lease(outcome: RemoteOutcome, run: Run) -> bool:
-    """Keep this process's lease row on the handoff while it waits; False if another
-    coordinator has taken the handoff over, in which case this one stops driving it."""
-    book = run.book
-    if run.store is None or book.driver is None:
-        return True
-    now = time.monotonic()
-    if now - outcome.lease_renewed_at < book.driver_lease_seconds / 3:
-        return True
-    outcome.lease_renewed_at = now
-    if run.store.renew(book.driver, outcome.record.attempt_id, book.driver_lease_seconds):
-        return True
-    outcome.notes.append("another coordinator took this handoff over; stopped driving it")
-    return False
-
-
-def _commit(outcome: RemoteOutcome, run: Run, to: HandoffState, reason: str) -> bool:
-    """Commit a transition; False if the handoff moved meanwhile (the view was stale)."""
-    try:
-        outcome.record = run.book.commit(outcome.record, to, reason)
-        return True
-    except StaleRevision:
-        outcome.record = run.book.current(outcome.record)
-        return False
-
-
-async def _follow(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    task: Task,
-    run: Run,
-    wait: WaitPolicy,
-    headers: dict[str, str],
-    sent_record_ids: Collection[str] | None,
-    stream: RemoteUpdates | None = None,
-) -> None:
-    """Observe the remote task until it settles, the lease ends or the run cancels it.
-
-    Updates come on ``stream`` (the send's own response) when there is one, else from
-    ``SubscribeToTask`` when the card says the agent streams, else by polling; either way
-    each one is observed as a Task. Facts gathered meanwhile are written whenever the
-    wait for the next update is not short (see :meth:`RemoteUpdates.next`)."""
-    updates = stream or updates_for(
-        client,
-        agent.endpoint,
-        task,
-        headers,
-        streams=bool(agent.agent_card.capabilities.streaming),
-        backoff=PollBackoff(wait.first_poll, wait.max_poll),
-        notes=outcome.notes,
-    )
-    try:
-        settled = await _watch(client, agent, outcome, task, run, headers, updates, sent_record_ids)
-    finally:
-        await updates.aclose()
-    if settled is not None:
-        await _settle(client, agent, outcome, settled, run, headers, sent_record_ids)
-
-
-async def _watch(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    task: Task,
-    run: Run,
-    headers: dict[str, str],
-    updates: RemoteUpdates,
-    sent_record_ids: Collection[str] | None,
-) -> Task | None:
-    """The remote task once it settled, or None if the handoff ended here first."""
-    while True:
-        outcome.task = task
-        if not _observe(outcome, run, task):
-            _arrived_late(outcome, run, task, sent_record_ids)
+    async def fetch(self) -> Task | None:
+        """The remote task of a handoff sent earlier (by this process or one before it)."""
+        self.durable_point("observing")
+        task_id = self.record.remote_task_id or ""
+        try:
+            return await remote_calls.get_task(self.client, self.agent, task_id, self.headers)
+        except FederationError as exc:
+            self.outcome.notes.append(f"could not read remote task {task_id}: {exc}")
             return None
-        state = task.status.state
-        if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
-            return task
-        if _lease_left(outcome, run) <= 0:
+
+    # --- following the remote task --------------------------------------------------------
+
+    async def follow(self, task: Task, stream: RemoteUpdates | None = None) -> None:
+        """Observe the remote task until it settles, the lease ends or the run cancels it.
+
+        Updates come on ``stream`` (the send's own response) when there is one, else from
+        ``SubscribeToTask`` when the card says the agent streams, else by polling; either
+        way each one is observed as a Task. Facts gathered meanwhile are written whenever
+        the wait for the next update is not short (see :meth:`RemoteUpdates.next`)."""
+        updates = stream or updates_for(
+            self.client,
+            self.agent.endpoint,
+            task,
+            self.headers,
+            streams=bool(self.agent.agent_card.capabilities.streaming),
+            backoff=PollBackoff(self.wait.first_poll, self.wait.max_poll),
+            notes=self.outcome.notes,
+        )
+        try:
+            settled = await self.watch(task, updates)
+        finally:
             await updates.aclose()
-            if _commit(outcome, run, S.TIMED_OUT, "lease_expired"):
-                remote_state = await _cancel_remote(client, agent, outcome, headers, run)
-                if remote_state:
-                    outcome.record = run.book.note(outcome.record, remote_state=remote_state)
-            return None
-        if not _hold_driver_lease(outcome, run):
-            return None
-        within = min(_lease_left(outcome, run), run.book.driver_lease_seconds / 3)
-        task = await updates.next(within, on_idle=run.trail.flush)
+        if settled is not None:
+            await self.settle(settled)
 
+    async def watch(self, task: Task, updates: RemoteUpdates) -> Task | None:
+        """The remote task once it settled, or None if the handoff ended here first."""
+        while True:
+            self.outcome.task = task
+            if not self.observe(task):
+                self.arrived_late(task)
+                return None
+            state = task.status.state
+            if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
+                return task
+            if self.lease_left() <= 0:
+                await updates.aclose()
+                if self.commit(S.TIMED_OUT, "lease_expired"):
+                    await self.cancel()
+                return None
+            if not self.hold_lease():
+                return None
+            within = min(self.lease_left(), self.run.book.driver_lease_seconds / 3)
+            task = await updates.next(within, on_idle=lambda: self.durable_point("waiting"))
 
-def _observe(outcome: RemoteOutcome, run: Run, task: Task) -> bool:
-    """Apply one observation of the remote task; False if the handoff already ended here."""
-    current = run.book.current(outcome.record)
-    if current.version != outcome.record.version or current.terminal:
-        outcome.record = current
+    def observe(self, task: Task) -> bool:
+        """Apply one observation of the remote task; False if the handoff already ended here."""
+        current = self.run.book.current(self.record)
+        if current.version != self.record.version or current.terminal:
+            self._keep(current)
+            return False
+        view = local_view(task.status.state.value)
+        record = self._keep(self.run.book.note(self.record, remote_state=task.status.state.value))
+        unchanged = view.state is record.state and (
+            view.reason == record.reason or view.state is not S.RUNNING
+        )
+        # SUBMITTED seen after the handoff moved on is an older observation: keep what we have.
+        if unchanged or view.state is S.DISPATCHED or view.state is S.RETURNED:
+            return True
+        return self.commit(view.state, view.reason) or not self.record.terminal
+
+    def hold_lease(self) -> bool:
+        """Keep this process's lease row on the handoff while it waits; False if another
+        coordinator has taken the handoff over, in which case this one stops driving it."""
+        book, store = self.run.book, self.run.store
+        if store is None or book.driver is None:
+            return True
+        now = time.monotonic()
+        if now - self._lease_renewed_at < book.driver_lease_seconds / 3:
+            return True
+        self._lease_renewed_at = now
+        if store.renew(book.driver, self.record.attempt_id, book.driver_lease_seconds):
+            return True
+        self.outcome.notes.append("another coordinator took this handoff over; stopped driving it")
         return False
-    view = local_view(task.status.state.value)
-    record = run.book.note(outcome.record, remote_state=task.status.state.value)
-    outcome.record = record
-    unchanged = view.state is record.state and (
-        view.reason == record.reason or view.state is not S.RUNNING
-    )
-    # SUBMITTED seen after the handoff moved on is an older observation: keep what we have.
-    if unchanged or view.state is S.DISPATCHED or view.state is S.RETURNED:
-        return True
-    return _commit(outcome, run, view.state, view.reason) or not outcome.record.terminal
 
+    # --- what the remote task came to -----------------------------------------------------
 
-async def _settle(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    task: Task,
-    run: Run,
-    headers: dict[str, str],
-    sent_record_ids: Collection[str] | None,
-) -> None:
-    state = task.status.state
-    if outcome.record.state is S.FAILED:
-        outcome.admission = _failure_admission(task)
-        return
-    if state in INTERRUPTED_TASK_STATES:
-        admission = admit_interruption(task, sent_record_ids)
-        outcome.admission = admission
-        outcome.decision = run.book.receive(
-            outcome.record,
+    async def settle(self, task: Task) -> None:
+        """A settled remote task: failed, interrupted (then cancelled here) or completed."""
+        state = task.status.state
+        if self.record.state is S.FAILED:
+            self.outcome.admission = failure_admission(task)
+            return
+        if state in INTERRUPTED_TASK_STATES:
+            await self._close_interrupted(task)
+            return
+        if state is not TaskState.COMPLETED:
+            return
+        based_on = self.record
+        pause_point("before_admission")
+        if not self.commit(S.RETURNED, "remote_completed"):
+            self.arrived_late(task, based_on)
+            return
+        self.judge(task)
+
+    async def _close_interrupted(self, task: Task) -> None:
+        """An interrupted task may explain itself (a ``needs_input`` Finding); either way
+        this coordinator does not continue it: the remote task is cancelled."""
+        admission = admit_interruption(task, self.record.return_contract)
+        self.outcome.admission = admission
+        self.outcome.decision = self.run.book.receive(
+            self.record,
             admitted=admission.admitted,
             reason=admission.reason,
             content_hash=admission.content_hash,
             size=admission.size,
         )
-        remote_state = await _cancel_remote(client, agent, outcome, headers, run)
-        if _commit(outcome, run, S.CANCELLED, f"closed_{state.name.lower()}") and remote_state:
-            outcome.record = run.book.note(outcome.record, remote_state=remote_state)
-        return
-    if state is not TaskState.COMPLETED:
-        return
-    based_on = outcome.record
-    pause_point("before_admission")
-    if not _commit(outcome, run, S.RETURNED, "remote_completed"):
-        _arrived_late(outcome, run, task, sent_record_ids, based_on)
-        return
-    _judge(outcome, run, task, sent_record_ids)
+        remote_state = await self.cancel_remote()
+        closed = f"closed_{task.status.state.name.lower()}"
+        if self.commit(S.CANCELLED, closed) and remote_state:
+            self._keep(self.run.book.note(self.record, remote_state=remote_state))
 
+    def judge(self, task: Task) -> None:
+        """Return admission under the record's contract, then the book decides (admitted,
+        rejected, held for review, stale or duplicate)."""
+        returned = self.record
+        admission = admit_task(
+            task,
+            expected_task_id=returned.remote_task_id or "",
+            contract=returned.return_contract,
+            expected_handoff=(returned.handoff_id, returned.attempt),
+        )
+        self.outcome.admission = admission
+        decision = self.run.book.receive(
+            returned,
+            admitted=admission.admitted,
+            reason=admission.reason,
+            content_hash=admission.content_hash,
+            size=admission.size,
+            content=artifact_content(task),
+            held=admission.held,
+        )
+        self.outcome.decision = decision
+        if decision is ArtifactDecision.ADMITTED:
+            self.commit(S.ACCEPTED, admission.reason)
+        elif decision is ArtifactDecision.HELD_FOR_REVIEW:
+            self.commit(S.RETURNED_UNVERIFIED, admission.reason)
+        elif decision is ArtifactDecision.REJECTED:
+            self.commit(S.REJECTED, admission.reason)
+        else:
+            self.commit(S.REJECTED, decision.value)
 
-def _judge(
-    outcome: RemoteOutcome, run: Run, task: Task, sent_record_ids: Collection[str] | None
-) -> None:
-    """Return admission, then the book decides (admitted, rejected, stale or duplicate)."""
-    returned = outcome.record
-    admission = admit_task(
-        task,
-        expected_task_id=returned.remote_task_id or "",
-        sent_record_ids=sent_record_ids,
-        expected_handoff=(returned.handoff_id, returned.attempt),
-    )
-    outcome.admission = admission
-    outcome.decision = run.book.receive(
-        returned,
-        admitted=admission.admitted,
-        reason=admission.reason,
-        content_hash=admission.content_hash,
-        size=admission.size,
-        content=_artifact_content(task),
-    )
-    if outcome.decision is ArtifactDecision.ADMITTED:
-        _commit(outcome, run, S.ACCEPTED, admission.reason)
-    elif outcome.decision is ArtifactDecision.REJECTED:
-        _commit(outcome, run, S.REJECTED, admission.reason)
-    else:
-        _commit(outcome, run, S.REJECTED, outcome.decision.value)
+    def arrived_late(self, task: Task, based_on: HandoffRecord | None = None) -> None:
+        """A completed result that lost the race: keep it for diagnosis, admit nothing."""
+        if task.status.state is not TaskState.COMPLETED:
+            return
+        admission = admit_task(
+            task,
+            expected_task_id=task.id,
+            contract=self.record.return_contract,
+            expected_handoff=None,
+        )
+        self.outcome.admission = admission
+        self.outcome.decision = self.run.book.receive(
+            based_on or self.record,
+            admitted=False,
+            reason=admission.reason,
+            content_hash=admission.content_hash,
+            size=admission.size,
+            content=artifact_content(task),
+        )
 
+    # --- cancelling -------------------------------------------------------------------------
 
-def _arrived_late(
-    outcome: RemoteOutcome,
-    run: Run,
-    task: Task,
-    sent_record_ids: Collection[str] | None,
-    based_on: HandoffRecord | None = None,
-) -> None:
-    """A completed result that lost the race: keep it for diagnosis, admit nothing."""
-    if task.status.state is not TaskState.COMPLETED:
-        return
-    admission = admit_task(
-        task,
-        expected_task_id=task.id,
-        sent_record_ids=sent_record_ids,
-        expected_handoff=None,
-    )
-    outcome.admission = admission
-    outcome.decision = run.book.receive(
-        based_on or outcome.record,
-        admitted=False,
-        reason=admission.reason,
-        content_hash=admission.content_hash,
-        size=admission.size,
-        content=_artifact_content(task),
-    )
+    async def cancel(self) -> None:
+        """Send CancelTask for this handoff's remote task and note the state it reports,
+        unless the handoff moved on meanwhile."""
+        remote_state = await self.cancel_remote()
+        if remote_state and self.run.book.current(self.record).version == self.record.version:
+            self._keep(self.run.book.note(self.record, remote_state=remote_state))
 
-
-def _artifact_content(task: Task) -> object:
-    return [
-        a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in task.artifacts or []
-    ]
-
-
-def admit_interruption(task: Task, sent_record_ids: Collection[str] | None) -> Admission:
-    """An interrupted task may explain what it lacks; only a ``needs_input`` Finding counts.
-
-    It is read from the status message as untrusted evidence: it never counts as success,
-    and it grants nothing (an auth-required task is not an authorization).
-    """
-    digest = ("", 0)
-    message = task.status.message
-    if message is None or sent_record_ids is None:
-        return Admission(False, "interrupted_without_finding", *digest)
-    try:
-        finding = finding_in([Artifact(artifact_id="status", parts=message.parts)])
-    except ValueError as exc:
-        return Admission(False, f"finding_invalid: {exc}", *digest)
-    if finding.status is not FindingStatus.NEEDS_INPUT:
-        return Admission(False, "finding_inconsistent_with_state", *digest)
-    if set(finding.evidence_ids) - set(sent_record_ids):
-        return Admission(False, "unknown_evidence", *digest)
-    return Admission(True, "needs_input_admitted", *digest, finding=finding)
-
-
-async def _cancel_remote(
-    client: A2AClient,
-    agent: RegisteredAgent,
-    outcome: RemoteOutcome,
-    headers: dict[str, str],
-    run: Run,
-) -> str | None:
-    """Send CancelTask as a best effort; the remote state it reports, if it answered."""
-    task_id = outcome.record.remote_task_id
-    if task_id is None:
-        return None
-    run.emit("cancel.sent", outcome.record, endpoint=agent.endpoint)
-    run.trail.flush()
-    try:
-        task = await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
-    except FederationError as exc:
-        outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
-        run.emit("cancel.unconfirmed", outcome.record, reason=exc.reason)
-        return None
-    state = task.status.state.value
-    outcome.notes.append(f"cancel sent; remote task {task_id} is {state}")
-    run.emit("cancel.acknowledged", outcome.record, remote_state=state)
-    return state
-
-
-async def cancel_branches(
-    client: A2AClient, run: Run, agents: dict[str, RegisteredAgent]
-) -> list[HandoffRecord]:
-    """Cancel the run: commit it first (no new dispatch), then tell every live branch,
-    each under the credentials of its own handoff."""
-    cancelled = run.book.cancel()
-    for record in cancelled:
-        agent = agents.get(record.target)
-        if agent is not None and record.remote_task_id is not None:
-            headers = run.credentials.get(record.attempt_id, {})
-            remote_state = await _cancel_remote(
-                client, agent, RemoteOutcome(record=record), headers, run
-            )
-            current = run.book.current(record)
-            if remote_state and current.version == record.version:
-                run.book.note(current, remote_state=remote_state)
-        run.record(run.book.current(record))
-    run.trail.flush()
-    return cancelled
-
-
-def _failure_admission(task: Task) -> Admission:
-    """Read the remote's failed Finding, if it sent one, only to learn its error code."""
-    message = task.status.message
-    code = "remote_failed"
-    if message is not None:
+    async def cancel_remote(self) -> str | None:
+        """Send CancelTask as a best effort; the remote state it reports, if it answered."""
+        task_id = self.record.remote_task_id
+        if task_id is None:
+            return None
+        self.run.emit("cancel.sent", self.record, endpoint=self.agent.endpoint)
+        self.durable_point("cancelling")
         try:
-            reported = finding_in([Artifact(artifact_id="status", parts=message.parts)])
-        except ValueError:
-            reported = None
-        if reported is not None and reported.error_code:
-            code = reported.error_code
-    failed = Finding(
-        status=FindingStatus.FAILED,
-        summary="The remote specialist did not produce a result.",
-        error_code=code,
-    )
-    return Admission(False, "remote_failed", "", 0, finding=failed)
+            task = await remote_calls.cancel_task(self.client, self.agent, task_id, self.headers)
+        except FederationError as exc:
+            self.outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
+            self.run.emit("cancel.unconfirmed", self.record, reason=exc.reason)
+            return None
+        state = task.status.state.value
+        self.outcome.notes.append(f"cancel sent; remote task {task_id} is {state}")
+        self.run.emit("cancel.acknowledged", self.record, remote_state=state)
+        return state

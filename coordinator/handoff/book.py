@@ -40,6 +40,8 @@ def utc_now() -> datetime:
 class ArtifactDecision(StrEnum):
     ADMITTED = "admitted"
     REJECTED = "rejected"
+    # Kept with its hash and size, not admitted: the handoff declared no return contract.
+    HELD_FOR_REVIEW = "held_for_review"
     STALE = "stale"
     LATE_AFTER_CANCEL = "late_after_cancel"
     LATE_AFTER_LEASE = "late_after_lease"
@@ -86,6 +88,8 @@ class ArtifactRecord:
     size: int
     received_at: datetime
     content: object = None
+    # The return contract it was judged by (its name, e.g. ``finding``).
+    contract: str = ""
 
 
 @dataclass
@@ -347,10 +351,16 @@ class HandoffBook:
         content_hash: str,
         size: int,
         content: object = None,
+        held: bool = False,
     ) -> ArtifactDecision:
-        """Decide what a returned artifact is, given the handoff's authoritative state now."""
+        """Decide what a returned artifact is, given the handoff's authoritative state now.
+
+        ``held`` says no contract could judge it: it is kept for review, never admitted."""
         current = self.records[based_on.attempt_id]
         decision = self._decide(current, based_on, admitted)
+        if held and decision is ArtifactDecision.REJECTED:
+            decision = ArtifactDecision.HELD_FOR_REVIEW
+        contract = current.return_contract
         self._emit(
             f"artifact.{decision.value}",
             current,
@@ -358,6 +368,8 @@ class HandoffBook:
             judged=reason,
             content_hash=content_hash,
             size=size,
+            contract=contract.name,
+            remote_task_id=current.remote_task_id,
         )
         artifact = ArtifactRecord(
             handoff_id=current.handoff_id,
@@ -369,6 +381,7 @@ class HandoffBook:
             received_at=self.clock(),
             # Refused content is kept for diagnosis; admitted content lives in the finding.
             content=None if decision is ArtifactDecision.ADMITTED else content,
+            contract=contract.name,
         )
         self.artifacts.append(artifact)
         if self.store is not None:
@@ -407,7 +420,7 @@ class HandoffBook:
         return ArtifactDecision.ADMITTED if admitted else ArtifactDecision.REJECTED
 
 
-_JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED)
+_JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED, ArtifactDecision.HELD_FOR_REVIEW)
 
 
 def _entry(

@@ -220,6 +220,8 @@ def ownership_rows(run: Run) -> list[dict[str, Any]]:
             "remote_task_id": record.remote_task_id,
             "remote_state": record.remote_state,
             "live": record.live,
+            "contract": record.return_contract.name,
+            "return_contract": record.return_contract.summary(),
         }
         for record in run.handoffs.values()
     ]
@@ -228,6 +230,7 @@ def ownership_rows(run: Run) -> list[dict[str, Any]]:
 def artifact_row(artifact: ArtifactRecord) -> dict[str, Any]:
     return {
         "branch": f"{artifact.handoff_id}/{artifact.attempt}",
+        "contract": artifact.contract,
         "decision": artifact.decision.value,
         "reason": artifact.reason,
         "content_hash": artifact.content_hash,

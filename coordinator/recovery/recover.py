@@ -3,10 +3,11 @@
 On start (``federation recover``, and ``federation serve coordinator`` continuously) a
 coordinator claims in-flight handoffs from the shared database through their lease rows,
 rebuilds each run's book from the stored records and budget units, and drives every
-claimed handoff on from where it stands (see :func:`coordinator.dispatch.driver.drive`): a task
-that completed while nobody watched goes through the normal return admission, an expired
-lease becomes TIMED_OUT with a cancel sent, and nothing is dispatched twice, because the
-dispatch record and the idempotency key decide.
+claimed handoff on from where it stands (see
+:meth:`coordinator.dispatch.driver.HandoffDriver.drive`): a task that completed while nobody
+watched goes through the normal return admission, an expired lease becomes TIMED_OUT with a
+cancel sent, and nothing is dispatched twice, because the dispatch record and the
+idempotency key decide.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ from datetime import datetime, timedelta
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, drive
+from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.errors import FederationError
 from coordinator.handoff.book import BudgetEntry, UnitKind
-from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
 from coordinator.storage.runs import (
-    FINDING_CONTRACT,
     RunStore,
     driver_is_dead_here,
     local_driver_id,
@@ -146,24 +145,18 @@ async def resume(
 ) -> RemoteOutcome:
     stored = store.handoff(attempt_id)
     assert stored is not None
-    record, payload, contract = stored
+    # The return contract travels in the record itself (see contracts.returns).
+    record, payload, _ = stored
     run = restore_run(ws, store, record.run_id, driver, lease_seconds)
     record = run.book.current(record)
-    outcome = RemoteOutcome(record=record, sent_fields=tuple(payload or {}))
     run.emit("handoff.resumed", record, state=record.state.value, driver=driver)
     expires = int((run.started_at + timedelta(seconds=run.authority.lifetime_seconds)).timestamp())
     delegator = Delegator(keys, run.authority, issuer, run.run_id, expires, run.owner)
-    sent = record_ids(payload or {}) if contract == FINDING_CONTRACT else None
-    await drive(
-        client,
-        registry.get(record.target),
-        outcome,
-        payload or {},
-        run=run,
-        wait=wait,
-        delegator=delegator,
-        sent_record_ids=sent,
+    agent = registry.get(record.target)
+    handoff = HandoffDriver(
+        client, agent, run, payload or {}, record, wait=wait, delegator=delegator
     )
+    outcome = await handoff.drive()
     document = run.document()
     store.save_run(run.run_id, run.owner, run.kind, store_authority(store, run.run_id), document)
     return outcome

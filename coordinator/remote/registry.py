@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from agent_cards.signing import CardVerificationError, verify_card
 from contracts import strict_json
+from contracts.returns import ReturnContract, held_for_review
 from contracts.wire import AgentCard, AgentInterface
 from coordinator.audit.trail import AuditTrail
 from coordinator.errors import FederationError, ProtocolError, RegistryError
@@ -56,6 +58,12 @@ class RegisteredAgent(BaseModel):
     pinned_jwks: dict[str, Any] = {}
     verified_kid: str | None = None
     pending_card: dict[str, Any] | None = None
+    # Return contracts the operator declared per skill at registration (--return-schema).
+    return_contracts: dict[str, ReturnContract] = {}
+
+    def return_contract_for(self, skill: str) -> ReturnContract:
+        """The declared contract for ``skill``, else the default that admits nothing."""
+        return self.return_contracts.get(skill) or held_for_review()
 
     @cached_property
     def agent_card(self) -> AgentCard:
@@ -189,7 +197,11 @@ class Registry:
 
     def _save(self, agent: RegisteredAgent) -> None:
         stored = self._stored()
-        stored[agent.name] = agent.model_dump(mode="json")
+        # A new version of the card keeps the return contracts declared for its skills.
+        kept = stored.get(agent.name, {}).get("return_contracts", {})
+        document = agent.model_dump(mode="json")
+        document["return_contracts"] = {**kept, **document["return_contracts"]}
+        stored[agent.name] = document
         self.data.write_json(stored, AGENTS_FILE)
 
     async def register(
@@ -200,12 +212,34 @@ class Registry:
         expect_skill: str | None = None,
         anchor: TrustAnchor | None = None,
         approve: bool = False,
+        return_contracts: Mapping[str, ReturnContract] | None = None,
     ) -> Registration:
-        """Fetch, verify, validate and keep a card; every step is in the ledger on return."""
+        """Fetch, verify, validate and keep a card; every step is in the ledger on return.
+        ``return_contracts`` (per skill) are kept with it, added to any declared before."""
         try:
-            return await self._register(client, url, name, expect_skill, anchor, approve)
+            registration = await self._register(client, url, name, expect_skill, anchor, approve)
+            if return_contracts:
+                self._declare(registration.agent, return_contracts)
+            # As stored: with the return contracts declared now and before.
+            return Registration(self.get(registration.agent.name), registration.status)
         finally:
             self.trail.flush()
+
+    def _declare(self, agent: RegisteredAgent, contracts: Mapping[str, ReturnContract]) -> None:
+        unknown = sorted(set(contracts) - set(agent.skill_ids()))
+        if unknown:
+            raise RegistryError(
+                f"card of {agent.name!r} declares no skill {', '.join(unknown)}; "
+                "a return contract names one of its skills",
+                "return_contract_unknown_skill",
+            )
+        declared = {k: c.declared_by("registration") for k, c in contracts.items()}
+        self._save(self.get(agent.name).model_copy(update={"return_contracts": declared}))
+        for skill, contract in declared.items():
+            self.trail.emit(
+                "return_contract.declared",
+                data={"agent": agent.name, "skill": skill, **contract.summary()},
+            )
 
     async def _register(
         self,

@@ -56,6 +56,12 @@ class RegisterRequest(StrictRequest):
     expect_kid: str | None = Field(default=None, min_length=1, max_length=256)
     trust_on_first_use: bool = False
     approve: bool = False
+    return_schemas: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per skill: a JSON Schema (Draft 2020-12) for returns"
+    )
+    return_finding: list[str] = Field(
+        default_factory=list, description="skills that answer with one Finding (our contract)"
+    )
 
     @model_validator(mode="after")
     def one_anchor(self) -> RegisterRequest:
@@ -86,6 +92,9 @@ class DelegationRequest(StrictRequest):
     principal: Identifier = "operator"
     tenant: Identifier = "default"
     wait: bool = Field(default=True, description="drive it here and answer the run document")
+    return_schema: dict[str, Any] | None = Field(
+        default=None, description="a JSON Schema (Draft 2020-12) the return must match"
+    )
 
     @model_validator(mode="after")
     def cancel_needs_wait(self) -> DelegationRequest:
@@ -96,6 +105,8 @@ class DelegationRequest(StrictRequest):
 
 class BranchView(BaseModel):
     """One handoff attempt of a run, as its record says."""
+
+    model_config = ConfigDict(extra="allow")
 
     branch: str
     target: str
@@ -109,12 +120,19 @@ class BranchView(BaseModel):
     remote_task_id: str | None = None
     remote_state: str | None = None
     live: bool
+    contract: str | None = Field(default=None, description="the return contract's name")
+    return_contract: dict[str, Any] | None = Field(
+        default=None, description="what the return contract checks"
+    )
 
 
 class ArtifactView(BaseModel):
     """What came back on a branch, with the return-admission verdict."""
 
+    model_config = ConfigDict(extra="allow")
+
     branch: str
+    contract: str | None = Field(default=None, description="the contract it was judged by")
     decision: str
     reason: str | None = None
     content_hash: str | None = None

@@ -30,6 +30,7 @@ from coordinator.authority.delegator import RunAuthority, required_scopes
 from coordinator.dispatch.delegate import DelegationOrder, delegate_once, delegation_document
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.errors import UsageError
+from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, start_run
 from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
@@ -46,7 +47,6 @@ from coordinator.service.api_models import (
     VerifyView,
 )
 from coordinator.service.run_list import RunQuery
-from coordinator.storage.runs import GENERIC_CONTRACT
 from coordinator.workspace import Workspace
 
 
@@ -98,10 +98,11 @@ class CoordinatorService:
 
     async def register(self, request: RegisterRequest) -> RegistrationView:
         anchor = trust_anchor(request)
+        contracts = declared_contracts(request.return_schemas, request.return_finding)
         async with A2AClient() as client:
             registry = Registry(self.ws.data, self.ws.trail("operator"), self.ws.run_store())
             registration = await registry.register(
-                client, request.url, request.name, request.skill, anchor, request.approve
+                client, request.url, request.name, request.skill, anchor, request.approve, contracts
             )
         return RegistrationView(status=registration.status, agent=agent_view(registration.agent))
 
@@ -122,6 +123,7 @@ class CoordinatorService:
             cancel_after=request.cancel_after,
             principal=request.principal,
             tenant=request.tenant,
+            return_contract=delegation_contract(request.return_schema),
         )
 
     async def delegate(self, order: DelegationOrder) -> dict[str, Any]:
@@ -143,11 +145,13 @@ class CoordinatorService:
         run = start_run(self.ws, "operator", authority=authority, kind="delegation")
         wait = WaitPolicy(deadline_seconds=order.timeout)
         record = run.book.admit(
-            propose(run, order.agent, order.skill, order.payload, wait),
+            propose(
+                run, order.agent, order.skill, order.payload, wait, contract=order.return_contract
+            ),
             admission_context(run, order.agent),
         )
         run.record(record)
-        run.store.save_payload(record, order.payload, GENERIC_CONTRACT)
+        run.store.save_payload(record, order.payload, record.return_contract.kind.value)
         run.save(run.document())
         # The row was held by this process while it was written; hand it to the workers.
         if run.book.driver is not None:

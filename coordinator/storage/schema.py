@@ -70,7 +70,8 @@ handoffs = Table(
     Column("run_id", String(128), nullable=False),
     Column("handoff_id", String(128), nullable=False),
     Column("attempt", Integer, nullable=False),
-    Column("state", String(16), nullable=False),
+    # 32 since revision 0003 (RETURNED_UNVERIFIED).
+    Column("state", String(32), nullable=False),
     Column("version", Integer, nullable=False),
     Column("target", String(256), nullable=False),
     Column("remote_task_id", String(256), nullable=True),

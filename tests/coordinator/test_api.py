@@ -47,7 +47,8 @@ class Deployment:
 
     def register(self) -> httpx.Response:
         pins = self.risk_app.state.signing_keys.public_jwks()
-        return self.http.post("/v1/agents", json={"url": self.risk, "trust_key": pins})
+        body = {"url": self.risk, "trust_key": pins, "return_finding": [SKILL]}
+        return self.http.post("/v1/agents", json=body)
 
     def delegate(self, **fields: Any) -> httpx.Response:
         body = {"to": "remote-risk", "skill": SKILL, "input": PAYLOAD, **fields}
@@ -319,6 +320,48 @@ def test_cli_with_server_delegates_and_reports_errors(
     monkeypatch.delenv("FEDERATION_OPERATOR_TOKEN")
     assert main(["agents"]) == 2
     assert "error: operator_token_missing: " in capsys.readouterr().err
+
+
+WANTS_A_VERDICT = {"type": "object", "required": ["verdict"]}
+
+
+def test_return_contracts_travel_through_the_api_and_server_cli(
+    deployment: Deployment,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A delegation's return schema, given in the API body or with `--server delegate
+    --return-schema`, judges the return; a skill registered through `--server register`
+    without a declared contract admits nothing; an unusable schema is a 422."""
+    assert deployment.register().status_code == 200
+    answer = deployment.delegate(return_schema=WANTS_A_VERDICT).json()
+    assert answer["local_state"] == "REJECTED"
+    assert answer["reason"] == 'schema_mismatch: at $: required ["verdict"]'
+    refused = deployment.delegate(return_schema={"type": "nope"})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["reason"] == "return_schema_invalid"
+
+    monkeypatch.setenv("FEDERATION_SERVER", deployment.api)
+    monkeypatch.setenv("FEDERATION_OPERATOR_TOKEN", TOKEN)
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps(PAYLOAD))
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps(WANTS_A_VERDICT))
+    delegate = ["delegate", "--skill", SKILL, "--input", str(input_file), "--json"]
+    code, out = _cli(capsys, *delegate, "--to", "remote-risk", "--return-schema", str(schema_file))
+    assert code == 1 and json.loads(out)["reason"].startswith("schema_mismatch: ")
+
+    key_file = tmp_path / "risk-keys.json"
+    key_file.write_text(json.dumps(deployment.risk_app.state.signing_keys.public_jwks()))
+    register = ["register", deployment.risk, "--trust-key", str(key_file), "--name", "plain"]
+    assert _cli(capsys, *register)[0] == 0
+    code, out = _cli(capsys, *delegate, "--to", "plain")
+    assert code == 1 and json.loads(out)["local_state"] == "RETURNED_UNVERIFIED"
+    declared = [*register[:-1], "declared", "--return-finding", SKILL]
+    assert _cli(capsys, *declared)[0] == 0
+    code, out = _cli(capsys, *delegate, "--to", "declared")
+    assert code == 0 and json.loads(out)["return_contract"]["kind"] == "finding"
 
 
 class PeerPorts:

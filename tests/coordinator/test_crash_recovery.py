@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from contracts.returns import finding_contract
+from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.client import A2AClient
@@ -65,7 +67,9 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         async def register() -> None:
             pins = TrustAnchor(keys=app.state.signing_keys.trusted_keys())
             async with A2AClient() as client:
-                await Registry(data).register(client, url, anchor=pins)
+                # remote_risk answers with our Finding contract; the operator says so.
+                declared = {RISK_SKILL: finding_contract(source="registration")}
+                await Registry(data).register(client, url, anchor=pins, return_contracts=declared)
 
         asyncio.run(register())
         input_file = tmp_path / "input.json"

@@ -11,12 +11,14 @@ import pytest
 
 from agent_cards.keys import KeySet, SigningKey, save_key_set
 from contracts.handoff import HandoffState
+from contracts.returns import finding_contract
 from contracts.wire import GetTaskRequest
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator
 from coordinator.cli.main import main
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, cancel_branches, propose
-from coordinator.dispatch.driver import run_remote_handoff as dispatch
+from coordinator.dispatch.attempts import cancel_branches
+from coordinator.dispatch.attempts import run_remote_handoff as dispatch
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
@@ -76,10 +78,16 @@ async def one_handoff(
     return await dispatch(
         client,
         agent,
-        propose(run, agent, RISK_SKILL, PAYLOAD, wait),
+        propose(
+            run,
+            agent,
+            RISK_SKILL,
+            PAYLOAD,
+            wait,
+            contract=finding_contract(sent or {"brief-001", "risk-policy-007"}),
+        ),
         PAYLOAD,
         run=run,
-        sent_record_ids=sent or {"brief-001", "risk-policy-007"},
         wait=wait,
         delegator=delegator_for(run),
     )

@@ -25,8 +25,10 @@ from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import sign_card
 from contracts.evidence import AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffState
+from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose, run_remote_handoff
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient, ClientLimits
 from coordinator.remote.registry import Registry, TrustAnchor
@@ -35,6 +37,7 @@ from tests.runs import new_run
 from tests.servers import running
 
 SENT = {"brief": {"id": "brief-001"}, "policy_note": {"id": "risk-policy-007"}}
+CONTRACT = finding_contract({"brief-001", "risk-policy-007"})
 GOOD_FINDING = {
     "status": "ok",
     "summary": "Policy forbids refund execution.",
@@ -195,10 +198,9 @@ def delegate(
             return await run_remote_handoff(
                 client,
                 agent,
-                propose(run, agent, RISK_SKILL, SENT, wait),
+                propose(run, agent, RISK_SKILL, SENT, wait, contract=CONTRACT),
                 SENT,
                 run=run,
-                sent_record_ids={"brief-001", "risk-policy-007"},
                 wait=wait,
             )
 

@@ -162,6 +162,26 @@ def test_local_finding_citing_unsent_records_counts_as_failure() -> None:
     assert merge([("operations", consultation.finding)]).status.value == "failed"
 
 
+def test_a_return_held_for_review_is_missing_evidence_not_a_result() -> None:
+    """A handoff that ended RETURNED_UNVERIFIED contributes no evidence to the merge: it
+    is counted as missing input, never as a finding and never as success."""
+    from contracts.evidence import AssessmentStatus, Finding, FindingStatus, merge
+    from contracts.handoff import HandoffRecord, transition
+    from coordinator.assessment.pilot import no_result
+
+    record = HandoffRecord(
+        handoff_id="h", run_id="r", source="coordinator", target="risk", skill=RISK_SKILL,
+        final_owner="coordinator",
+    )  # fmt: skip
+    for state in ("ADMITTED", "DISPATCHED", "RETURNED", "RETURNED_UNVERIFIED"):
+        record = transition(record, HandoffState(state), "held_for_review")
+    missing = no_result(record)
+    assert missing.status is FindingStatus.NEEDS_INPUT and "no_evidence" in missing.facts
+    ops = Finding(status=FindingStatus.OK, summary="plan", evidence_ids=("ops-plan-001",))
+    assessment = merge([("operations", ops), ("risk", missing)])
+    assert assessment.status is not AssessmentStatus.READY_FOR_DRAFT
+
+
 def test_a_streaming_agent_is_sent_one_streaming_message(
     risk_service: RiskService, tmp_path: Path
 ) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from contracts.returns import finding_contract
+from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.dispatch.delegate import DelegationOrder
@@ -63,7 +65,9 @@ def shared(tmp_path: Path, postgres_url: str) -> Iterator[Shared]:
         async def register() -> None:
             pins = TrustAnchor(keys=app.state.signing_keys.trusted_keys())
             async with A2AClient() as client:
-                await Registry(data).register(client, url, anchor=pins)
+                # remote_risk answers with our Finding contract; the operator says so.
+                declared = {RISK_SKILL: finding_contract(source="registration")}
+                await Registry(data).register(client, url, anchor=pins, return_contracts=declared)
 
         asyncio.run(register())
         ws = Workspace(data, postgres_url)

@@ -94,7 +94,7 @@ def risk_endpoint() -> Iterator[str]:
 
 
 def message() -> Any:
-    from coordinator.dispatch.driver import Message, Role
+    from contracts.wire import Message, Role
 
     return Message(
         message_id="m-stream",

@@ -28,7 +28,9 @@ from starlette.applications import Starlette
 
 from agent_cards.keys import SigningKey, TrustedKeys
 from contracts.handoff import HandoffState
-from coordinator.dispatch.driver import WaitPolicy, propose, run_remote_handoff
+from contracts.returns import schema_contract
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.errors import RegistryError
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
@@ -125,8 +127,12 @@ def test_sdk_card_signed_by_another_key_is_refused(sdk_server: str, tmp_path: Pa
     assert not (tmp_path / "agents.json").exists()
 
 
+ECHO_SCHEMA = {"type": "object", "required": ["echo"]}
+
+
 def test_delegation_to_sdk_server_completes(sdk_server: str, tmp_path: Path) -> None:
-    """A handoff to the SDK server ends ACCEPTED with the remote task COMPLETED and echoed data."""
+    """A handoff to the SDK server, under a declared schema, ends ACCEPTED with the remote
+    task COMPLETED and echoed data."""
 
     async def delegate() -> Any:
         async with A2AClient() as client:
@@ -135,10 +141,9 @@ def test_delegation_to_sdk_server_completes(sdk_server: str, tmp_path: Path) -> 
             agent = registered.agent
             run = new_run(owner="operator")
             payload = {"question": "ping"}
-            proposal = propose(run, agent, "echo", payload, WaitPolicy())
-            return await run_remote_handoff(
-                client, agent, proposal, payload, run=run, sent_record_ids=None
-            )
+            contract = schema_contract(ECHO_SCHEMA)
+            proposal = propose(run, agent, "echo", payload, WaitPolicy(), contract=contract)
+            return await run_remote_handoff(client, agent, proposal, payload, run=run)
 
     outcome = asyncio.run(delegate())
     assert outcome.record.state is HandoffState.ACCEPTED
@@ -159,12 +164,16 @@ def _federation(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_register_and_delegate_to_sdk_server(sdk_server: str, tmp_path: Path) -> None:
-    """`federation register` then `delegate --json` complete a handoff to the SDK peer."""
+    """`federation register` (declaring the skill's return schema) then `delegate --json`
+    complete a handoff to the SDK peer."""
     key_file = tmp_path / "sdk-key.json"
     key_file.write_text(json.dumps(SDK_KEY.public_jwk()))
+    schema_file = tmp_path / "echo.schema.json"
+    schema_file.write_text(json.dumps(ECHO_SCHEMA))
     registered = _federation(
-        tmp_path, "register", sdk_server, "--name", "echo", "--trust-key", str(key_file)
-    )
+        tmp_path, "register", sdk_server, "--name", "echo", "--trust-key", str(key_file),
+        "--return-schema", f"echo={schema_file}",
+    )  # fmt: skip
     assert registered.returncode == 0, registered.stderr
     listed = _federation(tmp_path, "agents")
     assert "echo" in listed.stdout

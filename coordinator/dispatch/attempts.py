@@ -1,0 +1,81 @@
+"""A logical handoff as a series of attempts, and the cancellation of a run's branches.
+
+Each attempt is one :class:`~coordinator.dispatch.driver.HandoffDriver`. A transport
+failure is retried as the same logical handoff with the next attempt number, within the
+same lease and the run's budget; the idempotency key stays the same, so a remote that did
+get the first send hands back the task it already has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.handoff import HandoffRecord, HandoffState
+from coordinator.authority.delegator import Delegator
+from coordinator.dispatch.driver import HandoffDriver
+from coordinator.dispatch.outcome import RemoteOutcome
+from coordinator.dispatch.proposal import WaitPolicy
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent
+
+# Failures after which sending again can help: the message may never have arrived, or a
+# proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).
+# A remote's refusal, an A2A error or an answer that fails admission is never retried.
+RETRYABLE = frozenset({"unreachable", "timeout", "transport_error", "not_jsonrpc", "not_json"})
+
+
+async def run_remote_handoff(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    proposal: HandoffRecord,
+    payload: dict[str, Any],
+    *,
+    run: Run,
+    wait: WaitPolicy | None = None,
+    delegator: Delegator | None = None,
+) -> RemoteOutcome:
+    """Admit ``proposal`` (nothing is sent if it fails) and drive it, attempt by attempt."""
+    wait = wait or WaitPolicy()
+    notes: list[str] = []
+    while True:
+        driver = HandoffDriver(
+            client, agent, run, payload, proposal, wait=wait, delegator=delegator
+        )
+        outcome = await driver.attempt()
+        outcome.notes[:0] = notes
+        if not retryable(driver):
+            return outcome
+        failed = outcome.record
+        notes = [*outcome.notes, f"attempt {failed.attempt} failed ({failed.reason}); retrying"]
+        proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
+
+
+def retryable(driver: HandoffDriver) -> bool:
+    """Whether another attempt may help: a transport failure, within the attempts allowed
+    and the lease, of a run that is not cancelled."""
+    record = driver.record
+    reason = record.reason.removeprefix("dispatch_failed:")
+    return (
+        record.state is HandoffState.FAILED
+        and record.reason.startswith("dispatch_failed:")
+        and reason in RETRYABLE
+        and record.attempt < driver.wait.max_attempts
+        and not driver.run.book.cancelled
+        and driver.lease_left() > 0
+    )
+
+
+async def cancel_branches(
+    client: A2AClient, run: Run, agents: dict[str, RegisteredAgent]
+) -> list[HandoffRecord]:
+    """Cancel the run: commit it first (no new dispatch), then tell every live branch,
+    each under the credentials of its own handoff."""
+    cancelled = run.book.cancel()
+    for record in cancelled:
+        agent = agents.get(record.target)
+        if agent is not None and record.remote_task_id is not None:
+            await HandoffDriver(client, agent, run, {}, record).cancel()
+        run.record(run.book.current(record))
+    run.trail.flush()  # the run's cancellation is on disk before the caller goes on
+    return cancelled

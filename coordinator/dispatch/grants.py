@@ -1,0 +1,58 @@
+"""The narrowed token one handoff attempt carries, minted from the run's authority."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.grant import Budget
+from contracts.handoff import HandoffBudget, HandoffRecord
+from coordinator.authority.delegator import Delegator, GrantRefused, required_scopes
+from coordinator.handoff.run import Run
+from coordinator.remote.registry import RegisteredAgent
+
+NO_SCHEME = "target declares no bearer-token scheme: no delegation token sent"
+
+
+@dataclass(frozen=True)
+class AttemptCredentials:
+    """The request headers of one attempt, what may be shown of its grant, and a note."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    grant: dict[str, object] | None = None
+    note: str | None = None
+
+
+def mint_for(
+    run: Run, agent: RegisteredAgent, record: HandoffRecord, delegator: Delegator | None
+) -> AttemptCredentials:
+    """Mint the attempt's token when the target takes delegation tokens; the grant is in
+    the ledger and the store (never the token). Raises :class:`GrantRefused` if the run
+    holds no authority to delegate, or minting would widen it."""
+    scopes = required_scopes(agent.agent_card, record.skill)
+    if scopes is None:
+        return AttemptCredentials(note=NO_SCHEME)
+    if delegator is None:
+        raise GrantRefused("authority", "this run holds no authority to delegate")
+    left = run.book.remaining()
+    own = record.budget or HandoffBudget(actions=0, context_units=0, effects=0)
+    before = Budget(
+        actions=left.actions + own.actions,
+        context_units=left.context_units + own.context_units,
+        effects=left.effects + own.effects,
+    )
+    minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
+    run.emit("grant.minted", record, **minted.summary())
+    if run.store is not None:
+        run.store.add(
+            "grants",
+            {
+                "jti": minted.grant.jti,
+                "run_id": run.run_id,
+                "attempt_id": record.attempt_id,
+                "claims_digest": minted.digest,
+                "scope": minted.grant.scope,
+                "aud": minted.grant.aud,
+                "exp": minted.grant.exp,
+            },
+        )
+    return AttemptCredentials({"Authorization": f"Bearer {minted.token}"}, minted.summary())

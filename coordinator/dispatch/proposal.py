@@ -1,0 +1,135 @@
+"""A handoff before it is sent: its full contract, the admission context, the message.
+
+:func:`propose` writes down everything a handoff is (who gives what to whom, under which
+scope, budget, lease, return contract and duplicate key) before anything is admitted or
+sent; :func:`build_message` is the A2A message that carries it, bound to the handoff
+attempt and keyed so that a retried send is recognisable as the same work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from contracts import strict_json
+from contracts.handoff import HandoffBudget, HandoffRecord, TimeoutDisposition
+from contracts.returns import ReturnContract, ReturnContractKind
+from contracts.wire import Message, Part, Role
+from coordinator.authority.delegator import required_scopes
+from coordinator.handoff.admission import AdmissionContext
+from coordinator.handoff.projection import record_ids
+from coordinator.handoff.run import Run
+from coordinator.remote.registry import RegisteredAgent
+
+COMPLETE_WHEN = "the remote task completed with an artifact"
+RETURN_WHEN = "the artifact passes return admission under the handoff's return contract"
+
+
+@dataclass(frozen=True)
+class WaitPolicy:
+    """How long a handoff may take, and how often the remote task is polled meanwhile."""
+
+    deadline_seconds: float = 30.0
+    first_poll: float = 0.05
+    max_poll: float = 1.0
+    max_attempts: int = 2
+
+
+def propose(
+    run: Run,
+    agent: RegisteredAgent,
+    skill: str,
+    payload: dict[str, Any],
+    wait: WaitPolicy,
+    *,
+    on_timeout: TimeoutDisposition = TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE,
+    handoff_id: str | None = None,
+    attempt: int = 1,
+    contract: ReturnContract | None = None,
+) -> HandoffRecord:
+    """The full handoff contract for sending ``payload`` to ``agent``'s ``skill``.
+
+    Its return contract is ``contract``, else the one declared for the skill at
+    registration, else the default that admits nothing; the handoff binding is checked
+    whenever the target's card declares our delegation scheme."""
+    book = run.book
+    now = book.clock()
+    lease = min(now + timedelta(seconds=wait.deadline_seconds), book.parent.expires_at)
+    encoded = strict_json.dumps(payload)
+    scopes = required_scopes(agent.agent_card, skill)
+    digest = hashlib.sha256(encoded).hexdigest()[:16]
+    return HandoffRecord(
+        handoff_id=handoff_id or f"ho-{uuid.uuid4().hex[:12]}",
+        run_id=run.run_id,
+        source=run.owner,
+        target=agent.name,
+        skill=skill,
+        final_owner=run.owner,
+        task_slice=f"{skill} over {', '.join(sorted(payload))}",
+        owner_during_slice=agent.name,
+        state_ref=book.state_ref,
+        capabilities=(skill,),
+        scope=tuple(sorted(scopes)) if scopes else tuple(sorted(run.authority.scopes)),
+        tenant=run.authority.tenant,
+        delegation_expires_at=lease,
+        budget=HandoffBudget(actions=1, context_units=len(encoded), effects=0),
+        complete_when=COMPLETE_WHEN,
+        return_when=RETURN_WHEN,
+        cancel_ref=book.cancel_ref,
+        lease_expires_at=lease,
+        on_timeout=on_timeout,
+        duplicate_key=f"{agent.name}:{skill}:v{book.state_version}:{digest}",
+        attempt=attempt,
+        return_contract=_contract_for(agent, skill, payload, contract, scopes is not None),
+    )
+
+
+def _contract_for(
+    agent: RegisteredAgent,
+    skill: str,
+    payload: dict[str, Any],
+    given: ReturnContract | None,
+    delegation_scheme: bool,
+) -> ReturnContract:
+    """``given``, else the skill's declared contract, else the default; a Finding contract
+    that names no records cites among the records in ``payload``."""
+    contract = (given or agent.return_contract_for(skill)).binding_required(delegation_scheme)
+    if contract.kind is ReturnContractKind.FINDING and not contract.sent_record_ids:
+        contract = contract.model_copy(
+            update={"sent_record_ids": tuple(sorted(record_ids(payload)))}
+        )
+    return contract
+
+
+def admission_context(run: Run, agent: RegisteredAgent) -> AdmissionContext:
+    skills = frozenset(agent.skill_ids())
+    # Every delegation this coordinator makes is read-only: no skill may receive effects.
+    return AdmissionContext(
+        participants=frozenset({run.owner}),
+        target_capabilities={agent.name: skills},
+        read_only_skills=skills,
+        current_state_version=run.book.state_version,
+    )
+
+
+def idempotency_key(record: HandoffRecord) -> str:
+    return f"{record.run_id}:{record.handoff_id}"
+
+
+def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
+    return Message(
+        message_id=f"msg-{uuid.uuid4().hex}",
+        role=Role.USER,
+        parts=[Part(data=payload, media_type="application/json")],
+        metadata={
+            "handoffId": record.handoff_id,
+            "attempt": record.attempt,
+            "skillId": record.skill,
+            "stateVersion": record.state_ref.version if record.state_ref else 0,
+            # One logical handoff, one key: a retried send is recognisable as the same work.
+            "idempotencyKey": idempotency_key(record),
+        },
+    )

@@ -1,0 +1,94 @@
+"""The A2A calls one handoff makes, with nothing of the handoff's record in them.
+
+:class:`~coordinator.dispatch.driver.HandoffDriver` decides what each answer means for the
+record; here are only the calls: send (streaming when the card says so and a stream slot
+is free), read a task back, cancel it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from contracts.wire import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+)
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.streaming import PollBackoff, RemoteUpdates
+
+
+async def send(
+    client: A2AClient,
+    agent: RegisteredAgent,
+    message: Message,
+    headers: dict[str, str],
+    backoff: PollBackoff,
+    notes: list[str],
+    *,
+    within: float,
+) -> tuple[Task | None, RemoteUpdates | None]:
+    """The task ``message`` opened and, when streamed, the rest of its stream; raises
+    TimeoutError after ``within`` seconds and the client's FederationError on failure."""
+    request = SendMessageRequest(
+        message=message,
+        configuration=SendMessageConfiguration(
+            accepted_output_modes=["application/json"], return_immediately=True
+        ),
+    )
+    async with asyncio.timeout(max(0.001, within)):
+        if agent.agent_card.capabilities.streaming and client.open_stream_slot():
+            return await open_stream(client, agent.endpoint, request, headers, backoff, notes)
+        return (await client.send_message(agent.endpoint, request, headers)).task, None
+
+
+async def open_stream(
+    client: A2AClient,
+    endpoint: str,
+    request: SendMessageRequest,
+    headers: dict[str, str],
+    backoff: PollBackoff,
+    notes: list[str],
+) -> tuple[Task | None, RemoteUpdates | None]:
+    """``SendStreamingMessage`` holding one of the client's stream slots: the first event
+    must be the task; the rest of the stream follows it. The slot is released when the
+    stream is closed, or at once if no task came."""
+    events = client.stream_message(endpoint, request, headers)
+    try:
+        first = await anext(events)
+    except BaseException:
+        await events.aclose()
+        client.close_stream_slot()
+        raise
+    if first.task is None:
+        await events.aclose()
+        client.close_stream_slot()
+        return None, None
+    updates = RemoteUpdates(
+        client,
+        endpoint,
+        first.task,
+        headers,
+        source=lambda: events,
+        backoff=backoff,
+        notes=notes,
+        on_release=client.close_stream_slot,
+        confirm_settled=False,
+    )
+    return first.task, updates
+
+
+async def get_task(
+    client: A2AClient, agent: RegisteredAgent, task_id: str, headers: dict[str, str]
+) -> Task:
+    return await client.get_task(agent.endpoint, GetTaskRequest(id=task_id), headers)
+
+
+async def cancel_task(
+    client: A2AClient, agent: RegisteredAgent, task_id: str, headers: dict[str, str]
+) -> Task:
+    return await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
