@@ -3,13 +3,29 @@
 ::
 
     FederationError                 reason: a stable code, message: one readable line
+    ├── UsageError                  bad input: an argument, a file, a request document
+    │   └── ConfigurationError      a service's settings cannot be used
+    ├── UnauditedRun                a run without a ledger behind it (never allowed)
+    ├── DataDirError                the data directory cannot be used
+    ├── StorageError                the database cannot be opened, migrated or written
+    │     reasons: bad_database_url, storage_unavailable, migration_failed
+    ├── LedgerError                 the audit ledger refused an event, a head or a bundle
+    │     reasons: chain_conflict, event_invalid, head_invalid, bundle_invalid
+    ├── IdentityError               the coordinator's signing keys cannot be loaded
+    ├── GrantRefused                minting would widen the run's authority (widens_*)
+    ├── AdmissionDenied             a proposal failed an admission predicate
+    ├── ProjectionError             the context a specialist may see cannot be projected
+    ├── StaleRevision               a change based on an outdated handoff version
+    ├── RunCancelled                the run was cancelled under the caller
+    ├── OwnershipError              a caller that does not own the run tried to act on it
+    ├── BudgetExceeded              a run-wide limit would be exceeded
     ├── RegistryError               a card could not be fetched, parsed or accepted
     ├── TransportError              the remote could not be reached or answered badly on HTTP
     ├── ProtocolError               the remote answered something that is not A2A v1.0
+    │   └── ArtifactTooLarge        a streamed artifact grew past its limit
     ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason)
-    ├── OwnershipError              a caller that does not own the run tried to act on it
-    ├── BudgetExceeded              a run-wide limit would be exceeded
-    └── UsageError                  bad input on the command line (a file, an argument)
+    ├── PushRefused                 a push notification we refuse (its HTTP status)
+    └── ServerRefused               the coordinator's API answered an error (``--server``)
 
 httpx, pydantic and JSON decoding errors are turned into these by :func:`translated`, so
 nothing above this module needs to know which library failed.
@@ -76,6 +92,79 @@ class RemoteA2AError(FederationError):
         self.error_info_reason = reason
         name = self.kind.name if self.kind else "UnknownError"
         super().__init__(f"remote answered {name} ({code}): {message}", name)
+
+
+class RunCancelled(FederationError):
+    default_reason = "run_cancelled"
+
+
+class StaleRevision(FederationError):
+    """A change based on a version of the handoff that is no longer current."""
+
+    default_reason = "stale_revision"
+
+
+class AdmissionDenied(FederationError):
+    """A handoff failed admission; ``reason`` is the predicate that failed."""
+
+    default_reason = "admission_denied"
+
+
+class ProjectionError(FederationError):
+    default_reason = "projection_refused"
+
+
+class GrantRefused(FederationError):
+    """Minting would widen the run's authority; ``dimension`` names where."""
+
+    default_reason = "grant_refused"
+
+    def __init__(self, dimension: str, message: str) -> None:
+        super().__init__(
+            f"delegation refused, it would widen {dimension}: {message}",
+            f"widens_{dimension.replace('.', '_')}",
+        )
+        self.dimension = dimension
+
+
+class DataDirError(FederationError):
+    default_reason = "data_dir_unusable"
+
+
+class ArtifactTooLarge(ProtocolError):
+    default_reason = "artifact_too_large"
+
+
+class PushRefused(FederationError):
+    """A push notification we refuse; ``status`` is the HTTP status we answer."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason, reason)
+        self.status = status
+
+
+class ServerRefused(FederationError):
+    """The coordinator answered with an error document; ``status`` is the HTTP status."""
+
+    def __init__(self, status: int, message: str, reason: str) -> None:
+        super().__init__(message, reason)
+        self.status = status
+
+
+class ConfigurationError(UsageError):
+    default_reason = "configuration_invalid"
+
+
+class IdentityError(FederationError):
+    default_reason = "keys_unusable"
+
+
+class LedgerError(FederationError):
+    default_reason = "ledger_error"
+
+
+class StorageError(FederationError):
+    default_reason = "storage_unavailable"
 
 
 def describe_validation(error: pydantic.ValidationError) -> str:

@@ -49,9 +49,9 @@ from sqlalchemy.sql.expression import ColumnElement
 
 from contracts import strict_json
 from contracts.canonical import CanonicalizationError, canonical_json
+from coordinator.errors import LedgerError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction
-from coordinator.storage.errors import LedgerError
 from coordinator.storage.schema import audit_events
 
 GENESIS_HASH = "0" * 64

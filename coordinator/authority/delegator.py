@@ -29,23 +29,10 @@ from contracts.grant import (
 from contracts.handoff import HandoffRecord
 from contracts.wire import AgentCard
 from coordinator.authority.tokens import mint_token
-from coordinator.errors import FederationError
+from coordinator.errors import GrantRefused
 
 DEFAULT_ISSUER = "urn:a2a-federation:coordinator"
 DELEGATION_SCHEME_FORMAT = "JWT"
-
-
-class GrantRefused(FederationError):
-    """Minting would widen the run's authority; ``dimension`` names where."""
-
-    default_reason = "grant_refused"
-
-    def __init__(self, dimension: str, message: str) -> None:
-        super().__init__(
-            f"delegation refused, it would widen {dimension}: {message}",
-            f"widens_{dimension.replace('.', '_')}",
-        )
-        self.dimension = dimension
 
 
 @dataclass(frozen=True)

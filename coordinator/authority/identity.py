@@ -13,15 +13,11 @@ from pathlib import Path
 
 from agent_cards.keys import KeyMaterialError, KeySet, load_or_create
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.errors import FederationError
+from coordinator.errors import IdentityError
 from coordinator.storage.datadir import DataDir
 
 ISSUER_ENV = "FEDERATION_ISSUER"
 JWKS_FILE = "jwks.json"
-
-
-class IdentityError(FederationError):
-    default_reason = "keys_unusable"
 
 
 def issuer_id() -> str:

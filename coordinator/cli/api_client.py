@@ -15,20 +15,12 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from contracts import strict_json
-from coordinator.errors import FederationError, ProtocolError, UsageError, translated
+from coordinator.errors import FederationError, ProtocolError, ServerRefused, UsageError, translated
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 # a delegation with wait answers when the handoff ends; its own deadline bounds that
 READ_TIMEOUT_SECONDS = 3600.0 + 60.0
 MAX_ERROR_MESSAGE_CHARS = 500
-
-
-class ServerRefused(FederationError):
-    """The coordinator answered with an error document; ``status`` is the HTTP status."""
-
-    def __init__(self, status: int, message: str, reason: str) -> None:
-        super().__init__(message, reason)
-        self.status = status
 
 
 def check_server_url(url: str) -> str:

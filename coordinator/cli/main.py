@@ -59,8 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def exit_code(error: Exception) -> int:
     from coordinator.cli.api_client import ServerRefused
-    from coordinator.errors import TransportError
-    from coordinator.storage.errors import StorageError
+    from coordinator.errors import StorageError, TransportError
 
     if isinstance(error, TransportError | StorageError):
         return 3

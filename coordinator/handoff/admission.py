@@ -14,13 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from contracts.handoff import HandoffBudget, HandoffRecord, HandoffState, transition
-from coordinator.errors import FederationError
-
-
-class AdmissionDenied(FederationError):
-    """A handoff failed admission; ``reason`` is the predicate that failed."""
-
-    default_reason = "admission_denied"
+from coordinator.errors import AdmissionDenied
 
 
 @dataclass(frozen=True)

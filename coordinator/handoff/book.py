@@ -25,7 +25,7 @@ from contracts.handoff import (
     transition,
 )
 from coordinator.audit.trail import AuditTrail, contract_of
-from coordinator.errors import FederationError
+from coordinator.errors import RunCancelled, StaleRevision
 from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
 from coordinator.storage.runs import RunStore
 
@@ -53,16 +53,6 @@ class UnitKind(StrEnum):
     CONSUMED = "consumed"
     RELEASED = "released"
     REJECTED = "rejected"
-
-
-class StaleRevision(FederationError):
-    """A change based on a version of the handoff that is no longer current."""
-
-    default_reason = "stale_revision"
-
-
-class RunCancelled(FederationError):
-    default_reason = "run_cancelled"
 
 
 @dataclass(frozen=True)

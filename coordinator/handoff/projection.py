@@ -11,13 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contracts import strict_json
-from coordinator.errors import FederationError
+from coordinator.errors import ProjectionError
 
 MAX_PROJECTED_BYTES = 64_000
-
-
-class ProjectionError(FederationError):
-    default_reason = "projection_refused"
 
 
 def project_context(

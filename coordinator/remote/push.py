@@ -41,6 +41,7 @@ from starlette.routing import Route
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, b64url_decode, b64url_encode
 from contracts import strict_json
 from contracts.wire import StreamResponse
+from coordinator.errors import PushRefused
 from coordinator.remote.registry import RegisteredAgent
 
 logger = logging.getLogger(__name__)
@@ -49,13 +50,6 @@ PUSH_PATH = "/a2a/push"
 SIGNATURE_HEADER = "A2A-Push-Signature"
 PUSH_TOKEN_TYPE = "a2a-push+jwt"
 _CLAIMS = ("iss", "aud", "iat", "exp", "jti", "taskId", "bodySha256")
-
-
-class PushRefused(Exception):
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 class PushInbox:

@@ -33,17 +33,13 @@ from contracts.wire import (
     TaskArtifactUpdateEvent,
     to_wire,
 )
-from coordinator.errors import FederationError, ProtocolError
+from coordinator.errors import ArtifactTooLarge, FederationError, ProtocolError
 from coordinator.remote.client import A2AClient
 
 DEFAULT_MAX_ARTIFACT_BYTES = 1_000_000
 STREAM_END_GRACE_SECONDS = 0.05
 IDLE_SECONDS = 0.02
 EventSource = Callable[[], AsyncIterator[StreamResponse]]
-
-
-class ArtifactTooLarge(ProtocolError):
-    default_reason = "artifact_too_large"
 
 
 def _size(artifact: Artifact) -> int:

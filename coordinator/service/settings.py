@@ -21,16 +21,12 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.errors import UsageError, describe_validation
+from coordinator.errors import ConfigurationError, describe_validation
 
 ENV_PREFIX = "FEDERATION_"
 MIN_TOKEN_CHARS = 16
 MAX_TOKEN_CHARS = 4096
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "-._~+/=")
-
-
-class ConfigurationError(UsageError):
-    default_reason = "configuration_invalid"
 
 
 class _OperatorCredential(BaseSettings):

@@ -7,13 +7,13 @@ database URL selects PostgreSQL. The schema is owned by the Alembic revisions in
 
 from __future__ import annotations
 
+from coordinator.errors import LedgerError, StorageError
 from coordinator.storage.engine import (
     DATABASE_FILE,
     database_url_for,
     open_engine,
     write_transaction,
 )
-from coordinator.storage.errors import LedgerError, StorageError
 from coordinator.storage.migrations import current_revision, migrate
 
 __all__ = [

@@ -12,14 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from contracts import strict_json
-from coordinator.errors import FederationError
+from coordinator.errors import DataDirError
 
 ENV_VAR = "FEDERATION_DATA_DIR"
 APP_NAME = "a2a-federation"
-
-
-class DataDirError(FederationError):
-    default_reason = "data_dir_unusable"
 
 
 def resolve(option: str | None = None) -> Path:

@@ -19,8 +19,8 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from coordinator.errors import StorageError
 from coordinator.storage.datadir import DataDir
-from coordinator.storage.errors import StorageError
 
 DATABASE_FILE = "federation.db"
 BUSY_TIMEOUT_SECONDS = 30.0

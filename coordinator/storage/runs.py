@@ -24,9 +24,9 @@ from sqlalchemy import Connection, Engine, and_, or_, select, update
 
 from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
+from coordinator.errors import StorageError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction
-from coordinator.storage.errors import StorageError
 from coordinator.storage.schema import (
     artifacts,
     budget_units,

@@ -102,7 +102,7 @@ def test_a_deferred_store_refuses_pending_writes_from_another_thread(
     thread (as a lease renewal would) is refused with a typed error instead of racing."""
     import threading
 
-    from coordinator.storage.errors import StorageError
+    from coordinator.errors import StorageError
 
     run = new_run(workspace)
     admitted(run)

@@ -15,8 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from coordinator.errors import StorageError
 from coordinator.storage.engine import write_transaction
-from coordinator.storage.errors import StorageError
 
 MIGRATIONS_DIR = Path(__file__).parent
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for migrations.
