@@ -14,116 +14,62 @@ RFC 7638 thumbprint, so the identifier follows from the public key and cannot be
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from agent_cards.jwk import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    KEY_UNUSABLE,
+    KID_NOT_THUMBPRINT,
+    KID_PATTERN,
+    Algorithm,
+    KeyMaterialError,
+    PrivateKey,
+    PublicKey,
+    algorithm_of,
+    b64url_decode,
+    b64url_encode,
+    check_kid,
+    coordinate,
+    jwk_thumbprint,
+    key_error,
+    public_jwk_members,
+    public_key_from_jwk,
+    thumbprint_of,
+)
 from contracts import strict_json
 
-Algorithm = Literal["EdDSA", "ES256"]
-ALGORITHMS: frozenset[str] = frozenset({"EdDSA", "ES256"})
-DEFAULT_ALGORITHM: Algorithm = "EdDSA"
-PrivateKey = Ed25519PrivateKey | ec.EllipticCurvePrivateKey
-PublicKey = Ed25519PublicKey | ec.EllipticCurvePublicKey
-
-# A kid is looked up in memory only; it is still held to a short, boring alphabet.
-KID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 MANIFEST_NAME = "keyset.json"
-_P256_COORDINATE_BYTES = 32
-_THUMBPRINT_MEMBERS = {"OKP": ("crv", "kty", "x"), "EC": ("crv", "kty", "x", "y")}
-
-
-class KeyMaterialError(ValueError):
-    """A key, JWK or key set that this module refuses to load or use."""
-
-
-# --- encoding helpers ------------------------------------------------------------------------
-
-
-def b64url_encode(data: bytes) -> str:
-    """Base64url without padding (RFC 7515 section 2)."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-_B64URL = re.compile(r"[A-Za-z0-9_-]*")
-
-
-def b64url_decode(text: str) -> bytes:
-    """Strict base64url without padding; anything else raises :class:`ValueError`."""
-    if not _B64URL.fullmatch(text) or len(text) % 4 == 1:
-        raise ValueError("not unpadded base64url")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if b64url_encode(data) != text:
-        raise ValueError("non-canonical base64url")
-    return data
-
-
-def _int_to_b64(value: int) -> str:
-    return b64url_encode(value.to_bytes(_P256_COORDINATE_BYTES, "big"))
-
-
-# --- JWK and thumbprint ----------------------------------------------------------------------
-
-
-def algorithm_of(key: PrivateKey | PublicKey) -> Algorithm:
-    """The one algorithm a key may be used with, or :class:`KeyMaterialError`."""
-    if isinstance(key, Ed25519PrivateKey | Ed25519PublicKey):
-        return "EdDSA"
-    if isinstance(key.curve, ec.SECP256R1):
-        return "ES256"
-    raise KeyMaterialError(f"curve {key.curve.name} is not allowed; use Ed25519 or P-256")
-
-
-def public_jwk_members(key: PublicKey) -> dict[str, str]:
-    """The RFC 7638 required members of ``key``'s public JWK (kty, crv, x and, for EC, y)."""
-    if isinstance(key, Ed25519PublicKey):
-        raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        return {"crv": "Ed25519", "kty": "OKP", "x": b64url_encode(raw)}
-    algorithm_of(key)
-    numbers = key.public_numbers()
-    return {
-        "crv": "P-256",
-        "kty": "EC",
-        "x": _int_to_b64(numbers.x),
-        "y": _int_to_b64(numbers.y),
-    }
-
-
-def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
-    """RFC 7638 thumbprint: SHA-256 over the required members, sorted, without whitespace."""
-    kty = jwk.get("kty")
-    required = _THUMBPRINT_MEMBERS.get(kty) if isinstance(kty, str) else None
-    if required is None:
-        raise KeyMaterialError(f"no thumbprint rule for kty {jwk.get('kty')!r}")
-    members = {name: jwk[name] for name in required}
-    canonical = json.dumps(members, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return b64url_encode(hashlib.sha256(canonical.encode("utf-8")).digest())
-
-
-# --- keys ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class VerificationKey:
-    """A public key pinned to one algorithm, valid for verification until ``not_after``."""
+    """A public key pinned to one algorithm, valid for verification until ``not_after``.
+
+    Its ``kid`` must be the key's RFC 7638 thumbprint; any other is refused on
+    construction, so no path can pin a key under a label it chose.
+    """
 
     kid: str
     alg: Algorithm
     public_key: PublicKey = field(repr=False)
     not_after: datetime | None = None
+
+    def __post_init__(self) -> None:
+        check_kid(self.kid, self.public_key)
+        if algorithm_of(self.public_key) != self.alg:
+            raise KeyMaterialError(f"a {algorithm_of(self.public_key)} key cannot be {self.alg}")
 
     def valid_at(self, at: datetime) -> bool:
         return self.not_after is None or at < self.not_after
@@ -145,10 +91,13 @@ class SigningKey:
     alg: Algorithm
     private_key: PrivateKey = field(repr=False)
 
+    def __post_init__(self) -> None:
+        check_kid(self.kid, self.private_key.public_key())
+
     @classmethod
     def from_private_key(cls, private_key: PrivateKey) -> SigningKey:
         alg = algorithm_of(private_key)
-        kid = jwk_thumbprint(public_jwk_members(private_key.public_key()))
+        kid = thumbprint_of(private_key.public_key())
         return cls(kid=kid, alg=alg, private_key=private_key)
 
     @classmethod
@@ -255,50 +204,13 @@ def verification_key_from_jwk(jwk: Any) -> VerificationKey:
     if key_ops is not None and (not isinstance(key_ops, list) or "verify" not in key_ops):
         raise KeyMaterialError("key_ops does not allow 'verify'")
     kid = jwk.get("kid")
-    if not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid):
-        raise KeyMaterialError("a trusted key needs a plain string kid")
-    public_key = _public_key_from_jwk(jwk)
+    if "kid" in jwk and (not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid)):
+        raise KeyMaterialError("a JWK's kid must be a plain string")
+    public_key = public_key_from_jwk(jwk)
     alg = algorithm_of(public_key)
     if "alg" in jwk and jwk["alg"] != alg:
         raise KeyMaterialError(f"JWK alg {jwk['alg']!r} does not match its key type ({alg})")
-    return VerificationKey(kid=kid, alg=alg, public_key=public_key)
-
-
-def _public_key_from_jwk(jwk: Mapping[str, Any]) -> PublicKey:
-    kty, crv = jwk.get("kty"), jwk.get("crv")
-    try:
-        if kty == "OKP" and crv == "Ed25519":
-            return Ed25519PublicKey.from_public_bytes(b64url_decode(_text(jwk, "x")))
-        if kty == "EC" and crv == "P-256":
-            x = int.from_bytes(_coordinate(jwk, "x"), "big")
-            y = int.from_bytes(_coordinate(jwk, "y"), "big")
-            return ec.EllipticCurvePublicNumbers(x, y, ec.SECP256R1()).public_key()
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise _key_error(exc) from None
-    raise KeyMaterialError(f"key type {kty!r}/{crv!r} is not allowed; use OKP/Ed25519 or EC/P-256")
-
-
-def _text(jwk: Mapping[str, Any], name: str) -> str:
-    value = jwk.get(name)
-    if not isinstance(value, str):
-        raise KeyMaterialError(f"JWK member {name!r} must be a string")
-    return value
-
-
-def _coordinate(jwk: Mapping[str, Any], name: str) -> bytes:
-    data = b64url_decode(_text(jwk, name))
-    if len(data) != _P256_COORDINATE_BYTES:
-        raise KeyMaterialError(f"JWK member {name!r} must be {_P256_COORDINATE_BYTES} bytes")
-    return data
-
-
-def _key_error(exc: Exception) -> KeyMaterialError:
-    """The one place where cryptography's and base64's exceptions become ours."""
-    if isinstance(exc, KeyMaterialError):
-        return exc
-    if isinstance(exc, UnsupportedAlgorithm):
-        return KeyMaterialError(f"unsupported key: {exc}")
-    return KeyMaterialError(f"unreadable key material: {exc}")
+    return VerificationKey(kid=check_kid(kid, public_key), alg=alg, public_key=public_key)
 
 
 # --- loading one signing key -----------------------------------------------------------------
@@ -320,7 +232,7 @@ def signing_key_from_pem(data: bytes) -> SigningKey:
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise _key_error(exc) from None
+        raise key_error(exc) from None
     if not isinstance(key, Ed25519PrivateKey | ec.EllipticCurvePrivateKey):
         raise KeyMaterialError(f"{type(key).__name__} is not allowed; use Ed25519 or P-256")
     return SigningKey.from_private_key(key)
@@ -331,22 +243,21 @@ def signing_key_from_jwk(jwk: Any) -> SigningKey:
     if not isinstance(jwk, Mapping) or not isinstance(jwk.get("d"), str):
         raise KeyMaterialError("a private JWK needs a 'd' member")
     public = verification_key_from_jwk(
-        {name: value for name, value in jwk.items() if name not in ("d", "kid")} | {"kid": "x"}
+        {name: value for name, value in jwk.items() if name not in ("d", "kid")}
     )
     try:
         private: PrivateKey
         if public.alg == "EdDSA":
             private = Ed25519PrivateKey.from_private_bytes(b64url_decode(jwk["d"]))
         else:
-            scalar = int.from_bytes(_coordinate(jwk, "d"), "big")
+            scalar = int.from_bytes(coordinate(jwk, "d"), "big")
             private = ec.derive_private_key(scalar, ec.SECP256R1())
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise _key_error(exc) from None
+        raise key_error(exc) from None
     key = SigningKey.from_private_key(private)
     if public_jwk_members(private.public_key()) != public_jwk_members(public.public_key):
         raise KeyMaterialError("the private JWK's public members do not match its 'd'")
-    if "kid" in jwk and jwk["kid"] != key.kid:
-        raise KeyMaterialError("the JWK's kid is not its RFC 7638 thumbprint")
+    check_kid(jwk.get("kid"), private.public_key())
     return key
 
 
@@ -474,6 +385,10 @@ def _remove_stale_pem_files(path: Path, kids: set[str]) -> None:
 
 __all__ = [
     "ALGORITHMS",
+    "DEFAULT_ALGORITHM",
+    "KEY_UNUSABLE",
+    "KID_NOT_THUMBPRINT",
+    "KID_PATTERN",
     "Algorithm",
     "KeyMaterialError",
     "KeySet",
@@ -483,14 +398,18 @@ __all__ = [
     "SigningKey",
     "TrustedKeys",
     "VerificationKey",
+    "algorithm_of",
     "b64url_decode",
     "b64url_encode",
+    "check_kid",
     "jwk_thumbprint",
     "load_key_set",
     "load_or_create",
     "load_signing_key",
+    "public_jwk_members",
     "save_key_set",
     "signing_key_from_jwk",
     "signing_key_from_pem",
+    "thumbprint_of",
     "verification_key_from_jwk",
 ]

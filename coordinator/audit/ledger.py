@@ -576,7 +576,10 @@ def _public_key(key: Ed25519PublicKey | Mapping[str, Any]) -> tuple[Ed25519Publi
     public = OKPAlgorithm.from_jwk(dict(key))
     if not isinstance(public, Ed25519PublicKey):
         raise LedgerError("the key is not a public Ed25519 JWK", "head_invalid")
-    return public, thumbprint(key)
+    computed = thumbprint(public_jwk(public))
+    if key.get("kid", computed) != computed:
+        raise LedgerError("the JWK's kid is not its RFC 7638 thumbprint", "kid_not_thumbprint")
+    return public, computed
 
 
 def _sign(claims: dict[str, Any], private_key: Ed25519PrivateKey, typ: str) -> str:

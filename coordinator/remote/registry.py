@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_cards.keys import KeyMaterialError, TrustedKeys
+from agent_cards.keys import KID_NOT_THUMBPRINT, KeyMaterialError, TrustedKeys
 from agent_cards.signing import CardVerificationError, verify_card
 from contracts import strict_json
 from contracts.returns import ReturnContract, held_for_review
@@ -344,6 +344,8 @@ async def _trust_for(
     if anchor.keys is not None:
         return anchor.keys, "pinned_key"
     if anchor.expect_kid is not None:
+        # every kid in ``served`` is the thumbprint computed from its key, so this matches
+        # the key itself, not a label the origin wrote next to it
         served = await _origin_keys(client, fetched.url)
         key = served.get(anchor.expect_kid)
         if key is None:
@@ -375,7 +377,16 @@ async def _origin_keys(client: A2AClient, card_url: str) -> TrustedKeys:
 
 
 def _keys_from(document: Any) -> TrustedKeys:
+    """Keys whose kids are their computed thumbprints; a JWK labelled otherwise refuses the
+    whole set (``kid_not_thumbprint``), since whoever wrote that label chose a key's name."""
     try:
         return TrustedKeys.from_json(document)
-    except (KeyMaterialError, ValueError) as exc:
+    except KeyMaterialError as exc:
+        raise RegistryError(f"unusable key set: {exc}", key_reason(exc, "jwks_invalid")) from None
+    except ValueError as exc:
         raise RegistryError(f"unusable key set: {exc}", "jwks_invalid") from None
+
+
+def key_reason(exc: KeyMaterialError, otherwise: str) -> str:
+    """The reason code for refused key material: a kid mismatch keeps its own code."""
+    return KID_NOT_THUMBPRINT if exc.reason == KID_NOT_THUMBPRINT else otherwise

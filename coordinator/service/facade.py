@@ -35,7 +35,7 @@ from coordinator.handoff.run import Run, start_run
 from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
 from coordinator.service import run_list
 from coordinator.service.api_models import (
     AgentView,
@@ -70,7 +70,8 @@ def trust_anchor(request: RegisterRequest) -> TrustAnchor:
             keys = TrustedKeys.from_json(request.trust_key)
         except KeyMaterialError as exc:
             raise UsageError(
-                f"trust_key is not a usable JWK or JWK Set: {exc}", "trust_key_unusable"
+                f"trust_key is not a usable JWK or JWK Set: {exc}",
+                key_reason(exc, "trust_key_unusable"),
             ) from None
     return TrustAnchor(keys, request.expect_kid, request.trust_on_first_use)
 

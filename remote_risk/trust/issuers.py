@@ -38,7 +38,15 @@ _URL_PREFIXES = ("https://", "http://")
 
 
 class TrustConfigError(RemoteRiskError, ValueError):
-    """The trust or key configuration cannot be used; the service must not start."""
+    """The trust or key configuration cannot be used; the service must not start.
+
+    ``reason`` is ``kid_not_thumbprint`` when a JWK's stated kid is not its computed
+    RFC 7638 thumbprint, ``key_unusable`` for other refused key material, else
+    ``trust_config_invalid``."""
+
+    def __init__(self, message: str, reason: str = "trust_config_invalid") -> None:
+        super().__init__(message if reason == "trust_config_invalid" else f"{reason}: {message}")
+        self.reason = reason
 
 
 def issuer_entries(flags: Iterable[str] | None, environ: Mapping[str, str]) -> list[str]:
@@ -75,7 +83,11 @@ def load_keys(issuer: str, source: str) -> TrustedKeys:
     try:
         document = fetch_jwks(source) if source.startswith(_URL_PREFIXES) else _read(source)
         return TrustedKeys.from_json(document)
-    except (KeyMaterialError, StrictJSONError) as exc:
+    except KeyMaterialError as exc:
+        raise TrustConfigError(
+            f"keys of issuer {issuer!r} from {source}: {exc}", exc.reason
+        ) from None
+    except StrictJSONError as exc:
         raise TrustConfigError(f"keys of issuer {issuer!r} from {source}: {exc}") from None
 
 
