@@ -39,7 +39,7 @@ from agent_cards.signing import sign_card
 from contracts import strict_json
 from contracts.wire import AgentCard, to_wire
 from remote_risk.errors import RemoteRiskError
-from remote_risk.server.auth import DecisionLog, delegation_authorizer
+from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from remote_risk.server.push import PushConfigs, TaskLookup
 from remote_risk.server.risk_agent import RiskAgentHandler
@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     store: TaskStoreProtocol = durable.tasks if durable else TaskStore(settings.task_capacity)
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
-        authorize = _default_authorize(settings, card, decisions, replay_guard)
+        authorize = _default_authorize(settings, card, decisions, replay_guard, store)
     push = push_configs(settings, keys, store.get)
     handler = RiskAgentHandler(
         store, skill_delay_seconds=settings.skill_delay_seconds, push=push, model=settings.model
@@ -176,13 +176,15 @@ def _default_authorize(
     card: AgentCard,
     decisions: DecisionLog,
     replay_guard: ReplayGuard | None = None,
+    store: TaskStoreProtocol | None = None,
 ) -> Authorize:
     if not settings.trusted_issuers:
         return anonymous
     verifier = DelegationVerifier(
         settings.trusted_issuers, settings.agent_id, replay_guard=replay_guard
     )
-    return delegation_authorizer(verifier, card, decisions=decisions)
+    binding = task_binding_of(store.get) if store is not None else None
+    return delegation_authorizer(verifier, card, decisions=decisions, task_binding=binding)
 
 
 def _check_agent_id(card: AgentCard, settings: Settings) -> None:

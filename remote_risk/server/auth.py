@@ -9,6 +9,9 @@
    (``message.metadata.handoffId``, required), the attempt, and whether it creates a task
    (no ``message.taskId``); for every other method a lookup under the default skill;
 3. has :class:`~remote_risk.trust.verifier.DelegationVerifier` check the token against that;
+   a continuation (``message.taskId``) must carry the handoff binding (id and attempt) of
+   the task it continues, else ``continuation_mismatch``; its principal is the task's
+   owner, since another principal's task reads as not found;
 4. answers with the :class:`~remote_risk.server.jsonrpc.CallContext` whose owner is the token's
    principal ``(iss, sub, tenant)``. The task store is scoped by owner, so another
    principal's task reads as not found. For a request that may create a task the context
@@ -150,6 +153,7 @@ class Asked:
     attempt: Any = None
     names_handoff: bool = False
     tenant: str | None = None
+    continues: str | None = None
 
 
 def skill_authorities(card: AgentCard) -> dict[str, SkillAuthority]:
@@ -204,7 +208,9 @@ def asked(method: str, params: JSONObject, skills: Mapping[str, SkillAuthority])
         )
     handoff_id = metadata.get("handoffId")
     named = isinstance(handoff_id, str) and bool(handoff_id)
+    task_id = message.get("taskId")
     return Asked(
+        continues=task_id if isinstance(task_id, str) else None,
         skill=skill,
         creates_task=message.get("taskId") is None,
         handoff_id=handoff_id if named else None,
@@ -216,6 +222,25 @@ def asked(method: str, params: JSONObject, skills: Mapping[str, SkillAuthority])
 
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+# The handoff binding a task was opened under (its metadata), or None when the owner has
+# no such task (the operation then answers TaskNotFound itself).
+TaskBinding = Callable[[str, str], Mapping[str, Any] | None]
+
+
+def task_binding_of(get: Callable[[str, str], Any]) -> TaskBinding:
+    """A :data:`TaskBinding` reading a task store's ``get(owner, task_id)``."""
+
+    def binding(owner: str, task_id: str) -> Mapping[str, Any] | None:
+        try:
+            record = get(owner, task_id)
+        except errors.TaskNotFound:
+            return None
+        metadata = getattr(record, "metadata", None)
+        return metadata if isinstance(metadata, Mapping) else {}
+
+    return binding
 
 
 def owner_of(grant: Grant) -> str:
@@ -234,12 +259,14 @@ class DelegationAuthorizer:
         verifier: DelegationVerifier,
         skills: Mapping[str, SkillAuthority],
         decisions: DecisionLog,
+        task_binding: TaskBinding | None = None,
     ) -> None:
         if not skills:
             raise ValueError("the authorizer needs at least one skill")
         self._verifier = verifier
         self._skills = dict(skills)
         self.decisions = decisions
+        self._task_binding = task_binding
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
@@ -284,6 +311,9 @@ class DelegationAuthorizer:
         )
         if method in SENDING_METHODS:
             _check_binding(facts, verified)
+            if facts.continues is not None and self._task_binding is not None:
+                bound = self._task_binding(owner_of(verified.grant), facts.continues)
+                _check_continuation(bound, verified)
         return verified, creates_task
 
 
@@ -296,6 +326,17 @@ def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:
         detail = "metadata.attempt differs from the attempt the token is bound to"
     if detail:
         denial = DelegationDenied(DenialReason.HANDOFF_MISMATCH, detail)
+        denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+        raise denial
+
+
+def _check_continuation(bound: Mapping[str, Any] | None, verified: VerifiedDelegation) -> None:
+    """The continued task was opened under the token's handoff id and attempt."""
+    if bound is None:
+        return
+    handoff = verified.grant.handoff
+    if bound.get("handoffId") != handoff.id or bound.get("attempt") != handoff.attempt:
+        denial = DelegationDenied(DenialReason.CONTINUATION_MISMATCH)
         denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
         raise denial
 
@@ -320,7 +361,9 @@ def delegation_authorizer(
     card: AgentCard,
     *,
     decisions: DecisionLog | None = None,
+    task_binding: TaskBinding | None = None,
 ) -> Authorize:
-    """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares."""
+    """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares;
+    with ``task_binding`` a continuation is held to the binding of the task it continues."""
     log = decisions if decisions is not None else DecisionLog()
-    return DelegationAuthorizer(verifier, skill_authorities(card), log)
+    return DelegationAuthorizer(verifier, skill_authorities(card), log, task_binding)

@@ -9,10 +9,12 @@ the token is sound but does not allow this request.
 The checks run in a fixed order, cheapest and least trusting first:
 
 1. size cap and charset of the raw token (three base64url segments, no padding);
-2. the unverified header, parsed with duplicate members refused: only ``alg``, ``typ``
+2. the unverified header, UTF-8 without a byte order mark, parsed with duplicate
+   members refused: only ``alg``, ``typ``
    and ``kid`` may appear, ``alg`` is EdDSA or ES256, ``typ`` is ``delegation+jwt``,
    ``kid`` is a plain string;
-3. the payload, parsed once with duplicate members refused; its ``iss`` read (not yet
+3. the payload, UTF-8 without BOM, parsed once with duplicate members refused; its
+   ``iss`` read (not yet
    trusted) only to choose that issuer's pinned keys, then ``kid`` looked up among those
    keys and nowhere else;
 4. the signature over the exact header and payload segments, with the one algorithm that
@@ -21,7 +23,9 @@ The checks run in a fixed order, cheapest and least trusting first:
 5. (no second parse: the signed bytes are the ones step 3 parsed strictly);
 6. presence and JSON types of every claim (a NumericDate is an integer, never a string
    or a boolean), then ``iss`` equal to the issuer whose key verified;
-7. ``exp``, ``nbf`` and ``iat`` with the leeway, and the maximum lifetime;
+7. ``exp``, ``nbf`` and ``iat`` with the leeway, then the window itself
+   (``iat <= nbf < exp``: a token that can never be valid is refused), and the maximum
+   lifetime;
 8. ``aud`` equal to this service's identifier (a single string; an array is refused);
 9. ``act`` depth, then the full grant shape;
 10. tenant, scope, effect budget and handoff binding against the request;
@@ -34,6 +38,7 @@ reference for audit records instead.
 from __future__ import annotations
 
 import binascii
+import codecs
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -123,6 +128,9 @@ class DenialReason(StrEnum):
     EFFECTS_NOT_ALLOWED = "effects_not_allowed"
     HANDOFF_MISMATCH = "handoff_mismatch"
     REPLAY_GUARD_UNAVAILABLE = "replay_guard_unavailable"
+    TOKEN_ENCODING_INVALID = "token_encoding_invalid"
+    VALIDITY_WINDOW_INVALID = "validity_window_invalid"
+    CONTINUATION_MISMATCH = "continuation_mismatch"
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,11 @@ REASONS: Mapping[DenialReason, ReasonInfo] = {
     R.EFFECTS_NOT_ALLOWED: ReasonInfo(403, "effect budget above 0 for a read-only skill"),
     R.HANDOFF_MISMATCH: ReasonInfo(403, "handoff.id differs from the handoff of the message"),
     R.REPLAY_GUARD_UNAVAILABLE: ReasonInfo(503, "the replay guard cannot record the token"),
+    R.TOKEN_ENCODING_INVALID: ReasonInfo(401, "header or payload is not UTF-8 without BOM"),
+    R.VALIDITY_WINDOW_INVALID: ReasonInfo(401, "iat <= nbf < exp does not hold"),
+    R.CONTINUATION_MISMATCH: ReasonInfo(
+        403, "the continued task was opened under another handoff binding"
+    ),
 }
 
 
@@ -406,6 +419,8 @@ class DelegationVerifier:
             raise _deny(R.TOKEN_NOT_YET_VALID)
         if claims["iat"] > now + self._leeway:
             raise _deny(R.ISSUED_IN_FUTURE)
+        if not claims["iat"] <= claims["nbf"] < claims["exp"]:
+            raise _deny(R.VALIDITY_WINDOW_INVALID, "the token can never be valid")
         if claims["exp"] - claims["iat"] > self._max_lifetime:
             raise _deny(R.LIFETIME_TOO_LONG, f"limit is {self._max_lifetime} s")
 
@@ -417,8 +432,26 @@ def _act_depth(act: Mapping[str, Any]) -> int:
         raise _deny(R.CLAIM_TYPE_INVALID, "every act level must be an object") from None
 
 
+_BYTE_ORDER_MARKS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def _utf8_text(data: bytes) -> str:
+    """A segment's bytes as UTF-8 text: one spelling only (RFC 7515 section 5.1, RFC 8259
+    section 8.1), so no byte order mark, no UTF-16 or UTF-32 (their ASCII shows as NUL
+    bytes, which strict JSON never holds raw), and no encoded surrogate."""
+    if data.startswith(_BYTE_ORDER_MARKS):
+        raise _deny(R.TOKEN_ENCODING_INVALID, "a byte order mark")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _deny(R.TOKEN_ENCODING_INVALID, "not UTF-8") from None
+    if "\x00" in text:
+        raise _deny(R.TOKEN_ENCODING_INVALID, "a NUL byte (UTF-16 or UTF-32?)")
+    return text
+
+
 def _json_object(segment: str) -> dict[str, Any]:
-    value = strict_json.loads(b64url_decode(segment))
+    value = strict_json.loads(_utf8_text(b64url_decode(segment)))
     if not isinstance(value, dict):
         raise _deny(R.TOKEN_MALFORMED, "a segment is not a JSON object")
     return value

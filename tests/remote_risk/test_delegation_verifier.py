@@ -337,6 +337,7 @@ def test_http_status_splits_bad_tokens_from_forbidden_requests() -> None:
         R.SCOPE_INSUFFICIENT,
         R.EFFECTS_NOT_ALLOWED,
         R.HANDOFF_MISMATCH,
+        R.CONTINUATION_MISMATCH,
     }
     assert set(REASONS) == set(DenialReason)
     for reason, info in REASONS.items():
