@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from agent_cards.keys import KeySet, TrustedKeys
 from coordinator.assessment.model_gateway import ModelConfig
+from http_edge.limits import EdgeLimits
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 
@@ -61,6 +62,12 @@ class Settings:
     push_allow_public: bool = True
     push_attempts: int = 4
     push_first_backoff_seconds: float = 0.2
+    # The HTTP edge's limits; None: the defaults, with max_body_bytes from above.
+    edge: EdgeLimits | None = field(default=None, repr=False)
+
+    @property
+    def edge_limits(self) -> EdgeLimits:
+        return self.edge or EdgeLimits(max_body_bytes=self.max_body_bytes)
 
     @property
     def agent_id(self) -> str:

@@ -23,10 +23,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(app: Any, port: int | None = None) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 and yield its base URL; stop it afterwards."""
+def running(app: Any, port: int | None = None, **options: Any) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 and yield its base URL; stop it afterwards. ``options``
+    go to ``uvicorn.Config`` (e.g. the bounded edge's protocol)."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

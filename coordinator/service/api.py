@@ -42,7 +42,7 @@ from coordinator.errors import (
 )
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
-from coordinator.service import run_list
+from coordinator.service import limits, run_list
 from coordinator.service.api_models import (
     AgentView,
     DelegationDocument,
@@ -382,6 +382,7 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
     app.include_router(docs_router(app))
     app.include_router(api_router(service))
     install_error_handlers(app)
+    limits.install(app, limits.coordinator_limits())
     app.add_middleware(OperatorAuth, token=token)
     app.state.worker = worker
     return app

@@ -17,8 +17,10 @@ import uvicorn
 
 from coordinator.errors import UsageError
 from coordinator.service.api import create_api
+from coordinator.service.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
 from coordinator.workspace import Workspace
+from http_edge.protocol import uvicorn_options
 
 
 def build_serve_parser() -> argparse.ArgumentParser:
@@ -76,7 +78,13 @@ def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
     app = create_api(ws, settings)
     sock = listening_socket(settings.host, settings.port)
     try:
-        config = uvicorn.Config(app, log_level="info", access_log=False, lifespan="on")
+        config = uvicorn.Config(
+            app,
+            log_level="info",
+            access_log=False,
+            lifespan="on",
+            **uvicorn_options(coordinator_limits()),
+        )
         url_host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"coordinator listening on http://{url_host}:{sock.getsockname()[1]}", flush=True)
         uvicorn.Server(config).run(sockets=[sock])

@@ -38,7 +38,9 @@ from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from contracts import strict_json
 from contracts.wire import AgentCard, to_wire
+from http_edge.protocol import uvicorn_options
 from remote_risk.errors import RemoteRiskError
+from remote_risk.server import limits
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from remote_risk.server.push import PushConfigs, TaskLookup
@@ -108,7 +110,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     endpoint = JSONRPCEndpoint(
         handler,
         authorize=authorize,
-        max_body_bytes=settings.max_body_bytes,
+        max_body_bytes=settings.edge_limits.max_body_bytes,
         record_body=received.append if received is not None else None,
     )
 
@@ -134,6 +136,8 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
         ],
     )
+    authenticate = getattr(authorize, "authenticate", None)
+    limits.install(app, settings.edge_limits, path=JSONRPC_PATH, authenticate=authenticate)
     app.state.settings = settings
     app.state.card = card
     app.state.signing_keys = keys
@@ -214,6 +218,9 @@ def serve(
     """
     settings = settings or Settings()
     check_secure(settings)
+    if settings.edge is None:
+        edge = limits.risk_limits(os.environ, max_body_bytes=settings.max_body_bytes)
+        settings = replace(settings, edge=edge, max_body_bytes=edge.max_body_bytes)
     if settings.database_url is None and settings.data_dir is None:
         settings = replace(settings, data_dir=trust.data_dir(None, os.environ))
     sock = listening_socket(host, port)
@@ -224,7 +231,13 @@ def serve(
     except BaseException:
         sock.close()
         raise
-    config = uvicorn.Config(app, log_level="info", access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_level="info",
+        access_log=False,
+        lifespan="on",
+        **uvicorn_options(settings.edge_limits),
+    )
     if not settings.trusted_issuers:
         print(INSECURE_WARNING, file=sys.stderr, flush=True)
     print(f"remote_risk listening on {listening_url}", flush=True)

@@ -44,6 +44,7 @@ from remote_risk import errors
 from remote_risk.server.jsonrpc import Authorize, CallContext
 from remote_risk.trust.verifier import (
     REASONS,
+    Authenticated,
     DelegationDenied,
     DelegationVerifier,
     DenialReason,
@@ -53,6 +54,10 @@ from remote_risk.trust.verifier import (
 logger = logging.getLogger(__name__)
 
 SECURITY_SCHEME = "delegation"
+# Where the HTTP edge leaves the token it authenticated from the headers (scope["state"]).
+AUTHENTICATED_STATE = "delegation.authenticated"
+# The method of a request refused before its body was read is not known.
+BODY_NOT_READ = "(body not read)"
 SEND_MESSAGE = "SendMessage"
 # Both may open a task, so both are checked as a send (one token, one task; the handoff).
 SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
@@ -282,6 +287,15 @@ class DelegationAuthorizer:
             claim_task_creation=self._claim(method, verified) if creates_task else None,
         )
 
+    def authenticate(self, request: Request) -> Authenticated:
+        """The token of ``request`` checked from its headers alone, before any body is
+        read; a refusal is recorded (its method unknown yet) and raised for the wire."""
+        try:
+            return self._verifier.authenticate(bearer_token(request))
+        except DelegationDenied as denial:
+            self.decisions.record(denied(BODY_NOT_READ, denial))
+            raise refusal(denial) from None
+
     def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
         """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""
 
@@ -301,6 +315,7 @@ class DelegationAuthorizer:
         token = bearer_token(request)
         facts = asked(method, params, self._skills)
         creates_task = facts.creates_task and facts.names_handoff
+        state = request.scope.get("state") or {}
         verified = self._verifier.verify(
             token,
             skill_id=facts.skill.id,
@@ -308,6 +323,7 @@ class DelegationAuthorizer:
             handoff_id=facts.handoff_id,
             read_only=facts.skill.read_only,
             tenant=facts.tenant,
+            authenticated=state.get(AUTHENTICATED_STATE),
         )
         if method in SENDING_METHODS:
             _check_binding(facts, verified)

@@ -275,7 +275,7 @@ def assert_not_echoed(token: str, text: str) -> None:
 
 def test_no_token_is_401_with_a_jsonrpc_error_body(service: Service) -> None:
     """Without a token the answer is 401, a Bearer challenge and a JSON-RPC error naming the
-    reason, with the request's id."""
+    reason; its id is null, since the token is checked before the body is read."""
     body = {"jsonrpc": "2.0", "id": "req-1", "method": "GetTask", "params": {"id": "t"}}
     response = httpx.post(
         service.base_url + JSONRPC_PATH, json=body, headers={"A2A-Version": "1.0"}, timeout=10
@@ -284,7 +284,7 @@ def test_no_token_is_401_with_a_jsonrpc_error_body(service: Service) -> None:
     assert response.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
     assert response.headers["content-type"] == "application/json"
     decoded = response.json()
-    assert decoded["jsonrpc"] == "2.0" and decoded["id"] == "req-1"
+    assert decoded["jsonrpc"] == "2.0" and decoded["id"] is None
     assert decoded["error"]["code"] == -32090
     (info,) = decoded["error"]["data"]
     assert info["reason"] == "UNAUTHENTICATED"

@@ -212,11 +212,13 @@ def test_any_1x_version_is_accepted(peer: RiskPeer) -> None:
 
 
 def test_oversized_body_is_refused() -> None:
-    """A body over max_body_bytes answers -32600 without being parsed."""
+    """A body over max_body_bytes answers 413 with -32600 without being parsed."""
     with risk_peer(max_body_bytes=200) as small:
         data = {**risk_input(), "padding": "x" * 500}
         body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": data}}
-        error = error_of(raw_error(small, json.dumps(body).encode()))
+        response = small.post_raw(json.dumps(body).encode(), JSON)
+        assert response.status_code == 413
+        error = error_of(response.json())
     assert error["code"] == -32600
     assert "exceeds 200 bytes" in error["message"]
 

@@ -1,0 +1,29 @@
+"""Every exception the HTTP edge raises, each with a stable reason code.
+
+::
+
+    EdgeError
+    ├── LimitsError       a limit set to something the edge cannot run with (at start)
+    └── JSONShapeError    a JSON body outside the accepted shape: json_not_utf8,
+                          json_lone_surrogate, json_too_deep, json_number_out_of_range
+"""
+
+from __future__ import annotations
+
+
+class EdgeError(ValueError):
+    """Base of every deliberate error of the edge."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class LimitsError(EdgeError):
+    def __init__(self, message: str) -> None:
+        super().__init__("limits_invalid", message)
+
+
+class JSONShapeError(EdgeError):
+    """A body outside the shape the edge accepts; ``reason`` is a stable code."""

@@ -1,0 +1,114 @@
+"""Hold a JSON body to what both parties read the same way, before anything parses it.
+
+:func:`check_json_shape` refuses, with a stable reason:
+
+``json_not_utf8``          not UTF-8, or a byte order mark (RFC 8259 section 8.1)
+``json_lone_surrogate``    a ``\\uD800``-style escape that is not half of a pair: no
+                           UTF-8 can hold it, so it would fail later, deep in a handler
+``json_too_deep``          arrays and objects nested deeper than the limit (the
+                           standard decoder recurses, and ~1,000 levels exhaust it)
+``json_number_out_of_range``  an integer beyond +-(2**53 - 1), or a number that is not a
+                           finite IEEE 754 double (``1e400``), per I-JSON (RFC 7493)
+
+It never builds the document: it scans the bytes with regular expressions (strings
+removed first, so brackets and digits inside strings do not count). Whether the bytes
+are valid JSON at all is left to the parser that runs next.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import re
+
+from http_edge.errors import JSONShapeError
+from http_edge.limits import MAX_SAFE_INTEGER
+
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_ESCAPE = re.compile(rb"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+# Numbers that might be out of range: 16 or more digits in a row (2**53 has 16), or an
+# exponent of three or more digits; every shorter spelling is a finite double in range.
+_SUSPECT_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_LONG = re.compile(rb"\d{16,}|[eE][+-]?\d{3,}")
+
+
+def check_json_shape(body: bytes, *, max_depth: int) -> None:
+    """Refuse ``body`` (see the module docstring) or return ``None``."""
+    if body.startswith(_BOMS):
+        raise JSONShapeError("json_not_utf8", "the body starts with a byte order mark")
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise JSONShapeError("json_not_utf8", "the body is not UTF-8") from None
+    strings = _STRING.findall(body)
+    for string in strings:
+        if _SURROGATE_HINT.search(string):
+            _check_surrogates(string)
+    outside = _STRING.sub(b'""', body)
+    _check_depth(outside.translate(None, _BRACKETS), max_depth)
+    if _LONG.search(outside):
+        for match in _SUSPECT_NUMBER.finditer(outside):
+            if _LONG.search(match.group()):
+                _check_number(match.group())
+
+
+def _check_depth(brackets: bytes, max_depth: int) -> None:
+    if brackets.count(b"[") + brackets.count(b"{") <= max_depth:
+        return
+    depth = 0
+    opening = frozenset(b"[{")
+    for byte in brackets:
+        if byte in opening:
+            depth += 1
+            if depth > max_depth:
+                raise JSONShapeError(
+                    "json_too_deep", f"arrays and objects nest deeper than {max_depth}"
+                )
+        else:
+            depth -= 1
+
+
+def _check_number(text: bytes) -> None:
+    if re.fullmatch(rb"-?\d+", text):
+        if len(text.lstrip(b"-")) > 16 or abs(int(text)) > MAX_SAFE_INTEGER:
+            raise JSONShapeError(
+                "json_number_out_of_range", "an integer beyond +-(2**53 - 1) (I-JSON)"
+            )
+        return
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONShapeError(
+            "json_number_out_of_range", "a number that is not a finite double (I-JSON)"
+        )
+
+
+def _check_surrogates(string: bytes) -> None:
+    """Every escaped high surrogate is directly followed by an escaped low one, and no
+    low surrogate stands alone."""
+    pending_high = False
+    last_end = -1
+    for match in _ESCAPE.finditer(string):
+        unit = _code_unit(match.group(1))
+        adjacent = match.start() == last_end
+        if pending_high and not (adjacent and unit is not None and 0xDC00 <= unit <= 0xDFFF):
+            raise _lone()
+        if pending_high:
+            pending_high = False
+        elif unit is not None and 0xDC00 <= unit <= 0xDFFF:
+            raise _lone()
+        else:
+            pending_high = unit is not None and 0xD800 <= unit <= 0xDBFF
+        last_end = match.end()
+    if pending_high:
+        raise _lone()
+
+
+def _code_unit(escape: bytes) -> int | None:
+    return int(escape[1:], 16) if escape[:1] == b"u" and len(escape) == 5 else None
+
+
+def _lone() -> JSONShapeError:
+    return JSONShapeError("json_lone_surrogate", "a \\u escape of an unpaired surrogate")

@@ -1,0 +1,95 @@
+"""remote_risk behind the bounded HTTP edge: the token first, then the body, then the app.
+
+A ``POST`` to the JSON-RPC endpoint goes through, in this order:
+
+1. the connection limits of :mod:`http_edge.protocol` (header bytes and time, body time,
+   connections per client and in total), set when :func:`remote_risk.server.app.serve`
+   starts uvicorn;
+2. :class:`TokenFirst`: the delegation token is authenticated from the headers alone
+   (:meth:`~remote_risk.server.auth.DelegationAuthorizer.authenticate`: signature, times,
+   audience, claims); a refusal is answered before one byte of the body is read, so an
+   unauthenticated caller never reaches a parser. Its JSON-RPC error has ``id: null``,
+   since the request's id was deliberately not read (JSON-RPC 2.0 section 5);
+3. :class:`http_edge.body.BodyGuard`: at most ``max_body_bytes`` streamed in (413), and a
+   JSON body in UTF-8 within the depth and number range (-32700 / -32600);
+4. the JSON-RPC endpoint, which parses the body and holds the already authenticated token
+   against what the request asks (skill, handoff, tenant, continuation).
+
+The limits are :class:`http_edge.limits.EdgeLimits`, read from ``REMOTE_RISK_*``
+variables by :func:`risk_limits` (see the README's "Limits").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from contracts import strict_json
+from http_edge.body import BODY_TOO_LARGE, BodyGuard
+from http_edge.limits import EdgeLimits
+from remote_risk import errors
+from remote_risk.server.auth import AUTHENTICATED_STATE
+from remote_risk.trust.verifier import Authenticated
+
+ENV_PREFIX = "REMOTE_RISK_"
+JSON_MEDIA_TYPE = "application/json"
+# Bodies that are not UTF-8 JSON text are parse errors; the rest is valid JSON we refuse.
+PARSE_ERROR_REASONS = frozenset({"json_not_utf8", "json_lone_surrogate"})
+
+Authenticate = Callable[[Request], Authenticated]
+
+
+def risk_limits(environ: Mapping[str, str], *, max_body_bytes: int) -> EdgeLimits:
+    """The service's limits: the defaults, ``max_body_bytes`` from its settings, then
+    every ``REMOTE_RISK_*`` limit variable on top."""
+    return EdgeLimits.from_env(ENV_PREFIX, environ, EdgeLimits(max_body_bytes=max_body_bytes))
+
+
+def jsonrpc_error(error: errors.A2AError, status: int = 200) -> Response:
+    """A JSON-RPC error answer to a request whose id was not read."""
+    body = {"jsonrpc": "2.0", "id": None, "error": error.error_object()}
+    headers = {**getattr(error, "headers", {}), "Connection": "close"}
+    return Response(strict_json.dumps(body), status, headers, media_type=JSON_MEDIA_TYPE)
+
+
+def body_refusal(status: int, reason: str, message: str) -> ASGIApp:
+    """How :class:`~http_edge.body.BodyGuard` refusals look here: typed JSON-RPC errors."""
+    metadata = {"reason": reason}
+    if reason == BODY_TOO_LARGE:
+        return jsonrpc_error(errors.InvalidRequest(message, metadata=metadata), 413)
+    if reason in PARSE_ERROR_REASONS:
+        return jsonrpc_error(errors.ParseError(message, metadata=metadata))
+    return jsonrpc_error(errors.InvalidRequest(message, metadata=metadata))
+
+
+class TokenFirst:
+    """Authenticate the delegation token of a POST to ``path`` before its body is read."""
+
+    def __init__(self, app: ASGIApp, *, path: str, authenticate: Authenticate) -> None:
+        self.app = app
+        self._path = path
+        self._authenticate = authenticate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
+            try:
+                authenticated = self._authenticate(Request(scope))
+            except errors.DelegationRefused as refused:
+                await jsonrpc_error(refused, refused.http_status)(scope, receive, send)
+                return
+            scope.setdefault("state", {})[AUTHENTICATED_STATE] = authenticated
+        await self.app(scope, receive, send)
+
+
+def install(
+    app: Starlette, limits: EdgeLimits, *, path: str, authenticate: Authenticate | None
+) -> None:
+    """Put ``app`` behind the body guard and, when tokens are checked, the token check
+    (added last, so it runs first)."""
+    app.add_middleware(BodyGuard, limits=limits, refuse=body_refusal)
+    if authenticate is not None:
+        app.add_middleware(TokenFirst, path=path, authenticate=authenticate)
