@@ -83,6 +83,7 @@ class PushConfigs:
     ) -> TaskPushNotificationConfig:
         if not config.task_id:
             raise errors.InvalidParams("params.taskId: the task the config is for is required")
+        await self.delivery.policy.target(config.url)  # a name is resolved and checked too
         return self.register(context.owner, config.task_id, config)
 
     async def get(

@@ -2,12 +2,17 @@
 
 * :class:`WebhookPolicy` decides whether a URL may receive notifications: http(s) only, no
   user or password in the URL, and every address the host resolves to inside what the
-  operator allowed. Public (globally routable) addresses are allowed unless switched off;
+  operator allowed, judged by :class:`~remote_risk.server.addresses.AddressPolicy` (the
+  one address policy: every IPv4 spelling, trailing dots, IPv6 forms that carry an IPv4
+  address). Public (globally routable) addresses are allowed unless switched off;
   loopback, private, link-local and other special ranges only when their network is
   listed explicitly (tests list ``127.0.0.0/8``). A URL is checked when a config is
-  created (literal addresses, ``localhost``) and again right before every delivery,
-  after resolving the host; the connection then goes to the address that was checked,
-  so a name cannot be re-pointed between the check and the request.
+  created (:meth:`WebhookPolicy.check_syntax` for what needs no resolver: literal
+  addresses in any spelling, ``localhost`` names; :meth:`WebhookPolicy.target` also
+  resolves a name, for configs created with CreateTaskPushNotificationConfig) and again
+  right before every delivery, after resolving the host once; the connection then goes
+  to the address that was checked, so a name cannot be re-pointed between the check and
+  the request.
 * :func:`sign_notification` adds a short-lived compact JWS (``typ`` ``a2a-push+jwt``)
   signed with the service's own key: ``iss`` the agent id, ``aud`` the webhook URL,
   ``iat``, ``exp``, ``jti`` (one per event, the same on every retry, so a receiver can
@@ -41,6 +46,13 @@ from agent_cards.keys import SigningKey, b64url_encode
 from contracts import strict_json
 from contracts.wire import StreamResponse, TaskPushNotificationConfig, to_wire
 from remote_risk import errors
+from remote_risk.server.addresses import (
+    AddressPolicy,
+    IPAddress,
+    IPNetwork,
+    host_address,
+    is_localhost_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +62,6 @@ TOKEN_HEADER = "X-A2A-Notification-Token"
 PUSH_TOKEN_TYPE = "a2a-push+jwt"
 DEFAULT_TOKEN_LIFETIME_SECONDS = 120
 
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 
@@ -90,26 +100,24 @@ class WebhookPolicy:
         return cls(tuple(ipaddress.ip_network(n, strict=False) for n in networks), allow_public)
 
     def allows(self, address: IPAddress) -> bool:
-        if any(address in network for network in self.allowed_networks):
-            return True
-        return self.allow_public and address.is_global
+        return AddressPolicy(self.allowed_networks, self.allow_public).allows(address)
 
     def check_syntax(self, url: str) -> None:
         """Refuse what no resolution can make acceptable; a named host is checked later."""
         parts = _parts(url)
-        literal = _literal(parts.hostname or "")
+        host = parts.hostname or ""
+        literal = host_address(host)
         if literal is not None and not self.allows(literal):
             raise WebhookRefused(f"webhook address {literal} is not allowed by this agent")
-        if (parts.hostname or "").lower() == "localhost" and not self.allows(
-            ipaddress.ip_address("127.0.0.1")
-        ):
-            raise WebhookRefused("webhook host localhost is not allowed by this agent")
+        if is_localhost_name(host) and not self.allows(ipaddress.ip_address("127.0.0.1")):
+            raise WebhookRefused(f"webhook host {host} is not allowed by this agent")
 
     async def target(self, url: str) -> Target:
-        """Resolve the URL's host and check every address; the first is used."""
+        """Resolve the URL's host once and check every address; the first is used."""
+        self.check_syntax(url)
         parts = _parts(url)
         host = parts.hostname or ""
-        literal = _literal(host)
+        literal = host_address(host)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             addresses = [str(literal)] if literal else await self.resolver(host, port)
@@ -118,7 +126,7 @@ class WebhookPolicy:
         if not addresses:
             raise WebhookRefused(f"webhook host {host} does not resolve")
         for address in addresses:
-            if not self.allows(ipaddress.ip_address(address)):
+            if not self.allows(_resolved(address)):
                 raise WebhookRefused(f"webhook host {host} resolves to {address}, not allowed")
         return Target(url=url, host=host, address=addresses[0])
 
@@ -136,11 +144,11 @@ def _parts(url: str) -> Any:
     return parts
 
 
-def _literal(host: str) -> IPAddress | None:
+def _resolved(address: str) -> IPAddress:
     try:
-        return ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(address)
     except ValueError:
-        return None
+        raise WebhookRefused(f"the resolver answered {address!r}, not an address") from None
 
 
 def pinned_url(target: Target) -> str:
