@@ -6,8 +6,11 @@ RFC 7638 thumbprint, so the identifier follows from the public key and cannot be
 
 * :class:`SigningKey` is one private key with its ``kid`` and algorithm.
 * :class:`KeySet` is what a service signs with: the active key plus earlier keys that
-  still verify until their ``not_after`` time. :func:`load_or_create` keeps it in a
-  directory readable by the owner only, so a rotation survives a restart.
+  still verify until their ``not_after`` time, and at most one *published* key that is
+  not used yet (:meth:`KeySet.publish`): it is in the JWK Set at once, so verifiers can
+  fetch it, and becomes the active key at its ``activates_at`` time or when
+  :meth:`KeySet.activate` is called, whichever comes first. :func:`load_or_create` keeps
+  the set in a directory readable by the owner only, so a rotation survives a restart.
 * :class:`TrustedKeys` is what a verifier trusts: ``kid`` to public key, loaded from a
   JWK or JWK Set that was pinned out of band. Nothing here fetches keys from a URL.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,42 +48,12 @@ from agent_cards.jwk import (
     jwk_thumbprint,
     key_error,
     public_jwk_members,
-    public_key_from_jwk,
     thumbprint_of,
 )
+from agent_cards.trusted import TrustedKeys, VerificationKey, verification_key_from_jwk
 from contracts import strict_json
 
 MANIFEST_NAME = "keyset.json"
-
-
-@dataclass(frozen=True)
-class VerificationKey:
-    """A public key pinned to one algorithm, valid for verification until ``not_after``.
-
-    Its ``kid`` must be the key's RFC 7638 thumbprint; any other is refused on
-    construction, so no path can pin a key under a label it chose.
-    """
-
-    kid: str
-    alg: Algorithm
-    public_key: PublicKey = field(repr=False)
-    not_after: datetime | None = None
-
-    def __post_init__(self) -> None:
-        check_kid(self.kid, self.public_key)
-        if algorithm_of(self.public_key) != self.alg:
-            raise KeyMaterialError(f"a {algorithm_of(self.public_key)} key cannot be {self.alg}")
-
-    def valid_at(self, at: datetime) -> bool:
-        return self.not_after is None or at < self.not_after
-
-    def to_jwk(self) -> dict[str, str]:
-        return {
-            **public_jwk_members(self.public_key),
-            "kid": self.kid,
-            "alg": self.alg,
-            "use": "sig",
-        }
 
 
 @dataclass(frozen=True)
@@ -128,89 +101,6 @@ class RetiredKey:
 
     key: SigningKey
     not_after: datetime
-
-
-# --- trusted keys ----------------------------------------------------------------------------
-
-
-class TrustedKeys:
-    """Pinned public keys by ``kid``: the only keys a verifier ever uses.
-
-    Duplicate kids are refused outright, because "the first match wins" lets whoever
-    controls the order of a JWK Set choose the key.
-    """
-
-    def __init__(self, keys: Iterable[VerificationKey] = ()) -> None:
-        self._keys: dict[str, VerificationKey] = {}
-        for key in keys:
-            if not KID_PATTERN.fullmatch(key.kid):
-                raise KeyMaterialError(f"kid {key.kid!r} is not a plain identifier")
-            if key.kid in self._keys:
-                raise KeyMaterialError(f"duplicate kid {key.kid!r}")
-            self._keys[key.kid] = key
-
-    @classmethod
-    def from_json(cls, document: str | bytes | Mapping[str, Any]) -> TrustedKeys:
-        """Load a JWK Set (``{"keys": [...]}``) or a single public JWK."""
-        value = strict_json.loads(document) if isinstance(document, str | bytes) else document
-        if not isinstance(value, Mapping):
-            raise KeyMaterialError("a JWK or JWK Set must be a JSON object")
-        if "keys" in value:
-            keys = value["keys"]
-            if not isinstance(keys, list) or not keys:
-                raise KeyMaterialError("a JWK Set needs a non-empty 'keys' array")
-            return cls(verification_key_from_jwk(jwk) for jwk in keys)
-        return cls([verification_key_from_jwk(value)])
-
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> TrustedKeys:
-        return cls.from_json(Path(path).read_bytes())
-
-    def get(self, kid: str, *, at: datetime | None = None) -> VerificationKey | None:
-        """The key for ``kid`` if it is pinned and, when ``at`` is given, not yet expired."""
-        key = self._keys.get(kid)
-        if key is None or (at is not None and not key.valid_at(at)):
-            return None
-        return key
-
-    def __contains__(self, kid: object) -> bool:
-        return kid in self._keys
-
-    def __iter__(self) -> Iterator[VerificationKey]:
-        return iter(self._keys.values())
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __repr__(self) -> str:
-        return f"TrustedKeys({sorted(self._keys)!r})"
-
-    def to_jwks(self) -> dict[str, list[dict[str, str]]]:
-        return {"keys": [key.to_jwk() for key in self._keys.values()]}
-
-
-def verification_key_from_jwk(jwk: Any) -> VerificationKey:
-    """One pinned public key from a JWK, refusing anything outside the signing profile."""
-    if not isinstance(jwk, Mapping):
-        raise KeyMaterialError("a JWK must be a JSON object")
-    kty = jwk.get("kty")
-    if kty == "oct":
-        raise KeyMaterialError("symmetric (kty oct) keys are never trusted")
-    if "d" in jwk:
-        raise KeyMaterialError("a trusted key must be public; this JWK holds private material")
-    if "use" in jwk and jwk["use"] != "sig":
-        raise KeyMaterialError(f"key use {jwk['use']!r} is not 'sig'")
-    key_ops = jwk.get("key_ops")
-    if key_ops is not None and (not isinstance(key_ops, list) or "verify" not in key_ops):
-        raise KeyMaterialError("key_ops does not allow 'verify'")
-    kid = jwk.get("kid")
-    if "kid" in jwk and (not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid)):
-        raise KeyMaterialError("a JWK's kid must be a plain string")
-    public_key = public_key_from_jwk(jwk)
-    alg = algorithm_of(public_key)
-    if "alg" in jwk and jwk["alg"] != alg:
-        raise KeyMaterialError(f"JWK alg {jwk['alg']!r} does not match its key type ({alg})")
-    return VerificationKey(kid=check_kid(kid, public_key), alg=alg, public_key=public_key)
 
 
 # --- loading one signing key -----------------------------------------------------------------
@@ -265,22 +155,94 @@ def signing_key_from_jwk(jwk: Any) -> SigningKey:
 
 
 @dataclass(frozen=True)
-class KeySet:
-    """The active signing key and earlier keys that still verify until they expire.
+class PublishedKey:
+    """A key in the JWK Set that signs nothing yet: it becomes active at ``activates_at``
+    (``None``: only when activated explicitly), and the key it replaces then keeps
+    verifying for ``grace``."""
 
-    ``directory`` is where the set is persisted; :meth:`rotate` writes the new set there
-    before returning it, so a restart continues with the rotated keys.
+    key: SigningKey
+    activates_at: datetime | None
+    grace: timedelta
+
+
+@dataclass(frozen=True)
+class KeySet:
+    """The active signing key, earlier keys that still verify until they expire, and at
+    most one published key waiting to become active.
+
+    ``directory`` is where the set is persisted; :meth:`rotate`, :meth:`publish` and
+    :meth:`activate` write the new set there before returning it, so a restart continues
+    with it. Every reading method follows the schedule: once a published key's
+    ``activates_at`` has passed, it is the active key (:meth:`effective`), in memory as
+    on disk, so a long-running process switches on time without a reload.
     """
 
     active: SigningKey
     retired: tuple[RetiredKey, ...] = ()
     directory: Path | None = None
+    published: PublishedKey | None = None
+
+    def effective(self, now: datetime | None = None) -> KeySet:
+        """This set as it is at ``now``: a published key whose time has come is active."""
+        waiting = self.published
+        at = now or datetime.now(UTC)
+        if waiting is None or waiting.activates_at is None or at < waiting.activates_at:
+            return self
+        return self._activated(waiting.activates_at)
+
+    def signing_key(self, now: datetime | None = None) -> SigningKey:
+        """The key to sign with at ``now``."""
+        return self.effective(now).active
 
     def verification_keys(self, now: datetime | None = None) -> list[VerificationKey]:
+        """The active key, the published key, then earlier keys not yet expired."""
         at = now or datetime.now(UTC)
-        keys = [self.active.verification_key()]
-        keys += [old.key.verification_key(old.not_after) for old in self.retired]
+        current = self.effective(at)
+        keys = [current.active.verification_key()]
+        if current.published is not None:
+            keys.append(current.published.key.verification_key())
+        keys += [old.key.verification_key(old.not_after) for old in current.retired]
         return [key for key in keys if key.valid_at(at)]
+
+    def publish(
+        self,
+        *,
+        grace: timedelta,
+        delay: timedelta | None,
+        now: datetime | None = None,
+        alg: Algorithm | None = None,
+    ) -> KeySet:
+        """A set with a new key published now and active after ``delay`` (``None``: when
+        :meth:`activate` is called); the current key then verifies for ``grace`` more."""
+        at = now or datetime.now(UTC)
+        current = self.effective(at)
+        if current.published is not None:
+            raise KeyMaterialError(
+                f"key {current.published.key.kid} is already published and not active yet; "
+                "activate it first"
+            )
+        activates_at = None if delay is None else at + delay
+        key = SigningKey.generate(alg or current.active.alg)
+        return current._saved(replace(current, published=PublishedKey(key, activates_at, grace)))
+
+    def activate(self, now: datetime | None = None) -> KeySet:
+        """The published key active from ``now``; refused when none is published."""
+        at = now or datetime.now(UTC)
+        current = self.effective(at)
+        if current.published is None:
+            raise KeyMaterialError("no key is published; publish one first")
+        return current._saved(current._activated(at))
+
+    def _activated(self, at: datetime) -> KeySet:
+        assert self.published is not None
+        kept = tuple(old for old in self.retired if at < old.not_after)
+        old = RetiredKey(self.active, at + self.published.grace)
+        return replace(self, active=self.published.key, retired=(old, *kept), published=None)
+
+    def _saved(self, key_set: KeySet) -> KeySet:
+        if self.directory is not None:
+            save_key_set(key_set, self.directory)
+        return key_set
 
     def trusted_keys(self, now: datetime | None = None) -> TrustedKeys:
         return TrustedKeys(self.verification_keys(now))
@@ -296,17 +258,10 @@ class KeySet:
         now: datetime | None = None,
         alg: Algorithm | None = None,
     ) -> KeySet:
-        """A set with a fresh active key; the current one verifies for ``grace`` more."""
+        """A set with a fresh key active at once (published and activated in one step);
+        the current one verifies for ``grace`` more."""
         at = now or datetime.now(UTC)
-        kept = tuple(old for old in self.retired if at < old.not_after)
-        rotated = replace(
-            self,
-            active=SigningKey.generate(alg or self.active.alg),
-            retired=(RetiredKey(self.active, at + grace), *kept),
-        )
-        if self.directory is not None:
-            save_key_set(rotated, self.directory)
-        return rotated
+        return self.publish(grace=grace, delay=None, now=at, alg=alg).activate(at)
 
 
 def load_or_create(
@@ -328,11 +283,16 @@ def load_key_set(directory: str | os.PathLike[str]) -> KeySet:
         raise KeyMaterialError(f"{MANIFEST_NAME} is not a key set manifest")
     active: SigningKey | None = None
     retired: list[RetiredKey] = []
+    published: PublishedKey | None = None
     for entry in manifest["keys"]:
         key = signing_key_from_pem((path / f"{_checked_kid(entry)}.pem").read_bytes())
         if key.kid != entry["kid"]:
             raise KeyMaterialError(f"key file for {entry['kid']} holds another key")
-        if entry.get("not_after") is None:
+        if entry.get("published"):
+            if published is not None:
+                raise KeyMaterialError("a key set has at most one published key")
+            published = _published_entry(key, entry)
+        elif entry.get("not_after") is None:
             if active is not None:
                 raise KeyMaterialError("a key set has exactly one active key")
             active = key
@@ -340,7 +300,13 @@ def load_key_set(directory: str | os.PathLike[str]) -> KeySet:
             retired.append(RetiredKey(key, datetime.fromisoformat(entry["not_after"])))
     if active is None:
         raise KeyMaterialError("the key set has no active key")
-    return KeySet(active=active, retired=tuple(retired), directory=path)
+    return KeySet(active=active, retired=tuple(retired), directory=path, published=published)
+
+
+def _published_entry(key: SigningKey, entry: dict[str, Any]) -> PublishedKey:
+    activates_at = entry.get("activates_at")
+    when = None if activates_at is None else datetime.fromisoformat(activates_at)
+    return PublishedKey(key, when, timedelta(seconds=int(entry["grace_seconds"])))
 
 
 def save_key_set(key_set: KeySet, directory: str | os.PathLike[str]) -> None:
@@ -348,8 +314,21 @@ def save_key_set(key_set: KeySet, directory: str | os.PathLike[str]) -> None:
     path = Path(directory)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(path, 0o700)
-    entries: list[dict[str, str | None]] = [{"kid": key_set.active.kid, "not_after": None}]
+    entries: list[dict[str, Any]] = [{"kid": key_set.active.kid, "not_after": None}]
     _write_private(path / f"{key_set.active.kid}.pem", key_set.active.private_pem())
+    waiting = key_set.published
+    if waiting is not None:
+        _write_private(path / f"{waiting.key.kid}.pem", waiting.key.private_pem())
+        when = None if waiting.activates_at is None else waiting.activates_at.isoformat()
+        grace = int(waiting.grace.total_seconds())
+        entries.append(
+            {
+                "kid": waiting.key.kid,
+                "published": True,
+                "activates_at": when,
+                "grace_seconds": grace,
+            }
+        )
     for old in key_set.retired:
         _write_private(path / f"{old.key.kid}.pem", old.key.private_pem())
         entries.append({"kid": old.key.kid, "not_after": old.not_after.isoformat()})
@@ -394,6 +373,7 @@ __all__ = [
     "KeySet",
     "PrivateKey",
     "PublicKey",
+    "PublishedKey",
     "RetiredKey",
     "SigningKey",
     "TrustedKeys",

@@ -69,7 +69,10 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """Settings for the parsed flags, or a one-line :class:`trust.TrustConfigError`,
     :class:`ConfigurationError` or ``ValueError``."""
-    trusted = trust.load_trusted_issuers(trust.issuer_entries(args.trust_issuer, environ))
+    trusted = trust.load_trusted_issuers(
+        trust.issuer_entries(args.trust_issuer, environ),
+        min_interval=trust.min_refresh_seconds(environ),
+    )
     directory = trust.data_dir(args.data_dir, environ)
     settings = Settings(
         task_capacity=args.task_capacity,

@@ -198,4 +198,4 @@ class Delegator:
             child = narrow(self.root, request, remaining=remaining)
         except NarrowingError as exc:
             raise GrantRefused(exc.dimension.value, str(exc)) from None
-        return MintedGrant(token=mint_token(child, self.keys.active), grant=child)
+        return MintedGrant(token=mint_token(child, self.keys.signing_key()), grant=child)

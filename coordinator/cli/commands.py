@@ -179,11 +179,22 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
                 "keys rotate works on a data directory only; drop --server", "server_unsupported"
             )
         data = coordinator.service.ws.data
-        keys = identity.rotate(data, args.grace_seconds)
-        print(
-            f"active key is now {keys.active.kid}; previous keys verify for "
-            f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
-        )
+        if args.activate:
+            keys = identity.activate(data)
+            print(f"active key is now {keys.active.kid}; the previous key verifies as scheduled")
+            return 0
+        keys = identity.rotate(data, args.grace_seconds, args.publish_seconds)
+        if keys.published is None:
+            print(
+                f"active key is now {keys.active.kid}; previous keys verify for "
+                f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
+            )
+        else:
+            print(
+                f"published key {keys.published.key.kid}; it signs from "
+                f"{keys.published.activates_at} (or after `keys rotate --activate`); "
+                f"public keys in {data.path(identity.JWKS_FILE)}"
+            )
         return 0
     printers.print_json(coordinator.jwks())
     return 0

@@ -13,6 +13,7 @@ from coordinator.cli import return_options
 CASES = ("ok", "missing", "failure", "conflict", "handoff")
 DATA_DIR_ENV = "FEDERATION_DATA_DIR"
 DATABASE_ENV = "FEDERATION_DATABASE_URL"
+PUBLISH_SECONDS = 600  # coordinator.authority.identity.DEFAULT_PUBLISH_SECONDS
 
 DESCRIPTION = "Governed delegation between agents of different teams over A2A v1.0."
 # Commands that only read: on a data directory with nothing recorded they say so and
@@ -132,12 +133,24 @@ def build_parser() -> argparse.ArgumentParser:
     keys = commands.add_parser("keys", help="the coordinator's signing keys")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)
     keys_commands.add_parser("show", help="print the public JWK Set (what remotes pin)")
-    rotate = keys_commands.add_parser("rotate", help="add a new active signing key")
+    rotate = keys_commands.add_parser(
+        "rotate", help="publish a new signing key now, active after a delay (or --activate)"
+    )
     rotate.add_argument(
         "--grace-seconds",
         type=int,
         default=3600,
-        help="how long the previous key keeps verifying (default 3600)",
+        help="how long the previous key keeps verifying once replaced (default 3600)",
+    )
+    rotate.add_argument(
+        "--publish-seconds",
+        type=int,
+        default=PUBLISH_SECONDS,
+        help=f"how long the new key is published before it signs (default {PUBLISH_SECONDS}, "
+        "twice the JWK Set cache time; 0: at once)",
+    )
+    rotate.add_argument(
+        "--activate", action="store_true", help="make the key published earlier active now"
     )
 
     agents = commands.add_parser("agents", help="list registered agents")

@@ -50,6 +50,7 @@ from remote_risk.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
 from remote_risk.settings import JSONRPC_PATH, Settings
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
 from remote_risk.trust import issuers as trust
+from remote_risk.trust.refresh import IssuerDirectory
 from remote_risk.trust.replay import ReplayGuard
 from remote_risk.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
 
@@ -188,7 +189,11 @@ def _default_authorize(
         settings.trusted_issuers, settings.agent_id, replay_guard=replay_guard
     )
     binding = task_binding_of(store.get) if store is not None else None
-    return delegation_authorizer(verifier, card, decisions=decisions, task_binding=binding)
+    issuers = settings.trusted_issuers
+    directory = issuers if isinstance(issuers, IssuerDirectory) else None
+    return delegation_authorizer(
+        verifier, card, decisions=decisions, task_binding=binding, issuers=directory
+    )
 
 
 def _check_agent_id(card: AgentCard, settings: Settings) -> None:

@@ -42,6 +42,7 @@ from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from remote_risk import errors
 from remote_risk.server.jsonrpc import Authorize, CallContext
+from remote_risk.trust.refresh import IssuerDirectory
 from remote_risk.trust.verifier import (
     REASONS,
     Authenticated,
@@ -265,6 +266,7 @@ class DelegationAuthorizer:
         skills: Mapping[str, SkillAuthority],
         decisions: DecisionLog,
         task_binding: TaskBinding | None = None,
+        issuers: IssuerDirectory | None = None,
     ) -> None:
         if not skills:
             raise ValueError("the authorizer needs at least one skill")
@@ -272,6 +274,7 @@ class DelegationAuthorizer:
         self._skills = dict(skills)
         self.decisions = decisions
         self._task_binding = task_binding
+        self._issuers = issuers
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
@@ -287,11 +290,29 @@ class DelegationAuthorizer:
             claim_task_creation=self._claim(method, verified) if creates_task else None,
         )
 
-    def authenticate(self, request: Request) -> Authenticated:
+    async def authenticate(self, request: Request) -> Authenticated:
         """The token of ``request`` checked from its headers alone, before any body is
-        read; a refusal is recorded (its method unknown yet) and raised for the wire."""
+        read; a refusal is recorded (its method unknown yet) and raised for the wire.
+
+        With an :class:`~remote_risk.trust.refresh.IssuerDirectory`, an expired issuer
+        set is refreshed in the background, and a kid the issuer's keys lack makes one
+        refresh (rate-limited) and one more try."""
         try:
-            return self._verifier.authenticate(bearer_token(request))
+            token = bearer_token(request)
+            directory = self._issuers
+            if directory is None:
+                return self._verifier.authenticate(token)
+            directory.refresh_expired()
+            version = directory.version
+            try:
+                return self._verifier.authenticate(token)
+            except DelegationDenied as denial:
+                if denial.reason is not DenialReason.KID_UNKNOWN or denial.issuer is None:
+                    raise
+                await directory.refresh(denial.issuer, unknown_kid=True)
+                if directory.version == version:
+                    raise
+                return self._verifier.authenticate(token)
         except DelegationDenied as denial:
             self.decisions.record(denied(BODY_NOT_READ, denial))
             raise refusal(denial) from None
@@ -378,8 +399,10 @@ def delegation_authorizer(
     *,
     decisions: DecisionLog | None = None,
     task_binding: TaskBinding | None = None,
+    issuers: IssuerDirectory | None = None,
 ) -> Authorize:
     """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares;
-    with ``task_binding`` a continuation is held to the binding of the task it continues."""
+    with ``task_binding`` a continuation is held to the binding of the task it continues;
+    with ``issuers`` the keys of issuers given by URL follow their rotation."""
     log = decisions if decisions is not None else DecisionLog()
-    return DelegationAuthorizer(verifier, skill_authorities(card), log, task_binding)
+    return DelegationAuthorizer(verifier, skill_authorities(card), log, task_binding, issuers)

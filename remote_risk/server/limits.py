@@ -21,7 +21,7 @@ variables by :func:`risk_limits` (see the README's "Limits").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -40,7 +40,7 @@ JSON_MEDIA_TYPE = "application/json"
 # Bodies that are not UTF-8 JSON text are parse errors; the rest is valid JSON we refuse.
 PARSE_ERROR_REASONS = frozenset({"json_not_utf8", "json_lone_surrogate"})
 
-Authenticate = Callable[[Request], Authenticated]
+Authenticate = Callable[[Request], Awaitable[Authenticated]]
 
 
 def risk_limits(environ: Mapping[str, str], *, max_body_bytes: int) -> EdgeLimits:
@@ -77,7 +77,7 @@ class TokenFirst:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
             try:
-                authenticated = self._authenticate(Request(scope))
+                authenticated = await self._authenticate(Request(scope))
             except errors.DelegationRefused as refused:
                 await jsonrpc_error(refused, refused.http_status)(scope, receive, send)
                 return

@@ -111,6 +111,9 @@ class DelegationDenied(Exception):
         # Set only when the signature verified, so that audit can name the refused token.
         self.jti: str | None = None
         self.claims_digest: str | None = None
+        # For kid_unknown: the (unverified) issuer whose keys lacked the kid, so that a
+        # caller may refresh that issuer's keys and try once more.
+        self.issuer: str | None = None
         super().__init__(f"{reason.value}: {self.detail}")
 
     def signed(self, claims: Mapping[str, Any]) -> DelegationDenied:

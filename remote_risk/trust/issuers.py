@@ -3,8 +3,10 @@
 * Trusted issuers: ``ISSUER=SOURCE`` entries, from ``--trust-issuer`` (repeatable) or, when
   no flag is given, from ``REMOTE_RISK_TRUST_ISSUERS`` (entries separated by whitespace or
   commas). The issuer is everything before the first ``=``. A source starting with
-  ``https://`` or ``http://`` is fetched once with httpx (timeout, no redirects, size cap);
-  anything else is a file path. Either holds a JWK Set or a single public JWK.
+  ``https://`` or ``http://`` is fetched at start with httpx (timeout, no redirects, size
+  cap) and again later as :mod:`remote_risk.trust.refresh` says (an unknown kid, an
+  expired cache); anything else is a file path, read once. Either holds a JWK Set or a
+  single public JWK.
 * Own keys: ``--key-file FILE`` (PEM or private JWK) loads one signing key; otherwise the
   key set kept in ``DATA_DIR/keys`` is loaded or created. ``DATA_DIR`` is ``--data-dir``,
   else ``REMOTE_RISK_DATA_DIR``, else ``$XDG_DATA_HOME/a2a-federation/remote-risk``
@@ -16,6 +18,7 @@ Every failure is a :class:`TrustConfigError` with a one-line message for the ope
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -25,6 +28,13 @@ from agent_cards.keys import KeyMaterialError, KeySet, TrustedKeys, load_or_crea
 from contracts.grant import IDENTIFIER_PATTERN
 from contracts.strict_json import StrictJSONError
 from remote_risk.errors import RemoteRiskError
+from remote_risk.trust.refresh import (
+    DEFAULT_MIN_INTERVAL_SECONDS,
+    MIN_REFRESH_ENV_VAR,
+    IssuerDirectory,
+    IssuerSource,
+    fresh_for,
+)
 
 TRUST_ENV_VAR = "REMOTE_RISK_TRUST_ISSUERS"
 DATA_DIR_ENV_VAR = "REMOTE_RISK_DATA_DIR"
@@ -67,21 +77,56 @@ def parse_entry(entry: str) -> tuple[str, str]:
     return issuer, source
 
 
-def load_trusted_issuers(entries: Iterable[str]) -> dict[str, TrustedKeys]:
-    """Each issuer's pinned keys; an issuer named twice is refused as ambiguous."""
-    trusted: dict[str, TrustedKeys] = {}
+def min_refresh_seconds(environ: Mapping[str, str]) -> float:
+    """``REMOTE_RISK_JWKS_MIN_REFRESH_SECONDS``, else the default (30)."""
+    text = environ.get(MIN_REFRESH_ENV_VAR, "").strip()
+    try:
+        value = float(text) if text else DEFAULT_MIN_INTERVAL_SECONDS
+    except ValueError:
+        raise TrustConfigError(f"{MIN_REFRESH_ENV_VAR}={text!r} is not a number") from None
+    if value < 0:
+        raise TrustConfigError(f"{MIN_REFRESH_ENV_VAR} cannot be negative")
+    return value
+
+
+def load_trusted_issuers(
+    entries: Iterable[str], *, min_interval: float = DEFAULT_MIN_INTERVAL_SECONDS
+) -> IssuerDirectory:
+    """Each issuer's pinned keys; an issuer named twice is refused as ambiguous. Issuers
+    given by URL are refreshed later, at most once per ``min_interval`` seconds."""
+    sources: dict[str, IssuerSource] = {}
     for entry in entries:
         issuer, source = parse_entry(entry)
-        if issuer in trusted:
+        if issuer in sources:
             raise TrustConfigError(f"trusted issuer {issuer!r} is configured twice")
-        trusted[issuer] = load_keys(issuer, source)
-    return trusted
+        sources[issuer] = _source(issuer, source, min_interval)
+    return IssuerDirectory(sources, min_interval=min_interval)
+
+
+def _source(issuer: str, source: str, min_interval: float) -> IssuerSource:
+    if not source.startswith(_URL_PREFIXES):
+        return IssuerSource(load_keys(issuer, source))
+    body, headers = fetch_jwks_response(source)
+    now = time.monotonic()
+    etag = next((v for k, v in headers.items() if k.lower() == "etag"), None)
+    return IssuerSource(
+        _parsed(issuer, source, body),
+        url=source,
+        fetched_at=now,
+        fresh_until=now + fresh_for(headers, min_interval),
+        etag=etag,
+        last_attempt=now,
+    )
 
 
 def load_keys(issuer: str, source: str) -> TrustedKeys:
-    """The keys at ``source`` (a URL fetched once, or a file)."""
+    """The keys at ``source`` (a URL fetched now, or a file)."""
+    document = fetch_jwks(source) if source.startswith(_URL_PREFIXES) else _read(source)
+    return _parsed(issuer, source, document)
+
+
+def _parsed(issuer: str, source: str, document: bytes) -> TrustedKeys:
     try:
-        document = fetch_jwks(source) if source.startswith(_URL_PREFIXES) else _read(source)
         return TrustedKeys.from_json(document)
     except KeyMaterialError as exc:
         raise TrustConfigError(
@@ -104,6 +149,13 @@ def _read(path: str) -> bytes:
 
 def fetch_jwks(url: str, *, transport: httpx.BaseTransport | None = None) -> bytes:
     """The body at ``url``: status 200, no redirect followed, at most ``MAX_JWKS_BYTES``."""
+    return fetch_jwks_response(url, transport=transport)[0]
+
+
+def fetch_jwks_response(
+    url: str, *, transport: httpx.BaseTransport | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The body and headers at ``url`` (see :func:`fetch_jwks`)."""
     try:
         with (
             httpx.Client(
@@ -118,7 +170,7 @@ def fetch_jwks(url: str, *, transport: httpx.BaseTransport | None = None) -> byt
                 body += chunk
                 if len(body) > MAX_JWKS_BYTES:
                     raise TrustConfigError(f"JWK Set {url} is larger than {MAX_JWKS_BYTES} bytes")
-            return bytes(body)
+            return bytes(body), dict(response.headers)
     except httpx.HTTPError as exc:
         raise TrustConfigError(f"cannot fetch JWK Set {url}: {type(exc).__name__}") from None
 

@@ -171,7 +171,8 @@ class DelegationVerifier:
             raise ValueError(f"leeway must be between 0 and {MAX_LEEWAY}")
         if max_lifetime <= timedelta(0) or max_act_depth < 1 or max_token_bytes < 1:
             raise ValueError("max_lifetime, max_act_depth and max_token_bytes must be positive")
-        self._issuers = dict(trusted_issuers)
+        # kept as given: an IssuerDirectory changes its keys when it refreshes them
+        self._issuers = trusted_issuers
         self._audience = audience
         self._clock = clock
         self._max_lifetime = int(max_lifetime.total_seconds())
@@ -308,7 +309,9 @@ class DelegationVerifier:
     def _key(self, issuer: str, kid: str, alg: str, now: datetime) -> VerificationKey:
         key = self._issuers[issuer].get(kid, at=now)
         if key is None:
-            raise deny(R.KID_UNKNOWN, "not a pinned, unexpired key of this issuer")
+            denial = deny(R.KID_UNKNOWN, "not a pinned, unexpired key of this issuer")
+            denial.issuer = issuer
+            raise denial
         if key.alg != alg:
             raise deny(R.ALGORITHM_NOT_ALLOWED, f"this key signs with {key.alg} only")
         return key

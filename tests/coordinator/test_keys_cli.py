@@ -59,11 +59,13 @@ def verify(data: Path, raw: str) -> str:
 def test_rotation_keeps_earlier_tokens_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """After a rotation the JWKS holds both keys; tokens of either verify; new ones use the new."""
+    """After a rotation the JWKS holds both keys; tokens of either verify; new ones use the new
+    once it is activated."""
     assert main(["--data-dir", str(tmp_path), "keys", "show"]) == 0
     before = json.loads(capsys.readouterr().out)["keys"]
     old_token = token(tmp_path)
     assert main(["--data-dir", str(tmp_path), "keys", "rotate", "--grace-seconds", "600"]) == 0
+    assert main(["--data-dir", str(tmp_path), "keys", "rotate", "--activate"]) == 0
     capsys.readouterr()
     assert main(["--data-dir", str(tmp_path), "keys", "show"]) == 0
     after = json.loads(capsys.readouterr().out)["keys"]
@@ -71,3 +73,10 @@ def test_rotation_keeps_earlier_tokens_valid(
     assert verify(tmp_path, old_token) == before[0]["kid"]
     new_kid = verify(tmp_path, token(tmp_path))
     assert new_kid != before[0]["kid"] and new_kid in {k["kid"] for k in after}
+
+
+def test_the_parser_default_publication_delay_is_the_identity_default() -> None:
+    from coordinator.authority import identity
+    from coordinator.cli import parser
+
+    assert parser.PUBLISH_SECONDS == identity.DEFAULT_PUBLISH_SECONDS

@@ -1,0 +1,209 @@
+"""remote_risk follows an issuer's key rotation without a restart (issue 13).
+
+Observed: after ``federation keys rotate`` every delegation failed until remote_risk was
+restarted, since the new key signed at once and remote_risk read an issuer's keys only at
+start. Here the coordinator's keys rotate while remote_risk runs and requests keep
+coming; remote_risk, given the issuer's JWK Set by URL, refreshes it on an unknown kid
+(rate-limited), honours its cache time, and keeps the last good set when a refresh fails.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent_cards.keys import KeySet, SigningKey, load_key_set
+from contracts.grant import Grant
+from coordinator.authority import identity
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.tokens import mint_token
+from coordinator.service.api import create_api
+from coordinator.service.settings import CoordinatorSettings
+from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
+from remote_risk.server.app import JSONRPC_PATH, create_app
+from remote_risk.settings import Settings
+from remote_risk.trust.issuers import load_trusted_issuers
+from tests import tokens
+from tests.remote_risk.conftest import risk_input
+from tests.servers import free_port, running
+
+_jtis = itertools.count(1)
+
+
+def send(base_url: str, key: SigningKey, audience: str) -> httpx.Response:
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=DEFAULT_ISSUER,
+        audience=audience,
+        scope="risk:interpret",
+        jti=f"rot-{next(_jtis)}",
+    )
+    token = mint_token(Grant.model_validate(claims), key)
+    message = {
+        "messageId": f"m-{next(_jtis)}",
+        "role": "ROLE_USER",
+        "parts": [{"data": risk_input(), "mediaType": "application/json"}],
+        "metadata": {"handoffId": "handoff-7", "attempt": 1},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
+    return httpx.post(base_url + JSONRPC_PATH, json=body, headers=headers, timeout=30)
+
+
+def completed(response: httpx.Response) -> bool:
+    if response.status_code != 200:
+        return False
+    result = response.json().get("result")
+    return bool(result) and result["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def reason(response: httpx.Response) -> str:
+    return str(response.json()["error"]["data"][0]["metadata"]["reason"])
+
+
+def remote_trusting(jwks_url: str, min_interval: float) -> Any:
+    port = free_port()
+    directory = load_trusted_issuers([f"{DEFAULT_ISSUER}={jwks_url}"], min_interval=min_interval)
+    settings = Settings(
+        public_base_url=f"http://127.0.0.1:{port}",
+        trusted_issuers=directory,
+        signing_keys=KeySet(active=SigningKey.generate()),
+    )
+    return create_app(settings), port
+
+
+# --- rotation under load, against the real coordinator's JWK Set ----------------------------
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[DataDir, str]]:
+    monkeypatch.delenv("FEDERATION_ISSUER", raising=False)
+    data = DataDir(tmp_path / "coordinator")
+    identity.coordinator_keys(data)
+    ws = Workspace(data)
+    settings = CoordinatorSettings(operator_token="operator-token-for-tests-0123456789")
+    with running(create_api(ws, settings)) as url:
+        yield data, url
+    ws.close()
+
+
+@pytest.mark.parametrize("publish_seconds", [1, 0], ids=["published-first", "at-once"])
+def test_rotation_under_load_fails_no_delegation(
+    coordinator: tuple[DataDir, str], publish_seconds: int
+) -> None:
+    data, api = coordinator
+    app, port = remote_trusting(api + "/.well-known/jwks.json", min_interval=0.2)
+    results: list[httpx.Response] = []
+    kids: set[str] = set()
+    stop = threading.Event()
+
+    def load(base_url: str) -> None:
+        while not stop.is_set():
+            key = load_key_set(data.path("keys")).signing_key()  # as each `delegate` does
+            kids.add(key.kid)
+            results.append(send(base_url, key, app.state.settings.agent_id))
+
+    with running(app, port=port) as base_url, ThreadPoolExecutor(4) as pool:
+        workers = [pool.submit(load, base_url) for _ in range(4)]
+        time.sleep(0.5)
+        identity.rotate(data, grace_seconds=60, publish_seconds=publish_seconds)
+        time.sleep(publish_seconds + 1.5)
+        stop.set()
+        for worker in workers:
+            worker.result(timeout=30)
+    failed = [(r.status_code, r.text[:200]) for r in results if not completed(r)]
+    assert not failed, failed[:3]
+    assert len(kids) == 2, "requests were signed with the old and the new key"
+    assert len(results) >= 8
+
+
+# --- refresh policy, against a JWK Set host the test controls --------------------------------
+
+
+class JWKSHost:
+    def __init__(self) -> None:
+        self.document: dict[str, Any] = {}
+        self.status = 200
+        self.cache_control = "public, max-age=300"
+        self.hits = 0
+
+    async def jwks(self, request: Request) -> Response:
+        self.hits += 1
+        if self.status != 200:
+            return Response(status_code=self.status)
+        return JSONResponse(self.document, headers={"Cache-Control": self.cache_control})
+
+
+@pytest.fixture
+def host() -> Iterator[tuple[JWKSHost, str]]:
+    jwks_host = JWKSHost()
+    app = Starlette(routes=[Route("/jwks.json", jwks_host.jwks)])
+    with running(app) as url:
+        yield jwks_host, url + "/jwks.json"
+
+
+A = SigningKey.generate()
+B = SigningKey.generate()
+
+
+def test_a_refresh_with_a_wrong_kid_or_a_failure_keeps_the_last_good_set(
+    host: tuple[JWKSHost, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    jwks_host, url = host
+    jwks_host.document = {"keys": [A.public_jwk()]}
+    app, port = remote_trusting(url, min_interval=0.0)
+    audience = app.state.settings.agent_id
+    with running(app, port=port) as base_url:
+        jwks_host.document = {"keys": [A.public_jwk(), {**B.public_jwk(), "kid": A.kid}]}
+        with caplog.at_level(logging.WARNING, logger="remote_risk.trust.refresh"):
+            refused = send(base_url, B, audience)
+        assert (refused.status_code, reason(refused)) == (401, "kid_unknown")
+        assert "kid_not_thumbprint" in caplog.text
+        assert completed(send(base_url, A, audience))
+        jwks_host.status = 500
+        assert reason(send(base_url, B, audience)) == "kid_unknown"
+        assert completed(send(base_url, A, audience))
+        jwks_host.status = 200
+        jwks_host.document = {"keys": [A.public_jwk(), B.public_jwk()]}
+        assert completed(send(base_url, B, audience))
+
+
+def test_unknown_kids_refresh_at_most_once_per_interval(host: tuple[JWKSHost, str]) -> None:
+    jwks_host, url = host
+    jwks_host.document = {"keys": [A.public_jwk()]}
+    app, port = remote_trusting(url, min_interval=60.0)
+    with running(app, port=port) as base_url:
+        jwks_host.document = {"keys": [A.public_jwk(), B.public_jwk()]}
+        for _ in range(5):
+            assert reason(send(base_url, B, app.state.settings.agent_id)) == "kid_unknown"
+    assert jwks_host.hits == 1, "only the fetch at start, within the minimum interval"
+
+
+def test_an_expired_cache_is_refreshed_in_the_background(host: tuple[JWKSHost, str]) -> None:
+    jwks_host, url = host
+    jwks_host.document = {"keys": [A.public_jwk()]}
+    jwks_host.cache_control = "max-age=1"
+    app, port = remote_trusting(url, min_interval=0.0)
+    with running(app, port=port) as base_url:
+        assert completed(send(base_url, A, app.state.settings.agent_id))
+        hits = jwks_host.hits
+        time.sleep(1.2)
+        deadline = time.monotonic() + 10
+        while jwks_host.hits == hits and time.monotonic() < deadline:
+            assert completed(send(base_url, A, app.state.settings.agent_id))
+            time.sleep(0.1)
+    assert jwks_host.hits > hits
