@@ -10,7 +10,6 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY contracts ./contracts
 COPY agent_cards ./agent_cards
-COPY http_edge ./http_edge
 COPY coordinator ./coordinator
 COPY remote_risk ./remote_risk
 RUN pip install . \

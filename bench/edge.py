@@ -40,8 +40,8 @@ def serve(protocol: str, port: int) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from http_edge.limits import EdgeLimits
-    from http_edge.protocol import uvicorn_options
+    from agent_cards.edge.limits import EdgeLimits
+    from agent_cards.edge.protocol import uvicorn_options
 
     async def hello(request: Any) -> JSONResponse:
         return JSONResponse({"ok": True})

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from agent_cards.edge.limits import EdgeLimits
 from agent_cards.keys import KeySet, TrustedKeys
 from coordinator.assessment.model_gateway import ModelConfig
-from http_edge.limits import EdgeLimits
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 

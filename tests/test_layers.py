@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("contracts", "agent_cards", "http_edge", "coordinator", "remote_risk")
+PACKAGES = ("contracts", "agent_cards", "coordinator", "remote_risk")
 
 # Lowest first: a module may import its own layer and the layers before it.
 LAYERS = {
@@ -56,9 +56,8 @@ ALLOWED = {
     "contracts": {"contracts"},
     "agent_cards": {"contracts", "agent_cards"},
     # the bounded HTTP edge both services run behind; it knows neither
-    "http_edge": {"contracts", "http_edge"},
-    "coordinator": {"contracts", "agent_cards", "http_edge", "coordinator"},
-    "remote_risk": {"contracts", "agent_cards", "http_edge", "remote_risk"},
+    "coordinator": {"contracts", "agent_cards", "coordinator"},
+    "remote_risk": {"contracts", "agent_cards", "remote_risk"},
 }
 # The two named crossings from the coordinator into the risk team's code.
 CROSSINGS = {

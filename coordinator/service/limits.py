@@ -1,13 +1,13 @@
 """The coordinator's API behind the bounded HTTP edge.
 
-Order of the checks on a request: the connection limits of :mod:`http_edge.protocol`
+Order of the checks on a request: the connection limits of :mod:`agent_cards.edge.protocol`
 (header bytes and time, body time, connections per client and in total; set where
 :func:`coordinator.service.server.serve` starts uvicorn), then the operator token
 (:class:`~coordinator.service.api.OperatorAuth`, from the headers alone), then
-:class:`http_edge.body.BodyGuard` (at most ``max_body_bytes`` streamed in, 413; a JSON
+:class:`agent_cards.edge.body.BodyGuard` (at most ``max_body_bytes`` streamed in, 413; a JSON
 body in UTF-8, within the depth and the I-JSON number range, else 422), then the route.
 
-The limits are :class:`http_edge.limits.EdgeLimits` read from ``FEDERATION_*`` variables
+The limits are :class:`agent_cards.edge.limits.EdgeLimits` read from ``FEDERATION_*`` variables
 (see the README's "Limits"); the body limit defaults to 8 MiB here.
 """
 
@@ -20,8 +20,8 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
-from http_edge.body import BodyGuard
-from http_edge.limits import EdgeLimits
+from agent_cards.edge.body import BodyGuard
+from agent_cards.edge.limits import EdgeLimits
 
 ENV_PREFIX = "FEDERATION_"
 MAX_BODY_BYTES = 8 * 1024 * 1024

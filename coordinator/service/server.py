@@ -15,12 +15,12 @@ from pathlib import Path
 
 import uvicorn
 
+from agent_cards.edge.protocol import uvicorn_options
 from coordinator.errors import UsageError
 from coordinator.service.api import create_api
 from coordinator.service.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
 from coordinator.workspace import Workspace
-from http_edge.protocol import uvicorn_options
 
 
 def build_serve_parser() -> argparse.ArgumentParser:

@@ -33,12 +33,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_cards.documents import card_for
+from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from contracts import strict_json
 from contracts.wire import AgentCard, to_wire
-from http_edge.protocol import uvicorn_options
 from remote_risk.errors import RemoteRiskError
 from remote_risk.server import limits
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of

@@ -2,7 +2,7 @@
 
 A ``POST`` to the JSON-RPC endpoint goes through, in this order:
 
-1. the connection limits of :mod:`http_edge.protocol` (header bytes and time, body time,
+1. the connection limits of :mod:`agent_cards.edge.protocol` (header bytes and time, body time,
    connections per client and in total), set when :func:`remote_risk.server.app.serve`
    starts uvicorn;
 2. :class:`TokenFirst`: the delegation token is authenticated from the headers alone
@@ -10,12 +10,12 @@ A ``POST`` to the JSON-RPC endpoint goes through, in this order:
    audience, claims); a refusal is answered before one byte of the body is read, so an
    unauthenticated caller never reaches a parser. Its JSON-RPC error has ``id: null``,
    since the request's id was deliberately not read (JSON-RPC 2.0 section 5);
-3. :class:`http_edge.body.BodyGuard`: at most ``max_body_bytes`` streamed in (413), and a
+3. :class:`agent_cards.edge.body.BodyGuard`: at most ``max_body_bytes`` streamed in (413), and a
    JSON body in UTF-8 within the depth and number range (-32700 / -32600);
 4. the JSON-RPC endpoint, which parses the body and holds the already authenticated token
    against what the request asks (skill, handoff, tenant, continuation).
 
-The limits are :class:`http_edge.limits.EdgeLimits`, read from ``REMOTE_RISK_*``
+The limits are :class:`agent_cards.edge.limits.EdgeLimits`, read from ``REMOTE_RISK_*``
 variables by :func:`risk_limits` (see the README's "Limits").
 """
 
@@ -28,9 +28,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_cards.edge.body import BODY_TOO_LARGE, BodyGuard
+from agent_cards.edge.limits import EdgeLimits
 from contracts import strict_json
-from http_edge.body import BODY_TOO_LARGE, BodyGuard
-from http_edge.limits import EdgeLimits
 from remote_risk import errors
 from remote_risk.server.auth import AUTHENTICATED_STATE
 from remote_risk.trust.verifier import Authenticated
@@ -57,7 +57,7 @@ def jsonrpc_error(error: errors.A2AError, status: int = 200) -> Response:
 
 
 def body_refusal(status: int, reason: str, message: str) -> ASGIApp:
-    """How :class:`~http_edge.body.BodyGuard` refusals look here: typed JSON-RPC errors."""
+    """How :class:`~agent_cards.edge.body.BodyGuard` refusals look here: typed JSON-RPC errors."""
     metadata = {"reason": reason}
     if reason == BODY_TOO_LARGE:
         return jsonrpc_error(errors.InvalidRequest(message, metadata=metadata), 413)

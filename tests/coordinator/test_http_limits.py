@@ -2,7 +2,7 @@
 
 The observed attacks: a 100 MB body read whole before the 8 MB check (memory 198 -> 486
 MB), an unpaired surrogate answered 500, ``1e400`` taken as ``null``, and the header and
-connection limits shared with remote_risk (:mod:`http_edge.protocol`).
+connection limits shared with remote_risk (:mod:`agent_cards.edge.protocol`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agent_cards.edge.protocol import uvicorn_options
 from coordinator.authority.identity import coordinator_keys
 from coordinator.service.api import create_api
 from coordinator.service.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from http_edge.protocol import uvicorn_options
 from tests.edge_clients import (
     connection,
     read_response,

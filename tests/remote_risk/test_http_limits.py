@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards.edge.limits import EdgeLimits
+from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
 from contracts.wire import AGENT_CARD_PATH
-from http_edge.limits import EdgeLimits
-from http_edge.protocol import uvicorn_options
 from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
 from tests import tokens

@@ -6,7 +6,7 @@
    is a body that grows past it while streaming in (chunked or not, whatever its content
    type and whether or not it is valid JSON): nothing past the limit is kept in memory;
 2. a JSON body (``application/json`` or ``+json``) is checked by
-   :func:`http_edge.json_shape.check_json_shape` (one spelling, depth, number range);
+   :func:`agent_cards.edge.json_shape.check_json_shape` (one spelling, depth, number range);
 3. the app then receives the body, already read, as one ``http.request`` message.
 
 How a refusal looks is the service's business: ``refuse(status, reason, message)``
@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from http_edge.errors import JSONShapeError
-from http_edge.json_shape import check_json_shape
-from http_edge.limits import EdgeLimits
+from agent_cards.edge.errors import JSONShapeError
+from agent_cards.edge.json_shape import check_json_shape
+from agent_cards.edge.limits import EdgeLimits
 
 Refuse = Callable[[int, str, str], ASGIApp]
 BODY_TOO_LARGE = "body_too_large"

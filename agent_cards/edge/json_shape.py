@@ -21,8 +21,8 @@ import codecs
 import math
 import re
 
-from http_edge.errors import JSONShapeError
-from http_edge.limits import MAX_SAFE_INTEGER
+from agent_cards.edge.errors import JSONShapeError
+from agent_cards.edge.limits import MAX_SAFE_INTEGER
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

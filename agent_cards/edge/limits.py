@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from http_edge.errors import LimitsError
+from agent_cards.edge.errors import LimitsError
 
 MAX_SAFE_INTEGER = 2**53 - 1
 

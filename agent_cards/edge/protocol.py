@@ -32,10 +32,10 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from agent_cards.edge.limits import EdgeLimits
 from contracts import strict_json
-from http_edge.limits import EdgeLimits
 
-logger = logging.getLogger("http_edge")
+logger = logging.getLogger("agent_cards.edge")
 
 HEADER_END = b"\r\n\r\n"
 
