@@ -20,7 +20,13 @@
     │   └── DelegationRefused             -32090 / -32091 / -32092, answered with HTTP
     │                                     401 / 403 / 503 and a WWW-Authenticate challenge
     ├── SkillFailure              the skill could not do its work; the task ends FAILED with a
-    │                             controlled error code, never as a JSON-RPC error
+    │   │                         controlled error code, never as a JSON-RPC error
+    │   └── ModelFailure          the risk model gave no usable reply; ``error_code`` is one of
+    │                             model_unavailable, model_timeout, model_reply_malformed,
+    │                             model_reply_too_large, model_incomplete, model_refused,
+    │                             limit_reached
+    ├── ModelConfigInvalid        REMOTE_RISK_MODEL_* is incomplete or out of range (at start;
+    │                             also a ValueError)
     └── StorageUnavailable        the durable store cannot be opened or migrated (at start)
 
 Anything else that escapes a handler is a bug: the JSON-RPC layer logs it and answers a
@@ -155,6 +161,17 @@ class SkillFailure(RemoteRiskError):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+
+
+class ModelFailure(SkillFailure):
+    """The risk model gave no usable reply: a transport or shape failure, a deadline, a cap.
+
+    The skill catches it inside the task, which then ends FAILED with ``error_code``.
+    """
+
+
+class ModelConfigInvalid(RemoteRiskError, ValueError):
+    """The risk service's model configuration cannot be used."""
 
 
 class StorageUnavailable(RemoteRiskError):

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from agent_cards.edge.limits import EdgeLimits
 from agent_cards.keys import KeySet, TrustedKeys
-from coordinator.assessment.model_gateway import ModelConfig
+from remote_risk.risk.model import ModelConfig
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 

@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from coordinator.assessment.model_gateway import ModelConfig
+from remote_risk.risk import model as risk_model
 from tests.servers import running
 
 MODEL_ID = "scripted-model"
@@ -45,6 +46,12 @@ class ModelServer:
     def config(self, timeout_seconds: float = 10.0, max_output_tokens: int = 300) -> ModelConfig:
         return ModelConfig(
             self.base_url, MODEL_ID, PLACEHOLDER_KEY, timeout_seconds, max_output_tokens
+        )
+
+    def risk_config(self, timeout_seconds: float = 10.0, **bounds: Any) -> risk_model.ModelConfig:
+        """The same service as remote_risk's own model configuration."""
+        return risk_model.ModelConfig(
+            self.base_url, MODEL_ID, PLACEHOLDER_KEY, timeout_seconds, **bounds
         )
 
 

@@ -7,10 +7,11 @@ process it started, whatever happened in between.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,15 @@ from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 
 READY_PREFIX = "remote_risk listening on "
+# What a started remote_risk inherits from our environment (see child_environment).
+CHILD_ENVIRONMENT = frozenset(
+    {
+        *("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP"),
+        *("PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "SSL_CERT_FILE", "SSL_CERT_DIR"),
+    }
+)
+CHILD_PREFIX = "REMOTE_RISK_"
+RISK_MODEL_PREFIX = "REMOTE_RISK_MODEL"
 START_TIMEOUT = 20.0
 
 
@@ -32,15 +42,39 @@ class ServiceStartError(FederationError):
     default_reason = "service_start_failed"
 
 
+def child_environment(
+    with_risk_model: bool = True, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment the started remote_risk gets: an allow-list, never the whole of ours.
+
+    It is the other team's process: it gets what a Python process needs to start, and the
+    ``REMOTE_RISK_*`` settings meant for it (its model settings only ``with_risk_model``).
+    The coordinator's own settings (``FEDERATION_*``, its model key) are never passed.
+    """
+    env = os.environ if environ is None else environ
+    allowed = {name: value for name, value in env.items() if name in CHILD_ENVIRONMENT}
+    for name, value in env.items():
+        if not name.startswith(CHILD_PREFIX):
+            continue
+        if name.startswith(RISK_MODEL_PREFIX) and not with_risk_model:
+            continue
+        allowed[name] = value
+    return allowed
+
+
 @contextmanager
-def remote_risk_process(extra_args: list[str] | None = None) -> Iterator[str]:
-    """Start ``remote_risk`` on a free loopback port and yield its base URL."""
+def remote_risk_process(
+    extra_args: list[str] | None = None, environment: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """Start ``remote_risk`` on a free loopback port and yield its base URL; its
+    environment is ``environment`` (default :func:`child_environment`)."""
     command = [sys.executable, "-m", "remote_risk", "--host", "127.0.0.1", "--port", "0"]
     process = subprocess.Popen(
         [*command, *(extra_args or [])],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        env=dict(child_environment() if environment is None else environment),
     )
     try:
         yield _wait_for_url(process)

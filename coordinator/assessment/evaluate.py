@@ -25,19 +25,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from contracts.evidence import Assessment, AssessmentStatus, Finding, merge
 from coordinator.assessment import scenario, specialists
-from coordinator.assessment.demo import DemoTrust, prepare_trust, remote_risk_process
+from coordinator.assessment.demo import (
+    DemoTrust,
+    child_environment,
+    prepare_trust,
+    remote_risk_process,
+)
 from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
 from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.assessment.supervisor import SupervisedResult, run_supervised
+from coordinator.errors import FederationError
 from coordinator.handoff.projection import project_context
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
@@ -46,7 +53,11 @@ from coordinator.workspace import Workspace
 from remote_risk.errors import SkillFailure
 from remote_risk.risk import interpreter as model_skill
 from remote_risk.risk import skill
+from remote_risk.risk.model import ModelConfig as RiskModelConfig
+from remote_risk.risk.model import RiskModel
 
+logger = logging.getLogger(__name__)
+UNEXPECTED_ERROR = "unexpected_error"
 CASES = ("ok", "missing", "conflict", "handoff")
 CONFIGURATIONS = ("single_controller", "sequential", "parallel")
 ALL_SOURCES = frozenset({"ops-plan-001", "brief-001", "risk-policy-007"})
@@ -100,20 +111,24 @@ def accept(case: str, outcome: Outcome) -> tuple[bool, bool]:
 # --- the single controller -------------------------------------------------------------------
 
 
-async def single_controller(case: str, gateway: ModelGateway | None = None) -> Outcome:
-    """Apply both rules in one process, merge, and ask the privacy question if needed."""
+async def single_controller(case: str, risk_model: RiskModelConfig | None = None) -> Outcome:
+    """Apply both rules in one process, merge, and ask the privacy question if needed.
+
+    The risk rule uses the risk team's model settings (``REMOTE_RISK_MODEL_*``), as the
+    federation's remote_risk does, so both configurations ask the same model for that role.
+    """
     context = scenario.context_for(case)
     operations = specialists.operations(_inputs(context, "operations"))
     risk_records = _inputs(context, "risk")
-    risk = await _risk_rule(risk_records, gateway)
+    risk, report = await _risk_rule(risk_records, risk_model)
     assessment = merge([("operations", operations), ("risk", risk)])
     clarification = None
     if assessment.status is AssessmentStatus.NEEDS_REVIEW:
         question = specialists.privacy({"brief": context["brief"]})
         clarification = str(question.facts.get("clarification_question", ""))
     returned = _returned(assessment, [operations, risk], clarification)
-    report = gateway.report() if gateway else None
-    return _outcome(assessment, returned, 0, report)
+    outcome = _outcome(assessment, returned, 0, report)
+    return replace(outcome, reason=risk.error_code)
 
 
 def _inputs(context: dict[str, Any], rule: str) -> dict[str, Any]:
@@ -121,13 +136,23 @@ def _inputs(context: dict[str, Any], rule: str) -> dict[str, Any]:
     return project_context(context, scenario.CONTEXT_KEYS[rule])
 
 
-async def _risk_rule(records: dict[str, Any], gateway: ModelGateway | None) -> Finding:
-    try:
-        if gateway is None:
-            return skill.interpret_risk_policy(records)
-        return await model_skill.interpret_with_model(records, gateway)
-    except SkillFailure as failure:
-        return skill.failed_finding(failure)
+async def _risk_rule(
+    records: dict[str, Any], config: RiskModelConfig | None
+) -> tuple[Finding, dict[str, Any] | None]:
+    """The risk rule's Finding and, with a model, its request report."""
+    if config is None:
+        try:
+            return skill.interpret_risk_policy(records), None
+        except SkillFailure as failure:
+            return skill.failed_finding(failure), None
+    async with RiskModel(config, model_skill.REQUESTS_PER_TASK) as model:
+        try:
+            finding = await model_skill.interpret_with_model(records, model)
+        except SkillFailure as failure:
+            finding = skill.failed_finding(failure)
+        tokens = model.tokens
+        total = None if not tokens or None in tokens else sum(t for t in tokens if t is not None)
+        return finding, {"requests": model.requests, "total_tokens": total}
 
 
 # --- the federation --------------------------------------------------------------------------
@@ -251,8 +276,10 @@ async def examine(
     trust: DemoTrust,
     model: ModelConfig | None,
     repeat: int,
+    risk_model: RiskModelConfig | None = None,
 ) -> list[Row]:
-    """Every configuration on every case, ``repeat`` times, in a fixed order."""
+    """Every configuration on every case, ``repeat`` times, in a fixed order; a case that
+    fails is a row with its reason, and the remaining ones still run."""
     async with A2AClient() as client:
         risk = await register_risk(data, ws, client, base_url, trust)
 
@@ -264,8 +291,11 @@ async def examine(
 
             return run
 
+        async def alone(case: str, gateway: ModelGateway | None) -> Outcome:
+            return await single_controller(case, risk_model)
+
         runners: dict[str, Runner] = {
-            "single_controller": single_controller,
+            "single_controller": alone,
             "sequential": delegation(False),
             "parallel": delegation(True),
         }
@@ -285,11 +315,13 @@ async def _row(
     model: ModelConfig | None,
 ) -> Row:
     started = time.perf_counter()
-    if model is None:
-        outcome = await runners[configuration](case, None)
-    else:
-        async with ModelGateway(model, RequestBudget()) as gateway:
-            outcome = await runners[configuration](case, gateway)
+    try:
+        outcome = await _run_one(runners[configuration], case, model)
+    except FederationError as exc:
+        outcome = _crashed(exc.reason, str(exc))
+    except Exception as exc:  # one broken case must not lose the other rows
+        logger.error("case %s under %s failed: %s", case, configuration, type(exc).__name__)
+        outcome = _crashed(UNEXPECTED_ERROR, f"the run raised {type(exc).__name__}")
     elapsed_ms = (time.perf_counter() - started) * 1000
     passed, absent = accept(case, outcome)
     return Row(
@@ -308,14 +340,32 @@ async def _row(
     )
 
 
+async def _run_one(runner: Runner, case: str, model: ModelConfig | None) -> Outcome:
+    if model is None:
+        return await runner(case, None)
+    async with ModelGateway(model, RequestBudget()) as gateway:
+        return await runner(case, gateway)
+
+
+def _crashed(reason: str, detail: str) -> Outcome:
+    returned = {"status": "failed", "reason": reason, "detail": detail}
+    return Outcome("failed", (), returned, 0, reason=reason)
+
+
 def run_evaluation(
     data: DataDir, ws: Workspace, model: ModelConfig | None, repeat: int = 1
 ) -> list[Row]:
     """Start remote_risk on loopback, examine every configuration, stop it; every
-    federated run is audited and stored in ``ws`` like any other."""
+    federated run is audited and stored in ``ws`` like any other.
+
+    With ``model`` the risk role uses ``REMOTE_RISK_MODEL_*`` in every configuration (the
+    child remote_risk and the single controller alike); without, no configuration does.
+    """
     trust = prepare_trust(data)
-    with remote_risk_process(trust.remote_args) as base_url:
-        return asyncio.run(examine(data, ws, base_url, trust, model, repeat))
+    risk_model = model_skill.model_config_from_env() if model is not None else None
+    environment = child_environment(with_risk_model=risk_model is not None)
+    with remote_risk_process(trust.remote_args, environment) as base_url:
+        return asyncio.run(examine(data, ws, base_url, trust, model, repeat, risk_model))
 
 
 # --- reporting -------------------------------------------------------------------------------

@@ -17,15 +17,19 @@ are compared with what the records say:
 * a number in the summary must be one that occurs in the records.
 
 Any mismatch gives a ``failed`` Finding whose ``error_code`` is ``model_fact_mismatch``
-and whose summary says what did not match. A reply the gateway does not accept (timeout,
-truncation, refusal, budget) gives a ``failed`` Finding with the gateway's reason. The
+and whose summary says what did not match. A reply the adapter does not accept
+(:mod:`remote_risk.risk.model`: transport or shape failure, deadline, cap, truncation,
+refusal) is a :class:`~remote_risk.errors.ModelFailure`, and :func:`run_model_skill` ends
+the task FAILED with its reason. The
 summary is still generated prose: passing these checks does not prove every sentence.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,17 +38,13 @@ import pydantic
 from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import TaskState
-from coordinator.assessment.model_gateway import (
-    ModelConfig,
-    ModelError,
-    ModelGateway,
-    RequestBudget,
-)
 from remote_risk.errors import SkillFailure
 from remote_risk.risk import skill
+from remote_risk.risk.model import ModelConfig, RiskModel
 
-ROLE = "risk"
-ENV_PREFIX = "REMOTE_RISK_MODEL"
+logger = logging.getLogger(__name__)
+
+INTERNAL_FAILURE = "internal_error"
 # The interpretation is one request; nothing is retried.
 REQUESTS_PER_TASK = 1
 FACT_MISMATCH = "model_fact_mismatch"
@@ -63,8 +63,11 @@ Answer with one JSON object and nothing else:
 Use JSON booleans, not numbers. Add no other facts. Do not invent figures or sources."""
 
 
-async def interpret_with_model(context: Mapping[str, Any], gateway: ModelGateway) -> Finding:
-    """Interpret the policy with the model; raise SkillFailure like the deterministic skill."""
+async def interpret_with_model(
+    context: Mapping[str, Any], model: RiskModel, *, seconds_left: float | None = None
+) -> Finding:
+    """Interpret the policy with the model within ``seconds_left``; raise SkillFailure like
+    the deterministic skill (a :class:`ModelFailure` for a reply the model did not give)."""
     checked = skill.interpret_risk_policy(context)  # input checks; may raise SkillFailure
     if checked.status is not FindingStatus.OK:
         return checked
@@ -73,12 +76,9 @@ async def interpret_with_model(context: Mapping[str, Any], gateway: ModelGateway
         {"role": "system", "content": INSTRUCTIONS},
         {"role": "user", "content": json.dumps(records, ensure_ascii=False)},
     ]
+    reply = await model.answer(messages, seconds_left=seconds_left)
     try:
-        reply = await gateway.complete(ROLE, messages, json_mode=True)
-    except ModelError as error:
-        return _failed(error.reason, f"The model gave no usable interpretation: {error}.")
-    try:
-        finding = Finding.model_validate(strict_json.loads(reply.content or ""))
+        finding = Finding.model_validate(strict_json.loads(reply.content))
     except (ValueError, pydantic.ValidationError):
         return _failed(OUTPUT_INVALID, "The model's answer is not a Finding JSON object.")
     problem = fact_problem(finding, records)
@@ -125,14 +125,25 @@ def expected_facts(records: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def run_model_skill(
-    risk_input: Mapping[str, Any], config: ModelConfig
+    risk_input: Mapping[str, Any], config: ModelConfig, *, lease_expires_at: float | None = None
 ) -> tuple[TaskState, Finding]:
-    """The task state and Finding for one task, with a gateway and budget of its own."""
+    """The task state and Finding for one task, with a model adapter of its own; never raises.
+
+    With ``lease_expires_at`` (the delegation token's ``exp``, seconds since the epoch) the
+    model must be done ``config.lease_margin_seconds`` before it, so a slow model ends the
+    task FAILED with ``model_timeout`` while the caller still holds its lease.
+    """
+    seconds_left = None
+    if lease_expires_at is not None:
+        seconds_left = lease_expires_at - time.time() - config.lease_margin_seconds
     try:
-        async with ModelGateway(config, RequestBudget(REQUESTS_PER_TASK)) as gateway:
-            finding = await interpret_with_model(risk_input, gateway)
+        async with RiskModel(config, REQUESTS_PER_TASK) as model:
+            finding = await interpret_with_model(risk_input, model, seconds_left=seconds_left)
     except SkillFailure as failure:
         return TaskState.FAILED, skill.failed_finding(failure)
+    except Exception as exc:  # a bug here must still end the task, never leave it WORKING
+        logger.error("the model-backed risk skill failed unexpectedly: %s", type(exc).__name__)
+        return TaskState.FAILED, _failed(INTERNAL_FAILURE, "The risk skill failed unexpectedly.")
     if finding.status is FindingStatus.OK:
         return TaskState.COMPLETED, finding
     if finding.status is FindingStatus.FAILED:
@@ -142,7 +153,7 @@ async def run_model_skill(
 
 def model_config_from_env(environ: Mapping[str, str] | None = None) -> ModelConfig | None:
     """The risk service's own model configuration (``REMOTE_RISK_MODEL_*``), if any."""
-    return ModelConfig.from_env(ENV_PREFIX, environ)
+    return ModelConfig.from_env(environ)
 
 
 def _failed(code: str, summary: str) -> Finding:

@@ -45,10 +45,10 @@ from contracts.wire import (
     TaskState,
     to_wire,
 )
-from coordinator.assessment.model_gateway import ModelConfig
 from remote_risk import errors
 from remote_risk.risk import skill
 from remote_risk.risk.interpreter import run_model_skill
+from remote_risk.risk.model import ModelConfig
 from remote_risk.server.jsonrpc import (
     JSON_MEDIA_TYPE,
     CallContext,

@@ -10,8 +10,12 @@ import pytest
 
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import SendMessageRequest, TaskState
-from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
-from remote_risk.risk.interpreter import fact_problem, interpret_with_model, model_config_from_env
+from remote_risk.risk.interpreter import (
+    fact_problem,
+    model_config_from_env,
+    run_model_skill,
+)
+from remote_risk.risk.model import ModelConfig
 from remote_risk.risk.skill import interpret_risk_policy
 from remote_risk.server.jsonrpc import CallContext
 from remote_risk.server.risk_agent import RiskAgentHandler
@@ -35,12 +39,8 @@ def answer(**changes: Any) -> Step:
 
 
 def interpret(script: list[Step], case: str = "ok") -> tuple[Finding, ModelServer]:
-    async def go(config: ModelConfig) -> Finding:
-        async with ModelGateway(config, RequestBudget(1)) as gateway:
-            return await interpret_with_model(risk_input(case), gateway)
-
     with scripted_model(script) as server:
-        finding = asyncio.run(go(server.config()))
+        _, finding = asyncio.run(run_model_skill(risk_input(case), server.risk_config()))
     return finding, server
 
 
@@ -160,7 +160,7 @@ def test_handler_uses_the_model_when_configured() -> None:
 
     summary = "Policy risk-policy-007 forbids refund execution (checked by a model)."
     with scripted_model([answer(summary=summary)]) as server:
-        state, data = asyncio.run(go(server.config()))
+        state, data = asyncio.run(go(server.risk_config()))
     assert state == TaskState.COMPLETED.value and data["summary"] == summary
     assert len(server.requests) == 1
 
