@@ -25,7 +25,16 @@
     │   └── ArtifactTooLarge        a streamed artifact grew past its limit
     ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason)
     ├── PushRefused                 a push notification we refuse (its HTTP status)
-    └── ServerRefused               the coordinator's API answered an error (``--server``)
+    ├── ServerRefused               the coordinator's API answered an error (``--server``)
+    └── ModelError                  a model role got no usable reply (assessment.model_gateway)
+        ├── ModelConfigError            model_config_invalid
+        ├── LimitReached                limit_reached (request budget, rounds, run deadline)
+        ├── ModelIncomplete             model_incomplete (empty, truncated, abnormal end)
+        ├── ModelRefused                model_refused
+        ├── ModelTimeout                model_timeout (the request's total deadline passed)
+        ├── ModelUnavailable            model_unavailable (no connection, HTTP error)
+        ├── ModelReplyMalformed         model_reply_malformed (not JSON, not a completion)
+        └── ModelReplyTooLarge          model_reply_too_large (over the byte cap, decoded)
 
 httpx, pydantic and JSON decoding errors are turned into these by :func:`translated`, so
 nothing above this module needs to know which library failed.
@@ -165,6 +174,42 @@ class LedgerError(FederationError):
 
 class StorageError(FederationError):
     default_reason = "storage_unavailable"
+
+
+class ModelError(FederationError):
+    default_reason = "model_error"
+
+
+class ModelConfigError(ModelError):
+    default_reason = "model_config_invalid"
+
+
+class LimitReached(ModelError):
+    default_reason = "limit_reached"
+
+
+class ModelIncomplete(ModelError):
+    default_reason = "model_incomplete"
+
+
+class ModelRefused(ModelError):
+    default_reason = "model_refused"
+
+
+class ModelTimeout(ModelError):
+    default_reason = "model_timeout"
+
+
+class ModelUnavailable(ModelError):
+    default_reason = "model_unavailable"
+
+
+class ModelReplyMalformed(ModelError):
+    default_reason = "model_reply_malformed"
+
+
+class ModelReplyTooLarge(ModelError):
+    default_reason = "model_reply_too_large"
 
 
 def describe_validation(error: pydantic.ValidationError) -> str:

@@ -2,13 +2,20 @@
 
 Any OpenAI-compatible chat-completions service works; it is chosen by environment
 (``FEDERATION_MODEL_BASE_URL``, ``FEDERATION_MODEL``, ``FEDERATION_MODEL_API_KEY``, and
-optionally ``..._TIMEOUT_SECONDS`` and ``..._MAX_OUTPUT_TOKENS``), never by code. The key
-is held only by the client: it is not in any repr, record or error message.
+optionally ``..._TIMEOUT_SECONDS``, ``..._MAX_OUTPUT_TOKENS`` and ``..._MAX_REPLY_BYTES``),
+never by code. The key is held only by the client: it is not in any repr, record or error
+message, and :meth:`ModelConfig.describe` prints the URL without credentials.
 
 What the gateway guarantees to the roles that use it:
 
-* client retries are off and every request carries an explicit timeout and output limit,
-  so one call to :meth:`ModelGateway.complete` is at most one request to the service;
+* client retries are off and every request carries an output limit, so one call to
+  :meth:`ModelGateway.complete` is at most one request to the service;
+* a total deadline around the whole request, body included (``asyncio.timeout``): the
+  smaller of ``timeout_seconds`` and the time the caller has left (a run deadline);
+* the body is read with a byte cap before it is parsed, compressed bodies are capped on
+  their decoded size (:mod:`coordinator.assessment.model_transport`), and it is parsed as
+  data (:mod:`coordinator.assessment.model_reply`): any transport or shape failure is a
+  :class:`~coordinator.errors.ModelError` with a stable reason, never another exception;
 * one :class:`RequestBudget` is shared by every role of a run; a request the budget
   refuses is never sent, and the refusal is :class:`LimitReached` (``limit_reached``);
 * an empty reply, a truncated one (``finish_reason`` ``length``), a refusal or any other
@@ -16,19 +23,12 @@ What the gateway guarantees to the roles that use it:
 * usage is recorded per response exactly as the service reports it; when it reports none,
   the figure stays ``None`` (unknown), never 0.
 
-::
-
-    ModelError (FederationError)     reason
-    ├── ModelConfigError             model_config_invalid
-    ├── LimitReached                 limit_reached
-    ├── ModelIncomplete              model_incomplete
-    ├── ModelRefused                 model_refused
-    ├── ModelTimeout                 model_timeout
-    └── ModelUnavailable             model_unavailable (no connection, HTTP error, not a reply)
+The errors are in :mod:`coordinator.errors` (``ModelError`` and below).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,45 +36,54 @@ from types import TracebackType
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
+import httpx
 import openai
-from openai.types.chat import ChatCompletion
 
-from coordinator.errors import FederationError
+from coordinator.assessment.model_reply import (
+    ModelReply,
+    ToolCall,
+    Usage,
+    complete_reply,
+    parse_completion,
+)
+from coordinator.assessment.model_transport import BoundedTransport
+from coordinator.errors import (
+    LimitReached,
+    ModelConfigError,
+    ModelError,
+    ModelIncomplete,
+    ModelRefused,
+    ModelReplyMalformed,
+    ModelReplyTooLarge,
+    ModelTimeout,
+    ModelUnavailable,
+)
+
+__all__ = [
+    "LimitReached",
+    "ModelCall",
+    "ModelConfig",
+    "ModelConfigError",
+    "ModelError",
+    "ModelGateway",
+    "ModelIncomplete",
+    "ModelRefused",
+    "ModelReply",
+    "ModelReplyMalformed",
+    "ModelReplyTooLarge",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "RequestBudget",
+    "ToolCall",
+    "Usage",
+]
 
 ENV_PREFIX = "FEDERATION_MODEL"
 DEFAULT_REQUEST_BUDGET = 8
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_OUTPUT_TOKENS = 600
-COMPLETE_FINISH_REASONS = ("stop", "tool_calls")
+DEFAULT_MAX_REPLY_BYTES = 1_000_000
 _N = TypeVar("_N", int, float)
-
-
-class ModelError(FederationError):
-    default_reason = "model_error"
-
-
-class ModelConfigError(ModelError):
-    default_reason = "model_config_invalid"
-
-
-class LimitReached(ModelError):
-    default_reason = "limit_reached"
-
-
-class ModelIncomplete(ModelError):
-    default_reason = "model_incomplete"
-
-
-class ModelRefused(ModelError):
-    default_reason = "model_refused"
-
-
-class ModelTimeout(ModelError):
-    default_reason = "model_timeout"
-
-
-class ModelUnavailable(ModelError):
-    default_reason = "model_unavailable"
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class ModelConfig:
     api_key: str = field(repr=False)
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url)
@@ -93,8 +103,10 @@ class ModelConfig:
             raise ModelConfigError("the model base URL must be an http(s) URL")
         if not self.model.strip() or not self.api_key.strip():
             raise ModelConfigError("the model id and the API key must not be empty")
-        if not self.timeout_seconds > 0 or self.max_output_tokens < 1:
-            raise ModelConfigError("the timeout must be positive and the output limit at least 1")
+        if not self.timeout_seconds > 0 or self.max_output_tokens < 1 or self.max_reply_bytes < 1:
+            raise ModelConfigError(
+                "the deadline, the output limit and the reply cap must be positive"
+            )
 
     @classmethod
     def from_env(
@@ -116,16 +128,26 @@ class ModelConfig:
             api_key,
             _number(env, f"{prefix}_TIMEOUT_SECONDS", float, DEFAULT_TIMEOUT_SECONDS),
             _number(env, f"{prefix}_MAX_OUTPUT_TOKENS", int, DEFAULT_MAX_OUTPUT_TOKENS),
+            _number(env, f"{prefix}_MAX_REPLY_BYTES", int, DEFAULT_MAX_REPLY_BYTES),
         )
 
     def describe(self) -> dict[str, Any]:
-        """What a record may say about this configuration (never the key)."""
+        """What a record may say about this configuration (never the key, nor credentials
+        or a query in the URL)."""
         return {
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url),
             "timeout_seconds": self.timeout_seconds,
             "max_output_tokens": self.max_output_tokens,
+            "max_reply_bytes": self.max_reply_bytes,
         }
+
+
+def public_url(url: str) -> str:
+    """``url`` without userinfo, query or fragment: what may be printed or recorded."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host, query="", fragment="").geturl()
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[_N], default: _N) -> _N:
@@ -158,13 +180,6 @@ class RequestBudget:
 
 
 @dataclass(frozen=True)
-class Usage:
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    total_tokens: int | None
-
-
-@dataclass(frozen=True)
 class ModelCall:
     """One attempted request: who made it, how it ended, what the service reported using."""
 
@@ -183,24 +198,6 @@ class ModelCall:
         }
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call as the service sent it; nothing here has been checked yet."""
-
-    id: object
-    type: object
-    name: object
-    arguments: object
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    content: str | None
-    tool_calls: tuple[ToolCall, ...]
-    finish_reason: str
-    usage: Usage | None
-
-
 class ModelGateway:
     """One run's access to the model service: the shared budget and the record of calls."""
 
@@ -208,11 +205,13 @@ class ModelGateway:
         self.config = config
         self.budget = budget or RequestBudget()
         self.calls: list[ModelCall] = []
+        http_client = httpx.AsyncClient(transport=BoundedTransport(config.max_reply_bytes))
         self._client = openai.AsyncOpenAI(
             api_key=config.api_key,
             base_url=config.base_url,
             timeout=config.timeout_seconds,
             max_retries=0,
+            http_client=cast(Any, http_client),
         )
 
     def __repr__(self) -> str:
@@ -239,8 +238,15 @@ class ModelGateway:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
+        seconds_left: float | None = None,
     ) -> ModelReply:
-        """Send one request for ``role``; return only a complete reply, raise otherwise."""
+        """Send one request for ``role`` within ``seconds_left`` (and the configured
+        deadline); return only a complete reply, raise a ModelError otherwise."""
+        seconds = self.config.timeout_seconds
+        if seconds_left is not None:
+            seconds = min(seconds, seconds_left)
+        if seconds <= 0:
+            raise ModelTimeout(f"{role}: no time is left for a model request")
         self.budget.reserve(role)
         options: dict[str, Any] = {}
         if tools:
@@ -248,31 +254,39 @@ class ModelGateway:
         if json_mode:
             options["response_format"] = {"type": "json_object"}
         try:
-            response = await self._client.chat.completions.create(
-                model=self.config.model,
-                messages=cast(Any, list(messages)),
-                max_tokens=self.config.max_output_tokens,
-                timeout=self.config.timeout_seconds,
-                **options,
-            )
-        except openai.OpenAIError as exc:
-            error = _translated(exc)
+            body = await self._send(messages, seconds, options)
+            completion, usage = parse_completion(body)
+        except ModelError as error:
             self.calls.append(ModelCall(role, error.reason, None))
-            raise error from None
-        return self._accept(role, response)
-
-    def _accept(self, role: str, response: object) -> ModelReply:
-        if not isinstance(response, ChatCompletion):
-            self.calls.append(ModelCall(role, "model_unavailable", None))
-            raise ModelUnavailable("the model service did not answer with a chat completion")
-        usage = _usage(response)
+            raise
         try:
-            reply = _reply(response, usage)
+            reply = complete_reply(completion, usage)
         except ModelError as error:
             self.calls.append(ModelCall(role, error.reason, usage))
             raise
         self.calls.append(ModelCall(role, "complete", usage))
         return reply
+
+    async def _send(
+        self, messages: Sequence[Mapping[str, Any]], seconds: float, options: dict[str, Any]
+    ) -> bytes:
+        """The raw body of one request's reply (capped), within ``seconds`` in total."""
+        try:
+            async with asyncio.timeout(seconds):
+                raw = await self._client.chat.completions.with_raw_response.create(
+                    model=self.config.model,
+                    messages=cast(Any, list(messages)),
+                    max_tokens=self.config.max_output_tokens,
+                    timeout=seconds,
+                    **options,
+                )
+                return bytes(raw.http_response.content)
+        except ModelError:
+            raise
+        except (TimeoutError, openai.APITimeoutError):
+            raise ModelTimeout(f"no complete reply within the {seconds:.1f} s deadline") from None
+        except openai.OpenAIError as exc:
+            raise _translated(exc) from None
 
     @property
     def total_tokens(self) -> int | None:
@@ -292,54 +306,8 @@ class ModelGateway:
 
 
 def _translated(exc: openai.OpenAIError) -> ModelError:
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelTimeout("the model service did not answer within the request timeout")
     if isinstance(exc, openai.APIConnectionError):
         return ModelUnavailable("cannot connect to the model service")
     if isinstance(exc, openai.APIStatusError):
         return ModelUnavailable(f"the model service answered HTTP {exc.status_code}")
     return ModelUnavailable(f"the model service answered badly ({type(exc).__name__})")
-
-
-def _usage(response: ChatCompletion) -> Usage | None:
-    usage = response.usage
-    if usage is None:
-        return None
-    return Usage(
-        _count(getattr(usage, "prompt_tokens", None)),
-        _count(getattr(usage, "completion_tokens", None)),
-        _count(getattr(usage, "total_tokens", None)),
-    )
-
-
-def _count(value: object) -> int | None:
-    return value if type(value) is int and value >= 0 else None
-
-
-def _reply(response: ChatCompletion, usage: Usage | None) -> ModelReply:
-    if not response.choices:
-        raise ModelIncomplete("the model service returned no choices")
-    choice = response.choices[0]
-    finish = str(choice.finish_reason)
-    message = choice.message
-    if getattr(message, "refusal", None) or finish == "content_filter":
-        raise ModelRefused("the model refused to answer")
-    if finish == "length":
-        raise ModelIncomplete("the reply was cut off at the output-token limit")
-    if finish not in COMPLETE_FINISH_REASONS:
-        raise ModelIncomplete(f"the reply ended abnormally (finish_reason {finish})")
-    content = message.content if isinstance(message.content, str) else None
-    calls = tuple(_tool_call(call) for call in message.tool_calls or ())
-    if not calls and not (content and content.strip()):
-        raise ModelIncomplete("the reply was empty")
-    return ModelReply(content, calls, finish, usage)
-
-
-def _tool_call(call: object) -> ToolCall:
-    function = getattr(call, "function", None)
-    return ToolCall(
-        id=getattr(call, "id", None),
-        type=getattr(call, "type", None),
-        name=getattr(function, "name", None),
-        arguments=getattr(function, "arguments", None),
-    )

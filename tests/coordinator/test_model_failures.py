@@ -1,0 +1,201 @@
+"""A hostile model never crashes a model role, the CLI, or the rest of demo/evaluate.
+
+The model is :mod:`tests.adversarial_model` (raw HTTP on loopback). Every bad reply is a
+ModelError with a stable reason, within the request's deadline plus a margin; through the
+CLI, ``demo --model --case all --json`` and ``evaluate --model --json`` print one JSON
+document with every case, each with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.assessment.model_gateway import (
+    ModelConfig,
+    ModelError,
+    ModelGateway,
+    ModelReply,
+    RequestBudget,
+)
+from tests.adversarial_model import (
+    AdversarialModel,
+    Reply,
+    adversarial_model,
+    answer_reply,
+    broken_json,
+    drip,
+    gzip_bomb,
+    gzipped,
+    huge,
+    json_reply,
+    null_choice,
+    null_message,
+)
+
+MESSAGES = [{"role": "user", "content": "Say something short."}]
+
+
+def ask(reply: Reply, timeout: float = 10.0, **bounds: Any) -> tuple[Any, float, ModelGateway]:
+    async def go(model: AdversarialModel) -> tuple[Any, ModelGateway]:
+        async with ModelGateway(model.config(timeout, **bounds), RequestBudget(2)) as gateway:
+            try:
+                return await gateway.complete("tester", MESSAGES), gateway
+            except ModelError as error:
+                return error, gateway
+
+    with adversarial_model([reply]) as model:
+        started = time.monotonic()
+        outcome, gateway = asyncio.run(go(model))
+        return outcome, time.monotonic() - started, gateway
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (broken_json(), "model_reply_malformed"),
+        (null_choice(), "model_reply_malformed"),
+        (null_message(), "model_reply_malformed"),
+        (json_reply({**json.loads(answer_reply("x").body), "choices": [{"message": 3}]}), None),
+        (json_reply({"choices": [{"message": {"tool_calls": [None]}}]}), None),
+        (Reply(b"not json at all", headers=(("Content-Type", "text/plain"),)), None),
+        (json_reply({"choices": []}), "model_incomplete"),
+        (json_reply({"error": "overloaded"}, status=503), "model_unavailable"),
+        (gzipped(broken_json()), "model_reply_malformed"),
+    ],
+)
+def test_malformed_replies_are_typed_model_errors(reply: Reply, reason: str | None) -> None:
+    """Broken JSON under application/json, choices [null], message null: a reason, no crash."""
+    error, _, gateway = ask(reply)
+    assert isinstance(error, ModelError)
+    assert error.reason == (reason or "model_reply_malformed")
+    assert gateway.report()["calls"][0]["outcome"] == error.reason
+
+
+def test_a_drip_ends_at_the_total_deadline() -> None:
+    """Headers, then a byte a second: the request ends at its 2 s deadline, not 120 s."""
+    error, elapsed, _ = ask(drip(1.0), timeout=2.0)
+    assert isinstance(error, ModelError) and error.reason == "model_timeout"
+    assert elapsed < 8
+
+
+def test_the_caller_deadline_shortens_the_request() -> None:
+    """seconds_left below the configured deadline bounds the request; none left sends none."""
+
+    async def go(model: AdversarialModel) -> list[str]:
+        reasons = []
+        async with ModelGateway(model.config(30.0), RequestBudget(4)) as gateway:
+            for seconds_left in (1.0, 0.0):
+                try:
+                    await gateway.complete("tester", MESSAGES, seconds_left=seconds_left)
+                except ModelError as error:
+                    reasons.append(error.reason)
+        return reasons
+
+    with adversarial_model([drip(1.0)]) as model:
+        started = time.monotonic()
+        assert asyncio.run(go(model)) == ["model_timeout", "model_timeout"]
+        assert time.monotonic() - started < 8 and len(model.requests) == 1
+
+
+def test_a_20_megabyte_reply_is_refused_at_the_cap() -> None:
+    """20 MB never becomes commentary: model_reply_too_large at a 1 MB cap."""
+    error, _, _ = ask(huge(20), max_reply_bytes=1_000_000)
+    assert isinstance(error, ModelError) and error.reason == "model_reply_too_large"
+
+
+def test_a_gzip_bomb_is_capped_on_its_decoded_size() -> None:
+    """About 200 KB of gzip decoding to 200 MB stops at the cap, quickly."""
+    error, elapsed, _ = ask(gzip_bomb(200), max_reply_bytes=1_000_000)
+    assert isinstance(error, ModelError) and error.reason == "model_reply_too_large"
+    assert elapsed < 10
+
+
+def test_an_honest_gzipped_reply_is_read() -> None:
+    reply, _, _ = ask(gzipped(answer_reply("Short answer.")))
+    assert isinstance(reply, ModelReply) and reply.content == "Short answer."
+
+
+def test_the_request_asks_for_no_compression() -> None:
+    with adversarial_model([answer_reply("ok")]) as model:
+
+        async def go() -> None:
+            async with ModelGateway(model.config(), RequestBudget(1)) as gateway:
+                await gateway.complete("tester", MESSAGES)
+
+        asyncio.run(go())
+        assert model.request_headers[0]["accept-encoding"] == "identity"
+
+
+def test_credentials_in_the_base_url_are_never_described() -> None:
+    """A base_url with userinfo or a query prints without them."""
+    config = ModelConfig("https://user:secret@models.invalid/v1?key=secret", "m", "k")
+    assert "secret" not in json.dumps(config.describe())
+    assert config.describe()["base_url"] == "https://models.invalid/v1"
+
+
+# --- through the CLI: a real coordinator starting a real remote_risk -------------------------
+
+
+def federation(
+    tmp_path: Path, model: AdversarialModel, *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "FEDERATION_DATA_DIR": str(tmp_path),
+        **model.environment("FEDERATION_MODEL"),
+        "FEDERATION_MODEL_TIMEOUT_SECONDS": "5",
+    }
+    env = {k: v for k, v in env.items() if not k.startswith("REMOTE_RISK_MODEL")}
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+
+
+def test_demo_model_all_cases_reports_every_case_with_its_reason(tmp_path: Path) -> None:
+    """Five cases, five different bad replies: one JSON document, five reasons, exit 0."""
+    script = [broken_json(), null_choice(), null_message(), huge(3), gzip_bomb(50)]
+    with adversarial_model(script) as model:
+        completed = federation(tmp_path, model, "demo", "--model", "--case", "all", "--json")
+    assert "Traceback" not in completed.stderr, completed.stderr
+    assert completed.returncode == 0, completed.stderr
+    cases = json.loads(completed.stdout)["cases"]
+    assert [(case["status"], case["reason"]) for case in cases] == [
+        ("failed", "model_reply_malformed"),
+        ("failed", "model_reply_malformed"),
+        ("failed", "model_reply_malformed"),
+        ("failed", "model_reply_too_large"),
+        ("failed", "model_reply_too_large"),
+    ]
+    assert all(case["model_commentary_unverified"] is None for case in cases)
+
+
+def test_evaluate_model_keeps_every_row_and_counts_what_the_server_received(
+    tmp_path: Path,
+) -> None:
+    """Every federation row fails with a reason; the rows' requests are what was sent."""
+    script = [broken_json(), null_choice()]  # then HTTP 500: model_unavailable
+    with adversarial_model(script) as model:
+        completed = federation(tmp_path, model, "evaluate", "--model", "--json")
+        received = len(model.requests)
+    assert "Traceback" not in completed.stderr, completed.stderr
+    rows = json.loads(completed.stdout)["rows"]
+    assert len(rows) == 12
+    federated = [row for row in rows if row["configuration"] != "single_controller"]
+    assert {row["reason"] for row in federated} == {
+        "model_reply_malformed",
+        "model_unavailable",
+    }
+    assert sum(row["model_requests"] for row in rows) == received
