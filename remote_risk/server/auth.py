@@ -288,6 +288,7 @@ class DelegationAuthorizer:
             owner=owner,
             headers=_visible_headers(request),
             claim_task_creation=self._claim(method, verified) if creates_task else None,
+            lease_expires_at=verified.grant.exp,
         )
 
     async def authenticate(self, request: Request) -> Authenticated:

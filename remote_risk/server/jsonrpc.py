@@ -73,13 +73,16 @@ class CallContext:
     ``request_id`` is filled in by the endpoint after authorization.
     ``claim_task_creation``, when set, must be called right before a task is created: it
     records that the caller's credential created a task and raises (e.g. a replayed
-    delegation token) if it already did.
+    delegation token) if it already did. ``lease_expires_at`` is the verified delegation
+    token's ``exp`` (seconds since the epoch), when there is one: work for this request
+    must be done before it.
     """
 
     owner: str
     request_id: RequestId = None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     claim_task_creation: Callable[[], None] | None = field(default=None, repr=False)
+    lease_expires_at: int | None = None
 
 
 Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]

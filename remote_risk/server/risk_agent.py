@@ -106,7 +106,7 @@ class RiskAgentHandler(TaskOperations):
             self._forget_push_configs_if_gone(accepted, context.owner)
             raise
         if not worked:
-            self._start(record, risk_input)
+            self._start(record, risk_input, context.lease_expires_at)
         if blocking:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
@@ -118,7 +118,7 @@ class RiskAgentHandler(TaskOperations):
         configuration = request.configuration or SendMessageConfiguration()
         record, risk_input = self._accept(request, configuration, context)
         stream = self._updates.follow(record.snapshot(configuration.history_length))
-        self._start(record, risk_input)
+        self._start(record, risk_input, context.lease_expires_at)
         return stream
 
     # --- the task's life ------------------------------------------------------------------
@@ -192,13 +192,16 @@ class RiskAgentHandler(TaskOperations):
         check_same_handoff(record, message)  # a new task names the message's by construction
         return record
 
-    def _start(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+    def _start(
+        self, record: TaskRecord, risk_input: dict[str, Any], lease_expires_at: int | None
+    ) -> None:
         """Work on a task that is submitted or working and has no worker here: a new or
-        resumed task, or a retried send's task whose worker is gone (e.g. a restart)."""
+        resumed task, or a retried send's task whose worker is gone (e.g. a restart). A
+        model must be done before ``lease_expires_at`` (the delegation token's exp)."""
         running = self._workers.get(record.id)
         if (running is not None and not running.done()) or record.state not in _UNFINISHED:
             return
-        worker = asyncio.create_task(self._work(record, risk_input))
+        worker = asyncio.create_task(self._work(record, risk_input, lease_expires_at))
         self._workers[record.id] = worker
         worker.add_done_callback(lambda _: self._forget(record.id, worker))
 
@@ -224,7 +227,9 @@ class RiskAgentHandler(TaskOperations):
         if self._workers.get(task_id) is worker:
             del self._workers[task_id]
 
-    async def _work(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+    async def _work(
+        self, record: TaskRecord, risk_input: dict[str, Any], lease_expires_at: int | None = None
+    ) -> None:
         await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
         if not self._store.advance(record.id, TaskState.WORKING):
             return
@@ -234,7 +239,9 @@ class RiskAgentHandler(TaskOperations):
         if self._model is None:
             state, finding = run_skill(risk_input)
         else:
-            state, finding = await run_model_skill(risk_input, self._model)
+            state, finding = await run_model_skill(
+                risk_input, self._model, lease_expires_at=lease_expires_at
+            )
         try:
             self._report(record, state, finding)
         except Exception:
