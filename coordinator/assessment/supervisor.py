@@ -8,18 +8,24 @@ tool call itself before anything runs:
 * the call is a ``function`` call named ``ask_specialist``;
 * its arguments are a JSON object with exactly ``specialist``, naming an allowed one;
 * its id is a non-empty string, unique across every round of the run;
-* a round holds at most ``max_calls_per_round`` calls; the run at most ``max_rounds``.
+* a round holds at most ``max_calls_per_round`` calls; the run at most ``max_rounds``;
+* the run ends by ``run_deadline_seconds``: each model request gets only the time left
+  (its total deadline), each consultation's lease ends by then too, and a round that
+  would start after it ends the run ``limit_reached`` (``run_deadline_exceeded``).
 
 A rejected batch launches nothing and ends the run. Accepted calls go through the same
 handoff functions as the deterministic pilot
 (:func:`~coordinator.assessment.pilot.run_local_handoff` and
 :func:`~coordinator.assessment.pilot.consult_risk`), under the run's delegation budget.
 
-A final turn is accepted only once both operations and risk have been consulted. The
-decision is then :func:`~contracts.evidence.merge` over their findings, never the model's
-words; a privacy review hands the run to the privacy specialist as in the pilot. The
-model's closing text is kept as unverified commentary when the assessment is
-``ready_for_draft`` and withheld otherwise.
+Facts first, prose fenced: what the model sees of a consultation is the finding's status,
+validated facts, evidence ids and error code, never the specialist's summary text (a
+remote's summary is generated prose that may carry instructions). A final turn is
+accepted only once both operations and risk have been consulted. The decision is then
+:func:`~contracts.evidence.merge` over their findings, never the model's words; a privacy
+review hands the run to the privacy specialist as in the pilot. The model's closing text
+is kept as unverified commentary, cut to ``max_commentary_chars``, when the assessment
+is ``ready_for_draft`` and withheld otherwise.
 
 A run ends ``completed`` (with an assessment), ``limit_reached`` (request budget, decision
 rounds or delegation budget) or ``failed`` (a rejected tool call, an early final turn, a
@@ -29,6 +35,7 @@ reply the gateway did not accept), with the error's stable reason.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +45,13 @@ from agent_cards.keys import KeySet
 from contracts import strict_json
 from contracts.evidence import AssessmentStatus, Finding, FindingStatus, merge
 from coordinator.assessment import scenario, specialists
-from coordinator.assessment.model_gateway import LimitReached, ModelGateway, ModelReply, ToolCall
+from coordinator.assessment.model_gateway import (
+    LimitReached,
+    ModelGateway,
+    ModelReply,
+    ModelTimeout,
+    ToolCall,
+)
 from coordinator.assessment.pilot import (
     COORDINATOR,
     Consultation,
@@ -77,10 +90,38 @@ class PrematureFinal(FederationError):
     default_reason = "final_before_observations"
 
 
+RUN_DEADLINE_EXCEEDED = "run_deadline_exceeded"
+
+
 @dataclass(frozen=True)
 class SupervisorLimits:
     max_rounds: int = 4
     max_calls_per_round: int = 2
+    run_deadline_seconds: float = 120.0
+    max_commentary_chars: int = 2000
+
+
+class RunClock:
+    """The run's deadline on the event loop's clock."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._ends = asyncio.get_running_loop().time() + seconds
+
+    def left(self) -> float:
+        return self._ends - asyncio.get_running_loop().time()
+
+    def check(self) -> float:
+        """The seconds left, or LimitReached once the deadline has passed."""
+        left = self.left()
+        if left <= 0:
+            raise self.expired("before the next step")
+        return left
+
+    def expired(self, when: str) -> LimitReached:
+        return LimitReached(
+            f"the run's deadline of {self.seconds:g} s passed {when}", RUN_DEADLINE_EXCEEDED
+        )
 
 
 @dataclass(frozen=True)
@@ -105,6 +146,7 @@ class SupervisedResult:
     pilot: PilotResult | None = None
     commentary_unverified: str | None = None
     commentary_withheld: bool = False
+    commentary_truncated: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +160,7 @@ class SupervisedResult:
             "clarification": self.pilot.clarification if self.pilot else None,
             "model_commentary_unverified": self.commentary_unverified,
             "commentary_withheld": self.commentary_withheld,
+            "commentary_truncated": self.commentary_truncated,
             "handoffs": [c.as_dict() for c in self.consultations],
             "model": self.model,
         }
@@ -200,22 +243,25 @@ class _Host:
         self.consultations: list[Consultation] = []
         self.latest: dict[str, Consultation] = {}
 
-    async def consult(self, names: Sequence[str]) -> list[Consultation]:
+    async def consult(self, names: Sequence[str], clock: RunClock) -> list[Consultation]:
         self.run.reserve_delegations(COORDINATOR, len(names))
         if self.parallel:
-            done = list(await asyncio.gather(*(self._ask(name) for name in names)))
+            done = list(await asyncio.gather(*(self._ask(name, clock) for name in names)))
         else:
-            done = [await self._ask(name) for name in names]
+            done = [await self._ask(name, clock) for name in names]
         for name, consultation in zip(names, done, strict=True):
             self.consultations.append(consultation)
             self.latest[name] = consultation
         return done
 
-    async def _ask(self, name: str) -> Consultation:
+    async def _ask(self, name: str, clock: RunClock) -> Consultation:
         view = project_context(self.context, scenario.CONTEXT_KEYS[name])
         if name == "operations":
             return run_local_handoff(self.run, name, specialists.operations, view)
-        return await consult_risk(self.run, self.client, self.risk, view, self.wait, self.delegator)
+        # The consultation's lease ends by the run's deadline.
+        lease = min(self.wait.deadline_seconds, clock.check())
+        wait = dataclasses.replace(self.wait, deadline_seconds=lease)
+        return await consult_risk(self.run, self.client, self.risk, view, wait, self.delegator)
 
     def decide(self) -> PilotResult:
         missing = [name for name in REQUIRED_OBSERVATIONS if name not in self.latest]
@@ -242,15 +288,16 @@ def _finding(consultation: Consultation) -> Finding:
 
 
 def observation(specialist: str, consultation: Consultation) -> str:
-    """What the model sees of one consultation: the admitted finding, nothing else."""
+    """What the model sees of one consultation: the admitted finding's validated facts and
+    evidence ids, never its summary text (generated prose, possibly a remote's)."""
     finding = _finding(consultation)
     return json.dumps(
         {
             "specialist": specialist,
             "status": finding.status.value,
-            "summary": finding.summary,
             "facts": finding.facts,
             "evidence_ids": list(finding.evidence_ids),
+            "error_code": finding.error_code,
         },
         ensure_ascii=False,
     )
@@ -313,19 +360,24 @@ async def run_supervised(
             **extra,
         )
 
+    clock = RunClock(limits.run_deadline_seconds)
     try:
         while True:
             if rounds >= limits.max_rounds:
                 raise LimitReached(f"no final turn within {limits.max_rounds} decision rounds")
+            left = clock.check()
             rounds += 1
-            reply = await gateway.complete(ROLE, messages, tools=[tool_schema(allowed)])
+            reply = await gateway.complete(
+                ROLE, messages, tools=[tool_schema(allowed)], seconds_left=left
+            )
             if not reply.tool_calls:
                 pilot = host.decide()
-                return ended("completed", None, pilot=pilot, **_commentary(pilot, reply))
+                commentary = _commentary(pilot, reply, limits.max_commentary_chars)
+                return ended("completed", None, pilot=pilot, **commentary)
             accepted = check_tool_calls(reply.tool_calls, allowed, seen, limits.max_calls_per_round)
             seen.update(call_id for call_id, _ in accepted)
             calls.extend(AcceptedCall(rounds, call_id, name) for call_id, name in accepted)
-            done = await host.consult([name for _, name in accepted])
+            done = await host.consult([name for _, name in accepted], clock)
             messages.append(_assistant_turn(reply, accepted))
             messages.extend(
                 {"role": "tool", "tool_call_id": call_id, "content": observation(name, c)}
@@ -333,6 +385,10 @@ async def run_supervised(
             )
     except (LimitReached, BudgetExceeded) as exc:
         return ended("limit_reached", exc)
+    except ModelTimeout as exc:
+        if clock.left() > 0:
+            return ended("failed", exc)
+        return ended("limit_reached", clock.expired("during a model request"))
     except FederationError as exc:
         return ended("failed", exc)
 
@@ -355,11 +411,13 @@ def close_supervised(
     run.save(run.document(case=case, supervision=status, reason=reason, assessment=assessment))
 
 
-def _commentary(pilot: PilotResult, reply: ModelReply) -> dict[str, Any]:
+def _commentary(pilot: PilotResult, reply: ModelReply, max_chars: int) -> dict[str, Any]:
     text = (reply.content or "").strip()
-    if pilot.assessment.status is AssessmentStatus.READY_FOR_DRAFT:
+    if pilot.assessment.status is not AssessmentStatus.READY_FOR_DRAFT:
+        return {"commentary_withheld": bool(text)}
+    if len(text) <= max_chars:
         return {"commentary_unverified": text}
-    return {"commentary_withheld": bool(text)}
+    return {"commentary_unverified": text[:max_chars], "commentary_truncated": True}
 
 
 def render(result: SupervisedResult) -> str:
@@ -378,7 +436,8 @@ def render(result: SupervisedResult) -> str:
         if result.pilot.clarification:
             lines.append(f"  privacy asks: {result.pilot.clarification}")
     if result.commentary_unverified:
-        lines.append(f"  model commentary (unverified): {result.commentary_unverified}")
+        cut = " [cut at the length limit]" if result.commentary_truncated else ""
+        lines.append(f"  model commentary (unverified): {result.commentary_unverified}{cut}")
     elif result.commentary_withheld:
         lines.append("  model commentary withheld: the assessment is not ready_for_draft")
     usage = result.model
