@@ -16,7 +16,7 @@ import gzip
 import json
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -106,14 +106,22 @@ def gzipped(reply: Reply) -> Reply:
 _REASONS = {200: "OK", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
+Responder = Callable[[dict[str, Any]], Reply]
+
+
 @dataclass
 class AdversarialModel:
+    """The server's state: the script (or a responder choosing by request) and what came in."""
+
     script: list[Reply]
+    responder: Responder | None = None
     base_url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     request_headers: list[dict[str, str]] = field(default_factory=list)
 
-    def next_reply(self) -> Reply:
+    def next_reply(self, request: dict[str, Any]) -> Reply:
+        if self.responder is not None:
+            return self.responder(request)
         if self.script:
             return self.script.pop(0)
         return json_reply({"error": {"message": "script exhausted"}}, status=500)
@@ -137,9 +145,11 @@ class AdversarialModel:
         }
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         self.request_headers.append(headers)
+        request: dict[str, Any] = {}
         with contextlib.suppress(ValueError):
-            self.requests.append(json.loads(body))
-        reply = self.next_reply()
+            request = json.loads(body)
+        self.requests.append(request)
+        reply = self.next_reply(request)
         await self._write(reply, writer)
         return False  # one exchange per connection: "Connection: close"
 
@@ -182,9 +192,11 @@ class AdversarialModel:
 
 
 @contextlib.contextmanager
-def adversarial_model(script: list[Reply]) -> Iterator[AdversarialModel]:
-    """Serve ``script`` on 127.0.0.1 in a thread of its own; yield the server."""
-    model = AdversarialModel(list(script))
+def adversarial_model(
+    script: list[Reply] | None = None, responder: Responder | None = None
+) -> Iterator[AdversarialModel]:
+    """Serve ``script`` (or ``responder``) on 127.0.0.1 in a thread of its own."""
+    model = AdversarialModel(list(script or ()), responder)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     holder: dict[str, asyncio.Server] = {}

@@ -192,7 +192,10 @@ def _from_pilot(
     returned = _returned(pilot.assessment, findings, pilot.clarification)
     returned["handoffs"] = [c.as_dict() for c in pilot.consultations]
     returned["model_commentary_unverified"] = commentary
-    return _outcome(pilot.assessment, returned, len(pilot.consultations), report)
+    outcome = _outcome(pilot.assessment, returned, len(pilot.consultations), report)
+    # The first error code a specialist reported, the remote's own included.
+    reason = next((f.error_code for f in findings if f.error_code), None)
+    return replace(outcome, reason=reason)
 
 
 def _returned(

@@ -59,6 +59,7 @@ class Consultation:
             "reason": self.record.reason,
             "sent_fields": list(self.sent_fields),
             "finding_status": self.finding.status.value if self.finding else None,
+            "error_code": self.finding.error_code if self.finding else None,
             "admission": self.admission_reason or self.record.reason,
             "contract": self.record.return_contract.name,
             "grant": self.grant,

@@ -36,6 +36,7 @@ from coordinator.handoff.returns import (
     admit_interruption,
     admit_task,
     artifact_content,
+    failed_reason,
     failure_admission,
 )
 from coordinator.handoff.run import Run
@@ -315,7 +316,8 @@ class HandoffDriver:
         # SUBMITTED seen after the handoff moved on is an older observation: keep what we have.
         if unchanged or view.state is S.DISPATCHED or view.state is S.RETURNED:
             return True
-        return self.commit(view.state, view.reason) or not self.record.terminal
+        reason = failed_reason(task) if view.state is S.FAILED else view.reason
+        return self.commit(view.state, reason) or not self.record.terminal
 
     def hold_lease(self) -> bool:
         """Keep this process's lease row on the handoff while it waits; False if another

@@ -17,6 +17,7 @@ Every decision carries a reason and a hash of what was judged.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,9 @@ from coordinator.errors import describe_validation
 K = ReturnContractKind
 HELD_FOR_REVIEW = "held_for_review"
 _MAX_REASON = 300
+
+# A remote's error code is shown in a handoff's reason only if it looks like one.
+_REMOTE_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -239,3 +243,13 @@ def failure_admission(task: Task) -> Admission:
         error_code=code,
     )
     return Admission(False, "remote_failed", "", 0, finding=failed)
+
+
+def failed_reason(task: Task) -> str:
+    """``remote_failed``, with the remote's own error code when it gave a well-formed one
+    (``remote_failed:model_timeout``), so the reason crosses the boundary."""
+    finding = failure_admission(task).finding
+    code = finding.error_code if finding is not None else None
+    if code and code != "remote_failed" and _REMOTE_CODE.fullmatch(code):
+        return f"remote_failed:{code}"
+    return "remote_failed"

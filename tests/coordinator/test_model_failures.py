@@ -199,3 +199,68 @@ def test_evaluate_model_keeps_every_row_and_counts_what_the_server_received(
         "model_unavailable",
     }
     assert sum(row["model_requests"] for row in rows) == received
+
+
+# --- reasons cross the boundary ---------------------------------------------------------------
+
+
+def _risk_env(model: AdversarialModel) -> dict[str, str]:
+    return {**model.environment("REMOTE_RISK_MODEL"), "REMOTE_RISK_MODEL_TIMEOUT_SECONDS": "5"}
+
+
+def plain_federation(
+    tmp_path: Path, extra_env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FEDERATION_DATA_DIR": str(tmp_path), **extra_env}
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+
+
+def test_the_remote_model_reason_reaches_the_handoff_and_run_show(tmp_path: Path) -> None:
+    """remote_risk's model failure is the handoff's reason in demo --json and run show."""
+    with adversarial_model([null_choice()]) as model:
+        completed = plain_federation(tmp_path, _risk_env(model), "demo", "--json", "--case", "ok")
+    # Exit 1: the case did not end as expected (the risk model failed), reported in full.
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr, completed.stderr
+    case = json.loads(completed.stdout)["cases"][0]
+    risk = next(h for h in case["handoffs"] if h["target"] != "operations")
+    assert risk["reason"] == "remote_failed:model_reply_malformed"
+    assert risk["error_code"] == "model_reply_malformed"
+    shown = plain_federation(tmp_path, {}, "run", "show", case["run_id"], "--json")
+    assert "remote_failed:model_reply_malformed" in shown.stdout, shown.stderr
+
+
+def _supervisor_then_broken_risk(request: dict[str, Any]) -> Reply:
+    """The supervisor asks both and then concludes; every risk request gets choices [null]."""
+    if "tools" not in request:
+        return null_choice()
+    if any(message.get("role") == "tool" for message in request["messages"]):
+        return answer_reply("Done.")
+    calls = [
+        {
+            "id": f"c-{name}",
+            "type": "function",
+            "function": {"name": "ask_specialist", "arguments": json.dumps({"specialist": name})},
+        }
+        for name in ("operations", "risk")
+    ]
+    body = json.loads(answer_reply("x").body)
+    body["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": calls}
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return json_reply(body)
+
+
+def test_evaluate_rows_carry_the_remote_model_reason(tmp_path: Path) -> None:
+    """Each row where risk's model failed says model_reply_malformed, not null."""
+    with adversarial_model(responder=_supervisor_then_broken_risk) as model:
+        env = {**model.environment("FEDERATION_MODEL"), **_risk_env(model)}
+        completed = plain_federation(tmp_path, env, "evaluate", "--model", "--json")
+    assert "Traceback" not in completed.stderr, completed.stderr
+    rows = json.loads(completed.stdout)["rows"]
+    reached_the_model = [row for row in rows if row["case"] != "missing"]
+    assert {row["reason"] for row in reached_the_model} == {"model_reply_malformed"}

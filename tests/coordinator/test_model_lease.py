@@ -68,5 +68,6 @@ def test_hung_model_is_a_model_failure_before_the_lease(
     elapsed = time.monotonic() - started
     assert outcome.record.state is HandoffState.FAILED, outcome.record.reason
     assert outcome.finding is not None and outcome.finding.error_code == "model_timeout"
+    assert outcome.record.reason == "remote_failed:model_timeout"
     assert len(hung_model.requests) == 1
     assert elapsed < LEASE_SECONDS
