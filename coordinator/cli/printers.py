@@ -232,7 +232,9 @@ def render_case(result: PilotResult) -> str:
         )
         if c.finding is not None:
             code = f" [{c.finding.error_code}]" if c.finding.error_code else ""
-            lines.append(f"    finding {c.finding.status.value}: {c.finding.summary}{code}")
+            label = "summary, unverified remote text" if c.remote else "summary"
+            lines.append(f"    finding {c.finding.status.value}{code}")
+            lines.append(f"      {label}: {c.finding.summary}")
             if c.finding.facts:
                 facts = ", ".join(f"{k}={v}" for k, v in c.finding.facts.items())
                 lines.append(f"      facts: {facts}")

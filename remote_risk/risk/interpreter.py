@@ -14,21 +14,28 @@ are compared with what the records say:
   booleans equal to what the records imply (``0`` is not ``false``);
 * the optional ``staff_requested`` and ``uses_real_conversations`` must equal the brief;
 * ``evidence_ids`` must be exactly the ids of the two records;
-* a number in the summary must be one that occurs in the records.
+* a figure in the summary, in any common spelling (``5k``, ``1e6``, ``USD2500000``,
+  ``3x``, ``twenty``; see :mod:`remote_risk.risk.figures`), must be a plain count that
+  occurs in the records;
+* the summary must not assert the opposite of a fact (polarity, :mod:`remote_risk.risk.prose`).
+
+Then the summary is fenced: only its sentences that make agreeing claims about the facts
+are kept; the rest (an instruction to the reader, anything unverifiable) is dropped, and
+a summary with nothing left is replaced by the deterministic skill's.
 
 Any mismatch gives a ``failed`` Finding whose ``error_code`` is ``model_fact_mismatch``
 and whose summary says what did not match. A reply the adapter does not accept
 (:mod:`remote_risk.risk.model`: transport or shape failure, deadline, cap, truncation,
 refusal) is a :class:`~remote_risk.errors.ModelFailure`, and :func:`run_model_skill` ends
 the task FAILED with its reason. The
-summary is still generated prose: passing these checks does not prove every sentence.
+summary is still generated prose: the coordinator shows it as unverified remote text and
+never passes it to another model.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +46,8 @@ from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import TaskState
 from remote_risk.errors import SkillFailure
-from remote_risk.risk import skill
+from remote_risk.risk import prose, skill
+from remote_risk.risk.figures import stray_figures
 from remote_risk.risk.model import ModelConfig, RiskModel
 
 logger = logging.getLogger(__name__)
@@ -84,7 +92,8 @@ async def interpret_with_model(
     problem = fact_problem(finding, records)
     if problem:
         return _failed(FACT_MISMATCH, f"The model's interpretation was refused: {problem}.")
-    return finding.model_copy(update={"evidence_ids": _evidence(records)})
+    summary = prose.fenced(finding.summary, expected_facts(records)) or checked.summary
+    return finding.model_copy(update={"evidence_ids": _evidence(records), "summary": summary})
 
 
 def fact_problem(finding: Finding, records: Mapping[str, Any]) -> str | None:
@@ -104,10 +113,10 @@ def fact_problem(finding: Finding, records: Mapping[str, Any]) -> str | None:
             return f"fact {name} is missing"
     if set(finding.evidence_ids) != set(_evidence(records)) or not finding.evidence_ids:
         return f"evidence {', '.join(finding.evidence_ids) or 'none'} is not the records given"
-    stray = _figures(finding.summary, records) - _record_figures(records)
+    stray = stray_figures(_without_ids(finding.summary, records), _record_figures(records))
     if stray:
-        return f"the summary states {', '.join(sorted(stray))}, which no record holds"
-    return None
+        return f"the summary states {', '.join(stray)}, which no record holds"
+    return prose.contradiction(finding.summary, expected)
 
 
 def expected_facts(records: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,18 +173,15 @@ def _evidence(records: Mapping[str, Any]) -> tuple[str, ...]:
     return (records["policy_note"]["id"], records["brief"]["id"])
 
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)")
-
-
-def _figures(text: str, records: Mapping[str, Any]) -> set[str]:
+def _without_ids(text: str, records: Mapping[str, Any]) -> str:
     for record in records.values():
         text = text.replace(str(record.get("id", "")), " ") if record.get("id") else text
-    return set(_NUMBER.findall(text))
+    return text
 
 
-def _record_figures(records: Mapping[str, Any]) -> set[str]:
+def _record_figures(records: Mapping[str, Any]) -> set[float]:
     return {
-        str(value)
+        float(value)
         for record in records.values()
         for value in record.values()
         if type(value) in (int, float)

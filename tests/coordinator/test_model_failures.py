@@ -264,3 +264,10 @@ def test_evaluate_rows_carry_the_remote_model_reason(tmp_path: Path) -> None:
     rows = json.loads(completed.stdout)["rows"]
     reached_the_model = [row for row in rows if row["case"] != "missing"]
     assert {row["reason"] for row in reached_the_model} == {"model_reply_malformed"}
+
+
+def test_the_demo_trace_marks_a_remote_summary_as_unverified(tmp_path: Path) -> None:
+    """People see the remote's summary labelled as unverified remote text."""
+    completed = plain_federation(tmp_path, {}, "demo", "--case", "ok")
+    assert completed.returncode == 0, completed.stderr
+    assert "summary, unverified remote text: Policy risk-policy-007" in completed.stdout
