@@ -9,16 +9,18 @@ same acceptance conditions:
 * ``sequential``: operations (local handoff), then risk (remote_risk over loopback HTTP);
 * ``parallel``: both at once.
 
-With a model (``--model``), the risk policy is interpreted by a model in every
-configuration: in-process through the same checked skill for the single controller, and
-by remote_risk with its own ``REMOTE_RISK_MODEL_*`` configuration for the federation,
-whose choice of specialists is then made by the supervisor model.
+With a model (``--model``), the risk policy is interpreted with the risk team's own
+``REMOTE_RISK_MODEL_*`` settings in every configuration (when they are set): in-process
+through the same checked skill and adapter for the single controller, and by remote_risk
+for the federation, whose choice of specialists is then made by the supervisor model
+(``FEDERATION_MODEL_*``).
 
 A row passes when the assessment status and its source ids are the ones the case
 requires, the privacy case carries a clarification question, and the synthetic private
 note appears nowhere in what the run returns. Each row also records the measured elapsed
-time, the calls that crossed a specialist boundary, and the model requests and tokens the
-coordinator made (tokens unknown stays null).
+time, the calls that crossed a specialist boundary, the model requests and tokens made
+for the run, the remote's reported ones included (tokens unknown stays null), and the
+first error code a specialist reported.
 """
 
 from __future__ import annotations
@@ -26,11 +28,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import statistics
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from contracts.evidence import Assessment, AssessmentStatus, Finding, merge
@@ -41,6 +41,7 @@ from coordinator.assessment.demo import (
     prepare_trust,
     remote_risk_process,
 )
+from coordinator.assessment.evaluation_report import Row, document, render, summary
 from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
 from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.assessment.supervisor import SupervisedResult, run_supervised
@@ -56,6 +57,7 @@ from remote_risk.risk import skill
 from remote_risk.risk.model import ModelConfig as RiskModelConfig
 from remote_risk.risk.model import RiskModel
 
+__all__ = ["Row", "document", "examine", "render", "run_evaluation", "single_controller", "summary"]
 logger = logging.getLogger(__name__)
 UNEXPECTED_ERROR = "unexpected_error"
 CASES = ("ok", "missing", "conflict", "handoff")
@@ -81,22 +83,6 @@ class Outcome:
     model_requests: int = 0
     model_tokens: int | None = None
     reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    configuration: str
-    case: str
-    run: int
-    status: str
-    sources: tuple[str, ...]
-    private_note_absent: bool
-    passed: bool
-    elapsed_ms: float
-    boundary_calls: int
-    model_requests: int
-    model_tokens: int | None
-    reason: str | None
 
 
 def accept(case: str, outcome: Outcome) -> tuple[bool, bool]:
@@ -369,97 +355,3 @@ def run_evaluation(
     environment = child_environment(with_risk_model=risk_model is not None)
     with remote_risk_process(trust.remote_args, environment) as base_url:
         return asyncio.run(examine(data, ws, base_url, trust, model, repeat, risk_model))
-
-
-# --- reporting -------------------------------------------------------------------------------
-
-CAVEATS = (
-    "What these figures show: each configuration reached the required status, cited the "
-    "required sources and kept the private note out of what it returned, on these frozen "
-    "cases; and what crossing a specialist boundary costs here (calls and local time).",
-    "What they do not show: that a team of agents reasons better than one controller (the "
-    "rules are the same functions in every configuration), how a live model behaves beyond "
-    "the runs listed, or production latency. Times are one machine over loopback; a few "
-    "milliseconds of difference is noise. The federation's cost is worth paying only if the "
-    "organisational and data boundaries it keeps are real requirements.",
-    "Model figures are the coordinator's own requests; remote_risk's model requests are "
-    "counted by remote_risk and not reported across the A2A boundary. Tokens the service "
-    "did not report are unknown (null), never 0.",
-)
-
-
-def summary(rows: Sequence[Row]) -> list[dict[str, Any]]:
-    """Per configuration and case: runs, passes, statuses seen, elapsed median/min/max."""
-    groups: dict[tuple[str, str], list[Row]] = {}
-    for row in rows:
-        groups.setdefault((row.configuration, row.case), []).append(row)
-    return [
-        {
-            "configuration": configuration,
-            "case": case,
-            "runs": len(group),
-            "passed": sum(row.passed for row in group),
-            "statuses": dict(Counter(row.status for row in group)),
-            "elapsed_ms_median": round(statistics.median(r.elapsed_ms for r in group), 1),
-            "elapsed_ms_min": min(r.elapsed_ms for r in group),
-            "elapsed_ms_max": max(r.elapsed_ms for r in group),
-        }
-        for (configuration, case), group in groups.items()
-    ]
-
-
-def document(rows: Sequence[Row], model: ModelConfig | None) -> dict[str, Any]:
-    return {
-        "model": model.describe() if model else None,
-        "rows": [asdict(row) for row in rows],
-        "summary": summary(rows),
-        "all_passed": all(row.passed for row in rows),
-        "notes": list(CAVEATS),
-    }
-
-
-def render(rows: Sequence[Row], model: ModelConfig | None) -> str:
-    header: tuple[str, ...] = (
-        *("configuration", "case", "run", "status", "sources", "private", "pass", "ms"),
-        *("boundary", "requests", "tokens"),
-    )
-    table = [header] + [_cells(row) for row in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in table
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    where = f"model {model.model}" if model else "offline: deterministic rules, no model"
-    out = [f"federation evaluate ({where})", "", *lines, ""]
-    if any(group["runs"] > 1 for group in summary(rows)):
-        out.append("distribution per configuration and case:")
-        for group in summary(rows):
-            statuses = ", ".join(f"{k} x{v}" for k, v in group["statuses"].items())
-            out.append(
-                f"  {group['configuration']:<17} {group['case']:<8} passed "
-                f"{group['passed']}/{group['runs']}  {statuses}  ms median "
-                f"{group['elapsed_ms_median']} (min {group['elapsed_ms_min']}, max "
-                f"{group['elapsed_ms_max']})"
-            )
-        out.append("")
-    passed = sum(row.passed for row in rows)
-    out.append(f"{passed}/{len(rows)} rows passed.")
-    out.extend(f"\n{note}" for note in CAVEATS)
-    return "\n".join(out)
-
-
-def _cells(row: Row) -> tuple[str, ...]:
-    reason = f" ({row.reason})" if row.reason else ""
-    return (
-        row.configuration,
-        row.case,
-        str(row.run),
-        row.status + reason,
-        ",".join(row.sources) or "-",
-        "absent" if row.private_note_absent else "LEAKED",
-        "yes" if row.passed else "NO",
-        f"{row.elapsed_ms:.1f}",
-        str(row.boundary_calls),
-        str(row.model_requests),
-        "unknown" if row.model_tokens is None else str(row.model_tokens),
-    )

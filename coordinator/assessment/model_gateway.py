@@ -83,6 +83,8 @@ DEFAULT_REQUEST_BUDGET = 8
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_OUTPUT_TOKENS = 600
 DEFAULT_MAX_REPLY_BYTES = 1_000_000
+# The outcome of a request another service made for this run and reported.
+REMOTE_OUTCOME = "reported_by_remote"
 _N = TypeVar("_N", int, float)
 
 
@@ -168,6 +170,7 @@ class RequestBudget:
             raise ValueError("a request budget cannot be negative")
         self.limit = limit
         self.attempted = 0
+        self.remote = 0
 
     def __repr__(self) -> str:
         return f"RequestBudget(attempted={self.attempted}, limit={self.limit})"
@@ -177,6 +180,12 @@ class RequestBudget:
         if self.attempted >= self.limit:
             raise LimitReached(f"{role}: the run's model request budget of {self.limit} is spent")
         self.attempted += 1
+
+    def spent_elsewhere(self, requests: int) -> None:
+        """Count requests another service made for this run (already sent: never refused,
+        but they leave that much less for the requests still to come)."""
+        self.attempted += requests
+        self.remote += requests
 
 
 @dataclass(frozen=True)
@@ -296,9 +305,20 @@ class ModelGateway:
             return None
         return sum(cast(list[int], totals))
 
+    def record_remote(self, role: str, requests: int, total_tokens: int | None) -> None:
+        """The model requests a remote specialist reported for ``role``'s handoff: counted
+        against the run's budget and in the run's totals (tokens unknown stay unknown)."""
+        if requests < 1:
+            return
+        self.budget.spent_elsewhere(requests)
+        tokens = total_tokens if requests == 1 else None
+        for _ in range(requests):
+            self.calls.append(ModelCall(role, REMOTE_OUTCOME, Usage(None, None, tokens)))
+
     def report(self) -> dict[str, Any]:
         return {
             "requests": self.budget.attempted,
+            "remote_requests": self.budget.remote,
             "request_budget": self.budget.limit,
             "total_tokens": self.total_tokens,
             "calls": [call.as_dict() for call in self.calls],

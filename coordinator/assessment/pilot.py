@@ -19,6 +19,7 @@ from agent_cards.keys import KeySet
 from contracts.evidence import Assessment, AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffRecord, HandoffState, TimeoutDisposition, transition
 from contracts.returns import finding_contract
+from contracts.wire import Task
 from coordinator.assessment import scenario, specialists
 from coordinator.audit.trail import contract_of
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
@@ -35,6 +36,8 @@ S = HandoffState
 COORDINATOR = "coordinator"
 RISK_SKILL = "interpret-risk-policy"
 LocalSpecialist = Callable[[dict[str, Any]], Finding]
+# A remote reporting more model requests than this for one handoff is not believed.
+MAX_REPORTED_REQUESTS = 1000
 
 
 @dataclass
@@ -48,6 +51,8 @@ class Consultation:
     remote: bool
     admission_reason: str = ""
     grant: dict[str, object] | None = None
+    # The model requests and tokens the remote reported for this handoff (modelUsage).
+    remote_model: dict[str, int | None] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +68,7 @@ class Consultation:
             "admission": self.admission_reason or self.record.reason,
             "contract": self.record.return_contract.name,
             "grant": self.grant,
+            "remote_model_usage": self.remote_model,
         }
 
 
@@ -213,8 +219,34 @@ async def consult_risk(
     finding = outcome.finding or no_result(outcome.record)
     reason = outcome.admission.reason if outcome.admission else outcome.record.reason
     return Consultation(
-        risk.name, outcome.record, outcome.sent_fields, finding, True, reason, outcome.grant
+        risk.name,
+        outcome.record,
+        outcome.sent_fields,
+        finding,
+        True,
+        reason,
+        outcome.grant,
+        remote_model_usage(outcome.task),
     )
+
+
+def remote_model_usage(task: Task | None) -> dict[str, int | None] | None:
+    """The model usage a remote reported with its outcome (``modelUsage`` in the artifact's
+    or the status message's metadata), if it is well-formed; untrusted, only counted."""
+    if task is None:
+        return None
+    carriers = [artifact.metadata for artifact in task.artifacts or ()]
+    if task.status.message is not None:
+        carriers.append(task.status.message.metadata)
+    for metadata in carriers:
+        usage = (metadata or {}).get("modelUsage")
+        if not isinstance(usage, dict):
+            continue
+        requests, tokens = usage.get("requests"), usage.get("totalTokens")
+        if type(requests) is int and 0 <= requests <= MAX_REPORTED_REQUESTS:
+            known = type(tokens) is int and tokens >= 0
+            return {"requests": requests, "total_tokens": tokens if known else None}
+    return None
 
 
 async def run_pilot(

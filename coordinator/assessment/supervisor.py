@@ -378,6 +378,12 @@ async def run_supervised(
             seen.update(call_id for call_id, _ in accepted)
             calls.extend(AcceptedCall(rounds, call_id, name) for call_id, name in accepted)
             done = await host.consult([name for _, name in accepted], clock)
+            for consultation in done:
+                if consultation.remote_model is not None:
+                    usage = consultation.remote_model
+                    gateway.record_remote(
+                        consultation.target, usage["requests"] or 0, usage["total_tokens"]
+                    )
             messages.append(_assistant_turn(reply, accepted))
             messages.extend(
                 {"role": "tool", "tool_call_id": call_id, "content": observation(name, c)}

@@ -38,7 +38,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic
 
@@ -133,10 +133,19 @@ def expected_facts(records: Mapping[str, Any]) -> dict[str, Any]:
     return facts
 
 
+class ModelSkillResult(NamedTuple):
+    """One task's outcome and the model usage behind it (reported with the outcome)."""
+
+    state: TaskState
+    finding: Finding
+    usage: dict[str, Any]
+
+
 async def run_model_skill(
     risk_input: Mapping[str, Any], config: ModelConfig, *, lease_expires_at: float | None = None
-) -> tuple[TaskState, Finding]:
-    """The task state and Finding for one task, with a model adapter of its own; never raises.
+) -> ModelSkillResult:
+    """The task state and Finding for one task, with a model adapter of its own, and the
+    model usage (``requests``, ``totalTokens``); never raises.
 
     With ``lease_expires_at`` (the delegation token's ``exp``, seconds since the epoch) the
     model must be done ``config.lease_margin_seconds`` before it, so a slow model ends the
@@ -145,19 +154,25 @@ async def run_model_skill(
     seconds_left = None
     if lease_expires_at is not None:
         seconds_left = lease_expires_at - time.time() - config.lease_margin_seconds
+    model = RiskModel(config, REQUESTS_PER_TASK)
     try:
-        async with RiskModel(config, REQUESTS_PER_TASK) as model:
+        async with model:
             finding = await interpret_with_model(risk_input, model, seconds_left=seconds_left)
     except SkillFailure as failure:
-        return TaskState.FAILED, skill.failed_finding(failure)
+        return ModelSkillResult(TaskState.FAILED, skill.failed_finding(failure), model.usage())
     except Exception as exc:  # a bug here must still end the task, never leave it WORKING
         logger.error("the model-backed risk skill failed unexpectedly: %s", type(exc).__name__)
-        return TaskState.FAILED, _failed(INTERNAL_FAILURE, "The risk skill failed unexpectedly.")
+        failed = _failed(INTERNAL_FAILURE, "The risk skill failed unexpectedly.")
+        return ModelSkillResult(TaskState.FAILED, failed, model.usage())
+    return ModelSkillResult(_state_of(finding), finding, model.usage())
+
+
+def _state_of(finding: Finding) -> TaskState:
     if finding.status is FindingStatus.OK:
-        return TaskState.COMPLETED, finding
+        return TaskState.COMPLETED
     if finding.status is FindingStatus.FAILED:
-        return TaskState.FAILED, finding
-    return TaskState.INPUT_REQUIRED, finding
+        return TaskState.FAILED
+    return TaskState.INPUT_REQUIRED
 
 
 def model_config_from_env(environ: Mapping[str, str] | None = None) -> ModelConfig | None:

@@ -195,6 +195,12 @@ class RiskModel:
     ) -> None:
         await self._client.close()
 
+    def usage(self) -> dict[str, Any]:
+        """Requests sent and tokens reported (``None`` when any reply did not say)."""
+        known = [t for t in self.tokens if t is not None]
+        unknown = len(known) < len(self.tokens) or len(self.tokens) < self.requests
+        return {"requests": self.requests, "totalTokens": None if unknown else sum(known)}
+
     async def answer(
         self, messages: Sequence[Mapping[str, Any]], *, seconds_left: float | None = None
     ) -> ModelAnswer:

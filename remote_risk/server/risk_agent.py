@@ -65,6 +65,9 @@ INTERNAL_FAILURE_CODE = "internal_error"
 HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
 IDEMPOTENCY_KEY = "idempotencyKey"
 MAX_IDEMPOTENCY_KEY_LENGTH = 512
+# The model requests and tokens behind an outcome, reported with it so the caller can
+# count them in its run's budget (usage reporting is not yet part of A2A; see A2A issue 1155).
+MODEL_USAGE_KEY = "modelUsage"
 _JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
 _UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
@@ -236,14 +239,15 @@ class RiskAgentHandler(TaskOperations):
         self._changed(record)
         if self._skill_delay:
             await asyncio.sleep(self._skill_delay)
+        usage = None
         if self._model is None:
             state, finding = run_skill(risk_input)
         else:
-            state, finding = await run_model_skill(
+            state, finding, usage = await run_model_skill(
                 risk_input, self._model, lease_expires_at=lease_expires_at
             )
         try:
-            self._report(record, state, finding)
+            self._report(record, state, finding, usage=usage)
         except Exception:
             # Never leave a task WORKING with callers blocked on it.
             logger.exception("reporting the outcome of task %s failed", record.id)
@@ -256,17 +260,22 @@ class RiskAgentHandler(TaskOperations):
         finding: Finding,
         *,
         through: TaskState | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> None:
         """Put the task into ``state`` with the finding (passing ``through`` on the way, in
-        the same write) and publish each change."""
+        the same write) and publish each change; the model ``usage`` behind it, if any,
+        goes into the artifact's or the message's metadata (``modelUsage``)."""
+        metadata = {MODEL_USAGE_KEY: usage} if usage is not None else None
         if state is TaskState.COMPLETED:
-            artifact = finding_artifact(finding)
+            artifact = finding_artifact(finding, metadata)
             moved = self._advance(record, through, state, artifacts=[artifact])
             if moved and self._updates.heard(record.owner, record.id):
                 snapshot = record.snapshot()
                 self._updates.artifact(record.owner, snapshot, artifact, last_chunk=True)
                 self._updates.status(record.owner, snapshot)
-        elif self._advance(record, through, state, message=agent_message(record, finding)):
+        elif self._advance(
+            record, through, state, message=agent_message(record, finding, metadata)
+        ):
             self._changed(record)
 
     def _advance(
@@ -395,20 +404,24 @@ def finding_part(finding: Finding) -> Part:
     return Part(data=to_wire(finding), media_type=JSON_MEDIA_TYPE)
 
 
-def finding_artifact(finding: Finding) -> Artifact:
+def finding_artifact(finding: Finding, metadata: dict[str, Any] | None = None) -> Artifact:
     return Artifact(
         artifact_id=new_id(),
         name=FINDING_ARTIFACT_NAME,
         description="The risk policy interpretation for the pilot proposal.",
         parts=[finding_part(finding)],
+        metadata=metadata,
     )
 
 
-def agent_message(record: TaskRecord, finding: Finding) -> Message:
+def agent_message(
+    record: TaskRecord, finding: Finding, metadata: dict[str, Any] | None = None
+) -> Message:
     return Message(
         message_id=new_id(),
         role=Role.AGENT,
         parts=[finding_part(finding)],
         task_id=record.id,
         context_id=record.context_id,
+        metadata=metadata,
     )

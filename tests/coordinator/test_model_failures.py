@@ -235,10 +235,35 @@ def test_the_remote_model_reason_reaches_the_handoff_and_run_show(tmp_path: Path
     assert "remote_failed:model_reply_malformed" in shown.stdout, shown.stderr
 
 
+HONEST_RISK = {
+    "status": "ok",
+    "summary": "Policy risk-policy-007 does not permit refund execution.",
+    "facts": {"refund_execution_permitted": False, "privacy_review_required": False},
+    "evidence_ids": ["risk-policy-007", "brief-001"],
+}
+
+
+def _supervisor_then_honest_risk(request: dict[str, Any]) -> Reply:
+    """The supervisor asks both and concludes; risk answers what its records say."""
+    if "tools" in request:
+        return _supervisor(request)
+    records = json.loads(request["messages"][-1]["content"])
+    review = (
+        records["brief"]["uses_real_conversations"]
+        and records["policy_note"]["real_conversations_require_privacy_review"]
+    )
+    facts = {**HONEST_RISK["facts"], "privacy_review_required": review}
+    return answer_reply(json.dumps({**HONEST_RISK, "facts": facts}))
+
+
 def _supervisor_then_broken_risk(request: dict[str, Any]) -> Reply:
     """The supervisor asks both and then concludes; every risk request gets choices [null]."""
     if "tools" not in request:
         return null_choice()
+    return _supervisor(request)
+
+
+def _supervisor(request: dict[str, Any]) -> Reply:
     if any(message.get("role") == "tool" for message in request["messages"]):
         return answer_reply("Done.")
     calls = [
@@ -271,3 +296,15 @@ def test_the_demo_trace_marks_a_remote_summary_as_unverified(tmp_path: Path) -> 
     completed = plain_federation(tmp_path, {}, "demo", "--case", "ok")
     assert completed.returncode == 0, completed.stderr
     assert "summary, unverified remote text: Policy risk-policy-007" in completed.stdout
+
+
+def test_evaluate_counts_every_request_both_services_sent(tmp_path: Path) -> None:
+    """Supervisor and risk model on one server: the rows' requests are what it received."""
+    with adversarial_model(responder=_supervisor_then_honest_risk) as model:
+        env = {**model.environment("FEDERATION_MODEL"), **_risk_env(model)}
+        completed = plain_federation(tmp_path, env, "evaluate", "--model", "--json")
+        received = len(model.requests)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    rows = json.loads(completed.stdout)["rows"]
+    assert all(row["passed"] for row in rows)
+    assert sum(row["model_requests"] for row in rows) == received

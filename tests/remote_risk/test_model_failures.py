@@ -46,7 +46,7 @@ def skill_with(reply: Reply, **bounds: Any) -> tuple[TaskState, Finding, float]:
     with adversarial_model([reply]) as model:
         started = time.monotonic()
         config = model.risk_config(timeout, **bounds)
-        state, finding = asyncio.run(run_model_skill(risk_input("ok"), config))
+        state, finding, _ = asyncio.run(run_model_skill(risk_input("ok"), config))
         return state, finding, time.monotonic() - started
 
 
@@ -103,11 +103,12 @@ def test_a_lease_with_no_time_left_sends_nothing() -> None:
     """When the lease leaves less than the margin, the model is not asked at all."""
     with adversarial_model([answer_reply(json.dumps(HONEST))]) as model:
         config = model.risk_config(10.0, lease_margin_seconds=8.0)
-        state, finding = asyncio.run(
+        state, finding, usage = asyncio.run(
             run_model_skill(risk_input("ok"), config, lease_expires_at=time.time() + 5)
         )
         assert model.requests == []
     assert (state, finding.error_code) == (TaskState.FAILED, "model_timeout")
+    assert usage == {"requests": 0, "totalTokens": 0}
 
 
 def test_the_lease_shortens_the_model_deadline() -> None:
@@ -115,7 +116,7 @@ def test_the_lease_shortens_the_model_deadline() -> None:
     with adversarial_model([hung(30)]) as model:
         config = model.risk_config(20.0, lease_margin_seconds=8.0)
         started = time.monotonic()
-        state, finding = asyncio.run(
+        state, finding, _ = asyncio.run(
             run_model_skill(risk_input("ok"), config, lease_expires_at=time.time() + 10)
         )
         elapsed = time.monotonic() - started

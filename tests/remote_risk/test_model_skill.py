@@ -40,7 +40,7 @@ def answer(**changes: Any) -> Step:
 
 def interpret(script: list[Step], case: str = "ok") -> tuple[Finding, ModelServer]:
     with scripted_model(script) as server:
-        _, finding = asyncio.run(run_model_skill(risk_input(case), server.risk_config()))
+        _, finding, _ = asyncio.run(run_model_skill(risk_input(case), server.risk_config()))
     return finding, server
 
 

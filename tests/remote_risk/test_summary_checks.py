@@ -110,7 +110,9 @@ def skill_answer(summary: str, **facts: Any) -> tuple[TaskState, Any]:
         "evidence_ids": ["risk-policy-007", "brief-001"],
     }
     with adversarial_model([answer_reply(json.dumps(finding))]) as model:
-        return asyncio.run(run_model_skill(risk_input("ok"), model.risk_config()))
+        state, finding, usage = asyncio.run(run_model_skill(risk_input("ok"), model.risk_config()))
+    assert usage == {"requests": 1, "totalTokens": 60}
+    return state, finding
 
 
 def test_a_contradicting_summary_fails_the_finding() -> None:
