@@ -232,14 +232,15 @@ async def model_demo(
     *,
     parallel: bool = False,
 ) -> list[SupervisedResult]:
-    """``federation demo --model``: each case supervised by the model, one budget per run."""
+    """``federation demo --model``: each case supervised by the model, one budget per run;
+    a case that breaks is reported as failed and the remaining ones still run."""
     results = []
     async with A2AClient() as client:
         risk = await register_risk(data, ws, client, base_url, trust)
         for case in cases:
             async with ModelGateway(model, RequestBudget()) as gateway:
-                results.append(
-                    await run_supervised(
+                try:
+                    result = await run_supervised(
                         case,
                         client,
                         risk,
@@ -249,7 +250,13 @@ async def model_demo(
                         issuer=trust.issuer,
                         ws=ws,
                     )
-                )
+                except Exception as exc:  # run_supervised ends on every FederationError itself
+                    logger.error("supervised case %s failed: %s", case, type(exc).__name__)
+                    detail = f"the run raised {type(exc).__name__}"
+                    result = SupervisedResult(
+                        case, "failed", UNEXPECTED_ERROR, detail, [], [], 0, gateway.report()
+                    )
+                results.append(result)
     return results
 
 

@@ -133,6 +133,9 @@ class ModelConfig:
             _number(env, f"{prefix}_MAX_REPLY_BYTES", int, DEFAULT_MAX_REPLY_BYTES),
         )
 
+    def __repr__(self) -> str:
+        return f"ModelConfig(model={self.model!r}, base_url={public_url(self.base_url)!r})"
+
     def describe(self) -> dict[str, Any]:
         """What a record may say about this configuration (never the key, nor credentials
         or a query in the URL)."""

@@ -115,17 +115,24 @@ class ModelConfig:
             _number(env, f"{prefix}_MAX_REPLY_BYTES", int, DEFAULT_MAX_REPLY_BYTES),
         )
 
+    def __repr__(self) -> str:
+        return f"ModelConfig(model={self.model!r}, base_url={_public_url(self.base_url)!r})"
+
     def describe(self) -> dict[str, Any]:
         """What a record may say about this configuration (never the key, nor URL userinfo)."""
-        parts = urlsplit(self.base_url)
-        host = parts.netloc.rpartition("@")[2]
         return {
             "model": self.model,
-            "base_url": parts._replace(netloc=host, query="", fragment="").geturl(),
+            "base_url": _public_url(self.base_url),
             "timeout_seconds": self.timeout_seconds,
             "max_output_tokens": self.max_output_tokens,
             "max_reply_bytes": self.max_reply_bytes,
         }
+
+
+def _public_url(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host, query="", fragment="").geturl()
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[_N], default: _N) -> _N:

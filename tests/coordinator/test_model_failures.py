@@ -26,6 +26,7 @@ from coordinator.assessment.model_gateway import (
     ModelReply,
     RequestBudget,
 )
+from remote_risk.risk.model import ModelConfig as RiskModelConfig
 from tests.adversarial_model import (
     AdversarialModel,
     Reply,
@@ -137,9 +138,12 @@ def test_the_request_asks_for_no_compression() -> None:
 
 def test_credentials_in_the_base_url_are_never_described() -> None:
     """A base_url with userinfo or a query prints without them."""
-    config = ModelConfig("https://user:secret@models.invalid/v1?key=secret", "m", "k")
-    assert "secret" not in json.dumps(config.describe())
+    url = "https://user:secret@models.invalid/v1?key=secret"
+    config = ModelConfig(url, "m", "k")
+    assert "secret" not in json.dumps(config.describe()) and "secret" not in repr(config)
     assert config.describe()["base_url"] == "https://models.invalid/v1"
+    risk = RiskModelConfig(url, "m", "k")
+    assert "secret" not in json.dumps(risk.describe()) and "secret" not in repr(risk)
 
 
 # --- through the CLI: a real coordinator starting a real remote_risk -------------------------
