@@ -127,7 +127,10 @@ class AdversarialModel:
         return json_reply({"error": {"message": "script exhausted"}}, status=500)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+        # CancelledError: the server is stopping; end quietly rather than as a cancelled task.
+        with contextlib.suppress(
+            ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError
+        ):
             while await self._one_exchange(reader, writer):
                 pass
         writer.close()
@@ -212,9 +215,10 @@ def adversarial_model(
         asyncio.set_event_loop(loop)
         loop.run_until_complete(start())
         loop.run_forever()
-        for task in asyncio.all_tasks(loop):
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
             task.cancel()
-        loop.run_until_complete(asyncio.sleep(0))
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.close()
 
     thread = threading.Thread(target=serve, daemon=True)
