@@ -64,13 +64,8 @@ CROSSINGS = {
     "coordinator.assessment.evaluate": ("remote_risk.risk.", "remote_risk.errors"),
     "coordinator.cli.commands": ("remote_risk.__main__",),
 }
-# Still to be cut: remote_risk's model adapter is the coordinator's today (being replaced
-# by remote_risk.risk's own); nothing may be added here.
-NOT_YET_CUT = {
-    "remote_risk.risk.interpreter": ("coordinator.assessment.model_gateway",),
-    "remote_risk.server.risk_agent": ("coordinator.assessment.model_gateway",),
-    "remote_risk.settings": ("coordinator.assessment.model_gateway",),
-}
+# Nothing left to cut: remote_risk has its own model adapter (remote_risk.risk.model).
+NOT_YET_CUT: dict[str, tuple[str, ...]] = {}
 # contracts holds data and pure rules: none of these may appear there.
 IO_LIBRARIES = {"httpx", "sqlalchemy", "fastapi", "starlette", "uvicorn", "openai", "socket"}
 

@@ -3,8 +3,10 @@
 ``scenario`` (frozen cases and records), ``specialists`` (the local operations and
 privacy rules), ``pilot`` (one case, consulting operations locally and risk over A2A),
 ``supervisor`` (a model chooses the consultations inside the host's limits),
-``model_gateway`` (the one adapter to a chat-completions service), ``demo`` and
-``evaluate`` (the commands of the same names).
+``model_gateway`` (the coordinator's adapter to a chat-completions service, with
+``model_transport`` reading replies under a byte cap and ``model_reply`` parsing them as
+data), ``run_clock`` (a run's deadline), ``demo``, ``evaluate`` and ``evaluation_report``
+(the commands of the same names and what evaluate prints).
 """
 
 from coordinator.assessment.pilot import PilotResult, run_pilot

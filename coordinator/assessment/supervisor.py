@@ -60,6 +60,7 @@ from coordinator.assessment.pilot import (
     hand_off_to_privacy,
     run_local_handoff,
 )
+from coordinator.assessment.run_clock import RunClock
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
 from coordinator.dispatch.driver import WaitPolicy
 from coordinator.errors import BudgetExceeded, FederationError
@@ -90,38 +91,12 @@ class PrematureFinal(FederationError):
     default_reason = "final_before_observations"
 
 
-RUN_DEADLINE_EXCEEDED = "run_deadline_exceeded"
-
-
 @dataclass(frozen=True)
 class SupervisorLimits:
     max_rounds: int = 4
     max_calls_per_round: int = 2
     run_deadline_seconds: float = 120.0
     max_commentary_chars: int = 2000
-
-
-class RunClock:
-    """The run's deadline on the event loop's clock."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._ends = asyncio.get_running_loop().time() + seconds
-
-    def left(self) -> float:
-        return self._ends - asyncio.get_running_loop().time()
-
-    def check(self) -> float:
-        """The seconds left, or LimitReached once the deadline has passed."""
-        left = self.left()
-        if left <= 0:
-            raise self.expired("before the next step")
-        return left
-
-    def expired(self, when: str) -> LimitReached:
-        return LimitReached(
-            f"the run's deadline of {self.seconds:g} s passed {when}", RUN_DEADLINE_EXCEEDED
-        )
 
 
 @dataclass(frozen=True)

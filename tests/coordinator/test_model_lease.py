@@ -18,7 +18,6 @@ import pytest
 from contracts.handoff import HandoffState
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.dispatch.driver import RemoteOutcome
-from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from remote_risk.server.app import create_app
@@ -30,6 +29,7 @@ from tests.coordinator.test_leases_and_cancel import (
     one_handoff,
     registered,
 )
+from tests.runs import new_run
 from tests.servers import free_port, running
 
 LEASE_SECONDS = 10.0
@@ -61,7 +61,7 @@ def test_hung_model_is_a_model_failure_before_the_lease(
     async def go() -> RemoteOutcome:
         async with A2AClient() as client:
             agent = await registered(client, risk_with_hung_model, DataDir(tmp_path))
-            return await one_handoff(client, agent, Run(owner="coordinator"), LEASE_SECONDS)
+            return await one_handoff(client, agent, new_run(), LEASE_SECONDS)
 
     started = time.monotonic()
     outcome = asyncio.run(go())

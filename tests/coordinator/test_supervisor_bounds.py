@@ -24,6 +24,7 @@ from remote_risk.settings import Settings
 from tests.adversarial_model import adversarial_model, answer_reply, drip
 from tests.coordinator.test_supervisor import KEYS, risk_url
 from tests.model_server import asks, says, scripted_model
+from tests.runs import scratch_workspace
 from tests.servers import free_port, running
 
 __all__ = ["risk_url"]  # the module-scoped remote_risk fixture, shared
@@ -38,7 +39,9 @@ def supervise(
 ) -> SupervisedResult:
     async def go() -> SupervisedResult:
         async with A2AClient() as client, ModelGateway(config, RequestBudget(budget)) as gateway:
-            return await run_supervised("ok", client, risk, gateway, keys=KEYS, limits=limits)
+            return await run_supervised(
+                "ok", client, risk, gateway, keys=KEYS, limits=limits, ws=scratch_workspace()
+            )
 
     return asyncio.run(go())
 
