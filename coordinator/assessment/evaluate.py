@@ -41,7 +41,7 @@ from coordinator.assessment.demo import (
     prepare_trust,
     remote_risk_process,
 )
-from coordinator.assessment.evaluation_report import Row, document, render, summary
+from coordinator.assessment.evaluation_report import Row, document, summary
 from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
 from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.assessment.supervisor import SupervisedResult, run_supervised
@@ -57,7 +57,7 @@ from remote_risk.risk import skill
 from remote_risk.risk.model import ModelConfig as RiskModelConfig
 from remote_risk.risk.model import RiskModel
 
-__all__ = ["Row", "document", "examine", "render", "run_evaluation", "single_controller", "summary"]
+__all__ = ["Row", "document", "examine", "run_evaluation", "single_controller", "summary"]
 logger = logging.getLogger(__name__)
 UNEXPECTED_ERROR = "unexpected_error"
 CASES = ("ok", "missing", "conflict", "handoff")

@@ -399,29 +399,3 @@ def _commentary(pilot: PilotResult, reply: ModelReply, max_chars: int) -> dict[s
     if len(text) <= max_chars:
         return {"commentary_unverified": text}
     return {"commentary_unverified": text[:max_chars], "commentary_truncated": True}
-
-
-def render(result: SupervisedResult) -> str:
-    """A readable account of one supervised run: calls, outcome, commentary if any."""
-    lines = [f"== case {result.case} (supervised by a model; {result.rounds} rounds)"]
-    for call in result.calls:
-        lines.append(f"  round {call.round}: ask_specialist({call.specialist}) [{call.call_id}]")
-    for c in result.consultations:
-        status = c.finding.status.value if c.finding else "not admitted"
-        lines.append(f"  {c.target}: handoff {c.record.state.value}, finding {status}")
-    if result.pilot is None:
-        lines.append(f"  run {result.status} [{result.reason}]: {result.detail}")
-    else:
-        a = result.pilot.assessment
-        lines.append(f"  assessment (merge, not the model): {a.status.value} - {a.summary}")
-        if result.pilot.clarification:
-            lines.append(f"  privacy asks: {result.pilot.clarification}")
-    if result.commentary_unverified:
-        cut = " [cut at the length limit]" if result.commentary_truncated else ""
-        lines.append(f"  model commentary (unverified): {result.commentary_unverified}{cut}")
-    elif result.commentary_withheld:
-        lines.append("  model commentary withheld: the assessment is not ready_for_draft")
-    usage = result.model
-    tokens = "unknown" if usage["total_tokens"] is None else usage["total_tokens"]
-    lines.append(f"  model requests {usage['requests']}/{usage['request_budget']}, tokens {tokens}")
-    return "\n".join(lines)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pydantic
 
 from contracts import strict_json
-from coordinator.assessment import evaluate, supervisor
+from coordinator.assessment import evaluate
 from coordinator.assessment.demo import demo_document
 from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
@@ -249,7 +249,7 @@ def _demo_with_model(
         printers.print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
     else:
         print(f"supervisor model {config.model}; remote_risk started at {base_url}\n")
-        print("\n\n".join(supervisor.render(result) for result in results))
+        print("\n\n".join(printers.render_supervised(result) for result in results))
     return 0
 
 
@@ -261,7 +261,7 @@ def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
     if args.json:
         printers.print_json(evaluate.document(rows, config))
     else:
-        print(evaluate.render(rows, config))
+        print(printers.render_evaluation(rows, config))
     return 0 if all(row.passed for row in rows) else 1
 
 

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from coordinator.assessment import evaluation_report
+from coordinator.assessment.evaluation_report import Row
+from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.pilot import PilotResult
+from coordinator.assessment.supervisor import SupervisedResult
 from coordinator.handoff.run import ownership_rows
 
 OWNERSHIP_COLUMNS = [
@@ -252,3 +257,79 @@ def render_case(result: PilotResult) -> str:
     table = render_table(ownership_rows(result.run), DEMO_COLUMNS)
     lines.extend(f"    {line}" for line in table.splitlines())
     return "\n".join(lines)
+
+
+# --- the supervised demo and the evaluation --------------------------------------------
+
+
+def render_supervised(result: SupervisedResult) -> str:
+    """A readable account of one supervised run: calls, outcome, commentary if any."""
+    lines = [f"== case {result.case} (supervised by a model; {result.rounds} rounds)"]
+    for call in result.calls:
+        lines.append(f"  round {call.round}: ask_specialist({call.specialist}) [{call.call_id}]")
+    for c in result.consultations:
+        status = c.finding.status.value if c.finding else "not admitted"
+        lines.append(f"  {c.target}: handoff {c.record.state.value}, finding {status}")
+    if result.pilot is None:
+        lines.append(f"  run {result.status} [{result.reason}]: {result.detail}")
+    else:
+        a = result.pilot.assessment
+        lines.append(f"  assessment (merge, not the model): {a.status.value} - {a.summary}")
+        if result.pilot.clarification:
+            lines.append(f"  privacy asks: {result.pilot.clarification}")
+    if result.commentary_unverified:
+        cut = " [cut at the length limit]" if result.commentary_truncated else ""
+        lines.append(f"  model commentary (unverified): {result.commentary_unverified}{cut}")
+    elif result.commentary_withheld:
+        lines.append("  model commentary withheld: the assessment is not ready_for_draft")
+    usage = result.model
+    tokens = "unknown" if usage["total_tokens"] is None else usage["total_tokens"]
+    lines.append(f"  model requests {usage['requests']}/{usage['request_budget']}, tokens {tokens}")
+    return "\n".join(lines)
+
+
+def render_evaluation(rows: Sequence[Row], model: ModelConfig | None) -> str:
+    header: tuple[str, ...] = (
+        *("configuration", "case", "run", "status", "sources", "private", "pass", "ms"),
+        *("boundary", "requests", "tokens"),
+    )
+    table = [header] + [_cells(row) for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in table
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    where = f"model {model.model}" if model else "offline: deterministic rules, no model"
+    out = [f"federation evaluate ({where})", "", *lines, ""]
+    if any(group["runs"] > 1 for group in evaluation_report.summary(rows)):
+        out.append("distribution per configuration and case:")
+        for group in evaluation_report.summary(rows):
+            statuses = ", ".join(f"{k} x{v}" for k, v in group["statuses"].items())
+            out.append(
+                f"  {group['configuration']:<17} {group['case']:<8} passed "
+                f"{group['passed']}/{group['runs']}  {statuses}  ms median "
+                f"{group['elapsed_ms_median']} (min {group['elapsed_ms_min']}, max "
+                f"{group['elapsed_ms_max']})"
+            )
+        out.append("")
+    passed = sum(row.passed for row in rows)
+    out.append(f"{passed}/{len(rows)} rows passed.")
+    out.extend(f"\n{note}" for note in evaluation_report.CAVEATS)
+    return "\n".join(out)
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    reason = f" ({row.reason})" if row.reason else ""
+    return (
+        row.configuration,
+        row.case,
+        str(row.run),
+        row.status + reason,
+        ",".join(row.sources) or "-",
+        "absent" if row.private_note_absent else "LEAKED",
+        "yes" if row.passed else "NO",
+        f"{row.elapsed_ms:.1f}",
+        str(row.boundary_calls),
+        str(row.model_requests),
+        "unknown" if row.model_tokens is None else str(row.model_tokens),
+    )
