@@ -5,9 +5,12 @@ Needs only the Python standard library and the ``cryptography`` package; it impo
 nothing of the a2a-federation code, so that an auditor can read it in full::
 
     python verify_bundle.py BUNDLE.json [--trusted-jwk COORDINATOR_JWK.json] [--json]
+    python verify_bundle.py --consistency DOCUMENT.json --trusted-jwk COORDINATOR_JWK.json
 
-Exit status 0 when the bundle verifies, 1 when it does not (with the reason code of the
-first failed step), 2 when the files cannot be read.
+The second form checks the output of ``federation audit consistency --json``: both tree
+heads and the consistency proof between them. Exit status 0 when the input verifies, 1
+when it does not (with the reason code of the first failed step), 2 when the files
+cannot be read.
 """
 
 from __future__ import annotations
@@ -94,6 +97,35 @@ def node_hash(left: bytes, right: bytes) -> bytes:
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
+def verify_consistency(m: int, n: int, root_m: bytes, root_n: bytes, proof: list[bytes]) -> bool:
+    """RFC 9162 section 2.1.4.2."""
+    if not 0 <= m <= n:
+        return False
+    if m == n:
+        return root_m == root_n and not proof
+    if m == 0:
+        return root_m == hashlib.sha256(b"").digest() and not proof
+    if not proof:
+        return False
+    if m & (m - 1) == 0:
+        proof = [root_m, *proof]
+    fn, sn = m - 1, n - 1
+    while fn & 1:
+        fn, sn = fn >> 1, sn >> 1
+    first = second = proof[0]
+    for node in proof[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            first, second = node_hash(node, first), node_hash(node, second)
+            while fn and not fn & 1:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            second = node_hash(second, node)
+        fn, sn = fn >> 1, sn >> 1
+    return sn == 0 and first == root_m and second == root_n
+
+
 def root_from_inclusion(index: int, size: int, leaf: bytes, proof: list[bytes]) -> bytes | None:
     """RFC 9162 section 2.1.3.2."""
     if not 0 <= index < size:
@@ -152,7 +184,14 @@ def check_shape(bundle: dict[str, Any]) -> None:
 
 
 def check_tree_head(bundle: dict[str, Any], trusted: dict[str, Any] | None) -> tuple[int, bytes]:
-    parts = bundle["tree_head"].split(".")
+    return check_head_jws(bundle["tree_head"], bundle["jwks"]["keys"], trusted, minimum=1)
+
+
+def check_head_jws(
+    jws: str, keys: list[dict[str, Any]], trusted: dict[str, Any] | None, minimum: int
+) -> tuple[int, bytes]:
+    """Step 3 of docs/audit-bundle.md: ``(tree_size, root)`` of a verified tree head."""
+    parts = jws.split(".")
     if len(parts) != 3:
         raise Failed(0, "head_invalid", "the tree head is not a compact JWS")
     try:
@@ -165,8 +204,6 @@ def check_tree_head(bundle: dict[str, Any], trusted: dict[str, Any] | None) -> t
         if thumbprint(trusted) != kid:
             raise Failed(0, "untrusted_key", "the tree head is not signed by the trusted key")
         keys = [trusted]
-    else:
-        keys = bundle["jwks"]["keys"]
     key = next((k for k in keys if k.get("kty") == "OKP" and thumbprint(k) == kid), None)
     if key is None:
         raise Failed(0, "head_invalid", "no key of the bundle has the tree head's kid")
@@ -177,7 +214,8 @@ def check_tree_head(bundle: dict[str, Any], trusted: dict[str, Any] | None) -> t
     except (InvalidSignature, ValueError):
         raise Failed(0, "head_invalid", "the tree head's signature does not verify") from None
     size, root = claims.get("tree_size"), claims.get("root_hash")
-    if not (is_seq(size) and is_hex64(root) and isinstance(claims.get("issued_at"), str)):
+    sized = isinstance(size, int) and not isinstance(size, bool) and size >= minimum
+    if not (sized and is_hex64(root) and isinstance(claims.get("issued_at"), str)):
         raise Failed(0, "head_invalid", "the tree head lacks tree_size, root_hash or issued_at")
     if not isinstance(claims.get("iss"), str):
         raise Failed(0, "head_invalid", "the tree head lacks iss")
@@ -264,10 +302,36 @@ def verify(bundle: dict[str, Any], trusted: dict[str, Any] | None) -> dict[str, 
     }
 
 
+def verify_consistency_document(
+    document: dict[str, Any], trusted: dict[str, Any]
+) -> dict[str, Any]:
+    """Both heads of an ``audit consistency --json`` document, and the proof between them."""
+    try:
+        old = check_head_jws(document["old"]["jws"], [], trusted, minimum=0)
+        new = check_head_jws(document["new"]["jws"], [], trusted, minimum=0)
+        proof = [bytes.fromhex(node) for node in document["proof"]]
+        if not all(len(node) == 32 for node in proof):
+            raise Failed(0, "malformed", "a proof node is not 32 bytes")
+    except Failed as failed:
+        return {"ok": False, "reason": failed.reason, "detail": failed.detail}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return {"ok": False, "reason": "malformed", "detail": repr(exc)}
+    (old_size, old_root), (new_size, new_root) = sorted([old, new])
+    if not verify_consistency(old_size, new_size, old_root, new_root, proof):
+        detail = f"the head of {new_size} events does not extend the head of {old_size}"
+        return {"ok": False, "reason": "inconsistent", "detail": detail}
+    return {"ok": True, "reason": None, "old_size": old_size, "new_size": new_size}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bundle")
+    parser.add_argument(
+        "bundle", help="a proof bundle, or with --consistency a consistency document"
+    )
     parser.add_argument("--trusted-jwk", help="the coordinator's public JWK, as published")
+    parser.add_argument(
+        "--consistency", action="store_true", help="check an `audit consistency --json` document"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     try:
@@ -280,6 +344,13 @@ def main() -> int:
     except (OSError, ValueError) as exc:
         print(f"cannot read the input: {exc}", file=sys.stderr)
         return 2
+    if args.consistency:
+        if trusted is None:
+            print("--consistency needs --trusted-jwk", file=sys.stderr)
+            return 2
+        result = verify_consistency_document(bundle, trusted)
+        print(json.dumps(result) if args.json else result.get("detail") or "consistent")
+        return 0 if result["ok"] else 1
     result = verify(bundle, trusted)
     if args.json:
         print(json.dumps(result))

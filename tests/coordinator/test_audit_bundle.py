@@ -122,6 +122,22 @@ def standalone(bundle: dict[str, Any], tmp_path: Path, trusted: Any = None) -> d
     return result
 
 
+def standalone_consistency(
+    document: dict[str, Any], tmp_path: Path, trusted: dict[str, Any]
+) -> dict[str, Any]:
+    """The stand-alone verifier's verdict on an `audit consistency --json` document."""
+    (tmp_path / "consistency.json").write_text(json.dumps(document))
+    (tmp_path / "trusted.json").write_text(json.dumps(trusted))
+    args = [str(tmp_path / "consistency.json"), "--consistency", "--json"]
+    args += ["--trusted-jwk", str(tmp_path / "trusted.json")]
+    completed = subprocess.run(
+        [sys.executable, str(VERIFIER), *args], capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    result: dict[str, Any] = json.loads(completed.stdout)
+    return result
+
+
 def both(bundle: dict[str, Any], tmp_path: Path, trusted: Any = None) -> tuple[Any, Any]:
     """(our reason, the stand-alone verifier's reason); None when the bundle verifies."""
     ours = verify_proof_bundle(bundle, trusted)
@@ -374,6 +390,9 @@ def test_a_forked_log_is_caught_by_consistency_with_a_witnessed_head(
     extends = prove_consistency(honest, witnessed, sign_current_head(honest, key))
     assert extends["consistent"] and len(extends["proof"]) > 0
     fork_engine.dispose()
+    for document in (same_size, on_honest, later, extends):
+        theirs = standalone_consistency(document, tmp_path, public_jwk(key))
+        assert (theirs["ok"], theirs["reason"]) == (document["consistent"], document["reason"])
 
 
 def test_witnessed_heads_of_another_log_are_kept_apart(engine: Engine) -> None:
@@ -385,3 +404,18 @@ def test_witnessed_heads_of_another_log_are_kept_apart(engine: Engine) -> None:
     assert [h.root_hash for h in store.witnessed("remote-risk")] == ["11" * 32]
     assert store.signed() == []
     assert verify(engine).ok
+
+
+def test_heads_across_chunk_boundaries_are_checked(engine: Engine, key: Ed25519PrivateKey) -> None:
+    """With more events than one verification batch, kept heads at unaligned sizes match,
+    and a kept head whose root is wrong is named at its size."""
+    ledger = Ledger(engine)
+    ledger.append_many(event(index) for index in range(4097))
+    sign_current_head(ledger, key)
+    ledger.append_many(event(index) for index in range(4097, 5000))
+    sign_current_head(ledger, key)
+    assert verify(engine).tree_heads == 2
+    wrong = sign_tree_head(4500, b"\x22" * 32, key)
+    TreeHeadStore(engine).keep(wrong)
+    report = verify(engine, keys={"keys": [public_jwk(key)]})
+    assert (report.ok, report.seq, report.kind) == (False, 4500, Break.ROOT_MISMATCH)

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coordinator.audit.merkle import (
+    CHUNK,
     EMPTY_ROOT,
     RootBuilder,
     Tree,
@@ -245,3 +246,17 @@ def test_a_forked_tree_is_not_consistent(inputs: list[bytes], data: st.DataObjec
     old_root = Tree(hashes[:old_size]).root()
     proof = new.consistency_proof(old_size)
     assert not verify_consistency(old_size, new.size, old_root, new.root(), proof)
+
+
+def test_chunked_builder_matches_the_tree_across_chunk_boundaries() -> None:
+    """Adding leaves in uneven slices (whole 4096-leaf chunks hashed at once, the rest one
+    by one) gives the same root as the full tree at every size where it is read."""
+    inputs = [index.to_bytes(4, "big") for index in range(3 * CHUNK + 123)]
+    tree_roots = {}
+    for size in (1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 7, len(inputs)):
+        tree_roots[size] = Tree(leaf_hash(item) for item in inputs[:size]).root()
+    builder, done = RootBuilder(), 0
+    for size in sorted(tree_roots):
+        builder.add(inputs[done:size])
+        done = size
+        assert builder.size == size and builder.root() == tree_roots[size], size
