@@ -32,6 +32,7 @@ from coordinator.audit.events import (
 )
 from coordinator.audit.signing import HEAD_TYP, public_jwk, sign_head, thumbprint, verify_head
 from coordinator.audit.verification import Break, VerifyReport, verify
+from coordinator.errors import LedgerError
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -44,6 +45,7 @@ __all__ = [
     "AuditEvent",
     "Break",
     "Ledger",
+    "LedgerError",
     "Processor",
     "StoredEvent",
     "VerifyReport",
