@@ -235,7 +235,7 @@ class _Walk:
                 and prevs[0] == links.last_hash
                 and prevs[1:] == digests[:-1]
                 and all(agrees)
-                and tuple(map(bytes.hex, raws)) == digests
+                and b"".join(raws).hex() == "".join(digests)
                 and (not strict or all(map(_is_canonical, bodies)))
             ):
                 return self._first_break(batch)
