@@ -130,6 +130,14 @@ def ledger_figures() -> list[Figure]:
             goal_on="value",
         ),
         figure(
+            f"(4) audit verify (chain and tree) vs the chain-only walk, {int(events):,} events",
+            Spread.of(result["verify_per_s"]),
+            "events/s",
+            baseline=Spread.of(result["chain_only_per_s"]),
+            baseline_name="chain-only walk",
+            goal=">= 1",
+        ),
+        figure(
             f"(4) batched ledger append ({int(events):,} events, 500 per commit)",
             Spread.of(result["append_per_s"]),
             "events/s",

@@ -10,7 +10,8 @@
     ├── StorageError                the database cannot be opened, migrated or written
     │     reasons: bad_database_url, storage_unavailable, migration_failed
     ├── LedgerError                 the audit ledger refused an event, a head or a bundle
-    │     reasons: chain_conflict, event_invalid, head_invalid, bundle_invalid
+    │     reasons: chain_conflict, event_invalid, head_invalid, bundle_invalid,
+    │              untrusted_key, receipt_invalid, truncated, ledger_broken
     ├── IdentityError               the coordinator's signing keys cannot be loaded
     ├── GrantRefused                minting would widen the run's authority (widens_*)
     ├── AdmissionDenied             a proposal failed an admission predicate

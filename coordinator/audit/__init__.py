@@ -1,7 +1,12 @@
 """The tamper-evident audit: every cross-service fact, hash-chained, and read back.
 
-``ledger`` (append, verify, export bundles), ``trail`` (a run's facts on their way to the
-ledger), ``reconstruction`` (a run rebuilt from its events alone).
+``ledger`` gathers the ledger's public names: ``events`` (records, redaction, sealing),
+``chain`` (serialised appends), ``merkle`` (RFC 9162 trees and proofs), ``signing`` and
+``tree_heads`` (signed chain and tree heads), ``verification`` (``audit verify``),
+``bundles`` (``audit export``), ``proofs`` and ``proof_check`` (``audit prove``,
+``audit consistency``, ``audit verify --bundle``), ``receipts`` (remotes' receipts kept
+as events). ``trail`` (a run's facts on their way to the ledger), ``reconstruction`` (a
+run rebuilt from its events alone).
 """
 
 from coordinator.audit.ledger import AuditEvent, Ledger, StoredEvent

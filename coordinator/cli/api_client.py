@@ -103,6 +103,12 @@ class CoordinatorClient:
     def audit_export(self, run_id: str) -> dict[str, Any]:
         return self._object("GET", f"/v1/audit/runs/{_segment(run_id)}/export")
 
+    def audit_prove(self, run_id: str) -> dict[str, Any]:
+        return self._object("POST", f"/v1/audit/runs/{_segment(run_id)}/prove")
+
+    def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
+        return self._object("POST", "/v1/audit/consistency", {"first": first, "second": second})
+
     # --- one request ----------------------------------------------------------------------
 
     def _object(

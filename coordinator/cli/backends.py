@@ -28,6 +28,8 @@ class Coordinator(Protocol):
     def jwks(self) -> dict[str, Any]: ...
     def audit_show(self, run_id: str) -> dict[str, Any]: ...
     def audit_export(self, run_id: str) -> dict[str, Any]: ...
+    def audit_prove(self, run_id: str) -> dict[str, Any]: ...
+    def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]: ...
 
 
 class Local:
@@ -63,6 +65,12 @@ class Local:
     def audit_export(self, run_id: str) -> dict[str, Any]:
         return self.service.audit_export(run_id)
 
+    def audit_prove(self, run_id: str) -> dict[str, Any]:
+        return self.service.audit_prove(run_id)
+
+    def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
+        return self.service.audit_consistency(first, second)
+
 
 class Remote:
     """A running coordinator, through its HTTP API as its operator."""
@@ -96,3 +104,9 @@ class Remote:
 
     def audit_export(self, run_id: str) -> dict[str, Any]:
         return self.client.audit_export(run_id)
+
+    def audit_prove(self, run_id: str) -> dict[str, Any]:
+        return self.client.audit_prove(run_id)
+
+    def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
+        return self.client.audit_consistency(first, second)

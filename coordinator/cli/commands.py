@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import signal
 import sys
@@ -147,6 +148,8 @@ def cmd_run(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    if args.audit_command in AUDIT_PROOFS:
+        return AUDIT_PROOFS[args.audit_command](args, coordinator)
     if args.audit_command == "verify":
         bundle = read_object(args.bundle, "bundle") if args.bundle else None
         where = f"bundle {args.bundle}" if args.bundle is not None else "ledger"
@@ -198,6 +201,67 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return 0
     printers.print_json(coordinator.jwks())
     return 0
+
+
+def cmd_audit_prove(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    bundle = coordinator.audit_prove(args.run_id)
+    text = json.dumps(bundle, indent=2, ensure_ascii=False)
+    if args.output is None:
+        print(text)
+        return 0
+    args.output.write_text(text + "\n")
+    head = strict_json.loads(_jws_payload(bundle["tree_head"]))
+    print(
+        f"wrote {args.output} ({len(bundle['events'])} events, inclusion proofs against the "
+        f"signed tree head of {head['tree_size']} events, root {head['root_hash'][:16]})"
+    )
+    return 0
+
+
+def _jws_payload(jws: str) -> bytes:
+    part = jws.split(".")[1]
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def tree_head_arg(value: str) -> str | int:
+    """A tree size, or the signed tree head held in file ``value`` (the compact JWS, a
+    JSON object with ``jws``, or a proof bundle's ``tree_head``)."""
+    if value.isdigit():
+        return int(value)
+    path = Path(value)
+    try:
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}", "head_unreadable") from None
+    if text.startswith("{"):
+        document = read_object(path, "head")
+        text = document.get("tree_head") or document.get("jws") or ""
+    if not isinstance(text, str) or text.count(".") != 2:
+        raise UsageError(f"{path} holds no signed tree head", "head_unreadable")
+    return text
+
+
+def cmd_audit_consistency(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    document = coordinator.audit_consistency(tree_head_arg(args.head_a), tree_head_arg(args.head_b))
+    if args.json:
+        printers.print_json(document)
+    else:
+        old, new = document["old"], document["new"]
+        verdict = (
+            "consistent" if document["consistent"] else f"NOT consistent: {document['reason']}"
+        )
+        print(
+            f"{verdict}: tree head of {new['tree_size']} events (root {new['root_hash'][:16]}) "
+            f"and of {old['tree_size']} (root {old['root_hash'][:16]}); {document['detail']}; "
+            f"proof of {len(document['proof'])} nodes"
+        )
+    return 0 if document["consistent"] else 1
+
+
+AUDIT_PROOFS: dict[str, Shared] = {
+    "prove": cmd_audit_prove,
+    "consistency": cmd_audit_consistency,
+}
 
 
 SHARED: dict[str, Shared] = {

@@ -129,6 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
     export = audit_commands.add_parser("export", help="a self-contained, signed run bundle")
     export.add_argument("run_id", help="the run's id")
     export.add_argument("--output", type=Path, metavar="FILE", help="default: stdout")
+    prove = audit_commands.add_parser(
+        "prove", help="a run's events with inclusion proofs against a signed tree head"
+    )
+    prove.add_argument("run_id", help="the run's id")
+    prove.add_argument("--output", type=Path, metavar="FILE", help="default: stdout")
+    consistency = audit_commands.add_parser(
+        "consistency", help="prove that one signed tree head extends another"
+    )
+    for name in ("HEAD_A", "HEAD_B"):
+        consistency.add_argument(
+            name.lower(),
+            metavar=name,
+            help="a file holding a signed tree head (or a proof bundle), or the tree size "
+            "of a head this ledger kept",
+        )
+    consistency.add_argument("--json", action="store_true", help="print one JSON document")
 
     keys = commands.add_parser("keys", help="the coordinator's signing keys")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)

@@ -45,6 +45,7 @@ from coordinator.remote.client import A2AClient
 from coordinator.service import limits, run_list
 from coordinator.service.api_models import (
     AgentView,
+    ConsistencyRequest,
     DelegationDocument,
     DelegationRequest,
     ErrorView,
@@ -75,6 +76,8 @@ WORKER_RETRY_SECONDS = 1.0
 STATUS_BY_REASON: dict[str, int] = {
     "unknown_run": 404,
     "unknown_agent": 404,
+    "unknown_head": 404,
+    "ledger_broken": 409,
     "card_unreachable": 502,
     "card_not_json": 502,
     "jwks_unavailable": 502,
@@ -269,6 +272,25 @@ def api_router(service: CoordinatorService) -> APIRouter:
     def audit_export(run_id: str) -> dict[str, Any]:
         """A self-contained bundle of the run's events with a signed head."""
         return service.audit_export(run_id)
+
+    @router.post(
+        "/audit/runs/{run_id}/prove",
+        tags=["audit"],
+        responses={404: {"model": ErrorView}, 409: {"model": ErrorView}},
+    )
+    def audit_prove(run_id: str) -> dict[str, Any]:
+        """The run's proof bundle against a tree head signed now (``federation audit prove``)."""
+        return service.audit_prove(run_id)
+
+    @router.post(
+        "/audit/consistency",
+        dependencies=body_checked,
+        tags=["audit"],
+        responses={404: {"model": ErrorView}},
+    )
+    def audit_consistency(body: ConsistencyRequest) -> dict[str, Any]:
+        """Whether one signed tree head extends another (``federation audit consistency``)."""
+        return service.audit_consistency(body.first, body.second)
 
     return router
 

@@ -206,6 +206,11 @@ class VerifyRequest(StrictRequest):
     bundle: dict[str, Any] | None = Field(default=None, description="an exported run bundle")
 
 
+class ConsistencyRequest(StrictRequest):
+    first: str | int = Field(description="a signed tree head (compact JWS) or a kept head's size")
+    second: str | int = Field(description="the other head, in the same form")
+
+
 class AgentView(BaseModel):
     name: str
     endpoint: str

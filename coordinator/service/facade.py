@@ -23,13 +23,14 @@ from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_
 from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.pilot import PilotResult
 from coordinator.assessment.supervisor import SupervisedResult
-from coordinator.audit import ledger
+from coordinator.audit import ledger, proofs, tree_heads
+from coordinator.audit.proof_check import verify_proof_bundle
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
 from coordinator.dispatch.delegate import DelegationOrder, delegate_once, delegation_document
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
-from coordinator.errors import UsageError
+from coordinator.errors import LedgerError, UsageError
 from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, start_run
 from coordinator.recovery.recover import recover
@@ -218,9 +219,12 @@ class CoordinatorService:
         return document
 
     def audit_verify(self, bundle: dict[str, Any] | None = None) -> VerifyView:
+        if bundle is not None and bundle.get("format") == proofs.PROOF_FORMAT:
+            return verify_view(verify_proof_bundle(bundle))
         if bundle is not None:
             return verify_view(ledger.verify_bundle(bundle))
-        return verify_view(ledger.verify(self.ws.engine()))
+        keys = identity.coordinator_keys(self.ws.data).public_jwks()
+        return verify_view(ledger.verify(self.ws.engine(), keys=keys))
 
     def audit_show(self, run_id: str) -> dict[str, Any]:
         return reconstruct(self._events(run_id))
@@ -235,6 +239,54 @@ class CoordinatorService:
         return ledger.export_bundle(
             self.ws.ledger(), run_id, private_key, issuer=identity.issuer_id()
         )
+
+    def audit_prove(self, run_id: str) -> dict[str, Any]:
+        """The run's proof bundle against a tree head signed now (``audit prove``)."""
+        self._events(run_id)
+        keys = identity.coordinator_keys(self.ws.data)
+        remote_keys = [
+            key
+            for agent in Registry(self.ws.data).agents()
+            for key in agent.pinned_jwks.get("keys", [])
+        ]
+        return proofs.prove_run(
+            self.ws.ledger(),
+            run_id,
+            self._ledger_key(),
+            issuer=identity.issuer_id(),
+            keys=keys.public_jwks(),
+            remote_keys=remote_keys,
+        )
+
+    def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
+        """Whether one signed tree head extends the other (``audit consistency``); each
+        is a compact JWS or the tree size of a head kept in this ledger."""
+        jwks = identity.coordinator_keys(self.ws.data).public_jwks()
+        heads = [self._tree_head(head, jwks) for head in (first, second)]
+        return proofs.prove_consistency(self.ws.ledger(), *heads)
+
+    def _tree_head(self, head: str | int, jwks: dict[str, Any]) -> tree_heads.TreeHead:
+        if isinstance(head, int):
+            kept = [
+                h
+                for h in tree_heads.TreeHeadStore(self.ws.engine()).signed()
+                if h.tree_size == head
+            ]
+            if not kept:
+                raise UsageError(f"no signed tree head of size {head} is kept", "unknown_head")
+            head = kept[-1].jws
+        try:
+            return tree_heads.verify_with_jwks(head, jwks)
+        except LedgerError as exc:
+            raise UsageError(f"the tree head does not verify: {exc}", exc.reason) from None
+
+    def _ledger_key(self) -> Ed25519PrivateKey:
+        private_key = identity.coordinator_keys(self.ws.data).active.private_key
+        if not isinstance(private_key, Ed25519PrivateKey):
+            raise UsageError(
+                "signing a tree head needs an Ed25519 coordinator key", "key_unsupported"
+            )
+        return private_key
 
     def _events(self, run_id: str) -> list[ledger.StoredEvent]:
         events = self.ws.ledger().events(run_id)

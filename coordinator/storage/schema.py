@@ -141,3 +141,22 @@ card_versions = Table(
     Column("recorded_at", String(32), nullable=False),
     Index("ix_card_versions_agent", "agent"),
 )
+
+# --- revision 0004: signed tree heads ----------------------------------------------------
+
+# Every tree head the coordinator signed over its own ledger (origin ``signed``), and the
+# heads of other services' logs that it was shown and verified (origin ``witnessed``).
+tree_heads = Table(
+    "tree_heads",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("log_id", String(256), nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("tree_size", BigInteger, nullable=False),
+    Column("root_hash", String(64), nullable=False),
+    Column("issued_at", String(32), nullable=False),
+    Column("kid", String(160), nullable=False),
+    Column("jws", Text, nullable=False),
+    Column("recorded_at", String(32), nullable=False),
+    Index("ix_tree_heads_log_id", "log_id"),
+)

@@ -32,7 +32,7 @@ from agent_cards.keys import (
 )
 from agent_cards.signing import canonical_card
 from contracts import strict_json
-from coordinator.audit import ledger
+from coordinator.audit import ledger, signing
 from coordinator.cli.main import main
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
@@ -248,7 +248,7 @@ def test_ledger_head_with_a_foreign_kid_is_refused() -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     private = Ed25519PrivateKey.generate()
-    token = ledger._sign(
+    token = signing.sign(
         {"seq": 1, "hash": "h", "issued_at": "t", "iss": "c"}, private, ledger.HEAD_TYP
     )
     jwk = {**ledger.public_jwk(private), "kid": REAL.kid}

@@ -152,6 +152,8 @@ def test_openapi_documents_every_route(deployment: Deployment) -> None:
         ("/v1/audit/verify", "POST"),
         ("/v1/audit/runs/{run_id}", "GET"),
         ("/v1/audit/runs/{run_id}/export", "GET"),
+        ("/v1/audit/runs/{run_id}/prove", "POST"),
+        ("/v1/audit/consistency", "POST"),
     }
     for path, item in schema["paths"].items():
         for operation in item.values():
@@ -180,6 +182,11 @@ def test_register_delegate_and_inspect(deployment: Deployment) -> None:
     bundle = deployment.http.get(f"/v1/audit/runs/{run_id}/export").json()
     checked = deployment.http.post("/v1/audit/verify", json={"bundle": bundle}).json()
     assert checked["ok"] is True
+    proof = deployment.http.post(f"/v1/audit/runs/{run_id}/prove").json()
+    checked = deployment.http.post("/v1/audit/verify", json={"bundle": proof}).json()
+    assert checked["ok"] is True, checked
+    heads = {"first": proof["tree_head"], "second": proof["tree_head"]}
+    assert deployment.http.post("/v1/audit/consistency", json=heads).json()["consistent"]
 
 
 def test_submitted_delegation_is_finished_by_the_worker(deployment: Deployment) -> None:

@@ -21,6 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine, inspect, text
 
+from coordinator.audit import chain as chain_module
 from coordinator.audit import ledger as ledger_module
 from coordinator.audit.ledger import (
     GENESIS_HASH,
@@ -358,7 +359,7 @@ def test_writer_with_a_stale_head_fails_loudly(
 ) -> None:
     """A writer that lost the race (stale head) gets chain_conflict and the chain does not fork."""
     ledger = filled(engine, 2)
-    monkeypatch.setattr(ledger_module, "_head", lambda connection: (1, hash_of(engine, 1)))
+    monkeypatch.setattr(chain_module, "_head", lambda connection: (1, hash_of(engine, 1)))
     with pytest.raises(LedgerError) as caught:
         ledger.append(event(9))
     assert caught.value.reason == "chain_conflict"
@@ -436,7 +437,7 @@ def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     assert current_revision(engine) is None
     migrate(engine)
     migrate(engine)
-    assert current_revision(engine) == "0003"
+    assert current_revision(engine) == "0004"
     assert "audit_events" in inspect(engine).get_table_names()
     filled(engine, 2)
     migrate(engine)

@@ -1,0 +1,190 @@
+"""Ledger events: what is recorded, how it is redacted, and how it is sealed into the chain.
+
+Each event is a plain record (type, time, correlation fields, a JSON ``data`` object)
+that passes through a chain of small processors (redaction first) and is then sealed:
+it gets the next sequence number and the previous event's hash, is serialised with
+RFC 8785 (the ``rfc8785`` package), and its ``hash`` is the SHA-256 of those bytes::
+
+    record -> processors (redact) -> seal (seq, prev_hash, RFC 8785, sha256) -> insert
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from contracts.canonical import CanonicalizationError, canonical_json
+from coordinator.errors import LedgerError
+
+GENESIS_HASH = "0" * 64
+REDACTED = "[redacted]"
+
+# The record's fields other than ``data``, in column order; ``seq`` and ``prev_hash`` are
+# added when the record is sealed.
+CORRELATION_FIELDS = (
+    "event_type",
+    "recorded_at",
+    "run_id",
+    "handoff_id",
+    "attempt",
+    "actor",
+    "remote_task_id",
+    "trace_id",
+)
+_STRING_LIMITS = {
+    "event_type": 64,
+    "run_id": 128,
+    "handoff_id": 128,
+    "actor": 256,
+    "remote_task_id": 256,
+    "trace_id": 64,
+}
+# Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
+
+
+Processor = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+# --- events ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEvent:
+    """A fact to record. ``recorded_at`` defaults to the ledger's clock."""
+
+    event_type: str
+    actor: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+    handoff_id: str | None = None
+    attempt: int | None = None
+    remote_task_id: str | None = None
+    trace_id: str | None = None
+    recorded_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredEvent:
+    """An event as the ledger holds it: its record plus its place in the chain."""
+
+    seq: int
+    prev_hash: str
+    hash: str
+    event_type: str
+    recorded_at: datetime
+    actor: str
+    data: dict[str, Any]
+    run_id: str | None = None
+    handoff_id: str | None = None
+    attempt: int | None = None
+    remote_task_id: str | None = None
+    trace_id: str | None = None
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], digest: str) -> StoredEvent:
+        values = {name: record[name] for name in CORRELATION_FIELDS}
+        values["recorded_at"] = datetime.fromisoformat(record["recorded_at"])
+        return cls(
+            seq=record["seq"],
+            prev_hash=record["prev_hash"],
+            hash=digest,
+            data=record["data"],
+            **values,
+        )
+
+
+def timestamp(at: datetime) -> str:
+    """The one text form of a time in the ledger: UTC, microseconds, ``Z``."""
+    if at.tzinfo is None:
+        raise LedgerError("recorded_at must be timezone-aware", "event_invalid")
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- processors -----------------------------------------------------------------------
+
+_SECRET_NAME = re.compile(r"token|authorization|password|passwd|secret|api[_-]?key", re.I)
+_BEARER_VALUE = re.compile(r"^\s*(bearer|basic)\s+\S", re.I)
+_JWT_VALUE = re.compile(r"^eyJ[\w-]*\.[\w-]+\.[\w-]*$")
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if _SECRET_NAME.search(str(key)) else _redacted(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    if isinstance(value, str) and (_BEARER_VALUE.match(value) or _JWT_VALUE.match(value)):
+        return REDACTED
+    return value
+
+
+def redact_secrets(record: dict[str, Any]) -> dict[str, Any]:
+    """Replace anything in ``data`` named like a credential, or shaped like one, by a marker.
+
+    Keys containing ``token``, ``authorization``, ``password``, ``secret`` or ``api_key``
+    (any case, at any depth) and string values that look like ``Bearer ...`` or a JWT are
+    replaced by ``"[redacted]"``. It errs on the side of hiding: ``token_count`` goes too.
+    """
+    record["data"] = _redacted(record["data"])
+    return record
+
+
+DEFAULT_PROCESSORS: tuple[Processor, ...] = (redact_secrets,)
+
+
+# --- sealing --------------------------------------------------------------------------
+
+
+def check_record(record: Mapping[str, Any]) -> None:
+    if not record["event_type"] or not record["actor"]:
+        raise LedgerError("an event needs an event_type and an actor", "event_invalid")
+    for name, limit in _STRING_LIMITS.items():
+        value = record[name]
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            raise LedgerError(f"{name} must be text of at most {limit} characters", "event_invalid")
+    if record["attempt"] is not None and not isinstance(record["attempt"], int):
+        raise LedgerError("attempt must be an integer", "event_invalid")
+    if not isinstance(record["data"], dict):
+        raise LedgerError("data must be a JSON object", "event_invalid")
+
+
+def canonical_bytes(record: Mapping[str, Any]) -> bytes:
+    """RFC 8785 serialisation of a sealed record, or ``event_invalid``."""
+    try:
+        return canonical_json(dict(record))
+    except CanonicalizationError as exc:
+        raise LedgerError(f"event is not canonical JSON: {exc}", "event_invalid") from None
+
+
+def record_hash(record: Mapping[str, Any]) -> str:
+    """The hash of a sealed record (one with ``seq`` and ``prev_hash``)."""
+    return hashlib.sha256(canonical_bytes(record)).hexdigest()
+
+
+def seal(record: dict[str, Any], seq: int, prev_hash: str) -> dict[str, Any]:
+    """The row for ``record`` placed at ``seq`` after ``prev_hash``."""
+    sealed = {**record, "seq": seq, "prev_hash": prev_hash}
+    body = canonical_bytes(sealed)
+    row = {name: record[name] for name in CORRELATION_FIELDS}
+    row.update(
+        seq=seq,
+        prev_hash=prev_hash,
+        hash=hashlib.sha256(body).hexdigest(),
+        canonical=body.decode("utf-8"),
+    )
+    return row
+
+
+def stored(canonical: str, digest: str) -> StoredEvent:
+    return StoredEvent.from_record(json.loads(canonical), digest)

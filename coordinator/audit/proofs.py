@@ -1,0 +1,159 @@
+"""Proofs for outsiders: a run's proof bundle, and consistency between two tree heads.
+
+``federation audit prove RUN_ID`` writes :func:`prove_run`'s document (format
+``a2a-federation.audit-proof/1``, specified in docs/audit-bundle.md): the run's events as
+their exact RFC 8785 bytes, each with its RFC 9162 inclusion proof against one signed
+tree head, the delegation tokens' claims digests and the remotes' receipts found among
+those events, and the public keys involved as a JWK Set. Nothing of other runs is
+disclosed: a proof node is a hash of a subtree.
+
+Before it signs a head, :func:`sign_current_head` verifies the whole ledger (chain, tree,
+kept heads), so a tampered ledger is never vouched for; the head is then kept in
+``tree_heads``. ``federation audit consistency`` uses :func:`prove_consistency`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from coordinator.audit import merkle
+from coordinator.audit.chain import Ledger
+from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, protected_header
+from coordinator.audit.signing import public_jwk
+from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, consistent, sign_tree_head
+from coordinator.audit.verification import verify
+from coordinator.errors import LedgerError
+
+PROOF_FORMAT = "a2a-federation.audit-proof/1"
+
+
+def ledger_tree(ledger: Ledger, size: int) -> merkle.Tree:
+    """The Merkle tree over the ledger's first ``size`` events."""
+    hashes = ledger.hashes(up_to=size)
+    if len(hashes) != size:
+        raise LedgerError(f"the ledger holds {len(hashes)} of {size} events", "truncated")
+    return merkle.Tree(merkle.leaf_hash(bytes.fromhex(digest)) for digest in hashes)
+
+
+def sign_current_head(
+    ledger: Ledger,
+    private_key: Ed25519PrivateKey,
+    *,
+    issuer: str = "coordinator",
+    keys: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> TreeHead:
+    """Verify the whole ledger, then sign and keep a head over all of it."""
+    report = verify(ledger.engine, keys=keys)
+    if not report.ok:
+        raise LedgerError(
+            f"the ledger does not verify, so no head is signed: {report}", "ledger_broken"
+        )
+    head = sign_tree_head(
+        report.last_seq, bytes.fromhex(report.root_hash), private_key, issuer=issuer, now=now
+    )
+    return TreeHeadStore(ledger.engine).keep(head)
+
+
+def _event_entry(seq: int, digest: str, canonical: str, tree: merkle.Tree) -> dict[str, Any]:
+    proof = tree.inclusion_proof(seq - 1)
+    return {
+        "seq": seq,
+        "hash": digest,
+        "canonical": canonical,
+        "inclusion_proof": [node.hex() for node in proof],
+    }
+
+
+def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """The tokens' claims digests and the receipts among the run's events."""
+    tokens, receipts = [], []
+    for entry in entries:
+        record = json.loads(entry["canonical"])
+        data = record.get("data") or {}
+        if record.get("event_type") == GRANT_EVENT and "claims_digest" in data:
+            tokens.append(
+                {
+                    "seq": entry["seq"],
+                    "jti": data.get("jti"),
+                    "claims_digest": data["claims_digest"],
+                }
+            )
+        elif record.get("event_type") == RECEIPT_EVENT and "receipt" in data:
+            receipts.append({"seq": entry["seq"], "receipt": data["receipt"]})
+    return tokens, receipts
+
+
+def _receipt_kids(receipts: Sequence[Mapping[str, Any]]) -> set[str]:
+    kids = set()
+    for receipt in receipts:
+        kid = protected_header(receipt["receipt"]).get("kid")
+        if isinstance(kid, str):
+            kids.add(kid)
+    return kids
+
+
+def prove_run(
+    ledger: Ledger,
+    run_id: str,
+    private_key: Ed25519PrivateKey,
+    *,
+    issuer: str = "coordinator",
+    keys: Mapping[str, Any] | None = None,
+    remote_keys: Sequence[Mapping[str, Any]] = (),
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The proof bundle of ``run_id`` against a head signed now over the whole ledger.
+
+    ``keys`` (the coordinator's published JWK Set) lets the ledger check earlier heads'
+    signatures first; ``remote_keys`` are the public JWKs pinned for the remotes, of which
+    those that signed one of the run's receipts go into the bundle.
+    """
+    head = sign_current_head(ledger, private_key, issuer=issuer, keys=keys, now=now)
+    records = ledger.records(run_id, up_to=head.tree_size)
+    if not records:
+        raise LedgerError(f"the ledger has no events of run {run_id!r}", "unknown_run")
+    tree = ledger_tree(ledger, head.tree_size)
+    if tree.root() != head.root:
+        raise LedgerError("the ledger changed under the head just signed", "ledger_broken")
+    events = [_event_entry(seq, digest, body, tree) for seq, digest, body in records]
+    tokens, receipts = _facts(events)
+    kids = _receipt_kids(receipts)
+    jwks = [public_jwk(private_key), *(k for k in remote_keys if k.get("kid") in kids)]
+    return {
+        "format": PROOF_FORMAT,
+        "run_id": run_id,
+        "tree_head": head.jws,
+        "events": events,
+        "tokens": tokens,
+        "receipts": receipts,
+        "jwks": {"keys": [dict(key) for key in jwks]},
+    }
+
+
+def prove_consistency(ledger: Ledger, first: TreeHead, second: TreeHead) -> dict[str, Any]:
+    """Whether the larger of two (verified) heads extends the smaller, with the proof
+    from this ledger: ``consistent``, ``reason`` (``root_mismatch`` when this ledger's
+    tree of the larger size has another root, ``inconsistent`` when the smaller head's
+    tree is not a prefix of it: a fork) and the proof's nodes."""
+    old, new = sorted((first, second), key=lambda head: head.tree_size)
+    document: dict[str, Any] = {"old": old.as_dict(), "new": new.as_dict(), "proof": []}
+    try:
+        tree = ledger_tree(ledger, new.tree_size)
+    except LedgerError as exc:
+        return {**document, "consistent": False, "reason": exc.reason, "detail": str(exc)}
+    if tree.root() != new.root:
+        detail = f"this ledger's tree of {new.tree_size} events has another root than the head"
+        return {**document, "consistent": False, "reason": "root_mismatch", "detail": detail}
+    proof = tree.consistency_proof(old.tree_size)
+    document["proof"] = [node.hex() for node in proof]
+    if not consistent(old, new, proof):
+        detail = f"the head of {old.tree_size} events is not a prefix of this ledger: a fork"
+        return {**document, "consistent": False, "reason": "inconsistent", "detail": detail}
+    detail = f"the tree of {new.tree_size} events extends the tree of {old.tree_size}"
+    return {**document, "consistent": True, "reason": None, "detail": detail}

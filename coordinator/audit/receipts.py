@@ -1,0 +1,82 @@
+"""What the ledger keeps of signed statements from other services: receipts and their keys.
+
+A remote's receipt (a JWS over what it was asked and what it answered) is kept as the
+``data`` of a ``handoff.receipt`` event. It is stored in the RFC 7515 section 7.2.2
+*flattened JSON* serialisation, ``{"protected", "payload", "signature"}``, rather than the
+compact form: a receipt is a statement, not a credential, and the ledger's redaction
+(:func:`~coordinator.audit.events.redact_secrets`) replaces every compact-JWS-shaped
+value, as it must for bearer tokens. The receipt's ``kid`` is kept beside it, so that a
+proof bundle can carry the public key it needs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from coordinator.audit.events import AuditEvent
+from coordinator.errors import LedgerError
+
+RECEIPT_EVENT = "handoff.receipt"
+GRANT_EVENT = "grant.minted"
+
+
+def flattened(compact: str) -> dict[str, str]:
+    """A compact JWS in the flattened JSON serialisation (RFC 7515 section 7.2.2)."""
+    parts = compact.split(".") if isinstance(compact, str) else []
+    if len(parts) != 3 or not all(parts[::2]):
+        raise LedgerError("a receipt must be a compact JWS", "receipt_invalid")
+    return {"protected": parts[0], "payload": parts[1], "signature": parts[2]}
+
+
+def compact(jws: Mapping[str, Any]) -> str:
+    """The compact serialisation of a flattened JWS."""
+    return f"{jws['protected']}.{jws['payload']}.{jws['signature']}"
+
+
+def protected_header(jws: Mapping[str, Any]) -> dict[str, Any]:
+    """The decoded protected header of a flattened JWS (not verified)."""
+    try:
+        part = str(jws["protected"])
+        header = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (KeyError, ValueError, binascii.Error):
+        raise LedgerError(
+            "the receipt's protected header is unreadable", "receipt_invalid"
+        ) from None
+    if not isinstance(header, dict):
+        raise LedgerError("the receipt's protected header is not an object", "receipt_invalid")
+    return header
+
+
+def receipt_event(
+    receipt: str,
+    *,
+    actor: str,
+    run_id: str,
+    handoff_id: str,
+    attempt: int,
+    remote_task_id: str | None = None,
+    trace_id: str | None = None,
+) -> AuditEvent:
+    """The event that keeps a remote's receipt (already verified by the caller against
+    the key pinned for that remote). Append it with the run's trail or ledger."""
+    jws = flattened(receipt)
+    return AuditEvent(
+        event_type=RECEIPT_EVENT,
+        actor=actor,
+        run_id=run_id,
+        handoff_id=handoff_id,
+        attempt=attempt,
+        remote_task_id=remote_task_id,
+        trace_id=trace_id,
+        data=receipt_data(receipt, jws),
+    )
+
+
+def receipt_data(receipt: str, jws: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``data`` of a ``handoff.receipt`` event (for ``AuditTrail.emit``)."""
+    jws = jws or flattened(receipt)
+    return {"receipt": dict(jws), "kid": protected_header(jws).get("kid")}

@@ -1,0 +1,216 @@
+"""Signed tree heads: the coordinator's signed statement of its ledger's Merkle tree.
+
+A signed tree head (STH, after RFC 9162 section 4.10) is a compact JWS, ``typ``
+``ledger-tree-head+jwt``, EdDSA, ``kid`` the signer's RFC 7638 thumbprint, whose claims are::
+
+    {"iss": "coordinator", "tree_size": 42, "root_hash": "<64 hex>", "issued_at": "...Z"}
+
+``root_hash`` is the RFC 9162 root over the first ``tree_size`` events, whose leaf ``i``
+(from 0) is ``SHA-256(0x00 || bytes(hash of event i + 1))``. Every head the coordinator
+signs is kept in ``tree_heads`` (origin ``signed``); ``audit verify`` checks each one
+against the tree it walks, so truncating or rewriting history under a kept head shows.
+Heads of *other* logs that the coordinator was shown (origin ``witnessed``) are kept by
+:meth:`TreeHeadStore.witness` once the caller has verified them with the key it pins.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from sqlalchemy import Engine, insert, select
+
+from coordinator.audit import merkle
+from coordinator.audit.events import timestamp, utc_now
+from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
+from coordinator.errors import LedgerError
+from coordinator.storage.schema import tree_heads
+
+TREE_HEAD_TYP = "ledger-tree-head+jwt"
+SIGNED, WITNESSED = "signed", "witnessed"
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class TreeHead:
+    """A verified (or, from our own table, stored) signed tree head."""
+
+    iss: str
+    tree_size: int
+    root_hash: str
+    issued_at: str
+    kid: str
+    jws: str
+
+    @property
+    def root(self) -> bytes:
+        return bytes.fromhex(self.root_hash)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "iss": self.iss,
+            "tree_size": self.tree_size,
+            "root_hash": self.root_hash,
+            "issued_at": self.issued_at,
+            "kid": self.kid,
+            "jws": self.jws,
+        }
+
+
+def is_hash(value: Any) -> bool:
+    """64 lowercase hex digits."""
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
+
+
+def _from_claims(claims: Mapping[str, Any], kid: str, jws: str) -> TreeHead:
+    size, root = claims.get("tree_size"), claims.get("root_hash")
+    if not (
+        isinstance(size, int)
+        and not isinstance(size, bool)
+        and size >= 0
+        and is_hash(root)
+        and isinstance(claims.get("issued_at"), str)
+        and isinstance(claims.get("iss"), str)
+    ):
+        raise LedgerError(
+            "a signed tree head needs iss, tree_size, root_hash and issued_at", "head_invalid"
+        )
+    return TreeHead(claims["iss"], size, str(root), claims["issued_at"], kid, jws)
+
+
+def sign_tree_head(
+    tree_size: int,
+    root: bytes,
+    private_key: Ed25519PrivateKey,
+    *,
+    issuer: str = "coordinator",
+    now: datetime | None = None,
+) -> TreeHead:
+    """Sign ``(tree_size, root)`` now."""
+    claims = {
+        "iss": issuer,
+        "tree_size": tree_size,
+        "root_hash": root.hex(),
+        "issued_at": timestamp(now or utc_now()),
+    }
+    kid = thumbprint(public_jwk(private_key))
+    return _from_claims(claims, kid, sign(claims, private_key, TREE_HEAD_TYP))
+
+
+def verify_tree_head(jws: str, key: Ed25519PublicKey | Mapping[str, Any]) -> TreeHead:
+    """The head ``jws`` states, if ``key`` signed it; else ``head_invalid``."""
+    if not isinstance(jws, str):
+        raise LedgerError("a signed tree head is a compact JWS", "head_invalid")
+    claims = verified_claims(jws, key, TREE_HEAD_TYP)
+    return _from_claims(claims, public_key_of(key)[1], jws)
+
+
+def key_for(jws: str, keys: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The JWK of JWK Set ``keys`` whose thumbprint is the ``kid`` of ``jws``, if any."""
+    kid = header_kid(jws)
+    for jwk in keys.get("keys", []):
+        try:
+            if isinstance(jwk, Mapping) and thumbprint(jwk) == kid:
+                return {**jwk, "kid": kid}
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
+
+
+def header_kid(jws: str) -> str | None:
+    """The ``kid`` of a compact JWS's protected header, unverified (to pick the key)."""
+    try:
+        header = json.loads(b64url_decode(jws.split(".")[0]))
+    except (ValueError, AttributeError, binascii.Error):
+        return None
+    kid = header.get("kid") if isinstance(header, dict) else None
+    return kid if isinstance(kid, str) else None
+
+
+def b64url_decode(part: str) -> bytes:
+    """base64url without padding (RFC 7515 section 2)."""
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def read_unverified(jws: str) -> TreeHead:
+    """What a kept head's JWS states, without its signature checked (its key retired)."""
+    try:
+        claims = json.loads(b64url_decode(jws.split(".")[1]))
+    except (ValueError, IndexError, binascii.Error):
+        raise LedgerError("a tree head is not a compact JWS", "head_invalid") from None
+    if not isinstance(claims, dict):
+        raise LedgerError("a tree head's payload is not a JSON object", "head_invalid")
+    return _from_claims(claims, header_kid(jws) or "", jws)
+
+
+def verify_with_jwks(jws: str, keys: Mapping[str, Any]) -> TreeHead:
+    """:func:`verify_tree_head` with the key of JWK Set ``keys`` that ``jws`` names."""
+    key = key_for(jws, keys)
+    if key is None:
+        raise LedgerError("the tree head is signed by a key not in the JWK Set", "untrusted_key")
+    return verify_tree_head(jws, key)
+
+
+def consistent(old: TreeHead, new: TreeHead, proof: list[bytes]) -> bool:
+    """True when ``proof`` shows ``new`` extends ``old`` (equal sizes: equal roots)."""
+    return merkle.verify_consistency(old.tree_size, new.tree_size, old.root, new.root, proof)
+
+
+class TreeHeadStore:
+    """The ``tree_heads`` table: heads signed here, and heads of other logs witnessed."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _add(self, head: TreeHead, log_id: str, origin: str) -> TreeHead:
+        row = {**head.as_dict(), "log_id": log_id, "origin": origin}
+        row.pop("iss")
+        with self.engine.begin() as connection:
+            connection.execute(insert(tree_heads).values(recorded_at=timestamp(utc_now()), **row))
+        return head
+
+    def keep(self, head: TreeHead) -> TreeHead:
+        """Keep a head this coordinator signed over its own ledger."""
+        return self._add(head, head.iss, SIGNED)
+
+    def witness(self, head: TreeHead, log_id: str) -> TreeHead:
+        """Keep the head of another service's log (``log_id``), already verified by the
+        caller against the key it pins for that service."""
+        return self._add(head, log_id, WITNESSED)
+
+    def _heads(self, origin: str, log_id: str | None) -> list[TreeHead]:
+        c = tree_heads.c
+        query = select(tree_heads).where(c.origin == origin).order_by(c.tree_size, c.id)
+        if log_id is not None:
+            query = query.where(c.log_id == log_id)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).mappings().all()
+        return [
+            TreeHead(
+                row["log_id"],
+                int(row["tree_size"]),
+                row["root_hash"],
+                row["issued_at"],
+                row["kid"],
+                row["jws"],
+            )
+            for row in rows
+        ]
+
+    def signed(self) -> list[TreeHead]:
+        """Every head signed over this ledger, smallest tree first."""
+        return self._heads(SIGNED, None)
+
+    def witnessed(self, log_id: str) -> list[TreeHead]:
+        """The heads of ``log_id``'s log that this coordinator was shown, smallest first."""
+        return self._heads(WITNESSED, log_id)
+
+    def latest_signed(self) -> TreeHead | None:
+        heads = self.signed()
+        return max(heads, key=lambda head: (head.tree_size, head.issued_at)) if heads else None
