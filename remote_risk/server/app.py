@@ -118,6 +118,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
+            handler.start_background()  # resumes what a stopped process left unfinished
             yield
             await handler.aclose()
         finally:
@@ -173,6 +174,7 @@ def durable_store(settings: Settings) -> DurableStore | None:
         database_url=settings.database_url,
         data_dir=settings.data_dir,
         leeway=DEFAULT_LEEWAY,
+        lease_seconds=settings.task_lease_seconds,
     )
 
 

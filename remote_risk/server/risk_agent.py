@@ -62,6 +62,7 @@ logger = logging.getLogger(__name__)
 
 FINDING_ARTIFACT_NAME = "risk-finding"
 INTERNAL_FAILURE_CODE = "internal_error"
+RESUME_FAILURE_CODE = "resume_input_unreadable"
 HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
 IDEMPOTENCY_KEY = "idempotencyKey"
 MAX_IDEMPOTENCY_KEY_LENGTH = 512
@@ -106,7 +107,7 @@ class RiskAgentHandler(TaskOperations):
             self._forget_push_configs_if_gone(accepted, context.owner)
             raise
         if not worked:
-            self._start(record, risk_input)
+            self._start(record, risk_input, leased=opened_by(record, request.message))
         if blocking:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
@@ -118,7 +119,7 @@ class RiskAgentHandler(TaskOperations):
         configuration = request.configuration or SendMessageConfiguration()
         record, risk_input = self._accept(request, configuration, context)
         stream = self._updates.follow(record.snapshot(configuration.history_length))
-        self._start(record, risk_input)
+        self._start(record, risk_input, leased=opened_by(record, request.message))
         return stream
 
     # --- the task's life ------------------------------------------------------------------
@@ -192,11 +193,31 @@ class RiskAgentHandler(TaskOperations):
         check_same_handoff(record, message)  # a new task names the message's by construction
         return record
 
-    def _start(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
+    def resume_work(self, record: TaskRecord) -> None:
+        """Run the skill again on the task's stored input (it is deterministic, so the
+        outcome is the one the first run would have had); a task whose input cannot be
+        read again ends FAILED with ``resume_input_unreadable``."""
+        try:
+            risk_input = risk_input_of(last_user_message(record))
+        except errors.A2AError as exc:
+            logger.warning("task %s cannot be resumed: %s", record.id, exc)
+            failure = errors.SkillFailure(
+                RESUME_FAILURE_CODE, "The task was cut off and its input cannot be read again."
+            )
+            self._report(record, TaskState.FAILED, skill.failed_finding(failure))
+            return
+        self._start(record, risk_input, leased=True)
+
+    def _start(self, record: TaskRecord, risk_input: dict[str, Any], *, leased: bool) -> None:
         """Work on a task that is submitted or working and has no worker here: a new or
-        resumed task, or a retried send's task whose worker is gone (e.g. a restart)."""
+        resumed task, or a retried send's task whose worker is gone (e.g. a restart).
+        Unless this process already ``leased`` the task (it opened it, or took it over), it
+        first takes the task's work lease, and leaves the task alone if another live
+        process holds it."""
         running = self._workers.get(record.id)
         if (running is not None and not running.done()) or record.state not in _UNFINISHED:
+            return
+        if not leased and not self._store.claim(record.id):
             return
         worker = asyncio.create_task(self._work(record, risk_input))
         self._workers[record.id] = worker
@@ -340,6 +361,21 @@ def risk_input_of(message: Message) -> dict[str, Any]:
         )
     risk_input: dict[str, Any] = part.data
     return risk_input
+
+
+def opened_by(record: TaskRecord, message: Message) -> bool:
+    """Whether ``message`` opened (or resumed) ``record`` just now, so that this process
+    holds its work lease, rather than finding it again (a retried send)."""
+    latest = last_user_message(record)
+    return latest.message_id == message.message_id
+
+
+def last_user_message(record: TaskRecord) -> Message:
+    """The task's latest message from the caller: its current, complete input."""
+    for message in reversed(record.history):
+        if message.role is Role.USER:
+            return message
+    return record.history[0]
 
 
 def handoff_binding(message: Message) -> dict[str, Any] | None:

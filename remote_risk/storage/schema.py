@@ -48,6 +48,9 @@ tasks = Table(
     Column("artifacts", Text, nullable=False),
     Column("task_metadata", Text, nullable=True),
     Column("idempotency_key", String(512), nullable=True),
+    # The replica working an unfinished task and until when (epoch ms); see tasks.leases.
+    Column("worker", String(64), nullable=True),
+    Column("lease_until_ms", BigInteger, nullable=True),
     PrimaryKeyConstraint("id", name="pk_remote_risk_tasks"),
     UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_tasks_idempotency"),
     Index("ix_remote_risk_tasks_owner_changed", "owner", "changed_at_ms", "sequence"),

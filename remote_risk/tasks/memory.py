@@ -26,10 +26,7 @@ is needed. Timestamps are ISO-8601 UTC with a trailing ``Z``.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import heapq
-import json
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -49,12 +46,26 @@ from contracts.wire import (
     TaskStatus,
 )
 from remote_risk import errors
+from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS
+from remote_risk.tasks.pages import (
+    decode_page_token as decode_page_token,
+)
+from remote_risk.tasks.pages import (
+    encode_page_token as encode_page_token,
+)
+from remote_risk.tasks.pages import (
+    parse_timestamp as parse_timestamp,
+)
+from remote_risk.tasks.pages import (
+    wire_timestamp as wire_timestamp,
+)
 
 Clock = Callable[[], datetime]
 EvictionListener = Callable[[str, str], None]
 """``(owner, task_id)`` of a task the store evicted."""
 DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
+UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
 def utc_now() -> datetime:
@@ -64,11 +75,6 @@ def utc_now() -> datetime:
 def new_id() -> str:
     """A random (version 4) UUID in its usual text form."""
     return str(uuid.uuid4())
-
-
-def wire_timestamp(at: datetime) -> str:
-    """ISO-8601 in UTC with millisecond precision and a trailing ``Z``."""
-    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -164,6 +170,25 @@ class TaskStoreProtocol(Protocol):
 
     def on_eviction(self, listener: EvictionListener) -> None:
         """Call ``listener`` for every task evicted from now on, once its eviction is stored."""
+        ...
+
+    # Work leases (see remote_risk.tasks.leases): who works an unfinished task.
+    lease_seconds: float
+
+    def hold(self) -> set[str]:
+        """Renew this process's leases; the unfinished tasks it still holds."""
+        ...
+
+    def claim(self, task_id: str) -> bool:
+        """Take the work lease of an unfinished task unless another live process holds it."""
+        ...
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        """Lease (and return) up to ``limit`` unfinished tasks whose lease ran out."""
+        ...
+
+    def release(self) -> None:
+        """Give this process's leases back, so another process resumes at once."""
         ...
 
     async def wait_settled(self, record: TaskRecord) -> None: ...
@@ -312,6 +337,23 @@ class TaskStore(BoundedStore):
         """Return once the task is terminal or waiting for input or authorization."""
         await record.settled.wait()
 
+    # --- work leases: one process holds every task kept in its memory ----------------------
+
+    lease_seconds = DEFAULT_LEASE_SECONDS
+
+    def hold(self) -> set[str]:
+        return {tid for tid, record in self._records.items() if record.state in UNFINISHED}
+
+    def claim(self, task_id: str) -> bool:
+        record = self._records.get(task_id)
+        return record is not None and record.state in UNFINISHED
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        return []  # nothing outlives the process that held it
+
+    def release(self) -> None:
+        return None
+
     # --- reading --------------------------------------------------------------------------
 
     def get(self, owner: str, task_id: str) -> TaskRecord:
@@ -440,41 +482,3 @@ def _matches(
     if query.status and query.status is not TaskState.UNSPECIFIED and record.state != query.status:
         return False
     return changed_after is None or record.changed_at > changed_after
-
-
-def parse_timestamp(value: str | None, name: str) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise errors.InvalidParams(
-            f"params.{name}: not an ISO-8601 timestamp such as 2026-01-31T12:00:00Z"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-# --- page tokens ---------------------------------------------------------------------------
-# A token is the sort key of the last task on the previous page. It is opaque to callers,
-# names no task, and stays valid when tasks are added: the next page simply continues
-# below that key.
-
-
-def encode_page_token(key: tuple[datetime, int]) -> str:
-    at, sequence = key
-    raw = json.dumps([wire_timestamp(at), sequence]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str) -> tuple[datetime, int]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        stamp, sequence = json.loads(raw)
-        at = datetime.fromisoformat(stamp)
-        if not isinstance(sequence, int) or at.tzinfo is None:
-            raise ValueError
-    except (ValueError, TypeError, binascii.Error):
-        raise errors.InvalidParams(
-            "params.pageToken: not a page token this agent issued; start again without one"
-        ) from None
-    return (at, sequence)

@@ -65,6 +65,7 @@ from remote_risk.storage.engine import (
     read_transaction,
 )
 from remote_risk.storage.schema import TASK_SEQUENCE, counters, tasks
+from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS, TaskLeases, worker_id
 from remote_risk.tasks.memory import (
     DEFAULT_PAGE_SIZE,
     SETTLED_STATES,
@@ -117,9 +118,10 @@ _EVICT_OLDEST_FINISHED = (
     "RETURNING owner, id"
 )
 _INSERT = (
-    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key) "
-    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key)"
+    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key, worker, lease_until_ms) "
+    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, :worker, :until)"
 )
+_LEASE = f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until WHERE id = :id"
 _BUMP_SEQUENCE = (
     f"UPDATE {counters.name} SET value = value + :count "
     f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
@@ -144,9 +146,12 @@ class SQLTaskStore(BoundedStore):
         *,
         clock: Clock = utc_now,
         new_id: Callable[[], str] = new_id,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         super().__init__(capacity, clock, new_id)
         self._engine = engine
+        self.leases = TaskLeases(engine, worker_id(), lease_seconds, clock)
+        self.lease_seconds = lease_seconds
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
 
@@ -225,6 +230,7 @@ class SQLTaskStore(BoundedStore):
             check_resumable(current)
             current.history.append(bound(message, current))
             self._move(cursor, current, TaskState.SUBMITTED, None, history=True)
+            self._lease(cursor, current.id)
         self._publish(current)
 
     def advance(
@@ -288,6 +294,21 @@ class SQLTaskStore(BoundedStore):
                 if current is None:
                     return
                 self._publish(current)
+
+    # --- work leases (remote_risk.tasks.leases) ---------------------------------------------
+
+    def hold(self) -> set[str]:
+        return self.leases.hold()
+
+    def claim(self, task_id: str) -> bool:
+        return self.leases.claim(task_id)
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        taken = (self._read(task_id) for task_id in self.leases.take_over(limit))
+        return [self._publish(record) for record in taken if record is not None]
+
+    def release(self) -> None:
+        self.leases.release()
 
     # --- reading --------------------------------------------------------------------------
 
@@ -354,8 +375,14 @@ class SQLTaskStore(BoundedStore):
         )
         record.history.append(bound(message, record))
         row = {"id": record.id, "owner": owner, **_row_values(record)}
-        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key})
+        lease = {"worker": self.leases.worker, "until": self.leases.until()}
+        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key, **lease})
         return record
+
+    def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
+        """Take the work lease of a task this process is about to work on again."""
+        lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
+        cursor.execute(self._sql(_LEASE), lease)
 
     def _make_room(self, cursor: DBAPICursor) -> Evicted:
         """Evict down to the low-water mark if the store is full (one statement per
