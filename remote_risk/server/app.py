@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import timedelta
 
 import uvicorn
 from fastapi import FastAPI
@@ -97,7 +98,10 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     card = signed_card(unsigned, keys.active)
     decisions = DecisionLog(settings.decision_log_limit)
     durable = durable_store(settings)
-    store: TaskStoreProtocol = durable.tasks if durable else TaskStore(settings.task_capacity)
+    retention = timedelta(seconds=settings.idempotency_retention_seconds)
+    store: TaskStoreProtocol = (
+        durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
+    )
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
         authorize = _default_authorize(settings, card, decisions, replay_guard, store)
@@ -175,6 +179,7 @@ def durable_store(settings: Settings) -> DurableStore | None:
         data_dir=settings.data_dir,
         leeway=DEFAULT_LEEWAY,
         lease_seconds=settings.task_lease_seconds,
+        retention=timedelta(seconds=settings.idempotency_retention_seconds),
     )
 
 

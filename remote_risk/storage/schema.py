@@ -57,6 +57,21 @@ tasks = Table(
     Index("ix_remote_risk_tasks_state_changed", "state", "changed_at_ms", "sequence"),
 )
 
+# One row per idempotency key, kept for the retention window whether or not its task is
+# still stored; ``retained_task`` holds the task's final row (JSON) once it was evicted.
+idempotency_keys = Table(
+    "remote_risk_idempotency_keys",
+    metadata,
+    Column("owner", String(2048), nullable=False),
+    Column("idempotency_key", String(512), nullable=False),
+    Column("task_id", String(128), nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False),
+    Column("retained_task", Text, nullable=True),
+    PrimaryKeyConstraint("owner", "idempotency_key", name="pk_remote_risk_idempotency_keys"),
+    Index("ix_remote_risk_idempotency_keys_expires_at_ms", "expires_at_ms"),
+    Index("ix_remote_risk_idempotency_keys_task_id", "task_id"),
+)
+
 # One row per delegation token that created a task, kept until it expires (plus leeway).
 used_tokens = Table(
     "remote_risk_used_tokens",

@@ -13,7 +13,9 @@ Scoping: every read, list and cancel takes the caller's ``owner``; a task of ano
 answers exactly as a missing one does, so existence never leaks across owners.
 
 Idempotency: a task may be created under an ``idempotency_key``; the owner's task for a
-key is found again with :meth:`TaskStore.find_by_idempotency_key` until it is evicted.
+key is found again with :meth:`TaskStore.find_by_idempotency_key` for the key's retention
+window, also after the task was evicted (then as it ended), and refused as expired after
+that window (see :mod:`remote_risk.tasks.retention`).
 
 :class:`TaskStoreProtocol` is the interface the handler uses; :class:`TaskStore` keeps
 tasks in memory (one process, gone on restart) and
@@ -31,7 +33,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from contracts.wire import (
@@ -59,6 +61,7 @@ from remote_risk.tasks.pages import (
 from remote_risk.tasks.pages import (
     wire_timestamp as wire_timestamp,
 )
+from remote_risk.tasks.retention import DEFAULT_RETENTION, KeyBook
 
 Clock = Callable[[], datetime]
 EvictionListener = Callable[[str, str], None]
@@ -231,10 +234,11 @@ class TaskStore(BoundedStore):
         *,
         clock: Clock = utc_now,
         new_id: Callable[[], str] = new_id,
+        retention: timedelta = DEFAULT_RETENTION,
     ) -> None:
         super().__init__(capacity, clock, new_id)
         self._records: dict[str, TaskRecord] = {}
-        self._by_key: dict[tuple[str, str], str] = {}
+        self._keys: KeyBook[TaskRecord] = KeyBook(retention, self._now)
         self._sequence = 0
 
     def __len__(self) -> int:
@@ -277,7 +281,7 @@ class TaskStore(BoundedStore):
         record.history.append(bound(message, record))
         self._records[task_id] = record
         if idempotency_key is not None:
-            self._by_key[(owner, idempotency_key)] = task_id
+            self._keys.remember(owner, idempotency_key, task_id)
         return record
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -285,9 +289,12 @@ class TaskStore(BoundedStore):
         return nullcontext()
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
-        """The owner's task created under ``key``, if it is still stored."""
-        task_id = self._by_key.get((owner, key))
-        return self._records.get(task_id) if task_id is not None else None
+        """The owner's task created under ``key`` (as it ended, if it was evicted) while
+        the key is retained; raises IdempotencyKeyExpired after its retention window."""
+        entry = self._keys.lookup(owner, key)
+        if entry is None:
+            return None
+        return self._records.get(entry.task_id) or entry.retained
 
     def resume(self, record: TaskRecord, message: Message) -> None:
         """Take a further message for an interrupted task and submit it again."""
@@ -407,8 +414,7 @@ class TaskStore(BoundedStore):
             raise errors.TaskStoreFull(self.capacity)
         for record in oldest:
             del self._records[record.id]
-        gone = {record.id for record in oldest}
-        self._by_key = {key: tid for key, tid in self._by_key.items() if tid not in gone}
+            self._keys.retain(record.id, record)
         self._announce([(record.owner, record.id) for record in oldest])
 
     def _next_sequence(self) -> int:
