@@ -21,8 +21,12 @@ from sqlalchemy.exc import ArgumentError
 
 from coordinator.errors import StorageError
 from coordinator.storage.datadir import DataDir
+from coordinator.storage.faults import install_fault_handling
 
 DATABASE_FILE = "federation.db"
+# PostgreSQL connections are checked before use (pool_pre_ping) and replaced after this
+# long, so one a server or a proxy dropped meanwhile is never handed out.
+POOL_RECYCLE_SECONDS = 1800
 BUSY_TIMEOUT_SECONDS = 30.0
 _BEGIN_OPTION = "sqlite_begin"
 # A checkpoint every 10,000 WAL pages (about 40 MB) instead of SQLite's 1,000: a handoff
@@ -62,13 +66,16 @@ def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
     except ArgumentError:
         raise StorageError("not a database URL", "bad_database_url") from None
     if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url.render_as_string(hide_password=False))
-    if url.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True)
-    raise StorageError(
-        f"unsupported database {url.get_backend_name()!r}: use SQLite or PostgreSQL",
-        "bad_database_url",
-    )
+        engine = _sqlite_engine(url.render_as_string(hide_password=False))
+    elif url.get_backend_name() == "postgresql":
+        engine = create_engine(url, pool_pre_ping=True, pool_recycle=POOL_RECYCLE_SECONDS)
+    else:
+        raise StorageError(
+            f"unsupported database {url.get_backend_name()!r}: use SQLite or PostgreSQL",
+            "bad_database_url",
+        )
+    install_fault_handling(engine)
+    return engine
 
 
 def _sqlite_engine(url: str) -> Engine:

@@ -24,8 +24,8 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
-from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.processes import federation
