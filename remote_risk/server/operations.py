@@ -154,7 +154,8 @@ class TaskOperations:
     def _keep_leases(self) -> None:
         """Renew this process's leases, stop working tasks another process took over, and
         resume the unfinished tasks nobody holds any longer."""
-        held = self._store.hold()
+        working = {task_id for task_id, worker in self._workers.items() if not worker.done()}
+        held = self._store.hold(working)
         for task_id, worker in list(self._workers.items()):
             if task_id not in held and not worker.done():
                 logger.warning("task %s was taken over by another process", task_id)

@@ -56,6 +56,7 @@ from remote_risk.server.jsonrpc import (
 from remote_risk.server.operations import TaskOperations
 from remote_risk.server.push import PushConfigs
 from remote_risk.server.streams import TaskEventBroker, TaskUpdates
+from remote_risk.storage.faults import is_storage_fault
 from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol, new_id
 
 logger = logging.getLogger(__name__)
@@ -244,6 +245,9 @@ class RiskAgentHandler(TaskOperations):
     def _forget(self, task_id: str, worker: asyncio.Task[None]) -> None:
         if self._workers.get(task_id) is worker:
             del self._workers[task_id]
+        failure = None if worker.cancelled() else worker.exception()
+        if failure is not None:  # e.g. the database unavailable: the lease runs out
+            logger.error("work on task %s failed; it is resumed later", task_id, exc_info=failure)
 
     async def _work(self, record: TaskRecord, risk_input: dict[str, Any]) -> None:
         await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
@@ -258,7 +262,9 @@ class RiskAgentHandler(TaskOperations):
             state, finding = await run_model_skill(risk_input, self._model)
         try:
             self._report(record, state, finding)
-        except Exception:
+        except Exception as exc:
+            if is_storage_fault(exc):
+                raise  # not the task's failure: its lease runs out and it is resumed
             # Never leave a task WORKING with callers blocked on it.
             logger.exception("reporting the outcome of task %s failed", record.id)
             self._report(record, TaskState.FAILED, _internal_failure())

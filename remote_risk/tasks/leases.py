@@ -2,14 +2,16 @@
 
 Every unfinished (SUBMITTED or WORKING) task row names the replica working it
 (``worker``, a random id per process) and until when (``lease_until_ms``). The process
-that opens a task takes its lease in the same insert; while it works the task it renews
-the leases of all its tasks with one statement every third of the lease
-(:meth:`TaskLeases.hold`). A process that starts, and every process now and then, takes
-over unfinished tasks whose lease ran out (:meth:`TaskLeases.take_over`): the work of a
-replica that died (SIGKILL, a lost host) is resumed by a survivor, or by the same
-service when it starts again on the same database, within about one lease. A process
-that stops cleanly gives its leases back (:meth:`TaskLeases.release`) so that another
-one resumes at once.
+that opens a task takes its lease in the same insert; every third of the lease it renews
+the leases of the tasks it is working on with one statement (:meth:`TaskLeases.hold`).
+A task of this process that nobody works on any more (its work failed, say, on a storage
+fault) is not renewed, so its lease runs out and it is resumed like any other.
+
+A process that starts, and every process every third of a lease, takes over unfinished
+tasks whose lease ran out (:meth:`TaskLeases.take_over`): the work of a replica that died
+(SIGKILL, a lost host) is resumed by a survivor, or by the same service when it starts
+again on the same database, within about one lease. A process that stops cleanly gives
+its leases back (:meth:`TaskLeases.release`) so that another one resumes at once.
 
 The statements re-check their whole condition on the row they change, so on PostgreSQL
 two replicas taking over at once cannot both win one task (the second sees the first's
@@ -21,7 +23,7 @@ be read again ends FAILED with a reason instead of staying WORKING.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine
@@ -36,7 +38,7 @@ _UNFINISHED = f"state IN ('{TaskState.SUBMITTED.value}', '{TaskState.WORKING.val
 _RAN_OUT = "(lease_until_ms IS NULL OR lease_until_ms < :now)"
 _HOLD = (
     f"UPDATE {tasks.name} SET lease_until_ms = :until "
-    f"WHERE worker = :worker AND {_UNFINISHED} RETURNING id"
+    f"WHERE worker = :worker AND {_UNFINISHED} AND id IN ({{ids}}) RETURNING id"
 )
 _CLAIM = (
     f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until "
@@ -74,7 +76,6 @@ class TaskLeases:
         self._sql = {
             name: driver_sql(engine, sql)
             for name, sql in (
-                ("hold", _HOLD),
                 ("claim", _CLAIM),
                 ("take_over", _TAKE_OVER),
                 ("release", _RELEASE),
@@ -85,10 +86,17 @@ class TaskLeases:
         """Where a lease taken now ends, in epoch milliseconds."""
         return epoch_ms(self._clock()) + int(self.lease_seconds * 1000)
 
-    def hold(self) -> set[str]:
-        """Renew this process's leases; the ids of the unfinished tasks it still holds."""
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        """Renew this process's leases on ``task_ids`` (the tasks it works on); those of
+        them it still holds."""
+        if not task_ids:
+            return set()
+        names = [f"id{index}" for index in range(len(task_ids))]
+        sql = driver_sql(self._engine, _HOLD.format(ids=", ".join(f":{n}" for n in names)))
+        values: dict[str, object] = {"worker": self.worker, "until": self.until()}
+        values.update(zip(names, task_ids, strict=True))
         with driver_write(self._engine) as cursor:
-            cursor.execute(self._sql["hold"], {"worker": self.worker, "until": self.until()})
+            cursor.execute(sql, values)
             return {row[0] for row in cursor.fetchall()}
 
     def claim(self, task_id: str) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -178,8 +178,8 @@ class TaskStoreProtocol(Protocol):
     # Work leases (see remote_risk.tasks.leases): who works an unfinished task.
     lease_seconds: float
 
-    def hold(self) -> set[str]:
-        """Renew this process's leases; the unfinished tasks it still holds."""
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        """Renew this process's leases on the tasks it works on; those it still holds."""
         ...
 
     def claim(self, task_id: str) -> bool:
@@ -348,8 +348,8 @@ class TaskStore(BoundedStore):
 
     lease_seconds = DEFAULT_LEASE_SECONDS
 
-    def hold(self) -> set[str]:
-        return {tid for tid, record in self._records.items() if record.state in UNFINISHED}
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        return {task_id for task_id in task_ids if self.claim(task_id)}
 
     def claim(self, task_id: str) -> bool:
         record = self._records.get(task_id)

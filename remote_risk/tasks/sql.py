@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -302,8 +302,8 @@ class SQLTaskStore(BoundedStore):
 
     # --- work leases (remote_risk.tasks.leases) ---------------------------------------------
 
-    def hold(self) -> set[str]:
-        return self.leases.hold()
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        return self.leases.hold(task_ids)
 
     def claim(self, task_id: str) -> bool:
         return self.leases.claim(task_id)

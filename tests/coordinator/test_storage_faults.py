@@ -1,12 +1,8 @@
 """A real `federation serve coordinator` whose SQLite database turns read-only for seconds.
 
-How the database is made read-only: the tests run as root, for whom permission bits do
-not stop a write, so the files are made immutable with ``chattr +i`` (the database file
-and its WAL; not the ``-shm`` index, which SQLite maps into memory, where a write to an
-immutable mapping is a SIGBUS). A write on an open connection then fails with "disk I/O
-error" and a new connection's with "attempt to write a readonly database", as on a disk
-gone read-only; ``chattr -i`` ends the fault. Where the filesystem has no immutable flag
-the test is skipped.
+How the database is made read-only as root: see :mod:`tests.faults` (``chattr +i`` on the
+database file and its WAL). Where the filesystem has no immutable flag the test is
+skipped.
 
 While the fault lasts a write must answer 503 ``storage_unavailable`` with
 ``Retry-After``, on a connection that stays usable, and nothing is minted or sent;
@@ -20,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -40,6 +35,7 @@ from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
+from tests.faults import database_files, immutable_flag_works, read_only
 from tests.processes import wait_for
 from tests.servers import free_port, running
 
@@ -65,30 +61,7 @@ class Coordinator:
 
     @property
     def database_files(self) -> list[Path]:
-        db = self.data.path("federation.db")
-        return [db, db.with_name(db.name + "-wal")]
-
-
-def read_only(files: list[Path], on: bool) -> None:
-    flag = "+i" if on else "-i"
-    subprocess.run(["chattr", flag, *map(str, files)], check=True, capture_output=True)
-
-
-def immutable_flag_works(directory: Path) -> bool:
-    if shutil.which("chattr") is None:
-        return False
-    probe = directory / "chattr-probe"
-    probe.write_text("x")
-    try:
-        read_only([probe], True)
-    except subprocess.CalledProcessError:
-        return False
-    try:
-        with pytest.raises(OSError), probe.open("a") as handle:
-            handle.write("y")
-    finally:
-        read_only([probe], False)
-    return True
+        return database_files(self.data.path("federation.db"))
 
 
 @pytest.fixture
@@ -131,8 +104,7 @@ def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
             assert first.startswith("coordinator listening on "), first
             yield Coordinator(first.rsplit(" ", 1)[1], data, remote, process)
         finally:
-            coordinator_files = [data.path("federation.db"), data.path("federation.db-wal")]
-            read_only([f for f in coordinator_files if f.exists()], False)
+            read_only(database_files(data.path("federation.db")), False)
             process.terminate()
             process.wait(timeout=30)
 

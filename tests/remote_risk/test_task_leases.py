@@ -40,14 +40,14 @@ def test_a_task_is_taken_over_only_once_its_lease_ran_out(engine: Engine) -> Non
     task = first.create("alice", message())
     assert second.take_over(10) == [] and not second.claim(task.id)
     clock.now += timedelta(seconds=1)
-    assert first.hold() == {task.id}  # renewed: good for 2 s from now
+    assert first.hold([task.id]) == {task.id}  # renewed: good for 2 s from now
     clock.now += timedelta(seconds=1.5)
     assert second.take_over(10) == []
     clock.now += timedelta(seconds=1)
     [taken] = second.take_over(10)
     assert taken.id == task.id
-    assert first.hold() == set() and not first.claim(task.id)
-    assert second.hold() == {task.id}
+    assert first.hold([task.id]) == set() and not first.claim(task.id)
+    assert second.hold([task.id]) == {task.id}
 
 
 def test_a_released_or_finished_task_is_not_held(engine: Engine) -> None:
@@ -62,4 +62,4 @@ def test_a_released_or_finished_task_is_not_held(engine: Engine) -> None:
     clock.now += timedelta(seconds=5)
     assert first.take_over(10)[0].id == kept.id
     assert first.advance(kept.id, TaskState.COMPLETED)
-    assert first.hold() == set() and second.take_over(10) == []
+    assert first.hold([kept.id]) == set() and second.take_over(10) == []
