@@ -28,6 +28,7 @@ from coordinator.dispatch.driver import WaitPolicy
 from coordinator.recovery.recover import driver_id, release_dead_drivers, resume
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
+from coordinator.storage.engine import checkpoint
 from coordinator.storage.faults import is_storage_fault, recycle
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import Workspace
@@ -36,6 +37,8 @@ logger = logging.getLogger("coordinator.recovery.worker")
 
 # After a failed claim (e.g. the database unavailable) the worker waits this long.
 RETRY_SECONDS = 1.0
+# An idle worker truncates the SQLite WAL at most this often.
+CHECKPOINT_EVERY_SECONDS = 60.0
 
 
 class Worker:
@@ -65,6 +68,7 @@ class Worker:
         self._driving: dict[str, asyncio.Task[None]] = {}
         self._slot_freed = asyncio.Event()
         self._rescued_at = 0.0
+        self._checkpointed_at = time.monotonic()
 
     async def run(self) -> None:
         """Work until :meth:`stop` is called; drives still running then are cancelled
@@ -80,6 +84,8 @@ class Worker:
                     for attempt_id in claimed or []:
                         self._start(leases, runs, client, attempt_id)
                     if not claimed or len(self._active) >= self.concurrency:
+                        if not self._active:
+                            await self._checkpoint_if_due()
                         await self._pause(RETRY_SECONDS if claimed is None else self.idle_seconds)
             finally:
                 await self._stop_drives()
@@ -101,6 +107,18 @@ class Worker:
         except Exception as exc:
             self._failed("claiming handoffs", exc)
             return None
+
+    async def _checkpoint_if_due(self) -> None:
+        """While idle, now and then, fold the SQLite WAL into the database and truncate it,
+        so that an idle service's WAL does not keep its largest size."""
+        now = time.monotonic()
+        if now - self._checkpointed_at < CHECKPOINT_EVERY_SECONDS:
+            return
+        self._checkpointed_at = now
+        try:
+            await asyncio.to_thread(checkpoint, self.ws.engine())
+        except Exception as exc:
+            self._failed("checkpointing the WAL", exc)
 
     async def _rescue_dead_drivers(self, leases: RunStore) -> None:
         """Now and then, free the leases of drivers of this host whose process is gone, so
