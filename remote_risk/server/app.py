@@ -1,8 +1,11 @@
 """The risk service as an ASGI app, and the function that runs it as a process.
 
 Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
-key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys) and
-``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming). Push notifications are
+key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys),
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``GET /healthz``
+(readiness: a real write to its database) and ``GET /livez`` (liveness); see
+:mod:`remote_risk.server.health`. On start it resumes the unfinished tasks a stopped
+process left behind (see ``TaskOperations.start_background``). Push notifications are
 signed with the service's active key and sent by :func:`push_configs` (see
 :mod:`remote_risk.server.webhooks`). ``authorize`` decides who may call and the task
 owner: with trusted issuers in the settings it is
@@ -43,6 +46,7 @@ from contracts.wire import AgentCard, to_wire
 from remote_risk.errors import RemoteRiskError
 from remote_risk.server import limits
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
+from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from remote_risk.server.push import PushConfigs, TaskLookup
 from remote_risk.server.risk_agent import RiskAgentHandler
@@ -140,6 +144,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             card_route(card, settings.card_max_age_seconds),
             jwks_route(keys),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+            *health_routes(durable.engine if durable else None),
         ],
     )
     authenticate = getattr(authorize, "authenticate", None)
