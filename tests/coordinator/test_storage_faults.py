@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.service.workspace import Workspace
 from coordinator.storage.datadir import DataDir
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
@@ -49,6 +51,7 @@ PAYLOAD = {
         "real_conversations_require_privacy_review": True,
     },
 }
+COUNTED = ("handoff.resumed", "grant.minted", "message.dispatched")
 DELEGATION = {"to": "remote-risk", "skill": "interpret-risk-policy", "input": PAYLOAD}
 
 
@@ -179,9 +182,14 @@ def test_a_handoff_in_flight_through_the_fault_ends_once(coordinator: Coordinato
             time.sleep(4)
         finally:
             read_only(coordinator.database_files, False)
-        accepted(client, submitted.json()["run_id"])
+        run_id = submitted.json()["run_id"]
+        accepted(client, run_id)
         assert client.get("/healthz").status_code == 200
     assert len(store) == 1, "sent once"
+    events = Workspace(coordinator.data).ledger().events(run_id)
+    kinds = Counter(event.event_type for event in events)
+    print(json.dumps({"fault": "read-only 4 s, in flight", **{k: kinds[k] for k in COUNTED}}))
+    assert kinds["message.dispatched"] == 1, kinds
 
 
 def test_a_handoff_whose_deadline_passes_during_the_fault_times_out(
@@ -205,6 +213,8 @@ def test_a_handoff_whose_deadline_passes_during_the_fault_times_out(
         )
         document = client.get(f"/v1/runs/{run_id}").json()
     [branch] = document["branches"]
+    kinds = Counter(e.event_type for e in Workspace(coordinator.data).ledger().events(run_id))
+    print(json.dumps({"fault": "read-only 5 s, deadline inside", **{k: kinds[k] for k in COUNTED}}))
     assert branch["state"] == "TIMED_OUT", branch
     assert branch["reason"].startswith("lease_expired"), branch
     assert len(store) == 1, "sent once"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,11 +131,15 @@ def test_killed_mid_task_and_restarted_the_waiting_handoff_is_accepted(
     waiting = delegate(coordinator_data, input_file)
     wait_for(lambda: rows.states() == ["TASK_STATE_WORKING"], 30, "the remote task to work")
     remote.kill()
+    killed = time.monotonic()
     remote.start()
 
     document = finished(waiting)
+    ended = time.monotonic() - killed
     assert document["local_state"] == "ACCEPTED", document
     assert rows.states() == ["TASK_STATE_COMPLETED"], "exactly one remote task, completed"
+    backend = remote_database.split(":", 1)[0]
+    print(json.dumps({"fault": f"remote SIGKILL+restart ({backend})", "ended_s": round(ended, 2)}))
 
 
 def test_a_replica_takes_over_the_task_of_a_dead_one(
@@ -170,7 +175,10 @@ def test_a_replica_takes_over_the_task_of_a_dead_one(
         waiting = delegate(coordinator_data, input_file)
         wait_for(lambda: rows.states() == ["TASK_STATE_WORKING"], 30, "the remote task to work")
         replicas[0].kill()  # the first backend took the send, so it was working the task
+        killed = time.monotonic()
 
         document = finished(waiting)
+        ended = time.monotonic() - killed
     assert document["local_state"] == "ACCEPTED", document
     assert rows.states() == ["TASK_STATE_COMPLETED"]
+    print(json.dumps({"fault": "replica SIGKILL (postgresql)", "ended_s": round(ended, 2)}))
