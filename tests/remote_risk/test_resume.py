@@ -182,3 +182,27 @@ def test_a_replica_takes_over_the_task_of_a_dead_one(
     assert document["local_state"] == "ACCEPTED", document
     assert rows.states() == ["TASK_STATE_COMPLETED"]
     print(json.dumps({"fault": "replica SIGKILL (postgresql)", "ended_s": round(ended, 2)}))
+
+
+def test_an_unfinished_task_whose_input_cannot_be_read_again_ends_failed(tmp_path: Path) -> None:
+    """A task left unfinished whose stored message holds no readable skill input is not
+    left WORKING: the next start ends it FAILED with ``resume_input_unreadable``."""
+    from contracts.wire import Message, Part, Role
+    from remote_risk.server.jsonrpc import ANONYMOUS_OWNER
+    from remote_risk.server.store import open_store
+    from tests.remote_risk.conftest import risk_peer
+
+    left = open_store(10, data_dir=tmp_path)
+    text_only = Message(message_id="m-1", role=Role.USER, parts=[Part(text="no data part")])
+    task = left.tasks.create(ANONYMOUS_OWNER, text_only)
+    left.tasks.release()  # as a stopped process leaves it
+    left.close()
+    with risk_peer(data_dir=tmp_path) as peer:
+
+        def status() -> dict[str, Any]:
+            found: dict[str, Any] = peer.result("GetTask", {"id": task.id})["status"]
+            return found
+
+        wait_for(lambda: status()["state"] == "TASK_STATE_FAILED", 10, "the task to end")
+        [part] = status()["message"]["parts"]
+    assert part["data"]["errorCode"] == "resume_input_unreadable"
