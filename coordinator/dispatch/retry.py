@@ -4,11 +4,13 @@ One policy for every path (the CLI, the API with ``wait: true``, the workers, re
 
 * **What is retried.** Failures that say nothing about the work itself: the remote could
   not be reached or timed out (:class:`~coordinator.errors.TransportError` ``unreachable``,
-  ``timeout``, ``transport_error``), an HTTP 5xx, 408 or 429, a JSON-RPC ``InternalError``
-  (-32603, e.g. the remote is at capacity) or a delegation check that could not be made
-  (-32092, HTTP 503, e.g. the remote's replay record unavailable). Everything else (a
-  refusal of the token, bad params, a task not found, an answer that is not A2A) is final:
-  sending it again would be refused again. See :func:`cause_of`.
+  ``timeout``, ``transport_error``), an HTTP 5xx, 408 or 429, a body that is not JSON or
+  not JSON-RPC at all (``not_json``, ``not_jsonrpc``: a proxy's error page), a JSON-RPC
+  ``InternalError`` (-32603, e.g. the remote is at capacity) or a delegation check that
+  could not be made (-32092, HTTP 503, e.g. the remote's replay record unavailable).
+  Everything else (a refusal of the token, bad params, a task not found, a well-formed
+  answer that breaks A2A) is final: sending it again would be refused again. See
+  :func:`cause_of`.
 * **How long to wait.** Exponential backoff from ``first_backoff`` by ``multiplier``,
   capped at ``max_backoff``, with a random part (``jitter``, the fraction of each wait
   that is drawn uniformly, so that many handoffs failing together do not retry
@@ -33,9 +35,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from coordinator.errors import FederationError, RemoteA2AError, TransportError
+from coordinator.errors import FederationError, ProtocolError, RemoteA2AError, TransportError
 
 RETRYABLE_TRANSPORT = frozenset({"unreachable", "timeout", "transport_error", "http_status"})
+RETRYABLE_PROTOCOL = frozenset({"not_json", "not_jsonrpc"})
 RETRYABLE_HTTP = frozenset({408, 429})
 RETRYABLE_JSONRPC = frozenset({-32603, -32092})  # InternalError, DelegationUnavailable
 Random = Callable[[], float]
@@ -88,6 +91,8 @@ def cause_of(
         return Cause(f"remote:{reason}", error.code in RETRYABLE_JSONRPC, asked)
     if isinstance(error, TimeoutError):
         return Cause("timeout", True, asked)
+    if isinstance(error, ProtocolError):
+        return Cause(error.reason, error.reason in RETRYABLE_PROTOCOL, asked)
     if isinstance(error, FederationError):
         return Cause(error.reason, False, asked)
     return Cause(type(error).__name__, False, asked)
