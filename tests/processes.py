@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 from agent_cards.keys import KeySet, load_or_create
+from contracts.returns import finding_contract
+from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
@@ -25,6 +27,8 @@ from coordinator.storage.datadir import DataDir
 from remote_risk.trust.issuers import TRUST_ENV_VAR
 from tests.servers import free_port
 
+# remote_risk answers with our Finding contract; the operator says so.
+DECLARED = {RISK_SKILL: finding_contract(source="registration")}
 LISTENING = re.compile(r"remote_risk listening on (http://127\.0\.0\.1:\d+)")
 
 
@@ -112,7 +116,9 @@ class RemoteRiskProcess:
         async def register() -> None:
             anchor = TrustAnchor(keys=self.keys.trusted_keys())
             async with A2AClient() as client:
-                await Registry(coordinator_data).register(client, self.base_url, anchor=anchor)
+                await Registry(coordinator_data).register(
+                    client, self.base_url, anchor=anchor, return_contracts=DECLARED
+                )
 
         asyncio.run(register())
 

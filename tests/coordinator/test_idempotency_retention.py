@@ -28,7 +28,7 @@ from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
-from tests.processes import federation
+from tests.processes import DECLARED, federation
 from tests.servers import free_port, running
 
 PAYLOAD = {
@@ -101,6 +101,6 @@ def register(data: DataDir, app: FastAPI, url: str) -> None:
     async def register() -> None:
         pins = TrustAnchor(keys=app.state.signing_keys.trusted_keys())
         async with A2AClient() as client:
-            await Registry(data).register(client, url, anchor=pins)
+            await Registry(data).register(client, url, anchor=pins, return_contracts=DECLARED)
 
     asyncio.run(register())

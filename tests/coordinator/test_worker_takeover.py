@@ -36,7 +36,7 @@ from coordinator.storage.schema import handoffs
 from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
-from tests.processes import wait_for
+from tests.processes import DECLARED, wait_for
 from tests.servers import free_port, running
 
 LEASE_SECONDS = 2.0
@@ -64,7 +64,7 @@ class Fleet:
             payload=PAYLOAD,
             timeout=timeout,
         )
-        attempt_id: str = service.submit(order)["attempt_id"]
+        attempt_id: str = service.submit(order).attempt_id
         return attempt_id
 
     def state(self, attempt_id: str) -> str:
@@ -132,7 +132,9 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
 async def _register(data: DataDir, app: FastAPI, url: str, name: str) -> None:
     pins = TrustAnchor(keys=app.state.signing_keys.trusted_keys())
     async with A2AClient() as client:
-        await Registry(data).register(client, url, name=name, anchor=pins)
+        await Registry(data).register(
+            client, url, name=name, anchor=pins, return_contracts=DECLARED
+        )
 
 
 def test_a_quick_handoff_does_not_wait_behind_a_slow_one(fleet: Fleet) -> None:
