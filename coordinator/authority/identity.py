@@ -15,7 +15,7 @@ from pathlib import Path
 from agent_cards.keys import KeyMaterialError, KeySet, load_or_create
 from contracts import strict_json
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.errors import FederationError, IdentityError
+from coordinator.errors import IdentityError
 from coordinator.storage.datadir import DataDir
 
 ISSUER_ENV = "FEDERATION_ISSUER"
