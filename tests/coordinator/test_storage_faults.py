@@ -98,7 +98,17 @@ def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
             "FEDERATION_OPERATOR_TOKEN": TOKEN,
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator", "serve", "coordinator", "--port", "0"],
+            [
+                sys.executable,
+                "-m",
+                "coordinator",
+                "serve",
+                "coordinator",
+                "--port",
+                "0",
+                "--worker-lease-seconds",
+                "2",  # a drive cut off by the fault is picked up again within seconds
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -137,7 +147,7 @@ def submit_honouring_retry_after(client: httpx.Client, attempts: int = 5) -> htt
 
 
 def accepted(client: httpx.Client, run_id: str) -> None:
-    wait_for(lambda: run_state(client, run_id) == "ACCEPTED", 30, f"run {run_id} accepted")
+    wait_for(lambda: run_state(client, run_id) == "ACCEPTED", 60, f"run {run_id} accepted")
 
 
 def test_a_read_only_database_answers_503_and_recovers_without_a_restart(
@@ -222,7 +232,7 @@ def test_a_handoff_whose_deadline_passes_during_the_fault_times_out(
         finally:
             read_only(coordinator.database_files, False)
         run_id = submitted.json()["run_id"]
-        wait_for(lambda: run_state(client, run_id) in TERMINAL, 30, "the handoff to end")
+        wait_for(lambda: run_state(client, run_id) in TERMINAL, 60, "the handoff to end")
         document = client.get(f"/v1/runs/{run_id}").json()
     [branch] = document["branches"]
     kinds = Counter(e.event_type for e in Workspace(coordinator.data).ledger().events(run_id))
