@@ -10,7 +10,9 @@ pool is bounded (the client's default, 64 connections). The whole run is bounded
   the remote holds exactly one task per handoff (idempotency keys are unique);
 * the audit ledger verifies;
 * memory returned to its baseline: the coordinator's live Python objects are back within
-  2% of what they were before the burst (resident sizes are reported alongside).
+  2% of what they were before the burst (resident sizes are reported alongside);
+* the coordinator's SQLite WAL stayed bounded (sampled every 0.2 s; its largest size and
+  the database's are reported, with remote_risk's alongside).
 
 Exits 1 if any check fails. Loopback only.
 """
@@ -25,6 +27,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,11 @@ from typing import Any
 from bench import governed, procs, services
 from coordinator.audit.ledger import verify
 from coordinator.remote.client import A2AClient
+from coordinator.storage.engine import (
+    DATABASE_FILE,
+    JOURNAL_SIZE_LIMIT,
+    WAL_AUTOCHECKPOINT_PAGES,
+)
 from remote_risk.storage.schema import tasks as task_table
 
 OBJECT_TOLERANCE = 0.02
@@ -45,6 +53,40 @@ def snapshot(server_pid: int) -> dict[str, int]:
         "coordinator_rss": procs.rss_bytes(os.getpid()),
         "remote_rss": procs.rss_bytes(server_pid),
     }
+
+
+class WalSampler:
+    """The largest size each watched SQLite WAL reached, sampled in a thread."""
+
+    def __init__(self, databases: dict[str, Path]) -> None:
+        self.databases = databases
+        self.largest = dict.fromkeys(databases, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> WalSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            for name, database in self.databases.items():
+                wal = database.with_name(database.name + "-wal")
+                size = wal.stat().st_size if wal.exists() else 0
+                self.largest[name] = max(self.largest[name], size)
+
+    def report(self) -> dict[str, dict[str, int]]:
+        return {
+            name: {
+                "wal_largest": self.largest[name],
+                "database": database.stat().st_size if database.exists() else 0,
+            }
+            for name, database in self.databases.items()
+        }
 
 
 def remote_tasks(data_dir: Path) -> tuple[int, int]:
@@ -67,11 +109,16 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
         await asyncio.gather(*(governed.handoff(client, agent, keys, ws) for _ in range(10)))
         before = snapshot(risk.process.pid)
         started = time.perf_counter()
-        work = [
-            asyncio.ensure_future(governed.handoff(client, agent, keys, ws, timeout=args.lease))
-            for _ in range(args.handoffs)
-        ]
-        done, pending = await asyncio.wait(work, timeout=args.limit)
+        watched = {
+            "coordinator": root / "coordinator" / DATABASE_FILE,
+            "remote": (risk.data_dir or root) / services.DATABASE_FILE,
+        }
+        with WalSampler(watched) as wal:
+            work = [
+                asyncio.ensure_future(governed.handoff(client, agent, keys, ws, timeout=args.lease))
+                for _ in range(args.handoffs)
+            ]
+            done, pending = await asyncio.wait(work, timeout=args.limit)
         elapsed = time.perf_counter() - started
         for task in pending:
             task.cancel()
@@ -106,6 +153,7 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
         "ledger_ok": report.ok,
         "before": before,
         "peak": peak,
+        "wal": wal.report(),
         "after": after,
     }
 
@@ -113,6 +161,7 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
 def checks(result: dict[str, Any]) -> list[tuple[str, bool]]:
     count = result["handoffs"]
     objects = result["before"]["objects"]
+    wal_bound = JOURNAL_SIZE_LIMIT + WAL_AUTOCHECKPOINT_PAGES * 4096
     return [
         ("every handoff reached a terminal state", result["terminal"] == count),
         ("none left in flight in the run store", result["in_flight"] == 0),
@@ -124,6 +173,10 @@ def checks(result: dict[str, Any]) -> list[tuple[str, bool]]:
         (
             "coordinator objects back within 2% of baseline",
             result["after"]["objects"] <= objects * (1 + OBJECT_TOLERANCE),
+        ),
+        (
+            "the coordinator's WAL stayed bounded",
+            result["wal"]["coordinator"]["wal_largest"] <= wal_bound,
         ),
     ]
 
@@ -154,6 +207,11 @@ def main() -> None:
         print(f"{name}: {before:.1f} MB before, {after:.1f} MB after")
     print(f"remote RSS peak: {result['peak']['remote_rss'] / mb:.1f} MB")
     print(f"coordinator objects: {result['before']['objects']} -> {result['after']['objects']}")
+    for name, sizes in result["wal"].items():
+        print(
+            f"{name} SQLite: WAL largest {sizes['wal_largest'] / mb:.1f} MB, "
+            f"database {sizes['database'] / mb:.1f} MB"
+        )
     failed = False
     for name, ok in checks(result):
         print(f"[{'ok' if ok else 'FAILED'}] {name}")

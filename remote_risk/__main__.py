@@ -38,6 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--task-capacity", type=int, default=Settings.task_capacity)
     parser.add_argument("--skill-delay-seconds", type=float, default=Settings.skill_delay_seconds)
     parser.add_argument(
+        "--task-lease-seconds",
+        type=float,
+        default=Settings.task_lease_seconds,
+        help="how long an unfinished task stays with a process that stopped renewing it "
+        "before another process (or this service restarted) resumes it",
+    )
+    parser.add_argument(
+        "--idempotency-retention-seconds",
+        type=int,
+        default=Settings.idempotency_retention_seconds,
+        help="how long an idempotency key answers its task (then it is refused as expired)",
+    )
+    parser.add_argument(
         "--database-url",
         help=f"keep tasks and used tokens in this database instead of DATA_DIR/remote-risk.db "
         f"(env {DATABASE_URL_ENV_VAR})",
@@ -77,6 +90,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
     settings = Settings(
         task_capacity=args.task_capacity,
         skill_delay_seconds=args.skill_delay_seconds,
+        task_lease_seconds=args.task_lease_seconds,
+        idempotency_retention_seconds=args.idempotency_retention_seconds,
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
         model=model_config_from_env(environ),

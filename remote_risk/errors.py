@@ -9,6 +9,7 @@
     │   ├── InvalidRequest                -32600
     │   ├── MethodNotFound                -32601
     │   ├── InvalidParams                 -32602  (see invalid_params_from)
+    │   │   └── IdempotencyKeyExpired     a retried send after the key's retention window
     │   ├── InternalError                 -32603
     │   │   └── TaskStoreFull             every slot holds an unfinished task
     │   ├── TaskNotFound                  -32001
@@ -90,6 +91,22 @@ class MethodNotFound(A2AError):
 
 class InvalidParams(A2AError):
     default_kind = a2a_errors.INVALID_PARAMS
+
+
+class IdempotencyKeyExpired(InvalidParams):
+    """A send names an idempotency key whose retention window has passed: its task may
+    have been done already, so it is neither answered nor done again (reason
+    ``idempotency_key_expired``); the caller must start the work under a new key."""
+
+    REASON = "idempotency_key_expired"
+
+    def __init__(self, retention_seconds: int) -> None:
+        super().__init__(
+            "params.message.metadata.idempotencyKey: the key was first used more than "
+            f"{retention_seconds} s ago, beyond the retention window of this agent; its "
+            "work is not done again, send it under a new key",
+            metadata={"reason": self.REASON, "retentionSeconds": str(retention_seconds)},
+        )
 
 
 class InternalError(A2AError):

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from agent_cards.edge.limits import EdgeLimits
 from agent_cards.keys import KeySet, TrustedKeys
 from remote_risk.risk.model import ModelConfig
+from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS, MIN_LEASE_SECONDS
+from remote_risk.tasks.retention import DEFAULT_RETENTION
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 
@@ -33,7 +35,12 @@ class Settings:
 
     Storage: with ``database_url`` (PostgreSQL or SQLite) or ``data_dir`` (the SQLite file
     ``remote-risk.db`` in it) tasks and the record of used tokens are kept in that database
-    and survive a restart; with neither they live in memory.
+    and survive a restart; with neither they live in memory. The process working an
+    unfinished task holds a lease of ``task_lease_seconds`` on it, renewed while it works;
+    when the lease runs out (the process died) another replica, or this service started
+    again, resumes the task (see :mod:`remote_risk.tasks.leases`). An idempotency key is
+    remembered for ``idempotency_retention_seconds`` after its first use, whether or not its
+    task is still stored, and refused as expired after that (:mod:`remote_risk.tasks.retention`).
 
     Push notifications: a webhook may be at a public address (unless
     ``push_allow_public`` is off) or inside one of ``push_allowed_networks`` (CIDR
@@ -58,6 +65,8 @@ class Settings:
     decision_log_limit: int = 1000
     data_dir: Path | None = None
     database_url: str | None = field(default=None, repr=False)
+    task_lease_seconds: float = DEFAULT_LEASE_SECONDS
+    idempotency_retention_seconds: int = int(DEFAULT_RETENTION.total_seconds())
     push_allowed_networks: tuple[str, ...] = ()
     push_allow_public: bool = True
     push_attempts: int = 4
@@ -86,8 +95,11 @@ class Settings:
             "recorded_requests_limit",
             "decision_log_limit",
             "push_attempts",
+            "idempotency_retention_seconds",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.task_lease_seconds < MIN_LEASE_SECONDS:
+            raise ValueError(f"task_lease_seconds must be at least {MIN_LEASE_SECONDS}")
         if self.card_max_age_seconds < 0 or self.skill_delay_seconds < 0:
             raise ValueError("card_max_age_seconds and skill_delay_seconds cannot be negative")

@@ -2,7 +2,8 @@
 
 Keys live in the data directory (``keys/``, owner-only permissions) and are created on
 first use. The public half is also written to ``jwks.json`` in the data directory, which
-is what a remote service's operator pins as this coordinator's trusted issuer.
+is what a remote service's operator pins as this coordinator's trusted issuer; it is
+written when the keys change (created, rotated, expired), not each time they are used.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ get the first send hands back the task it already has.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
@@ -15,6 +16,7 @@ from coordinator.authority.delegator import Delegator
 from coordinator.dispatch.driver import HandoffDriver
 from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
+from coordinator.dispatch.retry import Cause, RetryPolicy, next_delay
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
@@ -44,26 +46,35 @@ async def run_remote_handoff(
         )
         outcome = await driver.attempt()
         outcome.notes[:0] = notes
-        if not retryable(driver):
+        delay = retry_delay(driver)
+        if delay is None:
             return outcome
         failed = outcome.record
-        notes = [*outcome.notes, f"attempt {failed.attempt} failed ({failed.reason}); retrying"]
+        notes = [
+            *outcome.notes,
+            f"attempt {failed.attempt} failed ({failed.reason}); retrying in {delay:.2f} s",
+        ]
+        run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
+        await asyncio.sleep(delay)
+        if run.book.cancelled:
+            return outcome
         proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
 
 
-def retryable(driver: HandoffDriver) -> bool:
-    """Whether another attempt may help: a transport failure, within the attempts allowed
-    and the lease, of a run that is not cancelled."""
+def retry_delay(driver: HandoffDriver) -> float | None:
+    """How long to wait before another attempt, or None: only a failure that says nothing
+    about the work (the remote unreachable, timing out, or not speaking JSON-RPC) is
+    retried, by :mod:`coordinator.dispatch.retry`'s backoff, within the attempts allowed
+    and never past the lease, and never for a cancelled run."""
     record = driver.record
+    if record.state is not HandoffState.FAILED or driver.run.book.cancelled:
+        return None
+    if not record.reason.startswith("dispatch_failed:"):
+        return None
     reason = record.reason.removeprefix("dispatch_failed:")
-    return (
-        record.state is HandoffState.FAILED
-        and record.reason.startswith("dispatch_failed:")
-        and reason in RETRYABLE
-        and record.attempt < driver.wait.max_attempts
-        and not driver.run.book.cancelled
-        and driver.lease_left() > 0
-    )
+    policy = RetryPolicy(max_attempts=driver.wait.max_attempts)
+    cause = Cause(reason, reason in RETRYABLE)
+    return next_delay(policy, record.attempt, cause, driver.lease_left())
 
 
 async def cancel_branches(

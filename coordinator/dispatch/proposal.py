@@ -35,7 +35,10 @@ class WaitPolicy:
     deadline_seconds: float = 30.0
     first_poll: float = 0.05
     max_poll: float = 1.0
-    max_attempts: int = 2
+    # Attempts of one handoff in all, retried with backoff (dispatch/retry.py) while the
+    # lease lasts: a remote that is down at the send and back before the deadline is
+    # reached on a later attempt, under the same idempotency key.
+    max_attempts: int = 20
 
 
 def propose(

@@ -19,7 +19,7 @@ from contracts.handoff import HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.errors import FederationError
-from coordinator.handoff.book import BudgetEntry, UnitKind
+from coordinator.handoff.book import BudgetEntry, StaleRevision, UnitKind
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
@@ -150,6 +150,11 @@ async def resume(
     run = restore_run(ws, store, record.run_id, driver, lease_seconds)
     record = run.book.current(record)
     run.emit("handoff.resumed", record, state=record.state.value, driver=driver)
+    lapsed = RemoteOutcome(record=record, sent_fields=tuple(payload or {}))
+    if lapsed_unattended(run, lapsed):
+        run.trail.flush()
+        save_document(store, run)
+        return lapsed
     expires = int((run.started_at + timedelta(seconds=run.authority.lifetime_seconds)).timestamp())
     delegator = Delegator(keys, run.authority, issuer, run.run_id, expires, run.owner)
     agent = registry.get(record.target)
@@ -157,9 +162,38 @@ async def resume(
         client, agent, run, payload or {}, record, wait=wait, delegator=delegator
     )
     outcome = await handoff.drive()
+    save_document(store, run)
+    return outcome
+
+
+def lapsed_unattended(run: Run, outcome: RemoteOutcome) -> bool:
+    """End a handoff whose lease ran out while nobody could drive it (its coordinator
+    died, or the database was unavailable) as TIMED_OUT ``lease_expired``, its timeout
+    disposition deciding what the run does next, rather than minting a token past the
+    lease (which the grant check refuses). A RETURNED handoff is judged as usual: its
+    result arrived within the lease. True if the handoff was ended here."""
+    record = outcome.record
+    lease = record.lease_expires_at
+    if not record.live or record.state is S.RETURNED or lease is None:
+        return False
+    if lease > run.book.clock():
+        return False
+    try:
+        outcome.record = run.book.commit(record, S.TIMED_OUT, "lease_expired")
+    except StaleRevision:
+        outcome.record = run.book.current(record)
+        return False
+    outcome.notes.append(
+        "the lease ran out while nobody could drive the handoff; the remote task, if any, "
+        "is left to finish (no token can be minted past the lease to cancel it)"
+    )
+    run.record(outcome.record)
+    return True
+
+
+def save_document(store: RunStore, run: Run) -> None:
     document = run.document()
     store.save_run(run.run_id, run.owner, run.kind, store_authority(store, run.run_id), document)
-    return outcome
 
 
 def store_authority(store: RunStore, run_id: str) -> dict[str, object]:

@@ -1,7 +1,9 @@
 """The coordinator's HTTP API: what the CLI does, for a long-lived ``serve coordinator``.
 
-Public routes: ``GET /.well-known/jwks.json`` (the keys remotes pin), ``GET /healthz`` and
-``GET /openapi.json``. Everything else needs ``Authorization: Bearer <operator token>``
+Public routes: ``GET /.well-known/jwks.json`` (the keys remotes pin), ``GET /healthz``
+(readiness: a real write to the database commits), ``GET /livez`` (liveness: the process
+answers, whatever the database does) and ``GET /openapi.json``. Everything else needs
+``Authorization: Bearer <operator token>``
 (:class:`OperatorAuth`, checked before any body is read). Every route calls
 :class:`~coordinator.service.facade.CoordinatorService`, the same facade the CLI uses, and every
 refusal is ``{"error": {"reason": ..., "message": ...}}`` with a status from
@@ -25,8 +27,6 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -60,14 +60,17 @@ from coordinator.service.api_models import (
     VerifyView,
 )
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.faults import FaultBarrier, retry_after
 from coordinator.service.reference import render_reference
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
+from coordinator.storage.faults import is_storage_fault, recycle
+from coordinator.storage.health import probe_write
 from coordinator.workspace import Workspace
 
 logger = logging.getLogger("coordinator.service.api")
 
-PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/jwks.json", "/openapi.json", "/docs"})
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/.well-known/jwks.json", "/openapi.json", "/docs"})
 REALM = "federation-coordinator"
 JWKS_MAX_AGE_SECONDS = 300
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -307,12 +310,13 @@ def public_router(ws: Workspace) -> APIRouter:
 
     @router.get("/healthz", responses={503: {"model": ErrorView}})
     def healthz() -> Health:
-        """Whether the database answers."""
-        try:
-            with ws.engine().connect() as connection:
-                connection.execute(text("SELECT 1"))
-        except (SQLAlchemyError, FederationError):
-            raise FederationError("the database does not answer", "storage_unavailable") from None
+        """Readiness: a real write to the database commits (503 with Retry-After if not)."""
+        probe_write(ws.engine())
+        return Health(status="ok")
+
+    @router.get("/livez")
+    async def livez() -> Health:
+        """Liveness: the process serves requests (the database is not consulted)."""
         return Health(status="ok")
 
     return router
@@ -331,12 +335,17 @@ def docs_router(app: FastAPI) -> APIRouter:
 
 
 async def keep_working(worker: Worker) -> None:
-    """Run the worker until stopped; a failed pass is logged and retried."""
+    """Run the worker until stopped; a failed pass is logged and retried (after a storage
+    fault on fresh database connections)."""
     while not worker.stopping.is_set():
         try:
             await worker.run()
-        except Exception:
-            logger.exception("the worker failed; retrying in %s s", WORKER_RETRY_SECONDS)
+        except Exception as exc:
+            if is_storage_fault(exc):
+                logger.warning("the worker met a storage fault (%s); retrying", exc)
+                recycle(worker.ws.engine())
+            else:
+                logger.exception("the worker failed; retrying in %s s", WORKER_RETRY_SECONDS)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(worker.stopping.wait(), WORKER_RETRY_SECONDS)
 
@@ -344,7 +353,10 @@ async def keep_working(worker: Worker) -> None:
 def install_error_handlers(app: FastAPI) -> None:
     async def federation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, FederationError)
-        return error_response(status_of(exc), exc.reason, str(exc))
+        status = status_of(exc)
+        return error_response(
+            status, exc.reason, str(exc), retry_after() if status == 503 else None
+        )
 
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -358,14 +370,10 @@ def install_error_handlers(app: FastAPI) -> None:
         reason = reasons.get(exc.status_code, "http_error")
         return error_response(exc.status_code, reason, str(exc.detail), exc.headers)
 
-    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
-        logger.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "internal_error", "the coordinator failed; see its log")
-
     app.add_exception_handler(FederationError, federation_error)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    app.add_exception_handler(Exception, internal_error)
+    # Anything else (a storage fault, a bug) is answered by FaultBarrier, see create_api.
 
 
 def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
@@ -406,5 +414,7 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
     install_error_handlers(app)
     limits.install(app, limits.coordinator_limits())
     app.add_middleware(OperatorAuth, token=token)
+    # Outermost of ours, so that a failure anywhere below keeps the connection usable.
+    app.add_middleware(FaultBarrier, on_storage_fault=lambda: recycle(ws.engine()))
     app.state.worker = worker
     return app

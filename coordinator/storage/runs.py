@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -290,16 +290,20 @@ class RunStore:
 
     # --- the driver lease -----------------------------------------------------------------
 
-    def claim(self, driver: str, lease_seconds: float, limit: int = 50) -> list[str]:
-        """Take up to ``limit`` in-flight handoffs that nobody drives or whose driver lapsed."""
+    def claim(
+        self, driver: str, lease_seconds: float, limit: int = 50, skip: Collection[str] = ()
+    ) -> list[str]:
+        """Take up to ``limit`` in-flight handoffs that nobody drives or whose driver's
+        lease ran out, except those in ``skip`` (what the caller drives already)."""
         self.flush()
         now = time.time()
-        free = or_(
-            handoffs.c.driver.is_(None), handoffs.c.driver_until < now, handoffs.c.driver == driver
-        )
+        free = or_(handoffs.c.driver.is_(None), handoffs.c.driver_until < now)
+        conditions = [handoffs.c.state.not_in(_TERMINAL), free]
+        if skip:
+            conditions.append(handoffs.c.attempt_id.not_in(list(skip)))
         query = (
             select(handoffs.c.attempt_id)
-            .where(and_(handoffs.c.state.not_in(_TERMINAL), free))
+            .where(and_(*conditions))
             .order_by(handoffs.c.updated_at)
             .limit(limit)
         )

@@ -160,3 +160,14 @@ tree_heads = Table(
     Column("recorded_at", String(32), nullable=False),
     Index("ix_tree_heads_log_id", "log_id"),
 )
+
+# --- revision 0005 -----------------------------------------------------------------------
+
+# One row, rewritten by every readiness check: /healthz is ready only if this write commits.
+health_probe = Table(
+    "health_probe",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("probed_at", String(32), nullable=False),
+    Column("prober", String(256), nullable=False),
+)

@@ -1,8 +1,11 @@
 """The risk service as an ASGI app, and the function that runs it as a process.
 
 Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
-key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys) and
-``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming). Push notifications are
+key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys),
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``GET /healthz``
+(readiness: a real write to its database) and ``GET /livez`` (liveness); see
+:mod:`remote_risk.server.health`. On start it resumes the unfinished tasks a stopped
+process left behind (see ``TaskOperations.start_background``). Push notifications are
 signed with the service's active key and sent by :func:`push_configs` (see
 :mod:`remote_risk.server.webhooks`). ``authorize`` decides who may call and the task
 owner: with trusted issuers in the settings it is
@@ -25,6 +28,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import timedelta
 
 import uvicorn
 from fastapi import FastAPI
@@ -42,6 +46,7 @@ from contracts.wire import AgentCard, to_wire
 from remote_risk.errors import RemoteRiskError
 from remote_risk.server import limits
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
+from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from remote_risk.server.push import PushConfigs, TaskLookup
 from remote_risk.server.risk_agent import RiskAgentHandler
@@ -97,7 +102,10 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     card = signed_card(unsigned, keys.active)
     decisions = DecisionLog(settings.decision_log_limit)
     durable = durable_store(settings)
-    store: TaskStoreProtocol = durable.tasks if durable else TaskStore(settings.task_capacity)
+    retention = timedelta(seconds=settings.idempotency_retention_seconds)
+    store: TaskStoreProtocol = (
+        durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
+    )
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
         authorize = _default_authorize(settings, card, decisions, replay_guard, store)
@@ -118,6 +126,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
+            handler.start_background()  # resumes what a stopped process left unfinished
             yield
             await handler.aclose()
         finally:
@@ -135,6 +144,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             card_route(card, settings.card_max_age_seconds),
             jwks_route(keys),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+            *health_routes(durable.engine if durable else None),
         ],
     )
     authenticate = getattr(authorize, "authenticate", None)
@@ -173,6 +183,8 @@ def durable_store(settings: Settings) -> DurableStore | None:
         database_url=settings.database_url,
         data_dir=settings.data_dir,
         leeway=DEFAULT_LEEWAY,
+        lease_seconds=settings.task_lease_seconds,
+        retention=timedelta(seconds=settings.idempotency_retention_seconds),
     )
 
 

@@ -11,7 +11,8 @@ and the conformance fixture (:mod:`tests.conformance_agent`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,6 +33,10 @@ from remote_risk.server.push import PushConfigs
 from remote_risk.server.streams import SUBSCRIPTION_END_STATES, TaskUpdates
 from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol
 
+logger = logging.getLogger(__name__)
+
+# At most this many abandoned tasks are taken over per round.
+RESUME_BATCH = 100
 PUSH_METHODS = (
     "CreateTaskPushNotificationConfig",
     "GetTaskPushNotificationConfig",
@@ -56,6 +61,7 @@ class TaskOperations:
         self._updates = updates
         self._push = push
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._background: asyncio.Task[None] | None = None
         if push is not None:
             store.on_eviction(push.forget)
 
@@ -120,17 +126,64 @@ class TaskOperations:
             worker.cancel()
         return record.snapshot()
 
+    def start_background(self) -> None:
+        """Keep this process's work leases and resume unfinished tasks whose lease ran out
+        (left by a process that died, this one's predecessor included), now and every
+        third of a lease; see :mod:`remote_risk.tasks.leases`."""
+        if self._background is None:
+            self._background = asyncio.create_task(self._keep_working())
+
     async def aclose(self) -> None:
-        """Stop background work (on shutdown); tasks left unfinished stay as they are."""
-        workers = list(self._workers.values())
-        for worker in workers:
-            worker.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        """Stop background work (on shutdown); tasks left unfinished stay as they are, and
+        their leases are given back so that another process resumes them at once."""
+        tasks = list(self._workers.values())
+        if self._background is not None:
+            tasks.append(self._background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._background is not None:
+            self._background = None
+            _logged(self._store.release)
+
+    async def _keep_working(self) -> None:
+        while True:
+            _logged(self._keep_leases)
+            await asyncio.sleep(self._store.lease_seconds / 3)
+
+    def _keep_leases(self) -> None:
+        """Renew this process's leases, stop working tasks another process took over, and
+        resume the unfinished tasks nobody holds any longer."""
+        working = {task_id for task_id, worker in self._workers.items() if not worker.done()}
+        held = self._store.hold(working)
+        for task_id, worker in list(self._workers.items()):
+            if task_id not in held and not worker.done():
+                logger.warning("task %s was taken over by another process", task_id)
+                worker.cancel()
+        for record in self._store.take_over(RESUME_BATCH):
+            logger.info(
+                "resuming task %s (%s), left by a stopped process", record.id, record.state.value
+            )
+            self.resume_work(record)
+
+    def resume_work(self, record: TaskRecord) -> None:
+        """Work again on an unfinished task this process now leases; an agent whose work
+        cannot be resumed ends it with a definite state."""
+        raise NotImplementedError
 
     def _changed(self, record: TaskRecord) -> None:
         """Tell streams and webhooks the task's new status (if any listen)."""
         if self._updates.heard(record.owner, record.id):
             self._updates.status(record.owner, record.snapshot())
+
+
+def _logged(step: Callable[[], None]) -> None:
+    """Run a background step; a failure (e.g. the database unreachable) is logged and the
+    step is tried again on the next round, never left as an unobserved exception."""
+    try:
+        step()
+    except Exception:
+        logger.exception("background step %s failed; trying again later", step.__name__)
 
 
 async def _no_push(params: AnyParams, context: CallContext) -> BaseModel:

@@ -56,12 +56,14 @@ from remote_risk.server.jsonrpc import (
 from remote_risk.server.operations import TaskOperations
 from remote_risk.server.push import PushConfigs
 from remote_risk.server.streams import TaskEventBroker, TaskUpdates
+from remote_risk.storage.faults import is_storage_fault
 from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol, new_id
 
 logger = logging.getLogger(__name__)
 
 FINDING_ARTIFACT_NAME = "risk-finding"
 INTERNAL_FAILURE_CODE = "internal_error"
+RESUME_FAILURE_CODE = "resume_input_unreadable"
 HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
 IDEMPOTENCY_KEY = "idempotencyKey"
 MAX_IDEMPOTENCY_KEY_LENGTH = 512
@@ -109,7 +111,8 @@ class RiskAgentHandler(TaskOperations):
             self._forget_push_configs_if_gone(accepted, context.owner)
             raise
         if not worked:
-            self._start(record, risk_input, context.lease_expires_at)
+            leased = opened_by(record, request.message)
+            self._start(record, risk_input, context.lease_expires_at, leased=leased)
         if blocking:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
@@ -121,7 +124,8 @@ class RiskAgentHandler(TaskOperations):
         configuration = request.configuration or SendMessageConfiguration()
         record, risk_input = self._accept(request, configuration, context)
         stream = self._updates.follow(record.snapshot(configuration.history_length))
-        self._start(record, risk_input, context.lease_expires_at)
+        leased = opened_by(record, request.message)
+        self._start(record, risk_input, context.lease_expires_at, leased=leased)
         return stream
 
     # --- the task's life ------------------------------------------------------------------
@@ -195,14 +199,41 @@ class RiskAgentHandler(TaskOperations):
         check_same_handoff(record, message)  # a new task names the message's by construction
         return record
 
+    def resume_work(self, record: TaskRecord) -> None:
+        """Run the skill again on the task's stored input (it is deterministic, so the
+        outcome is the one the first run would have had); a task whose input cannot be
+        read again ends FAILED with ``resume_input_unreadable``."""
+        try:
+            risk_input = risk_input_of(last_user_message(record))
+        except errors.A2AError as exc:
+            logger.warning("task %s cannot be resumed: %s", record.id, exc)
+            failure = errors.SkillFailure(
+                RESUME_FAILURE_CODE, "The task was cut off and its input cannot be read again."
+            )
+            self._report(record, TaskState.FAILED, skill.failed_finding(failure))
+            return
+        # The token that opened it is not kept, so a resumed model run has no lease of its
+        # own to end before: the model's own deadline applies.
+        self._start(record, risk_input, None, leased=True)
+
     def _start(
-        self, record: TaskRecord, risk_input: dict[str, Any], lease_expires_at: int | None
+        self,
+        record: TaskRecord,
+        risk_input: dict[str, Any],
+        lease_expires_at: int | None,
+        *,
+        leased: bool,
     ) -> None:
         """Work on a task that is submitted or working and has no worker here: a new or
-        resumed task, or a retried send's task whose worker is gone (e.g. a restart). A
-        model must be done before ``lease_expires_at`` (the delegation token's exp)."""
+        resumed task, or a retried send's task whose worker is gone (e.g. a restart).
+        Unless this process already ``leased`` the task (it opened it, or took it over), it
+        first takes the task's work lease, and leaves the task alone if another live
+        process holds it. A model must be done before ``lease_expires_at`` (the delegation
+        token's exp)."""
         running = self._workers.get(record.id)
         if (running is not None and not running.done()) or record.state not in _UNFINISHED:
+            return
+        if not leased and not self._store.claim(record.id):
             return
         worker = asyncio.create_task(self._work(record, risk_input, lease_expires_at))
         self._workers[record.id] = worker
@@ -229,6 +260,9 @@ class RiskAgentHandler(TaskOperations):
     def _forget(self, task_id: str, worker: asyncio.Task[None]) -> None:
         if self._workers.get(task_id) is worker:
             del self._workers[task_id]
+        failure = None if worker.cancelled() else worker.exception()
+        if failure is not None:  # e.g. the database unavailable: the lease runs out
+            logger.error("work on task %s failed; it is resumed later", task_id, exc_info=failure)
 
     async def _work(
         self, record: TaskRecord, risk_input: dict[str, Any], lease_expires_at: int | None = None
@@ -248,7 +282,9 @@ class RiskAgentHandler(TaskOperations):
             )
         try:
             self._report(record, state, finding, usage=usage)
-        except Exception:
+        except Exception as exc:
+            if is_storage_fault(exc):
+                raise  # not the task's failure: its lease runs out and it is resumed
             # Never leave a task WORKING with callers blocked on it.
             logger.exception("reporting the outcome of task %s failed", record.id)
             self._report(record, TaskState.FAILED, _internal_failure())
@@ -356,6 +392,21 @@ def risk_input_of(message: Message) -> dict[str, Any]:
         )
     risk_input: dict[str, Any] = part.data
     return risk_input
+
+
+def opened_by(record: TaskRecord, message: Message) -> bool:
+    """Whether ``message`` opened (or resumed) ``record`` just now, so that this process
+    holds its work lease, rather than finding it again (a retried send)."""
+    latest = last_user_message(record)
+    return latest.message_id == message.message_id
+
+
+def last_user_message(record: TaskRecord) -> Message:
+    """The task's latest message from the caller: its current, complete input."""
+    for message in reversed(record.history):
+        if message.role is Role.USER:
+            return message
+    return record.history[0]
 
 
 def handoff_binding(message: Message) -> dict[str, Any] | None:

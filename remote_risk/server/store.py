@@ -10,6 +10,8 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from remote_risk.storage import migrate, open_engine
+from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS
+from remote_risk.tasks.retention import DEFAULT_RETENTION
 from remote_risk.tasks.sql import SQLTaskStore
 from remote_risk.trust.sql_replay import SQLReplayGuard
 
@@ -32,6 +34,8 @@ def open_store(
     database_url: str | None = None,
     data_dir: Path | None = None,
     leeway: timedelta = timedelta(seconds=30),
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    retention: timedelta = DEFAULT_RETENTION,
 ) -> DurableStore:
     """Open (and migrate) the database named by ``database_url``, else the one in
     ``data_dir``; raises :class:`~remote_risk.errors.StorageUnavailable`."""
@@ -42,5 +46,7 @@ def open_store(
         engine.dispose()
         raise
     return DurableStore(
-        engine, SQLTaskStore(engine, capacity), SQLReplayGuard(engine, leeway=leeway)
+        engine,
+        SQLTaskStore(engine, capacity, lease_seconds=lease_seconds, retention=retention),
+        SQLReplayGuard(engine, leeway=leeway),
     )

@@ -48,10 +48,28 @@ tasks = Table(
     Column("artifacts", Text, nullable=False),
     Column("task_metadata", Text, nullable=True),
     Column("idempotency_key", String(512), nullable=True),
+    # The replica working an unfinished task and until when (epoch ms); see tasks.leases.
+    Column("worker", String(64), nullable=True),
+    Column("lease_until_ms", BigInteger, nullable=True),
     PrimaryKeyConstraint("id", name="pk_remote_risk_tasks"),
     UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_tasks_idempotency"),
     Index("ix_remote_risk_tasks_owner_changed", "owner", "changed_at_ms", "sequence"),
     Index("ix_remote_risk_tasks_state_changed", "state", "changed_at_ms", "sequence"),
+)
+
+# One row per idempotency key, kept for the retention window whether or not its task is
+# still stored; ``retained_task`` holds the task's final row (JSON) once it was evicted.
+idempotency_keys = Table(
+    "remote_risk_idempotency_keys",
+    metadata,
+    Column("owner", String(2048), nullable=False),
+    Column("idempotency_key", String(512), nullable=False),
+    Column("task_id", String(128), nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False),
+    Column("retained_task", Text, nullable=True),
+    PrimaryKeyConstraint("owner", "idempotency_key", name="pk_remote_risk_idempotency_keys"),
+    Index("ix_remote_risk_idempotency_keys_expires_at_ms", "expires_at_ms"),
+    Index("ix_remote_risk_idempotency_keys_task_id", "task_id"),
 )
 
 # One row per delegation token that created a task, kept until it expires (plus leeway).

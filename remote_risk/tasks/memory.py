@@ -13,7 +13,9 @@ Scoping: every read, list and cancel takes the caller's ``owner``; a task of ano
 answers exactly as a missing one does, so existence never leaks across owners.
 
 Idempotency: a task may be created under an ``idempotency_key``; the owner's task for a
-key is found again with :meth:`TaskStore.find_by_idempotency_key` until it is evicted.
+key is found again with :meth:`TaskStore.find_by_idempotency_key` for the key's retention
+window, also after the task was evicted (then as it ended), and refused as expired after
+that window (see :mod:`remote_risk.tasks.retention`).
 
 :class:`TaskStoreProtocol` is the interface the handler uses; :class:`TaskStore` keeps
 tasks in memory (one process, gone on restart) and
@@ -26,15 +28,12 @@ is needed. Timestamps are ISO-8601 UTC with a trailing ``Z``.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import heapq
-import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from contracts.wire import (
@@ -49,12 +48,27 @@ from contracts.wire import (
     TaskStatus,
 )
 from remote_risk import errors
+from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS
+from remote_risk.tasks.pages import (
+    decode_page_token as decode_page_token,
+)
+from remote_risk.tasks.pages import (
+    encode_page_token as encode_page_token,
+)
+from remote_risk.tasks.pages import (
+    parse_timestamp as parse_timestamp,
+)
+from remote_risk.tasks.pages import (
+    wire_timestamp as wire_timestamp,
+)
+from remote_risk.tasks.retention import DEFAULT_RETENTION, KeyBook
 
 Clock = Callable[[], datetime]
 EvictionListener = Callable[[str, str], None]
 """``(owner, task_id)`` of a task the store evicted."""
 DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
+UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
 def utc_now() -> datetime:
@@ -64,11 +78,6 @@ def utc_now() -> datetime:
 def new_id() -> str:
     """A random (version 4) UUID in its usual text form."""
     return str(uuid.uuid4())
-
-
-def wire_timestamp(at: datetime) -> str:
-    """ISO-8601 in UTC with millisecond precision and a trailing ``Z``."""
-    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -166,6 +175,25 @@ class TaskStoreProtocol(Protocol):
         """Call ``listener`` for every task evicted from now on, once its eviction is stored."""
         ...
 
+    # Work leases (see remote_risk.tasks.leases): who works an unfinished task.
+    lease_seconds: float
+
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        """Renew this process's leases on the tasks it works on; those it still holds."""
+        ...
+
+    def claim(self, task_id: str) -> bool:
+        """Take the work lease of an unfinished task unless another live process holds it."""
+        ...
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        """Lease (and return) up to ``limit`` unfinished tasks whose lease ran out."""
+        ...
+
+    def release(self) -> None:
+        """Give this process's leases back, so another process resumes at once."""
+        ...
+
     async def wait_settled(self, record: TaskRecord) -> None: ...
 
     def get(self, owner: str, task_id: str) -> TaskRecord: ...
@@ -206,10 +234,11 @@ class TaskStore(BoundedStore):
         *,
         clock: Clock = utc_now,
         new_id: Callable[[], str] = new_id,
+        retention: timedelta = DEFAULT_RETENTION,
     ) -> None:
         super().__init__(capacity, clock, new_id)
         self._records: dict[str, TaskRecord] = {}
-        self._by_key: dict[tuple[str, str], str] = {}
+        self._keys: KeyBook[TaskRecord] = KeyBook(retention, self._now)
         self._sequence = 0
 
     def __len__(self) -> int:
@@ -252,7 +281,7 @@ class TaskStore(BoundedStore):
         record.history.append(bound(message, record))
         self._records[task_id] = record
         if idempotency_key is not None:
-            self._by_key[(owner, idempotency_key)] = task_id
+            self._keys.remember(owner, idempotency_key, task_id)
         return record
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -260,9 +289,12 @@ class TaskStore(BoundedStore):
         return nullcontext()
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
-        """The owner's task created under ``key``, if it is still stored."""
-        task_id = self._by_key.get((owner, key))
-        return self._records.get(task_id) if task_id is not None else None
+        """The owner's task created under ``key`` (as it ended, if it was evicted) while
+        the key is retained; raises IdempotencyKeyExpired after its retention window."""
+        entry = self._keys.lookup(owner, key)
+        if entry is None:
+            return None
+        return self._records.get(entry.task_id) or entry.retained
 
     def resume(self, record: TaskRecord, message: Message) -> None:
         """Take a further message for an interrupted task and submit it again."""
@@ -311,6 +343,23 @@ class TaskStore(BoundedStore):
     async def wait_settled(self, record: TaskRecord) -> None:
         """Return once the task is terminal or waiting for input or authorization."""
         await record.settled.wait()
+
+    # --- work leases: one process holds every task kept in its memory ----------------------
+
+    lease_seconds = DEFAULT_LEASE_SECONDS
+
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        return {task_id for task_id in task_ids if self.claim(task_id)}
+
+    def claim(self, task_id: str) -> bool:
+        record = self._records.get(task_id)
+        return record is not None and record.state in UNFINISHED
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        return []  # nothing outlives the process that held it
+
+    def release(self) -> None:
+        return None
 
     # --- reading --------------------------------------------------------------------------
 
@@ -365,8 +414,7 @@ class TaskStore(BoundedStore):
             raise errors.TaskStoreFull(self.capacity)
         for record in oldest:
             del self._records[record.id]
-        gone = {record.id for record in oldest}
-        self._by_key = {key: tid for key, tid in self._by_key.items() if tid not in gone}
+            self._keys.retain(record.id, record)
         self._announce([(record.owner, record.id) for record in oldest])
 
     def _next_sequence(self) -> int:
@@ -440,41 +488,3 @@ def _matches(
     if query.status and query.status is not TaskState.UNSPECIFIED and record.state != query.status:
         return False
     return changed_after is None or record.changed_at > changed_after
-
-
-def parse_timestamp(value: str | None, name: str) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise errors.InvalidParams(
-            f"params.{name}: not an ISO-8601 timestamp such as 2026-01-31T12:00:00Z"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-# --- page tokens ---------------------------------------------------------------------------
-# A token is the sort key of the last task on the previous page. It is opaque to callers,
-# names no task, and stays valid when tasks are added: the next page simply continues
-# below that key.
-
-
-def encode_page_token(key: tuple[datetime, int]) -> str:
-    at, sequence = key
-    raw = json.dumps([wire_timestamp(at), sequence]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str) -> tuple[datetime, int]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        stamp, sequence = json.loads(raw)
-        at = datetime.fromisoformat(stamp)
-        if not isinstance(sequence, int) or at.tzinfo is None:
-            raise ValueError
-    except (ValueError, TypeError, binascii.Error):
-        raise errors.InvalidParams(
-            "params.pageToken: not a page token this agent issued; start again without one"
-        ) from None
-    return (at, sequence)

@@ -35,11 +35,11 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -65,6 +65,7 @@ from remote_risk.storage.engine import (
     read_transaction,
 )
 from remote_risk.storage.schema import TASK_SEQUENCE, counters, tasks
+from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS, TaskLeases, worker_id
 from remote_risk.tasks.memory import (
     DEFAULT_PAGE_SIZE,
     SETTLED_STATES,
@@ -83,6 +84,8 @@ from remote_risk.tasks.memory import (
     signal_settled,
     utc_now,
 )
+from remote_risk.tasks.retention import DEFAULT_RETENTION
+from remote_risk.tasks.sql_keys import SQLKeyBook
 
 # While waiting, the row is read again this often to notice another process's change.
 SETTLE_POLL_SECONDS = 1.0
@@ -114,12 +117,13 @@ _TERMINAL_LIST = ", ".join(f"'{state}'" for state in _TERMINAL)
 _EVICT_OLDEST_FINISHED = (
     f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
     f"WHERE state IN ({_TERMINAL_LIST}) ORDER BY changed_at_ms, sequence LIMIT :count) "
-    "RETURNING owner, id"
+    f"RETURNING {', '.join(COLUMNS)}, idempotency_key"
 )
 _INSERT = (
-    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key) "
-    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key)"
+    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key, worker, lease_until_ms) "
+    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, :worker, :until)"
 )
+_LEASE = f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until WHERE id = :id"
 _BUMP_SEQUENCE = (
     f"UPDATE {counters.name} SET value = value + :count "
     f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
@@ -144,9 +148,14 @@ class SQLTaskStore(BoundedStore):
         *,
         clock: Clock = utc_now,
         new_id: Callable[[], str] = new_id,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        retention: timedelta = DEFAULT_RETENTION,
     ) -> None:
         super().__init__(capacity, clock, new_id)
         self._engine = engine
+        self._keys = SQLKeyBook(engine, retention)
+        self.leases = TaskLeases(engine, worker_id(), lease_seconds, clock)
+        self.lease_seconds = lease_seconds
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
 
@@ -211,7 +220,8 @@ class SQLTaskStore(BoundedStore):
         self._announce(evicted)
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
-        """The owner's task created under ``key``, if it is still stored."""
+        """The owner's task created under ``key`` (as it ended, if it was evicted) while
+        the key is retained; raises IdempotencyKeyExpired after its retention window."""
         with driver_read(self._engine) as cursor:
             record = self._keyed(cursor, owner, key)
         return self._publish(record) if record is not None else None
@@ -225,6 +235,7 @@ class SQLTaskStore(BoundedStore):
             check_resumable(current)
             current.history.append(bound(message, current))
             self._move(cursor, current, TaskState.SUBMITTED, None, history=True)
+            self._lease(cursor, current.id)
         self._publish(current)
 
     def advance(
@@ -288,6 +299,21 @@ class SQLTaskStore(BoundedStore):
                 if current is None:
                     return
                 self._publish(current)
+
+    # --- work leases (remote_risk.tasks.leases) ---------------------------------------------
+
+    def hold(self, task_ids: Collection[str]) -> set[str]:
+        return self.leases.hold(task_ids)
+
+    def claim(self, task_id: str) -> bool:
+        return self.leases.claim(task_id)
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        taken = (self._read(task_id) for task_id in self.leases.take_over(limit))
+        return [self._publish(record) for record in taken if record is not None]
+
+    def release(self) -> None:
+        self.leases.release()
 
     # --- reading --------------------------------------------------------------------------
 
@@ -354,8 +380,17 @@ class SQLTaskStore(BoundedStore):
         )
         record.history.append(bound(message, record))
         row = {"id": record.id, "owner": owner, **_row_values(record)}
-        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key})
+        lease = {"worker": self.leases.worker, "until": self.leases.until()}
+        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key, **lease})
+        if idempotency_key is not None:
+            now_ms = _epoch_milliseconds(record.changed_at)
+            self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
         return record
+
+    def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
+        """Take the work lease of a task this process is about to work on again."""
+        lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
+        cursor.execute(self._sql(_LEASE), lease)
 
     def _make_room(self, cursor: DBAPICursor) -> Evicted:
         """Evict down to the low-water mark if the store is full (one statement per
@@ -367,10 +402,11 @@ class SQLTaskStore(BoundedStore):
             return []
         due = {"count": evictions_due(stored, self.capacity)}
         cursor.execute(self._sql(_EVICT_OLDEST_FINISHED), due)
-        evicted = [(owner, task_id) for owner, task_id in cursor.fetchall()]
-        if not evicted:
+        rows = cursor.fetchall()
+        if not rows:
             raise errors.TaskStoreFull(self.capacity)
-        return evicted
+        self._keys.retain(cursor, [(row[0], row[: len(COLUMNS)]) for row in rows if row[-1]])
+        return [(row[1], row[0]) for row in rows]
 
     def _evicted(self, evicted: Evicted) -> None:
         """Announce stored evictions now, or when the open transaction() commits."""
@@ -429,9 +465,14 @@ class SQLTaskStore(BoundedStore):
         return replace(known, history=list(known.history), artifacts=list(known.artifacts))
 
     def _keyed(self, cursor: DBAPICursor, owner: str, key: str | None) -> TaskRecord | None:
-        """The owner's task created under ``key`` (none without a key)."""
+        """The owner's task created under ``key`` (none without a key), as it ended if it
+        was evicted; raises IdempotencyKeyExpired after the key's retention window."""
         if key is None:
             return None
+        known = self._keys.lookup(cursor, owner, key, _epoch_milliseconds(self._now()))
+        if known is not None:
+            task_id, retained = known
+            return record_of(retained) if retained is not None else self._load(cursor, task_id)
         cursor.execute(self._sql(_BY_KEY), {"owner": owner, "key": key})
         row = cursor.fetchone()
         return record_of(row) if row is not None else None

@@ -127,11 +127,12 @@ def test_two_authorization_headers_are_refused(deployment: Deployment) -> None:
 
 
 def test_public_routes_need_no_token(deployment: Deployment) -> None:
-    """The JWKS, the health check and the OpenAPI schema are public."""
+    """The JWKS, the health checks and the OpenAPI schema are public."""
     jwks = httpx.get(deployment.api + "/.well-known/jwks.json").json()
     published = json.loads((deployment.data / "jwks.json").read_text())
     assert jwks == published
     assert httpx.get(deployment.api + "/healthz").json() == {"status": "ok"}
+    assert httpx.get(deployment.api + "/livez").json() == {"status": "ok"}
     assert httpx.get(deployment.api + "/openapi.json").status_code == 200
 
 
@@ -144,6 +145,7 @@ def test_openapi_documents_every_route(deployment: Deployment) -> None:
     assert documented == {
         ("/.well-known/jwks.json", "GET"),
         ("/healthz", "GET"),
+        ("/livez", "GET"),
         ("/v1/agents", "POST"),
         ("/v1/agents", "GET"),
         ("/v1/delegations", "POST"),

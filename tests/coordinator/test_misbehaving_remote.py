@@ -212,7 +212,8 @@ def delegate(
     [
         ("oversized", HandoffState.FAILED, "dispatch_failed:response_too_large"),
         ("bomb", HandoffState.FAILED, "dispatch_failed:encoding_refused"),
-        ("trickle", HandoffState.FAILED, "dispatch_failed:timeout"),
+        # each attempt times out; they are retried (same key) until the lease is over
+        ("trickle", HandoffState.TIMED_OUT, "lease_expired_during_dispatch"),
         ("nan", HandoffState.FAILED, "dispatch_failed:not_json"),
         ("unknown-evidence", HandoffState.REJECTED, "unknown_evidence: secret-ledger-9"),
         (

@@ -21,7 +21,7 @@ from remote_risk.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 
-HEAD = "rr0001"
+HEAD = "rr0003"
 
 
 @pytest.fixture
@@ -50,19 +50,21 @@ def test_tasks_and_used_tokens_survive_a_restart(database_url: str) -> None:
         assert len(app.state.task_store) == 1
 
 
-def test_a_retried_send_restarts_work_cut_off_by_a_restart(tmp_path: Path) -> None:
-    """A task left unfinished by a stop is finished by the next retried send for its key."""
+def test_work_cut_off_by_a_stop_is_resumed_when_the_service_starts_again(tmp_path: Path) -> None:
+    """A task left unfinished by a stop is resumed by the next start on the same database
+    (the stop gave its lease back), and a retried send for its key answers that task."""
     port = free_port()
     slow = {"data_dir": tmp_path, "skill_delay_seconds": 30.0}
     immediately = {"returnImmediately": True}
     with delegated_service(port, **slow) as (caller, _):
         created = caller.task_of(caller.send("run-1", "h-1", configuration=immediately))
-    with delegated_service(port, data_dir=tmp_path) as (caller, _):
         left = caller.get_task(created["id"]).json()["result"]
         assert left["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    with delegated_service(port, data_dir=tmp_path) as (caller, app):
         retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
         assert retried["id"] == created["id"]
         assert retried["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert len(app.state.task_store) == 1
 
 
 def test_data_dir_holds_the_sqlite_file_in_wal_mode(tmp_path: Path) -> None:

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from contracts.wire import ListTasksRequest, Message, Part, Role, TaskState
+from contracts.wire import Artifact, ListTasksRequest, Message, Part, Role, TaskState
 from remote_risk import errors
 from remote_risk.storage import migrate, open_engine
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol, new_id
+from remote_risk.tasks.retention import DEFAULT_RETENTION
 from remote_risk.tasks.sql import SQLTaskStore
 
 START = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
@@ -46,17 +47,20 @@ def store_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
     """Makes an empty store of one kind with ``capacity``, a stepping clock and ids t1, t2..."""
     engines = []
 
-    def make(capacity: int = 10) -> TaskStoreProtocol:
+    def make(capacity: int = 10, retention: timedelta = DEFAULT_RETENTION) -> TaskStoreProtocol:
         ids = (f"t{n}" for n in itertools.count(1))
+        clock = SteppingClock()
         if request.param == "memory":
-            return TaskStore(capacity, clock=SteppingClock(), new_id=lambda: next(ids))
+            return TaskStore(capacity, clock=clock, new_id=lambda: next(ids), retention=retention)
         if request.param == "sqlite":
             url = f"sqlite+pysqlite:///{tmp_path / f'tasks-{len(engines)}.db'}"
         else:
             url = request.getfixturevalue("postgres_url")
         engines.append(open_engine(url))
         migrate(engines[-1])
-        return SQLTaskStore(engines[-1], capacity, clock=SteppingClock(), new_id=lambda: next(ids))
+        return SQLTaskStore(
+            engines[-1], capacity, clock=clock, new_id=lambda: next(ids), retention=retention
+        )
 
     yield make
     for engine in engines:
@@ -268,10 +272,9 @@ def test_capacity_must_be_positive() -> None:
         TaskStore(0)
 
 
-def test_idempotency_key_finds_the_owners_task_until_it_is_evicted(
-    store_with: StoreFactory,
-) -> None:
-    """A key finds the task created under it, for its owner only, and goes with the task."""
+def test_idempotency_key_outlives_the_eviction_of_its_task(store_with: StoreFactory) -> None:
+    """A key finds the task created under it, for its owner only; once the task is evicted
+    the key still answers it as it ended, and a send under it creates (and claims) nothing."""
     store = store_with(capacity=1)
     first = store.create("alice", message(), idempotency_key="run-1:h1")
     found = store.find_by_idempotency_key("alice", "run-1:h1")
@@ -279,9 +282,40 @@ def test_idempotency_key_finds_the_owners_task_until_it_is_evicted(
     assert store.find_by_idempotency_key("bob", "run-1:h1") is None
     assert store.create("alice", message(), idempotency_key="run-1:h1").id == first.id
     assert len(store) == 1
-    finish(store, first.id)
+    artifact = Artifact(artifact_id="a-1", parts=[Part(text="done")])
+    assert store.advance(first.id, TaskState.COMPLETED, artifacts=[artifact])
     store.create("alice", message())  # the finished task makes room
-    assert store.find_by_idempotency_key("alice", "run-1:h1") is None
+    with pytest.raises(errors.TaskNotFound):
+        store.get("alice", first.id)
+    kept = store.find_by_idempotency_key("alice", "run-1:h1")
+    assert kept is not None and kept.id == first.id
+    assert kept.state is TaskState.COMPLETED and kept.artifacts == [artifact]
+    claims: list[str] = []
+    again = store.create(
+        "alice", message(), idempotency_key="run-1:h1", claim=lambda: claims.append("x")
+    )
+    assert again.id == first.id and claims == [] and len(store) == 1
+
+
+def test_a_key_past_its_retention_window_is_refused_not_redone(store_with: StoreFactory) -> None:
+    """After the window (each clock reading here is one second on) the key is refused as
+    expired, with a stable reason, whether or not its task is still stored; no task is
+    created and no claim made."""
+    store = store_with(capacity=10, retention=timedelta(seconds=5))
+    first = store.create("alice", message(), idempotency_key="run-1:h1")
+    answered = 0
+    with pytest.raises(errors.IdempotencyKeyExpired) as refused:
+        for _ in range(20):
+            assert store.find_by_idempotency_key("alice", "run-1:h1") is not None
+            answered += 1
+    assert 0 < answered < 20
+    assert refused.value.metadata == {"reason": "idempotency_key_expired", "retentionSeconds": "5"}
+    claims: list[str] = []
+    with pytest.raises(errors.IdempotencyKeyExpired):
+        store.create(
+            "alice", message(), idempotency_key="run-1:h1", claim=lambda: claims.append("x")
+        )
+    assert claims == [] and len(store) == 1 and store.get("alice", first.id).id == first.id
 
 
 def test_claim_runs_only_when_a_task_is_created(store_with: StoreFactory) -> None:

@@ -1,0 +1,151 @@
+"""When a failed send or read of a handoff is tried again, and after how long: pure rules.
+
+One policy for every path (the CLI, the API with ``wait: true``, the workers, recovery):
+
+* **What is retried.** Failures that say nothing about the work itself: the remote could
+  not be reached or timed out (:class:`~coordinator.errors.TransportError` ``unreachable``,
+  ``timeout``, ``transport_error``), an HTTP 5xx, 408 or 429, a body that is not JSON or
+  not JSON-RPC at all (``not_json``, ``not_jsonrpc``: a proxy's error page), a JSON-RPC
+  ``InternalError`` (-32603, e.g. the remote is at capacity) or a delegation check that
+  could not be made (-32092, HTTP 503, e.g. the remote's replay record unavailable).
+  Everything else (a refusal of the token, bad params, a task not found, a well-formed
+  answer that breaks A2A) is final: sending it again would be refused again. See
+  :func:`cause_of`.
+* **How long to wait.** Exponential backoff from ``first_backoff`` by ``multiplier``,
+  capped at ``max_backoff``, with a random part (``jitter``, the fraction of each wait
+  that is drawn uniformly, so that many handoffs failing together do not retry
+  together). A ``Retry-After`` the remote sent (delta-seconds or an HTTP date, RFC 9110
+  section 10.2.3) is honoured: the wait is at least that long.
+* **Until when.** Never past the handoff's lease: an attempt is only made if, after the
+  wait, at least ``margin`` seconds of the lease are left; and at most ``max_attempts``
+  attempts in all. Each retry is a new attempt of the same handoff under the same
+  idempotency key, so a remote that did receive an earlier send answers the task it has.
+
+:func:`next_delay` is the whole decision; :func:`attempt_event` is what the ledger
+records for every attempt (its number, its cause, whether and when it is retried).
+Nothing here sleeps, sends or reads a clock of its own: callers pass the time left and
+the random source, so the rules are tested exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+from coordinator.errors import FederationError, ProtocolError, RemoteA2AError, TransportError
+
+RETRYABLE_TRANSPORT = frozenset({"unreachable", "timeout", "transport_error", "http_status"})
+RETRYABLE_PROTOCOL = frozenset({"not_json", "not_jsonrpc"})
+RETRYABLE_HTTP = frozenset({408, 429})
+RETRYABLE_JSONRPC = frozenset({-32603, -32092})  # InternalError, DelegationUnavailable
+Random = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    first_backoff: float = 0.25
+    multiplier: float = 2.0
+    max_backoff: float = 8.0
+    jitter: float = 0.5
+    margin: float = 0.5
+    max_attempts: int = 20
+
+    def __post_init__(self) -> None:
+        if self.first_backoff <= 0 or self.multiplier < 1 or self.max_backoff < self.first_backoff:
+            raise ValueError("backoff must start above 0, grow by at least 1x, and be capped")
+        if not 0 <= self.jitter <= 1 or self.margin < 0 or self.max_attempts < 1:
+            raise ValueError("jitter is a fraction, margin not negative, attempts at least 1")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why an attempt failed: a stable ``reason``, whether it is worth retrying, and the
+    wait the remote asked for (seconds), if it did."""
+
+    reason: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def cause_of(
+    error: BaseException,
+    *,
+    http_status: int | None = None,
+    retry_after: str | None = None,
+    now: datetime | None = None,
+) -> Cause:
+    """Classify a failed attempt; ``http_status`` and ``retry_after`` are the response's,
+    when the caller has them."""
+    asked = parse_retry_after(retry_after, now or datetime.now(UTC))
+    if http_status is not None and (http_status >= 500 or http_status in RETRYABLE_HTTP):
+        return Cause(f"http_{http_status}", True, asked)
+    if isinstance(error, TransportError):
+        known_refusal = http_status is not None and 400 <= http_status < 500
+        retryable = error.reason in RETRYABLE_TRANSPORT and not known_refusal
+        return Cause(error.reason, retryable, asked)
+    if isinstance(error, RemoteA2AError):
+        reason = error.error_info_reason or error.reason
+        return Cause(f"remote:{reason}", error.code in RETRYABLE_JSONRPC, asked)
+    if isinstance(error, TimeoutError):
+        return Cause("timeout", True, asked)
+    if isinstance(error, ProtocolError):
+        return Cause(error.reason, error.reason in RETRYABLE_PROTOCOL, asked)
+    if isinstance(error, FederationError):
+        return Cause(error.reason, False, asked)
+    return Cause(type(error).__name__, False, asked)
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """``Retry-After`` as seconds from ``now``: delta-seconds or an HTTP date; None if
+    absent or unreadable (then the backoff alone decides)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(int(text))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def backoff(policy: RetryPolicy, attempt: int, rand: Random = random.random) -> float:
+    """The wait after failed attempt number ``attempt`` (1 for the first send)."""
+    ceiling = min(policy.max_backoff, policy.first_backoff * policy.multiplier ** (attempt - 1))
+    return ceiling * (1 - policy.jitter) + ceiling * policy.jitter * rand()
+
+
+def next_delay(
+    policy: RetryPolicy,
+    attempt: int,
+    cause: Cause,
+    lease_left: float,
+    rand: Random = random.random,
+) -> float | None:
+    """How long to wait before attempt ``attempt + 1``, or None to stop: the cause is
+    final, the attempts are used up, or the lease would be (nearly) over by then."""
+    if not cause.retryable or attempt >= policy.max_attempts:
+        return None
+    delay = backoff(policy, attempt, rand)
+    if cause.retry_after is not None:
+        delay = max(delay, cause.retry_after)
+    if lease_left - delay < policy.margin:
+        return None
+    return delay
+
+
+def attempt_event(attempt: int, cause: Cause, delay: float | None) -> dict[str, object]:
+    """The ledger data of one failed attempt: number, cause, and the retry decided."""
+    return {
+        "attempt": attempt,
+        "cause": cause.reason,
+        "retryable": cause.retryable,
+        "retry_after_s": cause.retry_after,
+        "retry_in_s": None if delay is None else round(delay, 3),
+    }

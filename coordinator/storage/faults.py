@@ -1,0 +1,76 @@
+"""Telling a storage fault from a bug, recycling connections after one, and probing writes.
+
+A storage fault is the database refusing or failing a statement for a reason of its
+own: the file read-only or the disk full, an I/O error, the lock not granted in time, the
+server gone or restarting, the pool exhausted. Such an error is worth retrying once the
+database is back, and it is answered as 503 ``storage_unavailable`` with ``Retry-After``
+(:mod:`coordinator.service.faults`). A broken constraint or bad SQL is not one: that is
+a bug or a race, and retrying it changes nothing.
+
+After a fault the pooled connections are recycled (:func:`recycle`): the next checkout
+opens a fresh connection, so no connection that saw the fault (a SQLite handle after an
+I/O error, a PostgreSQL connection whose server restarted) is used again. SQLAlchemy's
+``handle_error`` hook does this for statements it runs (:func:`install_fault_handling`);
+statements run on the driver's own cursor (:mod:`coordinator.storage.driver`) reach the
+caller raw, and the caller recycles.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from sqlalchemy import Engine, event
+from sqlalchemy import exc as sa_exc
+
+from coordinator.errors import StorageError
+
+# How long a caller is asked to wait before retrying after a storage fault.
+RETRY_AFTER_SECONDS = 2
+
+_DRIVER_FAULTS: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
+try:  # PostgreSQL's driver is optional at import time
+    import psycopg
+
+    _DRIVER_FAULTS += (psycopg.OperationalError, psycopg.InterfaceError)
+except ImportError:  # pragma: no cover
+    pass
+
+_SQLALCHEMY_FAULTS = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+
+
+def is_storage_fault(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is the database failing, not a bug."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _is_fault(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _is_fault(error: BaseException) -> bool:
+    if isinstance(error, StorageError):
+        return error.reason == StorageError.default_reason
+    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, _SQLALCHEMY_FAULTS + _DRIVER_FAULTS)
+
+
+def recycle(engine: Engine) -> None:
+    """Drop every pooled connection; connections in use are closed when given back."""
+    engine.dispose(close=True)
+
+
+def install_fault_handling(engine: Engine) -> None:
+    """Have SQLAlchemy treat a storage fault like a lost connection: the connection that
+    saw it, and the rest of the pool, are replaced before they are used again."""
+    event.listen(engine, "handle_error", _on_error)
+
+
+def _on_error(context: Any) -> None:
+    if not context.is_disconnect and _is_fault(context.original_exception):
+        context.is_disconnect = True
+        context.invalidate_pool_on_disconnect = True

@@ -1,0 +1,109 @@
+"""The retry rules: what is retried, the backoff with jitter, Retry-After, the lease."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from coordinator.dispatch.retry import (
+    Cause,
+    RetryPolicy,
+    attempt_event,
+    backoff,
+    cause_of,
+    next_delay,
+    parse_retry_after,
+)
+from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+POLICY = RetryPolicy(first_backoff=0.5, multiplier=2, max_backoff=4, jitter=0.5, margin=0.5)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "reason", "retryable"),
+    [
+        (TransportError("x", "unreachable"), None, "unreachable", True),
+        (TransportError("x", "timeout"), None, "timeout", True),
+        (TransportError("x", "transport_error"), None, "transport_error", True),
+        (TransportError("x", "http_status"), 503, "http_503", True),
+        (TransportError("x", "http_status"), 502, "http_502", True),
+        (TransportError("x", "http_status"), 429, "http_429", True),
+        (TransportError("x", "http_status"), 404, "http_status", False),
+        (TransportError("x", "bad_url"), None, "bad_url", False),
+        (
+            RemoteA2AError(-32603, "at capacity", "INTERNAL_ERROR"),
+            None,
+            "remote:INTERNAL_ERROR",
+            True,
+        ),
+        (RemoteA2AError(-32092, "replay record", "UNAVAILABLE"), 503, "http_503", True),
+        (RemoteA2AError(-32090, "token", "UNAUTHENTICATED"), 401, "remote:UNAUTHENTICATED", False),
+        (RemoteA2AError(-32602, "params", "INVALID_PARAMS"), None, "remote:INVALID_PARAMS", False),
+        (ProtocolError("x", "not_jsonrpc"), None, "not_jsonrpc", True),
+        (ProtocolError("x", "not_json"), None, "not_json", True),
+        (ProtocolError("x", "id_mismatch"), None, "id_mismatch", False),
+        (TimeoutError(), None, "timeout", True),
+        (ValueError("bug"), None, "ValueError", False),
+    ],
+)
+def test_what_is_retried(
+    error: BaseException, status: int | None, reason: str, retryable: bool
+) -> None:
+    cause = cause_of(error, http_status=status, now=NOW)
+    assert (cause.reason, cause.retryable) == (reason, retryable)
+
+
+def test_retry_after_in_seconds_or_as_an_http_date() -> None:
+    assert parse_retry_after("7", NOW) == 7.0
+    assert parse_retry_after("Thu, 01 Jan 2026 12:00:03 GMT", NOW) == 3.0
+    assert parse_retry_after("Thu, 01 Jan 2026 11:00:00 GMT", NOW) == 0.0
+    assert parse_retry_after("soon", NOW) is None
+    assert parse_retry_after(None, NOW) is None
+    cause = cause_of(TransportError("x", "http_status"), http_status=503, retry_after="2", now=NOW)
+    assert cause == Cause("http_503", True, 2.0)
+
+
+def test_backoff_doubles_to_its_cap_with_a_bounded_random_part() -> None:
+    lowest = [backoff(POLICY, attempt, lambda: 0.0) for attempt in range(1, 7)]
+    highest = [backoff(POLICY, attempt, lambda: 1.0) for attempt in range(1, 7)]
+    assert highest == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    assert lowest == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
+    assert RetryPolicy(jitter=0).first_backoff == backoff(RetryPolicy(jitter=0), 1, lambda: 0.9)
+
+
+def test_retry_after_is_honoured_and_the_lease_is_never_passed() -> None:
+    down = Cause("unreachable", True)
+    assert next_delay(POLICY, 1, down, lease_left=30, rand=lambda: 1.0) == 0.5
+    asked = Cause("http_503", True, retry_after=5.0)
+    assert next_delay(POLICY, 1, asked, lease_left=30, rand=lambda: 1.0) == 5.0
+    assert next_delay(POLICY, 1, asked, lease_left=5.4, rand=lambda: 1.0) is None
+    assert next_delay(POLICY, 3, down, lease_left=2.4, rand=lambda: 1.0) is None  # 2 s + margin
+    assert next_delay(POLICY, 3, down, lease_left=2.6, rand=lambda: 1.0) == 2.0
+
+
+def test_final_causes_and_used_up_attempts_stop() -> None:
+    assert next_delay(POLICY, 1, Cause("remote:INVALID_PARAMS", False), lease_left=30) is None
+    limited = RetryPolicy(max_attempts=3)
+    down = Cause("unreachable", True)
+    assert next_delay(limited, 2, down, lease_left=30) is not None
+    assert next_delay(limited, 3, down, lease_left=30) is None
+
+
+def test_every_attempt_is_described_for_the_ledger() -> None:
+    event = attempt_event(2, Cause("http_503", True, 2.0), 2.0)
+    assert event == {
+        "attempt": 2,
+        "cause": "http_503",
+        "retryable": True,
+        "retry_after_s": 2.0,
+        "retry_in_s": 2.0,
+    }
+    assert attempt_event(3, Cause("remote:INVALID_PARAMS", False), None)["retry_in_s"] is None
+
+
+def test_a_policy_that_makes_no_sense_is_refused() -> None:
+    for bad in ({"first_backoff": 0}, {"multiplier": 0.5}, {"jitter": 2}, {"max_attempts": 0}):
+        with pytest.raises(ValueError):
+            RetryPolicy(**bad)  # type: ignore[arg-type]

@@ -1,0 +1,65 @@
+"""Work leases on unfinished tasks: two processes on one database never both hold one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine
+
+from contracts.wire import Message, Part, Role, TaskState
+from remote_risk.storage import migrate, open_engine
+from remote_risk.tasks.sql import SQLTaskStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    opened = open_engine(database_url)
+    migrate(opened)
+    yield opened
+    opened.dispose()
+
+
+def message() -> Message:
+    return Message(message_id="m-1", role=Role.USER, parts=[Part(data={"brief": {}})])
+
+
+def test_a_task_is_taken_over_only_once_its_lease_ran_out(engine: Engine) -> None:
+    clock = Clock()
+    first = SQLTaskStore(engine, 10, clock=clock, lease_seconds=2)
+    second = SQLTaskStore(engine, 10, clock=clock, lease_seconds=2)
+    task = first.create("alice", message())
+    assert second.take_over(10) == [] and not second.claim(task.id)
+    clock.now += timedelta(seconds=1)
+    assert first.hold([task.id]) == {task.id}  # renewed: good for 2 s from now
+    clock.now += timedelta(seconds=1.5)
+    assert second.take_over(10) == []
+    clock.now += timedelta(seconds=1)
+    [taken] = second.take_over(10)
+    assert taken.id == task.id
+    assert first.hold([task.id]) == set() and not first.claim(task.id)
+    assert second.hold([task.id]) == {task.id}
+
+
+def test_a_released_or_finished_task_is_not_held(engine: Engine) -> None:
+    clock = Clock()
+    first = SQLTaskStore(engine, 10, clock=clock, lease_seconds=2)
+    second = SQLTaskStore(engine, 10, clock=clock, lease_seconds=2)
+    kept = first.create("alice", message())
+    done = first.create("alice", message())
+    assert first.advance(done.id, TaskState.COMPLETED)
+    first.release()
+    assert [record.id for record in second.take_over(10)] == [kept.id]
+    clock.now += timedelta(seconds=5)
+    assert first.take_over(10)[0].id == kept.id
+    assert first.advance(kept.id, TaskState.COMPLETED)
+    assert first.hold([kept.id]) == set() and second.take_over(10) == []
