@@ -27,6 +27,8 @@
     ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason)
     ├── PushRefused                 a push notification we refuse (its HTTP status)
     ├── ServerRefused               the coordinator's API answered an error (``--server``)
+    ├── HandoffMovedOn              a handoff's ending lost to one another process committed
+    ├── RunEnded                    a cancel of a run with no live branch (reason run_ended)
     └── ModelError                  a model role got no usable reply (assessment.model_gateway)
         ├── ModelConfigError            model_config_invalid
         ├── LimitReached                limit_reached (request budget, rounds, run deadline)
@@ -240,3 +242,15 @@ def translated(what: str, url: str | None = None) -> Iterator[None]:
         raise ProtocolError(f"{what}{place}: {exc}", "not_json") from None
     except pydantic.ValidationError as exc:
         raise ProtocolError(f"{what}{place}: {describe_validation(exc)}", "invalid_shape") from None
+
+
+class HandoffMovedOn(FederationError):
+    """A handoff ended in this process after another process (a cancel) had ended it."""
+
+    default_reason = "handoff_moved_on"
+
+
+class RunEnded(FederationError):
+    """The run has nothing left to cancel: every branch ended without being cancelled."""
+
+    default_reason = "run_ended"

@@ -19,7 +19,8 @@ from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task, TaskState
 from coordinator.authority.delegator import Delegator, GrantRefused
 from coordinator.dispatch import remote_calls
-from coordinator.dispatch.faults import pause_point
+from coordinator.dispatch.elsewhere import ended_by_another
+from coordinator.dispatch.faults import async_pause_point, pause_point
 from coordinator.dispatch.grants import mint_for
 from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import (
@@ -29,7 +30,7 @@ from coordinator.dispatch.proposal import (
     idempotency_key,
     propose,
 )
-from coordinator.errors import FederationError
+from coordinator.errors import FederationError, HandoffMovedOn
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
 from coordinator.handoff.returns import (
@@ -164,12 +165,30 @@ class HandoffDriver:
 
     async def drive(self) -> RemoteOutcome:
         """Take the admitted handoff to a terminal state; whatever it recorded is in the
-        ledger when this returns."""
+        ledger when this returns. If another process ended the handoff first (a cancel),
+        its revision is adopted and nothing this attempt concluded afterwards is kept."""
         try:
             await self._steps()
+        except HandoffMovedOn:
+            self.ended_elsewhere()
         finally:
-            self.durable_point("ended")
+            try:
+                self.durable_point("ended")
+            except HandoffMovedOn:
+                self.ended_elsewhere()
+                self.durable_point("ended")
         return self.outcome
+
+    def ended_elsewhere(self) -> bool:
+        """Whether another process (``federation cancel``, the API's cancel route) ended
+        this handoff meanwhile; if so its revision is adopted and this driver stops."""
+        adopted = ended_by_another(self.run, self.record)
+        if adopted is None:
+            return False
+        self._keep(adopted)
+        self.outcome.notes.append(f"ended elsewhere: {adopted.state.value} ({adopted.reason})")
+        self.durable_point("ended")
+        return True
 
     async def _steps(self) -> None:
         if not self.mint():
@@ -286,7 +305,7 @@ class HandoffDriver:
         """The remote task once it settled, or None if the handoff ended here first."""
         while True:
             self.outcome.task = task
-            if not self.observe(task):
+            if self.ended_elsewhere() or not self.observe(task):
                 self.arrived_late(task)
                 return None
             state = task.status.state
@@ -349,7 +368,7 @@ class HandoffDriver:
             return
         based_on = self.record
         pause_point("before_admission")
-        if not self.commit(S.RETURNED, "remote_completed"):
+        if self.ended_elsewhere() or not self.commit(S.RETURNED, "remote_completed"):
             self.arrived_late(task, based_on)
             return
         self.judge(task)
@@ -357,6 +376,8 @@ class HandoffDriver:
     async def _close_interrupted(self, task: Task) -> None:
         """An interrupted task may explain itself (a ``needs_input`` Finding); either way
         this coordinator does not continue it: the remote task is cancelled."""
+        if self.ended_elsewhere():
+            return
         admission = admit_interruption(task, self.record.return_contract)
         self.outcome.admission = admission
         self.outcome.decision = self.run.book.receive(
@@ -437,6 +458,7 @@ class HandoffDriver:
             return None
         self.run.emit("cancel.sent", self.record, endpoint=self.agent.endpoint)
         self.durable_point("cancelling")
+        await async_pause_point("before_cancel_task")
         try:
             task = await remote_calls.cancel_task(self.client, self.agent, task_id, self.headers)
         except FederationError as exc:

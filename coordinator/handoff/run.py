@@ -164,6 +164,7 @@ class Run:
             "ownership_path": list(self.ownership_path),
             "started_at": _time(self.started_at),
             "cancelled": book.cancelled,
+            "cancellation": dict(book.cancellation) if book.cancellation else None,
             "state_version": book.state_version,
             "branches": rows,
             "live_branches": [row["branch"] for row in rows if row["live"]],

@@ -1,0 +1,35 @@
+"""A handoff ended by another process: what a driver adopts when a cancel came from elsewhere.
+
+``federation cancel`` and the API's cancel route commit a run's cancellation from whatever
+process they run in, while the handoff is driven by another one (a worker, ``serve
+coordinator`` or a ``delegate`` process). The store keeps an ended handoff ended (see
+:func:`coordinator.storage.runs.RunStore.save_handoff`); the driver reads its row back
+while it follows the remote task and, finding it ended, adopts that revision instead of
+admitting whatever the remote sends later.
+"""
+
+from __future__ import annotations
+
+from contracts.handoff import HandoffRecord
+from coordinator.handoff.book import unit_from_row
+from coordinator.handoff.run import Run
+
+
+def ended_by_another(run: Run, record: HandoffRecord) -> HandoffRecord | None:
+    """The stored revision of ``record`` if another process ended it, adopted into the
+    run's book (with the budget units it settled and who cancelled the run); else None."""
+    store = run.store
+    if store is None or record.terminal or run.book.current(record).version != record.version:
+        return None  # ended, or moved on in this process: the driver sees that itself
+    run.trail.flush()  # an observation older than the stored row is not written
+    stored = store.handoff(record.attempt_id)
+    if stored is None or not stored[0].terminal or stored[0].version < record.version:
+        return None
+    units = [unit_from_row(row) for row in store.rows("budget_units", run.run_id)]
+    adopted = run.book.adopt(stored[0], units)
+    row = store.run(run.run_id)
+    cancellation = row["document"].get("cancellation") if row else None
+    if isinstance(cancellation, dict):
+        run.book.cancellation = {str(k): str(v) for k, v in cancellation.items()}
+    run.record(adopted)
+    return adopted
