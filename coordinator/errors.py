@@ -29,6 +29,7 @@
     ├── ServerRefused               the coordinator's API answered an error (``--server``)
     ├── HandoffMovedOn              a handoff's ending lost to one another process committed
     ├── RunEnded                    a cancel of a run with no live branch (reason run_ended)
+    ├── LeftToRecovery              a second Ctrl-C: the run is left as it stands
     └── ModelError                  a model role got no usable reply (assessment.model_gateway)
         ├── ModelConfigError            model_config_invalid
         ├── LimitReached                limit_reached (request budget, rounds, run deadline)
@@ -254,3 +255,15 @@ class RunEnded(FederationError):
     """The run has nothing left to cancel: every branch ended without being cancelled."""
 
     default_reason = "run_ended"
+
+
+class LeftToRecovery(FederationError):
+    """A second Ctrl-C on a delegation: the run is left as it stands; the message names
+    the one command that finishes cancelling it."""
+
+    default_reason = "interrupted"
+
+    def __init__(self, run_id: str | None) -> None:
+        where = f"run {run_id}" if run_id else "the run"
+        finish = f"federation cancel {run_id}" if run_id else "federation recover"
+        super().__init__(f"{where} is left to recovery; to finish cancelling it: {finish}")

@@ -65,6 +65,8 @@ def exit_code(error: Exception) -> int:
         return 3
     if isinstance(error, ServerRefused) and error.status >= 500:
         return 3
+    if getattr(error, "reason", None) == "interrupted":
+        return 130
     return 3 if getattr(error, "reason", None) in UNAVAILABLE_REASONS else 2
 
 

@@ -141,6 +141,20 @@ class ArtifactView(BaseModel):
     content: Any = Field(default=None, description="the artifact as received (untrusted)")
 
 
+class CancellationView(BaseModel):
+    """Who cancelled a run, in their own words why, and when."""
+
+    by: str
+    reason: str
+    at: str = Field(description="ISO 8601 UTC")
+
+
+class CancelRequest(StrictRequest):
+    """``federation cancel``: why the run is cancelled (kept in the ledger and the run)."""
+
+    reason: str | None = Field(default=None, min_length=1, max_length=500)
+
+
 class BudgetView(BaseModel):
     limit: dict[str, int]
     remaining: dict[str, int]
@@ -159,6 +173,7 @@ class RunDocument(BaseModel):
     ownership_path: list[str] = []
     started_at: str | None = None
     cancelled: bool = False
+    cancellation: CancellationView | None = None
     state_version: int = 0
     branches: list[BranchView] = []
     live_branches: list[str] = []
@@ -220,6 +235,48 @@ class AgentView(BaseModel):
     verified_kid: str | None
     registered_at: str
     pending_approval: bool
+
+
+class SkillView(BaseModel):
+    id: str
+    name: str
+    scopes: list[str] = Field(description="what the skill's security requirements ask for")
+
+
+class CardDiff(BaseModel):
+    """What a held card asks for beyond the registered one (added) and drops (removed)."""
+
+    interfaces_added: list[str]
+    interfaces_removed: list[str]
+    skills_added: list[str]
+    skills_removed: list[str]
+    scopes_added: dict[str, list[str]] = Field(description="per skill")
+    scopes_removed: dict[str, list[str]] = Field(description="per skill")
+    security_schemes_changed: bool
+    security_requirements_changed: bool
+
+
+class PendingCard(BaseModel):
+    """A changed card held until the operator approves it (``federation agents pending``)."""
+
+    agent: str
+    card_url: str
+    current_kid: str | None
+    held_kid: str | None = Field(description="the kid that signed the held card")
+    held_trust: str | None = Field(description="how the held card's keys were pinned")
+    diff: CardDiff
+    approve: str = Field(description="the command that adopts it")
+
+
+class AgentDetail(AgentView):
+    """One registered agent (``federation agents show``)."""
+
+    description: str
+    version: str
+    pinned_kids: list[str] = Field(description="the keys its card must be signed with")
+    skill_details: list[SkillView]
+    return_contracts: dict[str, dict[str, Any]] = Field(description="declared per skill")
+    pending: PendingCard | None = Field(description="a changed card held for approval")
 
 
 class RegistrationView(BaseModel):
