@@ -34,6 +34,8 @@ from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
 
 R = TypeVar("R", bound=pydantic.BaseModel)
+# `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
+ASKED_EXIT_CODE = 4
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
 
@@ -159,6 +161,8 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
             file=sys.stderr,
         )
         return 130
+    if document.get("remote_question"):
+        return ASKED_EXIT_CODE
     return 0 if document.get("local_state") == "ACCEPTED" else 1
 
 

@@ -157,6 +157,8 @@ def print_delegation(document: dict[str, Any]) -> None:
     print(f"local state: {document['local_state']} ({document['reason']})")
     contract = document.get("return_contract") or {}
     print(f"return contract: {contract.get('kind', '-')}; verdict: {document.get('verdict')}")
+    if document.get("remote_question"):
+        print("\n".join(question_lines(document["remote_question"])))
     for note in document["notes"]:
         print(f"note: {note}")
     for artifact in document["artifacts"]:
@@ -223,6 +225,9 @@ def render_document(document: dict[str, Any]) -> str:
     cancellation = document.get("cancellation")
     if cancellation:
         lines.append(cancellation_line(cancellation))
+    for branch in document.get("branches", []):
+        if branch.get("remote_question"):
+            lines += ["", *question_lines(branch["remote_question"], branch["branch"])]
     return "\n".join(lines)
 
 
@@ -231,6 +236,26 @@ def cancellation_line(cancellation: dict[str, Any]) -> str:
         f"cancelled by {cancellation.get('by')} at {cancellation.get('at')}: "
         f"{cancellation.get('reason')}"
     )
+
+
+def question_lines(question: dict[str, Any], branch: str | None = None) -> list[str]:
+    """What a remote asked, set apart and marked: it is the remote's text, not ours."""
+    where = f" on {branch}" if branch else ""
+    lines = [
+        f"the remote asked for {question['asks_for']}{where} ({question['state']}); "
+        "UNTRUSTED text from the remote, shown as received:"
+    ]
+    lines += [f"  | {line}" for line in str(question.get("text") or "").splitlines()]
+    lines += [f"  | data: {json.dumps(value, ensure_ascii=False)}" for value in question["data"]]
+    lines += [
+        f"  | ({part['kind']} part, {part['size']} chars)" for part in question["other_parts"]
+    ]
+    if question.get("truncated"):
+        lines.append(
+            f"  | (cut to fit; all of it: {question['size']} bytes, {question['content_hash']})"
+        )
+    lines.append("the handoff was closed; delegate again with what it asks for")
+    return lines
 
 
 def render_cancel(document: dict[str, Any]) -> str:

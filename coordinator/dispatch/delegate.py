@@ -137,6 +137,7 @@ def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
         reason=record.reason,
         return_contract=record.return_contract.summary(),
         verdict=outcome.admission.verdict if outcome.admission else None,
+        remote_question=run.questions.get(record.attempt_id),
         grant=outcome.grant,
         received_artifacts=received,
         notes=outcome.notes,

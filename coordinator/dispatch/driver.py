@@ -19,7 +19,7 @@ from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task, TaskState
 from coordinator.authority.delegator import Delegator, GrantRefused
 from coordinator.dispatch import remote_calls
-from coordinator.dispatch.elsewhere import ended_by_another
+from coordinator.dispatch.elsewhere import ended_by_another, keep_late
 from coordinator.dispatch.faults import async_pause_point, pause_point
 from coordinator.dispatch.grants import mint_for
 from coordinator.dispatch.outcome import RemoteOutcome
@@ -33,6 +33,7 @@ from coordinator.dispatch.proposal import (
 from coordinator.errors import FederationError, HandoffMovedOn
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
+from coordinator.handoff.question import remote_question
 from coordinator.handoff.returns import (
     admit_interruption,
     admit_task,
@@ -378,6 +379,9 @@ class HandoffDriver:
         this coordinator does not continue it: the remote task is cancelled."""
         if self.ended_elsewhere():
             return
+        question = remote_question(task)
+        if question is not None:
+            self.run.asked(self.record, question)
         admission = admit_interruption(task, self.record.return_contract)
         self.outcome.admission = admission
         self.outcome.decision = self.run.book.receive(
@@ -424,23 +428,9 @@ class HandoffDriver:
 
     def arrived_late(self, task: Task, based_on: HandoffRecord | None = None) -> None:
         """A completed result that lost the race: keep it for diagnosis, admit nothing."""
-        if task.status.state is not TaskState.COMPLETED:
-            return
-        admission = admit_task(
-            task,
-            expected_task_id=task.id,
-            contract=self.record.return_contract,
-            expected_handoff=None,
-        )
-        self.outcome.admission = admission
-        self.outcome.decision = self.run.book.receive(
-            based_on or self.record,
-            admitted=False,
-            reason=admission.reason,
-            content_hash=admission.content_hash,
-            size=admission.size,
-            content=artifact_content(task),
-        )
+        late = keep_late(self.run, task, based_on or self.record)
+        if late is not None:
+            self.outcome.admission, self.outcome.decision = late
 
     # --- cancelling -------------------------------------------------------------------------
 

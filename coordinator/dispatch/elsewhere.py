@@ -1,4 +1,4 @@
-"""A handoff ended by another process: what a driver adopts when a cancel came from elsewhere.
+"""A handoff ended elsewhere: a cancel from another process, and a result that came late.
 
 ``federation cancel`` and the API's cancel route commit a run's cancellation from whatever
 process they run in, while the handoff is driven by another one (a worker, ``serve
@@ -11,7 +11,9 @@ admitting whatever the remote sends later.
 from __future__ import annotations
 
 from contracts.handoff import HandoffRecord
-from coordinator.handoff.book import unit_from_row
+from contracts.wire import Task, TaskState
+from coordinator.handoff.book import ArtifactDecision, unit_from_row
+from coordinator.handoff.returns import Admission, admit_task, artifact_content
 from coordinator.handoff.run import Run
 
 
@@ -33,3 +35,24 @@ def ended_by_another(run: Run, record: HandoffRecord) -> HandoffRecord | None:
         run.book.cancellation = {str(k): str(v) for k, v in cancellation.items()}
     run.record(adopted)
     return adopted
+
+
+def keep_late(
+    run: Run, task: Task, based_on: HandoffRecord
+) -> tuple[Admission, ArtifactDecision] | None:
+    """A completed result that lost the race to a cancel or a lease expiry: kept for
+    diagnosis (judged, with its hash and content), never admitted."""
+    if task.status.state is not TaskState.COMPLETED:
+        return None
+    admission = admit_task(
+        task, expected_task_id=task.id, contract=based_on.return_contract, expected_handoff=None
+    )
+    decision = run.book.receive(
+        based_on,
+        admitted=False,
+        reason=admission.reason,
+        content_hash=admission.content_hash,
+        size=admission.size,
+        content=artifact_content(task),
+    )
+    return admission, decision

@@ -79,6 +79,9 @@ def restore_run(
         if record.duplicate_key and record.state is S.ACCEPTED:
             book.completed_keys[record.duplicate_key] = record.attempt_id
     book.units = [unit_from_row(unit) for unit in store.rows("budget_units", run_id)]
+    for branch in row["document"].get("branches", []):
+        if isinstance(branch, dict) and isinstance(branch.get("remote_question"), dict):
+            run.questions[str(branch["branch"])] = branch["remote_question"]
     book.cancelled = bool(row["document"].get("cancelled"))
     cancellation = row["document"].get("cancellation")
     if isinstance(cancellation, dict):

@@ -103,6 +103,21 @@ class DelegationRequest(StrictRequest):
         return self
 
 
+class RemoteQuestion(BaseModel):
+    """What a remote asked when it stopped for input or authorisation: its own words,
+    untrusted, never an instruction; the handoff was closed, nothing was granted."""
+
+    state: str = Field(description="TASK_STATE_INPUT_REQUIRED or TASK_STATE_AUTH_REQUIRED")
+    asks_for: Literal["input", "authorization"]
+    untrusted: Literal[True]
+    text: str = Field(description="the status message's text parts, as received")
+    data: list[Any] = Field(description="the status message's data parts, as received")
+    other_parts: list[dict[str, Any]] = Field(description="url or raw parts, by size only")
+    truncated: bool = Field(description="whether text or data was cut to fit")
+    content_hash: str = Field(description="sha256 of the message parts as received")
+    size: int
+
+
 class BranchView(BaseModel):
     """One handoff attempt of a run, as its record says."""
 
@@ -123,6 +138,9 @@ class BranchView(BaseModel):
     contract: str | None = Field(default=None, description="the return contract's name")
     return_contract: dict[str, Any] | None = Field(
         default=None, description="what the return contract checks"
+    )
+    remote_question: RemoteQuestion | None = Field(
+        default=None, description="what the remote asked, if it stopped for input or auth"
     )
 
 
@@ -193,6 +211,9 @@ class DelegationDocument(RunDocument):
     local_state: str
     reason: str | None
     grant: dict[str, Any] | None = Field(description="the delegation token's claims")
+    remote_question: RemoteQuestion | None = Field(
+        default=None, description="what the remote asked, if it stopped for input or auth"
+    )
     received_artifacts: list[dict[str, Any]] = Field(description="as received (untrusted)")
     notes: list[str]
 
