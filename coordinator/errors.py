@@ -30,6 +30,7 @@
     ├── HandoffMovedOn              a handoff's ending lost to one another process committed
     ├── RunEnded                    a cancel of a run with no live branch (reason run_ended)
     ├── LeftToRecovery              a second Ctrl-C: the run is left as it stands
+    ├── StillOnServer               a Ctrl-C while a server drives the delegation
     └── ModelError                  a model role got no usable reply (assessment.model_gateway)
         ├── ModelConfigError            model_config_invalid
         ├── LimitReached                limit_reached (request budget, rounds, run deadline)
@@ -267,3 +268,15 @@ class LeftToRecovery(FederationError):
         where = f"run {run_id}" if run_id else "the run"
         finish = f"federation cancel {run_id}" if run_id else "federation recover"
         super().__init__(f"{where} is left to recovery; to finish cancelling it: {finish}")
+
+
+class StillOnServer(FederationError):
+    """A Ctrl-C while a coordinator's server drives the delegation: only the wait stops."""
+
+    default_reason = "interrupted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "stopped waiting; the server still drives the run: find it with "
+            "`federation runs --state live` and stop it with `federation cancel RUN_ID`"
+        )

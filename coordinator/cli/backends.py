@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from coordinator.cli.api_client import CoordinatorClient
 from coordinator.dispatch.delegate import Interruption
-from coordinator.errors import LeftToRecovery
+from coordinator.errors import LeftToRecovery, StillOnServer
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
@@ -146,7 +146,12 @@ class Remote:
         return self.client.remove_agent(name)
 
     def delegate(self, request: DelegationRequest) -> dict[str, Any]:
-        return self.client.delegate(request.model_dump(exclude_none=True))
+        """The server drives it: a Ctrl-C here stops waiting, not the run (the message
+        says how to find and cancel it)."""
+        try:
+            return self.client.delegate(request.model_dump(exclude_none=True))
+        except KeyboardInterrupt:
+            raise StillOnServer() from None
 
     def runs(self, query: RunQuery) -> dict[str, Any]:
         return self.client.runs(asdict(query))

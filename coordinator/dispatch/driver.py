@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 S = HandoffState
+# While following a remote task, how often the stored row is read for a cancel committed
+# by another process (it is always read before a result is admitted).
+CHECK_ELSEWHERE_SECONDS = 0.5
 # The points where what the attempt recorded so far must be on disk before it goes on.
 DURABLE_POINTS = {
     "admitted": "the admitted handoff and what it will send, before the dispatch is recorded",
@@ -98,6 +101,7 @@ class HandoffDriver:
         self.delegator = delegator
         self.outcome = RemoteOutcome(record=record, sent_fields=tuple(payload))
         self._lease_renewed_at = time.monotonic()
+        self._checked_at = float("-inf")
 
     # --- the attempt's state ------------------------------------------------------------
 
@@ -180,9 +184,14 @@ class HandoffDriver:
                 self.durable_point("ended")
         return self.outcome
 
-    def ended_elsewhere(self) -> bool:
+    def ended_elsewhere(self, every: float = 0.0) -> bool:
         """Whether another process (``federation cancel``, the API's cancel route) ended
-        this handoff meanwhile; if so its revision is adopted and this driver stops."""
+        this handoff meanwhile (asked at most ``every`` seconds); if so its revision is
+        adopted and this driver stops."""
+        now = time.monotonic()
+        if now - self._checked_at < every:
+            return False
+        self._checked_at = now
         adopted = ended_by_another(self.run, self.record)
         if adopted is None:
             return False
@@ -306,11 +315,13 @@ class HandoffDriver:
         """The remote task once it settled, or None if the handoff ended here first."""
         while True:
             self.outcome.task = task
-            if self.ended_elsewhere() or not self.observe(task):
+            state = task.status.state
+            settled = state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
+            every = 0.0 if settled else CHECK_ELSEWHERE_SECONDS
+            if self.ended_elsewhere(every) or not self.observe(task):
                 self.arrived_late(task)
                 return None
-            state = task.status.state
-            if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
+            if settled:
                 return task
             if self.lease_left() <= 0:
                 await updates.aclose()

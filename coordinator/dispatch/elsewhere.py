@@ -23,6 +23,8 @@ def ended_by_another(run: Run, record: HandoffRecord) -> HandoffRecord | None:
     store = run.store
     if store is None or record.terminal or run.book.current(record).version != record.version:
         return None  # ended, or moved on in this process: the driver sees that itself
+    if not store.ended(record.attempt_id):
+        return None
     run.trail.flush()  # an observation older than the stored row is not written
     stored = store.handoff(record.attempt_id)
     if stored is None or not stored[0].terminal or stored[0].version < record.version:

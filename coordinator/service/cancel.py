@@ -26,7 +26,7 @@ from contracts.wire import TERMINAL_TASK_STATES
 from coordinator.authority.delegator import Delegator, GrantRefused, required_scopes
 from coordinator.dispatch.driver import HandoffDriver
 from coordinator.dispatch.grants import mint_for
-from coordinator.errors import FederationError, RunEnded
+from coordinator.errors import FederationError, RegistryError, RunEnded
 from coordinator.handoff.run import Run
 from coordinator.recovery.recover import restore_run
 from coordinator.remote.client import A2AClient
@@ -69,11 +69,11 @@ async def cancel_run(
             return run_document(ws, run)  # cancelled before: nothing more to do
         ended = ", ".join(sorted({r.state.value for r in records})) or "nothing"
         raise RunEnded(f"run {run_id} has no live branch to cancel (its branches: {ended})")
-    registry = Registry(ws.data)
-    agents = {name: registry.get(name) for name in {r.target for r in records}}
+    agents = registered(Registry(ws.data), {r.target for r in records})
     delegator = run_delegator(run, keys, issuer)
     for record in live:
-        arm(run, agents[record.target], record, delegator)
+        if record.target in agents:
+            arm(run, agents[record.target], record, delegator)
     if live:
         for record in run.book.cancel(by=by, why=why):
             run.record(record)
@@ -81,13 +81,29 @@ async def cancel_run(
         # is told, so the driver that notices reads all of it.
         run_document(ws, run)
     for record in again:
-        arm(run, agents[record.target], record, delegator, ended=True)
+        if record.target in agents:
+            arm(run, agents[record.target], record, delegator, ended=True)
     for record in [*live, *again]:
         current = run.book.current(record)
-        if current.remote_task_id is not None:
-            await HandoffDriver(client, agents[record.target], run, {}, current).cancel()
+        agent = agents.get(record.target)
+        if current.remote_task_id is not None and agent is not None:
+            await HandoffDriver(client, agent, run, {}, current).cancel()
+        elif current.remote_task_id is not None:
+            run.emit("cancel.unconfirmed", current, reason="unknown_agent")
         run.record(run.book.current(record))
     return run_document(ws, run)
+
+
+def registered(registry: Registry, names: set[str]) -> dict[str, RegisteredAgent]:
+    """The run's targets still registered; a removed one cannot be told (its CancelTask
+    is recorded as unconfirmed), but its branches are cancelled here all the same."""
+    agents = {}
+    for name in names:
+        try:
+            agents[name] = registry.get(name)
+        except RegistryError:
+            continue
+    return agents
 
 
 def run_delegator(run: Run, keys: KeySet, issuer: str) -> Delegator:

@@ -301,6 +301,15 @@ class RunStore:
         payload = strict_json.loads(row.payload) if row.payload else None
         return HandoffRecord.model_validate_json(row.record), payload, row.contract
 
+    def ended(self, attempt_id: str) -> bool:
+        """Whether the handoff's stored row is in a terminal state: a cheap read that
+        writes nothing pending first (a driver asks it while it follows a remote task)."""
+        with self.engine.connect() as connection:
+            state = connection.execute(
+                select(handoffs.c.state).where(handoffs.c.attempt_id == attempt_id)
+            ).scalar_one_or_none()
+        return state in _TERMINAL
+
     def run_records(self, run_id: str) -> list[HandoffRecord]:
         self.flush()
         with self.engine.connect() as connection:
