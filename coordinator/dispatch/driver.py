@@ -58,9 +58,11 @@ __all__ = [
 ]
 
 S = HandoffState
-# While following a remote task, how often the stored row is read for a cancel committed
-# by another process (it is always read before a result is admitted).
-CHECK_ELSEWHERE_SECONDS = 0.5
+# While the remote task works, how often its stored row is read for a cancel committed by
+# another process. It is always read when the remote task settles (the canceller's
+# CancelTask makes it settle at once) and before a result is admitted; this interval only
+# bounds how long a remote that ignores CancelTask keeps a driver following it.
+CHECK_ELSEWHERE_SECONDS = 2.0
 # The points where what the attempt recorded so far must be on disk before it goes on.
 DURABLE_POINTS = {
     "admitted": "the admitted handoff and what it will send, before the dispatch is recorded",

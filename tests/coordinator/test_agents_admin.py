@@ -53,7 +53,7 @@ def test_show_pending_approve_and_remove(
     """The README's path after a redeploy: a wider card signed by a new key is held; the
     operator sees what it asks for more, approves it without repeating the pin, and can
     remove the agent."""
-    code, _, _ = cli(capsys, tmp_path, "register", host.base, "--expect-kid", KEY.kid)
+    code, _, _ = cli(capsys, tmp_path, "register", host.base, f"--expect-kid={KEY.kid}")
     assert code == 0
     code, out, _ = cli(capsys, tmp_path, "agents", "show", "risk", "--json")
     shown = json.loads(out)
@@ -68,7 +68,7 @@ def test_show_pending_approve_and_remove(
     )
     host.jwks = {"keys": [new_key.public_jwk()]}
     host.publish(wider, new_key)
-    code, _, err = cli(capsys, tmp_path, "register", host.base, "--expect-kid", new_key.kid)
+    code, _, err = cli(capsys, tmp_path, "register", host.base, f"--expect-kid={new_key.kid}")
     assert code == 1 and "held as pending" in err
 
     code, out, _ = cli(capsys, tmp_path, "agents", "pending", "--json")
@@ -103,7 +103,7 @@ def test_approve_adopts_only_the_card_that_was_held(
     host: CardHost, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A card that changed again after it was held is held anew, not approved unseen."""
-    assert cli(capsys, tmp_path, "register", host.base, "--expect-kid", KEY.kid)[0] == 0
+    assert cli(capsys, tmp_path, "register", host.base, f"--expect-kid={KEY.kid}")[0] == 0
     wider: dict[str, Any] = copy.deepcopy(card(host.base))
     wider["skills"].append({"id": "more", "name": "m", "description": "m", "tags": []})
     host.publish(wider)
