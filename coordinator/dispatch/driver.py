@@ -177,24 +177,24 @@ class HandoffDriver:
         try:
             await self._steps()
         except HandoffMovedOn:
-            self.ended_elsewhere()
+            self.ended_elsewhere(lost=True)
         finally:
             try:
                 self.durable_point("ended")
             except HandoffMovedOn:
-                self.ended_elsewhere()
-                self.durable_point("ended")
+                self.ended_elsewhere(lost=True)
         return self.outcome
 
-    def ended_elsewhere(self, every: float = 0.0) -> bool:
+    def ended_elsewhere(self, every: float = 0.0, lost: bool = False) -> bool:
         """Whether another process (``federation cancel``, the API's cancel route) ended
-        this handoff meanwhile (asked at most ``every`` seconds); if so its revision is
-        adopted and this driver stops."""
+        this handoff meanwhile (asked at most ``every`` seconds; ``lost``: the store
+        refused this process's own ending); if so its revision is adopted, and this
+        driver stops."""
         now = time.monotonic()
         if now - self._checked_at < every:
             return False
         self._checked_at = now
-        adopted = ended_by_another(self.run, self.record)
+        adopted = ended_by_another(self.run, self.record, lost)
         if adopted is None:
             return False
         self._keep(adopted)

@@ -17,17 +17,24 @@ from coordinator.handoff.returns import Admission, admit_task, artifact_content
 from coordinator.handoff.run import Run
 
 
-def ended_by_another(run: Run, record: HandoffRecord) -> HandoffRecord | None:
+def ended_by_another(run: Run, record: HandoffRecord, lost: bool = False) -> HandoffRecord | None:
     """The stored revision of ``record`` if another process ended it, adopted into the
-    run's book (with the budget units it settled and who cancelled the run); else None."""
+    run's book (with the budget units it settled and who cancelled the run); else None.
+    ``lost``: this process's own ending was refused by the store (``HandoffMovedOn``),
+    so the stored revision is adopted whatever this process holds."""
     store = run.store
-    if store is None or record.terminal or run.book.current(record).version != record.version:
-        return None  # ended, or moved on in this process: the driver sees that itself
-    if not store.ended(record.attempt_id):
+    if store is None:
         return None
-    run.trail.flush()  # an observation older than the stored row is not written
+    if not lost:
+        if record.terminal or run.book.current(record).version != record.version:
+            return None  # ended, or moved on in this process: the driver sees that itself
+        if not store.ended(record.attempt_id):
+            return None
+        run.trail.flush()  # an observation older than the stored row is not written
     stored = store.handoff(record.attempt_id)
-    if stored is None or not stored[0].terminal or stored[0].version < record.version:
+    if stored is None or not stored[0].terminal:
+        return None
+    if not lost and stored[0].version < record.version:
         return None
     units = [unit_from_row(row) for row in store.rows("budget_units", run.run_id)]
     adopted = run.book.adopt(stored[0], units)
