@@ -27,6 +27,10 @@
     ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason)
     ├── PushRefused                 a push notification we refuse (its HTTP status)
     ├── ServerRefused               the coordinator's API answered an error (``--server``)
+    ├── HandoffMovedOn              a handoff's ending lost to one another process committed
+    ├── RunEnded                    a cancel of a run with no live branch (reason run_ended)
+    ├── LeftToRecovery              a second Ctrl-C: the run is left as it stands
+    ├── StillOnServer               a Ctrl-C while a server drives the delegation
     └── ModelError                  a model role got no usable reply (assessment.model_gateway)
         ├── ModelConfigError            model_config_invalid
         ├── LimitReached                limit_reached (request budget, rounds, run deadline)
@@ -240,3 +244,39 @@ def translated(what: str, url: str | None = None) -> Iterator[None]:
         raise ProtocolError(f"{what}{place}: {exc}", "not_json") from None
     except pydantic.ValidationError as exc:
         raise ProtocolError(f"{what}{place}: {describe_validation(exc)}", "invalid_shape") from None
+
+
+class HandoffMovedOn(FederationError):
+    """A handoff ended in this process after another process (a cancel) had ended it."""
+
+    default_reason = "handoff_moved_on"
+
+
+class RunEnded(FederationError):
+    """The run has nothing left to cancel: every branch ended without being cancelled."""
+
+    default_reason = "run_ended"
+
+
+class LeftToRecovery(FederationError):
+    """A second Ctrl-C on a delegation: the run is left as it stands; the message names
+    the one command that finishes cancelling it."""
+
+    default_reason = "interrupted"
+
+    def __init__(self, run_id: str | None) -> None:
+        where = f"run {run_id}" if run_id else "the run"
+        finish = f"federation cancel {run_id}" if run_id else "federation recover"
+        super().__init__(f"{where} is left to recovery; to finish cancelling it: {finish}")
+
+
+class StillOnServer(FederationError):
+    """A Ctrl-C while a coordinator's server drives the delegation: only the wait stops."""
+
+    default_reason = "interrupted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "stopped waiting; the server still drives the run: find it with "
+            "`federation runs --state live` and stop it with `federation cancel RUN_ID`"
+        )

@@ -76,6 +76,18 @@ class CoordinatorClient:
             raise ProtocolError("the coordinator's agent list is not a list", "invalid_shape")
         return value
 
+    def agent(self, name: str) -> dict[str, Any]:
+        return self._object("GET", f"/v1/agents/{_segment(name)}")
+
+    def pending(self) -> list[dict[str, Any]]:
+        value = self._call("GET", "/v1/pending-cards")
+        if not isinstance(value, list):
+            raise ProtocolError("the coordinator's pending cards are not a list", "invalid_shape")
+        return value
+
+    def remove_agent(self, name: str) -> dict[str, Any]:
+        return self._object("DELETE", f"/v1/agents/{_segment(name)}")
+
     def delegate(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._object("POST", "/v1/delegations", body)
 
@@ -89,6 +101,9 @@ class CoordinatorClient:
 
     def run(self, run_id: str) -> dict[str, Any]:
         return self._object("GET", f"/v1/runs/{_segment(run_id)}")
+
+    def cancel(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._object("POST", f"/v1/runs/{_segment(run_id)}/cancel", body)
 
     def jwks(self) -> dict[str, Any]:
         """The coordinator's public signing keys (a public route)."""

@@ -9,21 +9,34 @@ command is written once and printed by one set of printers
 from __future__ import annotations
 
 import asyncio
+import signal
+import sys
 from dataclasses import asdict
 from typing import Any, Protocol
 
 from coordinator.cli.api_client import CoordinatorClient
+from coordinator.dispatch.delegate import Interruption
+from coordinator.errors import LeftToRecovery, StillOnServer
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
+
+# Who a cancel from the command line is recorded as (the API records its own caller).
+CLI_OPERATOR = "operator (command line)"
+
+INTERRUPTING = "federation: interrupted: cancelling the run (Ctrl-C again leaves it to recovery)"
 
 
 class Coordinator(Protocol):
     def register(self, request: RegisterRequest) -> dict[str, Any]: ...
     def agents(self) -> list[dict[str, Any]]: ...
+    def agent(self, name: str) -> dict[str, Any]: ...
+    def pending(self) -> list[dict[str, Any]]: ...
+    def remove_agent(self, name: str) -> dict[str, Any]: ...
     def delegate(self, request: DelegationRequest) -> dict[str, Any]: ...
     def runs(self, query: RunQuery) -> dict[str, Any]: ...
     def run(self, run_id: str) -> dict[str, Any]: ...
+    def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]: ...
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]: ...
     def jwks(self) -> dict[str, Any]: ...
     def audit_show(self, run_id: str) -> dict[str, Any]: ...
@@ -44,14 +57,53 @@ class Local:
     def agents(self) -> list[dict[str, Any]]:
         return [agent.model_dump() for agent in self.service.agents()]
 
+    def agent(self, name: str) -> dict[str, Any]:
+        return self.service.agent_detail(name).model_dump()
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [held.model_dump() for held in self.service.pending()]
+
+    def remove_agent(self, name: str) -> dict[str, Any]:
+        return self.service.remove_agent(name).model_dump()
+
     def delegate(self, request: DelegationRequest) -> dict[str, Any]:
-        return asyncio.run(self.service.delegate(self.service.order(request)))
+        """Driven in this process: the first Ctrl-C cancels the run (as ``federation
+        cancel`` would) and the document says so; a second one stops at once and leaves
+        the run to recovery (:class:`LeftToRecovery` names the command that ends it)."""
+        order = self.service.order(request)
+        interruption = Interruption()
+
+        async def delegate() -> dict[str, Any]:
+            loop = asyncio.get_running_loop()
+            task = asyncio.current_task()
+            assert task is not None
+
+            def interrupted() -> None:
+                if interruption.requested.is_set():
+                    task.cancel()
+                else:
+                    print(INTERRUPTING, file=sys.stderr, flush=True)
+                    interruption.stop()
+
+            loop.add_signal_handler(signal.SIGINT, interrupted)
+            try:
+                return await self.service.delegate(order, interruption)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+
+        try:
+            return asyncio.run(delegate())
+        except asyncio.CancelledError:
+            raise LeftToRecovery(interruption.run_id) from None
 
     def runs(self, query: RunQuery) -> dict[str, Any]:
         return self.service.runs(query).model_dump()
 
     def run(self, run_id: str) -> dict[str, Any]:
         return self.service.run(run_id)
+
+    def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]:
+        return asyncio.run(self.service.cancel(run_id, reason, CLI_OPERATOR))
 
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:
         return self.service.audit_verify(bundle).model_dump()
@@ -84,14 +136,31 @@ class Remote:
     def agents(self) -> list[dict[str, Any]]:
         return self.client.agents()
 
+    def agent(self, name: str) -> dict[str, Any]:
+        return self.client.agent(name)
+
+    def pending(self) -> list[dict[str, Any]]:
+        return self.client.pending()
+
+    def remove_agent(self, name: str) -> dict[str, Any]:
+        return self.client.remove_agent(name)
+
     def delegate(self, request: DelegationRequest) -> dict[str, Any]:
-        return self.client.delegate(request.model_dump(exclude_none=True))
+        """The server drives it: a Ctrl-C here stops waiting, not the run (the message
+        says how to find and cancel it)."""
+        try:
+            return self.client.delegate(request.model_dump(exclude_none=True))
+        except KeyboardInterrupt:
+            raise StillOnServer() from None
 
     def runs(self, query: RunQuery) -> dict[str, Any]:
         return self.client.runs(asdict(query))
 
     def run(self, run_id: str) -> dict[str, Any]:
         return self.client.run(run_id)
+
+    def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]:
+        return self.client.cancel(run_id, {"reason": reason} if reason else {})
 
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:
         return self.client.audit_verify(bundle)

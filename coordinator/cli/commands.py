@@ -27,12 +27,15 @@ from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 from coordinator.authority import identity
 from coordinator.cli import printers
 from coordinator.cli.backends import Coordinator, Local
+from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
 from coordinator.errors import UsageError, describe_validation
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
 
 R = TypeVar("R", bound=pydantic.BaseModel)
+# `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
+ASKED_EXIT_CODE = 4
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
 
@@ -108,6 +111,27 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    if args.agents_command == "show":
+        agent = coordinator.agent(args.name)
+        if args.json:
+            printers.print_json(agent)
+        else:
+            print(printers.render_agent(agent))
+        return 0
+    if args.agents_command == "pending":
+        held = coordinator.pending()
+        if args.json:
+            printers.print_json(held)
+        else:
+            print(printers.render_pending(held))
+        return 0
+    if args.agents_command == "remove":
+        removed = coordinator.remove_agent(args.name)
+        if args.json:
+            printers.print_json(removed)
+        else:
+            print(f"removed {removed['name']} ({removed['card_url']})")
+        return 0
     printers.print_agents(coordinator.agents(), as_json=args.json)
     return 0
 
@@ -129,6 +153,16 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         printers.print_json(document)
     else:
         printers.print_delegation(document)
+    cancellation = document.get("cancellation") or {}
+    if cancellation.get("by") == INTERRUPT_OPERATOR:
+        print(
+            f"federation: interrupted: cancelled run {document['run_id']}; remote task "
+            f"{document.get('remote_task_id') or '-'} is {document.get('remote_state') or '-'}",
+            file=sys.stderr,
+        )
+        return 130
+    if document.get("remote_question"):
+        return ASKED_EXIT_CODE
     return 0 if document.get("local_state") == "ACCEPTED" else 1
 
 
@@ -144,6 +178,15 @@ def cmd_run(args: argparse.Namespace, coordinator: Coordinator) -> int:
         printers.print_json(document)
     else:
         print(printers.render_document(document))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    document = coordinator.cancel(args.run_id, args.reason)
+    if args.json:
+        printers.print_json(document)
+    else:
+        print(printers.render_cancel(document))
     return 0
 
 
@@ -270,6 +313,7 @@ SHARED: dict[str, Shared] = {
     "delegate": cmd_delegate,
     "runs": cmd_runs,
     "run": cmd_run,
+    "cancel": cmd_cancel,
     "audit": cmd_audit,
     "keys": cmd_keys,
 }

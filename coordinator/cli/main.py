@@ -24,6 +24,7 @@ EXIT_CODES = {
     1: "the work ended badly (a handoff not accepted, a failed check, a held card)",
     2: "usage or input error, or a refusal (the message says which)",
     3: "a remote, the coordinator's server or the database is unavailable",
+    4: "the remote asked for input or authorisation (shown, marked untrusted); handoff closed",
     70: "an internal error",
     130: "interrupted",
     141: "the output pipe was closed (quiet)",
@@ -65,6 +66,8 @@ def exit_code(error: Exception) -> int:
         return 3
     if isinstance(error, ServerRefused) and error.status >= 500:
         return 3
+    if getattr(error, "reason", None) == "interrupted":
+        return 130
     return 3 if getattr(error, "reason", None) in UNAVAILABLE_REASONS else 2
 
 

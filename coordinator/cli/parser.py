@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--server",
         metavar="URL",
-        help="send register, agents, delegate, runs, run and audit to a running coordinator "
+        help="send register, agents, delegate, runs, run, cancel and audit to a running "
+        "coordinator "
         "(env FEDERATION_SERVER; token from FEDERATION_OPERATOR_TOKEN[_FILE])",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -118,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_id", help="the run's id, as `federation runs` lists it")
     show.add_argument("--json", action="store_true", help="print the run's document")
 
+    cancel = commands.add_parser(
+        "cancel", help="cancel every live branch of a run (CancelTask to each remote)"
+    )
+    cancel.add_argument("run_id", help="the run's id, as `federation runs` lists it")
+    cancel.add_argument("--reason", metavar="TEXT", help="why: kept in the ledger and the run")
+    cancel.add_argument("--json", action="store_true", help="print the run's document")
+
     audit = commands.add_parser("audit", help="the tamper-evident audit ledger")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser("verify", help="check the whole hash chain")
@@ -169,8 +177,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--activate", action="store_true", help="make the key published earlier active now"
     )
 
-    agents = commands.add_parser("agents", help="list registered agents")
+    agents = commands.add_parser(
+        "agents",
+        help="list, show or remove registered agents, and review held cards",
+        description="With no sub-command, list the registered agents.",
+    )
     agents.add_argument("--json", action="store_true", help="print the agents as JSON")
+    agents_commands = agents.add_subparsers(dest="agents_command", metavar="{show,pending,remove}")
+    agent_show = agents_commands.add_parser(
+        "show", help="one agent: card, pinned keys, skills, scopes, held card"
+    )
+    agent_show.add_argument("name", help="the agent's local name, as `federation agents` lists")
+    agent_show.add_argument("--json", action="store_true", help="print the agent as JSON")
+    pending = agents_commands.add_parser(
+        "pending", help="changed cards held for approval, as a diff of what they ask for"
+    )
+    pending.add_argument("--json", action="store_true", help="print the held cards as JSON")
+    remove = agents_commands.add_parser("remove", help="forget a registered agent")
+    remove.add_argument("name", help="the agent's local name")
+    remove.add_argument("--json", action="store_true", help="print what was removed as JSON")
 
     delegate = commands.add_parser("delegate", help="one handoff to a registered agent")
     delegate.add_argument("--to", required=True, metavar="NAME", help="a registered agent")

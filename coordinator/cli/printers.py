@@ -91,6 +91,63 @@ def print_agents(agents: list[dict[str, Any]], *, as_json: bool) -> None:
         print(f"{agent['name']}\t{agent['endpoint']}\tskills: {', '.join(agent['skills'])}")
 
 
+def render_agent(agent: dict[str, Any]) -> str:
+    """``agents show``: what the agent is, how its card is trusted, what it asks for."""
+    lines = [
+        f"{agent['name']}: {agent['description']} (card version {agent['version']})",
+        f"endpoint: {agent['endpoint']}",
+        f"card: {agent['card_url']}",
+        f"trust: {agent['trust']}; card signed by {agent['verified_kid']}; "
+        f"pinned keys: {', '.join(agent['pinned_kids']) or 'none'}",
+        f"registered at: {agent['registered_at']}",
+        "skills:",
+    ]
+    for skill in agent["skill_details"]:
+        contract = (agent["return_contracts"].get(skill["id"]) or {}).get("kind", "none declared")
+        lines.append(
+            f"  {skill['id']}: scopes {', '.join(skill['scopes']) or '-'}; "
+            f"return contract: {contract}"
+        )
+    held = agent.get("pending")
+    lines.append("held card: " + ("see below" if held else "none"))
+    if held:
+        lines.append(render_pending([held]))
+    return "\n".join(lines)
+
+
+def render_pending(held: list[dict[str, Any]]) -> str:
+    """``agents pending``: per held card, ``+`` what it asks for more, ``-`` what it drops."""
+    if not held:
+        return "no cards held for approval"
+    blocks = []
+    for card in held:
+        lines = [
+            f"{card['agent']}: held card signed by {card['held_kid']} ({card['held_trust']}); "
+            f"registered card signed by {card['current_kid']}"
+        ]
+        lines += [f"  {line}" for line in diff_lines(card["diff"])]
+        lines.append(f"  to adopt it: {card['approve']}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def diff_lines(diff: dict[str, Any]) -> list[str]:
+    """The diff as ``+``/``-`` lines (``+``: what the held card asks for more)."""
+    lines = [f"+ interface {i}" for i in diff["interfaces_added"]]
+    lines += [f"- interface {i}" for i in diff["interfaces_removed"]]
+    lines += [f"+ skill {s}" for s in diff["skills_added"]]
+    lines += [f"- skill {s}" for s in diff["skills_removed"]]
+    for skill, scopes in diff["scopes_added"].items():
+        lines += [f"+ scope {scope} (skill {skill})" for scope in scopes]
+    for skill, scopes in diff["scopes_removed"].items():
+        lines += [f"- scope {scope} (skill {skill})" for scope in scopes]
+    if diff["security_schemes_changed"]:
+        lines.append("~ security schemes changed")
+    if diff["security_requirements_changed"]:
+        lines.append("~ card-wide security requirements changed")
+    return lines or ["= nothing added or dropped"]
+
+
 # --- runs -----------------------------------------------------------------------------------
 
 
@@ -100,6 +157,8 @@ def print_delegation(document: dict[str, Any]) -> None:
     print(f"local state: {document['local_state']} ({document['reason']})")
     contract = document.get("return_contract") or {}
     print(f"return contract: {contract.get('kind', '-')}; verdict: {document.get('verdict')}")
+    if document.get("remote_question"):
+        print("\n".join(question_lines(document["remote_question"])))
     for note in document["notes"]:
         print(f"note: {note}")
     for artifact in document["artifacts"]:
@@ -163,6 +222,53 @@ def render_document(document: dict[str, Any]) -> str:
         "",
         "pending: " + (", ".join(document.get("live_branches", [])) or "nothing"),
     ]
+    cancellation = document.get("cancellation")
+    if cancellation:
+        lines.append(cancellation_line(cancellation))
+    for branch in document.get("branches", []):
+        if branch.get("remote_question"):
+            lines += ["", *question_lines(branch["remote_question"], branch["branch"])]
+    return "\n".join(lines)
+
+
+def cancellation_line(cancellation: dict[str, Any]) -> str:
+    return (
+        f"cancelled by {cancellation.get('by')} at {cancellation.get('at')}: "
+        f"{cancellation.get('reason')}"
+    )
+
+
+def question_lines(question: dict[str, Any], branch: str | None = None) -> list[str]:
+    """What a remote asked, set apart and marked: it is the remote's text, not ours."""
+    where = f" on {branch}" if branch else ""
+    lines = [
+        f"the remote asked for {question['asks_for']}{where} ({question['state']}); "
+        "UNTRUSTED text from the remote, shown as received:"
+    ]
+    lines += [f"  | {line}" for line in str(question.get("text") or "").splitlines()]
+    lines += [f"  | data: {json.dumps(value, ensure_ascii=False)}" for value in question["data"]]
+    lines += [
+        f"  | ({part['kind']} part, {part['size']} chars)" for part in question["other_parts"]
+    ]
+    if question.get("truncated"):
+        lines.append(
+            f"  | (cut to fit; all of it: {question['size']} bytes, {question['content_hash']})"
+        )
+    lines.append("the handoff was closed; delegate again with what it asks for")
+    return lines
+
+
+def render_cancel(document: dict[str, Any]) -> str:
+    """``federation cancel``: the run's branches as they stand after the cancel."""
+    lines = [f"run {document['run_id']}: cancelled"]
+    if document.get("cancellation"):
+        lines.append(cancellation_line(document["cancellation"]))
+    for branch in document.get("branches", []):
+        lines.append(
+            f"  {branch['branch']} -> {branch['target']}: {branch['state']} ({branch['reason']}); "
+            f"remote task {branch.get('remote_task_id') or '-'}: "
+            f"{branch.get('remote_state') or '-'}"
+        )
     return "\n".join(lines)
 
 

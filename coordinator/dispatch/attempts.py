@@ -78,11 +78,16 @@ def retry_delay(driver: HandoffDriver) -> float | None:
 
 
 async def cancel_branches(
-    client: A2AClient, run: Run, agents: dict[str, RegisteredAgent]
+    client: A2AClient,
+    run: Run,
+    agents: dict[str, RegisteredAgent],
+    *,
+    by: str = "",
+    why: str = "",
 ) -> list[HandoffRecord]:
     """Cancel the run: commit it first (no new dispatch), then tell every live branch,
-    each under the credentials of its own handoff."""
-    cancelled = run.book.cancel()
+    each under the credentials of its own handoff. ``by`` and ``why`` are recorded."""
+    cancelled = run.book.cancel(by=by, why=why)
     for record in cancelled:
         agent = agents.get(record.target)
         if agent is not None and record.remote_task_id is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_cards.keys import KeySet
@@ -27,6 +27,22 @@ from coordinator.remote.registry import RegisteredAgent
 from coordinator.workspace import Workspace
 
 OPERATOR = "operator"
+# Who a cancel by Ctrl-C is recorded as, and why.
+INTERRUPT_OPERATOR = "operator (interrupt)"
+INTERRUPT_REASON = "interrupted (Ctrl-C)"
+
+
+@dataclass
+class Interruption:
+    """How the operator stops a delegation driven in this process: :meth:`stop` (the
+    first Ctrl-C) cancels its run, as ``federation cancel`` would. ``run_id`` is known
+    once the run has started."""
+
+    requested: asyncio.Event = field(default_factory=asyncio.Event)
+    run_id: str | None = None
+
+    def stop(self) -> None:
+        self.requested.set()
 
 
 @dataclass(frozen=True)
@@ -48,12 +64,16 @@ async def delegate_once(
     issuer: str,
     ws: Workspace,
     client: A2AClient | None = None,
+    interruption: Interruption | None = None,
 ) -> tuple[Run, RemoteOutcome]:
     """One handoff driven to its end; through ``client`` (a long-lived process's pooled
-    client) when given, else through a client of its own."""
+    client) when given, else through a client of its own. ``cancel_after`` or an
+    ``interruption`` cancels the run first."""
     scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
     authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
     run = start_run(ws, OPERATOR, authority=authority, kind="delegation")
+    if interruption is not None:
+        interruption.run_id = run.run_id
     expires_at = int(run.book.parent.expires_at.timestamp())
     delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)
@@ -72,15 +92,19 @@ async def delegate_once(
             wait=wait,
             delegator=delegator,
         )
-        if order.cancel_after is None:
+        if order.cancel_after is None and interruption is None:
             outcome = await handoff
             record_disposition(run, outcome)
             return run, outcome
         work = asyncio.ensure_future(handoff)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(work), order.cancel_after)
+        stop = asyncio.ensure_future((interruption or Interruption()).requested.wait())
+        await asyncio.wait({work, stop}, timeout=order.cancel_after, return_when="FIRST_COMPLETED")
+        interrupted = stop.done()
+        stop.cancel()
         if not work.done():
-            await cancel_branches(client, run, {order.agent.name: order.agent})
+            by, why = (INTERRUPT_OPERATOR, INTERRUPT_REASON) if interrupted else (OPERATOR, "")
+            why = why or f"--cancel-after {order.cancel_after} s"
+            await cancel_branches(client, run, {order.agent.name: order.agent}, by=by, why=why)
         outcome = await work
         record_disposition(run, outcome)
         return run, outcome
@@ -113,6 +137,7 @@ def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
         reason=record.reason,
         return_contract=record.return_contract.summary(),
         verdict=outcome.admission.verdict if outcome.admission else None,
+        remote_question=run.questions.get(record.attempt_id),
         grant=outcome.grant,
         received_artifacts=received,
         notes=outcome.notes,

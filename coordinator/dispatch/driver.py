@@ -19,7 +19,8 @@ from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task, TaskState
 from coordinator.authority.delegator import Delegator, GrantRefused
 from coordinator.dispatch import remote_calls
-from coordinator.dispatch.faults import pause_point
+from coordinator.dispatch.elsewhere import ended_by_another, keep_late
+from coordinator.dispatch.faults import async_pause_point, pause_point
 from coordinator.dispatch.grants import mint_for
 from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import (
@@ -29,9 +30,10 @@ from coordinator.dispatch.proposal import (
     idempotency_key,
     propose,
 )
-from coordinator.errors import FederationError
+from coordinator.errors import FederationError, HandoffMovedOn
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
+from coordinator.handoff.question import remote_question
 from coordinator.handoff.returns import (
     admit_interruption,
     admit_task,
@@ -56,6 +58,11 @@ __all__ = [
 ]
 
 S = HandoffState
+# While the remote task works, how often its stored row is read for a cancel committed by
+# another process. It is always read when the remote task settles (the canceller's
+# CancelTask makes it settle at once) and before a result is admitted; this interval only
+# bounds how long a remote that ignores CancelTask keeps a driver following it.
+CHECK_ELSEWHERE_SECONDS = 2.0
 # The points where what the attempt recorded so far must be on disk before it goes on.
 DURABLE_POINTS = {
     "admitted": "the admitted handoff and what it will send, before the dispatch is recorded",
@@ -96,6 +103,7 @@ class HandoffDriver:
         self.delegator = delegator
         self.outcome = RemoteOutcome(record=record, sent_fields=tuple(payload))
         self._lease_renewed_at = time.monotonic()
+        self._checked_at = float("-inf")
 
     # --- the attempt's state ------------------------------------------------------------
 
@@ -164,12 +172,35 @@ class HandoffDriver:
 
     async def drive(self) -> RemoteOutcome:
         """Take the admitted handoff to a terminal state; whatever it recorded is in the
-        ledger when this returns."""
+        ledger when this returns. If another process ended the handoff first (a cancel),
+        its revision is adopted and nothing this attempt concluded afterwards is kept."""
         try:
             await self._steps()
+        except HandoffMovedOn:
+            self.ended_elsewhere(lost=True)
         finally:
-            self.durable_point("ended")
+            try:
+                self.durable_point("ended")
+            except HandoffMovedOn:
+                self.ended_elsewhere(lost=True)
         return self.outcome
+
+    def ended_elsewhere(self, every: float = 0.0, lost: bool = False) -> bool:
+        """Whether another process (``federation cancel``, the API's cancel route) ended
+        this handoff meanwhile (asked at most ``every`` seconds; ``lost``: the store
+        refused this process's own ending); if so its revision is adopted, and this
+        driver stops."""
+        now = time.monotonic()
+        if now - self._checked_at < every:
+            return False
+        self._checked_at = now
+        adopted = ended_by_another(self.run, self.record, lost)
+        if adopted is None:
+            return False
+        self._keep(adopted)
+        self.outcome.notes.append(f"ended elsewhere: {adopted.state.value} ({adopted.reason})")
+        self.durable_point("ended")
+        return True
 
     async def _steps(self) -> None:
         if not self.mint():
@@ -286,11 +317,13 @@ class HandoffDriver:
         """The remote task once it settled, or None if the handoff ended here first."""
         while True:
             self.outcome.task = task
-            if not self.observe(task):
+            state = task.status.state
+            settled = state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
+            every = 0.0 if settled else CHECK_ELSEWHERE_SECONDS
+            if self.ended_elsewhere(every) or not self.observe(task):
                 self.arrived_late(task)
                 return None
-            state = task.status.state
-            if state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES:
+            if settled:
                 return task
             if self.lease_left() <= 0:
                 await updates.aclose()
@@ -349,7 +382,7 @@ class HandoffDriver:
             return
         based_on = self.record
         pause_point("before_admission")
-        if not self.commit(S.RETURNED, "remote_completed"):
+        if self.ended_elsewhere() or not self.commit(S.RETURNED, "remote_completed"):
             self.arrived_late(task, based_on)
             return
         self.judge(task)
@@ -357,6 +390,11 @@ class HandoffDriver:
     async def _close_interrupted(self, task: Task) -> None:
         """An interrupted task may explain itself (a ``needs_input`` Finding); either way
         this coordinator does not continue it: the remote task is cancelled."""
+        if self.ended_elsewhere():
+            return
+        question = remote_question(task)
+        if question is not None:
+            self.run.asked(self.record, question)
         admission = admit_interruption(task, self.record.return_contract)
         self.outcome.admission = admission
         self.outcome.decision = self.run.book.receive(
@@ -403,23 +441,9 @@ class HandoffDriver:
 
     def arrived_late(self, task: Task, based_on: HandoffRecord | None = None) -> None:
         """A completed result that lost the race: keep it for diagnosis, admit nothing."""
-        if task.status.state is not TaskState.COMPLETED:
-            return
-        admission = admit_task(
-            task,
-            expected_task_id=task.id,
-            contract=self.record.return_contract,
-            expected_handoff=None,
-        )
-        self.outcome.admission = admission
-        self.outcome.decision = self.run.book.receive(
-            based_on or self.record,
-            admitted=False,
-            reason=admission.reason,
-            content_hash=admission.content_hash,
-            size=admission.size,
-            content=artifact_content(task),
-        )
+        late = keep_late(self.run, task, based_on or self.record)
+        if late is not None:
+            self.outcome.admission, self.outcome.decision = late
 
     # --- cancelling -------------------------------------------------------------------------
 
@@ -437,6 +461,7 @@ class HandoffDriver:
             return None
         self.run.emit("cancel.sent", self.record, endpoint=self.agent.endpoint)
         self.durable_point("cancelling")
+        await async_pause_point("before_cancel_task")
         try:
             task = await remote_calls.cancel_task(self.client, self.agent, task_id, self.headers)
         except FederationError as exc:

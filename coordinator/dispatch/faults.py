@@ -9,13 +9,14 @@ point. Unset (always, outside tests), a pause point does nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
 
 PAUSE_ENV = "FEDERATION_PAUSE_AT"
 MARKER_ENV = "FEDERATION_PAUSE_MARKER"
-POINTS = ("before_dispatch", "after_dispatch", "before_admission")
+POINTS = ("before_dispatch", "after_dispatch", "before_admission", "before_cancel_task")
 
 
 def pause_point(name: str) -> None:
@@ -26,3 +27,15 @@ def pause_point(name: str) -> None:
         Path(marker).write_text(name)
     while True:  # the test kills the process here
         time.sleep(1)
+
+
+async def async_pause_point(name: str) -> None:
+    """A pause point that keeps the event loop running (its signal handlers too), so a
+    test can interrupt the process there as well as kill it."""
+    if os.environ.get(PAUSE_ENV) != name:
+        return
+    marker = os.environ.get(MARKER_ENV)
+    if marker:
+        Path(marker).write_text(name)
+    while True:
+        await asyncio.sleep(1)

@@ -90,6 +90,8 @@ class HandoffBook:
     state_version: int = 0
     cancelled: bool = False
     cancel_ref: str = ""
+    # Who cancelled the run, why and when (``by``, ``reason``, ``at``), once it is cancelled.
+    cancellation: dict[str, str] | None = None
     records: dict[str, HandoffRecord] = field(default_factory=dict)
     active_keys: dict[str, str] = field(default_factory=dict)
     completed_keys: dict[str, str] = field(default_factory=dict)
@@ -320,15 +322,42 @@ class HandoffBook:
 
     # --- cancellation -------------------------------------------------------------------
 
-    def cancel(self, reason: str = "run_cancelled") -> list[HandoffRecord]:
-        """Commit the run's cancellation; returns the branches that were live (to cancel)."""
+    def cancel(
+        self, reason: str = "run_cancelled", *, by: str = "", why: str = ""
+    ) -> list[HandoffRecord]:
+        """Commit the run's cancellation; returns the branches that were live (to cancel).
+
+        ``by`` and ``why`` say who cancelled it and why (the operator's own words); they are
+        in the ledger event and in the run's document."""
         self.cancelled = True
-        self._emit("run.cancelled", None, reason=reason, cancel_ref=self.cancel_ref)
+        if by or why:
+            self.cancellation = {"by": by, "reason": why, "at": _time_text(self.clock())}
+        self._emit("run.cancelled", None, reason=reason, cancel_ref=self.cancel_ref, by=by, why=why)
         return [
             self.commit(record, S.CANCELLED, reason)
             for record in list(self.records.values())
             if record.live or record.state is S.RETURNED
         ]
+
+    def adopt(self, record: HandoffRecord, units: list[BudgetEntry]) -> HandoffRecord:
+        """Take a revision committed by another process (a cancel from the command line or
+        the API) as authoritative here, with the run's budget units as stored: nothing is
+        written, the other process already did."""
+        self.records[record.attempt_id] = record
+        self.units = list(units)
+        key = record.duplicate_key
+        if record.terminal and key is not None and self.active_keys.get(key) == record.attempt_id:
+            del self.active_keys[key]
+        if record.state is S.CANCELLED:
+            self.cancelled = True
+        self._emit(
+            "handoff.ended_elsewhere",
+            record,
+            state=record.state.value,
+            reason=record.reason,
+            version=record.version,
+        )
+        return record
 
     # --- artifacts ----------------------------------------------------------------------
 
@@ -411,6 +440,24 @@ class HandoffBook:
 
 
 _JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED, ArtifactDecision.HELD_FOR_REVIEW)
+
+
+def _time_text(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def unit_from_row(row: dict[str, object]) -> BudgetEntry:
+    """A budget unit as the run store keeps it."""
+    handoff_id, _, attempt = str(row["attempt_id"]).rpartition("/")
+    return BudgetEntry(
+        handoff_id,
+        int(attempt),
+        UnitKind(str(row["kind"])),
+        int(str(row["actions"])),
+        int(str(row["context_units"])),
+        int(str(row["effects"])),
+        str(row["reason"]),
+    )
 
 
 def _entry(

@@ -45,6 +45,9 @@ class Run:
     ownership_path: list[str] = field(default_factory=list)
     handoffs: dict[str, HandoffRecord] = field(default_factory=dict)
     refusals: list[str] = field(default_factory=list)
+    # What a remote asked when it stopped for input or authorisation, per attempt
+    # (untrusted; see coordinator.handoff.question).
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)
     authority: RunAuthority = field(default_factory=RunAuthority)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     book: HandoffBook = field(init=False)
@@ -137,6 +140,11 @@ class Run:
         self.owner = target
         self.ownership_path.append(target)
 
+    def asked(self, handoff: HandoffRecord, question: dict[str, Any]) -> None:
+        """Keep what the remote asked (untrusted) for the run's document and the ledger."""
+        self.questions[handoff.attempt_id] = question
+        self.emit("remote.asked", handoff, **question)
+
     def record(self, handoff: HandoffRecord) -> HandoffRecord:
         self.handoffs[handoff.attempt_id] = handoff
         return handoff
@@ -164,6 +172,7 @@ class Run:
             "ownership_path": list(self.ownership_path),
             "started_at": _time(self.started_at),
             "cancelled": book.cancelled,
+            "cancellation": dict(book.cancellation) if book.cancellation else None,
             "state_version": book.state_version,
             "branches": rows,
             "live_branches": [row["branch"] for row in rows if row["live"]],
@@ -222,6 +231,7 @@ def ownership_rows(run: Run) -> list[dict[str, Any]]:
             "live": record.live,
             "contract": record.return_contract.name,
             "return_contract": record.return_contract.summary(),
+            "remote_question": run.questions.get(record.attempt_id),
         }
         for record in run.handoffs.values()
     ]

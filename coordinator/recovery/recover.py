@@ -18,8 +18,8 @@ from agent_cards.keys import KeySet
 from contracts.handoff import HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
-from coordinator.errors import FederationError
-from coordinator.handoff.book import BudgetEntry, StaleRevision, UnitKind
+from coordinator.errors import FederationError, StaleRevision
+from coordinator.handoff.book import unit_from_row
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
@@ -78,19 +78,14 @@ def restore_run(
             book.active_keys[record.duplicate_key] = record.attempt_id
         if record.duplicate_key and record.state is S.ACCEPTED:
             book.completed_keys[record.duplicate_key] = record.attempt_id
-    for unit in store.rows("budget_units", run_id):
-        handoff_id, _, attempt = unit["attempt_id"].rpartition("/")
-        book.units.append(
-            BudgetEntry(
-                handoff_id,
-                int(attempt),
-                UnitKind(unit["kind"]),
-                unit["actions"],
-                unit["context_units"],
-                unit["effects"],
-                unit["reason"],
-            )
-        )
+    book.units = [unit_from_row(unit) for unit in store.rows("budget_units", run_id)]
+    for branch in row["document"].get("branches", []):
+        if isinstance(branch, dict) and isinstance(branch.get("remote_question"), dict):
+            run.questions[str(branch["branch"])] = branch["remote_question"]
+    book.cancelled = bool(row["document"].get("cancelled"))
+    cancellation = row["document"].get("cancellation")
+    if isinstance(cancellation, dict):
+        book.cancellation = {str(k): str(v) for k, v in cancellation.items()}
     return run
 
 

@@ -58,6 +58,11 @@ class RegisteredAgent(BaseModel):
     pinned_jwks: dict[str, Any] = {}
     verified_kid: str | None = None
     pending_card: dict[str, Any] | None = None
+    # The keys the held card was verified with, its kid and how they were trusted: what
+    # ``register --approve`` verifies it with again, so the pins given stay the pins.
+    pending_pins: dict[str, Any] | None = None
+    pending_kid: str | None = None
+    pending_trust: TrustKind | None = None
     # Return contracts the operator declared per skill at registration (--return-schema).
     return_contracts: dict[str, ReturnContract] = {}
 
@@ -81,6 +86,12 @@ class TrustAnchor:
     keys: TrustedKeys | None = None
     expect_kid: str | None = None
     trust_on_first_use: bool = False
+    # How pinned ``keys`` came to be trusted (keys held with a pending card keep theirs).
+    kind: TrustKind | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.keys is not None or self.expect_kid is not None or self.trust_on_first_use
 
 
 @dataclass(frozen=True)
@@ -195,6 +206,20 @@ class Registry:
             )
         return RegisteredAgent.model_validate(stored[name])
 
+    def remove(self, name: str) -> RegisteredAgent:
+        """Forget a registered agent (its card, pins, held card and return contracts);
+        recorded in the ledger. Runs that used it keep their records."""
+        agent = self.get(name)
+        stored = self._stored()
+        del stored[name]
+        self.data.write_json(stored, AGENTS_FILE)
+        self.trail.emit(
+            "agent.removed",
+            data={"agent": name, "card_url": agent.card_url, "verified_kid": agent.verified_kid},
+        )
+        self.trail.flush()
+        return agent
+
     def _save(self, agent: RegisteredAgent) -> None:
         stored = self._stored()
         # A new version of the card keeps the return contracts declared for its skills.
@@ -259,6 +284,10 @@ class Registry:
         facts = {"agent": name, "url": fetched.url, "etag": fetched.etag}
         self.trail.emit("card.fetched", data=facts)
         existing = self.get(name) if name in self._stored() else None
+        anchor = held_anchor(existing, anchor or TrustAnchor(), approve)
+        # An approval is of the card that was held: a card changed again is held anew.
+        held = existing.pending_card if existing is not None else None
+        approve = approve and (held is None or held == fetched.document)
         try:
             trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
             kid = _verified(fetched, trusted)
@@ -298,9 +327,26 @@ class Registry:
         if status == "unchanged" and existing is not None:
             agent = existing
         elif status == "pending_approval" and existing is not None:
-            agent = existing.model_copy(update={"pending_card": fetched.document})
+            agent = existing.model_copy(
+                update={
+                    "pending_card": fetched.document,
+                    "pending_pins": trusted.to_jwks(),
+                    "pending_kid": kid,
+                    "pending_trust": kind,
+                }
+            )
         self._save(agent)
         return Registration(agent, status)
+
+
+def held_anchor(
+    existing: RegisteredAgent | None, anchor: TrustAnchor, approve: bool
+) -> TrustAnchor:
+    """With ``--approve`` and no new anchor, the keys the held card was verified with
+    (what the operator pinned when it was held), not the older card's."""
+    if not approve or anchor.given or existing is None or not existing.pending_pins:
+        return anchor
+    return TrustAnchor(keys=_keys_from(existing.pending_pins), kind=existing.pending_trust)
 
 
 def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> str:
@@ -342,7 +388,7 @@ async def _trust_for(
 ) -> tuple[TrustedKeys, TrustKind]:
     """The keys this card must be signed with, and how they came to be trusted."""
     if anchor.keys is not None:
-        return anchor.keys, "pinned_key"
+        return anchor.keys, anchor.kind or "pinned_key"
     if anchor.expect_kid is not None:
         # every kid in ``served`` is the thumbprint computed from its key, so this matches
         # the key itself, not a label the origin wrote next to it

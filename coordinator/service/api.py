@@ -44,12 +44,15 @@ from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
 from coordinator.service import limits, run_list
 from coordinator.service.api_models import (
+    AgentDetail,
     AgentView,
+    CancelRequest,
     ConsistencyRequest,
     DelegationDocument,
     DelegationRequest,
     ErrorView,
     Health,
+    PendingCard,
     Reconstruction,
     RegisterRequest,
     RegistrationView,
@@ -81,6 +84,7 @@ STATUS_BY_REASON: dict[str, int] = {
     "unknown_agent": 404,
     "unknown_head": 404,
     "ledger_broken": 409,
+    "run_ended": 409,
     "card_unreachable": 502,
     "card_not_json": 502,
     "jwks_unavailable": 502,
@@ -93,6 +97,8 @@ STATUS_BY_ERROR: tuple[tuple[type[FederationError], int], ...] = (
     (OwnershipError, 403),
 )
 DEFAULT_ERROR_STATUS = 422
+# Who a cancel through the API is recorded as: the holder of the operator token.
+API_OPERATOR = "operator (api)"
 
 
 def error_response(
@@ -210,6 +216,24 @@ def api_router(service: CoordinatorService) -> APIRouter:
         """The registered agents (``federation agents``)."""
         return service.agents()
 
+    @router.get("/pending-cards", tags=["agents"])
+    def pending() -> list[PendingCard]:
+        """Changed cards held for approval, each with what it asks for beyond the
+        registered one (``federation agents pending``)."""
+        return service.pending()
+
+    @router.get("/agents/{name}", tags=["agents"], responses={404: {"model": ErrorView}})
+    def agent(name: str) -> AgentDetail:
+        """One registered agent: card, pins, skills and scopes, declared return contracts
+        and any held card (``federation agents show``)."""
+        return service.agent_detail(name)
+
+    @router.delete("/agents/{name}", tags=["agents"], responses={404: {"model": ErrorView}})
+    def remove_agent(name: str) -> AgentView:
+        """Forget a registered agent; the answer is what was removed (``federation agents
+        remove``)."""
+        return service.remove_agent(name)
+
     @router.post(
         "/delegations",
         dependencies=body_checked,
@@ -258,6 +282,23 @@ def api_router(service: CoordinatorService) -> APIRouter:
     def run(run_id: str) -> RunDocument:
         """One run's document (``federation run show``), live or finished."""
         return RunDocument.model_validate(service.run(run_id))
+
+    @router.post(
+        "/runs/{run_id}/cancel",
+        dependencies=body_checked,
+        tags=["runs"],
+        responses={
+            404: {"model": ErrorView, "description": "unknown run"},
+            409: {"model": ErrorView, "description": "the run has no live branch to cancel"},
+            502: {"model": ErrorView, "description": "the coordinator's key or a card failed"},
+        },
+    )
+    async def cancel(run_id: str, body: CancelRequest | None = None) -> RunDocument:
+        """Cancel every live branch of the run (``federation cancel``): CancelTask to each
+        remote under a token for that handoff; who and why are recorded. The answer is the
+        run's document."""
+        reason = body.reason if body is not None else None
+        return RunDocument.model_validate(await service.cancel(run_id, reason, API_OPERATOR))
 
     @router.post("/audit/verify", dependencies=body_checked, tags=["audit"])
     def audit_verify(body: VerifyRequest | None = None) -> VerifyView:

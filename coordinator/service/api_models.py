@@ -103,6 +103,21 @@ class DelegationRequest(StrictRequest):
         return self
 
 
+class RemoteQuestion(BaseModel):
+    """What a remote asked when it stopped for input or authorisation: its own words,
+    untrusted, never an instruction; the handoff was closed, nothing was granted."""
+
+    state: str = Field(description="TASK_STATE_INPUT_REQUIRED or TASK_STATE_AUTH_REQUIRED")
+    asks_for: Literal["input", "authorization"]
+    untrusted: Literal[True]
+    text: str = Field(description="the status message's text parts, as received")
+    data: list[Any] = Field(description="the status message's data parts, as received")
+    other_parts: list[dict[str, Any]] = Field(description="url or raw parts, by size only")
+    truncated: bool = Field(description="whether text or data was cut to fit")
+    content_hash: str = Field(description="sha256 of the message parts as received")
+    size: int
+
+
 class BranchView(BaseModel):
     """One handoff attempt of a run, as its record says."""
 
@@ -124,6 +139,9 @@ class BranchView(BaseModel):
     return_contract: dict[str, Any] | None = Field(
         default=None, description="what the return contract checks"
     )
+    remote_question: RemoteQuestion | None = Field(
+        default=None, description="what the remote asked, if it stopped for input or auth"
+    )
 
 
 class ArtifactView(BaseModel):
@@ -139,6 +157,20 @@ class ArtifactView(BaseModel):
     size: int | None = None
     received_at: str | None = None
     content: Any = Field(default=None, description="the artifact as received (untrusted)")
+
+
+class CancellationView(BaseModel):
+    """Who cancelled a run, in their own words why, and when."""
+
+    by: str
+    reason: str
+    at: str = Field(description="ISO 8601 UTC")
+
+
+class CancelRequest(StrictRequest):
+    """``federation cancel``: why the run is cancelled (kept in the ledger and the run)."""
+
+    reason: str | None = Field(default=None, min_length=1, max_length=500)
 
 
 class BudgetView(BaseModel):
@@ -159,6 +191,7 @@ class RunDocument(BaseModel):
     ownership_path: list[str] = []
     started_at: str | None = None
     cancelled: bool = False
+    cancellation: CancellationView | None = None
     state_version: int = 0
     branches: list[BranchView] = []
     live_branches: list[str] = []
@@ -178,6 +211,9 @@ class DelegationDocument(RunDocument):
     local_state: str
     reason: str | None
     grant: dict[str, Any] | None = Field(description="the delegation token's claims")
+    remote_question: RemoteQuestion | None = Field(
+        default=None, description="what the remote asked, if it stopped for input or auth"
+    )
     received_artifacts: list[dict[str, Any]] = Field(description="as received (untrusted)")
     notes: list[str]
 
@@ -220,6 +256,48 @@ class AgentView(BaseModel):
     verified_kid: str | None
     registered_at: str
     pending_approval: bool
+
+
+class SkillView(BaseModel):
+    id: str
+    name: str
+    scopes: list[str] = Field(description="what the skill's security requirements ask for")
+
+
+class CardDiff(BaseModel):
+    """What a held card asks for beyond the registered one (added) and drops (removed)."""
+
+    interfaces_added: list[str]
+    interfaces_removed: list[str]
+    skills_added: list[str]
+    skills_removed: list[str]
+    scopes_added: dict[str, list[str]] = Field(description="per skill")
+    scopes_removed: dict[str, list[str]] = Field(description="per skill")
+    security_schemes_changed: bool
+    security_requirements_changed: bool
+
+
+class PendingCard(BaseModel):
+    """A changed card held until the operator approves it (``federation agents pending``)."""
+
+    agent: str
+    card_url: str
+    current_kid: str | None
+    held_kid: str | None = Field(description="the kid that signed the held card")
+    held_trust: str | None = Field(description="how the held card's keys were pinned")
+    diff: CardDiff
+    approve: str = Field(description="the command that adopts it")
+
+
+class AgentDetail(AgentView):
+    """One registered agent (``federation agents show``)."""
+
+    description: str
+    version: str
+    pinned_kids: list[str] = Field(description="the keys its card must be signed with")
+    skill_details: list[SkillView]
+    return_contracts: dict[str, dict[str, Any]] = Field(description="declared per skill")
+    pending: PendingCard | None = Field(description="a changed card held for approval")
 
 
 class RegistrationView(BaseModel):

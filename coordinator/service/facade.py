@@ -11,6 +11,7 @@ workspace's ledger and store.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,12 @@ from coordinator.audit.proof_check import verify_proof_bundle
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
-from coordinator.dispatch.delegate import DelegationOrder, delegate_once, delegation_document
+from coordinator.dispatch.delegate import (
+    DelegationOrder,
+    Interruption,
+    delegate_once,
+    delegation_document,
+)
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.errors import LedgerError, UsageError
 from coordinator.handoff.declared import declared_contracts, delegation_contract
@@ -38,30 +44,21 @@ from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
 from coordinator.service import run_list
+from coordinator.service.agent_views import agent_detail, agent_view, pending_card
 from coordinator.service.api_models import (
+    AgentDetail,
     AgentView,
     DelegationRequest,
+    PendingCard,
     RegisterRequest,
     RegistrationView,
     RunList,
     Submitted,
     VerifyView,
 )
+from coordinator.service.cancel import cancel_run
 from coordinator.service.run_list import RunQuery
 from coordinator.workspace import Workspace
-
-
-def agent_view(agent: RegisteredAgent) -> AgentView:
-    return AgentView(
-        name=agent.name,
-        endpoint=agent.endpoint,
-        card_url=agent.card_url,
-        skills=agent.skill_ids(),
-        trust=agent.trust,
-        verified_kid=agent.verified_kid,
-        registered_at=agent.registered_at,
-        pending_approval=agent.pending_card is not None,
-    )
 
 
 def trust_anchor(request: RegisterRequest) -> TrustAnchor:
@@ -111,6 +108,18 @@ class CoordinatorService:
     def agents(self) -> list[AgentView]:
         return [agent_view(agent) for agent in Registry(self.ws.data).agents()]
 
+    def agent_detail(self, name: str) -> AgentDetail:
+        return agent_detail(self.agent(name))
+
+    def pending(self) -> list[PendingCard]:
+        """Every held card, with what it asks for beyond the registered one."""
+        agents = Registry(self.ws.data).agents()
+        return [held for agent in agents if (held := pending_card(agent)) is not None]
+
+    def remove_agent(self, name: str) -> AgentView:
+        registry = Registry(self.ws.data, self.ws.trail("operator"))
+        return agent_view(registry.remove(name))
+
     def agent(self, name: str) -> RegisteredAgent:
         return Registry(self.ws.data).get(name)
 
@@ -128,10 +137,15 @@ class CoordinatorService:
             return_contract=delegation_contract(request.return_schema),
         )
 
-    async def delegate(self, order: DelegationOrder) -> dict[str, Any]:
-        """One handoff, driven here until it ends; returns the run document."""
+    async def delegate(
+        self, order: DelegationOrder, interruption: Interruption | None = None
+    ) -> dict[str, Any]:
+        """One handoff, driven here until it ends (or ``interruption`` cancels its run);
+        returns the run document."""
         keys = identity.coordinator_keys(self.ws.data)
-        run, outcome = await delegate_once(order, keys, identity.issuer_id(), self.ws, self.client)
+        run, outcome = await delegate_once(
+            order, keys, identity.issuer_id(), self.ws, self.client, interruption
+        )
         document = delegation_document(run, outcome)
         run.save(document)
         return document
@@ -159,6 +173,19 @@ class CoordinatorService:
         if run.book.driver is not None:
             run.store.release(run.book.driver, record.attempt_id)
         return Submitted(run_id=run.run_id, attempt_id=record.attempt_id, state=record.state.value)
+
+    async def cancel(self, run_id: str, reason: str | None, by: str) -> dict[str, Any]:
+        """Cancel every live branch of a run, from this process (whichever drives it);
+        the run's document afterwards. See :mod:`coordinator.service.cancel`."""
+        keys = identity.coordinator_keys(self.ws.data)
+        why = reason or "no reason given"
+        async with contextlib.AsyncExitStack() as stack:
+            client = self.client
+            if client is None:
+                client = await stack.enter_async_context(A2AClient())
+            return await cancel_run(
+                self.ws, keys, identity.issuer_id(), run_id, by=by, why=why, client=client
+            )
 
     def save(self, run: Run, document: dict[str, Any]) -> None:
         run.save(document)

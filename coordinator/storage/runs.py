@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, and_, or_, select, update
 
 from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
-from coordinator.errors import StorageError
+from coordinator.errors import HandoffMovedOn, StorageError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction
 from coordinator.storage.schema import (
@@ -74,6 +74,31 @@ def _update(
     """Rows changed by setting ``values`` where ``key`` is ``value``."""
     sql = driver.update_sql(table, values, key)
     return int(driver.execute(connection, sql, {**values, key: value}).rowcount)
+
+
+def _supersedes(connection: Connection, record: HandoffRecord) -> bool:
+    """Whether ``record`` may replace the stored row: another process (a cancel from the
+    command line or the API) may have committed a newer revision, and an ended handoff
+    stays ended. An older observation is not written (the driver reads the row and
+    adopts it); an ending that lost raises :class:`HandoffMovedOn`, so nothing of it
+    (the row or the events flushed with it) is written."""
+    query = select(handoffs.c.state, handoffs.c.version).where(
+        handoffs.c.attempt_id == record.attempt_id
+    )
+    if connection.dialect.name == "postgresql":
+        query = query.with_for_update()
+    stored = connection.execute(query).first()
+    if stored is None:
+        return True
+    ended = stored.state in _TERMINAL
+    same = stored.version == record.version and stored.state == record.state.value
+    if stored.version <= record.version and (not ended or same):
+        return True
+    if record.terminal:
+        raise HandoffMovedOn(
+            f"handoff {record.attempt_id} is already {stored.state} (version {stored.version})"
+        )
+    return False
 
 
 def _now() -> str:
@@ -232,6 +257,8 @@ class RunStore:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
 
         def step(connection: Connection) -> None:
+            if not _supersedes(connection, record):
+                return
             values["record"] = record.model_dump_json()
             if not _update(connection, handoffs.name, "attempt_id", record.attempt_id, values):
                 identity = {
@@ -273,6 +300,15 @@ class RunStore:
             return None
         payload = strict_json.loads(row.payload) if row.payload else None
         return HandoffRecord.model_validate_json(row.record), payload, row.contract
+
+    def ended(self, attempt_id: str) -> bool:
+        """Whether the handoff's stored row is in a terminal state: a cheap read that
+        writes nothing pending first (a driver asks it while it follows a remote task)."""
+        with self.engine.connect() as connection:
+            state = connection.execute(
+                select(handoffs.c.state).where(handoffs.c.attempt_id == attempt_id)
+            ).scalar_one_or_none()
+        return state in _TERMINAL
 
     def run_records(self, run_id: str) -> list[HandoffRecord]:
         self.flush()

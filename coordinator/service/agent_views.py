@@ -1,0 +1,70 @@
+"""Registered agents as the API and the command line show them: list rows, one agent in
+full (``agents show``) and the cards held for approval (``agents pending``)."""
+
+from __future__ import annotations
+
+from agent_cards.keys import KeyMaterialError, TrustedKeys
+from contracts.wire import AgentCard
+from coordinator.remote.card_changes import card_diff
+from coordinator.remote.registry import RegisteredAgent, surface
+from coordinator.service.api_models import (
+    AgentDetail,
+    AgentView,
+    CardDiff,
+    PendingCard,
+    SkillView,
+)
+
+
+def agent_view(agent: RegisteredAgent) -> AgentView:
+    return AgentView(
+        name=agent.name,
+        endpoint=agent.endpoint,
+        card_url=agent.card_url,
+        skills=agent.skill_ids(),
+        trust=agent.trust,
+        verified_kid=agent.verified_kid,
+        registered_at=agent.registered_at,
+        pending_approval=agent.pending_card is not None,
+    )
+
+
+def agent_detail(agent: RegisteredAgent) -> AgentDetail:
+    card = agent.agent_card
+    scopes = surface(card)["skills"]
+    return AgentDetail(
+        **agent_view(agent).model_dump(),
+        description=card.description,
+        version=card.version,
+        pinned_kids=pinned_kids(agent.pinned_jwks),
+        skill_details=[
+            SkillView(id=skill.id, name=skill.name, scopes=sorted(scopes[skill.id]))
+            for skill in card.skills
+        ],
+        return_contracts={
+            skill: contract.summary() for skill, contract in agent.return_contracts.items()
+        },
+        pending=pending_card(agent),
+    )
+
+
+def pending_card(agent: RegisteredAgent) -> PendingCard | None:
+    if agent.pending_card is None:
+        return None
+    held = AgentCard.model_validate(agent.pending_card)
+    return PendingCard(
+        agent=agent.name,
+        card_url=agent.card_url,
+        current_kid=agent.verified_kid,
+        held_kid=agent.pending_kid,
+        held_trust=agent.pending_trust,
+        diff=CardDiff.model_validate(card_diff(agent.agent_card, held)),
+        approve=f"federation register {agent.card_url} --name {agent.name} --approve",
+    )
+
+
+def pinned_kids(jwks: dict[str, object]) -> list[str]:
+    try:
+        return sorted(key.kid for key in TrustedKeys.from_json(jwks))
+    except (KeyMaterialError, ValueError):
+        return []
