@@ -35,7 +35,7 @@ UNAVAILABLE_REASONS = frozenset(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_values(sys.argv[1:] if argv is None else argv))
     # Everything else is imported once the command is known (start-up time).
     from coordinator.errors import FederationError
 
@@ -56,6 +56,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"federation: error: internal_error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 70
+
+
+# Options whose value may begin with "-": a kid is a base64url thumbprint, and argparse
+# would read "--expect-kid -Xy..." as two options.
+DASHED_VALUES = ("--expect-kid",)
+
+
+def joined_values(argv: Sequence[str]) -> list[str]:
+    """``--expect-kid -Xy`` as ``--expect-kid=-Xy``, so any kid can be given as printed."""
+    joined: list[str] = []
+    values = iter(argv)
+    for arg in values:
+        if arg in DASHED_VALUES:
+            value = next(values, None)
+            joined.append(arg if value is None else f"{arg}={value}")
+        else:
+            joined.append(arg)
+    return joined
 
 
 def exit_code(error: Exception) -> int:

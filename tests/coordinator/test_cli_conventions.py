@@ -138,3 +138,14 @@ def test_the_exit_codes_are_documented() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for code in EXIT_CODES:
         assert f"| {code} |" in readme
+
+
+def test_a_kid_that_begins_with_a_dash_is_a_value() -> None:
+    """Thumbprints are base64url and may begin with '-': ``--expect-kid -Xy`` still works."""
+    from coordinator.cli.main import joined_values
+
+    parsed = cli_parser.build_parser().parse_args(
+        joined_values(["register", "http://127.0.0.1:9", "--expect-kid", "-Xy_z"])
+    )
+    assert parsed.expect_kid == "-Xy_z"
+    assert joined_values(["--expect-kid"]) == ["--expect-kid"]
