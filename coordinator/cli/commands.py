@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import base64
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -381,8 +382,17 @@ def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
     # Starting the risk team's service is the one place the CLI reaches into it.
     from remote_risk.__main__ import main as serve_risk
 
-    serve_risk(args.service_args)
+    serve_risk(risk_arguments(args.service_args, service.ws.data.path("remote-risk")))
     return 0
+
+
+def risk_arguments(given: list[str], default_dir: Path) -> list[str]:
+    """``serve risk`` keeps its state under this data directory (``remote-risk/``) unless
+    its own ``--data-dir`` or ``REMOTE_RISK_DATA_DIR`` says otherwise."""
+    named = any(arg == "--data-dir" or arg.startswith("--data-dir=") for arg in given)
+    if named or os.environ.get("REMOTE_RISK_DATA_DIR") or "--help" in given or "-h" in given:
+        return list(given)
+    return [*given, "--data-dir", str(default_dir)]
 
 
 def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:

@@ -258,6 +258,10 @@ def serve(
     if not settings.trusted_issuers:
         print(INSECURE_WARNING, file=sys.stderr, flush=True)
     print(f"remote_risk listening on {listening_url}", flush=True)
+    # What the coordinator's operator pins: the card's signing kid and where the keys are.
+    kid = app.state.signing_keys.signing_key().kid
+    jwks_url = f"{settings.public_base_url}{JWKS_PATH}"
+    print(f"card signed with kid {kid}; public keys at {jwks_url}", flush=True)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

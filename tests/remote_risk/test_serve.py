@@ -96,3 +96,33 @@ def test_trusted_process_checks_tokens_and_signs_its_card_with_its_data_dir_key(
     assert refused.json()["error"]["data"][0]["metadata"]["reason"] == "token_missing"
     kid = verify_card(card, TrustedKeys.from_json(jwks))
     assert kid == load_or_create(data_dir / "keys").active.kid
+
+
+def test_federation_serve_risk_keeps_its_state_under_the_data_dir_and_names_its_kid(
+    tmp_path: Path,
+) -> None:
+    """`federation --data-dir D serve risk` keeps the service's keys under D/remote-risk and
+    prints the kid an operator pins and where the public keys are, right after its URL."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (TRUST_ENV_VAR, "REMOTE_RISK_DATA_DIR") and not k.startswith("FEDERATION_")
+    }
+    command = [sys.executable, "-m", "coordinator", "--data-dir", str(tmp_path), "serve", "risk"]
+    process = subprocess.Popen(
+        [*command, "--host", "127.0.0.1", "--port", "0", "--insecure-anonymous"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
+    try:
+        assert process.stdout is not None
+        listening = process.stdout.readline().strip()
+        announced = process.stdout.readline().strip()
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    base_url = listening.rsplit(" ", 1)[1]
+    kid = load_or_create(tmp_path / "remote-risk" / "keys").active.kid
+    assert announced == f"card signed with kid {kid}; public keys at {base_url}{JWKS_PATH}"
