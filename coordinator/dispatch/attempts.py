@@ -61,6 +61,44 @@ async def run_remote_handoff(
         proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
 
 
+async def retried(driver: HandoffDriver, outcome: RemoteOutcome) -> RemoteOutcome:
+    """After one driven attempt (a worker's or recovery's), the attempts that follow it
+    under the same retry rules as :func:`run_remote_handoff`; ``outcome`` if none may."""
+    delay = retry_delay(driver)
+    if delay is None:
+        return outcome
+    failed = driver.record
+    driver.run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
+    await asyncio.sleep(delay)
+    if driver.run.book.cancelled:
+        return outcome
+    return await run_remote_handoff(
+        driver.client,
+        driver.agent,
+        next_proposal(failed),
+        driver.payload,
+        run=driver.run,
+        wait=driver.wait,
+        delegator=driver.delegator,
+    )
+
+
+def next_proposal(failed: HandoffRecord) -> HandoffRecord:
+    """The same handoff proposed again as its next attempt (contract, lease and
+    idempotency key unchanged; nothing of the failed attempt's remote state)."""
+    return failed.model_copy(
+        update={
+            "attempt": failed.attempt + 1,
+            "state": HandoffState.PROPOSED,
+            "version": 0,
+            "reason": "proposed",
+            "remote_task_id": None,
+            "remote_state": None,
+            "events": (),
+        }
+    )
+
+
 def retry_delay(driver: HandoffDriver) -> float | None:
     """How long to wait before another attempt, or None: only a failure that says nothing
     about the work (the remote unreachable, timing out, or not speaking JSON-RPC) is

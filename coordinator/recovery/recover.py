@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
+from coordinator.dispatch.attempts import retried
 from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.errors import FederationError, StaleRevision
 from coordinator.handoff.book import unit_from_row
@@ -156,7 +157,7 @@ async def resume(
     handoff = HandoffDriver(
         client, agent, run, payload or {}, record, wait=wait, delegator=delegator
     )
-    outcome = await handoff.drive()
+    outcome = await retried(handoff, await handoff.drive())
     save_document(store, run)
     return outcome
 

@@ -13,12 +13,18 @@ import json
 import time
 from pathlib import Path
 
+import httpx
+
 from coordinator.audit.ledger import Ledger
 from coordinator.authority.identity import coordinator_keys
+from coordinator.service.api import create_api
+from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from tests.processes import RemoteRiskProcess, federation
+from tests.coordinator.test_api import TOKEN
+from tests.processes import RemoteRiskProcess, federation, wait_for
 from tests.remote_risk.test_resume import PAYLOAD, TaskRows
+from tests.servers import running
 
 
 def test_a_send_to_a_remote_that_is_down_is_retried_until_it_is_back(tmp_path: Path) -> None:
@@ -51,3 +57,41 @@ def test_a_send_to_a_remote_that_is_down_is_retried_until_it_is_back(tmp_path: P
     assert retries and all(e.data["cause"] == "dispatch_failed:unreachable" for e in retries)
     assert document["branches"][-1]["attempt"] == len(retries) + 1
     ws.close()
+
+
+def test_a_submitted_handoff_is_retried_by_the_worker_until_the_remote_is_back(
+    tmp_path: Path,
+) -> None:
+    """``wait: false`` through the API: the background worker meets the remote down, and
+    its later attempts reach it once it is back; one remote task, ACCEPTED."""
+    data = DataDir(tmp_path / "coordinator")
+    coordinator_keys(data)
+    remote = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
+    remote.start()
+    ws = Workspace(data)
+    try:
+        remote.register_with(data)
+        remote.stop()
+        settings = CoordinatorSettings(operator_token=TOKEN, worker_lease_seconds=5.0)
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with (
+            running(create_api(ws, settings)) as api,
+            httpx.Client(base_url=api, headers=headers, timeout=30, trust_env=False) as http,
+        ):
+            body = {"to": "remote-risk", "skill": "interpret-risk-policy", "input": PAYLOAD}
+            answer = http.post("/v1/delegations", json={**body, "wait": False, "timeout": 30})
+            assert answer.status_code == 202, answer.text
+            run_id = answer.json()["run_id"]
+            time.sleep(3)
+            remote.start()
+
+            def accepted() -> bool:
+                branches = http.get(f"/v1/runs/{run_id}").json()["branches"]
+                return bool(branches) and branches[-1]["state"] == "ACCEPTED"
+
+            wait_for(accepted, 60, "the handoff to be accepted")
+    finally:
+        remote.stop()
+        ws.close()
+    rows = TaskRows(f"sqlite+pysqlite:///{tmp_path / 'remote' / 'remote-risk.db'}")
+    assert rows.states() == ["TASK_STATE_COMPLETED"], "exactly one remote task"
