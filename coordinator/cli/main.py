@@ -39,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Everything else is imported once the command is known (start-up time).
     from coordinator.errors import FederationError
 
+    if args.command == "completion":
+        import shtab
+
+        print(shtab.complete(build_parser(), shell=args.shell))
+        return 0
     try:
         return dispatch(args)
     except FederationError as exc:

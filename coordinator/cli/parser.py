@@ -217,4 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     delegate.add_argument("--tenant", default="default", help="whose data it may touch")
     delegate.add_argument("--json", action="store_true", help="print the run document")
     return_options.add_delegate_options(delegate)
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description='Print a completion script: eval "$(federation completion bash)"',
+    )
+    completion.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="which shell")
     return parser

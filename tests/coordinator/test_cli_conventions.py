@@ -149,3 +149,13 @@ def test_a_kid_that_begins_with_a_dash_is_a_value() -> None:
     )
     assert parsed.expect_kid == "-Xy_z"
     assert joined_values(["--expect-kid"]) == ["--expect-kid"]
+
+
+def test_shell_completion_scripts(tmp_path: Path) -> None:
+    """`federation completion bash` prints a script bash accepts, naming the commands."""
+    completed = federation(tmp_path, "completion", "bash")
+    assert completed.returncode == 0, completed.stderr
+    assert "delegate" in completed.stdout and "--expect-kid" in completed.stdout
+    checked = subprocess.run(["bash", "-n"], input=completed.stdout, text=True)
+    assert checked.returncode == 0
+    assert not (tmp_path / DATABASE_FILE).exists()
