@@ -217,7 +217,7 @@ def render_document(document: dict[str, Any]) -> str:
         if document.get("artifacts")
         else "(none received)",
         "",
-        f"budget: limit {budget['limit']}, remaining {budget['remaining']}",
+        f"budget: limit {_units(budget['limit'])}; remaining {_units(budget['remaining'])}",
         render_table(budget["ledger"], UNIT_COLUMNS),
         "",
         "pending: " + (", ".join(document.get("live_branches", [])) or "nothing"),
@@ -280,6 +280,25 @@ def print_verify(report: dict[str, Any], where: str) -> int:
     return 0 if report["ok"] else 1
 
 
+def _units(value: Any) -> str:
+    if not isinstance(value, dict):
+        return str(value)
+    return ", ".join(f"{name} {amount}" for name, amount in value.items()) or "-"
+
+
+def describe_authority(authority: dict[str, Any] | None) -> str:
+    """The run's root authority in words: who, whose data, which scopes, budget, expiry."""
+    if not authority:
+        return "-"
+    budget = authority.get("budget") or {}
+    spend = ", ".join(f"{name} {value}" for name, value in budget.items())
+    return (
+        f"principal {authority.get('principal')}, tenant {authority.get('tenant')}, "
+        f"scope {' '.join(authority.get('scope') or []) or '-'}, budget {spend or '-'}, "
+        f"expires {authority.get('expires_at')}"
+    )
+
+
 def render_reconstruction(view: dict[str, Any]) -> str:
     """``audit show``: the run as the ledger alone tells it."""
     disposition = view.get("disposition") or {}
@@ -287,7 +306,7 @@ def render_reconstruction(view: dict[str, Any]) -> str:
         f"run {view['run_id']} (from {view['events']} ledger events): owner {view['owner']} "
         f"(path {' -> '.join(str(o) for o in view['ownership_path'])})"
         f"{'; CANCELLED' if view['cancelled'] else ''}",
-        f"authority: {view['authority']}",
+        f"authority: {describe_authority(view['authority'])}",
         "",
         "ownership by branch:",
         render_table(view["branches"], OWNERSHIP_COLUMNS),

@@ -101,7 +101,7 @@ class Run:
                 "tenant": self.authority.tenant,
                 "scope": sorted(self.authority.scopes),
                 "budget": budget.model_dump(),
-                "expires_at": str(self.book.parent.expires_at),
+                "expires_at": _time(self.book.parent.expires_at),
             },
         )
 
