@@ -20,6 +20,7 @@ from coordinator.errors import UsageError
 from coordinator.service.api import create_api
 from coordinator.service.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
+from coordinator.telemetry import logs
 from coordinator.workspace import Workspace
 
 
@@ -87,6 +88,7 @@ def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
         )
         url_host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"coordinator listening on http://{url_host}:{sock.getsockname()[1]}", flush=True)
+        logs.adopt_uvicorn()
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
