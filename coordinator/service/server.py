@@ -9,6 +9,7 @@ the process refuses to start.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ def build_serve_parser() -> argparse.ArgumentParser:
         help="how long a claimed handoff stays this process's (env "
         "FEDERATION_WORKER_LEASE_SECONDS, default 10)",
     )
+    logs.add_arguments(parser)
     return parser
 
 
@@ -64,7 +66,9 @@ def settings_from(args: argparse.Namespace) -> CoordinatorSettings:
 
 
 def main(argv: Sequence[str], ws: Workspace) -> int:
-    settings = settings_from(build_serve_parser().parse_args(argv))
+    args = build_serve_parser().parse_args(argv)
+    logs.setup_from(args, os.environ)
+    settings = settings_from(args)
     serve(ws, settings)
     return 0
 
@@ -77,6 +81,7 @@ def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
     to stderr.
     """
     app = create_api(ws, settings)
+    logs.add_secret(settings.required_token("the coordinator API"))
     sock = listening_socket(settings.host, settings.port)
     try:
         config = uvicorn.Config(

@@ -12,6 +12,7 @@ replaced by ``[redacted]``. stdout is left to the program (the servers' first li
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import re
@@ -24,13 +25,18 @@ LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("text", "json")
 DEFAULT_LEVEL = "info"
 DEFAULT_FORMAT = "text"
+CHATTY_LIBRARIES = ("alembic", "httpx", "httpcore")
 REDACTED = "[redacted]"
 # Fields a record may carry as ``extra`` that a line shows (the access log's).
 FIELDS_ATTRIBUTE = "fields"
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"),
     re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
+    # the password in a URL's userinfo (a database URL)
+    re.compile(r"(?<=://)([^/\s:@]+):[^/\s@]+(?=@)"),
 )
+# Environment variables whose values are secrets by their name.
+SECRET_NAME_ENDINGS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
 _MIN_SECRET_LENGTH = 8
 
 
@@ -53,8 +59,12 @@ class Redactor:
 
 
 def _keep_scheme(match: re.Match[str]) -> str:
-    scheme = match.group(1) if match.re.groups else None
-    return f"{scheme} {REDACTED}" if scheme else REDACTED
+    """Keep the scheme (``Bearer``) or the URL's user name, redact the rest."""
+    kept = match.group(1) if match.re.groups else None
+    if kept is None:
+        return REDACTED
+    separator = ":" if match.group(0).startswith(kept + ":") else " "
+    return f"{kept}{separator}{REDACTED}"
 
 
 REDACTOR = Redactor()
@@ -124,18 +134,46 @@ def setup(
     handler.setFormatter(JSONFormatter() if fmt.lower() == "json" else TextFormatter())
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # Libraries that narrate routine work at INFO (each migration step, each request) speak
+    # only at WARNING unless debugging.
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel("DEBUG" if level.lower() == "debug" else "WARNING")
 
 
-def from_env(env: Mapping[str, str], prefix: str) -> tuple[str, str]:
-    """``{prefix}LOG_LEVEL`` and ``{prefix}LOG_FORMAT``, with the defaults."""
-    level = env.get(f"{prefix}LOG_LEVEL") or DEFAULT_LEVEL
-    fmt = env.get(f"{prefix}LOG_FORMAT") or DEFAULT_FORMAT
-    return level, fmt
+ENV_PREFIX = "FEDERATION_"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` and ``--log-format`` (defaults from the environment)."""
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        help=f"least severe level logged (env {ENV_PREFIX}LOG_LEVEL, default {DEFAULT_LEVEL})",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        help=f"text or JSON lines on stderr (env {ENV_PREFIX}LOG_FORMAT, default {DEFAULT_FORMAT})",
+    )
+
+
+def setup_from(args: argparse.Namespace, env: Mapping[str, str]) -> None:
+    """:func:`setup` from the parsed flags, else the environment; every environment value
+    whose name says it is a secret (``*_API_KEY``, ``*_TOKEN``, ...) is redacted."""
+    for name, value in env.items():
+        if name.upper().endswith(SECRET_NAME_ENDINGS):
+            add_secret(value)
+    level = getattr(args, "log_level", None) or env.get(f"{ENV_PREFIX}LOG_LEVEL") or DEFAULT_LEVEL
+    fmt = getattr(args, "log_format", None) or env.get(f"{ENV_PREFIX}LOG_FORMAT") or DEFAULT_FORMAT
+    setup(level.lower(), fmt.lower())
 
 
 def adopt_uvicorn() -> None:
     """Route uvicorn's own loggers through this set-up (uvicorn installs its handlers when
     its ``Config`` is made); its access log stays off, the middleware writes ours."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _Handler) for handler in root.handlers):
+        setup()
     for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers.clear()
