@@ -160,8 +160,8 @@ class HandoffDriver:
             with observed.step("admission", self.record):
                 self._keep(run.book.admit(self.record, admission_context(run, self.agent)))
         except (AdmissionDenied, RunCancelled) as exc:
-            observed.denied(exc.reason)
             self._keep(run.book.records.get(self.record.attempt_id, self.record))
+            observed.denied(exc.reason, self.record)
             self.outcome.notes.append(str(exc))
             run.record(self.record)
             return self.outcome

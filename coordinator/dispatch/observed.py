@@ -71,10 +71,11 @@ def verdict(admitted: bool, reason: str | None, decision: str | None = None) -> 
     )
 
 
-def denied(predicate: str) -> None:
-    """An admission denial: on the current span and counted by its predicate."""
-    tracing.annotate(**{P + "admission.verdict": "denied", P + "denial_reason": predicate})
+def denied(predicate: str, record: HandoffRecord) -> None:
+    """An admission denial: counted by its predicate, and the handoff by where it ended."""
     metrics.ADMISSION_DENIALS.labels(metrics.bounded_reason(predicate)).inc()
+    if record.terminal:
+        metrics.handoff_ended(record.state.value, record.reason)
 
 
 def grant_refused(reason: str) -> None:

@@ -3,11 +3,12 @@
 Names carry their unit (``_seconds``, ``_total``) and every label has a bounded set of
 values: states, reason codes, predicate names, A2A method names, a remote's ``host:port``,
 model roles. Never a run, handoff, task or token id. :func:`exposition` is what
-``GET /metrics`` answers with (Prometheus text format 0.0.4).
+``GET /metrics`` answers with (the Prometheus text format).
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 from prometheus_client import (
@@ -19,6 +20,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+_CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 REGISTRY = CollectorRegistry(auto_describe=True)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -109,20 +111,19 @@ def handoff_ended(state: str, reason: str | None) -> None:
 
 
 def bounded_reason(reason: str | None) -> str:
-    """A reason code as a label: the code before any ``:detail`` (``dispatch_failed:x``
-    keeps its second part, itself a code), and never free text."""
+    """A reason code as a label value: codes only (``dispatch_failed:token_invalid``),
+    anything that looks like free text is ``other``."""
     if not reason:
         return "none"
-    code = reason if reason.replace(":", "").replace("_", "").isalnum() else "other"
-    return code[:64]
+    return reason if _CODE.fullmatch(reason) else "other"
 
 
 def model_request(role: str, outcome: str, prompt: int | None, completion: int | None) -> None:
-    MODEL_REQUESTS.labels(role, outcome).inc()
+    MODEL_REQUESTS.labels(bounded_reason(role), bounded_reason(outcome)).inc()
     if prompt:
-        MODEL_TOKENS.labels(role, "prompt").inc(prompt)
+        MODEL_TOKENS.labels(bounded_reason(role), "prompt").inc(prompt)
     if completion:
-        MODEL_TOKENS.labels(role, "completion").inc(completion)
+        MODEL_TOKENS.labels(bounded_reason(role), "completion").inc(completion)
 
 
 def exposition() -> bytes:

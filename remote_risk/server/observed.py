@@ -32,8 +32,8 @@ def skill_work(
         try:
             with tracing.span(P + "skill", {P + "skill_id": SKILL_ID}) as span:
                 state, finding = run(risk_input)
-                outcome = state.value
-                span.set_attribute(P + "task_state", outcome)
+                outcome = state.name.lower()
+                span.set_attribute(P + "task_state", state.value)
                 return state, finding
         finally:
             seconds = time.perf_counter() - started

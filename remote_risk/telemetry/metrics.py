@@ -2,7 +2,7 @@
 
 Names carry their unit and every label has a bounded set of values (A2A method names,
 reason codes, task states, route templates); never a task, token or caller id.
-:func:`exposition` is what ``GET /metrics`` answers with (Prometheus text format 0.0.4).
+:func:`exposition` is what ``GET /metrics`` answers with (the Prometheus text format).
 """
 
 from __future__ import annotations
