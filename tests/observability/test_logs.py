@@ -119,7 +119,7 @@ def test_coordinator_access_log_names_trace_and_denial_and_hides_secrets(tmp_pat
     assert len(refused["trace_id"]) == 32 and refused["trace_id"] != TRACE
 
 
-def test_remote_risk_access_log_names_the_a2a_method_and_denial(tmp_path: Path) -> None:
+def test_remote_risk_access_log_names_the_trace_and_denial(tmp_path: Path) -> None:
     jwks = tmp_path / "issuer.jwks.json"
     jwks.write_bytes(strict_json.dumps({"keys": [SigningKey.generate().public_jwk()]}))
     env = environment(tmp_path, REMOTE_RISK_METRICS_TOKEN=METRICS_TOKEN)
@@ -152,10 +152,12 @@ def test_remote_risk_access_log_names_the_a2a_method_and_denial(tmp_path: Path) 
     assert FAKE_JWT not in err and METRICS_TOKEN not in err
     lines = json_lines(err)
     access = [line for line in lines if line["logger"] == "remote_risk.access"]
-    assert [(a["a2a_method"], a["status"], a["trace_id"]) for a in access] == [
-        ("ListTasks", 401, TRACE),
-        ("ListTasks", 401, TRACE),
+    # the token is checked before the body is read, so the A2A method is not known yet
+    assert [(a["path"], a["status"], a["trace_id"]) for a in access] == [
+        (JSONRPC_PATH, 401, TRACE),
+        (JSONRPC_PATH, 401, TRACE),
     ]
     assert access[0]["denial_reason"] == "token_missing"
+    assert access[1]["denial_reason"] not in (None, "token_missing")
     decisions = [line for line in lines if line["message"].startswith("delegation denied")]
     assert len(decisions) == 2 and all(f"trace={TRACE}" in d["message"] for d in decisions)

@@ -8,6 +8,7 @@ and the run's ledger events, run document and remote decision log all carry that
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,10 +80,15 @@ def ledger_trace_ids(deployment: Deployment, run_id: str) -> set[str | None]:
         ws.close()
 
 
+def access_lines(caplog: pytest.LogCaptureFixture, logger: str) -> list[dict[str, Any]]:
+    return [getattr(r, "fields", {}) for r in caplog.records if r.name == logger]
+
+
 def test_one_trace_from_the_coordinator_through_remote_risk(
-    observed: tuple[Deployment, Recorder], captured: Captured
+    observed: tuple[Deployment, Recorder], captured: Captured, caplog: pytest.LogCaptureFixture
 ) -> None:
     deployment, _ = observed
+    caplog.set_level(logging.INFO)
     document = delegate(deployment)
     trace_id = document["trace_id"]
     assert len(trace_id) == 32 and int(trace_id, 16) != 0
@@ -126,6 +132,18 @@ def test_one_trace_from_the_coordinator_through_remote_risk(
     assert decisions and {d.trace_id for d in decisions} == {trace_id}
     shown = deployment.http.get(f"/v1/audit/runs/{document['run_id']}").json()
     assert shown["trace_id"] == trace_id
+
+    # Each service's access log line names the trace (and remote_risk's the A2A method).
+    (ours,) = [
+        line
+        for line in access_lines(caplog, "coordinator.access")
+        if line["path"] == "/v1/delegations"
+    ]
+    assert (ours["trace_id"], ours["status"]) == (trace_id, 200)
+    theirs_lines = [
+        line for line in access_lines(caplog, "remote_risk.access") if line["trace_id"] == trace_id
+    ]
+    assert "SendStreamingMessage" in {line.get("a2a_method") for line in theirs_lines}
 
 
 def test_the_operators_traceparent_is_joined(
