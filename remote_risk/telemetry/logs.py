@@ -140,6 +140,14 @@ def setup(
         logging.getLogger(name).setLevel("DEBUG" if level.lower() == "debug" else "WARNING")
 
 
+def reset() -> None:
+    """Remove this set-up's handler again (a library host, or a test, that set it up)."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _Handler)]:
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+
+
 ENV_PREFIX = "REMOTE_RISK_"
 
 

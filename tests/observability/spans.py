@@ -7,7 +7,8 @@ process and cleared before every test that reads it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,14 @@ def captured() -> Iterator[Captured]:
     both.coordinator.clear()
     both.remote.clear()
     yield both
+
+
+def eventually(check: Callable[[], bool], within: float = 10.0) -> None:
+    """Wait for ``check`` (a server span ends just after its response has been sent)."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, "the expected spans never ended"
+        time.sleep(0.01)
 
 
 def trace_hex(span: ReadableSpan) -> str:

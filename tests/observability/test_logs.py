@@ -45,7 +45,7 @@ def test_json_lines_have_utc_times_fields_and_no_secrets(module: Any) -> None:
         )
         log.debug("not shown at info")
     finally:
-        module.setup("warning", "text")
+        module.reset()
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["level"] for line in lines] == ["info", "warning"]
     assert all(ISO_UTC.match(line["time"]) for line in lines)

@@ -20,6 +20,7 @@ from coordinator.workspace import Workspace
 from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
 from tests.coordinator.test_api import PAYLOAD, SKILL, TOKEN
+from tests.observability.spans import eventually
 from tests.servers import free_port, running
 
 METRICS_TOKEN = "metrics-token-for-tests-0123456789"
@@ -111,7 +112,24 @@ def test_counters_move_by_what_was_done(pair: Pair) -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
     refused = httpx.post(pair.risk + JSONRPC_PATH, json=call, headers={"A2A-Version": "1.0"})
     assert refused.status_code == 401
-    after, risk_after = pair.coordinator_metrics(), pair.risk_metrics()
+    # A request is counted just after its response is sent: scrape until the last ones are.
+    delegations = {"method": "POST", "route": "/v1/delegations", "status": "200"}
+    sent = {"method": "SendStreamingMessage", "outcome": "ok"}
+    http_count = "federation_http_request_duration_seconds_count"
+    scraped: list[tuple[Samples, Samples]] = []
+
+    def settled() -> bool:
+        scraped.append((pair.coordinator_metrics(), pair.risk_metrics()))
+        ours, theirs = scraped[-1]
+        return (
+            value(ours, http_count, **delegations) - value(before, http_count, **delegations) >= 3
+            and value(theirs, "remote_risk_a2a_requests_total", **sent)
+            - value(risk_before, "remote_risk_a2a_requests_total", **sent)
+            >= 2
+        )
+
+    eventually(settled)
+    after, risk_after = scraped[-1]
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
@@ -134,7 +152,6 @@ def test_counters_move_by_what_was_done(pair: Pair) -> None:
     assert value(after, "federation_ledger_chain_length") > value(
         before, "federation_ledger_chain_length"
     )
-    delegations = {"method": "POST", "route": "/v1/delegations", "status": "200"}
     assert moved("federation_http_request_duration_seconds_count", **delegations) == 3
 
     assert risk_moved("remote_risk_token_refusals_total", reason="token_missing") == 1
@@ -146,7 +163,6 @@ def test_counters_move_by_what_was_done(pair: Pair) -> None:
         )
         == 2
     )
-    sent = {"method": "SendStreamingMessage", "outcome": "ok"}
     assert risk_moved("remote_risk_a2a_requests_total", **sent) == 2
     skill = {"skill": "interpret-risk-policy", "outcome": "completed"}
     assert risk_moved("remote_risk_skill_duration_seconds_count", **skill) == 2

@@ -12,7 +12,7 @@ from a2a.types import Role, SendMessageRequest, TaskState
 
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
-from tests.observability.spans import Captured, parent_hex, trace_hex
+from tests.observability.spans import Captured, eventually, parent_hex, trace_hex
 from tests.observability.test_trace_across_hop import Recorder
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port, running
@@ -42,11 +42,16 @@ def test_sdk_client_without_traceparent_gets_an_answer_and_a_fresh_trace(
         h for h in recorder.headers if h.get("content-type", "").startswith("application/json")
     ]
     assert posts and not any("traceparent" in h for h in posts)
-    (server,) = [
-        s
-        for s in captured.named("remote", "POST /a2a/jsonrpc")
-        if (s.attributes or {}).get("remote_risk.a2a_method") == "SendMessage"
-    ]
+
+    def sends() -> list[Any]:
+        return [
+            s
+            for s in captured.named("remote", "POST /a2a/jsonrpc")
+            if (s.attributes or {}).get("remote_risk.a2a_method") == "SendMessage"
+        ]
+
+    eventually(lambda: bool(sends()))
+    (server,) = sends()
     assert parent_hex(server) is None, "a new trace starts at remote_risk"
     skill = captured.named("remote", "remote_risk.skill")
     assert [trace_hex(s) for s in skill] == [trace_hex(server)]

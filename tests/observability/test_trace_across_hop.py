@@ -21,6 +21,7 @@ from tests.coordinator.test_api import PAYLOAD, TOKEN, Deployment, deployed
 from tests.observability.spans import (
     Captured,
     attribute_values,
+    eventually,
     parent_hex,
     span_hex,
     trace_hex,
@@ -93,6 +94,18 @@ def test_one_trace_from_the_coordinator_through_remote_risk(
     trace_id = document["trace_id"]
     assert len(trace_id) == 32 and int(trace_id, 16) != 0
 
+    def ended(side: str, name: str) -> bool:
+        return any(trace_hex(s) == trace_id for s in captured.named(side, name))
+
+    eventually(lambda: ended("coordinator", "POST /v1/delegations"))
+    eventually(lambda: ended("remote", "remote_risk.skill"))
+    eventually(
+        lambda: any(
+            (s.attributes or {}).get("remote_risk.a2a_method") == "SendStreamingMessage"
+            for s in captured.named("remote", "POST /a2a/jsonrpc")
+            if trace_hex(s) == trace_id
+        )
+    )
     mine = [s for s in captured.spans("coordinator") if trace_hex(s) == trace_id]
     names = {s.name for s in mine}
     for step in (
