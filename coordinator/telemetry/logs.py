@@ -116,7 +116,18 @@ class JSONFormatter(logging.Formatter):
 
 
 class _Handler(logging.StreamHandler):
-    """The set-up's own handler, so that setting up again replaces it."""
+    """The set-up's own handler, so that setting up again replaces it. Without a stream of
+    its own it writes to whatever ``sys.stderr`` is when a record is emitted (a host that
+    swaps stderr, as pytest's capture does, never leaves it writing to a closed file)."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__(stream or sys.stderr)
+        self._follows_stderr = stream is None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._follows_stderr:
+            self.stream = sys.stderr
+        super().emit(record)
 
 
 def setup(
@@ -130,7 +141,7 @@ def setup(
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(handler)
-    handler = _Handler(stream or sys.stderr)
+    handler = _Handler(stream)
     handler.setFormatter(JSONFormatter() if fmt.lower() == "json" else TextFormatter())
     root.addHandler(handler)
     root.setLevel(level.upper())
