@@ -118,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ValueError, ConfigurationError, StorageUnavailable) as exc:
         print(f"remote_risk: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    finally:  # the set-up lasts as long as the service (main may run inside another program)
+        logs.reset()
 
 
 if __name__ == "__main__":

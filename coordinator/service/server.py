@@ -68,8 +68,11 @@ def settings_from(args: argparse.Namespace) -> CoordinatorSettings:
 def main(argv: Sequence[str], ws: Workspace) -> int:
     args = build_serve_parser().parse_args(argv)
     logs.setup_from(args, os.environ)
-    settings = settings_from(args)
-    serve(ws, settings)
+    try:  # the set-up lasts as long as the service (main may run inside another program)
+        settings = settings_from(args)
+        serve(ws, settings)
+    finally:
+        logs.reset()
     return 0
 
 
@@ -77,8 +80,8 @@ def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
     """Serve until interrupted (SIGINT or SIGTERM), then stop the workers.
 
     The first line on stdout is ``coordinator listening on http://HOST:PORT`` with the real
-    port, printed once the socket accepts connections. Access logs are off; other logs go
-    to stderr.
+    port, printed once the socket accepts connections. Every log line, the access
+    log's included, goes to stderr (see :mod:`coordinator.telemetry.logs`).
     """
     app = create_api(ws, settings)
     logs.add_secret(settings.required_token("the coordinator API"))

@@ -231,8 +231,9 @@ def serve(
 
     The first line on stdout is ``remote_risk listening on http://HOST:PORT`` with the
     real port, printed once the socket accepts connections. The card advertises
-    ``public_base_url`` if given, else that listening URL. Access logs are off so that a
-    parent reading stdout is never blocked by a full pipe; other logs go to stderr.
+    ``public_base_url`` if given, else that listening URL. Every log line, the access
+    log's included, goes to stderr, so a parent reading stdout is never blocked by a full
+    pipe (see :mod:`remote_risk.telemetry.logs`).
 
     Without a trusted issuer the service would accept any caller, so it refuses to start
     (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
