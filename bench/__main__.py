@@ -202,10 +202,45 @@ def fanout_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
     ]
 
 
+# Tracing off: the OpenTelemetry SDK disabled in both processes; on: spans made (so ids
+# join up and traceparent is sent) but no exporter configured, the default.
+TRACING_OFF = {"OTEL_SDK_DISABLED": "true"}
+TRACING_ON = {"OTEL_SDK_DISABLED": "false", "OTEL_TRACES_EXPORTER": "none"}
+
+
+def tracing_figures(root: Path, issuer: services.Issuer, timing: Timing) -> list[Figure]:
+    """(7) governed handoffs at c=8 with tracing on (no exporter) against tracing off."""
+    measured: dict[str, Spread] = {}
+    for label, env in (("off", TRACING_OFF), ("on", TRACING_ON)):
+        with services.remote_risk(root, issuer, name=f"tracing-{label}", env=env) as risk:
+            result = procs.run_load(
+                "bench.handoffs",
+                "coordinator",
+                risk.url,
+                "--concurrency",
+                "8",
+                "--keys",
+                str(issuer.keys_dir),
+                *timing.args(),
+                env=env,
+            )
+        measured[label] = _runs(result, "rps")
+    return [
+        figure(
+            "(7) governed handoffs with tracing on (no exporter), c=8",
+            measured["on"],
+            "handoffs/s",
+            baseline=measured["off"],
+            baseline_name="tracing off (OTEL_SDK_DISABLED)",
+            goal=">= 0.95",
+        )
+    ]
+
+
 def main() -> None:
     timing = Timing.from_env()
     levels = [int(level) for level in os.environ.get("BENCH_LEVELS", "1,8,32").split(",")]
-    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6").split(","))
+    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6,7").split(","))
     machine_line = machine()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
@@ -218,6 +253,7 @@ def main() -> None:
             ("4", ledger_figures),
             ("5", lambda: memory_figures(root, issuer)),
             ("6", lambda: fanout_figures(root, issuer)),
+            ("7", lambda: tracing_figures(root, issuer, timing)),
         ]
         for number, step in steps:
             if number in only:

@@ -94,12 +94,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def run_load(module: str, *args: str, timeout: float = 600) -> Any:
+def run_load(
+    module: str, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> Any:
     """Run a load generator pinned to the load core; its last stdout line is JSON."""
     done = subprocess.run(
         pinned(python(module, *args), LOAD_CORE),
         capture_output=True,
-        env=_environment(None),
+        env=_environment(env),
         cwd=REPO,
         timeout=timeout,
         check=False,

@@ -68,6 +68,7 @@ def remote_risk(
     name: str = "risk",
     delay: float = 0.0,
     capacity: int = 1000,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Running]:
     """remote_risk trusting ``issuer``, with its own data directory under ``root``."""
     port = procs.free_port()
@@ -86,7 +87,7 @@ def remote_risk(
         str(capacity),
     )
     url = f"http://{procs.HOST}:{port}"
-    with procs.server(command, port, log=root / f"{name}.log") as process:
+    with procs.server(command, port, env=env, log=root / f"{name}.log") as process:
         yield Running(url, url + JSONRPC_PATH, process, data_dir)
 
 

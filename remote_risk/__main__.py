@@ -23,9 +23,12 @@ from remote_risk.errors import StorageUnavailable
 from remote_risk.risk.interpreter import model_config_from_env
 from remote_risk.server.app import ConfigurationError, check_secure, serve
 from remote_risk.settings import Settings
+from remote_risk.telemetry import logs
 from remote_risk.trust import issuers as trust
 
 DATABASE_URL_ENV_VAR = "REMOTE_RISK_DATABASE_URL"
+# The bearer token GET /metrics asks for; unset: /metrics is not served.
+METRICS_TOKEN_ENV_VAR = "REMOTE_RISK_METRICS_TOKEN"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"(env {DATABASE_URL_ENV_VAR})",
     )
     add_trust_arguments(parser)
+    logs.add_arguments(parser)
     return parser
 
 
@@ -97,6 +101,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         model=model_config_from_env(environ),
         data_dir=directory,
         database_url=args.database_url or environ.get(DATABASE_URL_ENV_VAR) or None,
+        metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
     )
     check_secure(settings)
     keys = trust.signing_keys(args.key_file, directory)
@@ -105,6 +110,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    logs.setup_from(args, os.environ)
     try:
         settings = settings_from(args, os.environ)
         serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
@@ -112,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ValueError, ConfigurationError, StorageUnavailable) as exc:
         print(f"remote_risk: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    finally:  # the set-up lasts as long as the service (main may run inside another program)
+        logs.reset()
 
 
 if __name__ == "__main__":

@@ -73,6 +73,8 @@ class Settings:
     push_first_backoff_seconds: float = 0.2
     # The HTTP edge's limits; None: the defaults, with max_body_bytes from above.
     edge: EdgeLimits | None = field(default=None, repr=False)
+    # The bearer token GET /metrics asks for; None: /metrics is not served (404).
+    metrics_token: str | None = field(default=None, repr=False)
 
     @property
     def edge_limits(self) -> EdgeLimits:

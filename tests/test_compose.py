@@ -15,11 +15,14 @@ from coordinator.cli import parser as cli
 from coordinator.service.server import build_serve_parser
 from coordinator.service.settings import ENV_PREFIX, CoordinatorSettings
 from coordinator.storage import datadir
+from coordinator.telemetry import logs as coordinator_logs
 from remote_risk import __main__ as remote_risk_main
+from remote_risk.telemetry import logs as risk_logs
 from remote_risk.trust import issuers as trust
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES = {"postgres", "coordinator", "remote-risk"}
+OTEL_VARIABLES = {"OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_ENDPOINT"}
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +35,20 @@ def compose() -> dict[str, Any]:
 def coordinator_variables() -> set[str]:
     """Every FEDERATION_* variable the serving coordinator reads."""
     fields = {ENV_PREFIX + name.upper() for name in CoordinatorSettings.model_fields}
-    return fields | {datadir.ENV_VAR, workspace.DATABASE_ENV, identity.ISSUER_ENV}
+    logging = {f"{coordinator_logs.ENV_PREFIX}LOG_{what}" for what in ("LEVEL", "FORMAT")}
+    own = {datadir.ENV_VAR, workspace.DATABASE_ENV, identity.ISSUER_ENV}
+    return fields | own | logging | OTEL_VARIABLES
 
 
 def remote_risk_variables() -> set[str]:
-    return {trust.TRUST_ENV_VAR, trust.DATA_DIR_ENV_VAR, remote_risk_main.DATABASE_URL_ENV_VAR}
+    logging = {f"{risk_logs.ENV_PREFIX}LOG_{what}" for what in ("LEVEL", "FORMAT")}
+    own = {trust.TRUST_ENV_VAR, trust.DATA_DIR_ENV_VAR, remote_risk_main.DATABASE_URL_ENV_VAR}
+    return own | {remote_risk_main.METRICS_TOKEN_ENV_VAR} | logging | OTEL_VARIABLES
 
 
 def test_three_services_with_health_checks_and_volumes(compose: dict[str, Any]) -> None:
     """postgres, coordinator and remote-risk each have a health check and a named volume."""
-    services = compose["services"]
+    services = {k: v for k, v in compose["services"].items() if "profiles" not in v}
     assert set(services) == SERVICES
     for name in SERVICES:
         service = services[name]
@@ -112,3 +119,18 @@ def test_image_runs_the_federation_command() -> None:
     assert "pip install ." in dockerfile
     assert 'ENTRYPOINT ["federation"]' in dockerfile
     assert re.search(r"^USER \S+", dockerfile, re.MULTILINE)
+
+
+def test_observability_profile_adds_a_trace_collector(compose: dict[str, Any]) -> None:
+    """`--profile observability` adds Jaeger (OTLP on, UI on loopback); both services name
+    themselves and export only when OTEL_EXPORTER_OTLP_ENDPOINT is given."""
+    jaeger = compose["services"]["jaeger"]
+    assert jaeger["profiles"] == ["observability"]
+    assert jaeger["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
+    assert all(port.startswith("127.0.0.1:") for port in jaeger["ports"])
+    for name, service_name in (("coordinator", "coordinator"), ("remote-risk", "remote-risk")):
+        environment = compose["services"][name]["environment"]
+        assert environment["OTEL_SERVICE_NAME"] == service_name
+        assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == "${OTEL_EXPORTER_OTLP_ENDPOINT:-}"
+    text = (ROOT / "compose.yaml").read_text()
+    assert "http://jaeger:4318" in text

@@ -25,6 +25,7 @@ PACKAGES = ("contracts", "agent_cards", "coordinator", "remote_risk")
 LAYERS = {
     "coordinator": [
         "errors",
+        "telemetry",
         "storage",
         "audit",
         "workspace",
@@ -41,6 +42,7 @@ LAYERS = {
     ],
     "remote_risk": [
         "errors",
+        "telemetry",
         "storage",
         "tasks",
         "trust",

@@ -58,6 +58,7 @@ from coordinator.errors import (
     ModelTimeout,
     ModelUnavailable,
 )
+from coordinator.telemetry import metrics
 
 __all__ = [
     "LimitReached",
@@ -198,6 +199,12 @@ class ModelCall:
     role: str
     outcome: str
     usage: Usage | None
+
+    def __post_init__(self) -> None:
+        # Every attempted request is made into exactly one ModelCall: count it here.
+        usage = self.usage
+        prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+        metrics.model_request(self.role, self.outcome, prompt, completion)
 
     def as_dict(self) -> dict[str, Any]:
         usage = self.usage

@@ -32,6 +32,7 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
     for event in events:
         view["events"] += 1
         view["run_id"] = view["run_id"] or event.run_id
+        view["trace_id"] = view.get("trace_id") or event.trace_id
         _apply(view, event)
     view["branches"] = list(view["branches"].values())
     view["live_branches"] = [b["branch"] for b in view["branches"] if b["state"] in _LIVE]

@@ -10,6 +10,7 @@ durable points.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy import Connection
 from contracts.handoff import HandoffRecord
 from coordinator.audit.ledger import AuditEvent, Ledger
 from coordinator.storage.runs import RunStore
+from coordinator.telemetry import metrics, tracing
 
 
 class AuditTrail:
@@ -60,7 +62,12 @@ class AuditTrail:
             for store in stores:
                 store.write_pending(connection)
 
-        self.ledger.append_many_with(events, rows if stores else None)
+        with tracing.span(
+            tracing.PREFIX + "ledger.append", {tracing.PREFIX + "events": len(events)}
+        ):
+            started = time.perf_counter()
+            self.ledger.append_many_with(events, rows if stores else None)
+            metrics.observe_ledger_append(len(events), started)
 
     def emit(
         self,

@@ -307,6 +307,7 @@ def render_reconstruction(view: dict[str, Any]) -> str:
         f"(path {' -> '.join(str(o) for o in view['ownership_path'])})"
         f"{'; CANCELLED' if view['cancelled'] else ''}",
         f"authority: {describe_authority(view['authority'])}",
+        f"trace: {view.get('trace_id') or '(none)'}",
         "",
         "ownership by branch:",
         render_table(view["branches"], OWNERSHIP_COLUMNS),

@@ -24,6 +24,7 @@ from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
+from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 
 OPERATOR = "operator"
@@ -59,6 +60,23 @@ class DelegationOrder:
 
 
 async def delegate_once(
+    order: DelegationOrder,
+    keys: KeySet,
+    issuer: str,
+    ws: Workspace,
+    client: A2AClient | None = None,
+    interruption: Interruption | None = None,
+) -> tuple[Run, RemoteOutcome]:
+    """:func:`_delegate_once` in the run's span: the trace the run's trace id names."""
+    target = {tracing.PREFIX + "target": order.agent.name, tracing.PREFIX + "skill": order.skill}
+    with tracing.span(tracing.PREFIX + "run", target) as span:
+        run, outcome = await _delegate_once(order, keys, issuer, ws, client, interruption)
+        span.set_attribute(tracing.PREFIX + "run_id", run.run_id)
+        span.set_attribute(tracing.PREFIX + "state", outcome.record.state.value)
+        return run, outcome
+
+
+async def _delegate_once(
     order: DelegationOrder,
     keys: KeySet,
     issuer: str,

@@ -18,7 +18,7 @@ from typing import Any
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task, TaskState
 from coordinator.authority.delegator import Delegator, GrantRefused
-from coordinator.dispatch import remote_calls
+from coordinator.dispatch import observed, remote_calls
 from coordinator.dispatch.elsewhere import ended_by_another, keep_late
 from coordinator.dispatch.faults import async_pause_point, pause_point
 from coordinator.dispatch.grants import mint_for
@@ -157,9 +157,11 @@ class HandoffDriver:
         """Admit the proposal (nothing is sent if it fails), record what will be sent, drive."""
         run = self.run
         try:
-            self._keep(run.book.admit(self.record, admission_context(run, self.agent)))
+            with observed.step("admission", self.record):
+                self._keep(run.book.admit(self.record, admission_context(run, self.agent)))
         except (AdmissionDenied, RunCancelled) as exc:
             self._keep(run.book.records.get(self.record.attempt_id, self.record))
+            observed.denied(exc.reason, self.record)
             self.outcome.notes.append(str(exc))
             run.record(self.record)
             return self.outcome
@@ -171,6 +173,13 @@ class HandoffDriver:
     # --- from wherever the record stands ------------------------------------------------
 
     async def drive(self) -> RemoteOutcome:
+        """:meth:`_drive` in the handoff's span (in its run's trace), counted in flight."""
+        with observed.handoff(self.record, self.run.trace_id) as span:
+            outcome = await self._drive()
+            observed.ended(span, self.record)
+        return outcome
+
+    async def _drive(self) -> RemoteOutcome:
         """Take the admitted handoff to a terminal state; whatever it recorded is in the
         ledger when this returns. If another process ended the handoff first (a cancel),
         its revision is adopted and nothing this attempt concluded afterwards is kept."""
@@ -224,8 +233,10 @@ class HandoffDriver:
         """The attempt's narrowed token, when the target takes delegation tokens; False
         (and the handoff FAILED) if minting would widen the run's authority."""
         try:
-            minted = mint_for(self.run, self.agent, self.record, self.delegator)
+            with observed.step("mint", self.record):
+                minted = mint_for(self.run, self.agent, self.record, self.delegator)
         except GrantRefused as exc:
+            observed.grant_refused(exc.reason)
             self.commit(S.FAILED, exc.reason)
             self.outcome.notes.append(str(exc))
             self.run.record(self.record)
@@ -238,9 +249,10 @@ class HandoffDriver:
 
     def dispatch(self) -> None:
         """Record the dispatch before the message leaves, so a crash mid-send is visible."""
-        self.durable_point("admitted")
-        pause_point("before_dispatch")
-        self._keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
+        with observed.step("dispatch", self.record):
+            self.durable_point("admitted")
+            pause_point("before_dispatch")
+            self._keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
 
     async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
         """Send the message; the task it opened, and its update stream if one is open.
@@ -307,7 +319,8 @@ class HandoffDriver:
             notes=self.outcome.notes,
         )
         try:
-            settled = await self.watch(task, updates)
+            with observed.step("wait", self.record):
+                settled = await self.watch(task, updates)
         finally:
             await updates.aclose()
         if settled is not None:
@@ -365,6 +378,7 @@ class HandoffDriver:
         if store.renew(book.driver, self.record.attempt_id, book.driver_lease_seconds):
             return True
         self.outcome.notes.append("another coordinator took this handoff over; stopped driving it")
+        observed.taken_over()
         return False
 
     # --- what the remote task came to -----------------------------------------------------
@@ -410,6 +424,14 @@ class HandoffDriver:
             self._keep(self.run.book.note(self.record, remote_state=remote_state))
 
     def judge(self, task: Task) -> None:
+        """:meth:`_judge`, in the span of the return admission with its verdict."""
+        with observed.step("return_admission", self.record):
+            self._judge(task)
+            admission, decision = self.outcome.admission, self.outcome.decision
+            if admission is not None:
+                observed.verdict(admission.admitted, admission.reason, decision and decision.value)
+
+    def _judge(self, task: Task) -> None:
         """Return admission under the record's contract, then the book decides (admitted,
         rejected, held for review, stale or duplicate)."""
         returned = self.record

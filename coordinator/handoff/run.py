@@ -26,6 +26,7 @@ from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
 from coordinator.handoff.admission import ParentAuthority
 from coordinator.handoff.book import ArtifactRecord, BudgetEntry, HandoffBook
 from coordinator.storage.runs import RunStore, local_driver_id
+from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 
 
@@ -56,7 +57,8 @@ class Run:
     credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     trail: AuditTrail = field(kw_only=True, repr=False)
     store: RunStore = field(kw_only=True, repr=False)
-    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # The run's OpenTelemetry trace (the one it started in), the join key of its ledger events.
+    trace_id: str = field(default_factory=tracing.trace_id_for_new_run)
     announce: bool = True
     kind: str = "pilot"
     driver: str | None = None
@@ -167,6 +169,7 @@ class Run:
         rows = ownership_rows(self)
         return {
             "run_id": self.run_id,
+            "trace_id": self.trace_id,
             "kind": self.kind,
             "owner": self.owner,
             "ownership_path": list(self.ownership_path),

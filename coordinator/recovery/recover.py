@@ -13,6 +13,7 @@ idempotency key decide.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffState
@@ -29,6 +30,7 @@ from coordinator.storage.runs import (
     driver_is_dead_here,
     local_driver_id,
 )
+from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 
 S = HandoffState
@@ -68,6 +70,7 @@ def restore_run(
         announce=False,
         kind=row["kind"],
         driver=driver,
+        trace_id=_trace_of(row["document"]),
     )
     book = run.book
     book.driver_lease_seconds = lease_seconds
@@ -197,3 +200,9 @@ def store_authority(store: RunStore, run_id: str) -> dict[str, object]:
     assert row is not None
     authority: dict[str, object] = row["authority"]
     return authority
+
+
+def _trace_of(document: dict[str, Any]) -> str:
+    """The stored run's trace id, so that what a restarted coordinator does joins its trace."""
+    trace_id = document.get("trace_id")
+    return trace_id if isinstance(trace_id, str) and trace_id else tracing.trace_id_for_new_run()

@@ -47,6 +47,8 @@ from contracts.wire import (
     to_wire,
 )
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError, translated
+from coordinator.remote import traced
+from coordinator.telemetry import tracing
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
 
@@ -227,7 +229,7 @@ class A2AClient:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.total_timeout
         what = f"{method} to"
-        with translated(what, endpoint):
+        with translated(what, endpoint), traced.remote_stream(method, endpoint, sent):
             request = self._http.build_request(
                 "POST", endpoint, content=strict_json.dumps(payload), headers=sent
             )
@@ -280,7 +282,7 @@ class A2AClient:
     ) -> ResultT:
         request_id = next(self._ids)
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": to_wire(params)}
-        with translated(f"{method} to", endpoint):
+        with translated(f"{method} to", endpoint), traced.remote_call(method, endpoint):
             status, _, body = await self._post(endpoint, strict_json.dumps(payload), headers)
             document = strict_json.loads(body) if body else None
             if not isinstance(document, dict):
@@ -309,6 +311,7 @@ class A2AClient:
             "Accept-Encoding": "identity",
             **headers,
         }
+        tracing.inject(sent)
         try:
             async with asyncio.timeout(self.limits.total_timeout), self._request_slots:
                 request = self._http.build_request(method, url, content=body, headers=sent)

@@ -64,11 +64,14 @@ from coordinator.service.api_models import (
 )
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.faults import FaultBarrier, retry_after
+from coordinator.service.metrics_route import metrics_router
 from coordinator.service.reference import render_reference
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
 from coordinator.storage.faults import is_storage_fault, recycle
 from coordinator.storage.health import probe_write
+from coordinator.telemetry import http
+from coordinator.telemetry.http import ObservedHTTP
 from coordinator.workspace import Workspace
 
 logger = logging.getLogger("coordinator.service.api")
@@ -154,6 +157,7 @@ class OperatorAuth:
 
     @staticmethod
     def _unauthorized(reason: str, message: str) -> JSONResponse:
+        http.note(denial_reason=reason)
         challenge = f'Bearer realm="{REALM}"'
         if reason != "token_missing":
             challenge += ', error="invalid_token"'
@@ -452,10 +456,13 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
     app.include_router(public_router(ws))
     app.include_router(docs_router(app))
     app.include_router(api_router(service))
+    app.include_router(metrics_router(ws))
     install_error_handlers(app)
     limits.install(app, limits.coordinator_limits())
     app.add_middleware(OperatorAuth, token=token)
     # Outermost of ours, so that a failure anywhere below keeps the connection usable.
     app.add_middleware(FaultBarrier, on_storage_fault=lambda: recycle(ws.engine()))
+    # outermost: requests refused or failed below get their span and access line
+    app.add_middleware(ObservedHTTP)
     app.state.worker = worker
     return app

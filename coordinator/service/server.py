@@ -9,6 +9,7 @@ the process refuses to start.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from coordinator.errors import UsageError
 from coordinator.service.api import create_api
 from coordinator.service.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
+from coordinator.telemetry import logs
 from coordinator.workspace import Workspace
 
 
@@ -45,6 +47,7 @@ def build_serve_parser() -> argparse.ArgumentParser:
         help="how long a claimed handoff stays this process's (env "
         "FEDERATION_WORKER_LEASE_SECONDS, default 10)",
     )
+    logs.add_arguments(parser)
     return parser
 
 
@@ -63,8 +66,13 @@ def settings_from(args: argparse.Namespace) -> CoordinatorSettings:
 
 
 def main(argv: Sequence[str], ws: Workspace) -> int:
-    settings = settings_from(build_serve_parser().parse_args(argv))
-    serve(ws, settings)
+    args = build_serve_parser().parse_args(argv)
+    logs.setup_from(args, os.environ)
+    try:  # the set-up lasts as long as the service (main may run inside another program)
+        settings = settings_from(args)
+        serve(ws, settings)
+    finally:
+        logs.reset()
     return 0
 
 
@@ -72,10 +80,11 @@ def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
     """Serve until interrupted (SIGINT or SIGTERM), then stop the workers.
 
     The first line on stdout is ``coordinator listening on http://HOST:PORT`` with the real
-    port, printed once the socket accepts connections. Access logs are off; other logs go
-    to stderr.
+    port, printed once the socket accepts connections. Every log line, the access
+    log's included, goes to stderr (see :mod:`coordinator.telemetry.logs`).
     """
     app = create_api(ws, settings)
+    logs.add_secret(settings.required_token("the coordinator API"))
     sock = listening_socket(settings.host, settings.port)
     try:
         config = uvicorn.Config(
@@ -87,6 +96,7 @@ def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
         )
         url_host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"coordinator listening on http://{url_host}:{sock.getsockname()[1]}", flush=True)
+        logs.adopt_uvicorn()
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()

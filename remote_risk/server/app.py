@@ -48,12 +48,15 @@ from remote_risk.server import limits
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
 from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
+from remote_risk.server.metrics_route import metrics_route
 from remote_risk.server.push import PushConfigs, TaskLookup
 from remote_risk.server.risk_agent import RiskAgentHandler
 from remote_risk.server.store import DurableStore, open_store
 from remote_risk.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
 from remote_risk.settings import JSONRPC_PATH, Settings
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
+from remote_risk.telemetry import logs
+from remote_risk.telemetry.http import ObservedHTTP
 from remote_risk.trust import issuers as trust
 from remote_risk.trust.refresh import IssuerDirectory
 from remote_risk.trust.replay import ReplayGuard
@@ -145,10 +148,13 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             jwks_route(keys),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
             *health_routes(durable.engine if durable else None),
+            metrics_route(settings.metrics_token),
         ],
     )
     authenticate = getattr(authorize, "authenticate", None)
     limits.install(app, settings.edge_limits, path=JSONRPC_PATH, authenticate=authenticate)
+    # outermost: requests the edge refuses get their span and access line too
+    app.add_middleware(ObservedHTTP)
     app.state.settings = settings
     app.state.card = card
     app.state.signing_keys = keys
@@ -225,8 +231,9 @@ def serve(
 
     The first line on stdout is ``remote_risk listening on http://HOST:PORT`` with the
     real port, printed once the socket accepts connections. The card advertises
-    ``public_base_url`` if given, else that listening URL. Access logs are off so that a
-    parent reading stdout is never blocked by a full pipe; other logs go to stderr.
+    ``public_base_url`` if given, else that listening URL. Every log line, the access
+    log's included, goes to stderr, so a parent reading stdout is never blocked by a full
+    pipe (see :mod:`remote_risk.telemetry.logs`).
 
     Without a trusted issuer the service would accept any caller, so it refuses to start
     (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
@@ -262,6 +269,7 @@ def serve(
     kid = app.state.signing_keys.signing_key().kid
     jwks_url = f"{settings.public_base_url}{JWKS_PATH}"
     print(f"card signed with kid {kid}; public keys at {jwks_url}", flush=True)
+    logs.adopt_uvicorn()
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,7 +41,9 @@ from contracts import strict_json
 from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from remote_risk import errors
+from remote_risk.server import observed
 from remote_risk.server.jsonrpc import Authorize, CallContext
+from remote_risk.telemetry import tracing
 from remote_risk.trust.refresh import IssuerDirectory
 from remote_risk.trust.verifier import (
     REASONS,
@@ -82,6 +84,8 @@ class Decision:
     claims_digest: str | None = None
     owner: str | None = None
     handoff_id: str | None = None
+    # The request's trace (W3C trace id), so a decision can be found from a trace and back.
+    trace_id: str | None = field(default_factory=tracing.current_trace_id)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,9 +101,10 @@ class DecisionLog:
 
     def record(self, decision: Decision) -> None:
         self._entries.append(decision)
+        observed.token_decision(decision.method, decision.allowed, decision.reason)
         logger.log(
             logging.INFO if decision.allowed else logging.WARNING,
-            "delegation %s: method=%s reason=%s status=%d jti=%r digest=%s owner=%r",
+            "delegation %s: method=%s reason=%s status=%d jti=%r digest=%s owner=%r trace=%s",
             ALLOWED if decision.allowed else "denied",
             decision.method,
             decision.reason,
@@ -107,6 +112,7 @@ class DecisionLog:
             decision.jti,
             decision.claims_digest,
             decision.owner,
+            decision.trace_id,
         )
 
     def __iter__(self) -> Iterator[Decision]:
@@ -278,7 +284,8 @@ class DelegationAuthorizer:
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
-            verified, creates_task = self._verified(request, method, params)
+            with tracing.span(tracing.PREFIX + "verify_token", {"rpc.method": method}):
+                verified, creates_task = self._verified(request, method, params)
         except DelegationDenied as denial:
             self.decisions.record(denied(method, denial))
             raise refusal(denial) from None
@@ -323,7 +330,8 @@ class DelegationAuthorizer:
 
         def claim_task_creation() -> None:
             try:
-                self._verifier.claim_task_creation(verified)
+                with tracing.span(tracing.PREFIX + "claim_token"):
+                    self._verifier.claim_task_creation(verified)
             except DelegationDenied as denial:
                 self.decisions.record(denied(method, denial))
                 raise refusal(denial) from None

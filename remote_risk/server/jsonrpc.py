@@ -52,6 +52,7 @@ from contracts import strict_json
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from remote_risk import errors
+from remote_risk.telemetry import http
 
 logger = logging.getLogger(__name__)
 
@@ -150,12 +151,14 @@ class JSONRPCEndpoint:
             document = await self._document(request)
             request_id = _usable_id(document)
             envelope = parse_envelope(document)
+            http.note(a2a_method=envelope.method)
             check_version(request.headers.get(VERSION_HEADER))
             result = await self._dispatch(request, envelope)
             if not isinstance(result, BaseModel):
                 return _event_stream(request_id, result)
             return _result_response(request_id, result)
         except errors.A2AError as error:
+            http.note(a2a_error=error.kind.reason)
             logger.info("JSON-RPC %s answered %s: %s", request_id, error.kind.code, error.message)
             return _error_response(request_id, error)
         except HTTPException:

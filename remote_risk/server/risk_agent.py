@@ -49,6 +49,7 @@ from remote_risk import errors
 from remote_risk.risk import skill
 from remote_risk.risk.interpreter import run_model_skill
 from remote_risk.risk.model import ModelConfig
+from remote_risk.server import observed
 from remote_risk.server.jsonrpc import (
     JSON_MEDIA_TYPE,
     CallContext,
@@ -58,6 +59,7 @@ from remote_risk.server.push import PushConfigs
 from remote_risk.server.streams import TaskEventBroker, TaskUpdates
 from remote_risk.storage.faults import is_storage_fault
 from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol, new_id
+from remote_risk.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +171,8 @@ class RiskAgentHandler(TaskOperations):
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
-            return self._create_task(context, message)
+            with tracing.span(tracing.PREFIX + "create_task"):
+                return self._create_task(context, message)
         record = self._store.get(context.owner, message.task_id)
         if record.terminal:
             raise errors.UnsupportedOperation(
@@ -334,6 +337,7 @@ class RiskAgentHandler(TaskOperations):
         return True
 
 
+@observed.skill_work
 def run_skill(risk_input: Mapping[str, Any]) -> tuple[TaskState, Finding]:
     """The task state a skill outcome leads to, with the Finding to report."""
     try:

@@ -46,6 +46,7 @@ from agent_cards.keys import SigningKey, b64url_encode
 from contracts import strict_json
 from contracts.wire import StreamResponse, TaskPushNotificationConfig, to_wire
 from remote_risk import errors
+from remote_risk.server import observed
 from remote_risk.server.addresses import (
     AddressPolicy,
     IPAddress,
@@ -53,6 +54,7 @@ from remote_risk.server.addresses import (
     host_address,
     is_localhost_name,
 )
+from remote_risk.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -298,6 +300,7 @@ class PushDelivery:
             if queue.empty():
                 self._queues.pop(url, None)
 
+    @observed.push_delivery
     async def _deliver(self, notification: Notification) -> None:
         body = strict_json.dumps(to_wire(notification.event))
         record = DeliveryRecord(
@@ -328,6 +331,7 @@ class PushDelivery:
                 record.attempts,
                 record.last_error,
             )
+        observed.push_outcome(record.delivered, record.attempts)
         self._remember(record)
 
     async def _post(self, notification: Notification, body: bytes) -> int:
@@ -350,6 +354,7 @@ class PushDelivery:
             headers["Authorization"] = f"{config.authentication.scheme} {credentials}".strip()
         if config.token:
             headers[TOKEN_HEADER] = config.token
+        tracing.inject(headers)
         request = self._http.build_request(
             "POST",
             pinned_url(target),

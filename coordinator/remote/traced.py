@@ -1,0 +1,72 @@
+"""Spans (and latency) of the A2A calls the client makes, and ``traceparent`` on each.
+
+A plain call's span is the current one while it runs, so :meth:`A2AClient._exchange`
+injects its context; a stream's span is never made current (an async generator runs in
+its consumer's context between events), so its context is injected into the stream's
+request headers here. Attributes are the RPC and HTTP semantic conventions'; the
+endpoint's host and port, never a header.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from opentelemetry.trace import SpanKind
+
+from coordinator.telemetry import metrics, tracing
+
+
+def target_of(endpoint: str) -> str:
+    """``host:port`` of an endpoint: the bounded label a remote is counted under."""
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.hostname or 'unknown'}:{port}"
+
+
+def _attributes(method: str, endpoint: str) -> dict[str, tracing.Attribute | None]:
+    parts = urlsplit(endpoint)
+    return {
+        "rpc.system": "jsonrpc",
+        "rpc.service": "a2a",
+        "rpc.method": method,
+        "rpc.jsonrpc.version": "2.0",
+        "http.request.method": "POST",
+        "server.address": parts.hostname,
+        "server.port": parts.port,
+        "url.path": parts.path or "/",
+    }
+
+
+@contextmanager
+def remote_call(method: str, endpoint: str) -> Iterator[None]:
+    """The current span of one JSON-RPC call (its context is what gets injected)."""
+    started = time.perf_counter()
+    outcome = "error"
+    try:
+        with tracing.span(f"a2a/{method}", _attributes(method, endpoint), kind=SpanKind.CLIENT):
+            yield
+            outcome = "ok"
+    finally:
+        metrics.observe_remote_call(method, target_of(endpoint), outcome, started)
+
+
+@contextmanager
+def remote_stream(method: str, endpoint: str, headers: MutableMapping[str, str]) -> Iterator[None]:
+    """A stream's span, not made current; its ``traceparent`` goes into ``headers``."""
+    attributes = {k: v for k, v in _attributes(method, endpoint).items() if v is not None}
+    span = tracing.tracer().start_span(f"a2a/{method}", kind=SpanKind.CLIENT, attributes=attributes)
+    tracing.inject_for(span, headers)
+    started = time.perf_counter()
+    outcome = "error"
+    try:
+        yield
+        outcome = "ok"
+    except BaseException as exc:
+        span.set_attribute("error.type", type(exc).__name__)
+        raise
+    finally:
+        span.end()
+        metrics.observe_remote_call(method, target_of(endpoint), outcome, started)

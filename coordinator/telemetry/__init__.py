@@ -1,0 +1,12 @@
+"""What the coordinator tells its operators about itself: traces, logs and metrics.
+
+A low layer (only :mod:`coordinator.errors` is below it), so every other layer may open a
+span, count something or log. :mod:`~coordinator.telemetry.tracing` is OpenTelemetry with
+W3C Trace Context, :mod:`~coordinator.telemetry.logs` the one logging set-up,
+:mod:`~coordinator.telemetry.metrics` the Prometheus registry and
+:mod:`~coordinator.telemetry.http` the ASGI middleware that ties them to each request.
+remote_risk, another team's service, has its own copy of the same ideas and imports none
+of this.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,130 @@
+"""The coordinator's Prometheus metrics, on a registry of its own.
+
+Names carry their unit (``_seconds``, ``_total``) and every label has a bounded set of
+values: states, reason codes, predicate names, A2A method names, a remote's ``host:port``,
+model roles. Never a run, handoff, task or token id. :func:`exposition` is what
+``GET /metrics`` answers with (the Prometheus text format).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+_CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+REGISTRY = CollectorRegistry(auto_describe=True)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+HANDOFFS = Counter(
+    "federation_handoffs_total",
+    "Handoffs that reached a terminal state, by state and reason code.",
+    ["state", "reason"],
+    registry=REGISTRY,
+)
+IN_FLIGHT = Gauge(
+    "federation_handoffs_in_flight",
+    "Handoffs this process is driving right now.",
+    registry=REGISTRY,
+)
+ADMISSION_DENIALS = Counter(
+    "federation_admission_denials_total",
+    "Handoffs refused at admission, by the predicate that failed.",
+    ["predicate"],
+    registry=REGISTRY,
+)
+GRANT_REFUSALS = Counter(
+    "federation_grant_refusals_total",
+    "Delegation tokens not minted because they would widen the run's authority, by reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
+REMOTE_CALLS = Histogram(
+    "federation_remote_call_duration_seconds",
+    "A2A calls to remote agents, by A2A method, target (host:port) and outcome.",
+    ["method", "target", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+LEASE_TAKEOVERS = Counter(
+    "federation_lease_takeovers_total",
+    "Handoffs this process stopped driving because another coordinator took them over.",
+    registry=REGISTRY,
+)
+LEDGER_APPENDS = Histogram(
+    "federation_ledger_append_duration_seconds",
+    "Batched appends to the audit ledger (one transaction each).",
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+LEDGER_EVENTS = Counter(
+    "federation_ledger_events_appended_total",
+    "Audit events this process appended to the ledger.",
+    registry=REGISTRY,
+)
+LEDGER_LENGTH = Gauge(
+    "federation_ledger_chain_length",
+    "Events in the ledger's hash chain (its last sequence number), read when scraped.",
+    registry=REGISTRY,
+)
+MODEL_REQUESTS = Counter(
+    "federation_model_requests_total",
+    "Requests to a language model, by the role it served and outcome.",
+    ["role", "outcome"],
+    registry=REGISTRY,
+)
+MODEL_TOKENS = Counter(
+    "federation_model_tokens_total",
+    "Tokens a language model reported using, by role and kind (prompt or completion).",
+    ["role", "kind"],
+    registry=REGISTRY,
+)
+HTTP_REQUESTS = Histogram(
+    "federation_http_request_duration_seconds",
+    "Requests to the coordinator's HTTP API, by method, route template and status.",
+    ["method", "route", "status"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+
+
+def observe_remote_call(method: str, target: str, outcome: str, started: float) -> None:
+    REMOTE_CALLS.labels(method, target, outcome).observe(time.perf_counter() - started)
+
+
+def observe_ledger_append(events: int, started: float) -> None:
+    LEDGER_APPENDS.observe(time.perf_counter() - started)
+    LEDGER_EVENTS.inc(events)
+
+
+def handoff_ended(state: str, reason: str | None) -> None:
+    HANDOFFS.labels(state, bounded_reason(reason)).inc()
+
+
+def bounded_reason(reason: str | None) -> str:
+    """A reason code as a label value: codes only (``dispatch_failed:token_invalid``),
+    anything that looks like free text is ``other``."""
+    if not reason:
+        return "none"
+    return reason if _CODE.fullmatch(reason) else "other"
+
+
+def model_request(role: str, outcome: str, prompt: int | None, completion: int | None) -> None:
+    MODEL_REQUESTS.labels(bounded_reason(role), bounded_reason(outcome)).inc()
+    if prompt:
+        MODEL_TOKENS.labels(bounded_reason(role), "prompt").inc(prompt)
+    if completion:
+        MODEL_TOKENS.labels(bounded_reason(role), "completion").inc(completion)
+
+
+def exposition() -> bytes:
+    return generate_latest(REGISTRY)

@@ -1,0 +1,10 @@
+"""What remote_risk tells its operators about itself: traces, logs and metrics.
+
+The risk team's own module (it imports nothing of the coordinator): OpenTelemetry tracing
+that continues a caller's W3C ``traceparent`` (:mod:`~remote_risk.telemetry.tracing`), the
+one logging set-up (:mod:`~remote_risk.telemetry.logs`), the Prometheus registry
+(:mod:`~remote_risk.telemetry.metrics`) and the ASGI middleware that ties them to each
+request (:mod:`~remote_risk.telemetry.http`).
+"""
+
+__all__: list[str] = []

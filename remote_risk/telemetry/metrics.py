@@ -1,0 +1,84 @@
+"""remote_risk's Prometheus metrics, on a registry of its own.
+
+Names carry their unit and every label has a bounded set of values (A2A method names,
+reason codes, task states, route templates); never a task, token or caller id.
+:func:`exposition` is what ``GET /metrics`` answers with (the Prometheus text format).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+HTTP_REQUESTS = Histogram(
+    "remote_risk_http_request_duration_seconds",
+    "HTTP requests, by method, route template and status.",
+    ["method", "route", "status"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+A2A_REQUESTS = Counter(
+    "remote_risk_a2a_requests_total",
+    "A2A JSON-RPC requests, by method and outcome (ok, or the JSON-RPC error's reason).",
+    ["method", "outcome"],
+    registry=REGISTRY,
+)
+TOKEN_DECISIONS = Counter(
+    "remote_risk_token_decisions_total",
+    "Delegation-token decisions, by A2A method and result (allowed or denied).",
+    ["method", "result"],
+    registry=REGISTRY,
+)
+TOKEN_REFUSALS = Counter(
+    "remote_risk_token_refusals_total",
+    "Delegation tokens refused, by denial reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
+SKILL_SECONDS = Histogram(
+    "remote_risk_skill_duration_seconds",
+    "Skill work per task, by skill and outcome.",
+    ["skill", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+PUSH_DELIVERIES = Counter(
+    "remote_risk_push_deliveries_total",
+    "Push notification deliveries, by outcome.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+KNOWN_METHODS = frozenset(
+    {
+        "SendMessage",
+        "SendStreamingMessage",
+        "GetTask",
+        "ListTasks",
+        "CancelTask",
+        "SubscribeToTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "GetExtendedAgentCard",
+    }
+)
+
+
+def method_label(method: str | None) -> str:
+    """An A2A method name as a label; anything a caller made up is ``other``."""
+    return method if method in KNOWN_METHODS else "other"
+
+
+def exposition() -> bytes:
+    return generate_latest(REGISTRY)

@@ -1,0 +1,3 @@
+from tests.observability.spans import captured
+
+__all__ = ["captured"]
