@@ -33,18 +33,15 @@ loop for well under a millisecond per call.
 from __future__ import annotations
 
 import asyncio
-import json
 import weakref
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
-from sqlalchemy import Engine, and_, func, or_, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from contracts.wire import (
@@ -86,28 +83,25 @@ from remote_risk.tasks.memory import (
 )
 from remote_risk.tasks.retention import DEFAULT_RETENTION
 from remote_risk.tasks.sql_keys import SQLKeyBook
+from remote_risk.tasks.sql_rows import (
+    COLUMNS,
+    artifacts_json,
+    below,
+    copy_state,
+    epoch_milliseconds,
+    filters,
+    history_json,
+    only_row,
+    record_of,
+    row_values,
+    status_values,
+    update_sql,
+)
 
 # While waiting, the row is read again this often to notice another process's change.
 SETTLE_POLL_SECONDS = 1.0
 _TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
 
-# History and artifacts are stored as their wire JSON, written in one pass by pydantic.
-_MESSAGES = TypeAdapter(list[Message])
-_ARTIFACTS = TypeAdapter(list[Artifact])
-
-# The columns a record is read from, in the order record_of expects them.
-COLUMNS = (
-    "id",
-    "owner",
-    "context_id",
-    "state",
-    "changed_at_ms",
-    "sequence",
-    "status_message",
-    "history",
-    "artifacts",
-    "task_metadata",
-)
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
 _BY_ID = f"{_SELECT} WHERE id = :id"
 _BY_KEY = f"{_SELECT} WHERE owner = :owner AND idempotency_key = :key"
@@ -326,12 +320,12 @@ class SQLTaskStore(BoundedStore):
     def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse:
         """The owner's tasks matching ``query``, newest status change first, one page."""
         changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
-        conditions = _filters(owner, query, changed_after)
+        conditions = filters(owner, query, changed_after)
         page_size = query.page_size or DEFAULT_PAGE_SIZE
         after = decode_page_token(query.page_token) if query.page_token else None
         page_query = (
             select(*(tasks.c[name] for name in COLUMNS))
-            .where(*conditions, *_below(after))
+            .where(*conditions, *below(after))
             .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
             .limit(page_size + 1)
         )
@@ -358,7 +352,7 @@ class SQLTaskStore(BoundedStore):
     def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
         """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
         cursor.execute(self._sql(_BUMP_SEQUENCE), {"count": count})
-        return int(_only_row(cursor)[0])
+        return int(only_row(cursor)[0])
 
     def _insert(
         self,
@@ -379,11 +373,11 @@ class SQLTaskStore(BoundedStore):
             metadata=metadata,
         )
         record.history.append(bound(message, record))
-        row = {"id": record.id, "owner": owner, **_row_values(record)}
+        row = {"id": record.id, "owner": owner, **row_values(record)}
         lease = {"worker": self.leases.worker, "until": self.leases.until()}
         cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key, **lease})
         if idempotency_key is not None:
-            now_ms = _epoch_milliseconds(record.changed_at)
+            now_ms = epoch_milliseconds(record.changed_at)
             self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
         return record
 
@@ -397,7 +391,7 @@ class SQLTaskStore(BoundedStore):
         batch, see :func:`~remote_risk.tasks.memory.evictions_due`); the evicted tasks'
         ``(owner, id)``."""
         cursor.execute(self._sql(_COUNT))
-        (stored,) = _only_row(cursor)
+        (stored,) = only_row(cursor)
         if stored < self.capacity:
             return []
         due = {"count": evictions_due(stored, self.capacity)}
@@ -443,12 +437,12 @@ class SQLTaskStore(BoundedStore):
         self, cursor: DBAPICursor, record: TaskRecord, *, history: bool, artifacts: bool
     ) -> None:
         """Write the status of ``record``, and its history and artifacts if they grew."""
-        values = _status_values(record)
+        values = status_values(record)
         if history:
-            values["history"] = _history_json(record)
+            values["history"] = history_json(record)
         if artifacts:
-            values["artifacts"] = _artifacts_json(record)
-        cursor.execute(self._sql(_update_sql(tuple(values))), {**values, "id": record.id})
+            values["artifacts"] = artifacts_json(record)
+        cursor.execute(self._sql(update_sql(tuple(values))), {**values, "id": record.id})
 
     def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
         """The task to change: a copy of this process's record when the row still holds
@@ -469,7 +463,7 @@ class SQLTaskStore(BoundedStore):
         was evicted; raises IdempotencyKeyExpired after the key's retention window."""
         if key is None:
             return None
-        known = self._keys.lookup(cursor, owner, key, _epoch_milliseconds(self._now()))
+        known = self._keys.lookup(cursor, owner, key, epoch_milliseconds(self._now()))
         if known is not None:
             task_id, retained = known
             return record_of(retained) if retained is not None else self._load(cursor, task_id)
@@ -492,136 +486,6 @@ class SQLTaskStore(BoundedStore):
         if live is None:
             self._live[fresh.id] = live = fresh
         else:
-            _copy_state(fresh, live)
+            copy_state(fresh, live)
         signal_settled(live)
         return live
-
-
-def _only_row(cursor: DBAPICursor) -> Sequence[Any]:
-    """The row of a statement that always yields exactly one (a count, the counter bump)."""
-    row = cursor.fetchone()
-    if row is None:
-        raise RuntimeError("the task store's schema is incomplete: run its migrations")
-    return row
-
-
-@lru_cache(maxsize=16)
-def _update_sql(columns: tuple[str, ...]) -> str:
-    """The UPDATE of a task row that writes ``columns``."""
-    assignments = ", ".join(f"{name} = :{name}" for name in columns)
-    return f"UPDATE {tasks.name} SET {assignments} WHERE id = :id"
-
-
-def _filters(owner: str, query: ListTasksRequest, changed_after: datetime | None) -> list[Any]:
-    conditions: list[Any] = [tasks.c.owner == owner]
-    if query.context_id:
-        conditions.append(tasks.c.context_id == query.context_id)
-    if query.status and query.status is not TaskState.UNSPECIFIED:
-        conditions.append(tasks.c.state == query.status.value)
-    if changed_after is not None:
-        # changed_at > changed_after, with changed_at in whole milliseconds
-        conditions.append(tasks.c.changed_at_ms > _epoch_microseconds(changed_after) // 1000)
-    return conditions
-
-
-def _below(after: tuple[datetime, int] | None) -> list[Any]:
-    """Rows after the page token in the (changed_at desc, sequence desc) order."""
-    if after is None:
-        return []
-    at_ms, sequence = _epoch_milliseconds(after[0]), after[1]
-    return [
-        or_(
-            tasks.c.changed_at_ms < at_ms,
-            and_(tasks.c.changed_at_ms == at_ms, tasks.c.sequence < sequence),
-        )
-    ]
-
-
-# --- rows and records ------------------------------------------------------------------------
-
-
-def _row_values(record: TaskRecord) -> dict[str, Any]:
-    return {
-        "context_id": record.context_id,
-        **_status_values(record),
-        "history": _history_json(record),
-        "artifacts": _artifacts_json(record),
-        "task_metadata": _dumps(record.metadata) if record.metadata is not None else None,
-    }
-
-
-def _status_values(record: TaskRecord) -> dict[str, Any]:
-    """The columns every status change writes."""
-    return {
-        "state": record.state.value,
-        "changed_at_ms": _epoch_milliseconds(record.changed_at),
-        "sequence": record.sequence,
-        "status_message": _model_json(record.status_message) if record.status_message else None,
-    }
-
-
-def _history_json(record: TaskRecord) -> str:
-    return _MESSAGES.dump_json(record.history, by_alias=True, exclude_none=True).decode()
-
-
-def _artifacts_json(record: TaskRecord) -> str:
-    return _ARTIFACTS.dump_json(record.artifacts, by_alias=True, exclude_none=True).decode()
-
-
-def record_of(row: Sequence[Any]) -> TaskRecord:
-    """A fresh :class:`TaskRecord` from its row's :data:`COLUMNS`."""
-    (
-        task_id,
-        owner,
-        context_id,
-        state,
-        changed_at_ms,
-        sequence,
-        status_message,
-        history,
-        artifacts,
-        task_metadata,
-    ) = row
-    return TaskRecord(
-        id=task_id,
-        owner=owner,
-        context_id=context_id,
-        state=TaskState(state),
-        changed_at=datetime.fromtimestamp(changed_at_ms / 1000, UTC),
-        sequence=sequence,
-        status_message=Message.model_validate(json.loads(status_message))
-        if status_message
-        else None,
-        history=[Message.model_validate(item) for item in json.loads(history)],
-        artifacts=[Artifact.model_validate(item) for item in json.loads(artifacts)],
-        metadata=json.loads(task_metadata) if task_metadata is not None else None,
-    )
-
-
-def _copy_state(source: TaskRecord, target: TaskRecord) -> None:
-    target.state = source.state
-    target.changed_at = source.changed_at
-    target.sequence = source.sequence
-    target.status_message = source.status_message
-    target.history = source.history
-    target.artifacts = source.artifacts
-    target.metadata = source.metadata
-
-
-def _model_json(model: BaseModel) -> str:
-    """``model``'s wire JSON in one pass: the values of ``_dumps(to_wire(model))``."""
-    return model.model_dump_json(by_alias=True, exclude_none=True)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _epoch_microseconds(at: datetime) -> int:
-    aware = at if at.tzinfo else at.replace(tzinfo=UTC)
-    delta = aware - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _epoch_milliseconds(at: datetime) -> int:
-    return _epoch_microseconds(at) // 1000
