@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from agent_cards.sqlite import replace_read_only
 from coordinator.errors import StorageError
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.faults import install_fault_handling
@@ -89,6 +90,9 @@ def _sqlite_engine(url: str) -> Engine:
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
+    database = make_url(url).database
+    if database and database != ":memory:":
+        replace_read_only(engine, Path(database))
     return engine
 
 

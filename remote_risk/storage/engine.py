@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPICursor
 from sqlalchemy.exc import ArgumentError
 
+from agent_cards.sqlite import replace_read_only
 from remote_risk.errors import StorageUnavailable
 
 DATABASE_FILE = "remote-risk.db"
@@ -95,6 +96,9 @@ def _sqlite_engine(url: str) -> Engine:
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
+    database = make_url(url).database
+    if database and database != ":memory:":
+        replace_read_only(engine, Path(database))
     return engine
 
 

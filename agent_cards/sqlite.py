@@ -1,0 +1,43 @@
+"""What both services' SQLite engines share: a connection opened read-only is not kept.
+
+When SQLite cannot open a database file for writing (a disk gone read-only, a file made
+immutable) it does not fail: it opens the file read-only instead, silently. Such a
+connection reads fine while the fault lasts, goes back to the pool, and once the fault is
+over it is still read-only: the first write handed it fails with "attempt to write a
+readonly database" although the database takes writes again. :func:`replace_read_only`
+marks each connection opened while the file was not writable, and replaces a marked one
+at checkout as soon as the file is writable again, so readiness ("a write works") and the
+next write agree.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import DisconnectionError
+
+_OPENED_READ_ONLY = "opened_read_only"
+
+__all__ = ["replace_read_only"]
+
+
+def replace_read_only(engine: Engine, database: Path) -> None:
+    """Have ``engine`` drop connections SQLite opened read-only once ``database`` is
+    writable again."""
+
+    def on_connect(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_OPENED_READ_ONLY] = not _writable(database)
+
+    def on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if record.info.get(_OPENED_READ_ONLY) and _writable(database):
+            raise DisconnectionError("opened read-only while the database file was not writable")
+
+    event.listen(engine, "connect", on_connect)
+    event.listen(engine, "checkout", on_checkout)
+
+
+def _writable(database: Path) -> bool:
+    return not database.exists() or os.access(database, os.W_OK)
