@@ -102,6 +102,15 @@ def delegate(data: DataDir, input_file: Path) -> Any:
     )
 
 
+def working(rows: TaskRows, waiting: Any) -> bool:
+    """The remote task is WORKING; fails at once, with what it printed, if the delegating
+    process has already ended (a timeout would hide why)."""
+    if waiting.poll() is not None:
+        out, err = waiting.communicate()
+        pytest.fail(f"delegate ended before the task worked: {out!r} {err!r}")
+    return rows.states() == ["TASK_STATE_WORKING"]
+
+
 def finished(process: Any) -> dict[str, Any]:
     out, err = process.communicate(timeout=90)
     assert out, err
@@ -129,7 +138,7 @@ def test_killed_mid_task_and_restarted_the_waiting_handoff_is_accepted(
     rows = TaskRows(remote_database)
 
     waiting = delegate(coordinator_data, input_file)
-    wait_for(lambda: rows.states() == ["TASK_STATE_WORKING"], 30, "the remote task to work")
+    wait_for(lambda: working(rows, waiting), 30, "the remote task to work")
     remote.kill()
     killed = time.monotonic()
     remote.start()
@@ -173,7 +182,7 @@ def test_a_replica_takes_over_the_task_of_a_dead_one(
         rows = TaskRows(postgres_url)
 
         waiting = delegate(coordinator_data, input_file)
-        wait_for(lambda: rows.states() == ["TASK_STATE_WORKING"], 30, "the remote task to work")
+        wait_for(lambda: working(rows, waiting), 30, "the remote task to work")
         replicas[0].kill()  # the first backend took the send, so it was working the task
         killed = time.monotonic()
 
