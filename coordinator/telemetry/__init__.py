@@ -5,8 +5,9 @@ span, count something or log. :mod:`~coordinator.telemetry.tracing` is OpenTelem
 W3C Trace Context, :mod:`~coordinator.telemetry.logs` the one logging set-up,
 :mod:`~coordinator.telemetry.metrics` the Prometheus registry and
 :mod:`~coordinator.telemetry.http` the ASGI middleware that ties them to each request.
-remote_risk, another team's service, has its own copy of the same ideas and imports none
-of this.
+The mechanics shared with remote_risk (the provider set-up, the observed HTTP edge, the
+log formatter) are in :mod:`agent_cards.telemetry` and :mod:`agent_cards.edge.logs`; here
+the coordinator binds its names and keeps its own metrics.
 """
 
 __all__: list[str] = []

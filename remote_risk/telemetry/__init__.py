@@ -4,7 +4,9 @@ The risk team's own module (it imports nothing of the coordinator): OpenTelemetr
 that continues a caller's W3C ``traceparent`` (:mod:`~remote_risk.telemetry.tracing`), the
 one logging set-up (:mod:`~remote_risk.telemetry.logs`), the Prometheus registry
 (:mod:`~remote_risk.telemetry.metrics`) and the ASGI middleware that ties them to each
-request (:mod:`~remote_risk.telemetry.http`).
+request (:mod:`~remote_risk.telemetry.http`). The mechanics shared with the coordinator
+(provider set-up, observed HTTP edge, log formatter) are in :mod:`agent_cards.telemetry`
+and :mod:`agent_cards.edge.logs`, which import neither service.
 """
 
 __all__: list[str] = []

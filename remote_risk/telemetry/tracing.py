@@ -1,184 +1,56 @@
-"""Tracing: one OpenTelemetry tracer provider for the process, W3C Trace Context on the wire.
+"""remote_risk's tracing: its provider and names, over the shared set-up.
 
-The provider is remote_risk's own (not the process-global one), so a test process that
-also hosts a coordinator keeps the two services' spans apart by ``service.name``. It is
-configured from the standard variables: ``OTEL_SERVICE_NAME`` (default ``remote-risk``),
-``OTEL_TRACES_EXPORTER`` (``console``, ``otlp``, ``none``, or a comma list; when unset,
-``otlp`` if ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is
-set, else nothing is exported), ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``http/protobuf`` by
-default, or ``grpc``), ``OTEL_TRACES_SAMPLER`` and ``OTEL_SDK_DISABLED``. Spans are made even
-when nothing exports them, so that a caller without ``traceparent`` still starts a trace
-the decision log and access log name; ``OTEL_SDK_DISABLED=true`` turns tracing off entirely.
-
-Attributes follow the OpenTelemetry semantic conventions where they exist (HTTP, RPC); our
-own are named under :data:`PREFIX`. Never put a token, a payload or an artifact in one.
+The mechanics (the standard ``OTEL_*`` variables, exporters, W3C Trace Context) are
+:mod:`agent_cards.telemetry.tracing`, shared with the coordinator. Here remote_risk binds
+its ``service.name`` default (``remote-risk``) and its attribute prefix; a caller without
+``traceparent`` still starts a trace that the decision log and access log name.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
-
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.propagators.textmap import DefaultGetter
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    ConsoleSpanExporter,
-    SimpleSpanProcessor,
-    SpanExporter,
+from agent_cards.telemetry.tracing import (
+    Attribute,
+    ServiceTracing,
+    annotate,
+    current_trace_id,
+    disabled,
+    exporter_names,
+    exporter_processor,
+    extract,
+    inject,
+    inject_for,
 )
-from opentelemetry.trace import SpanKind
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 DEFAULT_SERVICE_NAME = "remote-risk"
 PREFIX = "remote_risk."
 INSTRUMENTATION = "remote_risk"
 
-Attribute = str | bool | int | float
-_propagator = TraceContextTextMapPropagator()
-_getter: DefaultGetter = DefaultGetter()
-_provider: trace.TracerProvider | None = None
+service_tracing = ServiceTracing(DEFAULT_SERVICE_NAME, INSTRUMENTATION)
+build_provider = service_tracing.build_provider
+provider = service_tracing.provider
+configure = service_tracing.configure
+add_span_processor = service_tracing.add_span_processor
+tracer = service_tracing.tracer
+span = service_tracing.span
 
-
-def disabled(env: Mapping[str, str] = os.environ) -> bool:
-    return env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
-
-
-def exporter_names(env: Mapping[str, str] = os.environ) -> list[str]:
-    """Which exporters the environment asks for (``none`` or nothing: none)."""
-    named = [n.strip().lower() for n in env.get("OTEL_TRACES_EXPORTER", "").split(",")]
-    named = [n for n in named if n]
-    if not named:
-        endpoints = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        return ["otlp"] if any(env.get(name) for name in endpoints) else []
-    return [n for n in named if n != "none"]
-
-
-def _one_line(span: ReadableSpan) -> str:
-    return span.to_json(indent=None) + "\n"
-
-
-def exporter_processor(name: str, env: Mapping[str, str]) -> SpanProcessor:
-    """The processor for one named exporter; console spans go to stderr, one per line
-    (stdout belongs to the command's output and the servers' first line)."""
-    if name == "console":
-        return SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr, formatter=_one_line))
-    if name == "otlp":
-        return BatchSpanProcessor(_otlp_exporter(env))
-    raise ValueError(f"OTEL_TRACES_EXPORTER names an unknown exporter {name!r}")
-
-
-def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter:
-    protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get(
-        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
-    )
-    if protocol.strip().lower() == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter()
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HTTPSpanExporter,
-    )
-
-    return HTTPSpanExporter()
-
-
-def build_provider(env: Mapping[str, str] = os.environ) -> trace.TracerProvider:
-    """A provider configured from ``env`` (see the module's docstring)."""
-    if disabled(env):
-        return trace.NoOpTracerProvider()
-    name = env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
-    for exporter in exporter_names(env):
-        provider.add_span_processor(exporter_processor(exporter, env))
-    return provider
-
-
-def provider() -> trace.TracerProvider:
-    """The process's provider, built from the environment on first use."""
-    global _provider
-    if _provider is None:
-        _provider = build_provider()
-    return _provider
-
-
-def configure(env: Mapping[str, str] = os.environ) -> trace.TracerProvider:
-    """Rebuild the provider from ``env`` (a process's entry point, or a test)."""
-    global _provider
-    old, _provider = _provider, build_provider(env)
-    if isinstance(old, TracerProvider):
-        old.shutdown()
-    return _provider
-
-
-def add_span_processor(processor: SpanProcessor) -> None:
-    """Send this process's spans to ``processor`` too (an in-memory exporter in tests)."""
-    current = provider()
-    if isinstance(current, TracerProvider):
-        current.add_span_processor(processor)
-
-
-def tracer() -> trace.Tracer:
-    return provider().get_tracer(INSTRUMENTATION)
-
-
-@contextmanager
-def span(
-    name: str,
-    attributes: Mapping[str, Attribute | None] | None = None,
-    *,
-    kind: SpanKind = SpanKind.INTERNAL,
-    parent: otel_context.Context | None = None,
-) -> Iterator[trace.Span]:
-    """A span around a step; ``None`` attributes are left out. An exception escaping it is
-    recorded with its type only (its message might quote what it was about)."""
-    given = {key: value for key, value in (attributes or {}).items() if value is not None}
-    with tracer().start_as_current_span(
-        name,
-        context=parent,
-        kind=kind,
-        attributes=given,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as current:
-        try:
-            yield current
-        except BaseException as exc:
-            current.set_attribute("error.type", type(exc).__name__)
-            raise
-
-
-def annotate(**attributes: Attribute | None) -> None:
-    """Set attributes on the current span (if one is recording)."""
-    current = trace.get_current_span()
-    if current.is_recording():
-        for key, value in attributes.items():
-            if value is not None:
-                current.set_attribute(key, value)
-
-
-def inject(headers: MutableMapping[str, str]) -> MutableMapping[str, str]:
-    """Add ``traceparent`` (and ``tracestate``) for the current span to ``headers``."""
-    _propagator.inject(headers)
-    return headers
-
-
-def inject_for(span: trace.Span, headers: MutableMapping[str, str]) -> None:
-    """Add ``traceparent`` for ``span`` (not necessarily the current one) to ``headers``."""
-    _propagator.inject(headers, context=trace.set_span_in_context(span))
-
-
-def extract(headers: Mapping[str, str]) -> otel_context.Context:
-    """The context an incoming request's ``traceparent`` names (empty if none or invalid)."""
-    return _propagator.extract(headers, getter=_getter)
-
-
-def current_trace_id() -> str | None:
-    """The current span's trace id as 32 lowercase hex digits, or None outside any span."""
-    context = trace.get_current_span().get_span_context()
-    return format(context.trace_id, "032x") if context.is_valid else None
+__all__ = [
+    "DEFAULT_SERVICE_NAME",
+    "INSTRUMENTATION",
+    "PREFIX",
+    "Attribute",
+    "add_span_processor",
+    "annotate",
+    "build_provider",
+    "configure",
+    "current_trace_id",
+    "disabled",
+    "exporter_names",
+    "exporter_processor",
+    "extract",
+    "inject",
+    "inject_for",
+    "provider",
+    "service_tracing",
+    "span",
+    "tracer",
+]

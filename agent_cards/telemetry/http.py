@@ -1,0 +1,135 @@
+"""The ASGI middleware that observes every HTTP request: its span, access log line and
+latency.
+
+The request's span continues the caller's trace when it sends ``traceparent`` (an operator's
+tool, a gateway, the other team's service) and starts a new one otherwise. Inner code adds
+what only it knows with :meth:`RequestFacts.note` (the A2A method, a denial reason); the
+access log line (INFO, on the service's access logger) then has method, path, route,
+status, duration, client, trace id and those facts. Never a header value or a body.
+
+A service subclasses :class:`ObservedHTTP` to bind its tracing, its facts, its logger and
+the metrics it keeps per request (:meth:`ObservedHTTP.record_metrics`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextvars import ContextVar
+from typing import Any, ClassVar
+
+from opentelemetry.trace import SpanKind
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent_cards.telemetry.tracing import ServiceTracing, annotate, current_trace_id, extract
+
+__all__ = ["ObservedHTTP", "RequestFacts", "client_of", "route_of"]
+
+
+class RequestFacts:
+    """What inner code knows about the request being served, for its log line and span."""
+
+    def __init__(self, name: str, prefix: str) -> None:
+        self.prefix = prefix
+        self.current: ContextVar[dict[str, str] | None] = ContextVar(name, default=None)
+
+    def note(self, **facts: str | None) -> None:
+        """Add facts about the request being served to its access log line and its span."""
+        given = {key: value for key, value in facts.items() if value is not None}
+        current = self.current.get()
+        if current is not None:
+            current.update(given)
+        annotate(**{self.prefix + key: value for key, value in given.items()})
+
+
+def route_of(scope: Scope) -> str:
+    """The matched route's template (a bounded label), or ``unmatched``."""
+    route = scope.get("route")
+    if route is None and "endpoint" in scope:
+        routes = getattr(scope.get("router"), "routes", ())
+        route = next((r for r in routes if getattr(r, "endpoint", None) is scope["endpoint"]), None)
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+def client_of(scope: Scope) -> str | None:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else None
+
+
+class ObservedHTTP:
+    """Span, access log and per-request metrics for each HTTP request to ``app``."""
+
+    tracing: ClassVar[ServiceTracing]
+    facts: ClassVar[RequestFacts]
+    access_logger: ClassVar[logging.Logger]
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    def record_metrics(
+        self, method: str, route: str, status: int, seconds: float, facts: dict[str, str]
+    ) -> None:
+        """Count one finished request (the service's own metrics)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        facts: dict[str, str] = {}
+        reset = self.facts.current.set(facts)
+        status = {"code": 500}
+        method, started = scope["method"], time.perf_counter()
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = int(message["status"])
+            await send(message)
+
+        try:
+            with self.tracing.span(
+                method,
+                {
+                    "http.request.method": method,
+                    "url.path": scope["path"],
+                    "url.scheme": scope.get("scheme"),
+                    "client.address": (scope.get("client") or (None,))[0],
+                },
+                kind=SpanKind.SERVER,
+                parent=extract(headers),
+            ) as span:
+                try:
+                    await self.app(scope, receive, sending)
+                finally:
+                    route = route_of(scope)
+                    span.update_name(f"{method} {route}")
+                    span.set_attribute("http.route", route)
+                    span.set_attribute("http.response.status_code", status["code"])
+                    self._record(scope, route, status["code"], started, facts)
+        finally:
+            self.facts.current.reset(reset)
+
+    def _record(
+        self, scope: Scope, route: str, status: int, started: float, facts: dict[str, str]
+    ) -> None:
+        seconds = time.perf_counter() - started
+        method = scope["method"]
+        self.record_metrics(method, route, status, seconds, facts)
+        fields: dict[str, Any] = {
+            "method": method,
+            "path": scope["path"],
+            "status": status,
+            "duration_ms": round(seconds * 1000, 2),
+            "client": client_of(scope),
+            "trace_id": current_trace_id(),
+            **facts,
+        }
+        self.access_logger.info(
+            "%s %s %d %.1fms",
+            method,
+            scope["path"],
+            status,
+            seconds * 1000,
+            extra={"fields": fields},
+        )
