@@ -4,8 +4,10 @@ A :class:`Grant` is the authority one party holds for one slice of a run. When t
 coordinator hands a slice to a specialist it derives a child grant with :func:`narrow`.
 The child keeps the principal (``sub``) and ``tenant``, names exactly one audience, holds a
 subset of the parent's scope and of what the target skill declares, ends no later than
-the parent, reserves no more budget than the parent has left, has no effect budget for a
-read-only skill, and records one more actor hop (RFC 8693 ``act``), up to a depth limit.
+the parent, reserves no more budget than the parent has left (model requests and tokens
+included: a child cannot spend more of the federation's model budget than the run has
+left), has no effect budget for a read-only skill, and records one more actor hop
+(RFC 8693 ``act``), up to a depth limit.
 Any widening raises :class:`NarrowingError` naming the dimension.
 
 :func:`widened_dimension` is the same rule as a predicate over a finished pair, and it
@@ -58,6 +60,8 @@ class Dimension(StrEnum):
     ACTIONS = "budget.actions"
     CONTEXT_UNITS = "budget.context_units"
     EFFECTS = "budget.effects"
+    MODEL_REQUESTS = "budget.model_requests"
+    MODEL_TOKENS = "budget.model_tokens"
 
 
 class NarrowingError(ValueError):
@@ -90,11 +94,19 @@ class StateRef(_Claims):
 
 
 class Budget(_Claims):
-    """What a holder may spend: actions, context units, and effects (side effects)."""
+    """What a holder may spend: actions, context units, effects (side effects), and model
+    requests and tokens across the federation.
+
+    ``model_requests`` and ``model_tokens`` are optional: absent means the holder's
+    authority names no such limit. Once a parent names one, a child without it is wider
+    (unlimited), never "no restriction".
+    """
 
     actions: Count
     context_units: Count
     effects: Count
+    model_requests: Count | None = None
+    model_tokens: Count | None = None
 
     def exceeds(self, limit: Budget) -> Dimension | None:
         """The first budget dimension in which ``self`` is larger than ``limit``, if any."""
@@ -104,6 +116,12 @@ class Budget(_Claims):
             (Dimension.EFFECTS, self.effects, limit.effects),
         ):
             if mine > theirs:
+                return dimension
+        for dimension, wanted, held in (
+            (Dimension.MODEL_REQUESTS, self.model_requests, limit.model_requests),
+            (Dimension.MODEL_TOKENS, self.model_tokens, limit.model_tokens),
+        ):
+            if held is not None and (wanted is None or wanted > held):
                 return dimension
         return None
 
@@ -349,9 +367,23 @@ def _extends_chain(child_act: Any, parent_act: Actor | None) -> bool:
 def _budget_widening(claims: Mapping[str, Any], limit: Budget) -> Dimension | None:
     try:
         budget = Budget.model_validate(claims["handoff"]["budget"])
-    except (KeyError, TypeError, ValidationError):
+    except (KeyError, TypeError):
         return Dimension.ACTIONS
+    except ValidationError as exc:
+        return _malformed_dimension(exc)
     return budget.exceeds(limit)
+
+
+def _malformed_dimension(exc: ValidationError) -> Dimension:
+    """The budget dimension a malformed budget claim names first (``actions`` if none)."""
+    for error in exc.errors():
+        location = error.get("loc") or ()
+        if location:
+            try:
+                return Dimension(f"budget.{location[0]}")
+            except ValueError:
+                continue
+    return Dimension.ACTIONS
 
 
 def claims_digest(claims: Grant | Mapping[str, Any]) -> str:

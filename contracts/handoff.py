@@ -91,9 +91,20 @@ class StateRef(_Record):
 
 
 class HandoffBudget(_Record):
+    """A handoff's envelope; the model figures are absent when the run names no such limit."""
+
     actions: int
     context_units: int
     effects: int
+    model_requests: int | None = None
+    model_tokens: int | None = None
+
+
+class ModelUsage(_Record):
+    """The model requests (and tokens, ``None`` when unknown) a remote reported for a handoff."""
+
+    requests: int
+    total_tokens: int | None = None
 
 
 class HandoffRecord(_Record):
@@ -133,6 +144,8 @@ class HandoffRecord(_Record):
     reason: str = "proposed"
     remote_task_id: str | None = None
     remote_state: str | None = None
+    # What the remote reported spending on models for this attempt (untrusted, only counted).
+    remote_model_usage: ModelUsage | None = None
     events: tuple[HandoffEvent, ...] = Field(default_factory=tuple)
 
     @property
