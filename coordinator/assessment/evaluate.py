@@ -131,7 +131,7 @@ async def _risk_rule(
             return skill.interpret_risk_policy(records), None
         except SkillFailure as failure:
             return skill.failed_finding(failure), None
-    async with RiskModel(config, model_skill.REQUESTS_PER_TASK) as model:
+    async with RiskModel(config, config.requests_per_task) as model:
         try:
             finding = await model_skill.interpret_with_model(records, model)
         except SkillFailure as failure:

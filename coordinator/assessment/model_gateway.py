@@ -47,6 +47,7 @@ from coordinator.assessment.model_reply import (
     parse_completion,
 )
 from coordinator.assessment.model_transport import BoundedTransport
+from coordinator.authority.delegator import DEFAULT_MODEL_REQUESTS
 from coordinator.errors import (
     LimitReached,
     ModelConfigError,
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 ENV_PREFIX = "FEDERATION_MODEL"
-DEFAULT_REQUEST_BUDGET = 8
+DEFAULT_REQUEST_BUDGET = DEFAULT_MODEL_REQUESTS
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_OUTPUT_TOKENS = 600
 DEFAULT_MAX_REPLY_BYTES = 1_000_000

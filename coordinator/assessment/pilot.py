@@ -28,6 +28,7 @@ from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.errors import OwnershipError
 from coordinator.handoff.projection import project_context, record_ids
 from coordinator.handoff.run import Run, start_run
+from coordinator.handoff.usage import reported_usage
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.workspace import Workspace
@@ -36,8 +37,6 @@ S = HandoffState
 COORDINATOR = "coordinator"
 RISK_SKILL = "interpret-risk-policy"
 LocalSpecialist = Callable[[dict[str, Any]], Finding]
-# A remote reporting more model requests than this for one handoff is not believed.
-MAX_REPORTED_REQUESTS = 1000
 
 
 @dataclass
@@ -231,22 +230,12 @@ async def consult_risk(
 
 
 def remote_model_usage(task: Task | None) -> dict[str, int | None] | None:
-    """The model usage a remote reported with its outcome (``modelUsage`` in the artifact's
-    or the status message's metadata), if it is well-formed; untrusted, only counted."""
-    if task is None:
-        return None
-    carriers = [artifact.metadata for artifact in task.artifacts or ()]
-    if task.status.message is not None:
-        carriers.append(task.status.message.metadata)
-    for metadata in carriers:
-        usage = (metadata or {}).get("modelUsage")
-        if not isinstance(usage, dict):
-            continue
-        requests, tokens = usage.get("requests"), usage.get("totalTokens")
-        if type(requests) is int and 0 <= requests <= MAX_REPORTED_REQUESTS:
-            known = type(tokens) is int and tokens >= 0
-            return {"requests": requests, "total_tokens": tokens if known else None}
-    return None
+    """The model usage a remote reported with its outcome (``modelUsage``; see
+    :mod:`coordinator.handoff.usage`), if it is well-formed; untrusted, only counted."""
+    usage = reported_usage(task)
+    return (
+        None if usage is None else {"requests": usage.requests, "total_tokens": usage.total_tokens}
+    )
 
 
 async def run_pilot(

@@ -60,6 +60,7 @@ from coordinator.assessment.pilot import (
     hand_off_to_privacy,
     run_local_handoff,
 )
+from coordinator.assessment.run_budget import LocalRequests, authority_for
 from coordinator.assessment.run_clock import RunClock
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
 from coordinator.dispatch.driver import WaitPolicy
@@ -310,7 +311,8 @@ async def run_supervised(
 ) -> SupervisedResult:
     """Run ``case`` with the model choosing consultations inside the host's limits."""
     limits = limits or SupervisorLimits()
-    run = start_run(ws, COORDINATOR, authority=authority, kind="supervised")
+    run = start_run(ws, COORDINATOR, authority=authority_for(gateway, authority), kind="supervised")
+    local = LocalRequests(run, gateway)
     delegator = Delegator(keys, run.authority, issuer, run.run_id) if keys is not None else None
     host = _Host(case, client, risk, wait or WaitPolicy(), parallel, delegator, run)
     messages: list[dict[str, Any]] = [
@@ -342,9 +344,12 @@ async def run_supervised(
                 raise LimitReached(f"no final turn within {limits.max_rounds} decision rounds")
             left = clock.check()
             rounds += 1
-            reply = await gateway.complete(
-                ROLE, messages, tools=[tool_schema(allowed)], seconds_left=left
-            )
+            try:
+                reply = await gateway.complete(
+                    ROLE, messages, tools=[tool_schema(allowed)], seconds_left=left
+                )
+            finally:
+                local.book()
             if not reply.tool_calls:
                 pilot = host.decide()
                 commentary = _commentary(pilot, reply, limits.max_commentary_chars)

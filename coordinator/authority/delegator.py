@@ -26,12 +26,14 @@ from contracts.grant import (
     claims_digest,
     narrow,
 )
-from contracts.handoff import HandoffRecord
+from contracts.handoff import HandoffBudget, HandoffRecord
 from contracts.wire import AgentCard
 from coordinator.authority.tokens import mint_token
 from coordinator.errors import GrantRefused
 
 DEFAULT_ISSUER = "urn:a2a-federation:coordinator"
+# The model requests a run may make across the federation (its own roles and every remote's).
+DEFAULT_MODEL_REQUESTS = 8
 DELEGATION_SCHEME_FORMAT = "JWT"
 
 
@@ -46,7 +48,9 @@ class RunAuthority:
     lifetime_seconds: int = 600
     max_context_units: int = 64_000
     budget: Budget = field(
-        default_factory=lambda: Budget(actions=8, context_units=256_000, effects=0)
+        default_factory=lambda: Budget(
+            actions=8, context_units=256_000, effects=0, model_requests=DEFAULT_MODEL_REQUESTS
+        )
     )
 
 
@@ -92,6 +96,17 @@ class MintedGrant:
             "aud": self.grant.aud,
             "claims_digest": self.digest,
         }
+
+
+def envelope_of(budget: HandoffBudget) -> Budget:
+    """A handoff's budget as a grant's budget claim (model figures kept, absent ones absent)."""
+    return Budget(
+        actions=budget.actions,
+        context_units=budget.context_units,
+        effects=budget.effects,
+        model_requests=budget.model_requests,
+        model_tokens=budget.model_tokens,
+    )
 
 
 def required_scopes(card: AgentCard, skill_id: str) -> frozenset[str] | None:
@@ -183,11 +198,7 @@ class Delegator:
                     id=state.id if state else record.run_id, version=state.version if state else 0
                 ),
                 final_owner=record.final_owner,
-                budget=Budget(
-                    actions=record.budget.actions,
-                    context_units=record.budget.context_units,
-                    effects=record.budget.effects,
-                ),
+                budget=envelope_of(record.budget),
             ),
             jti=f"jti-{uuid.uuid4().hex}",
             issued_at=now,

@@ -34,7 +34,15 @@ OWNERSHIP_COLUMNS = [
     "contract",
 ]
 ARTIFACT_COLUMNS = ["branch", "contract", "decision", "reason", "content_hash", "size"]
-UNIT_COLUMNS = ["branch", "kind", "actions", "context_units", "effects", "reason"]
+UNIT_COLUMNS = [
+    "branch",
+    "kind",
+    "actions",
+    "context_units",
+    "effects",
+    "model_requests",
+    "reason",
+]
 DEMO_COLUMNS = [
     "branch",
     "target",
@@ -219,6 +227,7 @@ def render_document(document: dict[str, Any]) -> str:
         "",
         f"budget: limit {_units(budget['limit'])}; remaining {_units(budget['remaining'])}",
         render_table(budget["ledger"], UNIT_COLUMNS),
+        *_model_line(budget.get("model")),
         "",
         "pending: " + (", ".join(document.get("live_branches", [])) or "nothing"),
     ]
@@ -278,6 +287,17 @@ def render_cancel(document: dict[str, Any]) -> str:
 def print_verify(report: dict[str, Any], where: str) -> int:
     print(f"{where}: {report['summary']}")
     return 0 if report["ok"] else 1
+
+
+def _model_line(model: dict[str, Any] | None) -> list[str]:
+    """The run's model requests over the federation, the remotes' among them."""
+    if not model:
+        return []
+    tokens = model.get("total_tokens")
+    return [
+        f"model requests {model.get('requests')} (remote {model.get('remote_requests')}), "
+        f"tokens {'unknown' if tokens is None else tokens}"
+    ]
 
 
 def _units(value: Any) -> str:

@@ -43,6 +43,7 @@ from coordinator.handoff.returns import (
 )
 from coordinator.handoff.run import Run
 from coordinator.handoff.state_map import local_view
+from coordinator.handoff.usage import usage_change
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates, updates_for
@@ -355,7 +356,11 @@ class HandoffDriver:
             self._keep(current)
             return False
         view = local_view(task.status.state.value)
-        record = self._keep(self.run.book.note(self.record, remote_state=task.status.state.value))
+        record = self._keep(
+            self.run.book.note(
+                self.record, remote_state=task.status.state.value, **usage_change(task)
+            )
+        )
         unchanged = view.state is record.state and (
             view.reason == record.reason or view.state is not S.RUNNING
         )
@@ -434,6 +439,7 @@ class HandoffDriver:
     def _judge(self, task: Task) -> None:
         """Return admission under the record's contract, then the book decides (admitted,
         rejected, held for review, stale or duplicate)."""
+        self.note(**usage_change(task))
         returned = self.record
         admission = admit_task(
             task,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from contracts.handoff import HandoffRecord
 from contracts.wire import Task, TaskState
-from coordinator.handoff.book import ArtifactDecision, unit_from_row
+from coordinator.handoff.book import ArtifactDecision
+from coordinator.handoff.envelope import unit_from_row
 from coordinator.handoff.returns import Admission, admit_task, artifact_content
 from coordinator.handoff.run import Run
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contracts.grant import Budget
-from contracts.handoff import HandoffBudget, HandoffRecord
-from coordinator.authority.delegator import Delegator, GrantRefused, required_scopes
+from contracts.handoff import HandoffRecord
+from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
 
@@ -33,13 +32,7 @@ def mint_for(
         return AttemptCredentials(note=NO_SCHEME)
     if delegator is None:
         raise GrantRefused("authority", "this run holds no authority to delegate")
-    left = run.book.remaining()
-    own = record.budget or HandoffBudget(actions=0, context_units=0, effects=0)
-    before = Budget(
-        actions=left.actions + own.actions,
-        context_units=left.context_units + own.context_units,
-        effects=left.effects + own.effects,
-    )
+    before = envelope_of(run.book.remaining(before=record))
     minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
     run.emit("grant.minted", record, **minted.summary())
     if run.store is not None:

@@ -26,6 +26,9 @@ from coordinator.remote.registry import RegisteredAgent
 
 COMPLETE_WHEN = "the remote task completed with an artifact"
 RETURN_WHEN = "the artifact passes return admission under the handoff's return contract"
+# The most of the run's model requests one handoff reserves (what it leaves unused is
+# released when it ends): room for a remote's request and one retry of it.
+MODEL_REQUESTS_PER_HANDOFF = 2
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def propose(
         scope=tuple(sorted(scopes)) if scopes else tuple(sorted(run.authority.scopes)),
         tenant=run.authority.tenant,
         delegation_expires_at=lease,
-        budget=HandoffBudget(actions=1, context_units=len(encoded), effects=0),
+        budget=_envelope(run, len(encoded)),
         complete_when=COMPLETE_WHEN,
         return_when=RETURN_WHEN,
         cancel_ref=book.cancel_ref,
@@ -87,6 +90,22 @@ def propose(
         duplicate_key=f"{agent.name}:{skill}:v{book.state_version}:{digest}",
         attempt=attempt,
         return_contract=_contract_for(agent, skill, payload, contract, scopes is not None),
+    )
+
+
+def _envelope(run: Run, context_units: int) -> HandoffBudget:
+    """One action, the payload's size, no effects, and a share of the model budget the run
+    has left (its model requests and tokens, when the run names them)."""
+    left = run.book.remaining()
+    requests = left.model_requests
+    return HandoffBudget(
+        actions=1,
+        context_units=context_units,
+        effects=0,
+        model_requests=None
+        if requests is None
+        else max(0, min(MODEL_REQUESTS_PER_HANDOFF, requests)),
+        model_tokens=None if left.model_tokens is None else max(0, left.model_tokens),
     )
 
 

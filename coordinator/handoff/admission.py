@@ -61,10 +61,8 @@ def admit(record: HandoffRecord, parent: ParentAuthority, ctx: AdmissionContext)
     reason = check(record, parent, ctx)
     budget = record.budget
     assert budget is not None
-    clamped = HandoffBudget(
-        actions=budget.actions,
-        context_units=min(budget.context_units, parent.max_context_units),
-        effects=budget.effects,
+    clamped = budget.model_copy(
+        update={"context_units": min(budget.context_units, parent.max_context_units)}
     )
     return transition(record, HandoffState.ADMITTED, reason, budget=clamped)
 
@@ -134,6 +132,11 @@ def _check_budget(record: HandoffRecord, parent: ParentAuthority, ctx: Admission
             )
     if budget.context_units > parent.remaining.context_units:
         raise deny("over_budget", "context units exceed what the run has left")
+    for name in ("model_requests", "model_tokens"):
+        held, wanted = getattr(parent.remaining, name), getattr(budget, name)
+        if held is not None and (wanted is None or wanted > held):
+            # A handoff that names no model limit under a run that has one asks for all.
+            raise deny("over_budget", f"{name} {wanted} exceed what the run has left ({held})")
     if budget.context_units > parent.max_context_units:
         return f"admitted:clamped_context_units:{parent.max_context_units}"
     return "admitted"

@@ -27,6 +27,15 @@ from contracts.handoff import (
 from coordinator.audit.trail import AuditTrail, contract_of
 from coordinator.errors import RunCancelled, StaleRevision
 from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
+from coordinator.handoff.envelope import (
+    BudgetEntry,
+    UnitKind,
+    entry,
+    local_spend,
+    plus,
+    remaining,
+    settlement,
+)
 from coordinator.storage.runs import RunStore
 
 S = HandoffState
@@ -46,24 +55,6 @@ class ArtifactDecision(StrEnum):
     LATE_AFTER_CANCEL = "late_after_cancel"
     LATE_AFTER_LEASE = "late_after_lease"
     DUPLICATE = "duplicate"
-
-
-class UnitKind(StrEnum):
-    RESERVED = "reserved"
-    CONSUMED = "consumed"
-    RELEASED = "released"
-    REJECTED = "rejected"
-
-
-@dataclass(frozen=True)
-class BudgetEntry:
-    handoff_id: str
-    attempt: int
-    kind: UnitKind
-    actions: int
-    context_units: int
-    effects: int
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -119,30 +110,23 @@ class HandoffBook:
             self.store.save_handoff(record, self.driver, self.driver_lease_seconds)
         return record
 
-    def _unit(self, entry: BudgetEntry, record: HandoffRecord) -> None:
-        self.units.append(entry)
+    def _unit(self, unit: BudgetEntry, record: HandoffRecord | None) -> None:
+        self.units.append(unit)
+        figures = {
+            "kind": unit.kind.value,
+            "actions": unit.actions,
+            "context_units": unit.context_units,
+            "effects": unit.effects,
+            "model_requests": unit.model_requests,
+            "model_tokens": unit.model_tokens,
+            "reason": unit.reason,
+        }
         if self.store is not None:
+            attempt_id = f"{unit.handoff_id}/{unit.attempt}"
             self.store.add(
-                "budget_units",
-                {
-                    "run_id": self.run_id,
-                    "attempt_id": record.attempt_id,
-                    "kind": entry.kind.value,
-                    "actions": entry.actions,
-                    "context_units": entry.context_units,
-                    "effects": entry.effects,
-                    "reason": entry.reason,
-                },
+                "budget_units", {"run_id": self.run_id, "attempt_id": attempt_id, **figures}
             )
-        self._emit(
-            "budget.units",
-            record,
-            kind=entry.kind.value,
-            actions=entry.actions,
-            context_units=entry.context_units,
-            effects=entry.effects,
-            reason=entry.reason,
-        )
+        self._emit("budget.units", record, **figures)
 
     # --- state of the run -------------------------------------------------------------
 
@@ -155,18 +139,15 @@ class HandoffBook:
         self.state_version += 1
         return self.state_version
 
-    def remaining(self) -> HandoffBudget:
-        spent = {"actions": 0, "context_units": 0, "effects": 0}
-        for entry in self.units:
-            sign = {UnitKind.RESERVED: 1, UnitKind.RELEASED: -1}.get(entry.kind, 0)
-            for name in spent:
-                spent[name] += sign * getattr(entry, name)
-        limit = self.parent.remaining
-        return HandoffBudget(
-            actions=limit.actions - spent["actions"],
-            context_units=limit.context_units - spent["context_units"],
-            effects=limit.effects - spent["effects"],
-        )
+    def remaining(self, before: HandoffRecord | None = None) -> HandoffBudget:
+        """What the run has left; with ``before``, as it was before that handoff reserved."""
+        left = remaining(self.parent.remaining, self.units)
+        return plus(left, before.budget) if before is not None else left
+
+    def spend(self, role: str, requests: int, tokens: int | None) -> None:
+        """Model requests the coordinator's own ``role`` made for the run, outside any
+        handoff's envelope: they count as spent (see :mod:`coordinator.handoff.envelope`)."""
+        self._unit(local_spend(role, requests, tokens), None)
 
     # --- admission --------------------------------------------------------------------
 
@@ -215,12 +196,12 @@ class HandoffBook:
             state=admitted.state.value,
             reason=admitted.reason,
         )
-        self._unit(_entry(admitted, UnitKind.RESERVED, budget, admitted.reason), admitted)
+        self._unit(entry(admitted, UnitKind.RESERVED, budget, admitted.reason), admitted)
         return admitted
 
     def _refuse(self, record: HandoffRecord, reason: str) -> None:
         zero = HandoffBudget(actions=0, context_units=0, effects=0)
-        self._unit(_entry(record, UnitKind.REJECTED, record.budget or zero, reason), record)
+        self._unit(entry(record, UnitKind.REJECTED, record.budget or zero, reason), record)
 
     # --- every later change -------------------------------------------------------------
 
@@ -284,21 +265,8 @@ class HandoffBook:
             del self.active_keys[record.duplicate_key]
         if record.state is S.ACCEPTED:
             self.completed_keys[record.duplicate_key] = record.attempt_id
-        sent = record.remote_task_id is not None or any(
-            event.state is S.DISPATCHED for event in record.events
-        )
-        used = HandoffBudget(
-            actions=1 if sent else 0,
-            context_units=budget.context_units if sent else 0,
-            effects=0,
-        )
-        self._unit(_entry(record, UnitKind.CONSUMED, used, record.state.value.lower()), record)
-        released = HandoffBudget(
-            actions=budget.actions - used.actions,
-            context_units=budget.context_units - used.context_units,
-            effects=budget.effects,
-        )
-        self._unit(_entry(record, UnitKind.RELEASED, released, record.state.value.lower()), record)
+        for kind, figures in settlement(record):
+            self._unit(entry(record, kind, figures, record.state.value.lower()), record)
 
     # --- leases -------------------------------------------------------------------------
 
@@ -444,31 +412,3 @@ _JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED, ArtifactDecisio
 
 def _time_text(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
-
-
-def unit_from_row(row: dict[str, object]) -> BudgetEntry:
-    """A budget unit as the run store keeps it."""
-    handoff_id, _, attempt = str(row["attempt_id"]).rpartition("/")
-    return BudgetEntry(
-        handoff_id,
-        int(attempt),
-        UnitKind(str(row["kind"])),
-        int(str(row["actions"])),
-        int(str(row["context_units"])),
-        int(str(row["effects"])),
-        str(row["reason"]),
-    )
-
-
-def _entry(
-    record: HandoffRecord, kind: UnitKind, budget: HandoffBudget, reason: str
-) -> BudgetEntry:
-    return BudgetEntry(
-        handoff_id=record.handoff_id,
-        attempt=record.attempt,
-        kind=kind,
-        actions=budget.actions,
-        context_units=budget.context_units,
-        effects=budget.effects,
-        reason=reason,
-    )

@@ -24,7 +24,8 @@ from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
 from coordinator.handoff.admission import ParentAuthority
-from coordinator.handoff.book import ArtifactRecord, BudgetEntry, HandoffBook
+from coordinator.handoff.book import ArtifactRecord, HandoffBook
+from coordinator.handoff.envelope import BudgetEntry, model_totals
 from coordinator.storage.runs import RunStore, local_driver_id
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
@@ -81,6 +82,8 @@ class Run:
                     actions=budget.actions,
                     context_units=budget.context_units,
                     effects=budget.effects,
+                    model_requests=budget.model_requests,
+                    model_tokens=budget.model_tokens,
                 ),
                 max_context_units=self.authority.max_context_units,
             ),
@@ -184,6 +187,7 @@ class Run:
                 "limit": book.parent.remaining.model_dump(),
                 "remaining": book.remaining().model_dump(),
                 "ledger": [unit_row(u) for u in book.units],
+                "model": model_totals(book.units),
             },
             "refusals": list(self.refusals),
             **extra,
@@ -260,5 +264,7 @@ def unit_row(entry: BudgetEntry) -> dict[str, Any]:
         "actions": entry.actions,
         "context_units": entry.context_units,
         "effects": entry.effects,
+        "model_requests": entry.model_requests,
+        "model_tokens": entry.model_tokens,
         "reason": entry.reason,
     }

@@ -21,7 +21,7 @@ from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.attempts import retried
 from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.errors import FederationError, StaleRevision
-from coordinator.handoff.book import unit_from_row
+from coordinator.handoff.envelope import unit_from_row
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry

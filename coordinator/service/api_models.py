@@ -174,9 +174,11 @@ class CancelRequest(StrictRequest):
 
 
 class BudgetView(BaseModel):
-    limit: dict[str, int]
-    remaining: dict[str, int]
+    limit: dict[str, int | None]
+    remaining: dict[str, int | None]
     ledger: list[dict[str, Any]]
+    # The run's model requests over the federation (its own roles' and the remotes').
+    model: dict[str, int | None] | None = None
 
 
 class RunDocument(BaseModel):

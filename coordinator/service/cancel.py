@@ -20,10 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from agent_cards.keys import KeySet
-from contracts.grant import Budget
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import TERMINAL_TASK_STATES
-from coordinator.authority.delegator import Delegator, GrantRefused, required_scopes
+from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
 from coordinator.dispatch.driver import HandoffDriver
 from coordinator.dispatch.grants import mint_for
 from coordinator.errors import FederationError, RegistryError, RunEnded
@@ -132,8 +131,7 @@ def arm(
         scopes = required_scopes(agent.agent_card, record.skill)
         if scopes is None or record.budget is None:
             return
-        own = record.budget
-        envelope = Budget(actions=own.actions, context_units=own.context_units, effects=own.effects)
+        envelope = envelope_of(record.budget)
         grant = delegator.mint(record, agent.endpoint, scopes, remaining=envelope)
         run.emit("grant.minted", record, **grant.summary())
         run.credentials[record.attempt_id] = {"Authorization": f"Bearer {grant.token}"}

@@ -111,6 +111,9 @@ budget_units = Table(
     Column("context_units", Integer, nullable=False),
     Column("effects", Integer, nullable=False),
     Column("reason", Text, nullable=False),
+    # revision 0006: the federation's model requests and tokens (None: unknown).
+    Column("model_requests", Integer, nullable=False, server_default="0"),
+    Column("model_tokens", Integer, nullable=True),
     Index("ix_budget_units_run_id", "run_id"),
 )
 

@@ -44,18 +44,24 @@ import pydantic
 
 from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
+from contracts.grant import Budget
 from contracts.wire import TaskState
-from remote_risk.errors import SkillFailure
+from remote_risk.errors import ModelFailure, SkillFailure
 from remote_risk.risk import prose, skill
 from remote_risk.risk.figures import stray_figures
-from remote_risk.risk.model import ModelConfig, RiskModel
+from remote_risk.risk.model import (
+    MODEL_INCOMPLETE,
+    REPLY_MALFORMED,
+    ModelConfig,
+    RiskModel,
+)
 
 logger = logging.getLogger(__name__)
 
 INTERNAL_FAILURE = "internal_error"
-# The interpretation is one request; nothing is retried.
-REQUESTS_PER_TASK = 1
 FACT_MISMATCH = "model_fact_mismatch"
+# An unusable reply is asked again while the task's cap and the grant allow.
+RETRIED = frozenset({REPLY_MALFORMED, MODEL_INCOMPLETE})
 OUTPUT_INVALID = "model_output_invalid"
 
 INSTRUCTIONS = """\
@@ -84,16 +90,37 @@ async def interpret_with_model(
         {"role": "system", "content": INSTRUCTIONS},
         {"role": "user", "content": json.dumps(records, ensure_ascii=False)},
     ]
-    reply = await model.answer(messages, seconds_left=seconds_left)
-    try:
-        finding = Finding.model_validate(strict_json.loads(reply.content))
-    except (ValueError, pydantic.ValidationError):
+    finding = await _answer(model, messages, seconds_left)
+    if finding is None:
         return _failed(OUTPUT_INVALID, "The model's answer is not a Finding JSON object.")
     problem = fact_problem(finding, records)
     if problem:
         return _failed(FACT_MISMATCH, f"The model's interpretation was refused: {problem}.")
     summary = prose.fenced(finding.summary, expected_facts(records)) or checked.summary
     return finding.model_copy(update={"evidence_ids": _evidence(records), "summary": summary})
+
+
+async def _answer(
+    model: RiskModel, messages: list[dict[str, str]], seconds_left: float | None
+) -> Finding | None:
+    """The model's Finding, asking again (up to the task's request cap, within the grant's
+    model budget and the time left) while a reply is unusable: not a chat completion, cut
+    off, or not a Finding; ``None`` if the last answer was not a Finding."""
+    deadline = None if seconds_left is None else time.monotonic() + seconds_left
+    attempts = model.config.requests_per_task
+    for attempt in range(1, attempts + 1):
+        left = None if deadline is None else deadline - time.monotonic()
+        try:
+            reply = await model.answer(messages, seconds_left=left)
+        except ModelFailure as failure:
+            if failure.error_code not in RETRIED or attempt == attempts:
+                raise
+            continue
+        try:
+            return Finding.model_validate(strict_json.loads(reply.content))
+        except (ValueError, pydantic.ValidationError):
+            continue
+    return None
 
 
 def fact_problem(finding: Finding, records: Mapping[str, Any]) -> str | None:
@@ -142,19 +169,25 @@ class ModelSkillResult(NamedTuple):
 
 
 async def run_model_skill(
-    risk_input: Mapping[str, Any], config: ModelConfig, *, lease_expires_at: float | None = None
+    risk_input: Mapping[str, Any],
+    config: ModelConfig,
+    *,
+    lease_expires_at: float | None = None,
+    grant: Budget | None = None,
 ) -> ModelSkillResult:
     """The task state and Finding for one task, with a model adapter of its own, and the
     model usage (``requests``, ``totalTokens``); never raises.
 
     With ``lease_expires_at`` (the delegation token's ``exp``, seconds since the epoch) the
     model must be done ``config.lease_margin_seconds`` before it, so a slow model ends the
-    task FAILED with ``model_timeout`` while the caller still holds its lease.
+    task FAILED with ``model_timeout`` while the caller still holds its lease. With
+    ``grant`` (the token's budget claim) no request beyond its model budget is sent: the
+    task ends FAILED with ``model_budget_exhausted`` instead.
     """
     seconds_left = None
     if lease_expires_at is not None:
         seconds_left = lease_expires_at - time.time() - config.lease_margin_seconds
-    model = RiskModel(config, REQUESTS_PER_TASK)
+    model = RiskModel(config, config.requests_per_task, grant)
     try:
         async with model:
             finding = await interpret_with_model(risk_input, model, seconds_left=seconds_left)

@@ -7,7 +7,10 @@ never by code. The key is held only by the client, never in a repr, record or me
 
 What :meth:`RiskModel.answer` guarantees to the skill:
 
-* at most ``request_limit`` requests per adapter (the skill uses one per task); retries
+* at most ``request_limit`` requests per adapter (the skill's own cap per task, one by
+  default) and never more than the delegation grant's model budget allows
+  (``handoff.budget.model_requests``, and ``model_tokens`` when the grant names one): a
+  request the grant would not cover is not sent (``model_budget_exhausted``); retries
   are off, so one call is at most one request;
 * a total deadline around the whole request, body included (``asyncio.timeout``): the
   smaller of ``timeout_seconds`` and what the caller has left (the handoff's lease);
@@ -38,6 +41,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from contracts import strict_json
+from contracts.grant import Budget
 from remote_risk.errors import ModelConfigInvalid, ModelFailure
 from remote_risk.risk.bounded_transport import REPLY_MALFORMED, REPLY_TOO_LARGE, BoundedTransport
 
@@ -49,14 +53,18 @@ DEFAULT_MAX_REPLY_BYTES = 1_000_000
 # A delegation token outlives its handoff's lease by a few seconds of leeway; the model
 # must be done this long before the token's exp so the task can still report in time.
 DEFAULT_LEASE_MARGIN_SECONDS = 8.0
+# Requests one task may make: the interpretation, and as many retries of an unusable reply.
+DEFAULT_REQUESTS_PER_TASK = 1
 
 MODEL_UNAVAILABLE = "model_unavailable"
 MODEL_TIMEOUT = "model_timeout"
 MODEL_INCOMPLETE = "model_incomplete"
 MODEL_REFUSED = "model_refused"
 LIMIT_REACHED = "limit_reached"
+MODEL_BUDGET_EXHAUSTED = "model_budget_exhausted"
 __all__ = [
     "LIMIT_REACHED",
+    "MODEL_BUDGET_EXHAUSTED",
     "MODEL_INCOMPLETE",
     "MODEL_REFUSED",
     "MODEL_TIMEOUT",
@@ -80,6 +88,7 @@ class ModelConfig:
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     lease_margin_seconds: float = DEFAULT_LEASE_MARGIN_SECONDS
+    requests_per_task: int = DEFAULT_REQUESTS_PER_TASK
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url)
@@ -91,6 +100,8 @@ class ModelConfig:
             raise ModelConfigInvalid("the deadline, output limit and reply cap must be positive")
         if self.lease_margin_seconds < 0:
             raise ModelConfigInvalid("the lease margin cannot be negative")
+        if self.requests_per_task < 1:
+            raise ModelConfigInvalid("a task needs at least one model request")
 
     @classmethod
     def from_env(
@@ -113,6 +124,9 @@ class ModelConfig:
             _number(env, f"{prefix}_TIMEOUT_SECONDS", float, DEFAULT_TIMEOUT_SECONDS),
             _number(env, f"{prefix}_MAX_OUTPUT_TOKENS", int, DEFAULT_MAX_OUTPUT_TOKENS),
             _number(env, f"{prefix}_MAX_REPLY_BYTES", int, DEFAULT_MAX_REPLY_BYTES),
+            requests_per_task=_number(
+                env, f"{prefix}_REQUESTS_PER_TASK", int, DEFAULT_REQUESTS_PER_TASK
+            ),
         )
 
     def __repr__(self) -> str:
@@ -126,6 +140,7 @@ class ModelConfig:
             "timeout_seconds": self.timeout_seconds,
             "max_output_tokens": self.max_output_tokens,
             "max_reply_bytes": self.max_reply_bytes,
+            "requests_per_task": self.requests_per_task,
         }
 
 
@@ -174,9 +189,12 @@ class _Completion(BaseModel):
 class RiskModel:
     """The risk skill's access to its model: a bounded client and a count of requests."""
 
-    def __init__(self, config: ModelConfig, request_limit: int = 1) -> None:
+    def __init__(
+        self, config: ModelConfig, request_limit: int = 1, grant: Budget | None = None
+    ) -> None:
         self.config = config
         self.request_limit = request_limit
+        self.grant = grant
         self.requests = 0
         self.tokens: list[int | None] = []
         http_client = httpx.AsyncClient(transport=BoundedTransport(config.max_reply_bytes))
@@ -217,21 +235,46 @@ class RiskModel:
             seconds = min(seconds, seconds_left)
         if seconds <= 0:
             raise ModelFailure(MODEL_TIMEOUT, "no time was left for the model before the lease")
+        output_tokens = self._within_grant()
         if self.requests >= self.request_limit:
             raise ModelFailure(LIMIT_REACHED, f"the budget of {self.request_limit} is spent")
         self.requests += 1
-        body = await self._send(messages, seconds)
+        body = await self._send(messages, seconds, output_tokens)
         reply = parsed(body)
         self.tokens.append(_total_tokens(reply))
         return ModelAnswer(complete_text(reply), _total_tokens(reply))
 
-    async def _send(self, messages: Sequence[Mapping[str, Any]], seconds: float) -> bytes:
+    def _within_grant(self) -> int:
+        """The output-token limit of the next request, if the grant's model budget covers
+        one more; ``model_budget_exhausted`` (nothing sent) if it does not."""
+        limit = self.config.max_output_tokens
+        grant = self.grant
+        if grant is None:
+            return limit
+        if grant.model_requests is not None and self.requests >= grant.model_requests:
+            raise ModelFailure(
+                MODEL_BUDGET_EXHAUSTED,
+                f"the grant allows {grant.model_requests} model requests; all are spent",
+            )
+        if grant.model_tokens is None:
+            return limit
+        spent = self.usage()["totalTokens"]
+        left = grant.model_tokens - spent if spent is not None else 0
+        if left <= 0:
+            raise ModelFailure(
+                MODEL_BUDGET_EXHAUSTED, "the grant's model tokens are spent or unknown"
+            )
+        return min(limit, left)
+
+    async def _send(
+        self, messages: Sequence[Mapping[str, Any]], seconds: float, output_tokens: int
+    ) -> bytes:
         try:
             async with asyncio.timeout(seconds):
                 raw = await self._client.chat.completions.with_raw_response.create(
                     model=self.config.model,
                     messages=cast(Any, list(messages)),
-                    max_tokens=self.config.max_output_tokens,
+                    max_tokens=output_tokens,
                     timeout=seconds,
                     response_format={"type": "json_object"},
                 )

@@ -204,7 +204,10 @@ def _default_authorize(
     if not settings.trusted_issuers:
         return anonymous
     verifier = DelegationVerifier(
-        settings.trusted_issuers, settings.agent_id, replay_guard=replay_guard
+        settings.trusted_issuers,
+        settings.agent_id,
+        replay_guard=replay_guard,
+        require_model_budget=settings.model is not None,
     )
     binding = task_binding_of(store.get) if store is not None else None
     issuers = settings.trusted_issuers

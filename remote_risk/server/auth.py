@@ -296,6 +296,7 @@ class DelegationAuthorizer:
             headers=_visible_headers(request),
             claim_task_creation=self._claim(method, verified) if creates_task else None,
             lease_expires_at=verified.grant.exp,
+            budget=verified.grant.handoff.budget,
         )
 
     async def authenticate(self, request: Request) -> Authenticated:

@@ -49,6 +49,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from contracts import strict_json
+from contracts.grant import Budget
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from remote_risk import errors
@@ -76,7 +77,7 @@ class CallContext:
     records that the caller's credential created a task and raises (e.g. a replayed
     delegation token) if it already did. ``lease_expires_at`` is the verified delegation
     token's ``exp`` (seconds since the epoch), when there is one: work for this request
-    must be done before it.
+    must be done before it, within the token's ``budget``.
     """
 
     owner: str
@@ -84,6 +85,8 @@ class CallContext:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     claim_task_creation: Callable[[], None] | None = field(default=None, repr=False)
     lease_expires_at: int | None = None
+    # The verified grant's budget claim: the model requests (and tokens) the work may spend.
+    budget: Budget | None = None
 
 
 Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]

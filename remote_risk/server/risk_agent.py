@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from contracts.evidence import Finding, FindingStatus
+from contracts.grant import Budget
 from contracts.wire import (
     Artifact,
     Message,
@@ -114,7 +115,7 @@ class RiskAgentHandler(TaskOperations):
             raise
         if not worked:
             leased = opened_by(record, request.message)
-            self._start(record, risk_input, context.lease_expires_at, leased=leased)
+            self._start(record, risk_input, context.lease_expires_at, leased, context.budget)
         if blocking:
             await self._store.wait_settled(record)
         return SendMessageResponse(task=record.snapshot(configuration.history_length))
@@ -127,7 +128,7 @@ class RiskAgentHandler(TaskOperations):
         record, risk_input = self._accept(request, configuration, context)
         stream = self._updates.follow(record.snapshot(configuration.history_length))
         leased = opened_by(record, request.message)
-        self._start(record, risk_input, context.lease_expires_at, leased=leased)
+        self._start(record, risk_input, context.lease_expires_at, leased, context.budget)
         return stream
 
     # --- the task's life ------------------------------------------------------------------
@@ -224,21 +225,21 @@ class RiskAgentHandler(TaskOperations):
         record: TaskRecord,
         risk_input: dict[str, Any],
         lease_expires_at: int | None,
-        *,
         leased: bool,
+        budget: Budget | None = None,
     ) -> None:
         """Work on a task that is submitted or working and has no worker here: a new or
         resumed task, or a retried send's task whose worker is gone (e.g. a restart).
         Unless this process already ``leased`` the task (it opened it, or took it over), it
         first takes the task's work lease, and leaves the task alone if another live
         process holds it. A model must be done before ``lease_expires_at`` (the delegation
-        token's exp)."""
+        token's exp) and within the token's ``budget``."""
         running = self._workers.get(record.id)
         if (running is not None and not running.done()) or record.state not in _UNFINISHED:
             return
         if not leased and not self._store.claim(record.id):
             return
-        worker = asyncio.create_task(self._work(record, risk_input, lease_expires_at))
+        worker = asyncio.create_task(self._work(record, risk_input, lease_expires_at, budget))
         self._workers[record.id] = worker
         worker.add_done_callback(lambda _: self._forget(record.id, worker))
 
@@ -268,7 +269,11 @@ class RiskAgentHandler(TaskOperations):
             logger.error("work on task %s failed; it is resumed later", task_id, exc_info=failure)
 
     async def _work(
-        self, record: TaskRecord, risk_input: dict[str, Any], lease_expires_at: int | None = None
+        self,
+        record: TaskRecord,
+        risk_input: dict[str, Any],
+        lease_expires_at: int | None = None,
+        budget: Budget | None = None,
     ) -> None:
         await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
         if not self._store.advance(record.id, TaskState.WORKING):
@@ -281,7 +286,7 @@ class RiskAgentHandler(TaskOperations):
             state, finding = run_skill(risk_input)
         else:
             state, finding, usage = await run_model_skill(
-                risk_input, self._model, lease_expires_at=lease_expires_at
+                risk_input, self._model, lease_expires_at=lease_expires_at, grant=budget
             )
         try:
             self._report(record, state, finding, usage=usage)

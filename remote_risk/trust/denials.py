@@ -56,6 +56,7 @@ class DenialReason(StrEnum):
     TOKEN_ENCODING_INVALID = "token_encoding_invalid"
     VALIDITY_WINDOW_INVALID = "validity_window_invalid"
     CONTINUATION_MISMATCH = "continuation_mismatch"
+    MODEL_BUDGET_UNBOUNDED = "model_budget_unbounded"
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ REASONS: Mapping[DenialReason, ReasonInfo] = {
     R.VALIDITY_WINDOW_INVALID: ReasonInfo(401, "iat <= nbf < exp does not hold"),
     R.CONTINUATION_MISMATCH: ReasonInfo(
         403, "the continued task was opened under another handoff binding"
+    ),
+    R.MODEL_BUDGET_UNBOUNDED: ReasonInfo(
+        403, "the service spends model requests and the budget claim names no model_requests"
     ),
 }
 

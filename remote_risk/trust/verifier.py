@@ -27,7 +27,8 @@ The checks run in a fixed order, cheapest and least trusting first:
    (``iat <= nbf < exp``: a token that can never be valid is refused), and the maximum
    lifetime;
 8. ``aud`` equal to this service's identifier (a single string; an array is refused);
-9. ``act`` depth, then the full grant shape;
+9. ``act`` depth, then the full grant shape (a service that spends model requests
+   requires the budget claim to name ``model_requests``);
 10. tenant, scope, effect budget and handoff binding against the request;
 11. for a request that creates a task, the ``jti`` claimed once in the replay guard.
 
@@ -160,7 +161,11 @@ class DelegationVerifier:
         max_act_depth: int = DEFAULT_MAX_ACT_DEPTH,
         max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
         replay_guard: ReplayGuard | None = None,
+        require_model_budget: bool = False,
     ) -> None:
+        """``require_model_budget``: this service spends model requests on the work, so a
+        token must bound them (``handoff.budget.model_requests``); a budget claim without
+        that limit is wider than any grant that has one, and is refused."""
         if not trusted_issuers or not all(
             isinstance(k, TrustedKeys) for k in trusted_issuers.values()
         ):
@@ -182,6 +187,7 @@ class DelegationVerifier:
         if replay_guard is None:
             replay_guard = InMemoryReplayGuard(clock, leeway=leeway)
         self._replay = replay_guard
+        self._require_model_budget = require_model_budget
 
     def authenticate(self, token: str | None) -> Authenticated:
         """Every check that does not depend on the request (steps 1 to 9 and the grant's
@@ -249,7 +255,10 @@ class DelegationVerifier:
             raise deny(R.AUDIENCE_MISMATCH, "the token is meant for another service")
         if _act_depth(claims["act"]) > self._max_act_depth:
             raise deny(R.ACT_CHAIN_TOO_DEEP, f"limit is {self._max_act_depth}")
-        return Grant.model_validate(claims)
+        grant = Grant.model_validate(claims)
+        if self._require_model_budget and grant.handoff.budget.model_requests is None:
+            raise deny(R.MODEL_BUDGET_UNBOUNDED, "a missing model-request limit counts as wider")
+        return grant
 
     def _for_request(self, authenticated: Authenticated, request: _Request) -> VerifiedDelegation:
         """The request binding: tenant, scopes, effects, handoff; then the jti claim."""

@@ -338,6 +338,7 @@ def test_http_status_splits_bad_tokens_from_forbidden_requests() -> None:
         R.EFFECTS_NOT_ALLOWED,
         R.HANDOFF_MISMATCH,
         R.CONTINUATION_MISMATCH,
+        R.MODEL_BUDGET_UNBOUNDED,
     }
     assert set(REASONS) == set(DenialReason)
     for reason, info in REASONS.items():
