@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 
 from opentelemetry import context as otel_context
@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
 )
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import Link, SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 __all__ = [
@@ -143,6 +143,7 @@ class ServiceTracing:
         *,
         kind: SpanKind = SpanKind.INTERNAL,
         parent: otel_context.Context | None = None,
+        links: Sequence[Link] = (),
     ) -> Iterator[trace.Span]:
         """A span around a step; ``None`` attributes are left out. An exception escaping it
         is recorded with its type only (its message might quote what it was about)."""
@@ -152,6 +153,7 @@ class ServiceTracing:
             context=parent,
             kind=kind,
             attributes=given,
+            links=links,
             record_exception=False,
             set_status_on_exception=False,
         ) as current:

@@ -175,7 +175,7 @@ class HandoffDriver:
 
     async def drive(self) -> RemoteOutcome:
         """:meth:`_drive` in the handoff's span (in its run's trace), counted in flight."""
-        with observed.handoff(self.record, self.run.trace_id) as span:
+        with observed.handoff(self.record, self.run.trace_id, self.run.span_id) as span:
             outcome = await self._drive()
             observed.ended(span, self.record)
         return outcome

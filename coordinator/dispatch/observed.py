@@ -2,8 +2,9 @@
 
 A handoff's span is in its run's trace even when it is driven outside the span that
 started the run (a worker, a restarted coordinator): :func:`~coordinator.telemetry.tracing.
-run_context` supplies the parent. Attributes name the handoff by its ids, the target and
-skill, and verdicts by their reason codes; never the payload, the artifact or the token.
+run_parent` makes that span its parent and links to it. Attributes name the handoff by
+its ids, the target and skill, and verdicts by their reason codes; never the payload, the
+artifact or the token.
 """
 
 from __future__ import annotations
@@ -38,12 +39,15 @@ def step(name: str, record: HandoffRecord) -> Iterator[None]:
 
 
 @contextmanager
-def handoff(record: HandoffRecord, trace_id: str | None) -> Iterator[trace.Span]:
+def handoff(
+    record: HandoffRecord, trace_id: str | None, run_span_id: str | None = None
+) -> Iterator[trace.Span]:
     """The span of driving one attempt, counted in flight while it lasts."""
     metrics.IN_FLIGHT.inc()
+    parent, links = tracing.run_parent(trace_id, run_span_id)
     try:
         with tracing.span(
-            P + "handoff", record_attributes(record), parent=tracing.run_context(trace_id)
+            P + "handoff", record_attributes(record), parent=parent, links=links
         ) as span:
             yield span
     finally:

@@ -60,6 +60,8 @@ class Run:
     store: RunStore = field(kw_only=True, repr=False)
     # The run's OpenTelemetry trace (the one it started in), the join key of its ledger events.
     trace_id: str = field(default_factory=tracing.trace_id_for_new_run)
+    # The span the run started in (None outside any span): later work on the run hangs there.
+    span_id: str | None = field(default_factory=tracing.current_span_id)
     announce: bool = True
     kind: str = "pilot"
     driver: str | None = None
@@ -173,6 +175,7 @@ class Run:
         return {
             "run_id": self.run_id,
             "trace_id": self.trace_id,
+            "span_id": self.span_id,
             "kind": self.kind,
             "owner": self.owner,
             "ownership_path": list(self.ownership_path),

@@ -71,6 +71,7 @@ def restore_run(
         kind=row["kind"],
         driver=driver,
         trace_id=_trace_of(row["document"]),
+        span_id=_span_of(row["document"]),
     )
     book = run.book
     book.driver_lease_seconds = lease_seconds
@@ -206,3 +207,9 @@ def _trace_of(document: dict[str, Any]) -> str:
     """The stored run's trace id, so that what a restarted coordinator does joins its trace."""
     trace_id = document.get("trace_id")
     return trace_id if isinstance(trace_id, str) and trace_id else tracing.trace_id_for_new_run()
+
+
+def _span_of(document: dict[str, Any]) -> str | None:
+    """The span the stored run started in, if it was kept (later work hangs under it)."""
+    span_id = document.get("span_id")
+    return span_id if isinstance(span_id, str) and span_id else None

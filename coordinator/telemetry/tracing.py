@@ -13,7 +13,7 @@ import uuid
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags
 
 from agent_cards.telemetry.tracing import (
     Attribute,
@@ -49,6 +49,7 @@ __all__ = [
     "annotate",
     "build_provider",
     "configure",
+    "current_span_id",
     "current_trace_id",
     "disabled",
     "exporter_names",
@@ -57,7 +58,8 @@ __all__ = [
     "inject",
     "inject_for",
     "provider",
-    "run_context",
+    "run_parent",
+    "run_span_context",
     "service_tracing",
     "span",
     "trace_id_for_new_run",
@@ -70,22 +72,47 @@ def trace_id_for_new_run() -> str:
     return current_trace_id() or uuid.uuid4().hex
 
 
-def run_context(trace_id: str | None) -> otel_context.Context | None:
-    """A parent context in the run's trace, for work on a run outside the span that started
-    it (a worker driving a submitted handoff, a restarted coordinator recovering one).
-    None when the current span already is in that trace, or the id is not a trace id."""
+def current_span_id() -> str | None:
+    """The current span's id as 16 lowercase hex digits, or None outside any span."""
+    context = trace.get_current_span().get_span_context()
+    return format(context.span_id, "016x") if context.is_valid else None
+
+
+def run_span_context(trace_id: str | None, span_id: str | None = None) -> SpanContext | None:
+    """The span context of the span a run started in (``span_id``, kept with the run), for
+    work on the run outside that span (a worker driving a submitted handoff, a restarted
+    coordinator recovering one); None when the current span already is in the run's
+    trace, or the ids are not ids. Without ``span_id`` (a run stored before it was kept)
+    the parent is a stand-in span of the run's trace, so the work still joins the trace."""
     if trace_id is None or trace_id == current_trace_id():
         return None
-    try:
-        value = int(trace_id, 16)
-    except ValueError:
+    trace_value, span_value = _hex(trace_id, 32), _hex(span_id, 16) if span_id else None
+    if trace_value is None:
         return None
-    if len(trace_id) != 32 or value == 0:
-        return None
-    parent = SpanContext(
-        trace_id=value,
-        span_id=int(uuid.uuid4().hex[:16], 16) or 1,
+    return SpanContext(
+        trace_id=trace_value,
+        span_id=span_value or int(uuid.uuid4().hex[:16], 16) or 1,
         is_remote=True,
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
     )
-    return trace.set_span_in_context(NonRecordingSpan(parent))
+
+
+def run_parent(
+    trace_id: str | None, span_id: str | None = None
+) -> tuple[otel_context.Context | None, list[Link]]:
+    """The parent context for work on a run outside its span, and a link to the span the
+    run started in (when it is known): the work hangs under that span in the run's trace
+    and names it the conventional way too (see :func:`run_span_context`)."""
+    parent = run_span_context(trace_id, span_id)
+    if parent is None:
+        return None, []
+    links = [Link(parent, {PREFIX + "link": "run"})] if span_id else []
+    return trace.set_span_in_context(NonRecordingSpan(parent)), links
+
+
+def _hex(value: str, digits: int) -> int | None:
+    try:
+        number = int(value, 16)
+    except ValueError:
+        return None
+    return number if len(value) == digits and number != 0 else None

@@ -305,26 +305,33 @@ class DelegationAuthorizer:
 
         With an :class:`~remote_risk.trust.refresh.IssuerDirectory`, an expired issuer
         set is refreshed in the background, and a kid the issuer's keys lack makes one
-        refresh (rate-limited) and one more try."""
-        try:
-            token = bearer_token(request)
-            directory = self._issuers
-            if directory is None:
-                return self._verifier.authenticate(token)
-            directory.refresh_expired()
-            version = directory.version
+        refresh (rate-limited) and one more try. It runs in a span of its own,
+        ``remote_risk.authenticate_token``, with the verdict and a denial's reason."""
+        with tracing.span(tracing.PREFIX + "authenticate_token") as span:
             try:
-                return self._verifier.authenticate(token)
+                authenticated = await self._authenticate(bearer_token(request))
             except DelegationDenied as denial:
-                if denial.reason is not DenialReason.KID_UNKNOWN or denial.issuer is None:
-                    raise
-                await directory.refresh(denial.issuer, unknown_kid=True)
-                if directory.version == version:
-                    raise
-                return self._verifier.authenticate(token)
+                observed.checked_before_body(span, denial.reason.value)
+                self.decisions.record(denied(BODY_NOT_READ, denial))
+                raise refusal(denial) from None
+            observed.checked_before_body(span, None)
+            return authenticated
+
+    async def _authenticate(self, token: str | None) -> Authenticated:
+        directory = self._issuers
+        if directory is None:
+            return self._verifier.authenticate(token)
+        directory.refresh_expired()
+        version = directory.version
+        try:
+            return self._verifier.authenticate(token)
         except DelegationDenied as denial:
-            self.decisions.record(denied(BODY_NOT_READ, denial))
-            raise refusal(denial) from None
+            if denial.reason is not DenialReason.KID_UNKNOWN or denial.issuer is None:
+                raise
+            await directory.refresh(denial.issuer, unknown_kid=True)
+            if directory.version == version:
+                raise
+            return self._verifier.authenticate(token)
 
     def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
         """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""

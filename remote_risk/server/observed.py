@@ -1,8 +1,12 @@
-"""Spans and counts of remote_risk's own steps: skill work and push delivery.
+"""Spans and counts of remote_risk's own steps: the token check before the body, skill
+work (deterministic or model-backed) and push delivery.
 
-Decorators, so the steps themselves stay as they are. The skill's span names the skill and
-the state its outcome leads to, never its input or its finding; a push delivery's span
-names whether it was delivered and after how many attempts, never the URL's credentials.
+Decorators and wrappers, so the steps themselves stay as they are. The skill's span names
+the skill and the state its outcome leads to, never its input or its finding; the
+model-backed skill's span adds the model requests and tokens it used, its grant's model
+budget and its failure's reason code, never a prompt, a reply or the model's key; a push
+delivery's span names whether it was delivered and after how many attempts, never the
+URL's credentials.
 """
 
 from __future__ import annotations
@@ -12,7 +16,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
+from opentelemetry import trace
+
+from contracts.grant import Budget
 from contracts.wire import TaskState
+from remote_risk.risk.interpreter import ModelSkillResult, run_model_skill
+from remote_risk.risk.model import ModelConfig
 from remote_risk.telemetry import http, metrics, tracing
 
 P = tracing.PREFIX
@@ -40,6 +49,52 @@ def skill_work(
             metrics.SKILL_SECONDS.labels(SKILL_ID, outcome).observe(seconds)
 
     return traced
+
+
+async def model_skill(
+    risk_input: Mapping[str, Any],
+    config: ModelConfig,
+    *,
+    lease_expires_at: float | None,
+    grant: Budget | None,
+) -> ModelSkillResult:
+    """The model-backed skill's run in a span ``remote_risk.skill``, timed by outcome."""
+    started, outcome = time.perf_counter(), "error"
+    budget = grant.model_requests if grant is not None else None
+    attributes: dict[str, tracing.Attribute | None] = {
+        P + "skill_id": SKILL_ID,
+        P + "skill.model": True,
+        P + "model.budget": budget,
+    }
+    try:
+        with tracing.span(P + "skill", attributes) as span:
+            result = await run_model_skill(
+                risk_input, config, lease_expires_at=lease_expires_at, grant=grant
+            )
+            outcome = result.state.name.lower()
+            if span.is_recording():
+                _model_outcome(span, result)
+            return result
+    finally:
+        metrics.SKILL_SECONDS.labels(SKILL_ID, outcome).observe(time.perf_counter() - started)
+
+
+def _model_outcome(span: trace.Span, result: ModelSkillResult) -> None:
+    span.set_attribute(P + "task_state", result.state.value)
+    span.set_attribute(P + "model.requests", int(result.usage.get("requests") or 0))
+    tokens = result.usage.get("totalTokens")
+    if type(tokens) is int:
+        span.set_attribute(P + "model.total_tokens", tokens)
+    if result.finding.error_code:
+        span.set_attribute(P + "error_code", result.finding.error_code)
+
+
+def checked_before_body(span: trace.Span, reason: str | None) -> None:
+    """The verdict of the token check made from the headers alone, on its span."""
+    if span.is_recording():
+        span.set_attribute(P + "token.verdict", "denied" if reason else "allowed")
+        if reason:
+            span.set_attribute(P + "denial_reason", reason)
 
 
 def push_delivery(

@@ -48,7 +48,6 @@ from contracts.wire import (
 )
 from remote_risk import errors
 from remote_risk.risk import skill
-from remote_risk.risk.interpreter import run_model_skill
 from remote_risk.risk.model import ModelConfig
 from remote_risk.server import observed
 from remote_risk.server.jsonrpc import (
@@ -285,7 +284,7 @@ class RiskAgentHandler(TaskOperations):
         if self._model is None:
             state, finding = run_skill(risk_input)
         else:
-            state, finding, usage = await run_model_skill(
+            state, finding, usage = await observed.model_skill(
                 risk_input, self._model, lease_expires_at=lease_expires_at, grant=budget
             )
         try:
