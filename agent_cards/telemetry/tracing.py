@@ -8,7 +8,8 @@ unset, ``otlp`` if ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACE
 set, else nothing is exported), ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``http/protobuf`` by
 default, or ``grpc``), ``OTEL_TRACES_SAMPLER`` and ``OTEL_SDK_DISABLED``. Spans are made even
 when nothing exports them, so that every request has a real trace id and every outgoing
-A2A request carries ``traceparent``; ``OTEL_SDK_DISABLED=true`` turns tracing off entirely.
+A2A request carries ``traceparent`` (such spans record nothing: see
+:class:`ServiceTracing`); ``OTEL_SDK_DISABLED=true`` turns tracing off entirely.
 
 Attributes follow the OpenTelemetry semantic conventions where they exist (HTTP, RPC); a
 service names its own under its prefix. Never put a token, a payload or an artifact in one.
@@ -32,7 +33,8 @@ from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
 )
-from opentelemetry.trace import Link, SpanKind
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 __all__ = [
@@ -51,6 +53,8 @@ __all__ = [
 Attribute = str | bool | int | float
 _propagator = TraceContextTextMapPropagator()
 _getter: DefaultGetter = DefaultGetter()
+_ids = RandomIdGenerator()
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
 def disabled(env: Mapping[str, str] = os.environ) -> bool:
@@ -97,12 +101,22 @@ def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter:
 
 
 class ServiceTracing:
-    """One service's tracer provider, built from the environment on first use."""
+    """One service's tracer provider, built from the environment on first use.
+
+    A span nobody receives (no exporter configured, no processor added, no sampler
+    named) is not recorded: its context is still made from its parent's (or a fresh trace
+    id, sampled), made current and propagated, so trace ids join up across the hop and
+    every log line names its trace, but no attributes are kept and nothing is processed
+    when it ends. Adding a processor (an exporter, or a test's in-memory one) makes the
+    spans recorded from then on.
+    """
 
     def __init__(self, default_service_name: str, instrumentation: str) -> None:
         self.default_service_name = default_service_name
         self.instrumentation = instrumentation
         self._provider: trace.TracerProvider | None = None
+        self._tracer: trace.Tracer | None = None
+        self._unheard = False
 
     def build_provider(self, env: Mapping[str, str] = os.environ) -> trace.TracerProvider:
         """A provider configured from ``env`` (see the module's docstring)."""
@@ -116,24 +130,55 @@ class ServiceTracing:
 
     def provider(self) -> trace.TracerProvider:
         if self._provider is None:
-            self._provider = self.build_provider()
+            self._adopt(self.build_provider(), os.environ)
+        assert self._provider is not None
         return self._provider
 
     def configure(self, env: Mapping[str, str] = os.environ) -> trace.TracerProvider:
         """Rebuild the provider from ``env`` (a process's entry point, or a test)."""
-        old, self._provider = self._provider, self.build_provider(env)
+        old = self._provider
+        self._adopt(self.build_provider(env), env)
         if isinstance(old, TracerProvider):
             old.shutdown()
+        assert self._provider is not None
         return self._provider
+
+    def _adopt(self, provider: trace.TracerProvider, env: Mapping[str, str]) -> None:
+        self._provider = provider
+        self._tracer = provider.get_tracer(self.instrumentation)
+        self._unheard = (
+            isinstance(provider, TracerProvider)
+            and not exporter_names(env)
+            and not env.get("OTEL_TRACES_SAMPLER", "").strip()
+        )
 
     def add_span_processor(self, processor: SpanProcessor) -> None:
         """Send this service's spans to ``processor`` too (an in-memory exporter in tests)."""
         current = self.provider()
         if isinstance(current, TracerProvider):
             current.add_span_processor(processor)
+            self._unheard = False
 
     def tracer(self) -> trace.Tracer:
-        return self.provider().get_tracer(self.instrumentation)
+        if self._tracer is None:
+            self.provider()
+        assert self._tracer is not None
+        return self._tracer
+
+    def start_span(
+        self,
+        name: str,
+        attributes: Mapping[str, Attribute | None] | None = None,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> trace.Span:
+        """A span under the current one, started but not made current; the caller ends it
+        (a stream's span, whose context goes into the stream's request headers)."""
+        tracer = self.tracer()
+        if self._unheard:
+            return _unrecorded_span(None)
+        given = {key: value for key, value in (attributes or {}).items() if value is not None}
+        return tracer.start_span(name, kind=kind, attributes=given)
 
     @contextmanager
     def span(
@@ -147,8 +192,13 @@ class ServiceTracing:
     ) -> Iterator[trace.Span]:
         """A span around a step; ``None`` attributes are left out. An exception escaping it
         is recorded with its type only (its message might quote what it was about)."""
+        tracer = self.tracer()
+        if self._unheard:
+            with _unrecorded(parent) as unheard:
+                yield unheard
+            return
         given = {key: value for key, value in (attributes or {}).items() if value is not None}
-        with self.tracer().start_as_current_span(
+        with tracer.start_as_current_span(
             name,
             context=parent,
             kind=kind,
@@ -162,6 +212,24 @@ class ServiceTracing:
             except BaseException as exc:
                 current.set_attribute("error.type", type(exc).__name__)
                 raise
+
+
+def _unrecorded_span(parent: otel_context.Context | None) -> trace.Span:
+    """A span that records nothing: the parent's trace (or a fresh, sampled one), a span
+    id of its own, the parent's flags and state (as the default ``ParentBased`` would)."""
+    above = trace.get_current_span(parent).get_span_context()
+    if above.is_valid:
+        trace_id, flags, state = above.trace_id, above.trace_flags, above.trace_state
+    else:
+        trace_id, flags, state = _ids.generate_trace_id(), _SAMPLED, None
+    return NonRecordingSpan(SpanContext(trace_id, _ids.generate_span_id(), False, flags, state))
+
+
+@contextmanager
+def _unrecorded(parent: otel_context.Context | None) -> Iterator[trace.Span]:
+    """:func:`_unrecorded_span`, made current for the block."""
+    with trace.use_span(_unrecorded_span(parent), end_on_exit=False) as current:
+        yield current
 
 
 def annotate(**attributes: Attribute | None) -> None:

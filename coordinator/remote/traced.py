@@ -56,8 +56,7 @@ def remote_call(method: str, endpoint: str) -> Iterator[None]:
 @contextmanager
 def remote_stream(method: str, endpoint: str, headers: MutableMapping[str, str]) -> Iterator[None]:
     """A stream's span, not made current; its ``traceparent`` goes into ``headers``."""
-    attributes = {k: v for k, v in _attributes(method, endpoint).items() if v is not None}
-    span = tracing.tracer().start_span(f"a2a/{method}", kind=SpanKind.CLIENT, attributes=attributes)
+    span = tracing.start_span(f"a2a/{method}", _attributes(method, endpoint), kind=SpanKind.CLIENT)
     tracing.inject_for(span, headers)
     started = time.perf_counter()
     outcome = "error"

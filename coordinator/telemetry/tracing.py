@@ -39,6 +39,7 @@ configure = service_tracing.configure
 add_span_processor = service_tracing.add_span_processor
 tracer = service_tracing.tracer
 span = service_tracing.span
+start_span = service_tracing.start_span
 
 __all__ = [
     "DEFAULT_SERVICE_NAME",
@@ -62,6 +63,7 @@ __all__ = [
     "run_span_context",
     "service_tracing",
     "span",
+    "start_span",
     "trace_id_for_new_run",
     "tracer",
 ]
