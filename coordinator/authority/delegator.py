@@ -74,8 +74,14 @@ def authority_from(document: dict[str, Any]) -> RunAuthority:
         resources=frozenset(document["resources"]),
         lifetime_seconds=int(document["lifetime_seconds"]),
         max_context_units=int(document["max_context_units"]),
-        budget=Budget.model_validate(document["budget"]),
+        budget=_stored_budget(document["budget"]),
     )
+
+
+def _stored_budget(stored: dict[str, Any]) -> Budget:
+    """A stored run's budget; one stored before runs named a model limit gets the default
+    one (narrower than none, never wider), so its grants still bound the remote's models."""
+    return Budget.model_validate({"model_requests": DEFAULT_MODEL_REQUESTS, **stored})
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def settlement(record: HandoffRecord) -> list[tuple[UnitKind, HandoffBudget]]:
         actions=budget.actions - used.actions,
         context_units=budget.context_units - used.context_units,
         effects=budget.effects,
-        model_requests=(budget.model_requests or 0) - (requests[0] or 0),
+        model_requests=_unused(budget.model_requests, requests[0]) or 0,
         model_tokens=_unused(budget.model_tokens, tokens[0]),
     )
     units = [(UnitKind.CONSUMED, used), (UnitKind.RELEASED, released)]
@@ -121,10 +121,12 @@ def settlement(record: HandoffRecord) -> list[tuple[UnitKind, HandoffBudget]]:
     return units
 
 
-def _within(reported: int | None, held: int | None) -> tuple[int | None, int]:
+def _within(reported: int | None, held: int | None) -> tuple[int | None, int | None]:
     """``reported`` split into the part inside ``held`` and the part beyond it (no limit:
     all of it inside; unknown stays unknown)."""
-    if reported is None or held is None:
+    if reported is None:
+        return None, None
+    if held is None:
         return reported, 0
     return min(reported, held), max(0, reported - held)
 
@@ -189,7 +191,8 @@ def unit_from_row(row: Mapping[str, object]) -> BudgetEntry:
 
 
 def _unused(held: int | None, used: int | None) -> int | None:
-    """What of a token envelope goes back: none when the tokens used are unknown."""
+    """What of an envelope goes back (None: the envelope names no such limit); nothing
+    when what was used is unknown."""
     if held is None:
         return None
     return 0 if used is None else held - used

@@ -21,7 +21,13 @@ import pytest
 
 from contracts.grant import Budget
 from contracts.handoff import HandoffState
-from coordinator.authority.delegator import DEFAULT_ISSUER, RunAuthority
+from coordinator.authority.delegator import (
+    DEFAULT_ISSUER,
+    DEFAULT_MODEL_REQUESTS,
+    RunAuthority,
+    authority_document,
+    authority_from,
+)
 from coordinator.dispatch.driver import RemoteOutcome
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
@@ -166,3 +172,13 @@ def test_the_refusal_reaches_the_coordinator_as_a_failed_dispatch(
     assert model.requests == []
     assert outcome.record.reason == "dispatch_failed:DelegationPermissionDeniedError"
     assert any("names no model_requests" in note for note in outcome.notes), outcome.notes
+
+
+def test_a_run_stored_before_model_limits_gets_the_default_one() -> None:
+    """Recovering a run whose stored authority names no model limit bounds its grants
+    with the default (narrower than none); an explicit null stays unlimited."""
+    stored = authority_document(RunAuthority())
+    stored["budget"] = {"actions": 8, "context_units": 256_000, "effects": 0}
+    assert authority_from(stored).budget.model_requests == DEFAULT_MODEL_REQUESTS
+    stored["budget"]["model_requests"] = None
+    assert authority_from(stored).budget.model_requests is None
