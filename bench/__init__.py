@@ -11,7 +11,9 @@ soak run. One module per figure:
 * :mod:`bench.token_cost`   (3) delegation-token verification against a bare ``jwt.decode``;
 * :mod:`bench.ledger_verify` (4) ``audit verify`` over a ledger of 100,000 events;
 * :mod:`bench.memory`       (5) memory retained per finished handoff and per finished task;
-* :mod:`bench.fanout`       (6) four slow specialists consulted in parallel.
+* :mod:`bench.fanout`       (6) four slow specialists consulted in parallel;
+* :mod:`bench.tracing_cost` (7) governed handoffs with tracing on against tracing off, in
+  alternating paired rounds (``BENCH_ONLY=7`` runs it alone).
 
 Servers run as separate processes pinned to core 0 and the load to core 1 when
 ``taskset`` exists (:mod:`bench.procs`); all traffic stays on 127.0.0.1. Nothing here is

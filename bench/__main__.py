@@ -4,7 +4,8 @@ Timing comes from the environment so that a development run can be short:
 ``BENCH_SECONDS`` (each measured window, default 4), ``BENCH_RUNS`` (windows per point,
 default 3), ``BENCH_WARMUP`` (default 1), ``BENCH_LEVELS`` (concurrencies, default
 ``1,8,32``), ``BENCH_LEDGER_EVENTS`` (default 100000) and ``BENCH_ONLY`` (comma-separated
-figure numbers, default all).
+figure numbers, default all: ``BENCH_ONLY=7`` runs only the cost of tracing; see
+:mod:`bench.tracing_cost` for its rounds).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import procs, remote_side, services
+from bench import procs, remote_side, services, tracing_cost
 from bench.stats import Figure, Spread, figure, machine, write_results
 
 OUT = Path(__file__).resolve().parent
@@ -202,41 +203,6 @@ def fanout_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
     ]
 
 
-# Tracing off: the OpenTelemetry SDK disabled in both processes; on: spans made (so ids
-# join up and traceparent is sent) but no exporter configured, the default.
-TRACING_OFF = {"OTEL_SDK_DISABLED": "true"}
-TRACING_ON = {"OTEL_SDK_DISABLED": "false", "OTEL_TRACES_EXPORTER": "none"}
-
-
-def tracing_figures(root: Path, issuer: services.Issuer, timing: Timing) -> list[Figure]:
-    """(7) governed handoffs at c=8 with tracing on (no exporter) against tracing off."""
-    measured: dict[str, Spread] = {}
-    for label, env in (("off", TRACING_OFF), ("on", TRACING_ON)):
-        with services.remote_risk(root, issuer, name=f"tracing-{label}", env=env) as risk:
-            result = procs.run_load(
-                "bench.handoffs",
-                "coordinator",
-                risk.url,
-                "--concurrency",
-                "8",
-                "--keys",
-                str(issuer.keys_dir),
-                *timing.args(),
-                env=env,
-            )
-        measured[label] = _runs(result, "rps")
-    return [
-        figure(
-            "(7) governed handoffs with tracing on (no exporter), c=8",
-            measured["on"],
-            "handoffs/s",
-            baseline=measured["off"],
-            baseline_name="tracing off (OTEL_SDK_DISABLED)",
-            goal=">= 0.95",
-        )
-    ]
-
-
 def main() -> None:
     timing = Timing.from_env()
     levels = [int(level) for level in os.environ.get("BENCH_LEVELS", "1,8,32").split(",")]
@@ -253,7 +219,7 @@ def main() -> None:
             ("4", ledger_figures),
             ("5", lambda: memory_figures(root, issuer)),
             ("6", lambda: fanout_figures(root, issuer)),
-            ("7", lambda: tracing_figures(root, issuer, timing)),
+            ("7", lambda: tracing_cost.figures(root, issuer, timing.seconds, timing.warmup)),
         ]
         for number, step in steps:
             if number in only:
