@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -50,7 +51,7 @@ def proposal(**changes: Any) -> HandoffRecord:
         "resource": "pilot-records",
         "delegation_expires_at": NOW + timedelta(minutes=1),
         "lease_expires_at": NOW + timedelta(minutes=1),
-        "budget": HandoffBudget(actions=1, context_units=1_000, effects=0),
+        "budget": HandoffBudget(actions=1, context_units=1_000, effects=0, model_requests=1),
         "cancel_ref": "cancel-run-1",
         "on_timeout": TimeoutDisposition.CONTINUE_WITHOUT_EVIDENCE,
         "duplicate_key": "risk:policy:v3",
@@ -99,6 +100,28 @@ def test_each_predicate_denies(changes: dict[str, Any], predicate: str) -> None:
     with pytest.raises(AdmissionDenied) as caught:
         admit(proposal(**changes), PARENT, CTX)
     assert caught.value.reason == predicate
+
+
+MODEL_PARENT = dataclasses.replace(
+    PARENT,
+    remaining=HandoffBudget(actions=4, context_units=10_000, effects=0, model_requests=2),
+)
+
+
+@pytest.mark.parametrize(
+    ("model_requests", "admitted"),
+    [(0, True), (2, True), (3, False), (None, False)],  # None: no limit named, asks for all
+)
+def test_a_model_share_over_what_the_run_has_left_is_refused(
+    model_requests: int | None, admitted: bool
+) -> None:
+    budget = HandoffBudget(actions=1, context_units=1, effects=0, model_requests=model_requests)
+    if admitted:
+        assert admit(proposal(budget=budget), MODEL_PARENT, CTX).budget == budget
+        return
+    with pytest.raises(AdmissionDenied) as caught:
+        admit(proposal(budget=budget), MODEL_PARENT, CTX)
+    assert caught.value.reason == "over_budget"
 
 
 def test_context_budget_is_clamped_not_refused() -> None:
