@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean bench soak conformance
+.PHONY: demo test lint typecheck check clean bench soak conformance proto
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ bench: $(STAMP)
 # 1,000 handoffs in flight against a slow remote; bounded to a few minutes, loopback only.
 soak: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.soak
+
+# The gRPC modules generated from agent_cards/bindings/grpc/a2a.proto (checked in).
+proto: $(STAMP)
+	$(BIN)/python -m agent_cards.bindings.regenerate
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
