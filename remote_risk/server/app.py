@@ -65,6 +65,7 @@ from remote_risk.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]
 
 JWKS_PATH = "/.well-known/jwks.json"
+JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
 JWKS_MAX_AGE_SECONDS = 300
 CARD_DOCUMENT = "risk"
 
@@ -147,12 +148,14 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             card_route(card, settings.card_max_age_seconds),
             jwks_route(keys),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+            # the same endpoint, not a redirect: clients joining "/" to the URL post here
+            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_slash"),
             *health_routes(durable.engine if durable else None),
             metrics_route(settings.metrics_token),
         ],
     )
     authenticate = getattr(authorize, "authenticate", None)
-    limits.install(app, settings.edge_limits, path=JSONRPC_PATH, authenticate=authenticate)
+    limits.install(app, settings.edge_limits, paths=JSONRPC_PATHS, authenticate=authenticate)
     # outermost: requests the edge refuses get their span and access line too
     app.add_middleware(ObservedHTTP)
     app.state.settings = settings

@@ -67,15 +67,16 @@ def body_refusal(status: int, reason: str, message: str) -> ASGIApp:
 
 
 class TokenFirst:
-    """Authenticate the delegation token of a POST to ``path`` before its body is read."""
+    """Authenticate the delegation token of a POST to one of ``paths`` before its body is
+    read."""
 
-    def __init__(self, app: ASGIApp, *, path: str, authenticate: Authenticate) -> None:
+    def __init__(self, app: ASGIApp, *, paths: frozenset[str], authenticate: Authenticate) -> None:
         self.app = app
-        self._path = path
+        self._paths = paths
         self._authenticate = authenticate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self._paths:
             try:
                 authenticated = await self._authenticate(Request(scope))
             except errors.DelegationRefused as refused:
@@ -86,10 +87,14 @@ class TokenFirst:
 
 
 def install(
-    app: Starlette, limits: EdgeLimits, *, path: str, authenticate: Authenticate | None
+    app: Starlette,
+    limits: EdgeLimits,
+    *,
+    paths: frozenset[str],
+    authenticate: Authenticate | None,
 ) -> None:
     """Put ``app`` behind the body guard and, when tokens are checked, the token check
     (added last, so it runs first)."""
     app.add_middleware(BodyGuard, limits=limits, refuse=body_refusal)
     if authenticate is not None:
-        app.add_middleware(TokenFirst, path=path, authenticate=authenticate)
+        app.add_middleware(TokenFirst, paths=paths, authenticate=authenticate)

@@ -8,6 +8,7 @@ names whether it was delivered and after how many attempts, never the URL's cred
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
@@ -15,6 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 from contracts.wire import TaskState
 from remote_risk.telemetry import http, metrics, tracing
 
+logger = logging.getLogger(__name__)
 P = tracing.PREFIX
 SKILL_ID = "interpret-risk-policy"
 Params = ParamSpec("Params")
@@ -68,3 +70,11 @@ def token_decision(method: str, allowed: bool, reason: str) -> None:
     if not allowed:
         metrics.TOKEN_REFUSALS.labels(reason).inc()
         http.note(denial_reason=reason)
+
+
+def ignored_fields(binding: str, paths: list[str]) -> None:
+    """Request members the protocol does not define, ignored: counted and logged (debug),
+    by path only, never with their values."""
+    if paths:
+        metrics.IGNORED_FIELDS.labels(binding).inc(len(paths))
+        logger.debug("%s request: ignored unknown members %s", binding, ", ".join(paths))

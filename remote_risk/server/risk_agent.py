@@ -147,6 +147,8 @@ class RiskAgentHandler(TaskOperations):
                 "push notifications are not supported by this agent; poll with GetTask instead"
             )
         check_configuration(configuration)
+        if request.message.task_id is not None:  # the task before its content (docs/)
+            self._store.get(context.owner, request.message.task_id)
         risk_input = risk_input_of(request.message)
         if push_config is not None and self._push is not None:
             self._push.delivery.policy.check_syntax(push_config.url)
