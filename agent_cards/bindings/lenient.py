@@ -16,7 +16,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-__all__ = ["known_part"]
+__all__ = ["known_part", "model_in"]
 
 
 def known_part(model: type[BaseModel], document: Any, path: str = "") -> tuple[Any, list[str]]:
@@ -40,7 +40,7 @@ def known_part(model: type[BaseModel], document: Any, path: str = "") -> tuple[A
 
 
 def _walk(annotation: Any, value: Any, path: str) -> tuple[Any, list[str]]:
-    nested = _model_in(annotation)
+    nested = model_in(annotation)
     if nested is not None and isinstance(value, dict):
         return known_part(nested, value, path)
     item = _item_model(annotation)
@@ -56,18 +56,20 @@ def _members(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model ``annotation`` names, directly, in a list or as one member of a union."""
     for member in _members(annotation):
         if isinstance(member, type) and issubclass(member, BaseModel):
             return member
-    return None
+    item = _item_model(annotation)
+    return item
 
 
 def _item_model(annotation: Any) -> type[BaseModel] | None:
     for member in _members(annotation):
         if get_origin(member) is list:
             (item,) = get_args(member) or (None,)
-            inner = _model_in(item)
+            inner = model_in(item)
             if inner is not None:
                 return inner
     return None
