@@ -14,6 +14,7 @@ from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS, MIN_LEASE_SECONDS
 from remote_risk.tasks.retention import DEFAULT_RETENTION
 
 JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PATH = "/a2a/rest"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
 key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys),
-``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``GET /healthz``
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``/a2a/rest/...``
+(the HTTP+JSON binding, :mod:`remote_risk.server.rest`), ``GET /healthz``
 (readiness: a real write to its database) and ``GET /livez`` (liveness); see
 :mod:`remote_risk.server.health`. On start it resumes the unfinished tasks a stopped
 process left behind (see ``TaskOperations.start_background``). Push notifications are
@@ -44,7 +45,7 @@ from agent_cards.signing import sign_card
 from contracts import strict_json
 from contracts.wire import AgentCard, to_wire
 from remote_risk.errors import RemoteRiskError
-from remote_risk.server import limits
+from remote_risk.server import limits, rest
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
 from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
@@ -53,7 +54,7 @@ from remote_risk.server.push import PushConfigs, TaskLookup
 from remote_risk.server.risk_agent import RiskAgentHandler
 from remote_risk.server.store import DurableStore, open_store
 from remote_risk.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
-from remote_risk.settings import JSONRPC_PATH, Settings
+from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
 from remote_risk.telemetry import logs
 from remote_risk.telemetry.http import ObservedHTTP
@@ -150,12 +151,22 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
             # the same endpoint, not a redirect: clients joining "/" to the URL post here
             Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_slash"),
+            Route(
+                REST_PATH + "/{path:path}",
+                rest.RESTEndpoint(endpoint.dispatcher).handle,
+                methods=["GET", "POST", "DELETE"],
+                name="a2a_rest",
+            ),
             *health_routes(durable.engine if durable else None),
             metrics_route(settings.metrics_token),
         ],
     )
     authenticate = getattr(authorize, "authenticate", None)
-    limits.install(app, settings.edge_limits, paths=JSONRPC_PATHS, authenticate=authenticate)
+    guards = (
+        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
+        limits.Guard(rest.covers(REST_PATH), rest.refusal),
+    )
+    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
     # outermost: requests the edge refuses get their span and access line too
     app.add_middleware(ObservedHTTP)
     app.state.settings = settings

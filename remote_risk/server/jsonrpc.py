@@ -146,8 +146,7 @@ class JSONRPCEndpoint:
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError("max_body_bytes must be positive")
-        self._operations = dict(handler.operations())
-        self._authorize = authorize
+        self.dispatcher = Dispatcher(handler, authorize)
         self._max_body_bytes = max_body_bytes
         self._record_body = record_body
 
@@ -202,17 +201,57 @@ class JSONRPCEndpoint:
     async def _dispatch(
         self, request: Request, envelope: Envelope
     ) -> BaseModel | AsyncIterator[BaseModel]:
-        operation = self._operations.get(envelope.method)
-        if operation is None:
-            raise errors.MethodNotFound(f"method {envelope.method!r} is not offered by this agent")
-        context = await self._call_context(request, envelope)
-        params = parse_params(operation, envelope.params, BINDING)
-        return await operation.call(params, context)
+        return await self.dispatcher.call(
+            request, envelope.method, envelope.params, BINDING, envelope.request_id
+        )
 
-    async def _call_context(self, request: Request, envelope: Envelope) -> CallContext:
-        decided = self._authorize(request, envelope.method, envelope.params)
+
+class Dispatcher:
+    """The one way a call reaches an operation, whatever binding carried it (JSON-RPC,
+    HTTP+JSON, gRPC): the method is looked up, ``authorize`` decides the caller (every
+    token and trust check), the params are parsed (unknown members ignored and counted),
+    and the operation runs."""
+
+    def __init__(self, handler: OperationTable, authorize: Authorize = anonymous) -> None:
+        self._operations = dict(handler.operations())
+        self._authorize = authorize
+
+    def offers(self, method: str) -> bool:
+        return method in self._operations
+
+    def field_types(self, method: str) -> dict[str, type]:
+        """The scalar type (int, bool or str) of each top-level param of ``method``, by its
+        wire name: how a binding without JSON bodies (a query string) types its values."""
+        operation = self._operations.get(method)
+        if operation is None:
+            return {}
+        types: dict[str, type] = {}
+        for name, info in operation.params_type.model_fields.items():
+            members = {
+                getattr(a, "__origin__", a) for a in getattr(info.annotation, "__args__", ())
+            }
+            members.add(info.annotation)
+            scalar = next((t for t in (bool, int) if t in members), str)
+            types[info.alias or name] = scalar
+        return types
+
+    async def call(
+        self,
+        request: Request,
+        method: str,
+        params: JSONObject,
+        binding: str,
+        request_id: RequestId = None,
+    ) -> BaseModel | AsyncIterator[BaseModel]:
+        """The operation's result: a model, or the events of a streaming operation."""
+        operation = self._operations.get(method)
+        if operation is None:
+            raise errors.MethodNotFound(f"method {method!r} is not offered by this agent")
+        decided = self._authorize(request, method, params)
         context = await decided if inspect.isawaitable(decided) else decided
-        return replace(context, request_id=envelope.request_id)
+        context = replace(context, request_id=request_id)
+        parsed = parse_params(operation, params, binding)
+        return await operation.call(parsed, context)
 
 
 def parse_params(operation: AnyOperation, params: JSONObject, binding: str) -> BaseModel:

@@ -1,0 +1,61 @@
+"""The a2a-sdk 1.3.0 client against the token-checking remote_risk on its other bindings.
+
+The SDK picks HTTP+JSON (or gRPC) from remote_risk's card because it is told to support
+only that binding; a delegated SendMessage with a real token is ACCEPTED (the task
+completes, the handoff echoed), and a token bound to another handoff is refused with
+the binding's own error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.client.errors import A2AClientError
+from a2a.types import GetTaskRequest, SendMessageRequest, TaskState
+
+from tests.interop.test_sdk_client_to_remote_risk import delegation_token, handoff_message
+from tests.remote_risk.delegated import delegated_service
+
+
+@pytest.fixture
+def trusted() -> Iterator[str]:
+    with delegated_service() as (caller, _app):
+        yield caller.base_url
+
+
+def rest_config(http: httpx.AsyncClient) -> ClientConfig:
+    return ClientConfig(
+        streaming=False, httpx_client=http, supported_protocol_bindings=["HTTP+JSON"]
+    )
+
+
+async def _send(url: str, token: str, handoff_id: str) -> tuple[Any, Any]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(headers=headers, timeout=10) as http:
+        client = await create_client(url, client_config=rest_config(http))
+        try:
+            request = SendMessageRequest(message=handoff_message("handoff", handoff_id))
+            task = [event async for event in client.send_message(request)][-1].task
+            fetched = await client.get_task(GetTaskRequest(id=task.id))
+            return task, fetched
+        finally:
+            await client.close()
+
+
+def test_sdk_rest_client_with_a_delegation_token_is_accepted(trusted: str) -> None:
+    token = delegation_token(trusted, "handoff-sdk-rest-1")
+    task, fetched = asyncio.run(_send(trusted, token, "handoff-sdk-rest-1"))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert dict(task.metadata) == {"handoffId": "handoff-sdk-rest-1", "attempt": 1}
+    assert fetched.id == task.id
+
+
+def test_sdk_rest_client_with_another_handoffs_token_is_refused(trusted: str) -> None:
+    token = delegation_token(trusted, "handoff-other")
+    with pytest.raises(A2AClientError, match="403"):
+        asyncio.run(_send(trusted, token, "handoff-sdk-rest-2"))
