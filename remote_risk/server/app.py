@@ -43,10 +43,11 @@ from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from contracts import strict_json
-from contracts.wire import AgentCard, to_wire
+from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
 from remote_risk.errors import RemoteRiskError
 from remote_risk.server import limits, rest
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
+from remote_risk.server.grpc_binding import GRPCServer
 from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from remote_risk.server.metrics_route import metrics_route
@@ -75,9 +76,24 @@ class ConfigurationError(RemoteRiskError):
     """The service is configured in a way it must not run with."""
 
 
-def risk_card(public_base_url: str) -> AgentCard:
-    """The risk service's card as served from ``public_base_url`` (unsigned)."""
-    return card_for(CARD_DOCUMENT, public_base_url)
+def risk_card(public_base_url: str, grpc_address: str | None = None) -> AgentCard:
+    """The risk service's card as served from ``public_base_url`` (unsigned); with
+    ``grpc_address`` (host:port) the gRPC binding is listed last, after the HTTP ones."""
+    card = card_for(CARD_DOCUMENT, public_base_url)
+    if grpc_address is None:
+        return card
+    grpc_interface = AgentInterface(
+        url=grpc_address, protocol_binding="GRPC", protocol_version=PROTOCOL_VERSION
+    )
+    interfaces = [*card.supported_interfaces, grpc_interface]
+    return card.model_copy(update={"supported_interfaces": interfaces})
+
+
+def grpc_address(settings: Settings) -> str | None:
+    if settings.grpc_port is None:
+        return None
+    host = settings.grpc_host
+    return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
 
 
 def signed_card(card: AgentCard, key: SigningKey) -> AgentCard:
@@ -102,7 +118,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     """The app for ``settings``; ``authorize`` overrides the hook the settings imply."""
     settings = settings or Settings()
     keys = settings.signing_keys or KeySet(active=SigningKey.generate())
-    unsigned = risk_card(settings.public_base_url)
+    unsigned = risk_card(settings.public_base_url, grpc_address(settings))
     _check_agent_id(unsigned, settings)
     card = signed_card(unsigned, keys.active)
     decisions = DecisionLog(settings.decision_log_limit)
@@ -128,11 +144,21 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
         record_body=received.append if received is not None else None,
     )
 
+    authenticate = getattr(authorize, "authenticate", None)
+    address = grpc_address(settings)
+    grpc_server = (
+        GRPCServer(endpoint.dispatcher, authenticate, address) if address is not None else None
+    )
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             handler.start_background()  # resumes what a stopped process left unfinished
+            if grpc_server is not None:
+                await grpc_server.start()
             yield
+            if grpc_server is not None:
+                await grpc_server.stop()
             await handler.aclose()
         finally:
             if durable is not None:
@@ -161,7 +187,6 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             metrics_route(settings.metrics_token),
         ],
     )
-    authenticate = getattr(authorize, "authenticate", None)
     guards = (
         limits.Guard(limits.posts_to(JSONRPC_PATHS)),
         limits.Guard(rest.covers(REST_PATH), rest.refusal),

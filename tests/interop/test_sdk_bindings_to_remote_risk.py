@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
@@ -20,6 +21,7 @@ from a2a.types import GetTaskRequest, SendMessageRequest, TaskState
 
 from tests.interop.test_sdk_client_to_remote_risk import delegation_token, handoff_message
 from tests.remote_risk.delegated import delegated_service
+from tests.servers import free_port
 
 
 @pytest.fixture
@@ -59,3 +61,52 @@ def test_sdk_rest_client_with_another_handoffs_token_is_refused(trusted: str) ->
     token = delegation_token(trusted, "handoff-other")
     with pytest.raises(A2AClientError, match="403"):
         asyncio.run(_send(trusted, token, "handoff-sdk-rest-2"))
+
+
+class _Bearer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Adds the delegation token to every unary call's metadata, as an operator would."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        metadata = [*(details.metadata or ()), ("authorization", f"Bearer {self._token}")]
+        return await continuation(details._replace(metadata=metadata), request)
+
+
+@pytest.fixture
+def trusted_grpc() -> Iterator[str]:
+    with delegated_service(grpc_port=free_port()) as (caller, _app):
+        yield caller.base_url
+
+
+async def _send_grpc(url: str, token: str, handoff_id: str) -> tuple[Any, Any]:
+    config = ClientConfig(
+        streaming=False,
+        supported_protocol_bindings=["GRPC"],
+        grpc_channel_factory=lambda target: grpc.aio.insecure_channel(
+            target, interceptors=[_Bearer(token)]
+        ),
+    )
+    client = await create_client(url, client_config=config)
+    try:
+        request = SendMessageRequest(message=handoff_message("handoff", handoff_id))
+        task = [event async for event in client.send_message(request)][-1].task
+        fetched = await client.get_task(GetTaskRequest(id=task.id))
+        return task, fetched
+    finally:
+        await client.close()
+
+
+def test_sdk_grpc_client_with_a_delegation_token_is_accepted(trusted_grpc: str) -> None:
+    token = delegation_token(trusted_grpc, "handoff-sdk-grpc-1")
+    task, fetched = asyncio.run(_send_grpc(trusted_grpc, token, "handoff-sdk-grpc-1"))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert dict(task.metadata) == {"handoffId": "handoff-sdk-grpc-1", "attempt": 1}
+    assert fetched.id == task.id
+
+
+def test_sdk_grpc_client_with_another_handoffs_token_is_refused(trusted_grpc: str) -> None:
+    token = delegation_token(trusted_grpc, "handoff-other-grpc")
+    with pytest.raises(A2AClientError, match="PERMISSION_DENIED: delegation token refused"):
+        asyncio.run(_send_grpc(trusted_grpc, token, "handoff-sdk-grpc-2"))
