@@ -13,7 +13,7 @@ every number as a double: a whole number within 2**53 is read back as an integer
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
@@ -56,16 +56,41 @@ def _fill_required(message: ProtoMessage, document: dict[str, Any], model: type[
             continue
         if key not in document and info.is_required():
             document[key] = _default_json(descriptor)
+        value = getattr(message, descriptor.name)
+        if _is_map(descriptor):
+            _fill_map(value, document.get(key), _dict_value_model(info.annotation))
+            continue
         nested = model_in(info.annotation)
         if nested is None or descriptor.message_type is None:
             continue
-        value = getattr(message, descriptor.name)
         if descriptor.is_repeated and isinstance(document.get(key), list):
             for item, part in zip(value, document[key], strict=False):
                 if isinstance(part, dict) and isinstance(item, ProtoMessage):
                     _fill_required(item, part, nested)
         elif isinstance(document.get(key), dict) and isinstance(value, ProtoMessage):
             _fill_required(value, document[key], nested)
+
+
+def _is_map(descriptor: Any) -> bool:
+    entry = descriptor.message_type
+    return bool(descriptor.is_repeated and entry is not None and entry.GetOptions().map_entry)
+
+
+def _fill_map(value: Any, document: Any, model: type[BaseModel] | None) -> None:
+    """Each message value of a map field (e.g. ``schemes: {name: StringList}``)."""
+    if model is None or not isinstance(document, dict):
+        return
+    for name, part in document.items():
+        item = value.get(name)
+        if isinstance(part, dict) and isinstance(item, ProtoMessage):
+            _fill_required(item, part, model)
+
+
+def _dict_value_model(annotation: Any) -> type[BaseModel] | None:
+    for member in (annotation, *get_args(annotation)):
+        if get_origin(member) is dict:
+            return model_in(get_args(member)[1])
+    return None
 
 
 def _default_json(descriptor: Any) -> Any:

@@ -89,6 +89,15 @@ def risk_card(public_base_url: str, grpc_address: str | None = None) -> AgentCar
     return card.model_copy(update={"supported_interfaces": interfaces})
 
 
+def extended_card(card: AgentCard) -> AgentCard:
+    """What an authenticated caller sees: the card, saying how its tokens are held."""
+    note = (
+        " For authenticated callers: every binding takes the same delegation token (aud is"
+        " the JSON-RPC interface URL); one token opens at most one task."
+    )
+    return card.model_copy(update={"description": card.description + note})
+
+
 def grpc_address(settings: Settings) -> str | None:
     if settings.grpc_port is None:
         return None
@@ -132,7 +141,11 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
         authorize = _default_authorize(settings, card, decisions, replay_guard, store)
     push = push_configs(settings, keys, store.get)
     handler = RiskAgentHandler(
-        store, skill_delay_seconds=settings.skill_delay_seconds, push=push, model=settings.model
+        store,
+        skill_delay_seconds=settings.skill_delay_seconds,
+        push=push,
+        model=settings.model,
+        extended_card=signed_card(extended_card(unsigned), keys.active),
     )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
