@@ -43,18 +43,25 @@ clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # Runs the A2A TCK (a local checkout, see README) against the conformance agent, a test fixture
-# (tests/conformance_agent.py: no token checked, loopback only).
+# (tests/conformance_agent.py: no token checked, loopback only), once per binding.
 TCK_DIR ?=
 TCK_PYTHON ?= $(TCK_DIR)/.venv/bin/python
 CONFORMANCE_PORT ?= 9999
+CONFORMANCE_GRPC_PORT ?= 9998
+TCK_TRANSPORTS ?= jsonrpc http_json grpc
 conformance: $(STAMP)
 	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
 		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
-	PYTHONPATH=. $(BIN)/python -m tests.conformance_agent --port $(CONFORMANCE_PORT) & server=$$!; \
+	PYTHONPATH=. $(BIN)/python -m tests.conformance_agent --port $(CONFORMANCE_PORT) \
+		--grpc-port $(CONFORMANCE_GRPC_PORT) & server=$$!; \
 	trap 'kill $$server' EXIT; \
 	for i in $$(seq 50); do \
 		curl -sf http://127.0.0.1:$(CONFORMANCE_PORT)/.well-known/agent-card.json >/dev/null && break; \
 		sleep 0.2; \
 	done; \
-	cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
-		--sut-host http://127.0.0.1:$(CONFORMANCE_PORT) --transport jsonrpc
+	status=0; \
+	for transport in $(TCK_TRANSPORTS); do \
+		(cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
+			--sut-host http://127.0.0.1:$(CONFORMANCE_PORT) --transport $$transport) || status=1; \
+	done; \
+	exit $$status
