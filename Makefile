@@ -49,11 +49,13 @@ TCK_PYTHON ?= $(TCK_DIR)/.venv/bin/python
 CONFORMANCE_PORT ?= 9999
 CONFORMANCE_GRPC_PORT ?= 9998
 TCK_TRANSPORTS ?= jsonrpc http_json grpc
+# e.g. --resolve example.com=ADDRESS where the kit's example webhook host has no DNS
+CONFORMANCE_FLAGS ?=
 conformance: $(STAMP)
 	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
 		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
 	PYTHONPATH=. $(BIN)/python -m tests.conformance_agent --port $(CONFORMANCE_PORT) \
-		--grpc-port $(CONFORMANCE_GRPC_PORT) & server=$$!; \
+		--grpc-port $(CONFORMANCE_GRPC_PORT) $(CONFORMANCE_FLAGS) & server=$$!; \
 	trap 'kill $$server' EXIT; \
 	for i in $$(seq 50); do \
 		curl -sf http://127.0.0.1:$(CONFORMANCE_PORT)/.well-known/agent-card.json >/dev/null && break; \
@@ -63,5 +65,7 @@ conformance: $(STAMP)
 	for transport in $(TCK_TRANSPORTS); do \
 		(cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
 			--sut-host http://127.0.0.1:$(CONFORMANCE_PORT) --transport $$transport) || status=1; \
+		cp "$(TCK_DIR)/reports/compatibility.json" "$(TCK_DIR)/reports/compatibility-$$transport.json"; \
 	done; \
+	$(BIN)/python -m tests.tck_figures $(foreach t,$(TCK_TRANSPORTS),"$(TCK_DIR)/reports/compatibility-$(t).json"); \
 	exit $$status

@@ -44,7 +44,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,6 +79,7 @@ from remote_risk.server.operations import TaskOperations
 from remote_risk.server.push import PushConfigs
 from remote_risk.server.rest import RESTEndpoint
 from remote_risk.server.streams import TaskEventBroker, TaskUpdates
+from remote_risk.server.webhooks import Resolver, resolve
 from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
 from remote_risk.tasks.memory import TaskRecord, TaskStore
 
@@ -384,6 +385,7 @@ def create_app(
     long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
     settings: Settings | None = None,
     grpc_port: int | None = None,
+    resolve: dict[str, str] | None = None,
 ) -> FastAPI:
     """The conformance agent's app; webhooks on loopback are allowed (the kit's receiver).
     With ``grpc_port`` it also serves the gRPC binding (same process) on the base URL's
@@ -399,6 +401,8 @@ def create_app(
     card = signed_card(conformance_card(settings.public_base_url, grpc_address), keys.active)
     store = TaskStore(settings.task_capacity)
     push = push_configs(settings, keys, store.get)
+    if resolve:
+        push.delivery.policy = replace(push.delivery.policy, resolver=fixed_names(resolve))
     handler = ConformanceHandler(store, push, long_task_seconds=long_task_seconds)
     endpoint = JSONRPCEndpoint(handler, authorize=anonymous, max_body_bytes=settings.max_body_bytes)
     grpc_server = (
@@ -440,6 +444,23 @@ def create_app(
     return app
 
 
+def fixed_names(table: dict[str, str]) -> Resolver:
+    """A resolver answering the names in ``table`` itself, the rest as the system does."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        if host in table:
+            return [table[host]]
+        return await resolve(host, port)
+
+    return resolver
+
+
+def resolve_entry(text: str) -> tuple[str, str]:
+    host, _, address = text.partition("=")
+    ipaddress.ip_address(address)  # a ValueError for argparse to report
+    return host, address
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -459,6 +480,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
     parser.add_argument(
         "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
+    )
+    parser.add_argument(
+        "--resolve",
+        type=resolve_entry,
+        action="append",
+        default=[],
+        metavar="HOST=ADDRESS",
+        help="answer this webhook host name with this address (for a run without DNS)",
     )
     parser.add_argument(
         "--long-task-seconds",
@@ -485,7 +514,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2)
     host = f"[{args.host}]" if ":" in args.host else args.host
     base_url = args.public_base_url or f"http://{host}:{args.port}"
-    app = create_app(base_url, long_task_seconds=args.long_task_seconds, grpc_port=args.grpc_port)
+    app = create_app(
+        base_url,
+        long_task_seconds=args.long_task_seconds,
+        grpc_port=args.grpc_port,
+        resolve=dict(args.resolve),
+    )
     print(f"conformance agent (test fixture, no auth) listening on {base_url}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 

@@ -131,7 +131,7 @@ class RESTEndpoint:
 async def _body(request: Request) -> JSONObject:
     media_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     raw = await request.body()
-    if not raw and not media_type:
+    if not raw.strip():  # e.g. a cancel or subscribe with no body: no params beyond the path
         return {}
     if media_type not in _READABLE:
         raise errors.ContentTypeNotSupported(
