@@ -58,6 +58,7 @@ from agent_cards.serving import card_route
 from contracts.wire import (
     AgentCard,
     Artifact,
+    GetExtendedAgentCardRequest,
     Message,
     Part,
     Role,
@@ -209,10 +210,20 @@ class ConformanceHandler(TaskOperations):
         push: PushConfigs,
         *,
         long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
+        extended_card: AgentCard | None = None,
     ) -> None:
-        super().__init__(store, TaskUpdates(TaskEventBroker(), push), push)
+        super().__init__(store, TaskUpdates(TaskEventBroker(), push), push, extended_card)
         self._configs = push  # this agent always offers push notifications
         self._long_task_seconds = long_task_seconds
+
+    async def get_extended_card(
+        self, request: GetExtendedAgentCardRequest, context: CallContext
+    ) -> AgentCard:
+        """Every caller of this fixture is the anonymous owner (it checks no credentials),
+        so the extended card is answered to it; remote_risk answers delegated callers only."""
+        if self.extended_card is None:
+            raise errors.UnsupportedOperation("this agent has no extended agent card")
+        return self.extended_card
 
     async def send_message(
         self, request: SendMessageRequest, context: CallContext
@@ -364,7 +375,11 @@ def conformance_card(public_base_url: str, grpc_address: str | None = None) -> A
             ),
             "supportedInterfaces": interfaces(public_base_url, grpc_address),
             "version": "0.1.0",
-            "capabilities": {"streaming": True, "pushNotifications": True},
+            "capabilities": {
+                "streaming": True,
+                "pushNotifications": True,
+                "extendedAgentCard": True,
+            },
             "defaultInputModes": ["text/plain", "application/json"],
             "defaultOutputModes": ["text/plain", "application/json"],
             "skills": [
@@ -403,7 +418,15 @@ def create_app(
     push = push_configs(settings, keys, store.get)
     if resolve:
         push.delivery.policy = replace(push.delivery.policy, resolver=fixed_names(resolve))
-    handler = ConformanceHandler(store, push, long_task_seconds=long_task_seconds)
+    public = conformance_card(settings.public_base_url, grpc_address)
+    note = " (Extended card: served by GetExtendedAgentCard on every binding.)"
+    extended = public.model_copy(update={"description": public.description + note})
+    handler = ConformanceHandler(
+        store,
+        push,
+        long_task_seconds=long_task_seconds,
+        extended_card=signed_card(extended, keys.active),
+    )
     endpoint = JSONRPCEndpoint(handler, authorize=anonymous, max_body_bytes=settings.max_body_bytes)
     grpc_server = (
         GRPCServer(endpoint.dispatcher, None, grpc_address) if grpc_address is not None else None
