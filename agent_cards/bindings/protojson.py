@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, get_args, get_origin
 
-from google.protobuf import json_format
+from google.protobuf import json_format, unknown_fields
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from agent_cards.bindings.lenient import model_in
 from contracts.wire import to_wire
 
-__all__ = ["from_proto", "proto_dict", "to_proto"]
+__all__ = ["from_proto", "proto_dict", "to_proto", "unknown_paths"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 ProtoT = TypeVar("ProtoT", bound=ProtoMessage)
@@ -45,6 +45,22 @@ def proto_dict(message: ProtoMessage, model: type[BaseModel] | None = None) -> d
 def from_proto(message: ProtoMessage, model: type[ModelT]) -> ModelT:
     """``message`` validated as ``model`` (strictly, as any wire document is)."""
     return model.model_validate(proto_dict(message, model))
+
+
+def unknown_paths(message: ProtoMessage, path: str = "") -> list[str]:
+    """Where ``message`` (a parsed request) carries fields its proto does not define,
+    as ``path.#number``: kept by protobuf, ignored by us, and worth counting."""
+    unknown = unknown_fields.UnknownFieldSet(message)
+    found = [f"{path}#{unknown[i].field_number}" for i in range(len(unknown))]
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None or _is_map(descriptor):
+            continue
+        where = f"{path}{descriptor.json_name}."
+        items = value if descriptor.is_repeated else [value]
+        for index, item in enumerate(items):
+            inner = f"{path}{descriptor.json_name}[{index}]." if descriptor.is_repeated else where
+            found.extend(unknown_paths(item, inner))
+    return found
 
 
 def _fill_required(message: ProtoMessage, document: dict[str, Any], model: type[BaseModel]) -> None:

@@ -160,7 +160,14 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     authenticate = getattr(authorize, "authenticate", None)
     address = grpc_address(settings)
     grpc_server = (
-        GRPCServer(endpoint.dispatcher, authenticate, address) if address is not None else None
+        GRPCServer(
+            endpoint.dispatcher,
+            authenticate,
+            address,
+            max_message_bytes=settings.edge_limits.max_body_bytes,
+        )
+        if address is not None
+        else None
     )
 
     @asynccontextmanager

@@ -8,7 +8,9 @@ metadata (``authorization``, ``a2a-version``); the token is first authenticated 
 metadata alone, as the HTTP edge does before reading a body. An error ends the call with
 the spec table's gRPC code and a ``google.rpc.Status`` with ``ErrorInfo`` in
 ``grpc-status-details-bin``. ``SendStreamingMessage`` and ``SubscribeToTask`` are server
-streams of ``StreamResponse``.
+streams of ``StreamResponse``. Fields a request carries that the proto does not define
+are ignored and counted (``remote_risk_ignored_fields_total{binding="grpc"}``), as on
+the other bindings.
 
 :class:`GRPCServer` runs a ``grpc.aio`` server on its own port in the service's process
 and event loop (started and stopped with the app's lifespan).
@@ -27,10 +29,11 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
-from agent_cards.bindings.protojson import proto_dict, to_proto
+from agent_cards.bindings.protojson import proto_dict, to_proto, unknown_paths
 from agent_cards.bindings.status import grpc_code, status_proto
 from contracts.wire import VERSION_HEADER
 from remote_risk import errors
+from remote_risk.server import observed
 from remote_risk.server.auth import AUTHENTICATED_STATE
 from remote_risk.server.jsonrpc import Dispatcher, check_version
 
@@ -89,6 +92,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         if self._authenticate is not None:
             request.scope["state"][AUTHENTICATED_STATE] = await self._authenticate(request)
         check_version(request.headers.get(VERSION_HEADER))
+        observed.ignored_fields(BINDING, unknown_paths(message))
         return await self._dispatcher.call(request, method, proto_dict(message), BINDING)
 
     async def _unary(
@@ -175,14 +179,23 @@ class GRPCServer:
     """The gRPC binding on ``address`` (host:port), in the running event loop."""
 
     def __init__(
-        self, dispatcher: Dispatcher, authenticate: Authenticate | None, address: str
+        self,
+        dispatcher: Dispatcher,
+        authenticate: Authenticate | None,
+        address: str,
+        *,
+        max_message_bytes: int = 1_000_000,
     ) -> None:
         self._servicer = A2AServicer(dispatcher, authenticate)
         self.address = address
+        self._max_message_bytes = max_message_bytes
         self._server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
-        server = grpc.aio.server()
+        """Listen; a request larger than ``max_message_bytes`` (the HTTP edge's body
+        limit) is refused by gRPC itself with RESOURCE_EXHAUSTED."""
+        options = [("grpc.max_receive_message_length", self._max_message_bytes)]
+        server = grpc.aio.server(options=options)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(self._servicer, server)
         if server.add_insecure_port(self.address) == 0:
             raise OSError(f"cannot listen for gRPC on {self.address}")

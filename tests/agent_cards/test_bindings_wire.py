@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_cards.bindings.grpc import a2a_pb2
 from agent_cards.bindings.lenient import known_part
-from agent_cards.bindings.protojson import from_proto, to_proto
+from agent_cards.bindings.protojson import from_proto, to_proto, unknown_paths
 from agent_cards.bindings.status import status_json, status_proto
 from contracts import a2a_errors, wire
 
@@ -55,3 +55,19 @@ def test_error_status_follows_the_spec_table() -> None:
     status = status_proto(a2a_errors.TASK_NOT_CANCELABLE, "done already")
     assert status.code == 9  # FAILED_PRECONDITION
     assert status.details[0].type_url == a2a_errors.ERROR_INFO_TYPE
+
+
+def test_fields_a_proto_does_not_define_are_found_at_depth() -> None:
+    """A newer peer's field (number 101 here) survives parsing; we name where it was."""
+    request = a2a_pb2.SendMessageRequest()
+    request.message.message_id = "m"
+    request.message.parts.add(text="x")
+    extra = bytes([0xA8, 0x06, 0x01])  # field 101, varint 1
+    part = request.message.parts[0].SerializeToString() + extra
+    message = request.message.SerializeToString()
+    raw = a2a_pb2.Message.FromString(message)
+    del raw.parts[:]
+    raw.parts.append(a2a_pb2.Part.FromString(part))
+    outer = a2a_pb2.SendMessageRequest(message=raw).SerializeToString() + extra
+    parsed = a2a_pb2.SendMessageRequest.FromString(outer)
+    assert sorted(unknown_paths(parsed)) == ["#101", "message.parts[0].#101"]

@@ -125,3 +125,31 @@ def test_a_stream_is_server_streaming(service: tuple[Caller, str]) -> None:
     last = events[-1]
     state = last.status_update.status.state if last.HasField("status_update") else None
     assert state == a2a_pb2.TASK_STATE_COMPLETED
+
+
+def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) -> None:
+    """A field number the proto lacks (a newer peer's) does not refuse the send."""
+    from remote_risk.telemetry import metrics
+
+    def ignored() -> float:
+        sample = metrics.REGISTRY.get_sample_value(
+            "remote_risk_ignored_fields_total", {"binding": "grpc"}
+        )
+        return sample or 0.0
+
+    caller, address = service
+    raw = send_request("h-grpc-5").SerializeToString() + bytes([0xA8, 0x06, 0x01])
+    before = ignored()
+
+    async def send() -> Any:
+        async with grpc.aio.insecure_channel(address) as channel:
+            call = channel.unary_unary(
+                "/lf.a2a.v1.A2AService/SendMessage",
+                request_serializer=lambda body: body,
+                response_deserializer=a2a_pb2.SendMessageResponse.FromString,
+            )
+            return await call(raw, metadata=metadata(caller.token("h-grpc-5")), timeout=10)
+
+    response = asyncio.run(send())
+    assert response.task.status.state == a2a_pb2.TASK_STATE_COMPLETED
+    assert ignored() - before == 1
