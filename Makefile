@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean bench soak conformance proto
+.PHONY: demo test lint typecheck check clean bench soak conformance conformance-risk proto
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -69,3 +69,25 @@ conformance: $(STAMP)
 	done; \
 	$(BIN)/python -m tests.tck_figures $(foreach t,$(TCK_TRANSPORTS),"$(TCK_DIR)/reports/compatibility-$(t).json"); \
 	exit $$status
+
+# The same kit against the real remote_risk, which the kit can reach only without tokens:
+# --insecure-anonymous (development only), a throwaway data directory, loopback.
+RISK_PORT ?= 9990
+RISK_GRPC_PORT ?= 9989
+conformance-risk: $(STAMP)
+	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
+		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
+	data=$$(mktemp -d); \
+	$(BIN)/python -m remote_risk --port $(RISK_PORT) --grpc-port $(RISK_GRPC_PORT) \
+		--insecure-anonymous --data-dir $$data & server=$$!; \
+	trap 'kill $$server; rm -rf $$data' EXIT; \
+	for i in $$(seq 50); do \
+		curl -sf http://127.0.0.1:$(RISK_PORT)/.well-known/agent-card.json >/dev/null && break; \
+		sleep 0.2; \
+	done; \
+	for transport in $(TCK_TRANSPORTS); do \
+		(cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
+			--sut-host http://127.0.0.1:$(RISK_PORT) --transport $$transport); \
+		cp "$(TCK_DIR)/reports/compatibility.json" "$(TCK_DIR)/reports/risk-$$transport.json"; \
+	done; \
+	$(BIN)/python -m tests.tck_figures $(foreach t,$(TCK_TRANSPORTS),"$(TCK_DIR)/reports/risk-$(t).json")
