@@ -110,3 +110,45 @@ def test_sdk_grpc_client_with_another_handoffs_token_is_refused(trusted_grpc: st
     token = delegation_token(trusted_grpc, "handoff-other-grpc")
     with pytest.raises(A2AClientError, match="PERMISSION_DENIED: delegation token refused"):
         asyncio.run(_send_grpc(trusted_grpc, token, "handoff-sdk-grpc-2"))
+
+
+class _BearerStream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """The same for server-streaming calls."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        metadata = [*(details.metadata or ()), ("authorization", f"Bearer {self._token}")]
+        return await continuation(details._replace(metadata=metadata), request)
+
+
+async def _stream(url: str, binding: str, token: str, handoff_id: str) -> list[Any]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(headers=headers, timeout=10) as http:
+        config = ClientConfig(
+            streaming=True,
+            httpx_client=http,
+            supported_protocol_bindings=[binding],
+            grpc_channel_factory=lambda target: grpc.aio.insecure_channel(
+                target, interceptors=[_Bearer(token), _BearerStream(token)]
+            ),
+        )
+        client = await create_client(url, client_config=config)
+        try:
+            request = SendMessageRequest(message=handoff_message("ok", handoff_id))
+            return [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+
+
+@pytest.mark.parametrize("binding", ["HTTP+JSON", "GRPC"])
+def test_sdk_streaming_client_on_each_binding(trusted_grpc: str, binding: str) -> None:
+    """SendStreamingMessage over SSE (HTTP+JSON) or a gRPC server stream: the task first,
+    then its updates until COMPLETED, for a delegated caller."""
+    handoff_id = f"handoff-sdk-stream-{binding.lower().replace('+', '-')}"
+    token = delegation_token(trusted_grpc, handoff_id)
+    events = asyncio.run(_stream(trusted_grpc, binding, token, handoff_id))
+    kinds = [event.WhichOneof("payload") for event in events]
+    assert kinds[0] == "task"
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
