@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean bench soak conformance
+.PHONY: demo test lint typecheck check clean bench soak conformance conformance-risk proto
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -35,22 +35,59 @@ bench: $(STAMP)
 soak: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.soak
 
+# The gRPC modules generated from agent_cards/bindings/grpc/a2a.proto (checked in).
+proto: $(STAMP)
+	$(BIN)/python -m agent_cards.bindings.regenerate
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # Runs the A2A TCK (a local checkout, see README) against the conformance agent, a test fixture
-# (tests/conformance_agent.py: no token checked, loopback only).
+# (tests/conformance_agent.py: no token checked, loopback only), once per binding.
 TCK_DIR ?=
 TCK_PYTHON ?= $(TCK_DIR)/.venv/bin/python
 CONFORMANCE_PORT ?= 9999
+CONFORMANCE_GRPC_PORT ?= 9998
+TCK_TRANSPORTS ?= jsonrpc http_json grpc
+# e.g. --resolve example.com=ADDRESS where the kit's example webhook host has no DNS
+CONFORMANCE_FLAGS ?=
 conformance: $(STAMP)
 	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
 		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
-	PYTHONPATH=. $(BIN)/python -m tests.conformance_agent --port $(CONFORMANCE_PORT) & server=$$!; \
+	PYTHONPATH=. $(BIN)/python -m tests.conformance_agent --port $(CONFORMANCE_PORT) \
+		--grpc-port $(CONFORMANCE_GRPC_PORT) $(CONFORMANCE_FLAGS) & server=$$!; \
 	trap 'kill $$server' EXIT; \
 	for i in $$(seq 50); do \
 		curl -sf http://127.0.0.1:$(CONFORMANCE_PORT)/.well-known/agent-card.json >/dev/null && break; \
 		sleep 0.2; \
 	done; \
-	cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
-		--sut-host http://127.0.0.1:$(CONFORMANCE_PORT) --transport jsonrpc
+	status=0; \
+	for transport in $(TCK_TRANSPORTS); do \
+		(cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
+			--sut-host http://127.0.0.1:$(CONFORMANCE_PORT) --transport $$transport) || status=1; \
+		cp "$(TCK_DIR)/reports/compatibility.json" "$(TCK_DIR)/reports/compatibility-$$transport.json"; \
+	done; \
+	$(BIN)/python -m tests.tck_figures $(foreach t,$(TCK_TRANSPORTS),"$(TCK_DIR)/reports/compatibility-$(t).json"); \
+	exit $$status
+
+# The same kit against the real remote_risk, which the kit can reach only without tokens:
+# --insecure-anonymous (development only), a throwaway data directory, loopback.
+RISK_PORT ?= 9990
+RISK_GRPC_PORT ?= 9989
+conformance-risk: $(STAMP)
+	@test -n "$(TCK_DIR)" && test -f "$(TCK_DIR)/run_tck.py" || \
+		{ echo "set TCK_DIR to a local checkout of the A2A TCK (see README)"; exit 2; }
+	data=$$(mktemp -d); \
+	$(BIN)/python -m remote_risk --port $(RISK_PORT) --grpc-port $(RISK_GRPC_PORT) \
+		--insecure-anonymous --data-dir $$data & server=$$!; \
+	trap 'kill $$server; rm -rf $$data' EXIT; \
+	for i in $$(seq 50); do \
+		curl -sf http://127.0.0.1:$(RISK_PORT)/.well-known/agent-card.json >/dev/null && break; \
+		sleep 0.2; \
+	done; \
+	for transport in $(TCK_TRANSPORTS); do \
+		(cd "$(TCK_DIR)" && "$(TCK_PYTHON)" run_tck.py \
+			--sut-host http://127.0.0.1:$(RISK_PORT) --transport $$transport); \
+		cp "$(TCK_DIR)/reports/compatibility.json" "$(TCK_DIR)/reports/risk-$$transport.json"; \
+	done; \
+	$(BIN)/python -m tests.tck_figures $(foreach t,$(TCK_TRANSPORTS),"$(TCK_DIR)/reports/risk-$(t).json")

@@ -328,6 +328,10 @@ class ListTaskPushNotificationConfigsResponse(WireModel):
     next_page_token: StrictStr = ""
 
 
+class GetExtendedAgentCardRequest(WireModel):
+    tenant: StrictStr | None = None
+
+
 class Empty(WireModel):
     """The empty result (``google.protobuf.Empty``), e.g. of a delete."""
 

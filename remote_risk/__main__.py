@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
+    parser.add_argument(
+        "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
+    )
     parser.add_argument("--task-capacity", type=int, default=Settings.task_capacity)
     parser.add_argument("--skill-delay-seconds", type=float, default=Settings.skill_delay_seconds)
     parser.add_argument(
@@ -102,6 +105,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         data_dir=directory,
         database_url=args.database_url or environ.get(DATABASE_URL_ENV_VAR) or None,
         metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
+        grpc_port=args.grpc_port,
+        grpc_host=args.host,
     )
     check_secure(settings)
     keys = trust.signing_keys(args.key_file, directory)

@@ -14,6 +14,7 @@ from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS, MIN_LEASE_SECONDS
 from remote_risk.tasks.retention import DEFAULT_RETENTION
 
 JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PATH = "/a2a/rest"
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class Settings:
     push_first_backoff_seconds: float = 0.2
     # The HTTP edge's limits; None: the defaults, with max_body_bytes from above.
     edge: EdgeLimits | None = field(default=None, repr=False)
+    # The gRPC binding's port (same process, its own port) and host; None: not served.
+    grpc_port: int | None = None
+    grpc_host: str = "127.0.0.1"
     # The bearer token GET /metrics asks for; None: /metrics is not served (404).
     metrics_token: str | None = field(default=None, repr=False)
 

@@ -1,6 +1,8 @@
 """A conformance agent for the A2A TCK, built on the same server layer as remote_risk.
 
 TEST FIXTURE, NOT A SERVICE. It runs the JSON-RPC endpoint (:mod:`remote_risk.server.jsonrpc`),
+the HTTP+JSON binding (:mod:`remote_risk.server.rest`), with ``--grpc-port`` the gRPC
+binding (:mod:`remote_risk.server.grpc_binding`),
 task store (:mod:`remote_risk.tasks.memory`), streams (:mod:`remote_risk.server.streams`) and push
 notifications (:mod:`remote_risk.server.push`, :mod:`remote_risk.server.webhooks`) that remote_risk
 runs, with a scripted executor in place of the risk skill, so that the A2A Technology
@@ -42,8 +44,9 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 from fastapi import FastAPI
@@ -55,6 +58,7 @@ from agent_cards.serving import card_route
 from contracts.wire import (
     AgentCard,
     Artifact,
+    GetExtendedAgentCardRequest,
     Message,
     Part,
     Role,
@@ -66,6 +70,7 @@ from contracts.wire import (
 )
 from remote_risk import errors
 from remote_risk.server.app import push_configs, signed_card
+from remote_risk.server.grpc_binding import GRPCServer
 from remote_risk.server.jsonrpc import (
     CallContext,
     JSONRPCEndpoint,
@@ -73,8 +78,10 @@ from remote_risk.server.jsonrpc import (
 )
 from remote_risk.server.operations import TaskOperations
 from remote_risk.server.push import PushConfigs
+from remote_risk.server.rest import RESTEndpoint
 from remote_risk.server.streams import TaskEventBroker, TaskUpdates
-from remote_risk.settings import JSONRPC_PATH, Settings
+from remote_risk.server.webhooks import Resolver, resolve
+from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
 from remote_risk.tasks.memory import TaskRecord, TaskStore
 
 logger = logging.getLogger(__name__)
@@ -203,10 +210,20 @@ class ConformanceHandler(TaskOperations):
         push: PushConfigs,
         *,
         long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
+        extended_card: AgentCard | None = None,
     ) -> None:
-        super().__init__(store, TaskUpdates(TaskEventBroker(), push), push)
+        super().__init__(store, TaskUpdates(TaskEventBroker(), push), push, extended_card)
         self._configs = push  # this agent always offers push notifications
         self._long_task_seconds = long_task_seconds
+
+    async def get_extended_card(
+        self, request: GetExtendedAgentCardRequest, context: CallContext
+    ) -> AgentCard:
+        """Every caller of this fixture is the anonymous owner (it checks no credentials),
+        so the extended card is answered to it; remote_risk answers delegated callers only."""
+        if self.extended_card is None:
+            raise errors.UnsupportedOperation("this agent has no extended agent card")
+        return self.extended_card
 
     async def send_message(
         self, request: SendMessageRequest, context: CallContext
@@ -336,7 +353,19 @@ async def _one(event: BaseModel) -> AsyncIterator[BaseModel]:
 # --- the app ---------------------------------------------------------------------------------
 
 
-def conformance_card(public_base_url: str) -> AgentCard:
+def interfaces(public_base_url: str, grpc_address: str | None) -> list[dict[str, str]]:
+    """JSON-RPC, HTTP+JSON and (with an address) gRPC, in that order."""
+    base = public_base_url.rstrip("/")
+    listed = [(base + JSONRPC_PATH, "JSONRPC"), (base + REST_PATH, "HTTP+JSON")]
+    if grpc_address is not None:
+        listed.append((grpc_address, "GRPC"))
+    return [
+        {"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}
+        for url, binding in listed
+    ]
+
+
+def conformance_card(public_base_url: str, grpc_address: str | None = None) -> AgentCard:
     return AgentCard.model_validate(
         {
             "name": "a2a-federation conformance agent",
@@ -344,15 +373,13 @@ def conformance_card(public_base_url: str) -> AgentCard:
                 "A test fixture: remote_risk's A2A server layer with the TCK's scripted "
                 "behaviours. It checks no credentials. Not a service."
             ),
-            "supportedInterfaces": [
-                {
-                    "url": public_base_url.rstrip("/") + JSONRPC_PATH,
-                    "protocolBinding": "JSONRPC",
-                    "protocolVersion": "1.0",
-                }
-            ],
+            "supportedInterfaces": interfaces(public_base_url, grpc_address),
             "version": "0.1.0",
-            "capabilities": {"streaming": True, "pushNotifications": True},
+            "capabilities": {
+                "streaming": True,
+                "pushNotifications": True,
+                "extendedAgentCard": True,
+            },
             "defaultInputModes": ["text/plain", "application/json"],
             "defaultOutputModes": ["text/plain", "application/json"],
             "skills": [
@@ -372,23 +399,46 @@ def create_app(
     *,
     long_task_seconds: float = DEFAULT_LONG_TASK_SECONDS,
     settings: Settings | None = None,
+    grpc_port: int | None = None,
+    resolve: dict[str, str] | None = None,
 ) -> FastAPI:
-    """The conformance agent's app; webhooks on loopback are allowed (the kit's receiver)."""
+    """The conformance agent's app; webhooks on loopback are allowed (the kit's receiver).
+    With ``grpc_port`` it also serves the gRPC binding (same process) on the base URL's
+    host."""
     settings = settings or Settings(
         public_base_url=public_base_url,
         push_allowed_networks=LOOPBACK_NETWORKS,
         push_first_backoff_seconds=0.1,
     )
     keys = settings.signing_keys or KeySet(active=SigningKey.generate())
-    card = signed_card(conformance_card(settings.public_base_url), keys.active)
+    host = urlsplit(settings.public_base_url).hostname or "127.0.0.1"
+    grpc_address = f"{host}:{grpc_port}" if grpc_port is not None else None
+    card = signed_card(conformance_card(settings.public_base_url, grpc_address), keys.active)
     store = TaskStore(settings.task_capacity)
     push = push_configs(settings, keys, store.get)
-    handler = ConformanceHandler(store, push, long_task_seconds=long_task_seconds)
+    if resolve:
+        push.delivery.policy = replace(push.delivery.policy, resolver=fixed_names(resolve))
+    public = conformance_card(settings.public_base_url, grpc_address)
+    note = " (Extended card: served by GetExtendedAgentCard on every binding.)"
+    extended = public.model_copy(update={"description": public.description + note})
+    handler = ConformanceHandler(
+        store,
+        push,
+        long_task_seconds=long_task_seconds,
+        extended_card=signed_card(extended, keys.active),
+    )
     endpoint = JSONRPCEndpoint(handler, authorize=anonymous, max_body_bytes=settings.max_body_bytes)
+    grpc_server = (
+        GRPCServer(endpoint.dispatcher, None, grpc_address) if grpc_address is not None else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if grpc_server is not None:
+            await grpc_server.start()
         yield
+        if grpc_server is not None:
+            await grpc_server.stop()
         await handler.aclose()
         await push.delivery.aclose()
 
@@ -401,14 +451,37 @@ def create_app(
         routes=[
             card_route(card, settings.card_max_age_seconds),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
-            # The kit posts to "/" relative to the interface URL, i.e. with a trailing slash.
+            # The kit posts to "/" relative to the interface URL (remote_risk serves it too).
             Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_"),
+            Route(
+                REST_PATH + "/{path:path}",
+                RESTEndpoint(endpoint.dispatcher).handle,
+                methods=["GET", "POST", "DELETE"],
+                name="a2a_rest",
+            ),
         ],
     )
     app.state.card = card
     app.state.task_store = store
     app.state.push = push
     return app
+
+
+def fixed_names(table: dict[str, str]) -> Resolver:
+    """A resolver answering the names in ``table`` itself, the rest as the system does."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        if host in table:
+            return [table[host]]
+        return await resolve(host, port)
+
+    return resolver
+
+
+def resolve_entry(text: str) -> tuple[str, str]:
+    host, _, address = text.partition("=")
+    ipaddress.ip_address(address)  # a ValueError for argparse to report
+    return host, address
 
 
 def is_loopback(host: str) -> bool:
@@ -428,6 +501,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
+    parser.add_argument(
+        "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
+    )
+    parser.add_argument(
+        "--resolve",
+        type=resolve_entry,
+        action="append",
+        default=[],
+        metavar="HOST=ADDRESS",
+        help="answer this webhook host name with this address (for a run without DNS)",
+    )
     parser.add_argument(
         "--long-task-seconds",
         type=float,
@@ -453,7 +537,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2)
     host = f"[{args.host}]" if ":" in args.host else args.host
     base_url = args.public_base_url or f"http://{host}:{args.port}"
-    app = create_app(base_url, long_task_seconds=args.long_task_seconds)
+    app = create_app(
+        base_url,
+        long_task_seconds=args.long_task_seconds,
+        grpc_port=args.grpc_port,
+        resolve=dict(args.resolve),
+    )
     print(f"conformance agent (test fixture, no auth) listening on {base_url}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 

@@ -2,7 +2,8 @@
 
 Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
 key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys),
-``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``GET /healthz``
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``/a2a/rest/...``
+(the HTTP+JSON binding, :mod:`remote_risk.server.rest`), ``GET /healthz``
 (readiness: a real write to its database) and ``GET /livez`` (liveness); see
 :mod:`remote_risk.server.health`. On start it resumes the unfinished tasks a stopped
 process left behind (see ``TaskOperations.start_background``). Push notifications are
@@ -42,10 +43,11 @@ from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from contracts import strict_json
-from contracts.wire import AgentCard, to_wire
+from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
 from remote_risk.errors import RemoteRiskError
-from remote_risk.server import limits
+from remote_risk.server import limits, rest
 from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
+from remote_risk.server.grpc_binding import GRPCServer
 from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from remote_risk.server.metrics_route import metrics_route
@@ -53,7 +55,7 @@ from remote_risk.server.push import PushConfigs, TaskLookup
 from remote_risk.server.risk_agent import RiskAgentHandler
 from remote_risk.server.store import DurableStore, open_store
 from remote_risk.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
-from remote_risk.settings import JSONRPC_PATH, Settings
+from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
 from remote_risk.telemetry import logs
 from remote_risk.telemetry.http import ObservedHTTP
@@ -65,6 +67,7 @@ from remote_risk.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]
 
 JWKS_PATH = "/.well-known/jwks.json"
+JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
 JWKS_MAX_AGE_SECONDS = 300
 CARD_DOCUMENT = "risk"
 
@@ -73,9 +76,33 @@ class ConfigurationError(RemoteRiskError):
     """The service is configured in a way it must not run with."""
 
 
-def risk_card(public_base_url: str) -> AgentCard:
-    """The risk service's card as served from ``public_base_url`` (unsigned)."""
-    return card_for(CARD_DOCUMENT, public_base_url)
+def risk_card(public_base_url: str, grpc_address: str | None = None) -> AgentCard:
+    """The risk service's card as served from ``public_base_url`` (unsigned); with
+    ``grpc_address`` (host:port) the gRPC binding is listed last, after the HTTP ones."""
+    card = card_for(CARD_DOCUMENT, public_base_url)
+    if grpc_address is None:
+        return card
+    grpc_interface = AgentInterface(
+        url=grpc_address, protocol_binding="GRPC", protocol_version=PROTOCOL_VERSION
+    )
+    interfaces = [*card.supported_interfaces, grpc_interface]
+    return card.model_copy(update={"supported_interfaces": interfaces})
+
+
+def extended_card(card: AgentCard) -> AgentCard:
+    """What an authenticated caller sees: the card, saying how its tokens are held."""
+    note = (
+        " For authenticated callers: every binding takes the same delegation token (aud is"
+        " the JSON-RPC interface URL); one token opens at most one task."
+    )
+    return card.model_copy(update={"description": card.description + note})
+
+
+def grpc_address(settings: Settings) -> str | None:
+    if settings.grpc_port is None:
+        return None
+    host = settings.grpc_host
+    return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
 
 
 def signed_card(card: AgentCard, key: SigningKey) -> AgentCard:
@@ -100,7 +127,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     """The app for ``settings``; ``authorize`` overrides the hook the settings imply."""
     settings = settings or Settings()
     keys = settings.signing_keys or KeySet(active=SigningKey.generate())
-    unsigned = risk_card(settings.public_base_url)
+    unsigned = risk_card(settings.public_base_url, grpc_address(settings))
     _check_agent_id(unsigned, settings)
     card = signed_card(unsigned, keys.active)
     decisions = DecisionLog(settings.decision_log_limit)
@@ -114,7 +141,11 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
         authorize = _default_authorize(settings, card, decisions, replay_guard, store)
     push = push_configs(settings, keys, store.get)
     handler = RiskAgentHandler(
-        store, skill_delay_seconds=settings.skill_delay_seconds, push=push, model=settings.model
+        store,
+        skill_delay_seconds=settings.skill_delay_seconds,
+        push=push,
+        model=settings.model,
+        extended_card=signed_card(extended_card(unsigned), keys.active),
     )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
@@ -126,11 +157,28 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
         record_body=received.append if received is not None else None,
     )
 
+    authenticate = getattr(authorize, "authenticate", None)
+    address = grpc_address(settings)
+    grpc_server = (
+        GRPCServer(
+            endpoint.dispatcher,
+            authenticate,
+            address,
+            max_message_bytes=settings.edge_limits.max_body_bytes,
+        )
+        if address is not None
+        else None
+    )
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             handler.start_background()  # resumes what a stopped process left unfinished
+            if grpc_server is not None:
+                await grpc_server.start()
             yield
+            if grpc_server is not None:
+                await grpc_server.stop()
             await handler.aclose()
         finally:
             if durable is not None:
@@ -147,12 +195,23 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             card_route(card, settings.card_max_age_seconds),
             jwks_route(keys),
             Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+            # the same endpoint, not a redirect: clients joining "/" to the URL post here
+            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_slash"),
+            Route(
+                REST_PATH + "/{path:path}",
+                rest.RESTEndpoint(endpoint.dispatcher).handle,
+                methods=["GET", "POST", "DELETE"],
+                name="a2a_rest",
+            ),
             *health_routes(durable.engine if durable else None),
             metrics_route(settings.metrics_token),
         ],
     )
-    authenticate = getattr(authorize, "authenticate", None)
-    limits.install(app, settings.edge_limits, path=JSONRPC_PATH, authenticate=authenticate)
+    guards = (
+        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
+        limits.Guard(rest.covers(REST_PATH), rest.refusal),
+    )
+    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
     # outermost: requests the edge refuses get their span and access line too
     app.add_middleware(ObservedHTTP)
     app.state.settings = settings

@@ -10,7 +10,10 @@ One POST goes through these steps, each of which can end it with an error body:
 3. strict JSON (duplicate keys and NaN refused), else -32700;
 4. the envelope: an object (no batches) with ``jsonrpc == "2.0"``, an ``id`` (A2A calls
    are all requests; a notification could never see its result), a non-empty ``method``
-   and, if present, ``params`` as an object; anything else -32600;
+   and, if present, ``params`` as an object; anything else -32600. Members JSON-RPC does
+   not define are ignored and counted (``remote_risk_ignored_fields_total``), as are
+   members of ``params`` the operation's type does not define (step 8): the spec says
+   unrecognised fields SHOULD be ignored;
 5. ``A2A-Version`` must have major version 1; absent or empty means 0.3, so -32009;
 6. the method must be one the handler offers, else -32601;
 7. ``authorize(request, method, params)`` returns the :class:`CallContext` the operation
@@ -48,11 +51,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from agent_cards.bindings.lenient import known_part
 from contracts import strict_json
 from contracts.grant import Budget
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from remote_risk import errors
+from remote_risk.server import observed
 from remote_risk.telemetry import http
 
 logger = logging.getLogger(__name__)
@@ -62,6 +67,7 @@ JSON_MEDIA_TYPE = "application/json"
 SSE_MEDIA_TYPE = "text/event-stream"
 # An absent or empty A2A-Version header means the caller speaks 0.3 (A2A service parameters).
 IMPLIED_VERSION = "0.3"
+BINDING = "jsonrpc"
 _ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
@@ -143,8 +149,7 @@ class JSONRPCEndpoint:
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError("max_body_bytes must be positive")
-        self._operations = dict(handler.operations())
-        self._authorize = authorize
+        self.dispatcher = Dispatcher(handler, authorize)
         self._max_body_bytes = max_body_bytes
         self._record_body = record_body
 
@@ -199,20 +204,68 @@ class JSONRPCEndpoint:
     async def _dispatch(
         self, request: Request, envelope: Envelope
     ) -> BaseModel | AsyncIterator[BaseModel]:
-        operation = self._operations.get(envelope.method)
-        if operation is None:
-            raise errors.MethodNotFound(f"method {envelope.method!r} is not offered by this agent")
-        context = await self._call_context(request, envelope)
-        try:
-            params = operation.params_type.model_validate(envelope.params)
-        except ValidationError as exc:
-            raise errors.invalid_params_from(exc) from None
-        return await operation.call(params, context)
+        return await self.dispatcher.call(
+            request, envelope.method, envelope.params, BINDING, envelope.request_id
+        )
 
-    async def _call_context(self, request: Request, envelope: Envelope) -> CallContext:
-        decided = self._authorize(request, envelope.method, envelope.params)
+
+class Dispatcher:
+    """The one way a call reaches an operation, whatever binding carried it (JSON-RPC,
+    HTTP+JSON, gRPC): the method is looked up, ``authorize`` decides the caller (every
+    token and trust check), the params are parsed (unknown members ignored and counted),
+    and the operation runs."""
+
+    def __init__(self, handler: OperationTable, authorize: Authorize = anonymous) -> None:
+        self._operations = dict(handler.operations())
+        self._authorize = authorize
+
+    def offers(self, method: str) -> bool:
+        return method in self._operations
+
+    def field_types(self, method: str) -> dict[str, type]:
+        """The scalar type (int, bool or str) of each top-level param of ``method``, by its
+        wire name: how a binding without JSON bodies (a query string) types its values."""
+        operation = self._operations.get(method)
+        if operation is None:
+            return {}
+        types: dict[str, type] = {}
+        for name, info in operation.params_type.model_fields.items():
+            members = {
+                getattr(a, "__origin__", a) for a in getattr(info.annotation, "__args__", ())
+            }
+            members.add(info.annotation)
+            scalar = next((t for t in (bool, int) if t in members), str)
+            types[info.alias or name] = scalar
+        return types
+
+    async def call(
+        self,
+        request: Request,
+        method: str,
+        params: JSONObject,
+        binding: str,
+        request_id: RequestId = None,
+    ) -> BaseModel | AsyncIterator[BaseModel]:
+        """The operation's result: a model, or the events of a streaming operation."""
+        operation = self._operations.get(method)
+        if operation is None:
+            raise errors.MethodNotFound(f"method {method!r} is not offered by this agent")
+        decided = self._authorize(request, method, params)
         context = await decided if inspect.isawaitable(decided) else decided
-        return replace(context, request_id=envelope.request_id)
+        context = replace(context, request_id=request_id)
+        parsed = parse_params(operation, params, binding)
+        return await operation.call(parsed, context)
+
+
+def parse_params(operation: AnyOperation, params: JSONObject, binding: str) -> BaseModel:
+    """``params`` as the operation's type; members it does not define are ignored and
+    counted, anything else wrong is -32602 naming each offending field."""
+    known, ignored = known_part(operation.params_type, params)
+    observed.ignored_fields(binding, ignored)
+    try:
+        return operation.params_type.model_validate(known)
+    except ValidationError as exc:
+        raise errors.invalid_params_from(exc) from None
 
 
 def check_content_type(content_type: str | None) -> None:
@@ -240,9 +293,7 @@ def parse_envelope(document: Any) -> Envelope:
         raise errors.InvalidRequest("batch requests are not supported")
     if not isinstance(document, dict):
         raise errors.InvalidRequest("a JSON-RPC request must be a JSON object")
-    unexpected = sorted(set(document) - _ENVELOPE_MEMBERS)
-    if unexpected:
-        raise errors.InvalidRequest(f"unexpected request members: {', '.join(unexpected)}")
+    observed.ignored_fields(BINDING, sorted(set(document) - _ENVELOPE_MEMBERS))
     if document.get("jsonrpc") != "2.0":
         raise errors.InvalidRequest('jsonrpc must be exactly "2.0"')
     if "id" not in document:

@@ -5,7 +5,9 @@ A ``POST`` to the JSON-RPC endpoint goes through, in this order:
 1. the connection limits of :mod:`agent_cards.edge.protocol` (header bytes and time, body time,
    connections per client and in total), set when :func:`remote_risk.server.app.serve`
    starts uvicorn;
-2. :class:`TokenFirst`: the delegation token is authenticated from the headers alone
+2. :class:`TokenFirst` (for every A2A route of every binding, each :class:`Guard`
+   answering in its binding's error form): the delegation token is authenticated from the
+   headers alone
    (:meth:`~remote_risk.server.auth.DelegationAuthorizer.authenticate`: signature, times,
    audience, claims); a refusal is answered before one byte of the body is read, so an
    unauthenticated caller never reaches a parser. Its JSON-RPC error has ``id: null``,
@@ -22,6 +24,7 @@ variables by :func:`risk_limits` (see the README's "Limits").
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -66,30 +69,65 @@ def body_refusal(status: int, reason: str, message: str) -> ASGIApp:
     return jsonrpc_error(errors.InvalidRequest(message, metadata=metadata))
 
 
-class TokenFirst:
-    """Authenticate the delegation token of a POST to ``path`` before its body is read."""
+# Which requests a guard covers (by HTTP method and path) and how it answers a refusal.
+Covers = Callable[[str, str], bool]
+Refuse = Callable[[errors.DelegationRefused], Response]
 
-    def __init__(self, app: ASGIApp, *, path: str, authenticate: Authenticate) -> None:
+
+def jsonrpc_refusal(refused: errors.DelegationRefused) -> Response:
+    return jsonrpc_error(refused, refused.http_status)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Token-first for the requests ``covers`` names; ``refuse`` renders a refusal in the
+    binding's own error form."""
+
+    covers: Covers
+    refuse: Refuse = jsonrpc_refusal
+
+
+def posts_to(paths: frozenset[str]) -> Covers:
+    return lambda method, path: method == "POST" and path in paths
+
+
+class TokenFirst:
+    """Authenticate the delegation token of a request a guard covers before its body is
+    read."""
+
+    def __init__(
+        self, app: ASGIApp, *, guards: tuple[Guard, ...], authenticate: Authenticate
+    ) -> None:
         self.app = app
-        self._path = path
+        self._guards = guards
         self._authenticate = authenticate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
+        guard = self._guard(scope)
+        if guard is not None:
             try:
                 authenticated = await self._authenticate(Request(scope))
             except errors.DelegationRefused as refused:
-                await jsonrpc_error(refused, refused.http_status)(scope, receive, send)
+                await guard.refuse(refused)(scope, receive, send)
                 return
             scope.setdefault("state", {})[AUTHENTICATED_STATE] = authenticated
         await self.app(scope, receive, send)
 
+    def _guard(self, scope: Scope) -> Guard | None:
+        if scope["type"] != "http":
+            return None
+        return next((g for g in self._guards if g.covers(scope["method"], scope["path"])), None)
+
 
 def install(
-    app: Starlette, limits: EdgeLimits, *, path: str, authenticate: Authenticate | None
+    app: Starlette,
+    limits: EdgeLimits,
+    *,
+    guards: tuple[Guard, ...],
+    authenticate: Authenticate | None,
 ) -> None:
     """Put ``app`` behind the body guard and, when tokens are checked, the token check
     (added last, so it runs first)."""
     app.add_middleware(BodyGuard, limits=limits, refuse=body_refusal)
     if authenticate is not None:
-        app.add_middleware(TokenFirst, path=path, authenticate=authenticate)
+        app.add_middleware(TokenFirst, guards=guards, authenticate=authenticate)

@@ -12,6 +12,7 @@ URL's credentials.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
@@ -24,6 +25,7 @@ from remote_risk.risk.interpreter import ModelSkillResult, run_model_skill
 from remote_risk.risk.model import ModelConfig
 from remote_risk.telemetry import http, metrics, tracing
 
+logger = logging.getLogger(__name__)
 P = tracing.PREFIX
 SKILL_ID = "interpret-risk-policy"
 Params = ParamSpec("Params")
@@ -123,3 +125,11 @@ def token_decision(method: str, allowed: bool, reason: str) -> None:
     if not allowed:
         metrics.TOKEN_REFUSALS.labels(reason).inc()
         http.note(denial_reason=reason)
+
+
+def ignored_fields(binding: str, paths: list[str]) -> None:
+    """Request members the protocol does not define, ignored: counted and logged (debug),
+    by path only, never with their values."""
+    if paths:
+        metrics.IGNORED_FIELDS.labels(binding).inc(len(paths))
+        logger.debug("%s request: ignored unknown members %s", binding, ", ".join(paths))

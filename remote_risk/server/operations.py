@@ -17,7 +17,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pydantic import BaseModel, ConfigDict
 
 from contracts.wire import (
+    AgentCard,
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
@@ -28,7 +30,13 @@ from contracts.wire import (
     Task,
 )
 from remote_risk import errors
-from remote_risk.server.jsonrpc import AnyOperation, CallContext, Operation, StreamingOperation
+from remote_risk.server.jsonrpc import (
+    ANONYMOUS_OWNER,
+    AnyOperation,
+    CallContext,
+    Operation,
+    StreamingOperation,
+)
 from remote_risk.server.push import PushConfigs
 from remote_risk.server.streams import SUBSCRIPTION_END_STATES, TaskUpdates
 from remote_risk.tasks.memory import TaskRecord, TaskStoreProtocol
@@ -53,10 +61,16 @@ class AnyParams(BaseModel):
 
 class TaskOperations:
     def __init__(
-        self, store: TaskStoreProtocol, updates: TaskUpdates, push: PushConfigs | None
+        self,
+        store: TaskStoreProtocol,
+        updates: TaskUpdates,
+        push: PushConfigs | None,
+        extended_card: AgentCard | None = None,
     ) -> None:
         """Without ``push`` push notification configs are refused (-32003); with it, a
-        task's configs go when the store evicts the task."""
+        task's configs go when the store evicts the task. ``extended_card`` (signed) is
+        answered to authenticated callers only."""
+        self.extended_card = extended_card
         self._store = store
         self._updates = updates
         self._push = push
@@ -75,7 +89,7 @@ class TaskOperations:
             "GetTask": Operation(GetTaskRequest, self.get_task),
             "ListTasks": Operation(ListTasksRequest, self.list_tasks),
             "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
-            "GetExtendedAgentCard": Operation(AnyParams, _no_extended_card),
+            "GetExtendedAgentCard": Operation(GetExtendedAgentCardRequest, self.get_extended_card),
         }
         if self._push is None:
             table.update({name: Operation(AnyParams, _no_push) for name in PUSH_METHODS})
@@ -109,6 +123,19 @@ class TaskOperations:
                 metadata={"taskId": record.id, "state": record.state.value},
             )
         return self._updates.follow(record.snapshot(), until=SUBSCRIPTION_END_STATES)
+
+    async def get_extended_card(
+        self, request: GetExtendedAgentCardRequest, context: CallContext
+    ) -> AgentCard:
+        """The extended card, for a caller the authorizer authenticated (a delegation
+        token); the anonymous owner is not one."""
+        if self.extended_card is None:
+            raise errors.UnsupportedOperation("this agent has no extended agent card")
+        if context.owner == ANONYMOUS_OWNER:
+            raise errors.UnsupportedOperation(
+                "the extended agent card is shown to authenticated callers only"
+            )
+        return self.extended_card
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
         return self._store.get(context.owner, request.id).snapshot(request.history_length)
@@ -188,7 +215,3 @@ def _logged(step: Callable[[], None]) -> None:
 
 async def _no_push(params: AnyParams, context: CallContext) -> BaseModel:
     raise errors.PushNotificationNotSupported("push notifications are not supported by this agent")
-
-
-async def _no_extended_card(params: AnyParams, context: CallContext) -> BaseModel:
-    raise errors.UnsupportedOperation("this agent has no extended agent card")

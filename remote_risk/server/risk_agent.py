@@ -22,7 +22,8 @@ the delegation token's ``jti`` claimed; only a send that really opens a task cla
 ``SendStreamingMessage`` and ``SubscribeToTask`` answer over SSE (see
 :mod:`remote_risk.server.streams`); push notification configs are kept by
 :class:`~remote_risk.server.push.PushConfigs`, and every change of a task is published to both
-through :class:`~remote_risk.server.streams.TaskUpdates`. The extended card is not offered.
+through :class:`~remote_risk.server.streams.TaskUpdates`. The extended card (signed like
+the public one) is answered to callers with a verified delegation token.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 from contracts.evidence import Finding, FindingStatus
 from contracts.grant import Budget
 from contracts.wire import (
+    AgentCard,
     Artifact,
     Message,
     Part,
@@ -85,10 +87,13 @@ class RiskAgentHandler(TaskOperations):
         model: ModelConfig | None = None,
         updates: TaskUpdates | None = None,
         push: PushConfigs | None = None,
+        extended_card: AgentCard | None = None,
     ) -> None:
         """With ``model`` the policy is interpreted by that model (see model_skill).
         Without ``push`` push notification configs are refused (-32003)."""
-        super().__init__(store, updates or TaskUpdates(TaskEventBroker(), push), push)
+        super().__init__(
+            store, updates or TaskUpdates(TaskEventBroker(), push), push, extended_card
+        )
         self._skill_delay = skill_delay_seconds
         self._model = model
 
@@ -147,6 +152,8 @@ class RiskAgentHandler(TaskOperations):
                 "push notifications are not supported by this agent; poll with GetTask instead"
             )
         check_configuration(configuration)
+        if request.message.task_id is not None:  # the task before its content (docs/)
+            self._store.get(context.owner, request.message.task_id)
         risk_input = risk_input_of(request.message)
         if push_config is not None and self._push is not None:
             self._push.delivery.policy.check_syntax(push_config.url)

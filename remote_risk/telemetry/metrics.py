@@ -32,6 +32,12 @@ A2A_REQUESTS = Counter(
     ["method", "outcome"],
     registry=REGISTRY,
 )
+IGNORED_FIELDS = Counter(
+    "remote_risk_ignored_fields_total",
+    "Request members not defined by the protocol, ignored (not refused), by binding.",
+    ["binding"],
+    registry=REGISTRY,
+)
 TOKEN_DECISIONS = Counter(
     "remote_risk_token_decisions_total",
     "Delegation-token decisions, by A2A method and result (allowed or denied).",

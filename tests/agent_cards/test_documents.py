@@ -11,11 +11,13 @@ from remote_risk.server.app import JSONRPC_PATH
 
 
 def test_risk_document_is_a_v1_card() -> None:
-    """The risk document validates as an AgentCard with one JSON-RPC 1.0 interface."""
+    """The risk document validates as an AgentCard: JSON-RPC 1.0 first (the agent id),
+    then HTTP+JSON 1.0 (gRPC is added when a gRPC port is configured)."""
     card = load_document("risk")
     assert card.name == "remote-risk"
     assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-        ("JSONRPC", "1.0")
+        ("JSONRPC", "1.0"),
+        ("HTTP+JSON", "1.0"),
     ]
     assert card.provider is not None and card.provider.organization == "Risk team"
     assert card.capabilities.streaming is True

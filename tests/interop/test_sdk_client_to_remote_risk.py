@@ -30,7 +30,7 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 from agent_cards.keys import TrustedKeys
 from remote_risk.server.app import JSONRPC_PATH, create_app
-from remote_risk.settings import Settings
+from remote_risk.settings import REST_PATH, Settings
 from tests import tokens
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port, running
@@ -59,8 +59,9 @@ def test_sdk_resolver_reads_the_card(risk_url: str) -> None:
 
     card = asyncio.run(resolve())
     assert card.name == "remote-risk"
-    (interface,) = card.supported_interfaces
+    interface, rest = card.supported_interfaces
     assert (interface.protocol_binding, interface.protocol_version) == ("JSONRPC", "1.0")
+    assert (rest.protocol_binding, rest.url) == ("HTTP+JSON", risk_url + REST_PATH)
     assert interface.url == risk_url + JSONRPC_PATH
     assert [skill.id for skill in card.skills] == ["interpret-risk-policy"]
 

@@ -92,3 +92,41 @@ def test_it_refuses_to_listen_beyond_loopback(capsys: pytest.CaptureFixture[str]
         conformance.main(["--host", "0.0.0.0"])
     assert exited.value.code == 2
     assert "refusing to listen" in capsys.readouterr().err
+
+
+def test_every_binding_serves_the_same_scripts() -> None:
+    """With a gRPC port the card lists JSON-RPC, HTTP+JSON and gRPC; HTTP+JSON answers
+    the same scripted behaviour, and the extended card is declared and served."""
+    import asyncio
+
+    import grpc
+
+    from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+    from remote_risk.settings import REST_PATH
+
+    port, grpc_port = free_port(), free_port()
+    app = conformance.create_app(f"http://127.0.0.1:{port}", grpc_port=grpc_port)
+    with running(app, port=port) as url:
+        card = httpx.get(url + "/.well-known/agent-card.json", timeout=10).json()
+        bindings = [i["protocolBinding"] for i in card["supportedInterfaces"]]
+        assert bindings == ["JSONRPC", "HTTP+JSON", "GRPC"]
+        assert card["capabilities"]["extendedAgentCard"] is True
+        message = {"messageId": "tck-reject-task-1", "role": "ROLE_USER", "parts": [{"text": "x"}]}
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/a2a+json"}
+        sent = httpx.post(
+            url + REST_PATH + "/message:send",
+            content=json.dumps({"message": message}),
+            headers=headers,
+            timeout=10,
+        )
+        assert sent.json()["task"]["status"]["state"] == "TASK_STATE_REJECTED"
+
+        async def extended() -> Any:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                request = a2a_pb2.GetExtendedAgentCardRequest()
+                return await stub.GetExtendedAgentCard(
+                    request, metadata=[("a2a-version", "1.0")], timeout=10
+                )
+
+        assert "Extended card" in asyncio.run(extended()).description

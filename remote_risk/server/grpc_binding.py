@@ -1,0 +1,208 @@
+"""A2A's gRPC binding: the ``A2AService`` generated from ``a2a.proto``, served beside HTTP.
+
+Each RPC becomes the same ``(method, params)`` a JSON-RPC call carries (the request
+message as ProtoJSON) and goes through the same
+:class:`~remote_risk.server.jsonrpc.Dispatcher`, so the delegation token and every trust
+check apply identically. The bearer token and ``A2A-Version`` travel in the call's
+metadata (``authorization``, ``a2a-version``); the token is first authenticated from the
+metadata alone, as the HTTP edge does before reading a body. An error ends the call with
+the spec table's gRPC code and a ``google.rpc.Status`` with ``ErrorInfo`` in
+``grpc-status-details-bin``. ``SendStreamingMessage`` and ``SubscribeToTask`` are server
+streams of ``StreamResponse``. Fields a request carries that the proto does not define
+are ignored and counted (``remote_risk_ignored_fields_total{binding="grpc"}``), as on
+the other bindings.
+
+:class:`GRPCServer` runs a ``grpc.aio`` server on its own port in the service's process
+and event loop (started and stopped with the app's lifespan).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf import empty_pb2
+from google.protobuf.message import Message as ProtoMessage
+from pydantic import BaseModel
+from starlette.requests import Request
+
+from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+from agent_cards.bindings.protojson import proto_dict, to_proto, unknown_paths
+from agent_cards.bindings.status import grpc_code, status_proto
+from contracts.wire import VERSION_HEADER
+from remote_risk import errors
+from remote_risk.server import observed
+from remote_risk.server.auth import AUTHENTICATED_STATE
+from remote_risk.server.jsonrpc import Dispatcher, check_version
+
+logger = logging.getLogger(__name__)
+
+BINDING = "grpc"
+SERVICE = "lf.a2a.v1.A2AService"
+STATUS_DETAILS = "grpc-status-details-bin"
+Authenticate = Callable[[Request], Awaitable[Any]]
+
+# What each RPC answers with (None: a stream of StreamResponse).
+RESPONSES: dict[str, type[ProtoMessage] | None] = {
+    "SendMessage": a2a_pb2.SendMessageResponse,
+    "SendStreamingMessage": None,
+    "GetTask": a2a_pb2.Task,
+    "ListTasks": a2a_pb2.ListTasksResponse,
+    "CancelTask": a2a_pb2.Task,
+    "SubscribeToTask": None,
+    "CreateTaskPushNotificationConfig": a2a_pb2.TaskPushNotificationConfig,
+    "GetTaskPushNotificationConfig": a2a_pb2.TaskPushNotificationConfig,
+    "ListTaskPushNotificationConfigs": a2a_pb2.ListTaskPushNotificationConfigsResponse,
+    "GetExtendedAgentCard": a2a_pb2.AgentCard,
+    "DeleteTaskPushNotificationConfig": empty_pb2.Empty,
+}
+
+
+def request_of(method: str, context: grpc.aio.ServicerContext) -> Request:
+    """The call as the request the authorizer reads: its metadata as headers."""
+    headers = [
+        (key.lower().encode("latin-1"), str(value).encode("latin-1"))
+        for key, value in context.invocation_metadata() or ()
+        if not key.endswith("-bin")
+    ]
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": f"/{SERVICE}/{method}",
+        "headers": headers,
+        "query_string": b"",
+        "state": {},
+    }
+    return Request(scope)
+
+
+class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
+    """Every RPC of the generated service, each through :meth:`_unary` or :meth:`_stream`."""
+
+    def __init__(self, dispatcher: Dispatcher, authenticate: Authenticate | None) -> None:
+        self._dispatcher = dispatcher
+        self._authenticate = authenticate
+
+    async def _result(
+        self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
+    ) -> BaseModel | AsyncIterator[BaseModel]:
+        request = request_of(method, context)
+        if self._authenticate is not None:
+            request.scope["state"][AUTHENTICATED_STATE] = await self._authenticate(request)
+        check_version(request.headers.get(VERSION_HEADER))
+        observed.ignored_fields(BINDING, unknown_paths(message))
+        return await self._dispatcher.call(request, method, proto_dict(message), BINDING)
+
+    async def _unary(
+        self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
+    ) -> ProtoMessage:
+        response_type = RESPONSES[method]
+        assert response_type is not None
+        try:
+            result = await self._result(method, message, context)
+            if not isinstance(result, BaseModel):
+                raise errors.InternalError(f"{method} answered a stream")
+            return to_proto(result, response_type)
+        except errors.A2AError as error:
+            await abort(context, error)
+        except Exception:
+            logger.exception("gRPC %s failed unexpectedly", method)
+            await abort(context, errors.InternalError("internal error"))
+        raise AssertionError("abort returns only by raising")
+
+    async def _stream(
+        self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[ProtoMessage]:
+        try:
+            result = await self._result(method, message, context)
+            if isinstance(result, BaseModel):
+                raise errors.InternalError(f"{method} answered one result")
+            async for event in result:
+                yield to_proto(event, a2a_pb2.StreamResponse)
+        except errors.A2AError as error:
+            await abort(context, error)
+        except Exception:
+            logger.exception("gRPC stream %s failed unexpectedly", method)
+            await abort(context, errors.InternalError("internal error"))
+
+    async def SendMessage(self, request: Any, context: Any) -> Any:
+        return await self._unary("SendMessage", request, context)
+
+    async def SendStreamingMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        async for event in self._stream("SendStreamingMessage", request, context):
+            yield event
+
+    async def GetTask(self, request: Any, context: Any) -> Any:
+        return await self._unary("GetTask", request, context)
+
+    async def ListTasks(self, request: Any, context: Any) -> Any:
+        return await self._unary("ListTasks", request, context)
+
+    async def CancelTask(self, request: Any, context: Any) -> Any:
+        return await self._unary("CancelTask", request, context)
+
+    async def SubscribeToTask(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        async for event in self._stream("SubscribeToTask", request, context):
+            yield event
+
+    async def CreateTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
+        return await self._unary("CreateTaskPushNotificationConfig", request, context)
+
+    async def GetTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
+        return await self._unary("GetTaskPushNotificationConfig", request, context)
+
+    async def ListTaskPushNotificationConfigs(self, request: Any, context: Any) -> Any:
+        return await self._unary("ListTaskPushNotificationConfigs", request, context)
+
+    async def GetExtendedAgentCard(self, request: Any, context: Any) -> Any:
+        return await self._unary("GetExtendedAgentCard", request, context)
+
+    async def DeleteTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
+        return await self._unary("DeleteTaskPushNotificationConfig", request, context)
+
+
+async def abort(context: grpc.aio.ServicerContext, error: errors.A2AError) -> None:
+    """End the call with ``error``'s gRPC code and its Status (ErrorInfo) in the trailers."""
+    name, _ = grpc_code(error.kind)
+    status = status_proto(error.kind, error.message, error.metadata)
+    logger.info("gRPC answered %s: %s", name, error.message)
+    await context.abort(
+        grpc.StatusCode[name],
+        error.message,
+        trailing_metadata=((STATUS_DETAILS, status.SerializeToString()),),
+    )
+
+
+class GRPCServer:
+    """The gRPC binding on ``address`` (host:port), in the running event loop."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        authenticate: Authenticate | None,
+        address: str,
+        *,
+        max_message_bytes: int = 1_000_000,
+    ) -> None:
+        self._servicer = A2AServicer(dispatcher, authenticate)
+        self.address = address
+        self._max_message_bytes = max_message_bytes
+        self._server: grpc.aio.Server | None = None
+
+    async def start(self) -> None:
+        """Listen; a request larger than ``max_message_bytes`` (the HTTP edge's body
+        limit) is refused by gRPC itself with RESOURCE_EXHAUSTED."""
+        options = [("grpc.max_receive_message_length", self._max_message_bytes)]
+        server = grpc.aio.server(options=options)
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(self._servicer, server)
+        if server.add_insecure_port(self.address) == 0:
+            raise OSError(f"cannot listen for gRPC on {self.address}")
+        await server.start()
+        self._server = server
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop(grace=1)
+            self._server = None

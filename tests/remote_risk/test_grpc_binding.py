@@ -1,0 +1,155 @@
+"""The gRPC binding of a token-checking remote_risk, over a real loopback channel.
+
+The token and A2A-Version travel in metadata; the checks are the JSON-RPC ones (the
+same dispatcher): accepted with the right token, refused UNAUTHENTICATED without one
+and PERMISSION_DENIED with another handoff's, each with a google.rpc.Status holding
+ErrorInfo in grpc-status-details-bin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import json_format
+from google.rpc import error_details_pb2, status_pb2
+
+from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+from tests.remote_risk.conftest import risk_input
+from tests.remote_risk.delegated import SKILL, Caller, delegated_service
+from tests.servers import free_port
+
+
+@pytest.fixture
+def service() -> Iterator[tuple[Caller, str]]:
+    port = free_port()
+    with delegated_service(grpc_port=port) as (caller, _app):
+        yield caller, f"127.0.0.1:{port}"
+
+
+def send_request(handoff_id: str) -> a2a_pb2.SendMessageRequest:
+    document = {
+        "message": {
+            "messageId": f"m-{handoff_id}",
+            "role": "ROLE_USER",
+            "parts": [{"data": risk_input(), "mediaType": "application/json"}],
+            "metadata": {"handoffId": handoff_id, "attempt": 1, "skillId": SKILL},
+        }
+    }
+    return json_format.ParseDict(document, a2a_pb2.SendMessageRequest())
+
+
+def metadata(token: str | None) -> list[tuple[str, str]]:
+    pairs = [("a2a-version", "1.0")]
+    return pairs + ([("authorization", f"Bearer {token}")] if token else [])
+
+
+async def _call(address: str, rpc: str, request: Any, token: str | None) -> Any:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        return await getattr(stub, rpc)(request, metadata=metadata(token), timeout=10)
+
+
+def refusal(address: str, rpc: str, request: Any, token: str | None) -> tuple[Any, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        asyncio.run(_call(address, rpc, request, token))
+    error = raised.value
+    trailers = dict(error.trailing_metadata() or ())
+    status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    assert status.details[0].Unpack(info)
+    return error.code(), info.metadata.get("reason", info.reason)
+
+
+def test_the_card_lists_grpc_last(service: tuple[Caller, str]) -> None:
+    import httpx
+
+    caller, address = service
+    card = httpx.get(caller.base_url + "/.well-known/agent-card.json", timeout=10).json()
+    bindings = [(i["protocolBinding"], i["url"]) for i in card["supportedInterfaces"]]
+    assert [b for b, _ in bindings] == ["JSONRPC", "HTTP+JSON", "GRPC"]
+    assert bindings[-1][1] == address
+
+
+def test_a_delegated_send_completes(service: tuple[Caller, str]) -> None:
+    caller, address = service
+    token = caller.token("h-grpc-1")
+    response = asyncio.run(_call(address, "SendMessage", send_request("h-grpc-1"), token))
+    assert response.task.status.state == a2a_pb2.TASK_STATE_COMPLETED
+    assert json_format.MessageToDict(response.task.metadata) == {
+        "handoffId": "h-grpc-1",
+        "attempt": 1,
+    }
+    got = asyncio.run(
+        _call(address, "GetTask", a2a_pb2.GetTaskRequest(id=response.task.id), caller.token("x"))
+    )
+    assert got.id == response.task.id
+
+
+def test_no_token_is_unauthenticated(service: tuple[Caller, str]) -> None:
+    _caller, address = service
+    code, reason = refusal(address, "SendMessage", send_request("h-grpc-2"), None)
+    assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "token_missing")
+
+
+def test_another_handoffs_token_is_permission_denied(service: tuple[Caller, str]) -> None:
+    caller, address = service
+    token = caller.token("other")
+    code, _reason = refusal(address, "SendMessage", send_request("h-grpc-3"), token)
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_unknown_task_is_not_found_with_error_info(service: tuple[Caller, str]) -> None:
+    caller, address = service
+    request = a2a_pb2.GetTaskRequest(id="no-such-task")
+    code, reason = refusal(address, "GetTask", request, caller.token("lookup"))
+    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "TASK_NOT_FOUND")
+
+
+def test_a_stream_is_server_streaming(service: tuple[Caller, str]) -> None:
+    caller, address = service
+
+    async def follow() -> list[Any]:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            call = stub.SendStreamingMessage(
+                send_request("h-grpc-4"), metadata=metadata(caller.token("h-grpc-4")), timeout=10
+            )
+            return [event async for event in call]
+
+    events = asyncio.run(follow())
+    assert events[0].WhichOneof("payload") == "task"
+    last = events[-1]
+    state = last.status_update.status.state if last.HasField("status_update") else None
+    assert state == a2a_pb2.TASK_STATE_COMPLETED
+
+
+def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) -> None:
+    """A field number the proto lacks (a newer peer's) does not refuse the send."""
+    from remote_risk.telemetry import metrics
+
+    def ignored() -> float:
+        sample = metrics.REGISTRY.get_sample_value(
+            "remote_risk_ignored_fields_total", {"binding": "grpc"}
+        )
+        return sample or 0.0
+
+    caller, address = service
+    raw = send_request("h-grpc-5").SerializeToString() + bytes([0xA8, 0x06, 0x01])
+    before = ignored()
+
+    async def send() -> Any:
+        async with grpc.aio.insecure_channel(address) as channel:
+            call = channel.unary_unary(
+                "/lf.a2a.v1.A2AService/SendMessage",
+                request_serializer=lambda body: body,
+                response_deserializer=a2a_pb2.SendMessageResponse.FromString,
+            )
+            return await call(raw, metadata=metadata(caller.token("h-grpc-5")), timeout=10)
+
+    response = asyncio.run(send())
+    assert response.task.status.state == a2a_pb2.TASK_STATE_COMPLETED
+    assert ignored() - before == 1
