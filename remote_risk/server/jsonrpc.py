@@ -219,9 +219,6 @@ class Dispatcher:
         self._operations = dict(handler.operations())
         self._authorize = authorize
 
-    def offers(self, method: str) -> bool:
-        return method in self._operations
-
     def field_types(self, method: str) -> dict[str, type]:
         """The scalar type (int, bool or str) of each top-level param of ``method``, by its
         wire name: how a binding without JSON bodies (a query string) types its values."""

@@ -101,9 +101,9 @@ class RESTEndpoint:
 
     async def handle(self, request: Request) -> Response:
         try:
+            check_version(request.headers.get(VERSION_HEADER))  # as on JSON-RPC: first
             route, variables = match(request.method, request.path_params["path"])
             http.note(a2a_method=route.method)
-            check_version(request.headers.get(VERSION_HEADER))
             params = await self._params(request, route, variables)
             result = await self._dispatcher.call(request, route.method, params, BINDING)
             if not isinstance(result, BaseModel):
