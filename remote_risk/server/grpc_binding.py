@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import grpc
@@ -36,6 +37,7 @@ from remote_risk import errors
 from remote_risk.server import observed
 from remote_risk.server.auth import AUTHENTICATED_STATE
 from remote_risk.server.jsonrpc import Dispatcher, check_version
+from remote_risk.telemetry import http
 
 logger = logging.getLogger(__name__)
 
@@ -100,32 +102,34 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     ) -> ProtoMessage:
         response_type = RESPONSES[method]
         assert response_type is not None
-        try:
-            result = await self._result(method, message, context)
-            if not isinstance(result, BaseModel):
-                raise errors.InternalError(f"{method} answered a stream")
-            return to_proto(result, response_type)
-        except errors.A2AError as error:
-            await abort(context, error)
-        except Exception:
-            logger.exception("gRPC %s failed unexpectedly", method)
-            await abort(context, errors.InternalError("internal error"))
+        with observed_call(method, context):
+            try:
+                result = await self._result(method, message, context)
+                if not isinstance(result, BaseModel):
+                    raise errors.InternalError(f"{method} answered a stream")
+                return to_proto(result, response_type)
+            except errors.A2AError as error:
+                await abort(context, error)
+            except Exception:
+                logger.exception("gRPC %s failed unexpectedly", method)
+                await abort(context, errors.InternalError("internal error"))
         raise AssertionError("abort returns only by raising")
 
     async def _stream(
         self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[ProtoMessage]:
-        try:
-            result = await self._result(method, message, context)
-            if isinstance(result, BaseModel):
-                raise errors.InternalError(f"{method} answered one result")
-            async for event in result:
-                yield to_proto(event, a2a_pb2.StreamResponse)
-        except errors.A2AError as error:
-            await abort(context, error)
-        except Exception:
-            logger.exception("gRPC stream %s failed unexpectedly", method)
-            await abort(context, errors.InternalError("internal error"))
+        with observed_call(method, context):
+            try:
+                result = await self._result(method, message, context)
+                if isinstance(result, BaseModel):
+                    raise errors.InternalError(f"{method} answered one result")
+                async for event in result:
+                    yield to_proto(event, a2a_pb2.StreamResponse)
+            except errors.A2AError as error:
+                await abort(context, error)
+            except Exception:
+                logger.exception("gRPC stream %s failed unexpectedly", method)
+                await abort(context, errors.InternalError("internal error"))
 
     async def SendMessage(self, request: Any, context: Any) -> Any:
         return await self._unary("SendMessage", request, context)
@@ -163,8 +167,19 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         return await self._unary("DeleteTaskPushNotificationConfig", request, context)
 
 
+def observed_call(method: str, context: grpc.aio.ServicerContext) -> AbstractContextManager[None]:
+    """The call's span, count and access line (:func:`remote_risk.telemetry.http.observed_rpc`)."""
+    metadata = {
+        key.lower(): str(value)
+        for key, value in context.invocation_metadata() or ()
+        if not key.endswith("-bin")
+    }
+    return http.observed_rpc(method, metadata, context.peer())
+
+
 async def abort(context: grpc.aio.ServicerContext, error: errors.A2AError) -> None:
     """End the call with ``error``'s gRPC code and its Status (ErrorInfo) in the trailers."""
+    http.note(a2a_error=error.kind.reason)
     name, _ = grpc_code(error.kind)
     status = status_proto(error.kind, error.message, error.metadata)
     logger.info("gRPC answered %s: %s", name, error.message)

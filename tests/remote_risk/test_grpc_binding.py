@@ -153,3 +153,27 @@ def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) ->
     response = asyncio.run(send())
     assert response.task.status.state == a2a_pb2.TASK_STATE_COMPLETED
     assert ignored() - before == 1
+
+
+def test_each_call_is_counted_with_its_outcome(service: tuple[Caller, str]) -> None:
+    """As HTTP requests are: remote_risk_a2a_requests_total{method, outcome}."""
+    from remote_risk.telemetry import metrics
+
+    def count(method: str, outcome: str) -> float:
+        labels = {"method": method, "outcome": outcome}
+        return metrics.REGISTRY.get_sample_value("remote_risk_a2a_requests_total", labels) or 0.0
+
+    caller, address = service
+    before = count("GetTask", "TASK_NOT_FOUND"), count("SendStreamingMessage", "ok")
+    refusal(address, "GetTask", a2a_pb2.GetTaskRequest(id="nope"), caller.token("lookup"))
+
+    async def follow() -> list[Any]:
+        async with grpc.aio.insecure_channel(address) as channel:
+            call = a2a_pb2_grpc.A2AServiceStub(channel).SendStreamingMessage(
+                send_request("h-grpc-6"), metadata=metadata(caller.token("h-grpc-6")), timeout=10
+            )
+            return [event async for event in call]
+
+    assert asyncio.run(follow())
+    after = count("GetTask", "TASK_NOT_FOUND"), count("SendStreamingMessage", "ok")
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
