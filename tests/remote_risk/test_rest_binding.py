@@ -73,9 +73,15 @@ def test_a_delegated_send_completes_and_reads_back(service: Caller) -> None:
 
 
 def test_the_tenant_variant_routes_the_same_operation(service: Caller) -> None:
-    """/{tenant}/tasks/{id}: the tenant is a param; the token covers no such tenant."""
-    response = rest(service, "GET", "/tenant-x/tasks/t-1", service.token("lookup"))
-    assert response.status_code in (403, 404), response.text
+    """/{tenant}/...: the tenant is the request's tenant param, held to the token's."""
+    token = service.token("h-rest-tenant")
+    sent = rest(service, "POST", "/tenant-a/message:send", token, message("h-rest-tenant"))
+    assert sent.status_code == 200, sent.text
+    task_id = sent.json()["task"]["id"]
+    got = rest(service, "GET", f"/tenant-a/tasks/{task_id}", service.token("lookup"))
+    assert got.status_code == 200, got.text
+    other = rest(service, "GET", f"/tenant-x/tasks/{task_id}", service.token("lookup"))
+    assert status_of(other) == (403, "PERMISSION_DENIED", "tenant_mismatch")
 
 
 def test_no_token_is_refused_before_the_body_is_read(service: Caller) -> None:
