@@ -19,6 +19,8 @@ from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.pilot import PilotResult
 from coordinator.assessment.supervisor import SupervisedResult
 from coordinator.handoff.run import ownership_rows
+from coordinator.service.agent_views import diff_lines
+from coordinator.service.run_list import age
 
 OWNERSHIP_COLUMNS = [
     "branch",
@@ -139,23 +141,6 @@ def render_pending(held: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def diff_lines(diff: dict[str, Any]) -> list[str]:
-    """The diff as ``+``/``-`` lines (``+``: what the held card asks for more)."""
-    lines = [f"+ interface {i}" for i in diff["interfaces_added"]]
-    lines += [f"- interface {i}" for i in diff["interfaces_removed"]]
-    lines += [f"+ skill {s}" for s in diff["skills_added"]]
-    lines += [f"- skill {s}" for s in diff["skills_removed"]]
-    for skill, scopes in diff["scopes_added"].items():
-        lines += [f"+ scope {scope} (skill {skill})" for scope in scopes]
-    for skill, scopes in diff["scopes_removed"].items():
-        lines += [f"- scope {scope} (skill {skill})" for scope in scopes]
-    if diff["security_schemes_changed"]:
-        lines.append("~ security schemes changed")
-    if diff["security_requirements_changed"]:
-        lines.append("~ card-wide security requirements changed")
-    return lines or ["= nothing added or dropped"]
-
-
 # --- runs -----------------------------------------------------------------------------------
 
 
@@ -197,15 +182,6 @@ def print_runs(page: dict[str, Any], *, as_json: bool, now: datetime | None = No
     print(render_table(rows, RUN_COLUMNS))
     if page.get("next_cursor"):
         print(f"more: federation runs --cursor {page['next_cursor']}")
-
-
-def age(started_at: str, now: datetime) -> str:
-    """How long ago, in the largest whole unit: ``42s``, ``5m``, ``3h``, ``2d``."""
-    seconds = int((now - datetime.fromisoformat(started_at.replace("Z", "+00:00"))).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
 
 
 def render_document(document: dict[str, Any]) -> str:

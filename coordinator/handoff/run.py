@@ -226,25 +226,30 @@ def _time(value: Any) -> str | None:
 
 def ownership_rows(run: Run) -> list[dict[str, Any]]:
     return [
-        {
-            "branch": record.attempt_id,
-            "target": record.target,
-            "owner_during_slice": record.owner_during_slice or record.target,
-            "final_owner": record.final_owner,
-            "state": record.state.value,
-            "reason": record.reason,
-            "state_version_seen": record.state_ref.version if record.state_ref else None,
-            "lease_expires_at": _time(record.lease_expires_at),
-            "attempt": record.attempt,
-            "remote_task_id": record.remote_task_id,
-            "remote_state": record.remote_state,
-            "live": record.live,
-            "contract": record.return_contract.name,
-            "return_contract": record.return_contract.summary(),
-            "remote_question": run.questions.get(record.attempt_id),
-        }
+        ownership_row(record, run.questions.get(record.attempt_id))
         for record in run.handoffs.values()
     ]
+
+
+def ownership_row(record: HandoffRecord, question: Any = None) -> dict[str, Any]:
+    """One branch of the ownership table, from its handoff record."""
+    return {
+        "branch": record.attempt_id,
+        "target": record.target,
+        "owner_during_slice": record.owner_during_slice or record.target,
+        "final_owner": record.final_owner,
+        "state": record.state.value,
+        "reason": record.reason,
+        "state_version_seen": record.state_ref.version if record.state_ref else None,
+        "lease_expires_at": _time(record.lease_expires_at),
+        "attempt": record.attempt,
+        "remote_task_id": record.remote_task_id,
+        "remote_state": record.remote_state,
+        "live": record.live,
+        "contract": record.return_contract.name,
+        "return_contract": record.return_contract.summary(),
+        "remote_question": question,
+    }
 
 
 def artifact_row(artifact: ArtifactRecord) -> dict[str, Any]:

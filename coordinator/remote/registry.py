@@ -220,6 +220,32 @@ class Registry:
         self.trail.flush()
         return agent
 
+    def refuse_pending(self, name: str) -> RegisteredAgent:
+        """Drop the card held for approval; the registered card and its pins stay as
+        they were. Recorded in the ledger with the held card's digest."""
+        agent = self.get(name)
+        if agent.pending_card is None:
+            raise RegistryError(f"no card is held for {name!r}", "no_pending_card")
+        kept = agent.model_copy(
+            update={
+                "pending_card": None,
+                "pending_pins": None,
+                "pending_kid": None,
+                "pending_trust": None,
+            }
+        )
+        self._save(kept)
+        self.trail.emit(
+            "card.refused_by_operator",
+            data={
+                "agent": name,
+                "card_digest": _digest(agent.pending_card),
+                "kid": agent.pending_kid,
+            },
+        )
+        self.trail.flush()
+        return kept
+
     def _save(self, agent: RegisteredAgent) -> None:
         stored = self._stored()
         # A new version of the card keeps the return contracts declared for its skills.

@@ -3,6 +3,8 @@ full (``agents show``) and the cards held for approval (``agents pending``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from contracts.wire import AgentCard
 from coordinator.remote.card_changes import card_diff
@@ -68,3 +70,20 @@ def pinned_kids(jwks: dict[str, object]) -> list[str]:
         return sorted(key.kid for key in TrustedKeys.from_json(jwks))
     except (KeyMaterialError, ValueError):
         return []
+
+
+def diff_lines(diff: dict[str, Any]) -> list[str]:
+    """The diff as ``+``/``-`` lines (``+``: what the held card asks for more)."""
+    lines = [f"+ interface {i}" for i in diff["interfaces_added"]]
+    lines += [f"- interface {i}" for i in diff["interfaces_removed"]]
+    lines += [f"+ skill {s}" for s in diff["skills_added"]]
+    lines += [f"- skill {s}" for s in diff["skills_removed"]]
+    for skill, scopes in diff["scopes_added"].items():
+        lines += [f"+ scope {scope} (skill {skill})" for scope in scopes]
+    for skill, scopes in diff["scopes_removed"].items():
+        lines += [f"- scope {scope} (skill {skill})" for scope in scopes]
+    if diff["security_schemes_changed"]:
+        lines.append("~ security schemes changed")
+    if diff["security_requirements_changed"]:
+        lines.append("~ card-wide security requirements changed")
+    return lines or ["= nothing added or dropped"]

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -65,6 +63,7 @@ from coordinator.service.api_models import (
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.faults import FaultBarrier, retry_after
 from coordinator.service.metrics_route import metrics_router
+from coordinator.service.operator_token import OperatorToken
 from coordinator.service.reference import render_reference
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
@@ -88,6 +87,7 @@ STATUS_BY_REASON: dict[str, int] = {
     "unknown_head": 404,
     "ledger_broken": 409,
     "run_ended": 409,
+    "no_pending_card": 409,
     "card_unreachable": 502,
     "card_not_json": 502,
     "jwks_unavailable": 502,
@@ -120,21 +120,39 @@ def status_of(error: FederationError) -> int:
     return DEFAULT_ERROR_STATUS
 
 
+class AppExtension(Protocol):
+    """Something served beside the API under ``prefix`` that authenticates its own
+    requests (the console: a session from the operator token), installed by
+    :func:`create_api` with the same service and token."""
+
+    prefix: str
+
+    def install(self, app: FastAPI, service: CoordinatorService, token: OperatorToken) -> None: ...
+
+
 class OperatorAuth:
     """Refuse every request outside :data:`PUBLIC_PATHS` without the operator's token.
 
-    The presented token is compared with the configured one in constant time (both are
-    hashed first, so not even the length leaks), and no answer ever repeats it.
+    The presented token is compared with the configured one in constant time
+    (:class:`~coordinator.service.operator_token.OperatorToken`), and no answer ever
+    repeats it. Paths under ``exempt_prefixes`` belong to an :class:`AppExtension` that
+    checks them itself.
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        if not token:
-            raise ConfigurationError("the API needs an operator token", "operator_token_missing")
+    def __init__(
+        self, app: ASGIApp, token: OperatorToken, exempt_prefixes: Sequence[str] = ()
+    ) -> None:
         self.app = app
-        self._expected = hashlib.sha256(token.encode()).digest()
+        self._token = token
+        self._exempt = tuple(exempt_prefixes)
+
+    def exempt(self, path: str) -> bool:
+        if path in PUBLIC_PATHS:
+            return True
+        return any(path == prefix or path.startswith(prefix + "/") for prefix in self._exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or self.exempt(scope["path"]):
             await self.app(scope, receive, send)
             return
         refusal = self.refusal([v for k, v in scope["headers"] if k == b"authorization"])
@@ -151,7 +169,7 @@ class OperatorAuth:
         scheme, _, presented = values[0].partition(b" ")
         if scheme.lower() != b"bearer" or not presented or b" " in presented:
             return self._unauthorized("token_malformed", "expected Authorization: Bearer TOKEN")
-        if not hmac.compare_digest(hashlib.sha256(presented).digest(), self._expected):
+        if not self._token.matches(presented):
             return self._unauthorized("token_invalid", "the operator token is not valid")
         return None
 
@@ -225,6 +243,16 @@ def api_router(service: CoordinatorService) -> APIRouter:
         """Changed cards held for approval, each with what it asks for beyond the
         registered one (``federation agents pending``)."""
         return service.pending()
+
+    @router.delete(
+        "/pending-cards/{name}",
+        tags=["agents"],
+        responses={404: {"model": ErrorView}, 409: {"model": ErrorView}},
+    )
+    def refuse_pending(name: str) -> AgentView:
+        """Refuse the card held for an agent: it is dropped, the registered card stays; the
+        answer is the agent as registered."""
+        return service.refuse_pending(name)
 
     @router.get("/agents/{name}", tags=["agents"], responses={404: {"model": ErrorView}})
     def agent(name: str) -> AgentDetail:
@@ -421,9 +449,12 @@ def install_error_handlers(app: FastAPI) -> None:
     # Anything else (a storage fault, a bug) is answered by FaultBarrier, see create_api.
 
 
-def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
-    """The coordinator's app over ``ws``; refuses to exist without an operator token."""
-    token = settings.required_token("the coordinator API")
+def create_api(
+    ws: Workspace, settings: CoordinatorSettings, extensions: Sequence[AppExtension] = ()
+) -> FastAPI:
+    """The coordinator's app over ``ws``; refuses to exist without an operator token.
+    ``extensions`` (the console) are installed beside the API."""
+    token = OperatorToken(settings.required_token("the coordinator API"))
     if settings.issuer != identity.issuer_id():
         raise ConfigurationError(
             f"the issuer must be set through {identity.ISSUER_ENV}", "issuer_mismatch"
@@ -459,10 +490,15 @@ def create_api(ws: Workspace, settings: CoordinatorSettings) -> FastAPI:
     app.include_router(metrics_router(ws))
     install_error_handlers(app)
     limits.install(app, limits.coordinator_limits())
-    app.add_middleware(OperatorAuth, token=token)
+    app.add_middleware(
+        OperatorAuth, token=token, exempt_prefixes=[extension.prefix for extension in extensions]
+    )
     # Outermost of ours, so that a failure anywhere below keeps the connection usable.
     app.add_middleware(FaultBarrier, on_storage_fault=lambda: recycle(ws.engine()))
     # outermost: requests refused or failed below get their span and access line
     app.add_middleware(ObservedHTTP)
+    # last, so that what an extension wraps its own paths with sees every answer there
+    for extension in extensions:
+        extension.install(app, service, token)
     app.state.worker = worker
     return app

@@ -19,6 +19,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
+from contracts.handoff import HandoffRecord
 from coordinator.assessment import evaluate
 from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
 from coordinator.assessment.model_gateway import ModelConfig
@@ -38,7 +39,7 @@ from coordinator.dispatch.delegate import (
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.errors import LedgerError, UsageError
 from coordinator.handoff.declared import declared_contracts, delegation_contract
-from coordinator.handoff.run import Run, start_run
+from coordinator.handoff.run import Run, ownership_row, start_run
 from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
@@ -85,6 +86,19 @@ def verify_view(report: ledger.VerifyReport) -> VerifyView:
         detail=report.detail,
         summary=str(report),
     )
+
+
+def current_branches(document: dict[str, Any], records: Sequence[HandoffRecord]) -> dict[str, Any]:
+    """``document`` with each branch's row rebuilt from its current record."""
+    current = {record.attempt_id: record for record in records}
+    branches = [
+        ownership_row(current[branch["branch"]], branch.get("remote_question"))
+        if branch.get("branch") in current
+        else branch
+        for branch in document.get("branches") or []
+    ]
+    live = [branch["branch"] for branch in branches if branch.get("live")]
+    return {**document, "branches": branches, "live_branches": live}
 
 
 @dataclass
@@ -239,10 +253,15 @@ class CoordinatorService:
         return RunList.model_validate({"runs": rows, "next_cursor": cursor})
 
     def run(self, run_id: str) -> dict[str, Any]:
-        row = self.ws.run_store().run(run_id)
+        """The run's document; while it has live branches, each branch as its handoff
+        record stands now (the driver keeps records current, the document at its steps)."""
+        store = self.ws.run_store()
+        row = store.run(run_id)
         if row is None:
             raise UsageError(f"no run {run_id!r} in the database", "unknown_run")
         document: dict[str, Any] = row["document"]
+        if document.get("live_branches"):
+            document = current_branches(document, store.run_records(run_id))
         return document
 
     def audit_verify(self, bundle: dict[str, Any] | None = None) -> VerifyView:
@@ -291,6 +310,16 @@ class CoordinatorService:
         jwks = identity.coordinator_keys(self.ws.data).public_jwks()
         heads = [self._tree_head(head, jwks) for head in (first, second)]
         return proofs.prove_consistency(self.ws.ledger(), *heads)
+
+    def latest_tree_head(self) -> dict[str, Any] | None:
+        """The newest tree head signed over this ledger (``None`` before the first)."""
+        head = tree_heads.TreeHeadStore(self.ws.engine()).latest_signed()
+        return head.as_dict() if head is not None else None
+
+    def refuse_pending(self, name: str) -> AgentView:
+        """Drop the card held for ``name``, keeping the registered one (recorded)."""
+        registry = Registry(self.ws.data, self.ws.trail("operator"))
+        return agent_view(registry.refuse_pending(name))
 
     def _tree_head(self, head: str | int, jwks: dict[str, Any]) -> tree_heads.TreeHead:
         if isinstance(head, int):

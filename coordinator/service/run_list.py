@@ -88,6 +88,15 @@ def page(store: RunStore, query: RunQuery) -> tuple[list[dict[str, Any]], str | 
             return found, None
 
 
+def age(started_at: str, now: datetime) -> str:
+    """How long ago, in the largest whole unit: ``42s``, ``5m``, ``3h``, ``2d``."""
+    seconds = int((now - datetime.fromisoformat(started_at.replace("Z", "+00:00"))).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
 def query_since(value: str) -> str:
     """``since`` as the stored form (ISO 8601 UTC with ``Z``); refused unless it parses."""
     try:

@@ -18,7 +18,7 @@ import uvicorn
 
 from agent_cards.edge.protocol import uvicorn_options
 from coordinator.errors import UsageError
-from coordinator.service.api import create_api
+from coordinator.service.api import AppExtension, create_api
 from coordinator.service.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings, load_coordinator_settings
 from coordinator.telemetry import logs
@@ -65,25 +65,27 @@ def settings_from(args: argparse.Namespace) -> CoordinatorSettings:
     return load_coordinator_settings(**overrides)
 
 
-def main(argv: Sequence[str], ws: Workspace) -> int:
+def main(argv: Sequence[str], ws: Workspace, extensions: Sequence[AppExtension] = ()) -> int:
     args = build_serve_parser().parse_args(argv)
     logs.setup_from(args, os.environ)
     try:  # the set-up lasts as long as the service (main may run inside another program)
         settings = settings_from(args)
-        serve(ws, settings)
+        serve(ws, settings, extensions)
     finally:
         logs.reset()
     return 0
 
 
-def serve(ws: Workspace, settings: CoordinatorSettings) -> None:
+def serve(
+    ws: Workspace, settings: CoordinatorSettings, extensions: Sequence[AppExtension] = ()
+) -> None:
     """Serve until interrupted (SIGINT or SIGTERM), then stop the workers.
 
     The first line on stdout is ``coordinator listening on http://HOST:PORT`` with the real
     port, printed once the socket accepts connections. Every log line, the access
     log's included, goes to stderr (see :mod:`coordinator.telemetry.logs`).
     """
-    app = create_api(ws, settings)
+    app = create_api(ws, settings, extensions)
     logs.add_secret(settings.required_token("the coordinator API"))
     sock = listening_socket(settings.host, settings.port)
     try:

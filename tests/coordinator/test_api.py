@@ -151,6 +151,7 @@ def test_openapi_documents_every_route(deployment: Deployment) -> None:
         ("/v1/agents/{name}", "GET"),
         ("/v1/agents/{name}", "DELETE"),
         ("/v1/pending-cards", "GET"),
+        ("/v1/pending-cards/{name}", "DELETE"),
         ("/v1/delegations", "POST"),
         ("/v1/runs", "GET"),
         ("/v1/runs/{run_id}", "GET"),
