@@ -85,6 +85,9 @@ class CoordinatorClient:
             raise ProtocolError("the coordinator's pending cards are not a list", "invalid_shape")
         return value
 
+    def refuse_pending(self, name: str) -> dict[str, Any]:
+        return self._object("DELETE", f"/v1/pending-cards/{_segment(name)}")
+
     def remove_agent(self, name: str) -> dict[str, Any]:
         return self._object("DELETE", f"/v1/agents/{_segment(name)}")
 

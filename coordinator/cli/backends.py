@@ -32,6 +32,7 @@ class Coordinator(Protocol):
     def agents(self) -> list[dict[str, Any]]: ...
     def agent(self, name: str) -> dict[str, Any]: ...
     def pending(self) -> list[dict[str, Any]]: ...
+    def refuse_pending(self, name: str) -> dict[str, Any]: ...
     def remove_agent(self, name: str) -> dict[str, Any]: ...
     def delegate(self, request: DelegationRequest) -> dict[str, Any]: ...
     def runs(self, query: RunQuery) -> dict[str, Any]: ...
@@ -62,6 +63,9 @@ class Local:
 
     def pending(self) -> list[dict[str, Any]]:
         return [held.model_dump() for held in self.service.pending()]
+
+    def refuse_pending(self, name: str) -> dict[str, Any]:
+        return self.service.refuse_pending(name).model_dump()
 
     def remove_agent(self, name: str) -> dict[str, Any]:
         return self.service.remove_agent(name).model_dump()
@@ -141,6 +145,9 @@ class Remote:
 
     def pending(self) -> list[dict[str, Any]]:
         return self.client.pending()
+
+    def refuse_pending(self, name: str) -> dict[str, Any]:
+        return self.client.refuse_pending(name)
 
     def remove_agent(self, name: str) -> dict[str, Any]:
         return self.client.remove_agent(name)

@@ -126,6 +126,13 @@ def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
         else:
             print(printers.render_pending(held))
         return 0
+    if args.agents_command == "refuse":
+        kept = coordinator.refuse_pending(args.name)
+        if args.json:
+            printers.print_json(kept)
+        else:
+            print(f"refused the card held for {kept['name']}; its registered card stays")
+        return 0
     if args.agents_command == "remove":
         removed = coordinator.remove_agent(args.name)
         if args.json:

@@ -183,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="With no sub-command, list the registered agents.",
     )
     agents.add_argument("--json", action="store_true", help="print the agents as JSON")
-    agents_commands = agents.add_subparsers(dest="agents_command", metavar="{show,pending,remove}")
+    agents_commands = agents.add_subparsers(
+        dest="agents_command", metavar="{show,pending,refuse,remove}"
+    )
     agent_show = agents_commands.add_parser(
         "show", help="one agent: card, pinned keys, skills, scopes, held card"
     )
@@ -193,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
         "pending", help="changed cards held for approval, as a diff of what they ask for"
     )
     pending.add_argument("--json", action="store_true", help="print the held cards as JSON")
+    refuse = agents_commands.add_parser(
+        "refuse", help="drop the card held for an agent; the registered card stays"
+    )
+    refuse.add_argument("name", help="the agent's local name")
+    refuse.add_argument("--json", action="store_true", help="print the agent as JSON")
     remove = agents_commands.add_parser("remove", help="forget a registered agent")
     remove.add_argument("name", help="the agent's local name")
     remove.add_argument("--json", action="store_true", help="print what was removed as JSON")

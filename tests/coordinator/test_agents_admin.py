@@ -116,6 +116,27 @@ def test_approve_adopts_only_the_card_that_was_held(
     assert held["diff"]["skills_added"] == ["even-more", "more"]
 
 
+def test_refuse_drops_the_held_card_and_keeps_the_registered_one(
+    host: CardHost, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agents refuse`: the held card is gone, the registered card and its pins stay, the
+    ledger says so; refusing when nothing is held is refused (no_pending_card)."""
+    assert cli(capsys, tmp_path, "register", host.base, f"--expect-kid={KEY.kid}")[0] == 0
+    wider: dict[str, Any] = copy.deepcopy(card(host.base))
+    wider["skills"].append({"id": "more", "name": "m", "description": "m", "tags": []})
+    host.publish(wider)
+    assert cli(capsys, tmp_path, "register", host.base)[0] == 1
+    code, out, _ = cli(capsys, tmp_path, "agents", "refuse", "risk", "--json")
+    assert code == 0 and json.loads(out)["pending_approval"] is False
+    shown = json.loads(cli(capsys, tmp_path, "agents", "show", "risk", "--json")[1])
+    assert shown["pending"] is None and shown["skills"] == [SKILL]
+    assert shown["pinned_kids"] == [KEY.kid]
+    code, _, err = cli(capsys, tmp_path, "agents", "refuse", "risk")
+    assert code == 2 and "no_pending_card" in err
+    kinds = [e.event_type for e in Workspace(DataDir(tmp_path)).ledger().events()]
+    assert "card.refused_by_operator" in kinds
+
+
 def test_agents_routes_and_server_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
