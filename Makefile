@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean bench soak conformance conformance-risk proto
+.PHONY: demo test lint typecheck check clean bench soak conformance conformance-risk proto browser
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/federation demo --case all
 
-test: $(STAMP) lint typecheck
+test: $(STAMP) browser lint typecheck
 	$(BIN)/python -m pytest -q
+
+# The console's browser tests (tests/console) drive Debian's chromium through Playwright,
+# never a browser downloaded by Playwright. Installed here when missing and run as root
+# (as CI is); otherwise the tests say how to get it (and fail when CI is set).
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else \
+		echo "the console's browser tests need Debian's chromium: apt-get install -y chromium"; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -36,6 +36,7 @@ LAYERS = {
         "recovery",
         "assessment",
         "service",
+        "console",
         "cli",
         "__main__",
         "",

@@ -383,9 +383,11 @@ def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
 
 def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
     if args.service == "coordinator":
+        from coordinator.console import Console
         from coordinator.service.server import main as serve_coordinator
 
-        return serve_coordinator(args.service_args, service.ws)
+        # the operator console at /console, beside the API (issue 21)
+        return serve_coordinator(args.service_args, service.ws, [Console()])
     # Starting the risk team's service is the one place the CLI reaches into it.
     from remote_risk.__main__ import main as serve_risk
 

@@ -1,0 +1,230 @@
+"""The console in a real browser (Debian's Chromium through Playwright) against a real
+coordinator and remote_risk: log in, the demo's runs, a run's lanes and refused artifact,
+a live run cancelled from its page, a held card approved, remote markup shown as text,
+the audit verified. Each page is checked with axe-core (no serious or critical
+violation) and photographed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.console.conftest import REQUIRED, TOKEN, TRACE_TEMPLATE, Deployment
+from tests.console.peer import MARKUP
+
+if not REQUIRED:
+    pytest.importorskip("playwright", reason="playwright is a test dependency (.[test])")
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Dialog, Page, expect
+
+# What each demo case's run ends as (the runs list's state column).
+DEMO_STATES = {
+    "ok": "ACCEPTED",
+    "missing": "CANCELLED",
+    "failure": "FAILED",
+    "conflict": "ACCEPTED",
+    "handoff": "ACCEPTED",
+}
+SERIOUS = {"serious", "critical"}
+expect.set_options(timeout=20_000)
+
+
+@pytest.fixture(scope="module")
+def session(browser: Any, deployment: Deployment) -> Iterator[Any]:
+    """One browser context for the module, logged in once through the form."""
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    page = context.new_page()
+    page.goto(deployment.console + "/runs")
+    expect(page).to_have_url(deployment.console + "/login")
+    page.fill("#token", TOKEN)
+    page.click("form.login button")
+    expect(page).to_have_url(deployment.console + "/runs")
+    page.close()
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(session: Any) -> Iterator[Page]:
+    opened: Page = session.new_page()
+    dialogs: list[str] = []
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    opened.on("dialog", dismiss)
+    opened.dialogs = dialogs  # type: ignore[attr-defined]
+    yield opened
+    opened.close()
+
+
+def accessible(page: Page, screenshots: Path, name: str) -> None:
+    """No serious or critical axe-core violation; a screenshot of the page as checked."""
+    page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+    violations = Axe().run(page).response["violations"]
+    serious = [(v["id"], v["impact"], v["help"]) for v in violations if v["impact"] in SERIOUS]
+    assert serious == [], serious
+
+
+def test_login_refuses_a_wrong_token(browser: Any, deployment: Deployment) -> None:
+    """The form says the token is wrong and gives no session."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(deployment.console + "/login")
+    page.fill("#token", "not-the-operator-token-at-all")
+    page.click("form.login button")
+    expect(page.locator(".error")).to_contain_text("not the operator token")
+    page.goto(deployment.console + "/agents")
+    expect(page).to_have_url(deployment.console + "/login")
+    context.close()
+
+
+def test_the_demo_cases_are_listed_with_their_states(
+    page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    page.goto(deployment.console + "/runs")
+    for case, state in DEMO_STATES.items():
+        row = page.locator(f'tr[data-run="{deployment.cases[case]["run_id"]}"]')
+        expect(row.locator("td").nth(2)).to_have_text(state)
+        expect(row.locator("td").nth(1)).to_have_text("pilot")
+    accessible(page, screenshots, "runs")
+    page.select_option("#state", "FAILED")
+    page.click("form.filters button")
+    rows = page.locator("#runs tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-run", deployment.cases["failure"]["run_id"])
+
+
+def test_a_run_page_shows_its_lanes_and_the_refused_artifact(
+    page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    handoff = deployment.cases["handoff"]
+    page.goto(f"{deployment.console}/runs/{handoff['run_id']}")
+    lanes = page.locator("table.timeline thead th.lane")
+    expect(lanes).to_have_text(["coordinator", "operations", "remote-risk", "privacy"])
+    expect(page.locator("td.arrow-out").first).to_contain_text("message.dispatched")
+    expect(page.locator("td.arrow-in").first).to_contain_text("TASK_STATE_SUBMITTED")
+    trace = handoff["trace_id"]
+    expect(page.locator("#trace")).to_have_attribute(
+        "href", TRACE_TEMPLATE.replace("{trace_id}", trace)
+    )
+    expect(page.locator("#audit-state")).to_contain_text("Verified")
+    accessible(page, screenshots, "run-handoff")
+
+    page.goto(f"{deployment.console}/runs/{deployment.refused_run}")
+    expect(page.locator("table.timeline thead th.lane")).to_have_text(["coordinator", "hostile"])
+    artifact = page.locator("article.artifact")
+    expect(artifact.locator(".verdict")).to_have_text("rejected")
+    expect(artifact.locator(".artifact-reason")).to_have_text("media_type_not_allowed: text/plain")
+    expect(page.locator("#run-state")).to_have_text("REJECTED")
+    accessible(page, screenshots, "run-refused")
+
+
+def no_markup_ran(page: Page) -> None:
+    """Nothing the remote sent became an element or ran: only our own script is on the
+    page, no image, no flag set, no dialog opened."""
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("script").count() == 1
+    assert page.locator("script").first.get_attribute("src") == "/console/static/console.js"
+    assert page.locator("img").count() == 0
+    assert page.dialogs == []  # type: ignore[attr-defined]
+
+
+def test_markup_from_a_remote_is_shown_as_text(page: Page, deployment: Deployment) -> None:
+    """An artifact and a card description full of <script> and <img onerror> render as
+    the text they are, and none of it runs."""
+    response = page.goto(f"{deployment.console}/runs/{deployment.refused_run}")
+    assert response is not None
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    content = page.locator("article.artifact pre.content")
+    expect(content).to_contain_text('<script>window.__pwned = "script"')
+    expect(content).to_contain_text(f"text: {MARKUP}")
+    page.wait_for_timeout(300)
+    no_markup_ran(page)
+
+    page.goto(deployment.console + "/agents")
+    description = page.locator("#agent-hostile-b .description")
+    expect(description).to_have_text(f"A peer whose card says {MARKUP} in its description.")
+    page.wait_for_timeout(300)
+    no_markup_ran(page)
+
+
+def test_a_live_run_updates_and_is_cancelled_from_its_page(
+    session: Any, page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    """The runs list shows a new live run and its end without a reload; the run's page
+    follows it and cancels it; the remote's own task ends CANCELED."""
+    page.goto(deployment.console + "/runs")
+    page.evaluate("window.__not_reloaded = true")
+    run_id = deployment.submit_slow_run()
+    listed = page.locator(f'tr[data-run="{run_id}"] td').nth(2)
+    expect(listed).to_have_text("live")
+
+    run_page = session.new_page()
+    run_page.goto(f"{deployment.console}/runs/{run_id}")
+    branch = run_page.locator("table.ownership tbody tr").first
+    expect(branch.locator('[data-field="remote_state"]')).to_have_text("TASK_STATE_WORKING")
+    expect(branch.locator('[data-field="state"]')).to_have_text("RUNNING")
+    accessible(run_page, screenshots, "run-live")
+    run_page.fill("#reason", "opened by mistake")
+    run_page.click("form.cancel button")
+    expect(run_page.locator(".notice")).to_contain_text("cancelled")
+    expect(run_page.locator("#run-state")).to_have_text("cancelled")
+    expect(branch.locator('[data-field="state"]')).to_have_text("CANCELLED")
+    expect(branch.locator('[data-field="remote_state"]')).to_have_text("TASK_STATE_CANCELED")
+    expect(run_page.locator("form.cancel")).to_have_count(0)
+    task_id = branch.locator("td").nth(5).inner_text()
+    assert deployment.remote_task_state(task_id) == "TASK_STATE_CANCELED"
+    document = deployment.http.get(f"/v1/runs/{run_id}").json()
+    assert document["cancellation"]["by"] == "operator (console)"
+    assert document["cancellation"]["reason"] == "opened by mistake"
+    run_page.screenshot(path=str(screenshots / "run-cancelled.png"), full_page=True)
+    run_page.close()
+
+    expect(listed).to_have_text("cancelled")
+    assert page.evaluate("window.__not_reloaded") is True
+
+
+def test_a_held_cards_diff_is_shown_and_approved(
+    page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    page.goto(deployment.console + "/agents")
+    agent = page.locator("#agent-hostile")
+    expect(agent.locator(".badge")).to_have_text("card held for approval")
+    diff = agent.locator("ul.diff li")
+    expect(diff).to_contain_text(["+ skill pay", "+ scope payments:write (skill pay)"])
+    expect(agent).to_contain_text("version 1.0.0 (held: version 2.0.0)")
+    accessible(page, screenshots, "agents")
+    agent.locator("button", has_text="Approve").click()
+    expect(page.locator(".notice")).to_have_text("The held card was approved.")
+    expect(page.locator("#agent-hostile .badge")).to_have_count(0)
+    detail = deployment.http.get("/v1/agents/hostile").json()
+    assert detail["pending"] is None and detail["version"] == "2.0.0"
+    assert "pay" in detail["skills"]
+
+
+def test_the_audit_page_verifies_and_exports(
+    page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    page.goto(deployment.console + "/audit")
+    page.click("text=Verify the ledger")
+    expect(page.locator("#verify-result")).to_contain_text("Intact")
+    accessible(page, screenshots, "audit")
+    run_id = deployment.cases["ok"]["run_id"]
+    with page.expect_download() as download:
+        page.click(f"a[href$='/runs/{run_id}/export']")
+    bundle = json.loads(Path(download.value.path()).read_text())
+    verified = deployment.http.post("/v1/audit/verify", json={"bundle": bundle}).json()
+    assert verified["ok"] is True, verified
+
+    page.goto(f"{deployment.console}/runs/{run_id}")
+    with page.expect_download() as download:
+        page.click("text=Download the proof bundle")
+    proof = json.loads(Path(download.value.path()).read_text())
+    verified = deployment.http.post("/v1/audit/verify", json={"bundle": proof}).json()
+    assert verified["ok"] is True, verified

@@ -1,0 +1,165 @@
+"""The console's pure parts, table by table: session expiry and bounds, the trace link
+setting, the timeline's lanes and arrows, how an artifact is shown."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from coordinator.audit.events import StoredEvent
+from coordinator.console.pages import shown_content
+from coordinator.console.sessions import ANONYMOUS_LIFETIME_SECONDS, SessionStore
+from coordinator.console.settings import ConsoleSettings
+from coordinator.console.timeline import timeline
+from coordinator.errors import ConfigurationError
+
+JAEGER = "http://127.0.0.1:16686/trace/"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_session_ends_when_idle_or_old() -> None:
+    clock = Clock()
+    store = SessionStore(lifetime=100.0, idle=30.0, clock=clock)
+    cookie, session = store.open(authenticated=True)
+    for _ in range(3):  # used every 20 s: the idle clock restarts each time
+        clock.now += 20
+        assert store.find(cookie) is session
+    clock.now += 31
+    assert store.find(cookie) is None  # idle too long
+    cookie, _ = store.open(authenticated=True)
+    for _ in range(4):
+        clock.now += 25
+        store.find(cookie)
+    clock.now += 1
+    assert store.find(cookie) is None  # older than its lifetime, however used
+    assert store.find(None) is None and store.find("never-issued") is None
+
+
+def test_an_anonymous_session_is_short_and_a_closed_one_is_gone() -> None:
+    clock = Clock()
+    store = SessionStore(lifetime=8 * 3600.0, idle=8 * 3600.0, clock=clock)
+    cookie, session = store.open(authenticated=False)
+    assert session.lifetime == ANONYMOUS_LIFETIME_SECONDS
+    other, _ = store.open(authenticated=True)
+    store.close(other)
+    assert store.find(other) is None
+    clock.now += ANONYMOUS_LIFETIME_SECONDS + 1
+    assert store.find(cookie) is None
+
+
+def test_login_forms_cannot_push_out_logged_in_sessions() -> None:
+    store = SessionStore(max_sessions=3, clock=Clock())
+    kept, _ = store.open(authenticated=True)
+    for _ in range(10):
+        store.open(authenticated=False)
+    assert store.find(kept) is not None
+    assert len(store) <= 1 + 3
+
+
+def test_csrf_tokens_are_per_session_and_compared_whole() -> None:
+    store = SessionStore(clock=Clock())
+    _, first = store.open(authenticated=True)
+    _, second = store.open(authenticated=True)
+    assert first.csrf != second.csrf
+    assert first.csrf_matches(first.csrf)
+    assert not first.csrf_matches(second.csrf)
+    assert not first.csrf_matches(first.csrf[:-1])
+    assert not first.csrf_matches("")
+
+
+@pytest.mark.parametrize(
+    ("template", "trace_id", "link"),
+    [
+        (None, "ab" * 16, None),
+        (JAEGER + "{trace_id}", "ab" * 16, JAEGER + "ab" * 16),
+        ("https://127.0.0.1/t/{trace_id}?x", "0" * 32, "https://127.0.0.1/t/" + "0" * 32 + "?x"),
+        (JAEGER + "{trace_id}", "not-a-trace-id", None),
+        (JAEGER + "{trace_id}", None, None),
+    ],
+)  # fmt: skip
+def test_the_trace_link(template: str | None, trace_id: str | None, link: str | None) -> None:
+    assert ConsoleSettings(trace_url_template=template).trace_url(trace_id) == link
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["javascript:alert(1)//{trace_id}", "http://x/trace", "http://x/{trace_id}/{trace_id}"],
+)
+def test_a_trace_link_setting_outside_http_is_refused(
+    template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coordinator.console.settings import load_console_settings
+
+    monkeypatch.setenv("FEDERATION_TRACE_URL_TEMPLATE", template)
+    with pytest.raises(ConfigurationError):
+        load_console_settings()
+
+
+def event(seq: int, event_type: str, handoff: str | None = "ho-1", **data: Any) -> StoredEvent:
+    return StoredEvent(
+        seq=seq,
+        prev_hash="",
+        hash="",
+        event_type=event_type,
+        recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
+        actor="coordinator",
+        data=data,
+        run_id="run-1",
+        handoff_id=handoff,
+        attempt=1 if handoff else None,
+    )
+
+
+def test_the_timeline_puts_each_event_in_its_lane() -> None:
+    document = {
+        "branches": [
+            {"branch": "ho-0/1", "target": "operations"},
+            {"branch": "ho-1/1", "target": "remote-risk"},
+        ]
+    }
+    events = [
+        event(1, "run.started", None),
+        event(2, "handoff.local", "ho-0"),
+        event(3, "handoff.admitted"),
+        event(4, "message.dispatched", endpoint="http://127.0.0.1:1/a2a"),
+        event(5, "remote.state_observed", remote_state="TASK_STATE_WORKING"),
+        event(6, "artifact.rejected", contract="finding", reason="schema_mismatch"),
+    ]
+    lanes, rows = timeline(document, events)
+    assert lanes == ["coordinator", "operations", "remote-risk"]
+    assert [row.lane for row in rows] == [
+        "coordinator", "operations", "coordinator", "remote-risk", "remote-risk", "coordinator",
+    ]  # fmt: skip
+    assert [c.kind for c in rows[1].cells] == ["empty", "event", "empty"]
+    [arrow] = rows[3].cells
+    assert (arrow.kind, arrow.span, arrow.direction) == ("arrow", 3, "out")
+    assert rows[4].cells[0].direction == "in" and rows[4].detail == "TASK_STATE_WORKING"
+    assert rows[5].detail == "finding: schema_mismatch" and rows[5].category == "return"
+    assert all(sum(c.span for c in row.cells) == len(lanes) for row in rows)
+
+
+def test_an_artifact_is_shown_part_by_part_as_text() -> None:
+    content = [
+        {
+            "artifactId": "a1",
+            "name": "result",
+            "parts": [{"text": "<b>hi</b>"}, {"data": {"k": "<i>"}}, {"url": "http://x"}],
+        }
+    ]
+    assert shown_content(content).splitlines() == [
+        "artifact a1 (result):",
+        "  text: <b>hi</b>",
+        '  data: {"k": "<i>"}',
+        '  part: {"url": "http://x"}',
+    ]
+    assert shown_content({"not": "artifacts"}) == '{"not": "artifacts"}'
+    assert shown_content("x" * 30_000).endswith("(cut to fit)")
