@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import MutableHeaders
@@ -21,6 +22,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coordinator.console.sessions import Session, SessionStore
+from coordinator.console.throttle import LoginThrottle
 
 COOKIE = "federation_console"
 CSP = (
@@ -42,11 +44,20 @@ FORM_TYPE = "application/x-www-form-urlencoded"
 class ConsoleRefusal(Exception):
     """A console request refused: ``status``, a stable ``reason`` and a sentence."""
 
-    def __init__(self, status: int, reason: str, message: str, *, login: bool = False) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        login: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.login = login
+        self.headers = headers or {}
 
 
 class SecurityHeaders:
@@ -79,6 +90,7 @@ def wants_page(request: Request) -> bool:
 @dataclass
 class Guard:
     sessions: SessionStore
+    logins: LoginThrottle = field(default_factory=LoginThrottle)
 
     def session(self, request: Request) -> Session:
         session = self.sessions.find(request.cookies.get(COOKIE))
@@ -97,6 +109,21 @@ class Guard:
         if not session.csrf_matches(presented):
             raise ConsoleRefusal(403, "csrf_invalid", "the form's CSRF token is not this session's")
         return fields
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
+
+
+def check_throttle(guard: Guard, request: Request) -> None:
+    wait = guard.logins.retry_after(client_of(request))
+    if wait is not None:
+        raise ConsoleRefusal(
+            429,
+            "login_throttled",
+            "too many failed logins from here; try again later",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
 
 
 async def read_form(request: Request) -> dict[str, str]:

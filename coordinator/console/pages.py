@@ -89,12 +89,17 @@ def _state_of(document: dict[str, Any]) -> dict[str, Any]:
     return {"state": state, "live": state == "live"}
 
 
-def audit_of(events: list[StoredEvent], verified: dict[str, Any]) -> dict[str, Any]:
-    """The audit state of the run's events: the chain's verification covers them when it
-    reached past the run's last event."""
+def audit_of(events: list[StoredEvent], verified: dict[str, Any] | None) -> dict[str, Any]:
+    """The audit state of the run's events: the chain's verification (asked for: it reads
+    the whole ledger) covers them when it reached past the run's last event."""
     seqs = [event.seq for event in events]
     last = max(seqs) if seqs else None
-    covered = bool(verified["ok"]) and last is not None and verified["last_seq"] >= last
+    covered = (
+        verified is not None
+        and bool(verified["ok"])
+        and last is not None
+        and verified["last_seq"] >= last
+    )
     return {
         "events": len(events),
         "first_seq": min(seqs) if seqs else None,
@@ -104,7 +109,12 @@ def audit_of(events: list[StoredEvent], verified: dict[str, Any]) -> dict[str, A
     }
 
 
-def run_page(service: CoordinatorService, settings: ConsoleSettings, run_id: str) -> dict[str, Any]:
+def run_page(
+    service: CoordinatorService,
+    settings: ConsoleSettings,
+    run_id: str,
+    verified: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     # as the API answers it: every field the models name is there, defaulted if need be
     document = RunDocument.model_validate(service.run(run_id)).model_dump()
     events = service.ws.ledger().events(run_id)
@@ -123,7 +133,7 @@ def run_page(service: CoordinatorService, settings: ConsoleSettings, run_id: str
         "budget": document.get("budget"),
         "trace_id": trace_id,
         "trace_url": settings.trace_url(trace_id),
-        "audit": audit_of(events, service.audit_verify().model_dump()),
+        "audit": audit_of(events, verified),
     }
 
 

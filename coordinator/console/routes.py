@@ -22,7 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.concurrency import run_in_threadpool
 
 from coordinator.console import pages
-from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard
+from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, check_throttle, client_of
 from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError
@@ -89,10 +89,18 @@ def console_router(
     router = APIRouter(prefix=PREFIX, include_in_schema=False)
     view = Pages()
 
-    def refusal(request: Request, status: int, reason: str, message: str) -> Response:
+    def refusal(
+        request: Request,
+        status: int,
+        reason: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
         if "text/html" in request.headers.get("accept", ""):
-            return view.render(request, "error.html", None, status, reason=reason, message=message)
-        return error_response(status, reason, message)
+            page = view.render(request, "error.html", None, status, reason=reason, message=message)
+            page.headers.update(headers or {})
+            return page
+        return error_response(status, reason, message, headers)
 
     def answered(handler: Handler) -> Handler:
         @functools.wraps(handler)
@@ -102,7 +110,7 @@ def console_router(
             except ConsoleRefusal as exc:
                 if exc.login:
                     return RedirectResponse(f"{PREFIX}/login", status_code=303)
-                return refusal(request, exc.status, exc.reason, str(exc))
+                return refusal(request, exc.status, exc.reason, str(exc), exc.headers)
             except FederationError as exc:
                 return refusal(request, status_of(exc), exc.reason, str(exc))
 
@@ -151,8 +159,11 @@ def console_router(
         if anonymous is None:
             raise ConsoleRefusal(403, "csrf_missing", "open the login form first")
         fields = await guard.form(request, anonymous)
+        check_throttle(guard, request)
         if not token.matches(fields.get("token", "").encode()):
+            guard.logins.failed(client_of(request))
             return login_page(request, anonymous, 401, failed=True)
+        guard.logins.succeeded(client_of(request))
         guard.sessions.close(old)
         cookie, _ = guard.sessions.open(authenticated=True)
         response = see("/runs")
@@ -198,6 +209,15 @@ def console_router(
     async def run(request: Request, run_id: str) -> Response:
         session = guard.session(request)
         found = await run_in_threadpool(pages.run_page, service, settings, run_id)
+        return view.render(request, "run.html", session, **found)
+
+    @router.post("/runs/{run_id}/verify")
+    @answered
+    async def verify_run(request: Request, run_id: str) -> Response:
+        session = guard.session(request)
+        await guard.form(request, session)
+        report = (await run_in_threadpool(service.audit_verify)).model_dump()
+        found = await run_in_threadpool(pages.run_page, service, settings, run_id, report)
         return view.render(request, "run.html", session, **found)
 
     @router.get("/runs/{run_id}/state.json")

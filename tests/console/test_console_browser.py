@@ -113,7 +113,9 @@ def test_a_run_page_shows_its_lanes_and_the_refused_artifact(
     expect(page.locator("#trace")).to_have_attribute(
         "href", TRACE_TEMPLATE.replace("{trace_id}", trace)
     )
+    page.click("#main >> text=Verify the ledger")
     expect(page.locator("#audit-state")).to_contain_text("Verified")
+    expect(page.locator("#trace")).to_contain_text(trace)
     accessible(page, screenshots, "run-handoff")
 
     page.goto(f"{deployment.console}/runs/{deployment.refused_run}")

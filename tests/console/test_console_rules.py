@@ -12,6 +12,7 @@ from coordinator.audit.events import StoredEvent
 from coordinator.console.pages import shown_content
 from coordinator.console.sessions import ANONYMOUS_LIFETIME_SECONDS, SessionStore
 from coordinator.console.settings import ConsoleSettings
+from coordinator.console.throttle import LoginThrottle
 from coordinator.console.timeline import timeline
 from coordinator.errors import ConfigurationError
 
@@ -163,3 +164,22 @@ def test_an_artifact_is_shown_part_by_part_as_text() -> None:
     ]
     assert shown_content({"not": "artifacts"}) == '{"not": "artifacts"}'
     assert shown_content("x" * 30_000).endswith("(cut to fit)")
+
+
+def test_failed_logins_are_throttled_per_client() -> None:
+    clock = Clock()
+    throttle = LoginThrottle(attempts=3, window=60.0, max_clients=2, clock=clock)
+    for _ in range(3):
+        assert throttle.retry_after("10.0.0.1") is None
+        throttle.failed("10.0.0.1")
+        clock.now += 1
+    assert throttle.retry_after("10.0.0.1") == pytest.approx(57.0)
+    assert throttle.retry_after("10.0.0.2") is None  # another client is not held up
+    clock.now += 58
+    assert throttle.retry_after("10.0.0.1") is None  # the first failure left the window
+    throttle.failed("10.0.0.2")
+    throttle.succeeded("10.0.0.2")
+    assert throttle.retry_after("10.0.0.2") is None
+    for client in ("a", "b", "c"):
+        throttle.failed(client)
+    assert len(throttle._failures) <= 2
