@@ -14,21 +14,22 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from coordinator.console import pages
 from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, check_throttle, client_of
 from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
-from coordinator.errors import FederationError
+from coordinator.errors import FederationError, describe_validation
 from coordinator.service import CoordinatorService
 from coordinator.service.api import error_response, status_of
-from coordinator.service.api_models import RegisterRequest
+from coordinator.service.api_models import CancelRequest, RegisterRequest, StrictRequest
 from coordinator.service.operator_token import OperatorToken
 from coordinator.service.run_list import RunQuery
 
@@ -44,6 +45,7 @@ NOTICES = {
 }
 
 Handler = Callable[..., Awaitable[Response]]
+Request_ = TypeVar("Request_", bound=StrictRequest)
 
 
 def environment() -> Environment:
@@ -231,8 +233,8 @@ def console_router(
     @answered
     async def cancel(request: Request, run_id: str) -> Response:
         fields = await guard.form(request, guard.session(request))
-        reason = fields.get("reason", "").strip()[:500] or None
-        await service.cancel(run_id, reason, CONSOLE_OPERATOR)
+        body = checked(CancelRequest, {"reason": fields.get("reason", "").strip() or None})
+        await service.cancel(run_id, body.reason, CONSOLE_OPERATOR)
         return see(f"/runs/{run_id}", "cancelled")
 
     @router.post("/runs/{run_id}/proof")
@@ -294,6 +296,14 @@ def console_router(
         return view.render(request, "audit.html", session, **found)
 
     return router
+
+
+def checked(model: type[Request_], values: dict[str, Any]) -> Request_:
+    """A form's fields as the API's request document, by the API's own rules."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise ConsoleRefusal(422, "invalid_request", describe_validation(exc)) from None
 
 
 def set_cookie(request: Request, response: Response, value: str) -> None:

@@ -75,6 +75,9 @@ def test_a_state_changing_post_without_the_csrf_token_is_refused(
     _, other_csrf = logged_in(deployment)  # another session's token is not this one's
     crossed = operator.post(f"/runs/{run_id}/cancel", data={"csrf": other_csrf})
     assert crossed.status_code == 403
+    too_long = {"csrf": operator.csrf, "reason": "x" * 501}  # type: ignore[attr-defined]
+    refused = operator.post(f"/runs/{run_id}/cancel", data=too_long)
+    assert refused.status_code == 422 and "invalid_request" in refused.text
     assert deployment.http.get(f"/v1/runs/{run_id}").json()["cancelled"] is False
     done = operator.post(f"/runs/{run_id}/cancel", data={"csrf": operator.csrf})  # type: ignore[attr-defined]
     assert done.status_code == 303

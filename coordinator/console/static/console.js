@@ -90,7 +90,8 @@
           }
         }
         if (run.state !== initial) {
-          window.location.reload(); // ended: the whole page (timeline, artifacts) anew
+          // ended: the whole page (timeline, artifacts) anew, by GET whatever showed it
+          window.location.assign(main.dataset.runUrl);
           return;
         }
       }
