@@ -84,7 +84,8 @@ class SecurityHeaders:
 def wants_page(request: Request) -> bool:
     """A browser navigating (GET of HTML), as opposed to a script or another client."""
     accept = request.headers.get("accept", "")
-    return request.method == "GET" and "text/html" in accept
+    polled = request.url.path.endswith(".json")
+    return request.method == "GET" and not polled and "text/html" in accept
 
 
 @dataclass

@@ -26,7 +26,7 @@ from coordinator.console import pages
 from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, check_throttle, client_of
 from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
-from coordinator.errors import FederationError, describe_validation
+from coordinator.errors import FederationError, UsageError, describe_validation
 from coordinator.service import CoordinatorService
 from coordinator.service.api import error_response, status_of
 from coordinator.service.api_models import CancelRequest, RegisterRequest, StrictRequest
@@ -98,7 +98,9 @@ def console_router(
         message: str,
         headers: dict[str, str] | None = None,
     ) -> Response:
-        if "text/html" in request.headers.get("accept", ""):
+        # the polled .json documents answer as the API does, whatever the client accepts
+        as_page = not request.url.path.endswith(".json")
+        if as_page and "text/html" in request.headers.get("accept", ""):
             page = view.render(request, "error.html", None, status, reason=reason, message=message)
             page.headers.update(headers or {})
             return page
@@ -185,10 +187,13 @@ def console_router(
 
     def run_query(request: Request) -> RunQuery:
         given = request.query_params
+        limit = given.get("limit") or str(pages.PAGE_SIZE)
+        if not limit.isdigit():
+            raise UsageError("limit must be a whole number", "bad_limit")
         return RunQuery(
             state=given.get("state") or None,
             since=given.get("since") or None,
-            limit=pages.PAGE_SIZE,
+            limit=int(limit),  # checked against the API's bounds by run_list.page
             cursor=given.get("cursor") or None,
         )
 

@@ -44,7 +44,7 @@ def test_requests_without_a_session_are_refused(deployment: Deployment) -> None:
     anonymous = httpx.Client(base_url=deployment.console, timeout=30)
     page = anonymous.get("/runs", headers=HTML)
     assert page.status_code == 303 and page.headers["location"] == "/console/login"
-    polled = anonymous.get("/runs.json")
+    polled = anonymous.get("/runs.json", headers=HTML)  # a polled document: never a redirect
     assert polled.status_code == 401 and polled.json()["error"]["reason"] == "session_missing"
     run_id = deployment.cases["ok"]["run_id"]
     for path in (f"/runs/{run_id}/cancel", "/agents/hostile-b/approve", "/audit/verify"):
@@ -147,3 +147,29 @@ def test_a_held_card_is_refused_from_the_console(
     assert after["pending"] is None and after["version"] == before["version"] == "1.0.0"
     again = operator.post("/agents/hostile-b/refuse", data={"csrf": csrf})
     assert again.status_code == 409 and "no_pending_card" in again.text
+
+
+def test_runs_are_paged_with_the_apis_cursor(
+    deployment: Deployment, operator: httpx.Client
+) -> None:
+    """Two at a time, newest first, each page's cursor leading to the next, as the API
+    pages them; the page's own link to older runs carries that cursor."""
+    listed = deployment.http.get("/v1/runs", params={"limit": 500}).json()["runs"]
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        page = operator.get("/runs.json", params={"limit": 2, "cursor": cursor}).json()
+        assert len(page["runs"]) <= 2
+        seen += [run["run_id"] for run in page["runs"]]
+        if page["next_cursor"] is None:
+            break
+        html = operator.get("/runs", params={"limit": 2, "cursor": cursor}).text
+        assert f"cursor={page['next_cursor']}&amp;limit=2" in html
+        cursor = page["next_cursor"]
+    assert seen == [run["run_id"] for run in listed]
+    assert operator.get("/runs.json", params={"limit": "x"}).status_code == 422
+    assert operator.get("/runs.json", params={"limit": "501"}).json()["error"]["reason"] == (
+        "bad_limit"
+    )
+    bad = operator.get("/runs", params={"cursor": "not-a-cursor"})
+    assert bad.status_code == 422 and "bad_cursor" in bad.text
