@@ -318,7 +318,7 @@ def set_cookie(request: Request, response: Response, value: str) -> None:
         path=PREFIX,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=request.scope.get("scheme") == "https",  # as uvicorn (or proxy headers) set it
     )
 
 

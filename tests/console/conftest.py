@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -90,8 +91,6 @@ class Deployment:
 
     def remote_task_state(self, task_id: str) -> str:
         """The task's state as the remote itself stores it (its own database)."""
-        import sqlite3
-
         with sqlite3.connect(self.slow.data_dir / "remote-risk.db") as connection:
             [(state,)] = connection.execute(
                 "SELECT state FROM remote_risk_tasks WHERE id = ?", (task_id,)
@@ -212,8 +211,10 @@ def browser() -> Iterator[Any]:
     except ImportError:
         browser_missing("playwright is not installed")
     with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start; and a
+        # container's small /dev/shm must not crash a tab
+        args = ["--no-sandbox", "--disable-dev-shm-usage"]
+        launched = playwright.chromium.launch(executable_path=executable, args=args)
         try:
             yield launched
         finally:

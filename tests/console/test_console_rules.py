@@ -183,3 +183,18 @@ def test_failed_logins_are_throttled_per_client() -> None:
     for client in ("a", "b", "c"):
         throttle.failed(client)
     assert len(throttle._failures) <= 2
+
+
+@pytest.mark.parametrize(("scheme", "secure"), [("https", True), ("http", False)])
+def test_the_session_cookie_is_secure_over_tls(scheme: str, secure: bool) -> None:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from coordinator.console.routes import set_cookie
+
+    scope = {"type": "http", "scheme": scheme, "path": "/console/login", "headers": []}
+    response = Response()
+    set_cookie(Request(scope), response, "value")
+    cookie = response.headers["set-cookie"]
+    assert ("; secure" in cookie.lower()) is secure
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
