@@ -71,14 +71,18 @@ def accessible(page: Page, screenshots: Path, name: str) -> None:
     assert serious == [], serious
 
 
-def test_login_refuses_a_wrong_token(browser: Any, deployment: Deployment) -> None:
+def test_login_refuses_a_wrong_token(
+    browser: Any, deployment: Deployment, screenshots: Path
+) -> None:
     """The form says the token is wrong and gives no session."""
     context = browser.new_context()
     page = context.new_page()
     page.goto(deployment.console + "/login")
+    accessible(page, screenshots, "login")
     page.fill("#token", "not-the-operator-token-at-all")
     page.click("form.login button")
     expect(page.locator(".error")).to_contain_text("not the operator token")
+    accessible(page, screenshots, "login-refused")
     page.goto(deployment.console + "/agents")
     expect(page).to_have_url(deployment.console + "/login")
     context.close()
@@ -125,6 +129,11 @@ def test_a_run_page_shows_its_lanes_and_the_refused_artifact(
     expect(artifact.locator(".artifact-reason")).to_have_text("media_type_not_allowed: text/plain")
     expect(page.locator("#run-state")).to_have_text("REJECTED")
     accessible(page, screenshots, "run-refused")
+
+    missing = page.goto(f"{deployment.console}/runs/run-000000000000")
+    assert missing is not None and missing.status == 404
+    expect(page.locator("h1")).to_contain_text("unknown_run")
+    accessible(page, screenshots, "error")
 
 
 def no_markup_ran(page: Page) -> None:
