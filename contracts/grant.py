@@ -43,6 +43,10 @@ Identifier = Annotated[StrictStr, Field(pattern=IDENTIFIER_PATTERN)]
 NumericDate = Annotated[StrictInt, Field(ge=0)]
 Count = Annotated[StrictInt, Field(ge=0)]
 ScopeString = Annotated[StrictStr, Field(pattern=SCOPE_PATTERN, max_length=2048)]
+RequestDigest = Annotated[StrictStr, Field(pattern=r"^sha-256:[A-Za-z0-9_-]{43}$")]
+CompactJWS = Annotated[
+    StrictStr, Field(pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$", max_length=2048)
+]
 
 
 class Dimension(StrEnum):
@@ -151,6 +155,10 @@ class Grant(_Claims):
     tenant: Identifier
     handoff: Handoff
     act: Actor | None = None
+    # What was asked (contracts/request_digest.py), bound by the minting party.
+    req_digest: RequestDigest | None = None
+    # The minting party's latest signed tree head of its audit log (a compact JWS).
+    log_head: CompactJWS | None = None
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -384,6 +392,16 @@ def _malformed_dimension(exc: ValidationError) -> Dimension:
             except ValueError:
                 continue
     return Dimension.ACTIONS
+
+
+def with_request(grant: Grant, req_digest: str) -> Grant:
+    """``grant`` bound to the request whose digest is ``req_digest`` (validated)."""
+    return Grant.model_validate({**grant.claims(), "req_digest": req_digest})
+
+
+def with_log_head(grant: Grant, log_head: str) -> Grant:
+    """``grant`` carrying the minting party's latest signed tree head (validated)."""
+    return Grant.model_validate({**grant.claims(), "log_head": log_head})
 
 
 def claims_digest(claims: Grant | Mapping[str, Any]) -> str:

@@ -29,6 +29,11 @@ from remote_risk.trust import issuers as trust
 DATABASE_URL_ENV_VAR = "REMOTE_RISK_DATABASE_URL"
 # The bearer token GET /metrics asks for; unset: /metrics is not served.
 METRICS_TOKEN_ENV_VAR = "REMOTE_RISK_METRICS_TOKEN"
+# The bearer token GET /audit/... asks for (the decision log's head and proofs); unset:
+# those routes are not served.
+AUDIT_TOKEN_ENV_VAR = "REMOTE_RISK_AUDIT_TOKEN"
+# "1": refuse a send whose delegation token binds no request digest.
+REQUIRE_DIGEST_ENV_VAR = "REMOTE_RISK_REQUIRE_REQUEST_DIGEST"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +112,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
         grpc_port=args.grpc_port,
         grpc_host=args.host,
+        require_request_digest=environ.get(REQUIRE_DIGEST_ENV_VAR, "") == "1",
     )
     check_secure(settings)
     keys = trust.signing_keys(args.key_file, directory)

@@ -79,6 +79,9 @@ class Settings:
     grpc_host: str = "127.0.0.1"
     # The bearer token GET /metrics asks for; None: /metrics is not served (404).
     metrics_token: str | None = field(default=None, repr=False)
+    # Refuse a send whose token binds no request digest (request_digest_missing); a token
+    # that binds one is always held to it.
+    require_request_digest: bool = False
 
     @property
     def edge_limits(self) -> EdgeLimits:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +26,11 @@ from contracts.grant import (
     StateRef,
     claims_digest,
     narrow,
+    with_log_head,
+    with_request,
 )
 from contracts.handoff import HandoffBudget, HandoffRecord
+from contracts.request_digest import request_digest
 from contracts.wire import AgentCard
 from coordinator.authority.tokens import mint_token
 from coordinator.errors import GrantRefused
@@ -101,6 +105,7 @@ class MintedGrant:
             "exp": self.grant.exp,
             "aud": self.grant.aud,
             "claims_digest": self.digest,
+            **({"req_digest": self.grant.req_digest} if self.grant.req_digest else {}),
         }
 
 
@@ -184,9 +189,13 @@ class Delegator:
         scopes: frozenset[str],
         *,
         remaining: Budget,
+        message: Mapping[str, Any] | None = None,
+        log_head: str | None = None,
     ) -> MintedGrant:
         """The token for one admitted handoff attempt; ``remaining`` is what the run had
-        left before this attempt reserved its envelope."""
+        left before this attempt reserved its envelope. ``message`` (the message to be
+        sent, wire JSON) is bound by its digest; ``log_head`` is the latest signed tree
+        head of the coordinator's ledger, shown to the remote."""
         if record.budget is None or record.lease_expires_at is None or record.duplicate_key is None:
             raise GrantRefused("handoff", "the handoff is not bounded")
         now = int(time.time())
@@ -215,4 +224,15 @@ class Delegator:
             child = narrow(self.root, request, remaining=remaining)
         except NarrowingError as exc:
             raise GrantRefused(exc.dimension.value, str(exc)) from None
+        child = _bound(child, message, log_head)
         return MintedGrant(token=mint_token(child, self.keys.signing_key()), grant=child)
+
+
+def _bound(child: Grant, request: Mapping[str, Any] | None, log_head: str | None) -> Grant:
+    """The child grant bound to what it asks (its request digest) and carrying the
+    ledger's latest signed tree head."""
+    if request is not None:
+        child = with_request(child, request_digest(request))
+    if log_head is not None:
+        child = with_log_head(child, log_head)
+    return child

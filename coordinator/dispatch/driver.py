@@ -16,7 +16,14 @@ import time
 from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
-from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task, TaskState
+from contracts.wire import (
+    INTERRUPTED_TASK_STATES,
+    TERMINAL_TASK_STATES,
+    Message,
+    Task,
+    TaskState,
+    to_wire,
+)
 from coordinator.authority.delegator import Delegator, GrantRefused
 from coordinator.dispatch import observed, remote_calls
 from coordinator.dispatch.elsewhere import ended_by_another, keep_late
@@ -105,6 +112,7 @@ class HandoffDriver:
         self.outcome = RemoteOutcome(record=record, sent_fields=tuple(payload))
         self._lease_renewed_at = time.monotonic()
         self._checked_at = float("-inf")
+        self._message: Message | None = None
 
     # --- the attempt's state ------------------------------------------------------------
 
@@ -235,7 +243,9 @@ class HandoffDriver:
         (and the handoff FAILED) if minting would widen the run's authority."""
         try:
             with observed.step("mint", self.record):
-                minted = mint_for(self.run, self.agent, self.record, self.delegator)
+                self._message = build_message(self.record, self.payload)
+                request = to_wire(self._message)
+                minted = mint_for(self.run, self.agent, self.record, self.delegator, request)
         except GrantRefused as exc:
             observed.grant_refused(exc.reason)
             self.commit(S.FAILED, exc.reason)
@@ -270,7 +280,8 @@ class HandoffDriver:
             with_token=bool(self.headers),
         )
         self.durable_point("sending")
-        message = build_message(self.record, self.payload)
+        # the message the token was minted for: its digest is in the token
+        message = self._message or build_message(self.record, self.payload)
         backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
         try:
             task, stream = await remote_calls.send(

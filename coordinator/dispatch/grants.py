@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from contracts.handoff import HandoffRecord
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
@@ -22,18 +24,24 @@ class AttemptCredentials:
 
 
 def mint_for(
-    run: Run, agent: RegisteredAgent, record: HandoffRecord, delegator: Delegator | None
+    run: Run,
+    agent: RegisteredAgent,
+    record: HandoffRecord,
+    delegator: Delegator | None,
+    request: Mapping[str, Any] | None = None,
 ) -> AttemptCredentials:
     """Mint the attempt's token when the target takes delegation tokens; the grant is in
-    the ledger and the store (never the token). Raises :class:`GrantRefused` if the run
-    holds no authority to delegate, or minting would widen it."""
+    the ledger and the store (never the token). ``request`` is the message the attempt
+    will send (wire JSON), which the token binds by its digest. Raises
+    :class:`GrantRefused` if the run holds no authority to delegate, or minting would
+    widen it."""
     scopes = required_scopes(agent.agent_card, record.skill)
     if scopes is None:
         return AttemptCredentials(note=NO_SCHEME)
     if delegator is None:
         raise GrantRefused("authority", "this run holds no authority to delegate")
     before = envelope_of(run.book.remaining(before=record))
-    minted = delegator.mint(record, agent.endpoint, scopes, remaining=before)
+    minted = delegator.mint(record, agent.endpoint, scopes, remaining=before, message=request)
     run.emit("grant.minted", record, **minted.summary())
     if run.store is not None:
         run.store.add(

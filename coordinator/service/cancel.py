@@ -125,18 +125,24 @@ def arm(
     than what it was sent with."""
     try:
         if not ended:
-            minted = mint_for(run, agent, record, delegator)
+            minted = mint_for(run, agent, record, delegator, NO_REQUEST)
             run.credentials[record.attempt_id] = minted.headers
             return
         scopes = required_scopes(agent.agent_card, record.skill)
         if scopes is None or record.budget is None:
             return
         envelope = envelope_of(record.budget)
-        grant = delegator.mint(record, agent.endpoint, scopes, remaining=envelope)
+        grant = delegator.mint(
+            record, agent.endpoint, scopes, remaining=envelope, message=NO_REQUEST
+        )
         run.emit("grant.minted", record, **grant.summary())
         run.credentials[record.attempt_id] = {"Authorization": f"Bearer {grant.token}"}
     except (GrantRefused, FederationError) as exc:
         run.emit("cancel.unconfirmed", record, reason=exc.reason)
+
+
+# A cancel token binds the digest of no message at all, so it can send none.
+NO_REQUEST: dict[str, Any] = {}
 
 
 def run_document(ws: Workspace, run: Run) -> dict[str, Any]:

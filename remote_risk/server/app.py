@@ -272,7 +272,12 @@ def _default_authorize(
     issuers = settings.trusted_issuers
     directory = issuers if isinstance(issuers, IssuerDirectory) else None
     return delegation_authorizer(
-        verifier, card, decisions=decisions, task_binding=binding, issuers=directory
+        verifier,
+        card,
+        decisions=decisions,
+        task_binding=binding,
+        issuers=directory,
+        require_request_digest=settings.require_request_digest,
     )
 
 

@@ -38,7 +38,9 @@ from typing import Any
 from starlette.requests import Request
 
 from contracts import strict_json
+from contracts.canonical import CanonicalizationError
 from contracts.grant import Grant, SkillAuthority
+from contracts.request_digest import request_digest
 from contracts.wire import AgentCard, JSONObject
 from remote_risk import errors
 from remote_risk.server import observed
@@ -273,6 +275,7 @@ class DelegationAuthorizer:
         decisions: DecisionLog,
         task_binding: TaskBinding | None = None,
         issuers: IssuerDirectory | None = None,
+        require_request_digest: bool = False,
     ) -> None:
         if not skills:
             raise ValueError("the authorizer needs at least one skill")
@@ -281,6 +284,7 @@ class DelegationAuthorizer:
         self.decisions = decisions
         self._task_binding = task_binding
         self._issuers = issuers
+        self._require_digest = require_request_digest
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
@@ -365,6 +369,7 @@ class DelegationAuthorizer:
         )
         if method in SENDING_METHODS:
             _check_binding(facts, verified)
+            _check_request_digest(params, verified, self._require_digest)
             if facts.continues is not None and self._task_binding is not None:
                 bound = self._task_binding(owner_of(verified.grant), facts.continues)
                 _check_continuation(bound, verified)
@@ -382,6 +387,25 @@ def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:
         denial = DelegationDenied(DenialReason.HANDOFF_MISMATCH, detail)
         denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
         raise denial
+
+
+def _check_request_digest(params: JSONObject, verified: VerifiedDelegation, required: bool) -> None:
+    """The message is the one the token's ``req_digest`` binds (contracts/request_digest.py);
+    a token binding none is refused only when the service requires a binding."""
+    bound = verified.grant.req_digest
+    if bound is None and not required:
+        return
+    reason = DenialReason.REQUEST_DIGEST_MISSING
+    if bound is not None:
+        try:
+            if request_digest(_object(params.get("message"))) == bound:
+                return
+        except CanonicalizationError:
+            pass
+        reason = DenialReason.REQUEST_DIGEST_MISMATCH
+    denial = DelegationDenied(reason)
+    denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+    raise denial
 
 
 def _check_continuation(bound: Mapping[str, Any] | None, verified: VerifiedDelegation) -> None:
@@ -417,9 +441,13 @@ def delegation_authorizer(
     decisions: DecisionLog | None = None,
     task_binding: TaskBinding | None = None,
     issuers: IssuerDirectory | None = None,
+    require_request_digest: bool = False,
 ) -> Authorize:
     """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares;
     with ``task_binding`` a continuation is held to the binding of the task it continues;
-    with ``issuers`` the keys of issuers given by URL follow their rotation."""
+    with ``issuers`` the keys of issuers given by URL follow their rotation; with
+    ``require_request_digest`` a send under a token that binds no request is refused."""
     log = decisions if decisions is not None else DecisionLog()
-    return DelegationAuthorizer(verifier, skill_authorities(card), log, task_binding, issuers)
+    return DelegationAuthorizer(
+        verifier, skill_authorities(card), log, task_binding, issuers, require_request_digest
+    )

@@ -57,6 +57,8 @@ class DenialReason(StrEnum):
     VALIDITY_WINDOW_INVALID = "validity_window_invalid"
     CONTINUATION_MISMATCH = "continuation_mismatch"
     MODEL_BUDGET_UNBOUNDED = "model_budget_unbounded"
+    REQUEST_DIGEST_MISMATCH = "request_digest_mismatch"
+    REQUEST_DIGEST_MISSING = "request_digest_missing"
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ REASONS: Mapping[DenialReason, ReasonInfo] = {
     R.MODEL_BUDGET_UNBOUNDED: ReasonInfo(
         403, "the service spends model requests and the budget claim names no model_requests"
     ),
+    R.REQUEST_DIGEST_MISMATCH: ReasonInfo(
+        403, "the message is not the one whose digest the token binds (req_digest)"
+    ),
+    R.REQUEST_DIGEST_MISSING: ReasonInfo(403, "the token binds no request digest (req_digest)"),
 }
 
 

@@ -339,6 +339,8 @@ def test_http_status_splits_bad_tokens_from_forbidden_requests() -> None:
         R.HANDOFF_MISMATCH,
         R.CONTINUATION_MISMATCH,
         R.MODEL_BUDGET_UNBOUNDED,
+        R.REQUEST_DIGEST_MISMATCH,
+        R.REQUEST_DIGEST_MISSING,
     }
     assert set(REASONS) == set(DenialReason)
     for reason, info in REASONS.items():
