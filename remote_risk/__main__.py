@@ -113,6 +113,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         grpc_port=args.grpc_port,
         grpc_host=args.host,
         require_request_digest=environ.get(REQUIRE_DIGEST_ENV_VAR, "") == "1",
+        audit_token=environ.get(AUDIT_TOKEN_ENV_VAR) or None,
     )
     check_secure(settings)
     keys = trust.signing_keys(args.key_file, directory)

@@ -82,6 +82,8 @@ class Settings:
     # Refuse a send whose token binds no request digest (request_digest_missing); a token
     # that binds one is always held to it.
     require_request_digest: bool = False
+    # The bearer token the audit routes (GET /audit/...) ask for; None: not served (404).
+    audit_token: str | None = field(default=None, repr=False)
 
     @property
     def edge_limits(self) -> EdgeLimits:

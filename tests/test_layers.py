@@ -46,6 +46,7 @@ LAYERS = {
         "telemetry",
         "storage",
         "tasks",
+        "audit",
         "trust",
         "risk",
         "settings",

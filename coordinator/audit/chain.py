@@ -5,7 +5,7 @@ transaction-level advisory lock on PostgreSQL. The primary key on ``seq`` makes 
 that somehow raced anyway fail with ``chain_conflict`` instead of forking the chain. The
 canonical bytes are stored with the event (column ``canonical``), so verification checks
 an event with one SHA-256 (:mod:`coordinator.audit.verification`). The Merkle tree over
-the events (:mod:`coordinator.audit.merkle`) is derived from the stored hashes, so an
+the events (:mod:`agent_cards.transparency.merkle`) is derived from the stored hashes, so an
 append writes nothing more than it did before the tree existed.
 """
 

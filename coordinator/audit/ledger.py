@@ -5,7 +5,8 @@ This module gathers the ledger's public names from the modules that implement th
 * :mod:`~coordinator.audit.events` — the records, their redaction and sealing (RFC 8785,
   SHA-256);
 * :mod:`~coordinator.audit.chain` — :class:`Ledger`, serialised crash-safe appends;
-* :mod:`~coordinator.audit.merkle` — RFC 9162 trees, inclusion and consistency proofs;
+* :mod:`~agent_cards.transparency.merkle` (shared with remote_risk) — RFC 9162 trees,
+  inclusion and consistency proofs;
 * :mod:`~coordinator.audit.signing` and :mod:`~coordinator.audit.tree_heads` — keys,
   signed chain heads and signed tree heads;
 * :mod:`~coordinator.audit.verification` — ``audit verify`` over chain, tree and heads;

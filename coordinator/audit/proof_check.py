@@ -27,7 +27,7 @@ from typing import Any
 
 import jwt
 
-from coordinator.audit import merkle
+from agent_cards.transparency import merkle
 from coordinator.audit.proofs import PROOF_FORMAT
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact, protected_header
 from coordinator.audit.signing import thumbprint

@@ -26,7 +26,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy import Engine, insert, select
 
-from coordinator.audit import merkle
+from agent_cards.transparency import merkle
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
 from coordinator.errors import LedgerError

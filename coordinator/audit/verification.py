@@ -27,9 +27,9 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import Connection, Engine, select
 
+from agent_cards.transparency import merkle
 from contracts import strict_json
 from contracts.canonical import CanonicalizationError, canonical_json
-from coordinator.audit import merkle
 from coordinator.audit.events import CORRELATION_FIELDS, GENESIS_HASH
 from coordinator.audit.signing import verify_head
 from coordinator.audit.tree_heads import (

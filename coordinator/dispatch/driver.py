@@ -25,7 +25,7 @@ from contracts.wire import (
     to_wire,
 )
 from coordinator.authority.delegator import Delegator, GrantRefused
-from coordinator.dispatch import observed, remote_calls
+from coordinator.dispatch import observed, receipts, remote_calls
 from coordinator.dispatch.elsewhere import ended_by_another, keep_late
 from coordinator.dispatch.faults import async_pause_point, pause_point
 from coordinator.dispatch.grants import mint_for
@@ -457,7 +457,10 @@ class HandoffDriver:
             expected_task_id=returned.remote_task_id or "",
             contract=returned.return_contract,
             expected_handoff=(returned.handoff_id, returned.attempt),
+            receipt=receipts.expectation_for(self.run, self.agent, returned),
         )
+        if admission.receipt is not None:
+            receipts.keep_receipt(self.run, self.agent, returned, admission.receipt)
         self.outcome.admission = admission
         decision = self.run.book.receive(
             returned,

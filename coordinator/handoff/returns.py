@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jsonschema
@@ -30,6 +30,7 @@ from contracts.evidence import Finding, FindingStatus
 from contracts.returns import ReturnContract, ReturnContractKind
 from contracts.wire import Artifact, Part, Task, TaskState, to_wire
 from coordinator.errors import describe_validation
+from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 
 K = ReturnContractKind
 HELD_FOR_REVIEW = "held_for_review"
@@ -48,6 +49,8 @@ class Admission:
     finding: Finding | None = None
     # Kept but neither admitted nor refused: no declared contract could judge it.
     held: bool = False
+    # The remote's verified receipt (compact JWS), for the ledger.
+    receipt: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -135,9 +138,11 @@ def admit_task(
     expected_task_id: str,
     contract: ReturnContract,
     expected_handoff: tuple[str, int] | None = None,
+    receipt: ReceiptExpectation | None = None,
 ) -> Admission:
     """Judge a returned task by ``contract``; ``expected_handoff`` is the attempt we
-    dispatched (None for a return that already lost its race and is only kept)."""
+    dispatched (None for a return that already lost its race and is only kept);
+    ``receipt`` what the remote's receipt must state, when its card declares receipts."""
     digest = content_digest(task)
     if task.id != expected_task_id:
         return _refuse("task_mismatch", digest)
@@ -145,6 +150,16 @@ def admit_task(
         problem = _binding_problem(task, expected_handoff)
         if problem:
             return _refuse(problem, digest)
+    checked = receipt_problem(task, receipt) if receipt is not None else None
+    if isinstance(checked, str):
+        return _refuse(checked, digest)
+    admission = _judge(task, contract, digest)
+    if checked is None:
+        return admission
+    return replace(admission, receipt=checked.jws)
+
+
+def _judge(task: Task, contract: ReturnContract, digest: tuple[str, int]) -> Admission:
     if task.status.state is not TaskState.COMPLETED:
         return _refuse("not_completed", digest)
     if not task.artifacts:

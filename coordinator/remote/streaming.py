@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts import strict_json
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
@@ -94,7 +96,11 @@ class TaskView:
             for artifact in event.task.artifacts or []:
                 self._artifacts.complete[artifact.artifact_id] = artifact
         elif event.status_update is not None:
-            self.task = self.task.model_copy(update={"status": event.status_update.status})
+            update: dict[str, Any] = {"status": event.status_update.status}
+            receipt = (event.status_update.metadata or {}).get(RECEIPTS_EXTENSION_URI)
+            if receipt is not None:  # the receipts extension: the final event carries it
+                update["metadata"] = {**(self.task.metadata or {}), RECEIPTS_EXTENSION_URI: receipt}
+            self.task = self.task.model_copy(update=update)
         elif event.artifact_update is not None and self._artifacts.add(event.artifact_update):
             artifacts = list(self._artifacts.complete.values())
             self.task = self.task.model_copy(update={"artifacts": artifacts})

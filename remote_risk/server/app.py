@@ -44,9 +44,18 @@ from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from contracts import strict_json
 from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
+from remote_risk.audit.log import DecisionLedger
+from remote_risk.audit.receipts import ReceiptIssuer
+from remote_risk.audit.routes import audit_routes
+from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.errors import RemoteRiskError
 from remote_risk.server import limits, rest
-from remote_risk.server.auth import DecisionLog, delegation_authorizer, task_binding_of
+from remote_risk.server.auth import (
+    DecisionLog,
+    delegation_authorizer,
+    head_witness,
+    task_binding_of,
+)
 from remote_risk.server.grpc_binding import GRPCServer
 from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
@@ -130,15 +139,18 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     unsigned = risk_card(settings.public_base_url, grpc_address(settings))
     _check_agent_id(unsigned, settings)
     card = signed_card(unsigned, keys.active)
-    decisions = DecisionLog(settings.decision_log_limit)
     durable = durable_store(settings)
+    audit_log = DecisionLedger(durable.engine if durable else None)
+    witnessed = WitnessedHeads(durable.engine if durable else None)
+    decisions = DecisionLog(settings.decision_log_limit, audit_log)
+    receipts = ReceiptIssuer(lambda: keys.active, settings.agent_id, audit_log)
     retention = timedelta(seconds=settings.idempotency_retention_seconds)
     store: TaskStoreProtocol = (
         durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
     )
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
-        authorize = _default_authorize(settings, card, decisions, replay_guard, store)
+        authorize = _default_authorize(settings, card, decisions, replay_guard, store, witnessed)
     push = push_configs(settings, keys, store.get)
     handler = RiskAgentHandler(
         store,
@@ -146,6 +158,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
         push=push,
         model=settings.model,
         extended_card=signed_card(extended_card(unsigned), keys.active),
+        stamp=receipts.stamp,
     )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
@@ -205,6 +218,9 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             ),
             *health_routes(durable.engine if durable else None),
             metrics_route(settings.metrics_token),
+            *audit_routes(
+                settings.audit_token, audit_log, witnessed, lambda: keys.active, settings.agent_id
+            ),
         ],
     )
     guards = (
@@ -218,6 +234,8 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     app.state.card = card
     app.state.signing_keys = keys
     app.state.decisions = decisions
+    app.state.audit_log = audit_log
+    app.state.witnessed_heads = witnessed
     app.state.task_store = store
     app.state.durable_store = durable
     app.state.push = push
@@ -259,6 +277,7 @@ def _default_authorize(
     decisions: DecisionLog,
     replay_guard: ReplayGuard | None = None,
     store: TaskStoreProtocol | None = None,
+    witnessed: WitnessedHeads | None = None,
 ) -> Authorize:
     if not settings.trusted_issuers:
         return anonymous
@@ -278,6 +297,7 @@ def _default_authorize(
         task_binding=binding,
         issuers=directory,
         require_request_digest=settings.require_request_digest,
+        witness=head_witness(issuers, witnessed) if witnessed is not None else None,
     )
 
 

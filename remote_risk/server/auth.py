@@ -37,12 +37,17 @@ from typing import Any
 
 from starlette.requests import Request
 
+from agent_cards.keys import TrustedKeys
+from agent_cards.transparency.heads import verify_head
+from agent_cards.transparency.statements import StatementInvalid
 from contracts import strict_json
 from contracts.canonical import CanonicalizationError
 from contracts.grant import Grant, SkillAuthority
 from contracts.request_digest import request_digest
 from contracts.wire import AgentCard, JSONObject
 from remote_risk import errors
+from remote_risk.audit.log import DecisionLedger
+from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.server import observed
 from remote_risk.server.jsonrpc import Authorize, CallContext
 from remote_risk.telemetry import tracing
@@ -67,6 +72,7 @@ SEND_MESSAGE = "SendMessage"
 # Both may open a task, so both are checked as a send (one token, one task; the handoff).
 SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
 ALLOWED = "allowed"
+DECISION_ENTRY = "decision"
 _HIDDEN_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
@@ -86,6 +92,7 @@ class Decision:
     claims_digest: str | None = None
     owner: str | None = None
     handoff_id: str | None = None
+    req_digest: str | None = None
     # The request's trace (W3C trace id), so a decision can be found from a trace and back.
     trace_id: str | None = field(default_factory=tracing.current_trace_id)
 
@@ -94,15 +101,19 @@ class Decision:
 
 
 class DecisionLog:
-    """The last ``limit`` decisions in memory, each also written to the logger."""
+    """The last ``limit`` decisions in memory, each also written to the logger and, with
+    a ``ledger``, appended to the service's Merkle decision log (:mod:`remote_risk.audit.log`)."""
 
-    def __init__(self, limit: int = 1000) -> None:
+    def __init__(self, limit: int = 1000, ledger: DecisionLedger | None = None) -> None:
         if limit < 1:
             raise ValueError("a decision log keeps at least one decision")
         self._entries: deque[Decision] = deque(maxlen=limit)
+        self.ledger = ledger
 
     def record(self, decision: Decision) -> None:
         self._entries.append(decision)
+        if self.ledger is not None:
+            self.ledger.append_later(DECISION_ENTRY, decision.as_dict(), decision.handoff_id)
         observed.token_decision(decision.method, decision.allowed, decision.reason)
         logger.log(
             logging.INFO if decision.allowed else logging.WARNING,
@@ -139,6 +150,7 @@ def allowed(method: str, verified: VerifiedDelegation, owner: str) -> Decision:
         claims_digest=verified.claims_digest,
         owner=owner,
         handoff_id=verified.grant.handoff.id,
+        req_digest=verified.grant.req_digest,
     )
 
 
@@ -276,6 +288,7 @@ class DelegationAuthorizer:
         task_binding: TaskBinding | None = None,
         issuers: IssuerDirectory | None = None,
         require_request_digest: bool = False,
+        witness: Callable[[VerifiedDelegation], None] | None = None,
     ) -> None:
         if not skills:
             raise ValueError("the authorizer needs at least one skill")
@@ -285,6 +298,7 @@ class DelegationAuthorizer:
         self._task_binding = task_binding
         self._issuers = issuers
         self._require_digest = require_request_digest
+        self._witness = witness
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
@@ -295,12 +309,14 @@ class DelegationAuthorizer:
             raise refusal(denial) from None
         owner = owner_of(verified.grant)
         self.decisions.record(allowed(method, verified, owner))
+        grant = verified.grant
         return CallContext(
             owner=owner,
             headers=_visible_headers(request),
             claim_task_creation=self._claim(method, verified) if creates_task else None,
-            lease_expires_at=verified.grant.exp,
-            budget=verified.grant.handoff.budget,
+            lease_expires_at=grant.exp,
+            budget=grant.handoff.budget,
+            bound={"jti": grant.jti, "req_digest": grant.req_digest},
         )
 
     async def authenticate(self, request: Request) -> Authenticated:
@@ -370,6 +386,8 @@ class DelegationAuthorizer:
         if method in SENDING_METHODS:
             _check_binding(facts, verified)
             _check_request_digest(params, verified, self._require_digest)
+            if self._witness is not None:
+                self._witness(verified)
             if facts.continues is not None and self._task_binding is not None:
                 bound = self._task_binding(owner_of(verified.grant), facts.continues)
                 _check_continuation(bound, verified)
@@ -419,6 +437,35 @@ def _check_continuation(bound: Mapping[str, Any] | None, verified: VerifiedDeleg
         raise denial
 
 
+def head_witness(
+    issuers: Mapping[str, TrustedKeys], heads: WitnessedHeads
+) -> Callable[[VerifiedDelegation], None]:
+    """The authorizer's ``witness``: the tree head a token carries (``log_head``) is
+    verified with the keys pinned for the token's issuer and kept; one that does not
+    verify, or is of another log, refuses the request (``log_head_invalid``)."""
+
+    def witness(verified: VerifiedDelegation) -> None:
+        jws = verified.grant.log_head
+        if jws is None:
+            return
+        keys = issuers.get(verified.grant.iss)
+        try:
+            if keys is None:
+                raise StatementInvalid("untrusted_key", "no keys for the issuer")
+            head = verify_head(jws, keys)
+        except StatementInvalid as exc:
+            denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, str(exc))
+            denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+            raise denial from None
+        if head.iss != verified.grant.iss:
+            denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, "a head of another log")
+            denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+            raise denial
+        heads.keep(head)
+
+    return witness
+
+
 def refusal(denial: DelegationDenied) -> errors.DelegationRefused:
     """The wire form of a denial; its message is the fixed text of the reason's row."""
     challenge = denial.www_authenticate() if denial.http_status in (401, 403) else None
@@ -442,12 +489,20 @@ def delegation_authorizer(
     task_binding: TaskBinding | None = None,
     issuers: IssuerDirectory | None = None,
     require_request_digest: bool = False,
+    witness: Callable[[VerifiedDelegation], None] | None = None,
 ) -> Authorize:
     """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares;
     with ``task_binding`` a continuation is held to the binding of the task it continues;
     with ``issuers`` the keys of issuers given by URL follow their rotation; with
-    ``require_request_digest`` a send under a token that binds no request is refused."""
+    ``require_request_digest`` a send under a token that binds no request is refused;
+    ``witness`` keeps the issuer's tree head a send's token carries (or refuses it)."""
     log = decisions if decisions is not None else DecisionLog()
     return DelegationAuthorizer(
-        verifier, skill_authorities(card), log, task_binding, issuers, require_request_digest
+        verifier,
+        skill_authorities(card),
+        log,
+        task_binding,
+        issuers,
+        require_request_digest,
+        witness,
     )

@@ -93,6 +93,9 @@ class CallContext:
     lease_expires_at: int | None = None
     # The verified grant's budget claim: the model requests (and tokens) the work may spend.
     budget: Budget | None = None
+    # What the caller's credential binds (its jti and req_digest), kept with a task it
+    # opens so that the task's receipt can name them.
+    bound: Mapping[str, Any] | None = None
 
 
 Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]

@@ -138,7 +138,8 @@ class TaskOperations:
         return self.extended_card
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
-        return self._store.get(context.owner, request.id).snapshot(request.history_length)
+        record = self._store.get(context.owner, request.id)
+        return self._updates.stamp(record.snapshot(request.history_length))
 
     async def list_tasks(
         self, request: ListTasksRequest, context: CallContext
@@ -151,7 +152,7 @@ class TaskOperations:
         worker = self._workers.get(record.id)
         if worker is not None:
             worker.cancel()
-        return record.snapshot()
+        return self._updates.stamp(record.snapshot())
 
     def start_background(self) -> None:
         """Keep this process's work leases and resume unfinished tasks whose lease ran out

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from contracts.evidence import Finding, FindingStatus
@@ -45,10 +45,12 @@ from contracts.wire import (
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
+    Task,
     TaskState,
     to_wire,
 )
 from remote_risk import errors
+from remote_risk.audit.receipts import bound_metadata
 from remote_risk.risk import skill
 from remote_risk.risk.model import ModelConfig
 from remote_risk.server import observed
@@ -88,11 +90,13 @@ class RiskAgentHandler(TaskOperations):
         updates: TaskUpdates | None = None,
         push: PushConfigs | None = None,
         extended_card: AgentCard | None = None,
+        stamp: Callable[[Task], Task] | None = None,
     ) -> None:
         """With ``model`` the policy is interpreted by that model (see model_skill).
-        Without ``push`` push notification configs are refused (-32003)."""
+        Without ``push`` push notification configs are refused (-32003). ``stamp`` gives
+        each terminal task that leaves the service its receipt."""
         super().__init__(
-            store, updates or TaskUpdates(TaskEventBroker(), push), push, extended_card
+            store, updates or TaskUpdates(TaskEventBroker(), push, stamp), push, extended_card
         )
         self._skill_delay = skill_delay_seconds
         self._model = model
@@ -122,7 +126,8 @@ class RiskAgentHandler(TaskOperations):
             self._start(record, risk_input, context.lease_expires_at, leased, context.budget)
         if blocking:
             await self._store.wait_settled(record)
-        return SendMessageResponse(task=record.snapshot(configuration.history_length))
+        snapshot = record.snapshot(configuration.history_length)
+        return SendMessageResponse(task=self._updates.stamp(snapshot))
 
     async def send_streaming_message(
         self, request: SendMessageRequest, context: CallContext
@@ -202,7 +207,7 @@ class RiskAgentHandler(TaskOperations):
             context.owner,
             message,
             message.context_id,
-            metadata=handoff_binding(message),
+            metadata=opened_metadata(message, context),
             idempotency_key=idempotency_key_of(message),
             claim=context.claim_task_creation,
         )
@@ -430,6 +435,16 @@ def handoff_binding(message: Message) -> dict[str, Any] | None:
     metadata = message.metadata or {}
     binding = {key: metadata[key] for key in HANDOFF_BINDING_KEYS if key in metadata}
     return binding or None
+
+
+def opened_metadata(message: Message, context: CallContext) -> dict[str, Any] | None:
+    """A new task's metadata: the message's handoff binding and, under the receipts
+    extension's key, what the caller's token binds (its jti and request digest)."""
+    binding = handoff_binding(message)
+    if context.bound is None:
+        return binding
+    bound = bound_metadata(context.bound.get("jti"), context.bound.get("req_digest"))
+    return {**(binding or {}), **bound}
 
 
 def idempotency_key_of(message: Message) -> str | None:

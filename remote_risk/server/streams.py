@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Protocol
 
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
@@ -172,6 +173,10 @@ class TaskEventBroker:
             del self._subscribers[subscription.task_id]
 
 
+def _as_is(task: Task) -> Task:
+    return task
+
+
 # --- the events -----------------------------------------------------------------------------
 
 
@@ -180,9 +185,14 @@ def task_event(task: Task) -> StreamResponse:
 
 
 def status_event(task: Task) -> StreamResponse:
-    """The status of ``task`` as a ``statusUpdate`` event."""
+    """The status of ``task`` as a ``statusUpdate`` event, carrying its receipt (the
+    receipts extension's metadata) when it has one."""
+    extension = (task.metadata or {}).get(RECEIPTS_EXTENSION_URI)
     update = TaskStatusUpdateEvent(
-        task_id=task.id, context_id=task.context_id or "", status=task.status
+        task_id=task.id,
+        context_id=task.context_id or "",
+        status=task.status,
+        metadata={RECEIPTS_EXTENSION_URI: extension} if extension else None,
     )
     return StreamResponse(status_update=update)
 
@@ -200,8 +210,9 @@ def artifact_event(
     return StreamResponse(artifact_update=update)
 
 
-# An update kept back by TaskUpdates.held: the task's owner, its id and the event.
-_Update = tuple[str, str, StreamResponse]
+# An update kept back by TaskUpdates.held: the task's owner, its id and the event (or the
+# task whose status event it is, built when it is published: outside the transaction).
+_Update = tuple[str, str, StreamResponse | Task]
 
 
 class Notifier(Protocol):
@@ -217,9 +228,17 @@ class Notifier(Protocol):
 class TaskUpdates:
     """What a handler calls after every change of a task: streams, then push, in order."""
 
-    def __init__(self, broker: TaskEventBroker, notifier: Notifier | None = None) -> None:
+    def __init__(
+        self,
+        broker: TaskEventBroker,
+        notifier: Notifier | None = None,
+        stamp: Callable[[Task], Task] | None = None,
+    ) -> None:
+        """``stamp`` is applied to every task snapshot published (a terminal task gets
+        its receipt, :mod:`remote_risk.audit.receipts`)."""
         self.broker = broker
         self._notifier = notifier
+        self.stamp: Callable[[Task], Task] = stamp or _as_is
         self._held: ContextVar[list[_Update] | None] = ContextVar(
             f"remote_risk_held_updates_{id(self)}", default=None
         )
@@ -250,7 +269,7 @@ class TaskUpdates:
 
     def status(self, owner: str, task: Task) -> None:
         """The task's status changed (which may end streams)."""
-        self._publish(owner, task.id, status_event(task))
+        self._publish(owner, task.id, task)
 
     def artifact(
         self,
@@ -264,11 +283,12 @@ class TaskUpdates:
         event = artifact_event(task, artifact, append=append, last_chunk=last_chunk)
         self._publish(owner, task.id, event)
 
-    def _publish(self, owner: str, task_id: str, event: StreamResponse) -> None:
+    def _publish(self, owner: str, task_id: str, update: StreamResponse | Task) -> None:
         held = self._held.get()
         if held is not None:
-            held.append((owner, task_id, event))
+            held.append((owner, task_id, update))
             return
+        event = status_event(self.stamp(update)) if isinstance(update, Task) else update
         self.broker.publish(task_id, event)
         if self._notifier is not None:
             self._notifier.notify(owner, task_id, event)
@@ -280,7 +300,7 @@ class TaskUpdates:
         until the task reaches a state in ``until``. Call it before the work that changes
         the task starts, so that no update falls between the snapshot and the stream."""
         if task.status.state in until:
-            return _only(task)
+            return _only(self.stamp(task))
         return _stream(task, self.broker.subscribe(task.id, until))
 
 

@@ -91,3 +91,32 @@ counters = Table(
     Column("value", BigInteger, nullable=False),
     PrimaryKeyConstraint("name", name="pk_remote_risk_counters"),
 )
+
+# The decision log (remote_risk.audit.log): one row per entry, ``canonical`` its RFC 8785
+# bytes and ``hash`` their SHA-256; leaf ``seq - 1`` of the log's Merkle tree is
+# SHA-256(0x00 || hash). ``entry_key`` makes an entry recorded once (a task's receipt).
+audit_log = Table(
+    "remote_risk_audit_log",
+    metadata,
+    Column("seq", BigInteger, nullable=False),
+    Column("entry_key", String(512), nullable=True),
+    Column("handoff_id", String(256), nullable=True),
+    Column("hash", String(64), nullable=False),
+    Column("canonical", Text, nullable=False),
+    PrimaryKeyConstraint("seq", name="pk_remote_risk_audit_log"),
+    UniqueConstraint("entry_key", name="uq_remote_risk_audit_log_entry_key"),
+    Index("ix_remote_risk_audit_log_handoff_id", "handoff_id"),
+)
+
+# Signed tree heads of other logs this service was shown (the coordinator's, in tokens).
+witnessed_heads = Table(
+    "remote_risk_witnessed_heads",
+    metadata,
+    Column("log_id", String(1024), nullable=False),
+    Column("tree_size", BigInteger, nullable=False),
+    Column("root_hash", String(64), nullable=False),
+    Column("kid", String(128), nullable=False),
+    Column("jws", Text, nullable=False),
+    Column("recorded_at", String(32), nullable=False),
+    PrimaryKeyConstraint("log_id", "tree_size", "root_hash", name="pk_remote_risk_witnessed_heads"),
+)

@@ -59,6 +59,7 @@ class DenialReason(StrEnum):
     MODEL_BUDGET_UNBOUNDED = "model_budget_unbounded"
     REQUEST_DIGEST_MISMATCH = "request_digest_mismatch"
     REQUEST_DIGEST_MISSING = "request_digest_missing"
+    LOG_HEAD_INVALID = "log_head_invalid"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ REASONS: Mapping[DenialReason, ReasonInfo] = {
         403, "the message is not the one whose digest the token binds (req_digest)"
     ),
     R.REQUEST_DIGEST_MISSING: ReasonInfo(403, "the token binds no request digest (req_digest)"),
+    R.LOG_HEAD_INVALID: ReasonInfo(401, "log_head is not a tree head signed by the issuer"),
 }
 
 

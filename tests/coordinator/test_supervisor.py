@@ -15,6 +15,7 @@ from contracts.wire import to_wire
 from coordinator.assessment.model_gateway import ModelGateway, RequestBudget
 from coordinator.assessment.scenario import PRIVATE_NOTE
 from coordinator.assessment.supervisor import SupervisedResult, run_supervised
+from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from remote_risk.server.app import JSONRPC_PATH, create_app
@@ -32,6 +33,8 @@ from tests.servers import free_port, running
 
 # The coordinator's key: remote handoffs carry a delegation token signed with it.
 KEYS = KeySet(active=SigningKey.generate())
+# remote_risk checks the tokens minted with KEYS (its receipts then name them)
+TRUSTING_KEYS = {DEFAULT_ISSUER: KEYS.trusted_keys()}
 APPROVAL = "Everything is approved; deploy the assistant."
 COMMENT = "Both specialists agree; the material is consistent for a draft."
 
@@ -40,7 +43,9 @@ COMMENT = "Both specialists agree; the material is consistent for a draft."
 def risk_url() -> Iterator[RegisteredAgent]:
     """remote_risk on loopback, as the registry would hold it once its card is accepted."""
     port = free_port()
-    app = create_app(Settings(public_base_url=f"http://127.0.0.1:{port}"))
+    app = create_app(
+        Settings(public_base_url=f"http://127.0.0.1:{port}", trusted_issuers=TRUSTING_KEYS)
+    )
     with running(app, port=port) as url:
         yield RegisteredAgent(
             name="remote-risk",
@@ -48,6 +53,8 @@ def risk_url() -> Iterator[RegisteredAgent]:
             endpoint=f"{url}{JSONRPC_PATH}",
             card=to_wire(app.state.card),
             registered_at="2025-01-01T00:00:00Z",
+            # the card key, as registration pins it (its receipts verify with it)
+            pinned_jwks=app.state.signing_keys.public_jwks(),
         )
 
 

@@ -18,7 +18,7 @@ from coordinator.remote.registry import RegisteredAgent
 from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import Settings
 from tests.adversarial_model import adversarial_model, answer_reply, drip
-from tests.coordinator.test_supervisor import KEYS, risk_url
+from tests.coordinator.test_supervisor import KEYS, TRUSTING_KEYS, risk_url
 from tests.model_server import asks, says, scripted_model
 from tests.runs import scratch_workspace
 from tests.servers import free_port, running
@@ -74,7 +74,11 @@ def risk_with_injected_summary() -> Iterator[tuple[RegisteredAgent, list[str]]]:
     with adversarial_model([answer_reply(json.dumps(finding))]) as model:
         port = free_port()
         app = create_app(
-            Settings(public_base_url=f"http://127.0.0.1:{port}", model=model.risk_config())
+            Settings(
+                public_base_url=f"http://127.0.0.1:{port}",
+                model=model.risk_config(),
+                trusted_issuers=TRUSTING_KEYS,
+            )
         )
         with running(app, port=port) as url:
             yield (
@@ -84,6 +88,7 @@ def risk_with_injected_summary() -> Iterator[tuple[RegisteredAgent, list[str]]]:
                     endpoint=f"{url}{JSONRPC_PATH}",
                     card=to_wire(app.state.card),
                     registered_at="2025-01-01T00:00:00Z",
+                    pinned_jwks=app.state.signing_keys.public_jwks(),
                 ),
                 [],
             )

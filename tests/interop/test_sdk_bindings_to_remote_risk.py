@@ -20,6 +20,7 @@ from a2a.client.errors import A2AClientError
 from a2a.types import GetTaskRequest, SendMessageRequest, TaskState
 
 from tests.interop.test_sdk_client_to_remote_risk import delegation_token, handoff_message
+from tests.remote_risk.conftest import binding_of
 from tests.remote_risk.delegated import delegated_service
 from tests.servers import free_port
 
@@ -53,7 +54,10 @@ def test_sdk_rest_client_with_a_delegation_token_is_accepted(trusted: str) -> No
     token = delegation_token(trusted, "handoff-sdk-rest-1")
     task, fetched = asyncio.run(_send(trusted, token, "handoff-sdk-rest-1"))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert dict(task.metadata) == {"handoffId": "handoff-sdk-rest-1", "attempt": 1}
+    assert binding_of({"metadata": dict(task.metadata)}) == {
+        "handoffId": "handoff-sdk-rest-1",
+        "attempt": 1,
+    }
     assert fetched.id == task.id
 
 
@@ -102,7 +106,10 @@ def test_sdk_grpc_client_with_a_delegation_token_is_accepted(trusted_grpc: str) 
     token = delegation_token(trusted_grpc, "handoff-sdk-grpc-1")
     task, fetched = asyncio.run(_send_grpc(trusted_grpc, token, "handoff-sdk-grpc-1"))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert dict(task.metadata) == {"handoffId": "handoff-sdk-grpc-1", "attempt": 1}
+    assert binding_of({"metadata": dict(task.metadata)}) == {
+        "handoffId": "handoff-sdk-grpc-1",
+        "attempt": 1,
+    }
     assert fetched.id == task.id
 
 

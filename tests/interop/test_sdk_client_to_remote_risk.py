@@ -165,7 +165,13 @@ def test_sdk_client_with_a_delegation_token_gets_the_task(trusted_risk_url: str)
     task, fetched = asyncio.run(exchange())
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert fetched.id == task.id
-    assert dict(task.metadata) == {"handoffId": "handoff-sdk-1", "attempt": 1}
+    metadata = dict(task.metadata)
+    assert {key: metadata[key] for key in ("handoffId", "attempt")} == {
+        "handoffId": "handoff-sdk-1",
+        "attempt": 1,
+    }
+    # the receipts extension's data, in the place the spec allows it: an SDK reads it
+    assert "receipt" in dict(metadata["https://a2a-federation.dev/extensions/receipts/v1"])
 
 
 def test_sdk_client_without_a_token_is_refused(trusted_risk_url: str) -> None:

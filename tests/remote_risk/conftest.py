@@ -44,6 +44,12 @@ def risk_input(case: str = "ok") -> dict[str, Any]:
     return {key: context[key] for key in CONTEXT_KEYS["risk"] if key in context}
 
 
+def binding_of(task: dict[str, Any]) -> dict[str, Any]:
+    """The handoff binding a task echoes in its metadata (beside the receipts extension's)."""
+    metadata = task.get("metadata") or {}
+    return {key: metadata[key] for key in ("handoffId", "attempt") if key in metadata}
+
+
 def user_message(data: Any, **extra: Any) -> dict[str, Any]:
     return {
         "messageId": f"m-{next(_ids)}",

@@ -25,7 +25,7 @@ from coordinator.authority.tokens import mint_token
 from remote_risk.server.app import JSONRPC_PATH, JWKS_PATH, create_app
 from remote_risk.settings import Settings
 from tests import tokens
-from tests.remote_risk.conftest import risk_input
+from tests.remote_risk.conftest import binding_of, risk_input
 from tests.servers import free_port, running
 from tests.tokens import (
     ATTACKER_KEY,
@@ -342,7 +342,7 @@ def test_valid_token_completes_and_the_task_carries_the_handoff(service: Service
     assert response.status_code == 200, response.text
     task = response.json()["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert task["metadata"] == {"handoffId": HANDOFF, "attempt": 1}
+    assert binding_of(task) == {"handoffId": HANDOFF, "attempt": 1}
     fetched = service.post("GetTask", {"id": task["id"]}, token)
     assert fetched.json()["result"]["id"] == task["id"]
 

@@ -18,7 +18,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
-from tests.remote_risk.conftest import risk_input
+from tests.remote_risk.conftest import binding_of, risk_input
 from tests.remote_risk.delegated import SKILL, Caller, delegated_service
 from tests.servers import free_port
 
@@ -79,7 +79,7 @@ def test_a_delegated_send_completes(service: tuple[Caller, str]) -> None:
     token = caller.token("h-grpc-1")
     response = asyncio.run(_call(address, "SendMessage", send_request("h-grpc-1"), token))
     assert response.task.status.state == a2a_pb2.TASK_STATE_COMPLETED
-    assert json_format.MessageToDict(response.task.metadata) == {
+    assert binding_of({"metadata": json_format.MessageToDict(response.task.metadata)}) == {
         "handoffId": "h-grpc-1",
         "attempt": 1,
     }

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.remote_risk.conftest import binding_of
 from tests.remote_risk.delegated import Caller, delegated_service, refusal_reason
 
 
@@ -28,7 +29,7 @@ def test_retried_send_returns_the_same_task(service: tuple[Caller, Any]) -> None
     first = caller.task_of(caller.send("run-1", "h-1", attempt=1))
     retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
     assert retried["id"] == first["id"]
-    assert retried["metadata"] == {"handoffId": "h-1", "attempt": 1}
+    assert binding_of(retried) == {"handoffId": "h-1", "attempt": 1}
     assert retried["status"]["state"] == "TASK_STATE_COMPLETED"
     assert len(app.state.task_store) == 1
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from remote_risk.settings import REST_PATH
-from tests.remote_risk.conftest import risk_input
+from tests.remote_risk.conftest import binding_of, risk_input
 from tests.remote_risk.delegated import SKILL, Caller, delegated_service
 
 MEDIA = "application/a2a+json"
@@ -64,7 +64,7 @@ def test_a_delegated_send_completes_and_reads_back(service: Caller) -> None:
     assert sent.headers["content-type"] == MEDIA
     task = sent.json()["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert task["metadata"] == {"handoffId": "h-rest-1", "attempt": 1}
+    assert binding_of(task) == {"handoffId": "h-rest-1", "attempt": 1}
     got = rest(service, "GET", f"/tasks/{task['id']}", service.token("lookup"), historyLength=0)
     assert got.status_code == 200, got.text
     assert got.json()["id"] == task["id"]

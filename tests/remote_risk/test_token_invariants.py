@@ -21,7 +21,7 @@ import pytest
 
 from agent_cards.keys import b64url_encode
 from tests import tokens
-from tests.remote_risk.conftest import risk_input
+from tests.remote_risk.conftest import binding_of, risk_input
 from tests.remote_risk.test_auth_http import SKILL, Service, refusal, service
 from tests.tokens import COORDINATOR_KEY, header
 
@@ -158,7 +158,7 @@ def test_a_token_of_another_handoff_cannot_continue_the_task(service: Service) -
     assert refusal(response)[:2] == (403, "continuation_mismatch")
     after = service.post("GetTask", {"id": task["id"]}, token_for(service, "handoff-x")).json()
     assert after["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    assert after["result"]["metadata"] == {"handoffId": "handoff-x", "attempt": 1}
+    assert binding_of(after["result"]) == {"handoffId": "handoff-x", "attempt": 1}
     assert len(after["result"].get("history", [])) == len(task.get("history", []))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.audit.merkle import (
+from agent_cards.transparency.merkle import (
     CHUNK,
     EMPTY_ROOT,
     RootBuilder,

@@ -1,0 +1,68 @@
+"""Signed statements: a JSON object as a compact JWS (RFC 7515) by a service's own key.
+
+The protected header is exactly ``{"alg", "kid", "typ"}``: ``alg`` the key's one
+algorithm (EdDSA or ES256), ``kid`` its RFC 7638 thumbprint, ``typ`` what the statement
+is. A verifier looks the ``kid`` up among the keys it pinned for the signer and nowhere
+else, and checks ``typ`` exactly. Receipts and signed tree heads are such statements.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import jwt
+
+from agent_cards.jwk import b64url_decode
+from agent_cards.keys import SigningKey
+from agent_cards.trusted import TrustedKeys
+from contracts import strict_json
+
+
+class StatementInvalid(ValueError):
+    """A statement that does not verify, or is not the kind expected: ``reason`` says why."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def sign_statement(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
+    """The compact JWS of ``claims`` by ``key``."""
+    header = {"alg": key.alg, "kid": key.kid, "typ": typ}
+    payload = strict_json.dumps(dict(claims))
+    return jwt.api_jws.encode(payload, key.private_key, algorithm=key.alg, headers=header)
+
+
+def unverified_header(jws: str) -> dict[str, Any]:
+    """The protected header of a compact JWS, not verified (to pick the key)."""
+    try:
+        header = json.loads(b64url_decode(jws.split(".")[0]))
+    except (ValueError, AttributeError, IndexError):
+        raise StatementInvalid("malformed", "not a compact JWS") from None
+    if not isinstance(header, dict):
+        raise StatementInvalid("malformed", "the protected header is not a JSON object")
+    return header
+
+
+def verify_statement(jws: Any, keys: TrustedKeys, typ: str) -> dict[str, Any]:
+    """The claims of ``jws`` if one of ``keys`` signed it as a ``typ``; else
+    :class:`StatementInvalid` (``malformed``, ``untrusted_key``, ``signature_invalid``)."""
+    if not isinstance(jws, str) or jws.count(".") != 2:
+        raise StatementInvalid("malformed", "not a compact JWS")
+    header = unverified_header(jws)
+    if set(header) != {"alg", "kid", "typ"} or header["typ"] != typ:
+        raise StatementInvalid("malformed", f"the header is not exactly alg, kid, typ {typ}")
+    kid = header["kid"]
+    key = keys.get(kid) if isinstance(kid, str) else None
+    if key is None:
+        raise StatementInvalid("untrusted_key", f"signed by a key not pinned: {kid!r}")
+    try:
+        payload = jwt.api_jws.decode(jws, key.public_key, algorithms=[key.alg])
+        claims = strict_json.loads(payload)
+    except (jwt.PyJWTError, ValueError) as exc:
+        raise StatementInvalid("signature_invalid", f"does not verify: {exc}") from None
+    if not isinstance(claims, dict):
+        raise StatementInvalid("malformed", "the payload is not a JSON object")
+    return claims

@@ -1,0 +1,89 @@
+"""The receipts extension on the coordinator's side: what a handoff's receipt must state
+(:func:`expectation_for`) and what is kept of a verified one (:func:`keep_receipt`).
+
+The check itself is one place, in return admission
+(:mod:`coordinator.handoff.receipt_check`); here are its inputs: the keys pinned for the
+agent at registration, and the tokens this coordinator minted for the handoff (``jti``
+and ``req_digest`` of each ``grant.minted`` event). A verified receipt is kept as a
+``handoff.receipt`` event, and the remote's signed tree head it carries as a witnessed
+head in ``tree_heads`` (log id: the receipt's ``iss``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agent_cards.transparency.heads import verify_head
+from agent_cards.transparency.receipts import RECEIPT_TYP, RECEIPTS_EXTENSION_URI
+from agent_cards.transparency.statements import StatementInvalid, verify_statement
+from agent_cards.trusted import TrustedKeys
+from contracts.handoff import HandoffRecord
+from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
+from coordinator.audit.tree_heads import TreeHead, TreeHeadStore
+from coordinator.handoff.receipt_check import ReceiptExpectation
+from coordinator.handoff.run import Run
+from coordinator.remote.registry import RegisteredAgent
+
+logger = logging.getLogger(__name__)
+
+
+def declares_receipts(agent: RegisteredAgent) -> bool:
+    extensions = agent.agent_card.capabilities.extensions or []
+    return any(extension.uri == RECEIPTS_EXTENSION_URI for extension in extensions)
+
+
+def pinned_keys(agent: RegisteredAgent) -> TrustedKeys:
+    """The keys pinned for ``agent`` (none: no receipt can verify)."""
+    try:
+        return TrustedKeys.from_json(agent.pinned_jwks or {"keys": []})
+    except ValueError:
+        return TrustedKeys()
+
+
+def minted_for(run: Run, record: HandoffRecord) -> dict[str, str | None]:
+    """``jti -> req_digest`` of every token minted for ``record``'s handoff in ``run``."""
+    minted: dict[str, str | None] = {}
+    ledger = run.trail.ledger
+    stored = ledger.events(run.run_id) if ledger is not None else []
+    facts = [(e.event_type, e.handoff_id, e.data) for e in stored]
+    facts += [(e.event_type, e.handoff_id, dict(e.data)) for e in run.trail.pending]
+    for event_type, handoff_id, data in facts:
+        jti = data.get("jti")
+        if event_type == GRANT_EVENT and handoff_id == record.handoff_id and isinstance(jti, str):
+            digest = data.get("req_digest")
+            minted[jti] = digest if isinstance(digest, str) else None
+    return minted
+
+
+def expectation_for(
+    run: Run, agent: RegisteredAgent, record: HandoffRecord
+) -> ReceiptExpectation | None:
+    """What the receipt of ``record``'s task must state, if ``agent`` declares receipts."""
+    if not declares_receipts(agent):
+        return None
+    return ReceiptExpectation(
+        keys=pinned_keys(agent),
+        handoff_id=record.handoff_id,
+        attempt=record.attempt,
+        minted=minted_for(run, record),
+    )
+
+
+def keep_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, receipt: str) -> None:
+    """Keep a verified receipt in the ledger and the remote's head it carries as witnessed."""
+    run.emit(RECEIPT_EVENT, record, **receipt_data(receipt))
+    keys = pinned_keys(agent)
+    try:
+        claims = verify_statement(receipt, keys, RECEIPT_TYP)
+        if claims.get("log_head") is None:
+            return
+        head = verify_head(claims["log_head"], keys)
+    except StatementInvalid as exc:
+        logger.warning("the receipt's log head of %s is not kept: %s", agent.name, exc)
+        return
+    ledger = run.trail.ledger
+    if ledger is not None:
+        witnessed = TreeHead(
+            head.iss, head.tree_size, head.root_hash, head.issued_at, head.kid, head.jws
+        )
+        TreeHeadStore(ledger.engine).witness(witnessed, head.iss)

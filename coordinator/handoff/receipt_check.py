@@ -1,0 +1,65 @@
+"""The remote's receipt, checked before return admission (the receipts extension).
+
+An agent whose card declares :data:`~agent_cards.transparency.receipts.RECEIPTS_EXTENSION_URI`
+must send, with its terminal task, a receipt signed by a key pinned for it at
+registration, stating exactly the task returned (id, artifact digest, state), the
+handoff it was opened under (id, an attempt not later than ours), and a delegation token
+this coordinator minted for that handoff (its ``jti``, with the ``req_digest`` that token
+bound). Anything else is refused before the artifact is judged: ``receipt_missing``,
+``receipt_invalid`` (does not verify with the pinned key), ``receipt_mismatch``. A
+verified receipt is kept in the ledger (``handoff.receipt``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_cards.transparency.receipts import check_receipt, receipt_of
+from agent_cards.transparency.statements import StatementInvalid
+from agent_cards.trusted import TrustedKeys
+from contracts.wire import Task, to_wire
+
+
+@dataclass(frozen=True)
+class ReceiptExpectation:
+    """What a receipt of this handoff must state, and the keys it must verify with."""
+
+    keys: TrustedKeys
+    handoff_id: str
+    attempt: int
+    # jti -> req_digest of every token this coordinator minted for the handoff
+    minted: Mapping[str, str | None]
+
+
+@dataclass(frozen=True)
+class CheckedReceipt:
+    jws: str
+    claims: dict[str, Any]
+
+
+def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedReceipt:
+    """The verified receipt of ``task``, or the reason it is refused."""
+    receipt = receipt_of(task.metadata)
+    try:
+        claims = check_receipt(receipt, expected.keys, to_wire(task), {})
+    except StatementInvalid as exc:
+        return exc.reason
+    attempt = claims.get("attempt")
+    if (
+        claims.get("handoff_id") != expected.handoff_id
+        or type(attempt) is not int
+        or not 1 <= attempt <= expected.attempt
+        or not _ours(claims.get("jti"), claims.get("req_digest"), expected.minted)
+    ):
+        return "receipt_mismatch"
+    return CheckedReceipt(str(receipt), claims)
+
+
+def _ours(jti: Any, req_digest: Any, minted: Mapping[str, str | None]) -> bool:
+    """The receipt names a token minted here with the digest it bound; with no token
+    minted (an agent that takes none), it names none."""
+    if not minted:
+        return jti is None and req_digest is None
+    return isinstance(jti, str) and jti in minted and req_digest == minted[jti]

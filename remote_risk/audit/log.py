@@ -1,0 +1,213 @@
+"""The decision log as a transparency log: entries, an RFC 9162 Merkle tree, signed heads.
+
+Each entry is a JSON record ``{"seq", "recorded_at", "kind", "data"}`` (``kind``
+``decision``: an authorization decision; ``receipt``: a receipt issued). Its canonical
+bytes are its RFC 8785 form; its hash their SHA-256; leaf ``seq - 1`` of the tree is
+``SHA-256(0x00 || hash)``: the convention of the coordinator's ledger
+(docs/audit-bundle.md), so the same proofs and verifiers serve both logs.
+
+Appends are serialised by the database (``BEGIN IMMEDIATE`` on SQLite; the primary key
+on ``seq`` turns a race between PostgreSQL replicas into a retry), or by the process
+when kept in memory. The root of the current tree is kept as a compact range and
+extended with the entries appended since (by any replica), so signing a head costs the
+new entries, not a pass over the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, func, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from agent_cards.keys import SigningKey
+from agent_cards.transparency import merkle
+from agent_cards.transparency.heads import Head, now_text, sign_head
+from contracts.canonical import canonical_json
+from remote_risk.storage.engine import read_transaction, write_transaction
+from remote_risk.storage.schema import audit_log
+
+_APPEND_RETRIES = 5
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    hash: str
+    canonical: str
+
+
+class _Rows(Protocol):
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool: ...
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]: ...
+
+
+def sealed(record: dict[str, Any]) -> tuple[str, str]:
+    """The canonical text and hash (hex) of an entry record."""
+    canonical = canonical_json(record).decode("utf-8")
+    return canonical, hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class _MemoryRows:
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+        self._handoffs: list[str | None] = []
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
+        with self._lock:
+            if key is not None and key in self._keys:
+                return False
+            canonical, digest = sealed({**record, "seq": len(self._entries) + 1})
+            self._entries.append(Entry(len(self._entries) + 1, digest, canonical))
+            self._handoffs.append(handoff_id)
+            if key is not None:
+                self._keys.add(key)
+            return True
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        return [e.hash for e in self._entries[after:up_to]]
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]:
+        return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
+
+
+class _SQLRows:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with write_transaction(self._engine) as connection:
+                    if (
+                        key is not None
+                        and connection.execute(
+                            select(audit_log.c.seq).where(audit_log.c.entry_key == key)
+                        ).first()
+                    ):
+                        return False
+                    last = connection.execute(select(func.max(audit_log.c.seq))).scalar()
+                    seq = int(last or 0) + 1
+                    canonical, digest = sealed({**record, "seq": seq})
+                    row = {"seq": seq, "entry_key": key, "handoff_id": handoff_id}
+                    connection.execute(
+                        insert(audit_log).values(hash=digest, canonical=canonical, **row)
+                    )
+                return True
+            except IntegrityError:
+                continue  # another replica took the seq (or the key) first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        c = audit_log.c
+        query = select(c.hash).where(c.seq > after).order_by(c.seq)
+        if up_to is not None:
+            query = query.where(c.seq <= up_to)
+        with read_transaction(self._engine) as connection:
+            return [str(digest) for (digest,) in connection.execute(query)]
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]:
+        c = audit_log.c
+        query = select(c.seq, c.hash, c.canonical).where(c.handoff_id == handoff_id)
+        with read_transaction(self._engine) as connection:
+            rows = connection.execute(query.order_by(c.seq)).all()
+        return [Entry(int(seq), str(digest), str(body)) for seq, digest, body in rows]
+
+
+class DecisionLedger:
+    """Append entries; sign heads; prove inclusion and consistency."""
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self._rows: _Rows = _SQLRows(engine) if engine is not None else _MemoryRows()
+        self._frontier = merkle.RootBuilder()
+        self._lock = threading.Lock()
+        self._later: queue.Queue[tuple[str, dict[str, Any], str | None]] | None = None
+        if engine is not None:
+            self._later = queue.Queue()
+            threading.Thread(target=self._write_later, name="decision-log", daemon=True).start()
+
+    def append_later(self, kind: str, data: Mapping[str, Any], handoff_id: str | None) -> None:
+        """Record an entry from a writer thread of its own: a decision may be taken while
+        the request's own transaction holds the database's write lock (a replayed token
+        is refused inside the task's insert), and must not wait for it nor be undone
+        with it. :meth:`flush` waits until every such entry is written."""
+        if self._later is None:
+            self.append(kind, data, handoff_id=handoff_id)
+        else:
+            self._later.put((kind, dict(data), handoff_id))
+
+    def flush(self) -> None:
+        if self._later is not None:
+            self._later.join()
+
+    def _write_later(self) -> None:
+        assert self._later is not None
+        while True:
+            kind, data, handoff_id = self._later.get()
+            try:
+                self.append(kind, data, handoff_id=handoff_id)
+            except Exception:
+                logger.exception("a %s entry could not be written to the decision log", kind)
+            finally:
+                self._later.task_done()
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        handoff_id: str | None = None,
+    ) -> bool:
+        """Record one entry (once per ``key``, when given); False if ``key`` was recorded."""
+        record = {"recorded_at": now_text(), "kind": kind, "data": dict(data)}
+        return self._rows.append(record, key, handoff_id)
+
+    def current(self) -> tuple[int, bytes]:
+        """``(size, root)`` of the log now, extending the kept compact range."""
+        with self._lock:
+            fresh = self._rows.hashes(self._frontier.size)
+            self._frontier.add([bytes.fromhex(digest) for digest in fresh])
+            return self._frontier.size, self._frontier.root()
+
+    def sign_head(self, key: SigningKey, issuer: str) -> Head:
+        size, root = self.current()
+        return sign_head(size, root, key, issuer)
+
+    def tree(self, size: int) -> merkle.Tree:
+        """The tree of the first ``size`` entries."""
+        hashes = self._rows.hashes(0, size)
+        if len(hashes) != size:
+            raise ValueError(f"the log holds {len(hashes)} of {size} entries")
+        return merkle.Tree(merkle.leaf_hash(bytes.fromhex(digest)) for digest in hashes)
+
+    def of_handoff(self, handoff_id: str, size: int) -> list[Entry]:
+        return [entry for entry in self._rows.of_handoff(handoff_id) if entry.seq <= size]
+
+    def consistency(self, old_size: int, size: int) -> list[bytes]:
+        return self.tree(size).consistency_proof(old_size)
+
+
+def entry_proofs(entries: Sequence[Entry], tree: merkle.Tree) -> list[dict[str, Any]]:
+    """Each entry with its inclusion proof in ``tree`` (hex nodes)."""
+    return [
+        {
+            "seq": entry.seq,
+            "hash": entry.hash,
+            "canonical": entry.canonical,
+            "inclusion_proof": [node.hex() for node in tree.inclusion_proof(entry.seq - 1)],
+        }
+        for entry in entries
+    ]

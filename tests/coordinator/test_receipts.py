@@ -1,0 +1,180 @@
+"""The receipts extension: a remote that declares it must sign what it answered.
+
+A small A2A server started in the test declares the receipts extension in its (signed,
+pinned) card and returns a completed task with a receipt. Honest, the handoff is
+ACCEPTED and the receipt is kept in the ledger. A remote that changes the artifact after
+signing, signs with another key, names another handoff, or sends no receipt is refused
+before its artifact is judged, with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent_cards.keys import SigningKey, TrustedKeys
+from agent_cards.signing import sign_card
+from agent_cards.transparency.receipts import (
+    RECEIPTS_EXTENSION_URI,
+    Bound,
+    issue_receipt,
+    receipt_claims,
+)
+from contracts.handoff import HandoffState
+from contracts.returns import finding_contract
+from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.audit.receipts import RECEIPT_EVENT
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
+from coordinator.handoff.run import Run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
+from tests.runs import new_run
+from tests.servers import running
+
+SENT = {"brief": {"id": "brief-001"}, "policy_note": {"id": "risk-policy-007"}}
+CONTRACT = finding_contract({"brief-001", "risk-policy-007"})
+FINDING = {
+    "status": "ok",
+    "summary": "Policy forbids refund execution.",
+    "facts": {"refund_execution_permitted": False, "privacy_review_required": False},
+    "evidenceIds": ["risk-policy-007"],
+}
+CARD_KEY = SigningKey.generate()
+OTHER_KEY = SigningKey.generate()
+PINNED = TrustAnchor(keys=TrustedKeys.from_json(CARD_KEY.public_jwk()))
+
+
+def card(base: str, mode: str) -> dict[str, Any]:
+    return {
+        "name": f"receipts-{mode}",
+        "description": "signs what it answers, or pretends to",
+        "supportedInterfaces": [
+            {"url": f"{base}/{mode}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "version": "1",
+        "capabilities": {"extensions": [{"uri": RECEIPTS_EXTENSION_URI, "required": False}]},
+        "defaultInputModes": ["application/json"],
+        "defaultOutputModes": ["application/json"],
+        "skills": [{"id": RISK_SKILL, "name": "r", "description": "r", "tags": []}],
+    }
+
+
+def completed(summary: str) -> dict[str, Any]:
+    artifact = {"artifactId": "a1", "parts": [{"data": {**FINDING, "summary": summary}}]}
+    return {
+        "id": "task-1",
+        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00.000Z"},
+        "artifacts": [artifact],
+    }
+
+
+class Remote:
+    """Answers every send with a completed task; ``mode`` says how it signs it."""
+
+    def __init__(self) -> None:
+        self.base = ""
+
+    async def card(self, request: Request) -> Response:
+        return JSONResponse(sign_card(card(self.base, request.path_params["mode"]), CARD_KEY))
+
+    async def rpc(self, request: Request) -> Response:
+        mode = request.path_params["mode"]
+        envelope = json.loads(await request.body())
+        metadata = envelope["params"].get("message", {}).get("metadata", {})
+        binding = {"handoffId": metadata.get("handoffId"), "attempt": metadata.get("attempt")}
+        task = {**completed("Policy forbids refund execution."), "metadata": binding}
+        if mode != "missing":
+            task["metadata"] = {
+                **binding,
+                RECEIPTS_EXTENSION_URI: {"receipt": self.sign(task, mode)},
+            }
+        if mode == "changed":  # the artifact changed after the receipt was signed
+            task["artifacts"] = completed("Policy permits refund execution.")["artifacts"]
+        result = {"task": task} if envelope["method"] == "SendMessage" else task
+        return JSONResponse({"jsonrpc": "2.0", "id": envelope["id"], "result": result})
+
+    def sign(self, task: dict[str, Any], mode: str) -> str:
+        binding = task["metadata"]
+        handoff = "ho-someone-else" if mode == "other-handoff" else binding["handoffId"]
+        bound = Bound(handoff_id=handoff, attempt=binding["attempt"], jti=None, req_digest=None)
+        claims = receipt_claims(task, bound, f"{self.base}/{mode}/rpc")
+        return issue_receipt(claims, OTHER_KEY if mode == "other-key" else CARD_KEY)
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[Remote]:
+    service = Remote()
+    app = Starlette(
+        routes=[
+            Route("/{mode}/.well-known/agent-card.json", service.card),
+            Route("/{mode}/rpc", service.rpc, methods=["POST"]),
+        ]
+    )
+    with running(app) as url:
+        service.base = url
+        yield service
+
+
+def delegate(remote: Remote, mode: str, tmp_path: Path, run: Run) -> RemoteOutcome:
+    async def go() -> RemoteOutcome:
+        async with A2AClient() as client:
+            registry = Registry(DataDir(tmp_path))
+            registered = await registry.register(client, f"{remote.base}/{mode}", anchor=PINNED)
+            agent = registered.agent
+            wait = WaitPolicy(deadline_seconds=5, first_poll=0.05, max_poll=0.1, max_attempts=1)
+            proposal = propose(run, agent, RISK_SKILL, SENT, wait, contract=CONTRACT)
+            return await run_remote_handoff(client, agent, proposal, SENT, run=run, wait=wait)
+
+    return asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def receipts_in_ledger(run: Run) -> list[dict[str, Any]]:
+    run.trail.flush()
+    assert run.trail.ledger is not None
+    return [e.data for e in run.trail.ledger.events(run.run_id) if e.event_type == RECEIPT_EVENT]
+
+
+def test_an_honest_receipt_is_verified_and_kept(remote: Remote, tmp_path: Path) -> None:
+    """Signed with the pinned card key over the artifacts returned: ACCEPTED, and the
+    receipt (flattened JWS and its kid) is a handoff.receipt event of the run."""
+    run = new_run(owner="coordinator")
+    outcome = delegate(remote, "honest", tmp_path, run)
+    assert outcome.record.state is HandoffState.ACCEPTED, outcome.record.reason
+    (kept,) = receipts_in_ledger(run)
+    assert kept["kid"] == CARD_KEY.kid and set(kept["receipt"]) == {
+        "protected",
+        "payload",
+        "signature",
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("changed", "receipt_mismatch"),
+        ("other-key", "receipt_invalid"),
+        ("other-handoff", "receipt_mismatch"),
+        ("missing", "receipt_missing"),
+    ],
+)
+def test_a_receipt_that_does_not_vouch_for_the_answer_is_refused(
+    remote: Remote, tmp_path: Path, mode: str, reason: str
+) -> None:
+    """The remote declares receipts, so a bad or absent one refuses the return: REJECTED
+    with the reason, nothing admitted, no receipt kept."""
+    run = new_run(owner="coordinator")
+    outcome = delegate(remote, mode, tmp_path, run)
+    assert (outcome.record.state, outcome.record.reason) == (HandoffState.REJECTED, reason)
+    assert outcome.finding is None
+    assert receipts_in_ledger(run) == []
