@@ -127,6 +127,9 @@ class CoordinatorClient:
     def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
         return self._object("POST", "/v1/audit/consistency", {"first": first, "second": second})
 
+    def audit_reconcile(self, run_id: str) -> dict[str, Any]:
+        return self._object("POST", f"/v1/audit/runs/{_segment(run_id)}/reconcile")
+
     # --- one request ----------------------------------------------------------------------
 
     def _object(

@@ -45,6 +45,8 @@ class Coordinator(Protocol):
     def audit_prove(self, run_id: str) -> dict[str, Any]: ...
     def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]: ...
 
+    def audit_reconcile(self, run_id: str) -> dict[str, Any]: ...
+
 
 class Local:
     """The service over this process's data directory (or ``--database-url``)."""
@@ -127,6 +129,9 @@ class Local:
     def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
         return self.service.audit_consistency(first, second)
 
+    def audit_reconcile(self, run_id: str) -> dict[str, Any]:
+        return self.service.audit_reconcile(run_id)
+
 
 class Remote:
     """A running coordinator, through its HTTP API as its operator."""
@@ -186,3 +191,6 @@ class Remote:
 
     def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:
         return self.client.audit_consistency(first, second)
+
+    def audit_reconcile(self, run_id: str) -> dict[str, Any]:
+        return self.client.audit_reconcile(run_id)

@@ -309,9 +309,19 @@ def cmd_audit_consistency(args: argparse.Namespace, coordinator: Coordinator) ->
     return 0 if document["consistent"] else 1
 
 
+def cmd_audit_reconcile(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    document = coordinator.audit_reconcile(args.run_id)
+    if args.json:
+        printers.print_json(document)
+    else:
+        printers.print_reconcile(document)
+    return 0 if document["agree"] else 1
+
+
 AUDIT_PROOFS: dict[str, Shared] = {
     "prove": cmd_audit_prove,
     "consistency": cmd_audit_consistency,
+    "reconcile": cmd_audit_reconcile,
 }
 
 

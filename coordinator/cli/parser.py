@@ -153,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
             "of a head this ledger kept",
         )
     consistency.add_argument("--json", action="store_true", help="print one JSON document")
+    reconcile = audit_commands.add_parser(
+        "reconcile",
+        help="compare each handoff of a run with the remote's own audit log "
+        "(its token: env FEDERATION_REMOTE_AUDIT_TOKEN)",
+    )
+    reconcile.add_argument("run_id", help="the run's id")
+    reconcile.add_argument("--json", action="store_true", help="print one JSON document")
 
     keys = commands.add_parser("keys", help="the coordinator's signing keys")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)

@@ -455,3 +455,24 @@ def _cells(row: Row) -> tuple[str, ...]:
         str(row.model_requests),
         "unknown" if row.model_tokens is None else str(row.model_tokens),
     )
+
+
+def print_reconcile(document: dict[str, Any]) -> None:
+    """``audit reconcile``: per handoff, each field on both sides; then each witness check."""
+    print(f"run {document['run_id']}: {'both sides agree' if document['agree'] else 'DISAGREE'}")
+    for handoff in document["handoffs"]:
+        mark = "agree" if handoff["agree"] else "DISAGREE"
+        proven = "" if handoff["proven"] else " (an entry is not proven in the remote's head)"
+        print(f"  {handoff['handoff_id']} ({handoff['agent']}): {mark}{proven}")
+        for name, field in handoff["fields"].items():
+            sign = "=" if field["agree"] else "!="
+            print(f"    {name:<16} {field['coordinator']} {sign} {field['remote']}")
+    for witness in document["witnesses"]:
+        for title, key in (
+            ("its log extends the heads we hold", "remote_log_extends_heads_we_hold"),
+            ("our ledger extends the heads it holds", "our_ledger_extends_heads_it_holds"),
+        ):
+            checks = witness[key]
+            bad = [c for c in checks if not c["consistent"]]
+            verdict = "yes" if not bad else f"NO ({len(bad)} inconsistent: a fork or rewrite)"
+            print(f"  {witness['agent']}: {title} ({len(checks)} heads): {verdict}")

@@ -6,8 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from contracts.handoff import HandoffRecord
+from coordinator.audit.current_head import current_head
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
+from coordinator.errors import LedgerError
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
 
@@ -21,6 +25,21 @@ class AttemptCredentials:
     headers: dict[str, str] = field(default_factory=dict)
     grant: dict[str, object] | None = None
     note: str | None = None
+
+
+def ledger_head(run: Run, delegator: Delegator) -> str | None:
+    """The ledger's latest signed tree head, which the token shows the remote (a witness
+    of the coordinator's ledger); None when the ledger's key cannot sign one."""
+    private_key = delegator.keys.signing_key().private_key
+    if run.trail.ledger is None or not isinstance(private_key, Ed25519PrivateKey):
+        return None
+    try:
+        head = current_head(run.trail.ledger.engine).latest(private_key, delegator.issuer)
+    except LedgerError as exc:  # a ledger that does not extend is not vouched for
+        refused = GrantRefused("authority", str(exc))
+        refused.reason = exc.reason
+        raise refused from None
+    return head.jws
 
 
 def mint_for(
@@ -41,7 +60,14 @@ def mint_for(
     if delegator is None:
         raise GrantRefused("authority", "this run holds no authority to delegate")
     before = envelope_of(run.book.remaining(before=record))
-    minted = delegator.mint(record, agent.endpoint, scopes, remaining=before, message=request)
+    minted = delegator.mint(
+        record,
+        agent.endpoint,
+        scopes,
+        remaining=before,
+        message=request,
+        log_head=ledger_head(run, delegator),
+    )
     run.emit("grant.minted", record, **minted.summary())
     if run.store is not None:
         run.store.add(

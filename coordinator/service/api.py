@@ -368,6 +368,16 @@ def api_router(service: CoordinatorService) -> APIRouter:
         """Whether one signed tree head extends another (``federation audit consistency``)."""
         return service.audit_consistency(body.first, body.second)
 
+    @router.post(
+        "/audit/runs/{run_id}/reconcile",
+        tags=["audit"],
+        responses={404: {"model": ErrorView}, 502: {"model": ErrorView}},
+    )
+    def audit_reconcile(run_id: str) -> dict[str, Any]:
+        """Both sides of each handoff compared, and each log against the heads the other
+        holds (``federation audit reconcile``; the server's FEDERATION_REMOTE_AUDIT_TOKEN)."""
+        return service.audit_reconcile(run_id)
+
     return router
 
 

@@ -12,6 +12,7 @@ workspace's ledger and store.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ from coordinator.dispatch.delegate import (
     delegation_document,
 )
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
+from coordinator.dispatch.receipts import declares_receipts
 from coordinator.errors import LedgerError, UsageError
 from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, ownership_row, start_run
@@ -44,7 +46,7 @@ from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
-from coordinator.service import run_list
+from coordinator.service import reconcile, run_list
 from coordinator.service.agent_views import agent_detail, agent_view, pending_card
 from coordinator.service.api_models import (
     AgentDetail,
@@ -320,6 +322,57 @@ class CoordinatorService:
         """Drop the card held for ``name``, keeping the registered one (recorded)."""
         registry = Registry(self.ws.data, self.ws.trail("operator"))
         return agent_view(registry.refuse_pending(name))
+
+    def audit_reconcile(self, run_id: str, remote_token: str | None = None) -> dict[str, Any]:
+        """Whether both sides of each of the run's handoffs agree, and each side's log
+        extends the heads the other holds (``audit reconcile``; see
+        :mod:`coordinator.service.reconcile`). The remotes' audit token defaults to
+        ``FEDERATION_REMOTE_AUDIT_TOKEN``."""
+        self._events(run_id)
+        remote_token = remote_token or os.environ.get(reconcile.TOKEN_ENV) or None
+        ws_ledger = self.ws.ledger()
+        jwks = identity.coordinator_keys(self.ws.data).public_jwks()
+        current = proofs.sign_current_head(
+            ws_ledger, self._ledger_key(), issuer=identity.issuer_id(), keys=jwks
+        )
+        agents = {agent.endpoint: agent for agent in Registry(self.ws.data).agents()}
+        remotes: dict[str, reconcile.RemoteAudit] = {}
+        handoffs = []
+        for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):
+            agent = agents.get(ours["aud"] or "")
+            if agent is None or not declares_receipts(agent):
+                continue
+            remote = remotes.setdefault(agent.name, reconcile.RemoteAudit(agent, remote_token))
+            theirs = reconcile.their_facts(remote, handoff_id)
+            handoffs.append(
+                {"handoff_id": handoff_id, "agent": agent.name, **reconcile.compared(ours, theirs)}
+            )
+        witnesses: list[dict[str, Any]] = [
+            {
+                "agent": name,
+                "remote_log_extends_heads_we_hold": reconcile.remote_extends_our_heads(
+                    remote, reconcile.witnessed_heads(ws_ledger, remote)
+                ),
+                "our_ledger_extends_heads_it_holds": reconcile.ours_extends_their_heads(
+                    ws_ledger, remote.get("/audit/witnessed").get("heads", []), jwks, current
+                ),
+            }
+            for name, remote in sorted(remotes.items())
+        ]
+        consistent = all(
+            check["consistent"]
+            for witness in witnesses
+            for key in ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
+            for check in witness[key]
+        )
+        agree = bool(handoffs) and all(h["agree"] for h in handoffs) and consistent
+        return {
+            "run_id": run_id,
+            "agree": agree,
+            "tree_head": current.as_dict(),
+            "handoffs": handoffs,
+            "witnesses": witnesses,
+        }
 
     def _tree_head(self, head: str | int, jwks: dict[str, Any]) -> tree_heads.TreeHead:
         if isinstance(head, int):

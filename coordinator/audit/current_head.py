@@ -1,0 +1,104 @@
+"""The ledger's latest signed tree head, kept current cheaply: the head each token carries.
+
+:func:`sign_current_head <coordinator.audit.proofs.sign_current_head>` verifies the whole
+ledger before it signs, a pass over every event: right for ``audit prove``, too slow for
+every delegation token. :class:`CurrentHead` keeps, per ledger and process, the tree's
+compact range (:class:`~agent_cards.transparency.merkle.RootBuilder`) and extends it
+with the events appended since (by any process), checking each new event's hash over its
+stored bytes and its link to the one before; so a head costs the new events, one
+signature and one row in ``tree_heads``. The first use in a process builds the range from
+the stored hashes (one read of one column). A new head is signed when the ledger grew and
+the last one is at least :data:`MIN_INTERVAL_SECONDS` old; otherwise the last is shown
+again. Every head signed is kept, so ``audit verify`` checks it against the ledger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import weakref
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Engine, select
+
+from agent_cards.transparency import merkle
+from coordinator.audit.events import GENESIS_HASH
+from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, sign_tree_head
+from coordinator.errors import LedgerError
+from coordinator.storage.schema import audit_events
+
+MIN_INTERVAL_SECONDS = 1.0
+
+
+class CurrentHead:
+    """The compact range of one ledger's tree, and the last head signed over it."""
+
+    def __init__(self, engine: Engine, min_interval: float = MIN_INTERVAL_SECONDS) -> None:
+        self._engine = engine
+        self._min_interval = min_interval
+        self._frontier: merkle.RootBuilder | None = None
+        self._last_hash = GENESIS_HASH
+        self._head: TreeHead | None = None
+        self._signed_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def latest(self, private_key: Ed25519PrivateKey, issuer: str) -> TreeHead:
+        """The latest head: signed now if the ledger grew and the interval passed."""
+        with self._lock:
+            size = self._advance()
+            fresh = time.monotonic() - self._signed_at < self._min_interval
+            if self._head is not None and (self._head.tree_size == size or fresh):
+                return self._head
+            assert self._frontier is not None
+            head = sign_tree_head(size, self._frontier.root(), private_key, issuer=issuer)
+            self._head = TreeHeadStore(self._engine).keep(head)
+            self._signed_at = time.monotonic()
+            return head
+
+    def _advance(self) -> int:
+        c = audit_events.c
+        if self._frontier is None:
+            self._frontier = merkle.RootBuilder()
+            with self._engine.connect() as connection:
+                rows = connection.execute(select(c.hash).order_by(c.seq)).all()
+            self._frontier.add([bytes.fromhex(str(digest)) for (digest,) in rows])
+            self._last_hash = str(rows[-1][0]) if rows else GENESIS_HASH
+            return self._frontier.size
+        query = (
+            select(c.seq, c.prev_hash, c.hash, c.canonical)
+            .where(c.seq > self._frontier.size)
+            .order_by(c.seq)
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        for seq, prev_hash, digest, canonical in rows:
+            self._check(int(seq), str(prev_hash), str(digest), str(canonical))
+            self._frontier.push(merkle.leaf_hash(bytes.fromhex(str(digest))))
+            self._last_hash = str(digest)
+        return self._frontier.size
+
+    def _check(self, seq: int, prev_hash: str, digest: str, canonical: str) -> None:
+        assert self._frontier is not None
+        if (
+            seq != self._frontier.size + 1
+            or prev_hash != self._last_hash
+            or hashlib.sha256(canonical.encode("utf-8")).hexdigest() != digest
+        ):
+            raise LedgerError(
+                f"event {seq} does not extend the ledger as it was: no head is signed",
+                "ledger_broken",
+            )
+
+
+_heads: weakref.WeakKeyDictionary[Engine, CurrentHead] = weakref.WeakKeyDictionary()
+_heads_lock = threading.Lock()
+
+
+def current_head(engine: Engine) -> CurrentHead:
+    """The one :class:`CurrentHead` of ``engine``'s ledger in this process."""
+    with _heads_lock:
+        head = _heads.get(engine)
+        if head is None:
+            head = _heads[engine] = CurrentHead(engine)
+        return head
