@@ -1,0 +1,123 @@
+"""``federation audit reconcile``: both sides of each handoff compared, each log witnessed.
+
+Real processes: remote_risk (its decision log in its SQLite database, its audit routes
+behind an operator token) and the coordinator's CLI. Two delegations, then reconcile:
+both sides agree on jti, task id, request digest, artifact digest and final state, and
+each side's log extends the heads the other holds. Then the remote's log is forked (an
+early entry rewritten: the same size, another root, its heads signed as before): the
+heads the coordinator kept from receipts expose it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from coordinator.authority.identity import coordinator_keys
+from coordinator.storage.datadir import DataDir
+from tests.processes import RemoteRiskProcess, federation
+from tests.remote_risk.test_resume import PAYLOAD
+
+TOKEN = "audit-operator-token"
+
+
+def delegate(data: DataDir, input_file: Path) -> str:
+    process = federation(
+        data.root,
+        *("delegate", "--to", "remote-risk", "--skill", "interpret-risk-policy"),
+        *("--input", str(input_file), "--json"),
+    )
+    out, err = process.communicate(timeout=60)
+    document = json.loads(out)
+    assert document["local_state"] == "ACCEPTED", err
+    run_id: str = document["run_id"]
+    return run_id
+
+
+def reconcile(data: DataDir, run_id: str) -> tuple[int, dict[str, Any]]:
+    process = federation(
+        data.root, "audit", "reconcile", run_id, "--json", FEDERATION_REMOTE_AUDIT_TOKEN=TOKEN
+    )
+    out, err = process.communicate(timeout=60)
+    assert out, err
+    return process.returncode, json.loads(out)
+
+
+def fork_first_entry(database: Path) -> None:
+    """Rewrite entry 1 of the remote's decision log, hash and all (the log owner's fork)."""
+    with sqlite3.connect(database) as connection:
+        (canonical,) = connection.execute(
+            "SELECT canonical FROM remote_risk_audit_log WHERE seq = 1"
+        ).fetchone()
+        record = json.loads(canonical)
+        record["data"]["reason"] = "rewritten"
+        forged = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(forged.encode()).hexdigest()
+        connection.execute(
+            "UPDATE remote_risk_audit_log SET canonical = ?, hash = ? WHERE seq = 1",
+            (forged, digest),
+        )
+
+
+@pytest.fixture
+def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("REMOTE_RISK_AUDIT_TOKEN", TOKEN)
+    data = DataDir(tmp_path / "coordinator")
+    coordinator_keys(data)
+    process = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
+    process.start()
+    try:
+        process.register_with(data)
+        yield data, process
+    finally:
+        process.stop()
+
+
+def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_path: Path) -> None:
+    data, process = remote
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps(PAYLOAD))
+    delegate(data, input_file)
+    run_id = delegate(data, input_file)
+
+    status, document = reconcile(data, run_id)
+    assert status == 0 and document["agree"] is True, document
+    (handoff,) = document["handoffs"]
+    assert {name: field["agree"] for name, field in handoff["fields"].items()} == {
+        "jti": True,
+        "task_id": True,
+        "req_digest": True,
+        "artifact_digest": True,
+        "state": True,
+    }
+    assert handoff["fields"]["state"]["remote"] == "TASK_STATE_COMPLETED"
+    (witness,) = document["witnesses"]
+    assert len(witness["remote_log_extends_heads_we_hold"]) == 2  # one per receipt
+    assert witness["our_ledger_extends_heads_it_holds"]  # one per token
+    assert all(c["consistent"] for c in witness["our_ledger_extends_heads_it_holds"])
+
+    process.stop()
+    fork_first_entry(tmp_path / "remote" / "remote-risk.db")
+    process.start()
+    status, document = reconcile(data, run_id)
+    assert status == 1 and document["agree"] is False
+    (witness,) = document["witnesses"]
+    checks = witness["remote_log_extends_heads_we_hold"]
+    assert checks and all(c["reason"] == "inconsistent" for c in checks), checks
+
+
+def test_the_audit_routes_need_the_operator_token(remote: Any) -> None:
+    """No token or another token: 401 with a challenge; the right one: a signed head."""
+    _, process = remote
+    url = f"{process.base_url}/audit/head"
+    assert httpx.get(url, timeout=10).status_code == 401
+    wrong = httpx.get(url, headers={"Authorization": "Bearer nope"}, timeout=10)
+    assert wrong.status_code == 401 and "WWW-Authenticate" in wrong.headers
+    right = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    assert right.status_code == 200 and right.json()["tree_head"].count(".") == 2

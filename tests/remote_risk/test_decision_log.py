@@ -1,0 +1,75 @@
+"""remote_risk's decision log as a Merkle log, in memory and in each database.
+
+The root kept as a compact range (extended with what was appended since) is the root of
+the whole tree; every entry's inclusion proof and every consistency proof verifies; an
+entry with a key is recorded once; a signed head verifies with the card key only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_cards.keys import SigningKey, TrustedKeys
+from agent_cards.transparency import merkle
+from agent_cards.transparency.heads import verify_head
+from agent_cards.transparency.statements import StatementInvalid
+from remote_risk.audit.log import DecisionLedger, entry_proofs
+from remote_risk.storage import migrate, open_engine
+
+KEY = SigningKey.generate()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DecisionLedger]:
+    if request.param == "memory":
+        yield DecisionLedger()
+        return
+    url = (
+        f"sqlite+pysqlite:///{tmp_path / 'remote-risk.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    engine = open_engine(url)
+    migrate(engine)
+    yield DecisionLedger(engine)
+    engine.dispose()
+
+
+def test_the_kept_root_is_the_root_of_the_whole_tree(log: DecisionLedger) -> None:
+    for batch in (1, 2, 7):
+        for i in range(batch):
+            log.append("decision", {"i": i}, handoff_id=f"h-{i % 3}")
+        size, root = log.current()
+        assert root == log.tree(size).root()
+    assert size == 10
+
+
+def test_proofs_verify_and_keyed_entries_are_recorded_once(log: DecisionLedger) -> None:
+    for i in range(5):
+        log.append("decision", {"i": i}, handoff_id="h-1" if i % 2 else "h-2")
+    assert log.append("receipt", {"task_id": "t"}, key="receipt:t", handoff_id="h-1")
+    assert not log.append("receipt", {"task_id": "t"}, key="receipt:t", handoff_id="h-1")
+    head = log.sign_head(KEY, "risk")
+    assert head.tree_size == 6
+    tree = log.tree(head.tree_size)
+    for entry in entry_proofs(log.of_handoff("h-1", head.tree_size), tree):
+        leaf = merkle.leaf_hash(bytes.fromhex(entry["hash"]))
+        proof = [bytes.fromhex(node) for node in entry["inclusion_proof"]]
+        assert merkle.verify_inclusion(entry["seq"] - 1, 6, leaf, proof, head.root)
+    for old in range(7):
+        old_root = log.tree(old).root()
+        proof = log.consistency(old, 6)
+        assert merkle.verify_consistency(old, 6, old_root, head.root, proof)
+
+
+def test_a_head_verifies_with_the_card_key_only(log: DecisionLedger) -> None:
+    log.append("decision", {"i": 1})
+    head = log.sign_head(KEY, "risk")
+    assert verify_head(head.jws, TrustedKeys([KEY.verification_key()])) == head
+    other = SigningKey.generate()
+    with pytest.raises(StatementInvalid) as refused:
+        verify_head(head.jws, TrustedKeys([other.verification_key()]))
+    assert refused.value.reason == "untrusted_key"
