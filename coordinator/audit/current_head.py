@@ -18,9 +18,10 @@ import hashlib
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
 
 from agent_cards.transparency import merkle
 from coordinator.audit.events import GENESIS_HASH
@@ -61,9 +62,9 @@ class CurrentHead:
         if self._frontier is None:
             self._frontier = merkle.RootBuilder()
             with self._engine.connect() as connection:
-                rows = connection.execute(select(c.hash).order_by(c.seq)).all()
-            self._frontier.add([bytes.fromhex(str(digest)) for (digest,) in rows])
-            self._last_hash = str(rows[-1][0]) if rows else GENESIS_HASH
+                for batch in _hash_batches(connection):
+                    self._frontier.add([bytes.fromhex(digest) for digest in batch])
+                    self._last_hash = batch[-1]
             return self._frontier.size
         query = (
             select(c.seq, c.prev_hash, c.hash, c.canonical)
@@ -89,6 +90,21 @@ class CurrentHead:
                 f"event {seq} does not extend the ledger as it was: no head is signed",
                 "ledger_broken",
             )
+
+
+_HASHES_SQL = f"SELECT hash FROM {audit_events.name} ORDER BY seq"
+
+
+def _hash_batches(connection: Connection) -> Iterator[list[str]]:
+    """The stored event hashes in order, in batches of :data:`merkle.CHUNK` (aligned, so
+    that :meth:`RootBuilder.add` hashes whole chunks), read by the driver's own cursor."""
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(_HASHES_SQL)
+        while rows := cursor.fetchmany(merkle.CHUNK):
+            yield [str(digest) for (digest,) in rows]
+    finally:
+        cursor.close()
 
 
 _heads: weakref.WeakKeyDictionary[Engine, CurrentHead] = weakref.WeakKeyDictionary()

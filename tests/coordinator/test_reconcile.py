@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from tests.processes import RemoteRiskProcess, federation
 from tests.remote_risk.test_resume import PAYLOAD
 
 TOKEN = "audit-operator-token"
+VERIFIER = Path(__file__).parents[2] / "docs" / "verifier" / "verify_bundle.py"
 
 
 def delegate(data: DataDir, input_file: Path) -> str:
@@ -101,6 +104,16 @@ def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_
     assert len(witness["remote_log_extends_heads_we_hold"]) == 2  # one per receipt
     assert witness["our_ledger_extends_heads_it_holds"]  # one per token
     assert all(c["consistent"] for c in witness["our_ledger_extends_heads_it_holds"])
+
+    # the receipt is in the run's proof bundle, and the stand-alone verifier agrees
+    bundle = tmp_path / "bundle.json"
+    proving = federation(data.root, "audit", "prove", run_id, "--output", str(bundle))
+    assert proving.wait(timeout=60) == 0
+    assert len(json.loads(bundle.read_text())["receipts"]) == 1
+    checked = subprocess.run(
+        [sys.executable, str(VERIFIER), str(bundle)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
     process.stop()
     fork_first_entry(tmp_path / "remote" / "remote-risk.db")
