@@ -402,6 +402,8 @@ class HandoffDriver:
     async def settle(self, task: Task) -> None:
         """A settled remote task: failed, interrupted (then cancelled here) or completed."""
         state = task.status.state
+        if state is not TaskState.COMPLETED:
+            receipts.witness_receipt(self.run, self.agent, self.record, task)
         if self.record.state is S.FAILED:
             self.outcome.admission = failure_admission(task)
             return
@@ -510,6 +512,7 @@ class HandoffDriver:
             self.outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
             self.run.emit("cancel.unconfirmed", self.record, reason=exc.reason)
             return None
+        receipts.witness_receipt(self.run, self.agent, self.record, task)
         state = task.status.state.value
         self.outcome.notes.append(f"cancel sent; remote task {task_id} is {state}")
         self.run.emit("cancel.acknowledged", self.record, remote_state=state)

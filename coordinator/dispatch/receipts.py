@@ -18,13 +18,15 @@ from agent_cards.transparency.receipts import RECEIPT_TYP, RECEIPTS_EXTENSION_UR
 from agent_cards.transparency.statements import StatementInvalid, verify_statement
 from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
+from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore
-from coordinator.handoff.receipt_check import ReceiptExpectation
+from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
 
 logger = logging.getLogger(__name__)
+RECEIPT_REFUSED_EVENT = "handoff.receipt_refused"
 
 
 def declares_receipts(agent: RegisteredAgent) -> bool:
@@ -67,6 +69,20 @@ def expectation_for(
         attempt=record.attempt,
         minted=minted_for(run, record),
     )
+
+
+def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, task: Task) -> None:
+    """The receipt of a terminal task that return admission does not judge (failed,
+    cancelled, rejected): checked the same way, then kept, or its refusal recorded
+    (``handoff.receipt_refused`` with the reason; the handoff has ended already)."""
+    expected = expectation_for(run, agent, record)
+    if expected is None or task.status.state not in TERMINAL_TASK_STATES:
+        return
+    checked = receipt_problem(task, expected)
+    if isinstance(checked, str):
+        run.emit(RECEIPT_REFUSED_EVENT, record, reason=checked)
+        return
+    keep_receipt(run, agent, record, checked.jws)
 
 
 def keep_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, receipt: str) -> None:

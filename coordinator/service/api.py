@@ -371,7 +371,12 @@ def api_router(service: CoordinatorService) -> APIRouter:
     @router.post(
         "/audit/runs/{run_id}/reconcile",
         tags=["audit"],
-        responses={404: {"model": ErrorView}, 502: {"model": ErrorView}},
+        responses={
+            404: {"model": ErrorView},
+            409: {"model": ErrorView},
+            422: {"model": ErrorView},
+            502: {"model": ErrorView},
+        },
     )
     def audit_reconcile(run_id: str) -> dict[str, Any]:
         """Both sides of each handoff compared, and each log against the heads the other

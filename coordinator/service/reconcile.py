@@ -35,7 +35,7 @@ from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
 from coordinator.audit.tree_heads import TreeHeadStore, verify_with_jwks
-from coordinator.errors import LedgerError, UsageError
+from coordinator.errors import LedgerError, ProtocolError, TransportError, UsageError
 from coordinator.remote.registry import RegisteredAgent, origin_of
 
 TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
@@ -59,12 +59,12 @@ class RemoteAudit:
                 self._base + path, params=params, headers=self._headers, timeout=self._timeout
             )
         except httpx.HTTPError as exc:
-            raise UsageError(f"{self.agent.name}: {exc}", "remote_unavailable") from None
+            raise TransportError(f"{self.agent.name}: {exc}", "remote_unavailable") from None
         if response.status_code != 200:
             reason = (
                 "remote_audit_refused" if response.status_code in (401, 404) else "remote_error"
             )
-            raise UsageError(
+            raise ProtocolError(
                 f"{self.agent.name} answered {response.status_code} for {path}", reason
             )
         document: dict[str, Any] = response.json()
