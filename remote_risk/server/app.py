@@ -53,7 +53,6 @@ from remote_risk.server import limits, rest
 from remote_risk.server.auth import (
     DecisionLog,
     delegation_authorizer,
-    head_witness,
     task_binding_of,
 )
 from remote_risk.server.grpc_binding import GRPCServer
@@ -71,6 +70,7 @@ from remote_risk.telemetry.http import ObservedHTTP
 from remote_risk.trust import issuers as trust
 from remote_risk.trust.refresh import IssuerDirectory
 from remote_risk.trust.replay import ReplayGuard
+from remote_risk.trust.request_checks import head_witness
 from remote_risk.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
 
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "risk_card", "serve"]

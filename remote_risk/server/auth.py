@@ -37,21 +37,16 @@ from typing import Any
 
 from starlette.requests import Request
 
-from agent_cards.keys import TrustedKeys
-from agent_cards.transparency.heads import verify_head
-from agent_cards.transparency.statements import StatementInvalid
 from contracts import strict_json
-from contracts.canonical import CanonicalizationError
 from contracts.grant import Grant, SkillAuthority
-from contracts.request_digest import request_digest
 from contracts.wire import AgentCard, JSONObject
 from remote_risk import errors
 from remote_risk.audit.log import DecisionLedger
-from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.server import observed
 from remote_risk.server.jsonrpc import Authorize, CallContext
 from remote_risk.telemetry import tracing
 from remote_risk.trust.refresh import IssuerDirectory
+from remote_risk.trust.request_checks import check_request_digest
 from remote_risk.trust.verifier import (
     REASONS,
     Authenticated,
@@ -385,7 +380,7 @@ class DelegationAuthorizer:
         )
         if method in SENDING_METHODS:
             _check_binding(facts, verified)
-            _check_request_digest(params, verified, self._require_digest)
+            check_request_digest(params, verified, self._require_digest)
             if self._witness is not None:
                 self._witness(verified)
             if facts.continues is not None and self._task_binding is not None:
@@ -407,25 +402,6 @@ def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:
         raise denial
 
 
-def _check_request_digest(params: JSONObject, verified: VerifiedDelegation, required: bool) -> None:
-    """The message is the one the token's ``req_digest`` binds (contracts/request_digest.py);
-    a token binding none is refused only when the service requires a binding."""
-    bound = verified.grant.req_digest
-    if bound is None and not required:
-        return
-    reason = DenialReason.REQUEST_DIGEST_MISSING
-    if bound is not None:
-        try:
-            if request_digest(_object(params.get("message"))) == bound:
-                return
-        except CanonicalizationError:
-            pass
-        reason = DenialReason.REQUEST_DIGEST_MISMATCH
-    denial = DelegationDenied(reason)
-    denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
-    raise denial
-
-
 def _check_continuation(bound: Mapping[str, Any] | None, verified: VerifiedDelegation) -> None:
     """The continued task was opened under the token's handoff id and attempt."""
     if bound is None:
@@ -435,35 +411,6 @@ def _check_continuation(bound: Mapping[str, Any] | None, verified: VerifiedDeleg
         denial = DelegationDenied(DenialReason.CONTINUATION_MISMATCH)
         denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
         raise denial
-
-
-def head_witness(
-    issuers: Mapping[str, TrustedKeys], heads: WitnessedHeads
-) -> Callable[[VerifiedDelegation], None]:
-    """The authorizer's ``witness``: the tree head a token carries (``log_head``) is
-    verified with the keys pinned for the token's issuer and kept; one that does not
-    verify, or is of another log, refuses the request (``log_head_invalid``)."""
-
-    def witness(verified: VerifiedDelegation) -> None:
-        jws = verified.grant.log_head
-        if jws is None:
-            return
-        keys = issuers.get(verified.grant.iss)
-        try:
-            if keys is None:
-                raise StatementInvalid("untrusted_key", "no keys for the issuer")
-            head = verify_head(jws, keys)
-        except StatementInvalid as exc:
-            denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, str(exc))
-            denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
-            raise denial from None
-        if head.iss != verified.grant.iss:
-            denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, "a head of another log")
-            denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
-            raise denial
-        heads.keep(head)
-
-    return witness
 
 
 def refusal(denial: DelegationDenied) -> errors.DelegationRefused:

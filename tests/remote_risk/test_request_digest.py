@@ -16,12 +16,14 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards.keys import SigningKey
+from agent_cards.transparency.heads import sign_head
 from contracts.request_digest import covered_request, request_digest
 from tests import tokens
 from tests.remote_risk.conftest import risk_input
 from tests.remote_risk.delegated import ISSUER, SCOPE, SKILL, Caller, delegated_service
 from tests.remote_risk.test_auth_http import refusal
-from tests.tokens import header
+from tests.tokens import ATTACKER_KEY, COORDINATOR_KEY, header
 
 
 def message() -> dict[str, Any]:
@@ -124,3 +126,34 @@ def test_the_digest_covers_the_documented_members_only() -> None:
     digest = request_digest(message())
     assert digest.startswith("sha-256:") and len(digest) == len("sha-256:") + 43
     assert request_digest(altered_text(message())) != digest
+
+
+def head_signed_by(key: Any, issuer: str = ISSUER) -> str:
+    signing = SigningKey.from_private_key(key.private_key)
+    return sign_head(3, b"\x01" * 32, signing, issuer).jws
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (lambda: head_signed_by(COORDINATOR_KEY), None),
+        (lambda: head_signed_by(ATTACKER_KEY), "log_head_invalid"),
+        (lambda: head_signed_by(COORDINATOR_KEY, "urn:another-log"), "log_head_invalid"),
+    ],
+)
+def test_the_tree_head_a_token_shows_is_verified_and_kept(
+    service: tuple[Caller, Any], head: Any, expected: str | None
+) -> None:
+    """A token's log_head signed by the issuer's pinned key is kept as a witnessed head;
+    one signed by another key, or of another log, refuses the send (401)."""
+    caller, app = service
+    shown = head()
+    sent = {**message(), "metadata": {**message()["metadata"], "idempotencyKey": shown[-12:]}}
+    token = bound_token(caller, sent, f"jti-head-{shown[-8:]}", log_head=shown)
+    response = send(caller, sent, token)
+    if expected is None:
+        caller.task_of(response)
+        assert shown in app.state.witnessed_heads.jws(ISSUER)
+    else:
+        assert refusal(response)[:2] == (401, expected)
+        assert shown not in app.state.witnessed_heads.jws()
