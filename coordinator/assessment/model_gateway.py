@@ -46,7 +46,7 @@ from coordinator.assessment.model_reply import (
     complete_reply,
     parse_completion,
 )
-from coordinator.assessment.model_transport import BoundedTransport
+from coordinator.assessment.model_transport import capped_transport
 from coordinator.authority.delegator import DEFAULT_MODEL_REQUESTS
 from coordinator.errors import (
     LimitReached,
@@ -225,7 +225,7 @@ class ModelGateway:
         self.config = config
         self.budget = budget or RequestBudget()
         self.calls: list[ModelCall] = []
-        http_client = httpx.AsyncClient(transport=BoundedTransport(config.max_reply_bytes))
+        http_client = httpx.AsyncClient(transport=capped_transport(config.max_reply_bytes))
         self._client = openai.AsyncOpenAI(
             api_key=config.api_key,
             base_url=config.base_url,

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from contracts import strict_json
 from contracts.grant import Budget
 from remote_risk.errors import ModelConfigInvalid, ModelFailure
-from remote_risk.risk.bounded_transport import REPLY_MALFORMED, REPLY_TOO_LARGE, BoundedTransport
+from remote_risk.risk.bounded_transport import REPLY_MALFORMED, REPLY_TOO_LARGE, capped_transport
 
 ENV_PREFIX = "REMOTE_RISK_MODEL"
 # Below the coordinator's default handoff lease (30 s), so a slow model is a model failure.
@@ -197,7 +197,7 @@ class RiskModel:
         self.grant = grant
         self.requests = 0
         self.tokens: list[int | None] = []
-        http_client = httpx.AsyncClient(transport=BoundedTransport(config.max_reply_bytes))
+        http_client = httpx.AsyncClient(transport=capped_transport(config.max_reply_bytes))
         self._client = openai.AsyncOpenAI(
             api_key=config.api_key,
             base_url=config.base_url,
