@@ -39,6 +39,7 @@ from agent_cards.keys import (
     b64url_decode,
     b64url_encode,
 )
+from agent_cards.presence import card_with_presence
 from contracts import strict_json
 
 CardReason = Literal[
@@ -68,9 +69,11 @@ def _without_nulls(value: Any) -> Any:
 
 
 def canonical_card(card: Mapping[str, Any]) -> bytes:
-    """The bytes that are signed: JCS of ``card`` without ``signatures`` and null members."""
+    """The bytes that are signed (A2A section 8.4.1): JCS of ``card`` without
+    ``signatures``, null members, and the members proto field presence leaves out
+    (:mod:`agent_cards.presence`), so a card reads the same over every binding."""
     unsigned = {key: value for key, value in card.items() if key != "signatures"}
-    return rfc8785.dumps(_without_nulls(unsigned))
+    return rfc8785.dumps(card_with_presence(_without_nulls(unsigned)))
 
 
 def sign_card(card: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:

@@ -230,3 +230,35 @@ def test_rotation_keeps_old_signatures_valid(tmp_path: Path) -> None:
     assert verify_card(signed_after, trusted, now=NOW) == rotated.active.kid
     later = NOW + timedelta(hours=2)
     assert _reason(signed_before, rotated.trusted_keys(NOW), now=later) == "card_kid_unknown"
+
+
+def test_canonical_form_follows_field_presence_as_the_spec_example() -> None:
+    """A2A section 8.4.1's example: defaults of fields without presence are left out,
+    REQUIRED members and explicitly set optional ones are kept."""
+    fragment = {
+        "name": "Example Agent",
+        "description": "",
+        "capabilities": {"streaming": False, "pushNotifications": False, "extensions": []},
+        "skills": [],
+    }
+    assert canonical_card(fragment) == (
+        b'{"capabilities":{"pushNotifications":false,"streaming":false},'
+        b'"description":"","name":"Example Agent","skills":[]}'
+    )
+
+
+def test_a_signed_card_still_verifies_after_a_trip_through_protobuf() -> None:
+    """Over gRPC a default (``"required": false``, an empty list) cannot be told from
+    absence; the signature covers the same bytes either way."""
+    from agent_cards.bindings.grpc import a2a_pb2
+    from agent_cards.bindings.protojson import proto_dict, to_proto
+
+    card = _card()
+    card["capabilities"]["extensions"] = [
+        {"uri": "https://example.test/ext/v1", "required": False, "params": {"flag": False}}
+    ]
+    signed = sign_card(card, KEY)
+    message = to_proto(AgentCard.model_validate(signed), a2a_pb2.AgentCard)
+    travelled = proto_dict(message, AgentCard)
+    assert "required" not in json.dumps(travelled)
+    assert verify_card(travelled, PINNED)
