@@ -12,6 +12,7 @@ append writes nothing more than it did before the tree existed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +58,15 @@ def _head(connection: Connection) -> tuple[int, str]:
     return (0, GENESIS_HASH) if row is None else (int(row[0]), str(row[1]))
 
 
+@dataclass(frozen=True)
+class Append:
+    """One durable point on its way to the ledger: its event records (already processed,
+    see :meth:`Ledger.process`) and the rows to write with them (``also``)."""
+
+    records: Sequence[dict[str, Any]]
+    also: Callable[[Connection], None] | None = None
+
+
 class Ledger:
     """Append and read the audit ledger stored in ``engine``'s database."""
 
@@ -70,6 +80,10 @@ class Ledger:
         self.engine = engine
         self._processors = tuple(processors)
         self._clock = clock
+
+    def process(self, event: AuditEvent) -> dict[str, Any]:
+        """The record of ``event`` as it will be sealed (processors applied, checked)."""
+        return self._record(event)
 
     def _record(self, event: AuditEvent) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -111,11 +125,39 @@ class Ledger:
         records = [self._record(event) for event in events]
         if not records and also is None:
             return []
+        return self._write([Append(records, also)])
+
+    def append_group(self, appends: Sequence[Append]) -> list[int | Exception]:
+        """Group commit: several durable points (of concurrent handoffs) in one
+        transaction, each appended after the one before; how many events each appended.
+        If one of them fails, the group is rolled back and each is committed alone, so
+        that one point's failure (a handoff that moved on, say) is that point's only."""
+        try:
+            return self._commit_group(appends)
+        except Exception as exc:
+            if len(appends) == 1:
+                return [exc]
+        outcomes: list[int | Exception] = []
+        for one in appends:
+            try:
+                outcomes.extend(self._commit_group([one]))
+            except Exception as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    def _commit_group(self, appends: Sequence[Append]) -> list[int | Exception]:
+        self._write(appends)
+        return [len(one.records) for one in appends]
+
+    def _write(self, appends: Sequence[Append]) -> list[dict[str, Any]]:
+        """One transaction: each append's rows, then every record, sealed in order."""
         rows: list[dict[str, Any]] = []
         try:
             with write_transaction(self.engine) as connection:
-                if also is not None:
-                    also(connection)
+                for one in appends:
+                    if one.also is not None:
+                        one.also(connection)
+                records = [record for one in appends for record in one.records]
                 if records:
                     _lock_chain(connection)
                     seq, prev_hash = _head(connection)

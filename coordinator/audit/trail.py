@@ -11,14 +11,17 @@ durable points.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection
 
 from contracts.handoff import HandoffRecord
+from coordinator.audit.chain import Append
 from coordinator.audit.ledger import AuditEvent, Ledger
-from coordinator.storage.runs import RunStore
+from coordinator.storage.engine import writer_of
+from coordinator.storage.runs import RunStore, Step
 from coordinator.telemetry import metrics, tracing
 
 
@@ -51,23 +54,33 @@ class AuditTrail:
             self._stores.append(store)
 
     def flush(self) -> None:
+        """Write what is pending now (waiting, in the calling thread, for the commit)."""
+        taken = self._take()
+        if taken is not None:
+            with _appending(taken):
+                writer_of(taken.ledger.engine).commit_now(taken.ledger.append_group, taken.item)
+
+    async def flush_durable(self) -> None:
+        """:meth:`flush` for a coroutine: the commit happens in the process's database
+        writer, grouped with the durable points of other handoffs, and the event loop
+        serves other requests meanwhile; returns once this point is on disk."""
+        taken = self._take()
+        if taken is not None:
+            with _appending(taken):
+                writer = writer_of(taken.ledger.engine)
+                await writer.commit(taken.ledger.append_group, taken.item)
+
+    def _take(self) -> _Taken | None:
+        """What is pending, taken out of the trail and the stores (in this thread)."""
         if self.ledger is None:
-            return
+            return None
         stores = [store for store in self._stores if store.has_pending]
         if not self.pending and not stores:
-            return
+            return None
         events, self.pending = self.pending, []
-
-        def rows(connection: Connection) -> None:
-            for store in stores:
-                store.write_pending(connection)
-
-        with tracing.span(
-            tracing.PREFIX + "ledger.append", {tracing.PREFIX + "events": len(events)}
-        ):
-            started = time.perf_counter()
-            self.ledger.append_many_with(events, rows if stores else None)
-            metrics.observe_ledger_append(len(events), started)
+        steps = [step for store in stores for step in store.take_pending()]
+        records = [self.ledger.process(event) for event in events]
+        return _Taken(self.ledger, Append(records, _rows(steps) if steps else None))
 
     def emit(
         self,
@@ -95,6 +108,31 @@ class AuditTrail:
         self.pending.append(event)
         if len(self.pending) >= self.FLUSH_AT:
             self.flush()
+
+
+class _Taken:
+    __slots__ = ("item", "ledger")
+
+    def __init__(self, ledger: Ledger, item: Append) -> None:
+        self.ledger = ledger
+        self.item = item
+
+
+def _rows(steps: list[Step]) -> Callable[[Connection], None]:
+    def write(connection: Connection) -> None:
+        for step in steps:
+            step(connection)
+
+    return write
+
+
+@contextmanager
+def _appending(taken: _Taken) -> Iterator[None]:
+    count = len(taken.item.records)
+    with tracing.span(tracing.PREFIX + "ledger.append", {tracing.PREFIX + "events": count}):
+        started = time.perf_counter()
+        yield
+        metrics.observe_ledger_append(count, started)
 
 
 def contract_of(record: HandoffRecord) -> dict[str, Any]:

@@ -154,9 +154,17 @@ class HandoffDriver:
         assert lease is not None
         return (lease - self.run.book.clock()).total_seconds()
 
-    def durable_point(self, name: str) -> None:
+    async def durable_point(self, name: str) -> None:
         """Everything recorded so far (the trail's events and the store's rows, in one
-        transaction) is written before the step after ``name``; see :data:`DURABLE_POINTS`."""
+        transaction) is written before the step after ``name``; see :data:`DURABLE_POINTS`.
+        The commit is the process's database writer's (grouped with other handoffs'
+        points); the event loop goes on meanwhile."""
+        assert name in DURABLE_POINTS, name
+        await self.run.trail.flush_durable()
+
+    def durable_point_now(self, name: str) -> None:
+        """:meth:`durable_point` from a step that is not a coroutine (an ending adopted
+        from elsewhere, a long wait turning idle): rare, so it waits in place."""
         assert name in DURABLE_POINTS, name
         self.run.trail.flush()
 
@@ -198,7 +206,7 @@ class HandoffDriver:
             self.ended_elsewhere(lost=True)
         finally:
             try:
-                self.durable_point("ended")
+                await self.durable_point("ended")
             except HandoffMovedOn:
                 self.ended_elsewhere(lost=True)
         return self.outcome
@@ -217,14 +225,14 @@ class HandoffDriver:
             return False
         self._keep(adopted)
         self.outcome.notes.append(f"ended elsewhere: {adopted.state.value} ({adopted.reason})")
-        self.durable_point("ended")
+        self.durable_point_now("ended")
         return True
 
     async def _steps(self) -> None:
         if not self.mint():
             return
         if self.record.state is S.ADMITTED:
-            self.dispatch()
+            await self.dispatch()
         stream: RemoteUpdates | None = None
         if self.record.remote_task_id is None:
             task, stream = await self.send()
@@ -258,10 +266,10 @@ class HandoffDriver:
         self.run.credentials[self.record.attempt_id] = minted.headers
         return True
 
-    def dispatch(self) -> None:
+    async def dispatch(self) -> None:
         """Record the dispatch before the message leaves, so a crash mid-send is visible."""
         with observed.step("dispatch", self.record):
-            self.durable_point("admitted")
+            await self.durable_point("admitted")
             pause_point("before_dispatch")
             self._keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
 
@@ -279,7 +287,7 @@ class HandoffDriver:
             idempotency_key=idempotency_key(self.record),
             with_token=bool(self.headers),
         )
-        self.durable_point("sending")
+        await self.durable_point("sending")
         # the message the token was minted for: its digest is in the token
         message = self._message or build_message(self.record, self.payload)
         backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
@@ -304,7 +312,7 @@ class HandoffDriver:
 
     async def fetch(self) -> Task | None:
         """The remote task of a handoff sent earlier (by this process or one before it)."""
-        self.durable_point("observing")
+        await self.durable_point("observing")
         task_id = self.record.remote_task_id or ""
         try:
             return await remote_calls.get_task(self.client, self.agent, task_id, self.headers)
@@ -358,7 +366,7 @@ class HandoffDriver:
             if not self.hold_lease():
                 return None
             within = min(self.lease_left(), self.run.book.driver_lease_seconds / 3)
-            task = await updates.next(within, on_idle=lambda: self.durable_point("waiting"))
+            task = await updates.next(within, on_idle=lambda: self.durable_point_now("waiting"))
 
     def observe(self, task: Task) -> bool:
         """Apply one observation of the remote task; False if the handoff already ended here."""
@@ -504,7 +512,7 @@ class HandoffDriver:
         if task_id is None:
             return None
         self.run.emit("cancel.sent", self.record, endpoint=self.agent.endpoint)
-        self.durable_point("cancelling")
+        await self.durable_point("cancelling")
         await async_pause_point("before_cancel_task")
         try:
             task = await remote_calls.cancel_task(self.client, self.agent, task_id, self.headers)

@@ -10,6 +10,8 @@ serialises read-then-write sequences such as a ledger append.
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from agent_cards.edge.writer import Writer
 from agent_cards.sqlite import replace_read_only
 from coordinator.errors import StorageError
 from coordinator.storage.datadir import DataDir
@@ -135,3 +138,17 @@ def checkpoint(engine: Engine) -> None:
             cursor.close()
     finally:
         connection.close()
+
+
+_WRITERS: weakref.WeakKeyDictionary[Engine, Writer] = weakref.WeakKeyDictionary()
+_WRITERS_LOCK = threading.Lock()
+
+
+def writer_of(engine: Engine) -> Writer:
+    """The process's one writer thread for ``engine``'s database (see
+    :mod:`agent_cards.edge.writer`): durable points are committed there, grouped."""
+    with _WRITERS_LOCK:
+        writer = _WRITERS.get(engine)
+        if writer is None:
+            writer = _WRITERS[engine] = Writer(name="federation-db-writer")
+        return writer

@@ -26,7 +26,7 @@ from contracts import strict_json
 from contracts.handoff import TERMINAL_STATES, HandoffRecord
 from coordinator.errors import HandoffMovedOn, StorageError
 from coordinator.storage import driver
-from coordinator.storage.engine import write_transaction
+from coordinator.storage.engine import write_transaction, writer_of
 from coordinator.storage.schema import (
     artifacts,
     budget_units,
@@ -139,11 +139,16 @@ class RunStore:
 
     def write_pending(self, connection: Connection) -> None:
         """Apply the pending writes inside the caller's transaction."""
+        for step in self.take_pending():
+            step(connection)
+
+    def take_pending(self) -> list[Step]:
+        """The pending writes, taken out of the store (to be applied by whoever commits
+        them, in order: the process's database writer, say)."""
         self._check_thread()
         steps, self._pending = self._pending, []
         self._upserts.clear()
-        for step in steps:
-            step(connection)
+        return steps
 
     def _check_thread(self) -> None:
         if self._owner is not None and threading.get_ident() != self._owner:
@@ -154,9 +159,16 @@ class RunStore:
             )
 
     def flush(self) -> None:
+        """Write what is pending, through the process's database writer (so it lands in
+        the order of every other write of this process)."""
         if self._pending:
-            with write_transaction(self.engine) as connection:
-                self.write_pending(connection)
+            steps = self.take_pending()
+            writer_of(self.engine).call(lambda: self._commit(steps))
+
+    def _commit(self, steps: list[Step]) -> None:
+        with write_transaction(self.engine) as connection:
+            for step in steps:
+                step(connection)
 
     def _write(self, step: Step) -> None:
         if self.deferred:

@@ -1,0 +1,194 @@
+"""One database writer thread per process: blocking work off the event loop, in order.
+
+A service's event loop must never wait on its database: on PostgreSQL a query waits on
+the network and on locks other sessions hold, and on SQLite a write waits for the file's
+write lock (up to the busy timeout). A :class:`Writer` is one daemon thread fed by a
+queue. The loop hands it a job and awaits the job's future (:meth:`Writer.run`), so
+other requests of the process go on meanwhile; code that is not a coroutine can wait
+for the same job (:meth:`Writer.call`), which keeps the order of writes one order.
+
+**Group commit.** Jobs that share a ``batch`` function are committed together: the
+thread takes what is queued behind the first such job (at most ``max_batch``, waiting at
+most ``max_wait`` seconds for more when the previous batch was not alone) and hands all of
+their items to ``batch`` in one call, which commits them in one transaction and returns
+one outcome per item (a value, or the exception that item alone raised). Each caller
+continues only when its own item is durable. Batch sizes reached are kept in
+:attr:`Writer.batch_sizes` (a count per size), for the benchmark and the metrics.
+
+Why a thread and not an async driver: measured with ``python -m bench.db_paths``
+(README, "Benchmarks"): the database calls of both services are a handful of short
+statements per transaction, and an async driver pays a thread hop (aiosqlite) or a
+coroutine round per statement where one hop per transaction is enough; one writer also
+serialises writers in the process instead of letting them queue on the database's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+Item = TypeVar("Item")
+
+Batch = Callable[[Sequence[Any]], Sequence[Any]]
+"""Commits several items in one transaction; one outcome (a value or an exception) each."""
+
+DEFAULT_MAX_BATCH = 64
+DEFAULT_MAX_WAIT_SECONDS = 0.0015
+
+
+@dataclass
+class _Job(Generic[T]):
+    future: Future[T]
+    run: Callable[[], T] | None = None
+    batch: Batch | None = None
+    item: Any = None
+
+
+@dataclass
+class Writer:
+    """The process's writer thread (started on first use; a daemon, so it never holds up
+    an exit; :meth:`close` stops it after the queued jobs)."""
+
+    name: str = "database-writer"
+    max_batch: int = DEFAULT_MAX_BATCH
+    max_wait: float = DEFAULT_MAX_WAIT_SECONDS
+    batch_sizes: Counter[int] = field(default_factory=Counter)
+    _queue: queue.SimpleQueue[_Job[Any] | None] = field(default_factory=queue.SimpleQueue)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _held: _Job[Any] | None = None
+    _last_batch: int = 1
+
+    # --- handing work over ------------------------------------------------------------
+
+    def submit(self, run: Callable[[], T]) -> Future[T]:
+        """Queue ``run`` (called alone, in the writer thread); its future."""
+        return self._put(_Job(Future(), run=run))
+
+    def submit_item(self, batch: Batch, item: Any) -> Future[Any]:
+        """Queue ``item`` for ``batch``, committed with whatever is queued beside it."""
+        return self._put(_Job(Future(), batch=batch, item=item))
+
+    async def run(self, run: Callable[[], T]) -> T:
+        """:meth:`submit`, awaited: the event loop goes on while the job runs."""
+        return await asyncio.wrap_future(self.submit(run))
+
+    async def commit(self, batch: Batch, item: Any) -> Any:
+        """:meth:`submit_item`, awaited: returns once this item is committed."""
+        return await asyncio.wrap_future(self.submit_item(batch, item))
+
+    def call(self, run: Callable[[], T]) -> T:
+        """:meth:`submit` and wait (for callers that are not coroutines); from the writer
+        thread itself the job runs at once."""
+        if threading.current_thread() is self._thread:
+            return run()
+        return self.submit(run).result()
+
+    def commit_now(self, batch: Batch, item: Any) -> Any:
+        """:meth:`submit_item` and wait (for callers that are not coroutines)."""
+        if threading.current_thread() is self._thread:
+            return _outcome(batch([item])[0])
+        return self.submit_item(batch, item).result()
+
+    def close(self) -> None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+
+    def _put(self, job: _Job[T]) -> Future[T]:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+        return job.future
+
+    # --- the thread ---------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while True:
+            job = self._next()
+            if job is None:
+                return
+            if job.batch is None:
+                _settle(job, job.run)
+            else:
+                self._run_batch(job)
+
+    def _next(self) -> _Job[Any] | None:
+        if self._held is not None:
+            job, self._held = self._held, None
+            return job
+        return self._queue.get()
+
+    def _run_batch(self, first: _Job[Any]) -> None:
+        jobs = self._gather(first)
+        self.batch_sizes[len(jobs)] += 1
+        self._last_batch = len(jobs)
+        try:
+            outcomes = list(first.batch([job.item for job in jobs]))  # type: ignore[misc]
+        except BaseException as exc:
+            for job in jobs:
+                _fail(job, exc)
+            return
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                _fail(job, outcome)
+            else:
+                _set(job, outcome)
+
+    def _gather(self, first: _Job[Any]) -> list[_Job[Any]]:
+        """``first`` and the jobs queued behind it for the same batch function; lingers up
+        to ``max_wait`` for more only when the previous batch had company."""
+        jobs = [first]
+        deadline = time.monotonic() + (self.max_wait if self._last_batch > 1 else 0.0)
+        while len(jobs) < self.max_batch:
+            try:
+                job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if job is None or job.batch is not first.batch:
+                self._held = job
+                if job is None:
+                    self._queue.put(None)
+                    self._held = None
+                break
+            jobs.append(job)
+        return jobs
+
+
+def _settle(job: _Job[Any], run: Callable[[], Any] | None) -> None:
+    assert run is not None
+    try:
+        value = run()
+    except BaseException as exc:
+        _fail(job, exc)
+    else:
+        _set(job, value)
+
+
+def _set(job: _Job[Any], value: Any) -> None:
+    with contextlib.suppress(Exception):  # a caller that gave up (cancelled) is gone
+        job.future.set_result(value)
+
+
+def _fail(job: _Job[Any], exc: BaseException) -> None:
+    with contextlib.suppress(Exception):
+        job.future.set_exception(exc)
+
+
+def _outcome(value: Any) -> Any:
+    if isinstance(value, BaseException):
+        raise value
+    return value
