@@ -94,6 +94,15 @@ def handoff_figures(
         )
         found.append(
             figure(
+                f"(8) group commit: durable points per commit, c={concurrency}",
+                _runs(ours, "points_per_commit"),
+                "points/commit",
+                note=f"largest {max(run['largest_commit'] for run in ours['runs'])}; "
+                f"commits by size {ours['runs'][-1]['commits']}",
+            )
+        )
+        found.append(
+            figure(
                 f"(4) ledger appends while handoffs run, c={concurrency}",
                 _runs(ours, "ledger_appends_per_s"),
                 "events/s",

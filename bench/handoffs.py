@@ -14,6 +14,7 @@ import asyncio
 import json
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from bench import governed
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
 from coordinator.remote.client import A2AClient
+from coordinator.storage.engine import writer_of
 
 Attempt = Callable[[], Awaitable[bool]]
 
@@ -62,6 +64,7 @@ async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
         async with A2AClient() as client:
             agent = await governed.register(client, ws, args.url, "remote-risk")
             ledger = ws.ledger()
+            writer = writer_of(ws.engine())
 
             async def attempt() -> bool:
                 outcome = await governed.handoff(client, agent, keys, ws)
@@ -70,14 +73,26 @@ async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
             await window(attempt, args.concurrency, args.warmup)
             runs = []
             for _ in range(args.runs):
-                before = ledger.head()[0]
+                before, sizes = ledger.head()[0], Counter(writer.batch_sizes)
                 result = await window(attempt, args.concurrency, args.seconds)
                 appended = ledger.head()[0] - before
                 result["ledger_appends_per_s"] = appended / result["seconds"]
                 result["events_per_handoff"] = appended / max(1, result["count"])
+                result.update(batch_figures(writer.batch_sizes - sizes))
                 runs.append(result)
         ws.close()
     return {"kind": "coordinator", "concurrency": args.concurrency, "runs": runs}
+
+
+def batch_figures(sizes: Counter[int]) -> dict[str, Any]:
+    """Group commit in one window: durable points per commit (mean, largest, histogram)."""
+    commits = sum(sizes.values())
+    points = sum(size * count for size, count in sizes.items())
+    return {
+        "points_per_commit": points / commits if commits else 0.0,
+        "largest_commit": max(sizes, default=0),
+        "commits": {str(size): sizes[size] for size in sorted(sizes)},
+    }
 
 
 async def sdk_client_load(args: argparse.Namespace) -> dict[str, Any]:
