@@ -29,7 +29,6 @@ from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
-from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 
@@ -76,7 +75,7 @@ async def handoff(
         delegator=delegator,
     )
     if save:
-        finish(run, outcome, ws)
+        await finish(run, outcome)
     return outcome
 
 
@@ -92,7 +91,7 @@ def new_run(agent: RegisteredAgent, ws: Workspace) -> Run:
     )
 
 
-def finish(run: Run, outcome: RemoteOutcome, ws: Workspace) -> None:
+async def finish(run: Run, outcome: RemoteOutcome) -> None:
     """The disposition event and the run document, as ``delegate`` records them."""
     record_disposition(run, outcome)
-    CoordinatorService(ws).save(run, delegation_document(run, outcome))
+    await run.save_durable(delegation_document(run, outcome))

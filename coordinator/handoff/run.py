@@ -161,6 +161,12 @@ class Run:
         self._keep_document(document)
         self.trail.flush()
 
+    async def save_durable(self, document: object) -> None:
+        """:meth:`save` for a coroutine: committed by the process's database writer, the
+        event loop going on meanwhile."""
+        self._keep_document(document)
+        await self.trail.flush_durable()
+
     def _keep_document(self, document: object) -> None:
         """The run's row, written with the trail's next flush."""
         authority = authority_document(self.authority)

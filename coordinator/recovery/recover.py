@@ -152,8 +152,8 @@ async def resume(
     run.emit("handoff.resumed", record, state=record.state.value, driver=driver)
     lapsed = RemoteOutcome(record=record, sent_fields=tuple(payload or {}))
     if lapsed_unattended(run, lapsed):
-        run.trail.flush()
-        save_document(store, run)
+        await run.trail.flush_durable()
+        await save_document(store, run)
         return lapsed
     expires = int((run.started_at + timedelta(seconds=run.authority.lifetime_seconds)).timestamp())
     delegator = Delegator(keys, run.authority, issuer, run.run_id, expires, run.owner)
@@ -162,7 +162,7 @@ async def resume(
         client, agent, run, payload or {}, record, wait=wait, delegator=delegator
     )
     outcome = await retried(handoff, await handoff.drive())
-    save_document(store, run)
+    await save_document(store, run)
     return outcome
 
 
@@ -191,9 +191,11 @@ def lapsed_unattended(run: Run, outcome: RemoteOutcome) -> bool:
     return True
 
 
-def save_document(store: RunStore, run: Run) -> None:
+async def save_document(store: RunStore, run: Run) -> None:
     document = run.document()
-    store.save_run(run.run_id, run.owner, run.kind, store_authority(store, run.run_id), document)
+    authority = store_authority(store, run.run_id)
+    store.save_run(run.run_id, run.owner, run.kind, authority, document, deferred=True)
+    await store.flush_durable()
 
 
 def store_authority(store: RunStore, run_id: str) -> dict[str, object]:

@@ -163,7 +163,7 @@ class CoordinatorService:
             order, keys, identity.issuer_id(), self.ws, self.client, interruption
         )
         document = delegation_document(run, outcome)
-        run.save(document)
+        await run.save_durable(document)
         return document
 
     def submit(self, order: DelegationOrder) -> Submitted:

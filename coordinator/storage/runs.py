@@ -165,6 +165,12 @@ class RunStore:
             steps = self.take_pending()
             writer_of(self.engine).call(lambda: self._commit(steps))
 
+    async def flush_durable(self) -> None:
+        """:meth:`flush` for a coroutine: the event loop goes on while it commits."""
+        if self._pending:
+            steps = self.take_pending()
+            await writer_of(self.engine).run(lambda: self._commit(steps))
+
     def _commit(self, steps: list[Step]) -> None:
         with write_transaction(self.engine) as connection:
             for step in steps:
