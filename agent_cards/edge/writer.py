@@ -8,8 +8,10 @@ other requests of the process go on meanwhile; code that is not a coroutine can 
 for the same job (:meth:`Writer.call`), which keeps the order of writes one order.
 
 **Group commit.** Jobs that share a ``batch`` function are committed together: the
-thread takes what is queued behind the first such job (at most ``max_batch``, waiting at
-most ``max_wait`` seconds for more when the previous batch was not alone) and hands all of
+thread takes what is queued behind the first such job (at most ``max_batch``; while points
+come back to back, i.e. the previous batch had company or ended less than ``max_wait``
+ago, it waits up to ``max_wait`` seconds for more, so that the event loop, which needs
+the interpreter lock to reach its next durable point, gets there) and hands all of
 their items to ``batch`` in one call, which commits them in one transaction and returns
 one outcome per item (a value, or the exception that item alone raised). Each caller
 continues only when its own item is durable. Batch sizes reached are kept in
@@ -26,9 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import queue
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -51,6 +56,7 @@ class _Job(Generic[T]):
     run: Callable[[], T] | None = None
     batch: Batch | None = None
     item: Any = None
+    key: Any = None
 
 
 @dataclass
@@ -67,24 +73,29 @@ class Writer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _held: _Job[Any] | None = None
     _last_batch: int = 1
+    _last_end: float = 0.0
 
     # --- handing work over ------------------------------------------------------------
 
     def submit(self, run: Callable[[], T]) -> Future[T]:
-        """Queue ``run`` (called alone, in the writer thread); its future."""
-        return self._put(_Job(Future(), run=run))
+        """Queue ``run`` (called alone, in the writer thread, in a copy of the caller's
+        context variables, as ``asyncio.to_thread`` does); its future."""
+        in_context = functools.partial(contextvars.copy_context().run, run)
+        return self._put(_Job(Future(), run=in_context))
 
-    def submit_item(self, batch: Batch, item: Any) -> Future[Any]:
-        """Queue ``item`` for ``batch``, committed with whatever is queued beside it."""
-        return self._put(_Job(Future(), batch=batch, item=item))
+    def submit_item(self, batch: Batch, item: Any, key: Any = None) -> Future[Any]:
+        """Queue ``item`` for ``batch``, committed with the items queued beside it that
+        have the same ``key`` (by default: the same ``batch``); the first one's ``batch``
+        commits them all."""
+        return self._put(_Job(Future(), batch=batch, item=item, key=key or batch))
 
     async def run(self, run: Callable[[], T]) -> T:
         """:meth:`submit`, awaited: the event loop goes on while the job runs."""
         return await asyncio.wrap_future(self.submit(run))
 
-    async def commit(self, batch: Batch, item: Any) -> Any:
+    async def commit(self, batch: Batch, item: Any, key: Any = None) -> Any:
         """:meth:`submit_item`, awaited: returns once this item is committed."""
-        return await asyncio.wrap_future(self.submit_item(batch, item))
+        return await asyncio.wrap_future(self.submit_item(batch, item, key))
 
     def call(self, run: Callable[[], T]) -> T:
         """:meth:`submit` and wait (for callers that are not coroutines); from the writer
@@ -93,11 +104,11 @@ class Writer:
             return run()
         return self.submit(run).result()
 
-    def commit_now(self, batch: Batch, item: Any) -> Any:
+    def commit_now(self, batch: Batch, item: Any, key: Any = None) -> Any:
         """:meth:`submit_item` and wait (for callers that are not coroutines)."""
         if threading.current_thread() is self._thread:
             return _outcome(batch([item])[0])
-        return self.submit_item(batch, item).result()
+        return self.submit_item(batch, item, key).result()
 
     def close(self) -> None:
         with self._lock:
@@ -142,6 +153,8 @@ class Writer:
             for job in jobs:
                 _fail(job, exc)
             return
+        finally:
+            self._last_end = time.monotonic()
         for job, outcome in zip(jobs, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 _fail(job, outcome)
@@ -150,15 +163,17 @@ class Writer:
 
     def _gather(self, first: _Job[Any]) -> list[_Job[Any]]:
         """``first`` and the jobs queued behind it for the same batch function; lingers up
-        to ``max_wait`` for more only when the previous batch had company."""
+        to ``max_wait`` for more only while points come back to back."""
         jobs = [first]
-        deadline = time.monotonic() + (self.max_wait if self._last_batch > 1 else 0.0)
+        now = time.monotonic()
+        busy = self._last_batch > 1 or now - self._last_end < self.max_wait
+        deadline = now + (self.max_wait if busy else 0.0)
         while len(jobs) < self.max_batch:
             try:
                 job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if job is None or job.batch is not first.batch:
+            if job is None or job.batch is None or job.key != first.key:
                 self._held = job
                 if job is None:
                     self._queue.put(None)
@@ -192,3 +207,16 @@ def _outcome(value: Any) -> Any:
     if isinstance(value, BaseException):
         raise value
     return value
+
+
+_WRITERS: weakref.WeakKeyDictionary[Any, Writer] = weakref.WeakKeyDictionary()
+_WRITERS_LOCK = threading.Lock()
+
+
+def writer_of(database: Any, name: str = "database-writer") -> Writer:
+    """The process's one writer for ``database`` (an engine, say), made on first use."""
+    with _WRITERS_LOCK:
+        writer = _WRITERS.get(database)
+        if writer is None:
+            writer = _WRITERS[database] = Writer(name=name)
+        return writer

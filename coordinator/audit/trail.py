@@ -58,7 +58,8 @@ class AuditTrail:
         taken = self._take()
         if taken is not None:
             with _appending(taken):
-                writer_of(taken.ledger.engine).commit_now(taken.ledger.append_group, taken.item)
+                ledger = taken.ledger
+                writer_of(ledger.engine).commit_now(ledger.append_group, taken.item, ledger.engine)
 
     async def flush_durable(self) -> None:
         """:meth:`flush` for a coroutine: the commit happens in the process's database
@@ -67,8 +68,10 @@ class AuditTrail:
         taken = self._take()
         if taken is not None:
             with _appending(taken):
-                writer = writer_of(taken.ledger.engine)
-                await writer.commit(taken.ledger.append_group, taken.item)
+                ledger = taken.ledger  # points of every trail on this database group
+                await writer_of(ledger.engine).commit(
+                    ledger.append_group, taken.item, ledger.engine
+                )
 
     def _take(self) -> _Taken | None:
         """What is pending, taken out of the trail and the stores (in this thread)."""

@@ -10,8 +10,6 @@ serialises read-then-write sequences such as a ledger append.
 from __future__ import annotations
 
 import os
-import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from agent_cards.edge.writer import Writer
+from agent_cards.edge.writer import writer_of as shared_writer
 from agent_cards.sqlite import replace_read_only
 from coordinator.errors import StorageError
 from coordinator.storage.datadir import DataDir
@@ -140,15 +139,7 @@ def checkpoint(engine: Engine) -> None:
         connection.close()
 
 
-_WRITERS: weakref.WeakKeyDictionary[Engine, Writer] = weakref.WeakKeyDictionary()
-_WRITERS_LOCK = threading.Lock()
-
-
 def writer_of(engine: Engine) -> Writer:
     """The process's one writer thread for ``engine``'s database (see
     :mod:`agent_cards.edge.writer`): durable points are committed there, grouped."""
-    with _WRITERS_LOCK:
-        writer = _WRITERS.get(engine)
-        if writer is None:
-            writer = _WRITERS[engine] = Writer(name="federation-db-writer")
-        return writer
+    return shared_writer(engine, "federation-db-writer")
