@@ -176,19 +176,24 @@ class TaskOperations:
 
     async def _keep_working(self) -> None:
         while True:
-            _logged(self._keep_leases)
+            try:
+                await self._keep_leases()
+            except Exception:  # e.g. the database unreachable: tried again next round
+                logger.exception("background step _keep_leases failed; trying again later")
             await asyncio.sleep(self._store.lease_seconds / 3)
 
-    def _keep_leases(self) -> None:
+    async def _keep_leases(self) -> None:
         """Renew this process's leases, stop working tasks another process took over, and
-        resume the unfinished tasks nobody holds any longer."""
+        resume the unfinished tasks nobody holds any longer (the database work off the
+        event loop)."""
+        store = self._store
         working = {task_id for task_id, worker in self._workers.items() if not worker.done()}
-        held = self._store.hold(working)
+        held = await store.run_transaction(lambda: store.hold(working))
         for task_id, worker in list(self._workers.items()):
             if task_id not in held and not worker.done():
                 logger.warning("task %s was taken over by another process", task_id)
                 worker.cancel()
-        for record in self._store.take_over(RESUME_BATCH):
+        for record in await store.run_transaction(lambda: store.take_over(RESUME_BATCH)):
             logger.info(
                 "resuming task %s (%s), left by a stopped process", record.id, record.state.value
             )

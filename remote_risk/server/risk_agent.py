@@ -112,12 +112,17 @@ class RiskAgentHandler(TaskOperations):
         configuration = request.configuration or SendMessageConfiguration()
         blocking = not configuration.return_immediately
         accepted: list[TaskRecord] = []
+
+        def accept() -> tuple[TaskRecord, dict[str, Any], bool]:
+            record, risk_input = self._accept(request, configuration, context, accepted)
+            worked = blocking and self._works_now(record)
+            if worked:
+                self._work_now(record, risk_input)
+            return record, risk_input, worked
+
         try:
-            with self._updates.held(), self._store.transaction():
-                record, risk_input = self._accept(request, configuration, context, accepted)
-                worked = blocking and self._works_now(record)
-                if worked:
-                    self._work_now(record, risk_input)
+            with self._updates.held():
+                record, risk_input, worked = await self._store.run_transaction(accept)
         except BaseException:
             self._forget_push_configs_if_gone(accepted, context.owner)
             raise
@@ -134,7 +139,10 @@ class RiskAgentHandler(TaskOperations):
     ) -> AsyncIterator[StreamResponse]:
         """The task first, then its updates until it is terminal or interrupted."""
         configuration = request.configuration or SendMessageConfiguration()
-        record, risk_input = self._accept(request, configuration, context)
+        with self._updates.held():
+            record, risk_input = await self._store.run_transaction(
+                lambda: self._accept(request, configuration, context)
+            )
         stream = self._updates.follow(record.snapshot(configuration.history_length))
         leased = opened_by(record, request.message)
         self._start(record, risk_input, context.lease_expires_at, leased, context.budget)
@@ -287,7 +295,8 @@ class RiskAgentHandler(TaskOperations):
         budget: Budget | None = None,
     ) -> None:
         await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
-        if not self._store.advance(record.id, TaskState.WORKING):
+        store = self._store
+        if not await store.run_transaction(lambda: store.advance(record.id, TaskState.WORKING)):
             return
         self._changed(record)
         if self._skill_delay:
@@ -300,7 +309,10 @@ class RiskAgentHandler(TaskOperations):
                 risk_input, self._model, lease_expires_at=lease_expires_at, grant=budget
             )
         try:
-            self._report(record, state, finding, usage=usage)
+            with self._updates.held():
+                await store.run_transaction(
+                    lambda: self._report(record, state, finding, usage=usage)
+                )
         except Exception as exc:
             if is_storage_fault(exc):
                 raise  # not the task's failure: its lease runs out and it is resumed

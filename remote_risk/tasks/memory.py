@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
@@ -62,6 +62,8 @@ from remote_risk.tasks.pages import (
     wire_timestamp as wire_timestamp,
 )
 from remote_risk.tasks.retention import DEFAULT_RETENTION, KeyBook
+
+T = TypeVar("T")
 
 Clock = Callable[[], datetime]
 EvictionListener = Callable[[str, str], None]
@@ -146,6 +148,11 @@ class TaskStoreProtocol(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]:
         """Changes made inside are stored together, or none of them."""
+        ...
+
+    async def run_transaction(self, work: Callable[[], T]) -> T:
+        """``work()`` inside :meth:`transaction`, without holding the event loop while
+        the database is busy; its result."""
         ...
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None: ...
@@ -287,6 +294,11 @@ class TaskStore(BoundedStore):
     def transaction(self) -> AbstractContextManager[None]:
         """Nothing to group in memory: each change is complete when its call returns."""
         return nullcontext()
+
+    async def run_transaction(self, work: Callable[[], T]) -> T:
+        """In memory nothing waits: ``work()`` inside :meth:`transaction`, here and now."""
+        with self.transaction():
+            return work()
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key`` (as it ended, if it was evicted) while

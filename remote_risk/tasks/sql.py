@@ -26,8 +26,10 @@ stored. Inside :meth:`SQLTaskStore.transaction` every change joins one outer tra
 one commit); creating a task there keeps a savepoint, so that losing an idempotency key
 race to another process undoes only the insert and the claim.
 
-Calls are synchronous and short (one small transaction); on SQLite they block the event
-loop for well under a millisecond per call.
+Calls are synchronous and short (one small transaction). A send's transaction is handed
+to the process's database writer thread (:meth:`SQLTaskStore.run_transaction`), so a slow
+or locked database holds that send only, never the event loop; the settled signals of the
+records it changed are given on the event loop once it returns.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
@@ -78,9 +80,9 @@ from remote_risk.tasks.memory import (
     move,
     new_id,
     parse_timestamp,
-    signal_settled,
     utc_now,
 )
+from remote_risk.tasks.off_loop import run_off_loop, signal_or_defer
 from remote_risk.tasks.retention import DEFAULT_RETENTION
 from remote_risk.tasks.sql_keys import SQLKeyBook
 from remote_risk.tasks.sql_rows import (
@@ -126,6 +128,7 @@ _BUMP_SEQUENCE = (
 Evicted = list[tuple[str, str]]
 """The ``(owner, id)`` of tasks evicted by one statement or transaction."""
 
+T = TypeVar("T")
 # The evictions of the transaction() open in this context, announced once it commits.
 _pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar(
     "remote_risk_pending_evictions", default=None
@@ -212,6 +215,11 @@ class SQLTaskStore(BoundedStore):
         finally:
             _pending_evictions.reset(token)
         self._announce(evicted)
+
+    async def run_transaction(self, work: Callable[[], T]) -> T:
+        """``work()`` inside :meth:`transaction`, off the event loop (see
+        :mod:`~remote_risk.tasks.off_loop`)."""
+        return await run_off_loop(self._engine, self.transaction, work)
 
     def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
         """The owner's task created under ``key`` (as it ended, if it was evicted) while
@@ -487,5 +495,5 @@ class SQLTaskStore(BoundedStore):
             self._live[fresh.id] = live = fresh
         else:
             copy_state(fresh, live)
-        signal_settled(live)
+        signal_or_defer(live)
         return live
