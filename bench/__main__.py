@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import procs, remote_side, services, tracing_cost
+from bench import procs, remote_side, scale_out, services, tracing_cost
 from bench.stats import Figure, Spread, figure, machine, write_results
 
 OUT = Path(__file__).resolve().parent
@@ -215,7 +215,7 @@ def fanout_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
 def main() -> None:
     timing = Timing.from_env()
     levels = [int(level) for level in os.environ.get("BENCH_LEVELS", "1,8,32").split(",")]
-    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6,7").split(","))
+    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6,7,9").split(","))
     machine_line = machine()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
@@ -229,6 +229,7 @@ def main() -> None:
             ("5", lambda: memory_figures(root, issuer)),
             ("6", lambda: fanout_figures(root, issuer)),
             ("7", lambda: tracing_cost.figures(root, issuer, timing.seconds, timing.warmup)),
+            ("9", lambda: scale_out.figures(root, issuer, timing.args())),
         ]
         for number, step in steps:
             if number in only:

@@ -26,17 +26,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 
 from agent_cards.edge.writer import Writer
+from bench.pg import fresh_schema
 from contracts.wire import Message, Part, Role, TaskState
 from coordinator.audit.chain import Append, Ledger
 from coordinator.audit.events import AuditEvent, seal
@@ -44,9 +41,6 @@ from coordinator.storage import migrate, open_engine
 from remote_risk import storage as risk_storage
 from remote_risk.tasks.sql import SQLTaskStore
 
-PG_URL = os.environ.get(
-    "FEDERATION_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 SECONDS = float(os.environ.get("DB_SECONDS", "2"))
 ROUNDS = int(os.environ.get("DB_ROUNDS", "3"))
 LEVELS = [int(x) for x in os.environ.get("DB_LEVELS", "1,8,32").split(",")]
@@ -200,24 +194,6 @@ def measure(label: str, jobs: dict[str, Job]) -> list[str]:
     return lines
 
 
-@contextmanager
-def _pg_schema() -> Iterator[str | None]:
-    conninfo = make_url(PG_URL).set(drivername="postgresql").render_as_string(False)
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=3) as c:
-            c.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    except psycopg.Error:
-        yield None
-        return
-    try:
-        url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(conninfo, autocommit=True) as c:
-            c.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
-
-
 def main() -> None:
     header = [
         "| service / database | c | option | tx/s (median) | min-max | vs inline | "
@@ -233,7 +209,7 @@ def main() -> None:
         risk_engine = risk_storage.open_engine(f"sqlite+pysqlite:///{Path(tmp) / 'risk.db'}")
         risk_storage.migrate(risk_engine)
         measure("remote_risk / SQLite", risk_jobs(risk_engine))
-    with _pg_schema() as pg_url:
+    with fresh_schema() as pg_url:
         if pg_url is None:
             print("PostgreSQL does not answer: skipped", file=sys.stderr)
             return

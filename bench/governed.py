@@ -42,8 +42,8 @@ async def register(client: A2AClient, ws: Workspace, url: str, name: str) -> Reg
     return registration.agent
 
 
-def workspace(root: Path) -> Workspace:
-    ws = Workspace(DataDir(root))
+def workspace(root: Path, database_url: str | None = None) -> Workspace:
+    ws = Workspace(DataDir(root), database_url)
     ws.engine()
     return ws
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import tempfile
 import time
@@ -60,14 +61,19 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
 async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
     keys = load_key_set(args.keys)
     with tempfile.TemporaryDirectory(prefix="bench-coordinator-") as root:
-        ws = governed.workspace(Path(root))
+        ws = governed.workspace(Path(root), args.database_url)
         async with A2AClient() as client:
-            agent = await governed.register(client, ws, args.url, "remote-risk")
+            # several URLs (remote_risk replicas): registered each, taken in turn
+            agents = [
+                await governed.register(client, ws, url, f"remote-risk-{number}")
+                for number, url in enumerate(args.url.split(","))
+            ]
             ledger = ws.ledger()
             writer = writer_of(ws.engine())
+            turns = itertools.cycle(agents)
 
             async def attempt() -> bool:
-                outcome = await governed.handoff(client, agent, keys, ws)
+                outcome = await governed.handoff(client, next(turns), keys, ws)
                 return outcome.record.state is HandoffState.ACCEPTED
 
             await window(attempt, args.concurrency, args.warmup)
@@ -130,6 +136,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keys", help="coordinator: the issuer's key set directory")
+    parser.add_argument("--database-url", help="coordinator: PostgreSQL instead of SQLite")
     args = parser.parse_args()
     load = coordinator_load if args.kind == "coordinator" else sdk_client_load
     print(json.dumps(asyncio.run(load(args))))

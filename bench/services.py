@@ -9,7 +9,7 @@ that ``serve()`` picks by default (SQLite ``remote-risk.db`` in its data directo
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +69,7 @@ def remote_risk(
     delay: float = 0.0,
     capacity: int = 1000,
     env: dict[str, str] | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[Running]:
     """remote_risk trusting ``issuer``, with its own data directory under ``root``."""
     port = procs.free_port()
@@ -85,6 +86,7 @@ def remote_risk(
         str(delay),
         "--task-capacity",
         str(capacity),
+        *extra,
     )
     url = f"http://{procs.HOST}:{port}"
     with procs.server(command, port, env=env, log=root / f"{name}.log") as process:
