@@ -8,10 +8,9 @@ other requests of the process go on meanwhile; code that is not a coroutine can 
 for the same job (:meth:`Writer.call`), which keeps the order of writes one order.
 
 **Group commit.** Jobs that share a ``batch`` function are committed together: the
-thread takes what is queued behind the first such job (at most ``max_batch``; while points
-come back to back, i.e. the previous batch had company or ended less than ``max_wait``
-ago, it waits up to ``max_wait`` seconds for more, so that the event loop, which needs
-the interpreter lock to reach its next durable point, gets there) and hands all of
+thread takes what is queued behind the first such job (at most ``max_batch``; when the
+previous batch had company it also waits up to ``max_wait`` seconds for more, so a lone
+caller never waits for company that is not there) and hands all of
 their items to ``batch`` in one call, which commits them in one transaction and returns
 one outcome per item (a value, or the exception that item alone raised). Each caller
 continues only when its own item is durable. Batch sizes reached are kept in
@@ -73,7 +72,6 @@ class Writer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _held: _Job[Any] | None = None
     _last_batch: int = 1
-    _last_end: float = 0.0
 
     # --- handing work over ------------------------------------------------------------
 
@@ -153,8 +151,6 @@ class Writer:
             for job in jobs:
                 _fail(job, exc)
             return
-        finally:
-            self._last_end = time.monotonic()
         for job, outcome in zip(jobs, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 _fail(job, outcome)
@@ -163,11 +159,9 @@ class Writer:
 
     def _gather(self, first: _Job[Any]) -> list[_Job[Any]]:
         """``first`` and the jobs queued behind it for the same batch function; lingers up
-        to ``max_wait`` for more only while points come back to back."""
+        to ``max_wait`` for more only when the previous batch had company."""
         jobs = [first]
-        now = time.monotonic()
-        busy = self._last_batch > 1 or now - self._last_end < self.max_wait
-        deadline = now + (self.max_wait if busy else 0.0)
+        deadline = time.monotonic() + (self.max_wait if self._last_batch > 1 else 0.0)
         while len(jobs) < self.max_batch:
             try:
                 job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
