@@ -2,6 +2,9 @@
 
 * ``sdk``: the official a2a-sdk 1.3.0 server (JSON-RPC, in-memory task store) with a
   trivial executor that opens a task, adds one text artifact and completes it;
+* ``sdk-db``: the same with the a2a-sdk's own durable store, ``DatabaseTaskStore`` on a
+  SQLite file (SQLAlchemy asyncio with aiosqlite, as the a2a-sdk ships it): the fairer
+  peer of remote_risk, which stores every task;
 * ``fastapi``: a bare FastAPI POST validating the request body with pydantic, the
   practical ceiling of any Python JSON-RPC service here;
 * ``fastapi-jwt``: the same plus one EdDSA ``jwt.decode`` per request (key preloaded).
@@ -24,7 +27,7 @@ from agent_cards.keys import TrustedKeys
 SDK_RPC_PATH = "/a2a/jsonrpc"
 
 
-def sdk_app(base_url: str) -> Any:
+def sdk_app(base_url: str, database: str | None = None) -> Any:
     from a2a.helpers import new_task_from_user_message, new_text_part
     from a2a.server.agent_execution import AgentExecutor, RequestContext
     from a2a.server.events import EventQueue
@@ -63,9 +66,13 @@ def sdk_app(base_url: str) -> Any:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="trivial", name="Trivial", description="completes", tags=["x"])],
     )
-    handler = DefaultRequestHandler(
-        agent_executor=Trivial(), task_store=InMemoryTaskStore(), agent_card=card
-    )
+    store: Any = InMemoryTaskStore()
+    if database is not None:
+        from a2a.server.tasks import DatabaseTaskStore
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        store = DatabaseTaskStore(create_async_engine(f"sqlite+aiosqlite:///{database}"))
+    handler = DefaultRequestHandler(agent_executor=Trivial(), task_store=store, agent_card=card)
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url=SDK_RPC_PATH)
     return Starlette(routes=routes)
 
@@ -115,13 +122,14 @@ def fastapi_app(jwks_file: str | None, audience: str | None) -> FastAPI:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["sdk", "fastapi", "fastapi-jwt"])
+    parser.add_argument("kind", choices=["sdk", "sdk-db", "fastapi", "fastapi-jwt"])
+    parser.add_argument("--database", help="sdk-db: the SQLite file of its task store")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--jwks", help="fastapi-jwt: the issuer's JWK Set file")
     parser.add_argument("--audience", help="fastapi-jwt: the expected aud")
     args = parser.parse_args()
-    if args.kind == "sdk":
-        app = sdk_app(f"http://127.0.0.1:{args.port}")
+    if args.kind in ("sdk", "sdk-db"):
+        app = sdk_app(f"http://127.0.0.1:{args.port}", args.database)
     else:
         app = fastapi_app(args.jwks if args.kind == "fastapi-jwt" else None, args.audience)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

@@ -173,12 +173,16 @@ def risk_jobs(engine: Engine) -> dict[str, Job]:
 
 
 def measure(label: str, jobs: dict[str, Job]) -> list[str]:
+    return asyncio.run(_measure(label, jobs))  # one loop: the async engine's pool is bound to it
+
+
+async def _measure(label: str, jobs: dict[str, Job]) -> list[str]:
     lines = []
     for level in LEVELS:
         results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in jobs}
         for _ in range(ROUNDS):
             for name, job in jobs.items():  # interleaved: every option once per round
-                results[name].append(asyncio.run(_drive(job, level, SECONDS)))
+                results[name].append(await _drive(job, level, SECONDS))
         base = statistics.median(r[0] for r in results["inline"])
         for name, runs in results.items():
             rates = [r[0] for r in runs]

@@ -173,7 +173,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["risk", "sdk", "fastapi", "fastapi-jwt"])
+    parser.add_argument("kind", choices=["risk", "sdk", "sdk-db", "fastapi", "fastapi-jwt"])
     parser.add_argument("url")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)

@@ -4,7 +4,8 @@ For each concurrency the four servers are started in turn on the server core and
 by the same load generator (:mod:`bench.loadgen`) on the load core: remote_risk with a
 fresh delegation token per request (full verification, replay protection, its durable
 store, its real skill), the a2a-sdk 1.3.0 server with a trivial executor and in-memory
-store, and the bare FastAPI POST with and without one JWT verification.
+store, the same a2a-sdk server with its ``DatabaseTaskStore`` on SQLite (a durable peer),
+and the bare FastAPI POST with and without one JWT verification.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 from bench import procs, services
 from bench.stats import Figure, Spread, figure
 
-KINDS = ("risk", "sdk", "fastapi", "fastapi-jwt")
+KINDS = ("risk", "sdk", "sdk-db", "fastapi", "fastapi-jwt")
 LABELS = {
     "risk": "remote_risk",
     "sdk": "a2a-sdk",
+    "sdk-db": "a2a-sdk + DatabaseTaskStore on SQLite",
     "fastapi": "bare FastAPI",
     "fastapi-jwt": "FastAPI+JWT",
 }
@@ -73,7 +75,7 @@ def figures(
                 note=f"store: {services.STORE_NAME}",
             )
         )
-        for ceiling in ("fastapi", "fastapi-jwt"):
+        for ceiling in ("sdk-db", "fastapi", "fastapi-jwt"):
             found.append(
                 figure(
                     f"(1) remote_risk throughput vs {LABELS[ceiling]}, {at}",

@@ -102,6 +102,8 @@ def baseline(root: Path, kind: str, issuer: Issuer | None = None) -> Iterator[Ru
     if kind == "fastapi-jwt":
         assert issuer is not None
         args += ["--jwks", str(issuer.jwks_file), "--audience", url + JSONRPC_PATH]
+    if kind == "sdk-db":
+        args += ["--database", str(root / f"sdk-tasks-{port}.db")]
     command = procs.python("bench.baselines", *args)
     with procs.server(command, port, log=root / f"{kind}.log") as process:
         yield Running(url, url + JSONRPC_PATH, process)
