@@ -30,6 +30,7 @@ from agent_cards.transparency import merkle
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
 from coordinator.errors import LedgerError
+from coordinator.storage.engine import write_transaction, writer_of
 from coordinator.storage.schema import tree_heads
 
 TREE_HEAD_TYP = "ledger-tree-head+jwt"
@@ -171,8 +172,13 @@ class TreeHeadStore:
     def _add(self, head: TreeHead, log_id: str, origin: str) -> TreeHead:
         row = {**head.as_dict(), "log_id": log_id, "origin": origin}
         row.pop("iss")
-        with self.engine.begin() as connection:
-            connection.execute(insert(tree_heads).values(recorded_at=timestamp(utc_now()), **row))
+        statement = insert(tree_heads).values(recorded_at=timestamp(utc_now()), **row)
+
+        def add() -> None:  # through the process's writer: no two writers queue on the lock
+            with write_transaction(self.engine) as connection:
+                connection.execute(statement)
+
+        writer_of(self.engine).call(add)
         return head
 
     def keep(self, head: TreeHead) -> TreeHead:

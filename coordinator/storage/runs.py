@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, and_, or_, select, update
 
@@ -37,6 +37,7 @@ from coordinator.storage.schema import (
 
 FINDING_CONTRACT = "finding"
 Step = Callable[[Connection], None]
+T = TypeVar("T")
 GENERIC_CONTRACT = "generic"
 _TERMINAL = [state.value for state in TERMINAL_STATES]
 
@@ -170,6 +171,16 @@ class RunStore:
         if self._pending:
             steps = self.take_pending()
             await writer_of(self.engine).run(lambda: self._commit(steps))
+
+    def _in_writer(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in a write transaction of the process's database writer (waiting for
+        it), so that no two writers of one process queue on the database's lock."""
+
+        def run() -> T:
+            with write_transaction(self.engine) as connection:
+                return work(connection)
+
+        return writer_of(self.engine).call(run)
 
     def _commit(self, steps: list[Step]) -> None:
         with write_transaction(self.engine) as connection:
@@ -361,29 +372,30 @@ class RunStore:
             .order_by(handoffs.c.updated_at)
             .limit(limit)
         )
-        with write_transaction(self.engine) as connection:
-            if connection.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True)
-            claimed = [row.attempt_id for row in connection.execute(query)]
+
+        def take(connection: Connection) -> list[str]:
+            locked = query.with_for_update(skip_locked=True)
+            chosen = locked if connection.dialect.name == "postgresql" else query
+            claimed = [row.attempt_id for row in connection.execute(chosen)]
             if claimed:
                 connection.execute(
                     update(handoffs)
                     .where(handoffs.c.attempt_id.in_(claimed))
                     .values(driver=driver, driver_until=now + lease_seconds)
                 )
-        return claimed
+            return claimed
+
+        return self._in_writer(take)
 
     def renew(self, driver: str, attempt_id: str, lease_seconds: float) -> bool:
         """Extend this driver's lease; False if another process has taken the handoff."""
         self.flush()
-        with write_transaction(self.engine) as connection:
-            return bool(
-                connection.execute(
-                    update(handoffs)
-                    .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
-                    .values(driver_until=time.time() + lease_seconds)
-                ).rowcount
-            )
+        statement = (
+            update(handoffs)
+            .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
+            .values(driver_until=time.time() + lease_seconds)
+        )
+        return bool(self._in_writer(lambda c: c.execute(statement).rowcount))
 
     def drivers(self) -> set[str]:
         """The drivers holding a lease on some in-flight handoff."""
@@ -399,23 +411,21 @@ class RunStore:
     def release_driver(self, driver: str) -> int:
         """Free every lease ``driver`` holds (it is known to be dead)."""
         self.flush()
-        with write_transaction(self.engine) as connection:
-            return int(
-                connection.execute(
-                    update(handoffs)
-                    .where(handoffs.c.driver == driver)
-                    .values(driver=None, driver_until=None)
-                ).rowcount
-            )
+        statement = (
+            update(handoffs)
+            .where(handoffs.c.driver == driver)
+            .values(driver=None, driver_until=None)
+        )
+        return int(self._in_writer(lambda c: c.execute(statement).rowcount))
 
     def release(self, driver: str, attempt_id: str) -> None:
         self.flush()
-        with write_transaction(self.engine) as connection:
-            connection.execute(
-                update(handoffs)
-                .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
-                .values(driver=None, driver_until=None)
-            )
+        statement = (
+            update(handoffs)
+            .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
+            .values(driver=None, driver_until=None)
+        )
+        self._in_writer(lambda c: c.execute(statement))
 
     # --- facts that only accumulate -------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""A task store's transaction run off the event loop, on the store's database threads.
+"""A task store's transaction run off the event loop (on PostgreSQL), on a few threads.
 
 :meth:`remote_risk.tasks.sql.SQLTaskStore.run_transaction` hands the work of a send (its
 task, the token's claim, the outcome) or of a lease round to a small pool of threads per
@@ -31,6 +31,11 @@ from remote_risk.tasks.memory import TaskRecord, signal_settled
 T = TypeVar("T")
 # Within SQLAlchemy's default pool (5 connections), so a thread never waits for one.
 THREADS = 4
+ON_SQLITE = """On SQLite the work stays on the event loop: the file belongs to this process,
+and the service also writes its decision log from the loop; a second writer thread there
+made the two queue on the file's lock, where a waiting connection sleeps in SQLite's busy
+handler (up to 100 ms at a time; governed handoffs fell from ~75 to ~20 per s in some
+windows). Taking the decision log's writes off the loop too is the next step."""
 _POOLS: weakref.WeakKeyDictionary[Any, ThreadPoolExecutor] = weakref.WeakKeyDictionary()
 _POOLS_LOCK = threading.Lock()
 
@@ -53,6 +58,8 @@ async def run_off_loop(
 
     context = contextvars.copy_context()  # trace parents, and the list above
     try:
+        if engine.dialect.name == "sqlite":
+            return in_transaction()  # see ON_SQLITE
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(_pool_of(engine), context.run, in_transaction)
     finally:
