@@ -5,6 +5,10 @@ canonicalised with JCS. Each entry in ``signatures`` holds the base64url ``prote
 header ``{"alg", "kid", "typ": "JOSE"}`` and the base64url ``signature``; the payload
 itself is not stored, since anyone can recompute it from the card.
 
+A v0.3 card may instead be signed over the form the v0.3 SDK produced
+(:func:`canonical_card_v03`: without members equal to v0.3's defaults or empty, as sorted,
+compact JSON); :data:`V03_FORMS` accepts either form, :data:`V1_FORMS` only JCS.
+
 Verification trusts pinned keys only. Key-locating header members (``jku``, ``x5u``,
 ``jwk``, ``x5c``) are refused outright rather than ignored: the A2A specification lets a
 signer name a JWK Set URL, but this project never lets a document choose its own trust
@@ -22,7 +26,8 @@ Reason codes, each stable for logs and tests:
 from __future__ import annotations
 
 import binascii
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -76,6 +81,38 @@ def canonical_card(card: Mapping[str, Any]) -> bytes:
     return rfc8785.dumps(card_with_presence(_without_nulls(unsigned)))
 
 
+# Members whose value equals the v0.3 schema's default were left out of what v0.3 signed.
+V03_DEFAULTS = {"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}
+
+
+def _without_empty(value: Any) -> Any:
+    """``value`` without empty strings, lists and objects, at any depth (None if empty)."""
+    if isinstance(value, Mapping):
+        kept = {k: c for k, v in value.items() if (c := _without_empty(v)) is not None}
+        return kept or None
+    if isinstance(value, list | tuple):
+        items = [c for v in value if (c := _without_empty(v)) is not None]
+        return items or None
+    return None if value == "" else value
+
+
+def canonical_card_v03(card: Mapping[str, Any]) -> bytes:
+    """The bytes a v0.3 signer signed: the card without ``signatures``, default-valued and
+    empty members, as JSON with sorted keys and no spaces (ASCII-escaped)."""
+    unsigned = {
+        key: value
+        for key, value in card.items()
+        if key != "signatures" and V03_DEFAULTS.get(key) != value
+    }
+    cleaned = _without_empty(_without_nulls(unsigned)) or {}
+    return json.dumps(cleaned, separators=(",", ":"), sort_keys=True).encode()
+
+
+CanonicalForm = Callable[[Mapping[str, Any]], bytes]
+V1_FORMS: tuple[CanonicalForm, ...] = (canonical_card,)
+V03_FORMS: tuple[CanonicalForm, ...] = (canonical_card, canonical_card_v03)
+
+
 def sign_card(card: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
     """A copy of ``card`` with one more detached signature entry made with ``key``.
 
@@ -93,7 +130,11 @@ def sign_card(card: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
 
 
 def verify_card(
-    card: Mapping[str, Any], trusted: TrustedKeys, *, now: datetime | None = None
+    card: Mapping[str, Any],
+    trusted: TrustedKeys,
+    *,
+    now: datetime | None = None,
+    forms: tuple[CanonicalForm, ...] = V1_FORMS,
 ) -> str:
     """The ``kid`` of the first signature that verifies with a pinned, unexpired key.
 
@@ -106,7 +147,7 @@ def verify_card(
     if not isinstance(entries, list) or not entries:
         raise CardVerificationError("card_unsigned", "the card has no signatures")
     headers = [_protected_header(entry) for entry in entries]
-    payload = b64url_encode(canonical_card(card))
+    payloads = [b64url_encode(form(card)) for form in forms]
     at = now or datetime.now(UTC)
     pinned_seen = False
     for entry, header in zip(entries, headers, strict=True):
@@ -114,7 +155,7 @@ def verify_card(
         if key is None:
             continue
         pinned_seen = True
-        if _verifies(entry, payload, key, header["alg"]):
+        if any(_verifies(entry, payload, key, header["alg"]) for payload in payloads):
             return key.kid
     if not pinned_seen:
         raise CardVerificationError(

@@ -96,6 +96,8 @@ def _apply(view: dict[str, Any], event: StoredEvent) -> None:
         branch = _branch(view, event)
         branch["remote_state"] = data.get("remote_state")
         branch["remote_task_id"] = event.remote_task_id
+    elif kind == "message.dispatched" and data.get("interface"):
+        _branch(view, event)["interface"] = data.get("interface")
     elif kind == "lease.renewed":
         _branch(view, event)["lease_expires_at"] = data.get("lease_expires_at")
     elif kind == "grant.minted":

@@ -284,6 +284,7 @@ class HandoffDriver:
             "message.dispatched",
             self.record,
             endpoint=self.agent.endpoint,
+            interface=self.run.carried_on(self.record, self.agent.interface.summary()),
             idempotency_key=idempotency_key(self.record),
             with_token=bool(self.headers),
         )
@@ -331,7 +332,7 @@ class HandoffDriver:
         the wait for the next update is not short (see :meth:`RemoteUpdates.next`)."""
         updates = stream or updates_for(
             self.client,
-            self.agent.endpoint,
+            remote_calls.remote_of(self.client, self.agent),
             task,
             self.headers,
             streams=bool(self.agent.agent_card.capabilities.streaming),

@@ -2,7 +2,8 @@
 
 :class:`~coordinator.dispatch.driver.HandoffDriver` decides what each answer means for the
 record; here are only the calls: send (streaming when the card says so and a stream slot
-is free), read a task back, cancel it.
+is free), read a task back, cancel it, each on the binding chosen for the agent at
+registration (:func:`remote_of`), which nothing above this module needs to know.
 """
 
 from __future__ import annotations
@@ -17,9 +18,16 @@ from contracts.wire import (
     SendMessageRequest,
     Task,
 )
+from coordinator.remote.bindings import transport_for
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates
+from coordinator.remote.transport import Transport
+
+
+def remote_of(client: A2AClient, agent: RegisteredAgent) -> Transport:
+    """The agent's interface chosen at registration, on ``client``'s limits and pool."""
+    return transport_for(client, agent.interface)
 
 
 async def send(
@@ -42,13 +50,15 @@ async def send(
     )
     async with asyncio.timeout(max(0.001, within)):
         if agent.agent_card.capabilities.streaming and client.open_stream_slot():
-            return await open_stream(client, agent.endpoint, request, headers, backoff, notes)
-        return (await client.send_message(agent.endpoint, request, headers)).task, None
+            return await open_stream(
+                client, remote_of(client, agent), request, headers, backoff, notes
+            )
+        return (await remote_of(client, agent).send_message(request, headers)).task, None
 
 
 async def open_stream(
     client: A2AClient,
-    endpoint: str,
+    remote: Transport,
     request: SendMessageRequest,
     headers: dict[str, str],
     backoff: PollBackoff,
@@ -57,7 +67,7 @@ async def open_stream(
     """``SendStreamingMessage`` holding one of the client's stream slots: the first event
     must be the task; the rest of the stream follows it. The slot is released when the
     stream is closed, or at once if no task came."""
-    events = client.stream_message(endpoint, request, headers)
+    events = remote.stream_message(request, headers)
     try:
         first = await anext(events)
     except BaseException:
@@ -70,7 +80,7 @@ async def open_stream(
         return None, None
     updates = RemoteUpdates(
         client,
-        endpoint,
+        remote,
         first.task,
         headers,
         source=lambda: events,
@@ -85,10 +95,10 @@ async def open_stream(
 async def get_task(
     client: A2AClient, agent: RegisteredAgent, task_id: str, headers: dict[str, str]
 ) -> Task:
-    return await client.get_task(agent.endpoint, GetTaskRequest(id=task_id), headers)
+    return await remote_of(client, agent).get_task(GetTaskRequest(id=task_id), headers)
 
 
 async def cancel_task(
     client: A2AClient, agent: RegisteredAgent, task_id: str, headers: dict[str, str]
 ) -> Task:
-    return await client.cancel_task(agent.endpoint, CancelTaskRequest(id=task_id), headers)
+    return await remote_of(client, agent).cancel_task(CancelTaskRequest(id=task_id), headers)

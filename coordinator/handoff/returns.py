@@ -83,11 +83,22 @@ def _binding_problem(task: Task, expected: tuple[str, int]) -> str | None:
     if "handoffId" not in metadata:
         return "handoff_binding_missing"
     handoff_id, attempt = expected
-    seen = metadata.get("attempt")
-    if metadata.get("handoffId") != handoff_id or type(seen) is not int:
+    seen = _attempt_number(metadata.get("attempt"))
+    if metadata.get("handoffId") != handoff_id or seen is None:
         return "handoff_mismatch"
     if not 1 <= seen <= attempt:
         return "handoff_mismatch"
+    return None
+
+
+def _attempt_number(value: Any) -> int | None:
+    """The attempt number echoed: an integer, or a number with no fraction (a protobuf
+    ``Struct`` holds every number as a double, so agents built on one echo ``1.0``);
+    never a boolean or a string."""
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
     return None
 
 

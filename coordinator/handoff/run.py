@@ -50,6 +50,8 @@ class Run:
     # What a remote asked when it stopped for input or authorisation, per attempt
     # (untrusted; see coordinator.handoff.question).
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The interface (binding, protocol version, URL) each attempt was sent on.
+    interfaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     authority: RunAuthority = field(default_factory=RunAuthority)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     book: HandoffBook = field(init=False)
@@ -152,6 +154,11 @@ class Run:
         self.questions[handoff.attempt_id] = question
         self.emit("remote.asked", handoff, **question)
 
+    def carried_on(self, handoff: HandoffRecord, interface: dict[str, Any]) -> dict[str, Any]:
+        """Remember the interface ``handoff`` is sent on (for the run's document)."""
+        self.interfaces[handoff.attempt_id] = interface
+        return interface
+
     def record(self, handoff: HandoffRecord) -> HandoffRecord:
         self.handoffs[handoff.attempt_id] = handoff
         return handoff
@@ -232,13 +239,18 @@ def _time(value: Any) -> str | None:
 
 def ownership_rows(run: Run) -> list[dict[str, Any]]:
     return [
-        ownership_row(record, run.questions.get(record.attempt_id))
+        ownership_row(
+            record, run.questions.get(record.attempt_id), run.interfaces.get(record.attempt_id)
+        )
         for record in run.handoffs.values()
     ]
 
 
-def ownership_row(record: HandoffRecord, question: Any = None) -> dict[str, Any]:
-    """One branch of the ownership table, from its handoff record."""
+def ownership_row(
+    record: HandoffRecord, question: Any = None, interface: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One branch of the ownership table, from its handoff record (and, when known, the
+    interface it was sent on)."""
     return {
         "branch": record.attempt_id,
         "target": record.target,
@@ -255,6 +267,7 @@ def ownership_row(record: HandoffRecord, question: Any = None) -> dict[str, Any]
         "contract": record.return_contract.name,
         "return_contract": record.return_contract.summary(),
         "remote_question": question,
+        "interface": interface,
     }
 
 

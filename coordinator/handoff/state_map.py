@@ -33,6 +33,26 @@ REMOTE_TO_LOCAL: dict[TaskState, LocalView] = {
 
 QUARANTINE = LocalView(HandoffState.QUARANTINED, "remote_state_unknown")
 
+# A2A v0.3 named the same states in lower case; "unknown", and any string not listed,
+# is UNSPECIFIED, which the table above quarantines.
+V03_TASK_STATES: dict[str, TaskState] = {
+    "submitted": TaskState.SUBMITTED,
+    "working": TaskState.WORKING,
+    "input-required": TaskState.INPUT_REQUIRED,
+    "auth-required": TaskState.AUTH_REQUIRED,
+    "completed": TaskState.COMPLETED,
+    "failed": TaskState.FAILED,
+    "canceled": TaskState.CANCELED,
+    "rejected": TaskState.REJECTED,
+}
+
+
+def v03_task_state(remote_state: object) -> TaskState:
+    """The v1.0 state a v0.3 state string stands for (UNSPECIFIED if none)."""
+    if not isinstance(remote_state, str):
+        return TaskState.UNSPECIFIED
+    return V03_TASK_STATES.get(remote_state, TaskState.UNSPECIFIED)
+
 
 def local_view(remote_state: str) -> LocalView:
     """The local state and reason for a remote state given as its wire string."""

@@ -4,15 +4,60 @@ A card that changes what it asks for is held as pending (see
 :mod:`coordinator.remote.registry`); ``federation agents pending`` shows, for each held
 card, what it would add and drop: interfaces, skills, the scopes each skill requires, and
 whether its security schemes or requirements changed. The diff is computed from the two
-cards' :func:`~coordinator.remote.registry.surface`, the same view that decided to hold it.
+cards' :func:`surface`, the same view that decided to hold it (:func:`only_narrows`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from contracts import strict_json
 from contracts.wire import AgentCard
-from coordinator.remote.registry import surface
+
+
+def surface(card: AgentCard) -> dict[str, Any]:
+    """The parts of a card that decide what we would send it and what it may ask for."""
+    return {
+        "interfaces": {
+            (i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces
+        },
+        "skills": {
+            skill.id: frozenset(
+                scope
+                for requirement in skill.security_requirements or []
+                for listed in requirement.schemes.values()
+                for scope in listed.list
+            )
+            for skill in card.skills
+        },
+        "schemes": _canonical(card.security_schemes),
+        "requirements": _canonical(card.security_requirements),
+    }
+
+
+def _canonical(value: Any) -> bytes:
+    if value is None:
+        return b"null"
+    if isinstance(value, dict):
+        value = {
+            k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in value.items()
+        }
+    else:
+        value = [v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in value]
+    return strict_json.dumps(value)
+
+
+def only_narrows(old: AgentCard, new: AgentCard) -> bool:
+    before, after = surface(old), surface(new)
+    return (
+        after["schemes"] == before["schemes"]
+        and after["requirements"] == before["requirements"]
+        and after["interfaces"] <= before["interfaces"]
+        and all(
+            skill in before["skills"] and scopes <= before["skills"][skill]
+            for skill, scopes in after["skills"].items()
+        )
+    )
 
 
 def card_diff(current: AgentCard, held: AgentCard) -> dict[str, Any]:

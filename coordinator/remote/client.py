@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
@@ -48,9 +48,14 @@ from contracts.wire import (
 )
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError, translated
 from coordinator.remote import traced
+from coordinator.remote.sse import SSEDecoder
+from coordinator.remote.v03.card import card_model
 from coordinator.telemetry import tracing
 
+__all__ = ["A2AClient", "ClientLimits", "FetchedCard", "SSEDecoder", "card_url_for"]
+
 ResultT = TypeVar("ResultT", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,22 @@ class A2AClient:
         # every request within the pool's connections.
         self._request_slots = asyncio.Semaphore(self.limits.max_requests)
         self._pollers = 0
+        # Connections of other bindings (a gRPC channel per target), closed with the client.
+        self._shared: dict[str, Any] = {}
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    @property
+    def request_slots(self) -> asyncio.Semaphore:
+        """The plain-request slots every binding's unary calls wait in."""
+        return self._request_slots
+
+    def shared(self, key: str, make: Callable[[], T], close: Callable[[T], Awaitable[None]]) -> T:
+        """One long-lived resource per ``key`` (a gRPC channel), made on first use and
+        closed with this client."""
+        if key not in self._shared:
+            made = self._shared[key] = make()
+            self._closers.append(lambda: close(made))
+        return cast(T, self._shared[key])
 
     def open_stream_slot(self) -> bool:
         """Reserve one of the bounded stream slots; False when all are taken."""
@@ -144,6 +165,10 @@ class A2AClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        closers, self._closers = self._closers, []
+        self._shared.clear()
+        for close in closers:
+            await close()
         if self._owns_http:
             await self._http.aclose()
 
@@ -161,7 +186,7 @@ class A2AClient:
         if not isinstance(document, dict):
             raise ProtocolError(f"agent card {card_url} is not a JSON object", "not_json")
         with translated("reading agent card", card_url):
-            card = AgentCard.model_validate(document)
+            card = card_model(document)
         return FetchedCard(card=card, document=document, url=card_url, etag=headers.get("etag"))
 
     async def fetch_json(self, url: str, what: str) -> Any:
@@ -203,12 +228,15 @@ class A2AClient:
         return self._stream(endpoint, "SendStreamingMessage", request, headers)
 
     def subscribe(
-        self, endpoint: str, task_id: str, headers: Mapping[str, str] | None = None
+        self,
+        endpoint: str,
+        task_id: str,
+        headers: Mapping[str, str] | None = None,
+        tenant: str | None = None,
     ) -> AsyncIterator[StreamResponse]:
         """``SubscribeToTask``: the task as it is now, then its updates until it settles."""
-        return self._stream(
-            endpoint, "SubscribeToTask", SubscribeToTaskRequest(id=task_id), headers
-        )
+        request = SubscribeToTaskRequest(id=task_id, tenant=tenant)
+        return self._stream(endpoint, "SubscribeToTask", request, headers)
 
     async def _stream(
         self,
@@ -219,24 +247,41 @@ class A2AClient:
     ) -> AsyncGenerator[StreamResponse, None]:
         request_id = next(self._ids)
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": to_wire(params)}
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        events = self.stream_events(method, "POST", endpoint, strict_json.dumps(payload), sent)
+        try:
+            async for data in events:
+                with translated(f"{method} to", endpoint):
+                    yield _stream_result(data, request_id, method, endpoint)
+        finally:
+            await events.aclose()
+
+    async def stream_events(
+        self,
+        rpc: str,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        binding: str = "JSONRPC",
+    ) -> AsyncGenerator[bytes, None]:
+        """The ``data`` of each event of a streamed response (a plain body is one event),
+        under one total deadline for the whole stream, in the stream's span. Shared by every
+        binding that streams over HTTP."""
         sent = {
             VERSION_HEADER: PROTOCOL_VERSION,
-            "Content-Type": "application/json",
             "Accept": "text/event-stream, application/json",
             "Accept-Encoding": "identity",
-            **(headers or {}),
+            **headers,
         }
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.total_timeout
-        what = f"{method} to"
-        with translated(what, endpoint), traced.remote_stream(method, endpoint, sent):
-            request = self._http.build_request(
-                "POST", endpoint, content=strict_json.dumps(payload), headers=sent
-            )
-            response = await _before(deadline, self._http.send(request, stream=True), endpoint)
+        with translated(f"{rpc} to", url), traced.remote_stream(rpc, url, sent, binding):
+            request = self._http.build_request(method, url, content=body, headers=sent)
+            response = await _before(deadline, self._http.send(request, stream=True), url)
             try:
-                async for data in self._events(response, deadline, endpoint):
-                    yield _stream_result(data, request_id, method, endpoint)
+                async for data in self._events(response, deadline, url):
+                    yield data
             finally:
                 await response.aclose()
 
@@ -280,8 +325,20 @@ class A2AClient:
         result_type: type[ResultT],
         headers: Mapping[str, str] | None,
     ) -> ResultT:
+        result = await self.call_raw(endpoint, method, to_wire(params), headers)
+        with translated(f"{method} to", endpoint):
+            return result_type.model_validate(result)
+
+    async def call_raw(
+        self,
+        endpoint: str,
+        method: str,
+        params: dict[str, Any],
+        headers: Mapping[str, str] | None,
+    ) -> Any:
+        """One JSON-RPC call: the ``result`` as received (its shape is the caller's to check)."""
         request_id = next(self._ids)
-        payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": to_wire(params)}
+        payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         with translated(f"{method} to", endpoint), traced.remote_call(method, endpoint):
             status, _, body = await self._post(endpoint, strict_json.dumps(payload), headers)
             document = strict_json.loads(body) if body else None
@@ -290,21 +347,23 @@ class A2AClient:
                     f"{method} to {endpoint}: HTTP {status} without a JSON-RPC body",
                     "not_jsonrpc",
                 )
-            result = _jsonrpc_result(document, request_id, method, endpoint)
-            return result_type.model_validate(result)
+            return jsonrpc_result(document, request_id, method, endpoint)
 
     async def _get(self, url: str) -> tuple[int, httpx.Headers, bytes]:
-        return await self._exchange("GET", url, None, {})
+        return await self.exchange("GET", url, None, {})
 
     async def _post(
         self, url: str, body: bytes, headers: Mapping[str, str] | None
     ) -> tuple[int, httpx.Headers, bytes]:
         all_headers = {"Content-Type": "application/json", **(headers or {})}
-        return await self._exchange("POST", url, body, all_headers)
+        return await self.exchange("POST", url, body, all_headers)
 
-    async def _exchange(
+    async def exchange(
         self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
     ) -> tuple[int, httpx.Headers, bytes]:
+        """One bounded request: the status, headers and body (read under the cap), within
+        the total deadline and one of the plain-request slots; the current trace context
+        goes with it. Every binding over HTTP sends through here."""
         sent = {
             VERSION_HEADER: PROTOCOL_VERSION,
             "Accept": "application/json",
@@ -355,10 +414,10 @@ def _stream_result(data: bytes, request_id: int, method: str, endpoint: str) -> 
     document = strict_json.loads(data)
     if not isinstance(document, dict):
         raise ProtocolError(f"{method} to {endpoint}: an event is not a JSON object", "not_jsonrpc")
-    return StreamResponse.model_validate(_jsonrpc_result(document, request_id, method, endpoint))
+    return StreamResponse.model_validate(jsonrpc_result(document, request_id, method, endpoint))
 
 
-def _jsonrpc_result(document: dict[str, Any], request_id: int, method: str, endpoint: str) -> Any:
+def jsonrpc_result(document: dict[str, Any], request_id: int, method: str, endpoint: str) -> Any:
     """The ``result`` of a JSON-RPC response to ``request_id``; an error raises
     :class:`RemoteA2AError`, another id :class:`ProtocolError`."""
     response = JSONRPCResponse.model_validate(document)
@@ -368,57 +427,3 @@ def _jsonrpc_result(document: dict[str, Any], request_id: int, method: str, endp
     if response.id != request_id:
         raise ProtocolError(f"{method} to {endpoint}: response id mismatch", "id_mismatch")
     return response.result
-
-
-class SSEDecoder:
-    """Incremental Server-Sent Events parsing: bytes in, the ``data`` of each event out.
-
-    Only ``data`` fields matter to A2A; ``event``, ``id``, ``retry`` and comments are
-    skipped. One event larger than ``max_event_bytes`` is refused.
-    """
-
-    def __init__(self, max_event_bytes: int) -> None:
-        self._max = max_event_bytes
-        self._buffer = b""
-        self._data: list[bytes] = []
-        self._size = 0
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        self._buffer += chunk
-        events: list[bytes] = []
-        while True:
-            line, found = self._next_line()
-            if not found:
-                break
-            if not line:
-                if self._data:
-                    events.append(b"\n".join(self._data))
-                self._data, self._size = [], 0
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                self._add(value[1:] if value.startswith(b" ") else value)
-        if len(self._buffer) + self._size > self._max:
-            raise ProtocolError(f"a stream event exceeds {self._max} bytes", "response_too_large")
-        return events
-
-    def _next_line(self) -> tuple[bytes, bool]:
-        """The next complete line (ended by CRLF, LF or CR) and whether there was one."""
-        ends = [i for i in (self._buffer.find(b"\r"), self._buffer.find(b"\n")) if i >= 0]
-        if not ends:
-            return b"", False
-        index = min(ends)
-        width = 1
-        if self._buffer[index : index + 1] == b"\r":
-            if index + 1 == len(self._buffer):
-                return b"", False  # a CR at the end may be the first half of CRLF
-            if self._buffer[index + 1 : index + 2] == b"\n":
-                width = 2
-        line = self._buffer[:index]
-        self._buffer = self._buffer[index + width :]
-        return line, True
-
-    def _add(self, value: bytes) -> None:
-        self._size += len(value) + 1
-        if self._size > self._max:
-            raise ProtocolError(f"a stream event exceeds {self._max} bytes", "response_too_large")
-        self._data.append(value)

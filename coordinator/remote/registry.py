@@ -7,8 +7,16 @@ A card is accepted only if
   (``--expect-kid``), the keys pinned at an earlier registration, or, only when asked for
   explicitly and recorded as such, whatever keys the origin serves now (trust on first
   use). A ``jku`` in a card never chooses the trust root;
-* it is an A2A v1.0 card with a JSON-RPC interface at protocol version 1.x and, when the
-  caller names one, declares the expected skill.
+* it offers an interface we speak (JSON-RPC, HTTP+JSON or gRPC at protocol version 1.x,
+  or JSON-RPC at 0.3; the first the card lists of those is the one used, see
+  :func:`~coordinator.remote.transport.choose_interface`) and, when the caller names one,
+  declares the expected skill. A v0.3 card (``url``, ``preferredTransport``) is read as
+  the v1.0 card it describes; its signature may be in the form v0.3 signers used.
+
+When the card declares ``capabilities.extendedAgentCard``, the extended card is fetched
+right after (``GetExtendedAgentCard`` on the chosen interface, as an authenticated caller:
+the ``caller`` gives the delegation token) and must verify with the same pinned keys;
+one that does not refuses the registration with the verification's reason.
 
 Nothing is stored before verification succeeds. When a registered card changes in what it
 asks for (skills, scopes, security requirements, interfaces), the new version is held as
@@ -19,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -29,18 +37,29 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from agent_cards.keys import KID_NOT_THUMBPRINT, KeyMaterialError, TrustedKeys
-from agent_cards.signing import CardVerificationError, verify_card
+from agent_cards.signing import (
+    V03_FORMS,
+    V1_FORMS,
+    CardVerificationError,
+    verify_card,
+)
 from contracts import strict_json
 from contracts.returns import ReturnContract, held_for_review
-from contracts.wire import AgentCard, AgentInterface
+from contracts.wire import AgentCard
 from coordinator.audit.trail import AuditTrail
 from coordinator.errors import FederationError, ProtocolError, RegistryError
+from coordinator.remote.bindings import transport_for
+from coordinator.remote.card_changes import only_narrows, surface
 from coordinator.remote.client import A2AClient, FetchedCard
+from coordinator.remote.transport import JSONRPC, Interface, choose_interface
+from coordinator.remote.v03.card import card_model, is_v03_card
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore
 
 AGENTS_FILE = "agents.json"
 JWKS_PATH = "/.well-known/jwks.json"
+# The request headers (a delegation token) an agent's extended card is fetched with.
+CardCaller = Callable[["RegisteredAgent"], Mapping[str, str]]
 TrustKind = Literal["pinned_key", "pinned_kid", "trust_on_first_use"]
 Status = Literal["registered", "unchanged", "updated", "narrowed", "approved", "pending_approval"]
 
@@ -51,6 +70,10 @@ class RegisteredAgent(BaseModel):
     name: str
     card_url: str
     endpoint: str
+    # The interface used, chosen from the card at registration (see choose_interface).
+    binding: str = JSONRPC
+    protocol_version: str = "1.0"
+    tenant: str | None = None
     card: dict[str, Any]
     etag: str | None = None
     registered_at: str
@@ -63,6 +86,8 @@ class RegisteredAgent(BaseModel):
     pending_pins: dict[str, Any] | None = None
     pending_kid: str | None = None
     pending_trust: TrustKind | None = None
+    # The extended card (GetExtendedAgentCard), verified with the same pinned keys.
+    extended_card: dict[str, Any] | None = None
     # Return contracts the operator declared per skill at registration (--return-schema).
     return_contracts: dict[str, ReturnContract] = {}
 
@@ -72,8 +97,12 @@ class RegisteredAgent(BaseModel):
 
     @cached_property
     def agent_card(self) -> AgentCard:
-        """The card as a model, validated once (the record is frozen)."""
-        return AgentCard.model_validate(self.card)
+        """The card as a v1.0 model (a v0.3 card read as one), validated once."""
+        return card_model(self.card)
+
+    @property
+    def interface(self) -> Interface:
+        return Interface(self.endpoint, self.binding, self.protocol_version, self.tenant)
 
     def skill_ids(self) -> list[str]:
         return [skill.id for skill in self.agent_card.skills]
@@ -108,67 +137,14 @@ def now_text() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def accepted_interface(card: AgentCard, expect_skill: str | None) -> AgentInterface:
+def accepted_interface(card: AgentCard, expect_skill: str | None) -> Interface:
     """The interface we will talk to, or a :class:`RegistryError` saying why there is none."""
-    interface = card.jsonrpc_interface()
-    if interface is None:
-        raise RegistryError(
-            f"card of {card.name!r} offers no JSONRPC interface at protocol version 1.0",
-            "no_jsonrpc_v1_interface",
-        )
+    interface = choose_interface(card)
     if expect_skill is not None and card.skill(expect_skill) is None:
         raise RegistryError(
             f"card of {card.name!r} does not declare skill {expect_skill!r}", "skill_missing"
         )
     return interface
-
-
-# --- what a card asks for, and whether a new version only narrows it ----------------------
-
-
-def surface(card: AgentCard) -> dict[str, Any]:
-    """The parts of a card that decide what we would send it and what it may ask for."""
-    return {
-        "interfaces": {
-            (i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces
-        },
-        "skills": {
-            skill.id: frozenset(
-                scope
-                for requirement in skill.security_requirements or []
-                for listed in requirement.schemes.values()
-                for scope in listed.list
-            )
-            for skill in card.skills
-        },
-        "schemes": _canonical(card.security_schemes),
-        "requirements": _canonical(card.security_requirements),
-    }
-
-
-def _canonical(value: Any) -> bytes:
-    if value is None:
-        return b"null"
-    if isinstance(value, dict):
-        value = {
-            k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in value.items()
-        }
-    else:
-        value = [v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in value]
-    return strict_json.dumps(value)
-
-
-def only_narrows(old: AgentCard, new: AgentCard) -> bool:
-    before, after = surface(old), surface(new)
-    return (
-        after["schemes"] == before["schemes"]
-        and after["requirements"] == before["requirements"]
-        and after["interfaces"] <= before["interfaces"]
-        and all(
-            skill in before["skills"] and scopes <= before["skills"][skill]
-            for skill, scopes in after["skills"].items()
-        )
-    )
 
 
 def origin_of(url: str) -> str:
@@ -264,11 +240,15 @@ class Registry:
         anchor: TrustAnchor | None = None,
         approve: bool = False,
         return_contracts: Mapping[str, ReturnContract] | None = None,
+        caller: CardCaller | None = None,
     ) -> Registration:
         """Fetch, verify, validate and keep a card; every step is in the ledger on return.
-        ``return_contracts`` (per skill) are kept with it, added to any declared before."""
+        ``return_contracts`` (per skill) are kept with it, added to any declared before;
+        ``caller`` authenticates the fetch of an extended card."""
         try:
-            registration = await self._register(client, url, name, expect_skill, anchor, approve)
+            registration = await self._register(
+                client, url, name, expect_skill, anchor, approve, caller
+            )
             if return_contracts:
                 self._declare(registration.agent, return_contracts)
             # As stored: with the return contracts declared now and before.
@@ -300,6 +280,7 @@ class Registry:
         expect_skill: str | None = None,
         anchor: TrustAnchor | None = None,
         approve: bool = False,
+        caller: CardCaller | None = None,
     ) -> Registration:
         try:
             fetched = await _fetch(client, url)
@@ -326,6 +307,9 @@ class Registry:
             name=name,
             card_url=fetched.url,
             endpoint=interface.url,
+            binding=interface.binding,
+            protocol_version=interface.protocol_version,
+            tenant=interface.tenant,
             card=fetched.document,
             etag=fetched.etag,
             registered_at=now_text(),
@@ -333,6 +317,11 @@ class Registry:
             pinned_jwks=trusted.to_jwks(),
             verified_kid=kid,
         )
+        try:
+            agent = await self._with_extended(client, agent, caller)
+        except RegistryError as exc:
+            self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
+            raise
         status = _status(existing, agent, approve)
         digest = _digest(fetched.document)
         self.trail.emit(f"card.{status}", data={**facts, "card_digest": digest})
@@ -364,6 +353,29 @@ class Registry:
         self._save(agent)
         return Registration(agent, status)
 
+    async def _with_extended(
+        self, client: A2AClient, agent: RegisteredAgent, caller: CardCaller | None
+    ) -> RegisteredAgent:
+        """``agent`` with its extended card, fetched and verified, when its card has one."""
+        if not agent.agent_card.capabilities.extended_agent_card:
+            return agent
+        what = f"extended card of {agent.name!r}"
+        headers = caller(agent) if caller is not None else {}
+        try:
+            document = await transport_for(client, agent.interface).extended_card(headers)
+        except FederationError as exc:
+            raise RegistryError(f"{what}: {exc}", "extended_card_unavailable") from None
+        kid = verified_kid(document, _keys_from(agent.pinned_jwks), what)
+        try:
+            card_model(document)
+        except ValueError as exc:
+            raise RegistryError(f"{what} is not an agent card: {exc}", "card_invalid") from None
+        self.trail.emit(
+            "card.extended_verified",
+            data={"agent": agent.name, "kid": kid, "card_digest": _digest(document)},
+        )
+        return agent.model_copy(update={"extended_card": document})
+
 
 def held_anchor(
     existing: RegisteredAgent | None, anchor: TrustAnchor, approve: bool
@@ -376,10 +388,17 @@ def held_anchor(
 
 
 def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> str:
+    return verified_kid(fetched.document, trusted, f"card of {fetched.url}")
+
+
+def verified_kid(document: dict[str, Any], trusted: TrustedKeys, what: str) -> str:
+    """The kid of a pinned key that signed ``document`` (a v0.3 card may be signed in the
+    v0.3 form), or a :class:`RegistryError` with the verification's reason."""
+    forms = V03_FORMS if is_v03_card(document) else V1_FORMS
     try:
-        return verify_card(fetched.document, trusted)
+        return verify_card(document, trusted, forms=forms)
     except CardVerificationError as exc:
-        raise RegistryError(f"card of {fetched.url} refused: {exc}", exc.reason) from None
+        raise RegistryError(f"{what} refused: {exc}", exc.reason) from None
 
 
 def _digest(document: dict[str, Any]) -> str:

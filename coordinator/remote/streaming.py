@@ -36,7 +36,9 @@ from contracts.wire import (
     to_wire,
 )
 from coordinator.errors import ArtifactTooLarge, FederationError, ProtocolError
+from coordinator.remote.bindings import transport_of
 from coordinator.remote.client import A2AClient
+from coordinator.remote.transport import Transport
 
 DEFAULT_MAX_ARTIFACT_BYTES = 1_000_000
 STREAM_END_GRACE_SECONDS = 0.05
@@ -124,7 +126,7 @@ class RemoteUpdates:
     def __init__(
         self,
         client: A2AClient,
-        endpoint: str,
+        endpoint: str | Transport,
         task: Task,
         headers: dict[str, str],
         *,
@@ -143,7 +145,8 @@ class RemoteUpdates:
         self._confirm_settled = confirm_settled
         self._reading: asyncio.Future[StreamResponse | None] | None = None
         self._client = client
-        self._endpoint = endpoint
+        # The agent's interface (a bare URL is a JSON-RPC v1.0 endpoint), whatever binding.
+        self._remote = transport_of(client, endpoint)
         self._headers = headers
         self._source = source
         self._backoff = backoff or PollBackoff()
@@ -159,7 +162,7 @@ class RemoteUpdates:
     def streaming(
         cls,
         client: A2AClient,
-        endpoint: str,
+        endpoint: str | Transport,
         task: Task,
         headers: dict[str, str],
         *,
@@ -169,12 +172,14 @@ class RemoteUpdates:
         """Updates read from ``SubscribeToTask`` (for an agent whose card says it streams);
         ``on_release`` is called once when the stream is given up or closed."""
 
+        remote = transport_of(client, endpoint)
+
         def subscribe() -> AsyncIterator[StreamResponse]:
-            return client.subscribe(endpoint, task.id, headers)
+            return remote.subscribe(task.id, headers)
 
         return cls(
             client,
-            endpoint,
+            remote,
             task,
             headers,
             source=subscribe,
@@ -202,9 +207,7 @@ class RemoteUpdates:
     async def confirm(self) -> Task:
         """Ask the remote agent with ``GetTask``; on failure keep the last known view."""
         try:
-            task = await self._client.get_task(
-                self._endpoint, GetTaskRequest(id=self._view.task.id), self._headers
-            )
+            task = await self._remote.get_task(GetTaskRequest(id=self._view.task.id), self._headers)
         except FederationError as exc:
             self.notes.append(f"poll failed: {exc}")
             return self._view.task
@@ -301,7 +304,7 @@ async def _next_or_end(events: AsyncIterator[StreamResponse]) -> StreamResponse 
 
 def updates_for(
     client: A2AClient,
-    endpoint: str,
+    endpoint: str | Transport,
     task: Task,
     headers: dict[str, str],
     *,

@@ -1,6 +1,6 @@
 """Spans (and latency) of the A2A calls the client makes, and ``traceparent`` on each.
 
-A plain call's span is the current one while it runs, so :meth:`A2AClient._exchange`
+A plain call's span is the current one while it runs, so :meth:`A2AClient.exchange`
 injects its context; a stream's span is never made current (an async generator runs in
 its consumer's context between events), so its context is injected into the stream's
 request headers here. Attributes are the RPC and HTTP semantic conventions'; the
@@ -21,19 +21,36 @@ from coordinator.telemetry import metrics, tracing
 
 def target_of(endpoint: str) -> str:
     """``host:port`` of an endpoint: the bounded label a remote is counted under."""
+    if "://" not in endpoint:  # a gRPC target is host:port already
+        return endpoint
     parts = urlsplit(endpoint)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{parts.hostname or 'unknown'}:{port}"
 
 
-def _attributes(method: str, endpoint: str) -> dict[str, tracing.Attribute | None]:
+# The ``rpc.system`` of each binding (HTTP+JSON has no RPC convention of its own).
+RPC_SYSTEMS = {"JSONRPC": "jsonrpc", "GRPC": "grpc", "HTTP+JSON": "a2a_http_json"}
+
+
+def _attributes(
+    method: str, endpoint: str, binding: str = "JSONRPC"
+) -> dict[str, tracing.Attribute | None]:
+    if binding == "GRPC":
+        host, _, port = endpoint.rpartition(":")
+        return {
+            "rpc.system": "grpc",
+            "rpc.service": "lf.a2a.v1.A2AService",
+            "rpc.method": method,
+            "server.address": host or endpoint,
+            "server.port": int(port) if port.isdigit() else None,
+        }
     parts = urlsplit(endpoint)
     return {
-        "rpc.system": "jsonrpc",
+        "rpc.system": RPC_SYSTEMS.get(binding, binding.lower()),
         "rpc.service": "a2a",
         "rpc.method": method,
-        "rpc.jsonrpc.version": "2.0",
-        "http.request.method": "POST",
+        "rpc.jsonrpc.version": "2.0" if binding == "JSONRPC" else None,
+        "http.request.method": "POST" if binding == "JSONRPC" else None,
         "server.address": parts.hostname,
         "server.port": parts.port,
         "url.path": parts.path or "/",
@@ -41,12 +58,13 @@ def _attributes(method: str, endpoint: str) -> dict[str, tracing.Attribute | Non
 
 
 @contextmanager
-def remote_call(method: str, endpoint: str) -> Iterator[None]:
-    """The current span of one JSON-RPC call (its context is what gets injected)."""
+def remote_call(method: str, endpoint: str, binding: str = "JSONRPC") -> Iterator[None]:
+    """The current span of one call (its context is what gets injected)."""
     started = time.perf_counter()
     outcome = "error"
+    attributes = _attributes(method, endpoint, binding)
     try:
-        with tracing.span(f"a2a/{method}", _attributes(method, endpoint), kind=SpanKind.CLIENT):
+        with tracing.span(f"a2a/{method}", attributes, kind=SpanKind.CLIENT):
             yield
             outcome = "ok"
     finally:
@@ -54,9 +72,12 @@ def remote_call(method: str, endpoint: str) -> Iterator[None]:
 
 
 @contextmanager
-def remote_stream(method: str, endpoint: str, headers: MutableMapping[str, str]) -> Iterator[None]:
+def remote_stream(
+    method: str, endpoint: str, headers: MutableMapping[str, str], binding: str = "JSONRPC"
+) -> Iterator[None]:
     """A stream's span, not made current; its ``traceparent`` goes into ``headers``."""
-    span = tracing.start_span(f"a2a/{method}", _attributes(method, endpoint), kind=SpanKind.CLIENT)
+    attributes = _attributes(method, endpoint, binding)
+    span = tracing.start_span(f"a2a/{method}", attributes, kind=SpanKind.CLIENT)
     tracing.inject_for(span, headers)
     started = time.perf_counter()
     outcome = "error"

@@ -7,8 +7,8 @@ from typing import Any
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from contracts.wire import AgentCard
-from coordinator.remote.card_changes import card_diff
-from coordinator.remote.registry import RegisteredAgent, surface
+from coordinator.remote.card_changes import card_diff, surface
+from coordinator.remote.registry import RegisteredAgent
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,

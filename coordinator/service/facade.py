@@ -31,6 +31,7 @@ from coordinator.audit.proof_check import verify_proof_bundle
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
+from coordinator.dispatch.card_caller import card_caller
 from coordinator.dispatch.delegate import (
     DelegationOrder,
     Interruption,
@@ -116,9 +117,11 @@ class CoordinatorService:
         contracts = declared_contracts(request.return_schemas, request.return_finding)
         async with A2AClient() as client:
             registry = Registry(self.ws.data, self.ws.trail("operator"), self.ws.run_store())
+            caller = card_caller(identity.coordinator_keys(self.ws.data), identity.issuer_id())
             registration = await registry.register(
-                client, request.url, request.name, request.skill, anchor, request.approve, contracts
-            )
+                client, request.url, request.name, request.skill, anchor, request.approve,
+                contracts, caller,
+            )  # fmt: skip
         return RegistrationView(status=registration.status, agent=agent_view(registration.agent))
 
     def agents(self) -> list[AgentView]:

@@ -17,11 +17,17 @@ from agent_cards.signing import sign_card
 from coordinator.cli.main import main
 from tests.servers import free_port, running
 
-V03_CARD = {
+UNSPOKEN_CARD = {
     "name": "old",
-    "description": "a v0.3 card",
+    "description": "a card offering only bindings and versions we do not speak",
     "supportedInterfaces": [
-        {"url": "http://127.0.0.1:9/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
+        {"url": "http://127.0.0.1:9/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "0.2"},
+        {"url": "http://127.0.0.1:9/slim", "protocolBinding": "SLIMRPC", "protocolVersion": "1.0"},
+        {
+            "url": "http://127.0.0.1:9/rest",
+            "protocolBinding": "HTTP+JSON",
+            "protocolVersion": "0.3",
+        },
     ],
     "version": "1",
     "capabilities": {},
@@ -39,7 +45,7 @@ CARD_KEY = SigningKey.generate()
 
 
 async def old_card(request: Request) -> Response:
-    return JSONResponse(sign_card(V03_CARD, CARD_KEY))
+    return JSONResponse(sign_card(UNSPOKEN_CARD, CARD_KEY))
 
 
 async def wrong_shape(request: Request) -> Response:
@@ -82,16 +88,17 @@ def test_card_that_is_not_json(
     assert code == 2 and "error: card_not_json: " in err
 
 
-def test_card_without_v1_jsonrpc_interface(
+def test_card_without_an_interface_we_speak(
     bad_cards: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A card offering only a 0.3 interface is refused and nothing is registered."""
+    """A card offering no binding and version we speak (JSON-RPC, HTTP+JSON or gRPC at
+    1.x, JSON-RPC at 0.3) is refused and nothing is registered."""
     key_file = tmp_path / "key.json"
     key_file.write_text(json.dumps(CARD_KEY.public_jwk()))
     code, err = run_cli(
         capsys, tmp_path, "register", bad_cards + "/old", "--trust-key", str(key_file)
     )
-    assert code == 2 and "error: no_jsonrpc_v1_interface: " in err
+    assert code == 2 and "error: no_supported_interface: " in err
     assert run_cli(capsys, tmp_path, "agents")[0] == 0
     assert not (tmp_path / "agents.json").exists()
 

@@ -1,0 +1,250 @@
+"""The gRPC binding of A2A v1.0 on the modules generated from the normative ``a2a.proto``.
+
+``A2A-Version``, the bearer token and the trace context travel as call metadata. Each
+call has the client's total deadline (a stream: one deadline for the whole stream), each
+message the client's byte cap (``grpc.max_receive_message_length``) and a stream the
+total cap; unary calls wait in the client's plain-request slots. An error's
+``google.rpc.Status`` (``grpc-status-details-bin``) is decoded and its ``ErrorInfo``
+names the A2A error, as for HTTP+JSON (:mod:`coordinator.remote.wire_errors`).
+
+Messages cross into our wire models through ProtoJSON; a ``google.protobuf.Value`` holds
+every number as a double, so integral numbers come back as integers (ProtoJSON's text
+does not tell 1 from 1.0 either).
+
+The interface's URL is ``host:port``: plaintext to a loopback host, TLS otherwise;
+``grpc://`` or ``http://`` asks for plaintext and ``grpcs://`` or ``https://`` for TLS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+from google.rpc import error_details_pb2, status_pb2
+
+from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+from contracts.a2a_errors import ERROR_INFO_TYPE
+from contracts.wire import (
+    PROTOCOL_VERSION,
+    VERSION_HEADER,
+    CancelTaskRequest,
+    GetTaskRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    Task,
+    to_wire,
+)
+from coordinator.errors import FederationError, ProtocolError, TransportError, translated
+from coordinator.remote import traced
+from coordinator.remote.client import A2AClient
+from coordinator.remote.transport import GRPC, Interface
+from coordinator.remote.wire_errors import remote_error
+from coordinator.telemetry import tracing
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+MAX_SAFE_INTEGER = 2**53
+
+
+def channel_target(url: str) -> tuple[str, bool]:
+    """The ``host:port`` to dial and whether to use TLS."""
+    for scheme, tls in (
+        ("grpcs://", True),
+        ("https://", True),
+        ("grpc://", False),
+        ("http://", False),
+    ):
+        if url.startswith(scheme):
+            return url[len(scheme) :].rstrip("/"), tls
+    host = url.rsplit(":", 1)[0]
+    return url, host not in LOOPBACK
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < MAX_SAFE_INTEGER:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def to_document(message: Message) -> Any:
+    """A received message as ProtoJSON (camelCase, enums by name, defaults left out)."""
+    return _integral(json_format.MessageToDict(message))
+
+
+class GrpcTransport:
+    """One gRPC interface of one agent."""
+
+    def __init__(self, client: A2AClient, interface: Interface) -> None:
+        self.client = client
+        self.interface = interface
+        self._target, self._tls = channel_target(interface.url)
+
+    @property
+    def endpoint(self) -> str:
+        return self.interface.url
+
+    def _stub(self) -> a2a_pb2_grpc.A2AServiceStub:
+        def make() -> grpc.aio.Channel:
+            options = [("grpc.max_receive_message_length", self.client.limits.max_response_bytes)]
+            if self._tls:
+                credentials = grpc.ssl_channel_credentials()
+                return grpc.aio.secure_channel(self._target, credentials, options=options)
+            return grpc.aio.insecure_channel(self._target, options=options)
+
+        async def close(channel: grpc.aio.Channel) -> None:
+            await channel.close()
+
+        channel = self.client.shared(f"grpc:{self._target}:{self._tls}", make, close)
+        return a2a_pb2_grpc.A2AServiceStub(channel)
+
+    def _request(self, request: Any, proto: Message) -> Message:
+        document = to_wire(request)
+        if self.interface.tenant and "tenant" not in document:
+            document["tenant"] = self.interface.tenant
+        with translated("encoding a gRPC request"):
+            return json_format.ParseDict(document, proto)
+
+    def _metadata(
+        self, headers: Mapping[str, str] | None, trace: bool = True
+    ) -> list[tuple[str, str]]:
+        sent: dict[str, str] = {VERSION_HEADER: PROTOCOL_VERSION}
+        sent.update({k: v for k, v in (headers or {}).items() if k.lower() != "content-type"})
+        if trace:
+            tracing.inject(sent)
+        return [(k.lower(), v) for k, v in sent.items()]
+
+    # --- unary calls ------------------------------------------------------------------------
+
+    async def send_message(
+        self, request: SendMessageRequest, headers: Mapping[str, str] | None = None
+    ) -> SendMessageResponse:
+        proto = self._request(request, a2a_pb2.SendMessageRequest())
+        answer = await self._unary("SendMessage", proto, headers)
+        return self._parsed("SendMessage", answer, SendMessageResponse)
+
+    async def get_task(
+        self, request: GetTaskRequest, headers: Mapping[str, str] | None = None
+    ) -> Task:
+        answer = await self._unary(
+            "GetTask", self._request(request, a2a_pb2.GetTaskRequest()), headers
+        )
+        return self._parsed("GetTask", answer, Task)
+
+    async def cancel_task(
+        self, request: CancelTaskRequest, headers: Mapping[str, str] | None = None
+    ) -> Task:
+        proto = self._request(request, a2a_pb2.CancelTaskRequest())
+        return self._parsed("CancelTask", await self._unary("CancelTask", proto, headers), Task)
+
+    async def extended_card(self, headers: Mapping[str, str]) -> dict[str, Any]:
+        proto = a2a_pb2.GetExtendedAgentCardRequest(tenant=self.interface.tenant or "")
+        document = to_document(await self._unary("GetExtendedAgentCard", proto, headers))
+        if not isinstance(document, dict):
+            raise ProtocolError(f"extended card from {self.endpoint} is not an object", "not_json")
+        return document
+
+    async def _unary(self, rpc: str, proto: Message, headers: Mapping[str, str] | None) -> Message:
+        call = getattr(self._stub(), rpc)
+        timeout = self.client.limits.total_timeout
+        with _grpc_errors(rpc, self.endpoint), traced.remote_call(rpc, self._target, GRPC):
+            metadata = self._metadata(headers)
+            async with self.client.request_slots:
+                answer: Message = await call(proto, metadata=metadata, timeout=timeout)
+                return answer
+
+    def _parsed(self, rpc: str, answer: Message, model: type[Any]) -> Any:
+        with translated(f"{rpc} to", self.endpoint):
+            return model.model_validate(to_document(answer))
+
+    # --- streams ----------------------------------------------------------------------------
+
+    def stream_message(
+        self, request: SendMessageRequest, headers: Mapping[str, str] | None = None
+    ) -> AsyncGenerator[StreamResponse, None]:
+        proto = self._request(request, a2a_pb2.SendMessageRequest())
+        return self._stream("SendStreamingMessage", proto, headers)
+
+    def subscribe(
+        self, task_id: str, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamResponse]:
+        proto = a2a_pb2.SubscribeToTaskRequest(id=task_id, tenant=self.interface.tenant or "")
+        return self._stream("SubscribeToTask", proto, headers)
+
+    async def _stream(
+        self, rpc: str, proto: Message, headers: Mapping[str, str] | None
+    ) -> AsyncGenerator[StreamResponse, None]:
+        sent = dict(self._metadata(headers, trace=False))
+        cap = self.client.limits.max_stream_bytes
+        with _grpc_errors(rpc, self.endpoint), traced.remote_stream(rpc, self._target, sent, GRPC):
+            call = getattr(self._stub(), rpc)(
+                proto, metadata=list(sent.items()), timeout=self.client.limits.total_timeout
+            )
+            total = 0
+            try:
+                async for event in call:
+                    total += event.ByteSize()
+                    if total > cap:
+                        raise ProtocolError(f"stream exceeds {cap} bytes", "response_too_large")
+                    with translated(f"{rpc} from", self.endpoint):
+                        yield StreamResponse.model_validate(to_document(event))
+            finally:
+                call.cancel()
+
+
+class _grpc_errors:
+    """gRPC's exceptions, and the Status details they carry, as our own errors."""
+
+    def __init__(self, rpc: str, endpoint: str) -> None:
+        self._where = f"{rpc} to {endpoint}"
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, grpc.aio.AioRpcError):
+            raise translate(exc, self._where) from None
+
+
+def translate(exc: grpc.aio.AioRpcError, where: str) -> FederationError:
+    code = exc.code()
+    details = _status_details(exc.trailing_metadata())
+    if not details:
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            return TransportError(f"{where}: total deadline passed", "timeout")
+        if code is grpc.StatusCode.UNAVAILABLE:
+            return TransportError(f"{where}: cannot connect", "unreachable")
+        if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+            return ProtocolError(f"{where}: a message exceeds the byte cap", "response_too_large")
+        if code is grpc.StatusCode.CANCELLED:
+            return TransportError(f"{where}: cancelled", "transport_error")
+    try:
+        return remote_error(code.name, exc.details() or "", details, where)
+    except ProtocolError as refused:
+        return refused
+
+
+def _status_details(metadata: Any) -> list[dict[str, Any]]:
+    """The ErrorInfo entries of the ``google.rpc.Status`` in the trailers, as ProtoJSON."""
+    raw = next((v for k, v in (metadata or ()) if k == STATUS_DETAILS_KEY), None)
+    if not isinstance(raw, bytes):
+        return []
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(raw)
+    except DecodeError:
+        return []
+    found: list[dict[str, Any]] = []
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Is(info.DESCRIPTOR) and detail.Unpack(info):
+            entry = {"@type": ERROR_INFO_TYPE, "reason": info.reason, "domain": info.domain}
+            found.append({**entry, "metadata": dict(info.metadata)})
+    return found

@@ -1,0 +1,81 @@
+"""A remote's error, whichever binding carried it, as one :class:`RemoteA2AError`.
+
+JSON-RPC carries the A2A code and ``ErrorInfo`` in ``error.data``; HTTP+JSON a
+``google.rpc.Status`` body (``{"error": {"code", "status", "message", "details"}}``); gRPC
+the status code and the same ``Status`` in its trailers. The A2A error is named by the
+``ErrorInfo`` reason (the spec's table, :mod:`contracts.a2a_errors`), so each maps back to
+the code the JSON-RPC binding would have answered; a status without an ``ErrorInfo``
+maps only where its canonical code names one A2A error unambiguously.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.a2a_errors import (
+    ALL_KINDS,
+    DELEGATION_PERMISSION_DENIED,
+    DELEGATION_UNAUTHENTICATED,
+    DELEGATION_UNAVAILABLE,
+    ERROR_INFO_TYPE,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    PROJECT_KINDS,
+    TASK_NOT_FOUND,
+    A2AErrorKind,
+)
+from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
+
+BY_REASON = {kind.reason: kind for kind in (*ALL_KINDS, *PROJECT_KINDS)}
+# google.rpc.Code names that stand for a single A2A error when no ErrorInfo says which.
+BY_STATUS_NAME = {
+    "NOT_FOUND": TASK_NOT_FOUND,
+    "INVALID_ARGUMENT": INVALID_PARAMS,
+    "INTERNAL": INTERNAL_ERROR,
+    "UNAUTHENTICATED": DELEGATION_UNAUTHENTICATED,
+    "PERMISSION_DENIED": DELEGATION_PERMISSION_DENIED,
+    "UNAVAILABLE": DELEGATION_UNAVAILABLE,
+}
+MAX_MESSAGE = 500
+
+
+def info_reason(details: Any) -> str | None:
+    """The reason of the first ``google.rpc.ErrorInfo`` among ``details``."""
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, dict) and detail.get("@type") == ERROR_INFO_TYPE:
+            reason = detail.get("reason")
+            return reason if isinstance(reason, str) else None
+    return None
+
+
+def remote_error(status_name: str, message: str, details: Any, where: str) -> RemoteA2AError:
+    """The error a ``google.rpc.Status`` (status name, message, details) stands for."""
+    reason = info_reason(details)
+    kind: A2AErrorKind | None = BY_REASON.get(reason) if reason else None
+    kind = kind or BY_STATUS_NAME.get(status_name)
+    if kind is None:
+        raise ProtocolError(
+            f"{where}: error {status_name or 'without a status'} names no A2A error",
+            "error_info_missing",
+        )
+    return RemoteA2AError(kind.code, message[:MAX_MESSAGE], reason)
+
+
+def from_http_status_body(status: int, document: Any, where: str) -> RemoteA2AError:
+    """The error an HTTP+JSON error response carries; a body that is not a
+    ``google.rpc.Status`` is a transport failure with its HTTP status."""
+    error = document.get("error") if isinstance(document, dict) else None
+    if not isinstance(error, dict):
+        raise TransportError(
+            f"{where}: HTTP {status} without a google.rpc.Status body", "http_status"
+        )
+    name = error.get("status")
+    message = error.get("message")
+    return remote_error(
+        name if isinstance(name, str) else "",
+        message if isinstance(message, str) else "",
+        error.get("details"),
+        where,
+    )

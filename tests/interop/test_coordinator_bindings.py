@@ -1,0 +1,170 @@
+"""The coordinator registers and delegates to a2a-sdk 1.3.0 servers offering one binding
+each: only HTTP+JSON, only gRPC, only A2A v0.3 JSON-RPC (the SDK's compat layer).
+
+Each peer is its own process (``tests/interop/sdk_peer.py``); the coordinator is the
+``federation`` CLI on a data directory. A delegation is ACCEPTED under a return schema it
+meets and REJECTED under one it fails; a cancelled run cancels the remote task; the run's
+document and its ledger both name the binding the handoff went on; the token and the
+``A2A-Version`` arrive at the peer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_cards.keys import SigningKey
+
+PEER_KEY = SigningKey.generate()
+BINDINGS = {
+    "http_json": ("HTTP+JSON", "1.0"),
+    "grpc": ("GRPC", "1.0"),
+    "v03": ("JSONRPC", "0.3"),
+}
+ECHO_SCHEMA = {"type": "object", "required": ["echo", "seen"]}
+UNMET_SCHEMA = {"type": "object", "required": ["verdict"]}
+
+
+@dataclass
+class Peer:
+    binding: str
+    url: str
+    data: Path
+
+    def federation(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "FEDERATION_DATA_DIR": str(self.data)}
+        return subprocess.run(
+            [sys.executable, "-m", "coordinator", *args],
+            capture_output=True, text=True, timeout=timeout, env=env,
+        )  # fmt: skip
+
+    def register(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        key_file = self.data / "peer-key.json"
+        key_file.write_text(json.dumps(PEER_KEY.public_jwk()))
+        return self.federation(
+            "register", self.url, "--name", "echo", "--trust-key", str(key_file), *extra
+        )
+
+    def delegate(self, payload: dict[str, Any], *extra: str) -> tuple[int, dict[str, Any]]:
+        path = self.data / "input.json"
+        path.write_text(json.dumps(payload))
+        done = self.federation(
+            "delegate", "--to", "echo", "--skill", "echo", "--input", str(path), "--json", *extra
+        )
+        assert done.stdout, done.stderr
+        return done.returncode, json.loads(done.stdout)
+
+    def schema(self, name: str, schema: dict[str, Any]) -> str:
+        path = self.data / f"{name}.schema.json"
+        path.write_text(json.dumps(schema))
+        return str(path)
+
+
+def private_key_file(key: SigningKey, path: Path) -> str:
+    path.write_text(json.dumps({"kid": key.kid, "private_pem": key.private_pem().decode()}))
+    return str(path)
+
+
+def start_peer(binding: str, tmp_path: Path, *extra: str) -> Iterator[Peer]:
+    key_file = private_key_file(PEER_KEY, tmp_path / "peer-private.json")
+    command = ["-m", "tests.interop.sdk_peer", "--binding", binding, "--key", str(key_file)]
+    process = subprocess.Popen(
+        [sys.executable, *command, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.startswith("sdk peer listening on "), (
+            process.stderr.read() if process.stderr else line
+        )
+        data = tmp_path / "coordinator"
+        data.mkdir()
+        yield Peer(binding, line.rsplit(" ", 1)[1], data)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(params=sorted(BINDINGS))
+def peer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Peer]:
+    yield from start_peer(request.param, tmp_path)
+
+
+def test_delegation_is_accepted_and_names_its_binding(peer: Peer) -> None:
+    """Register, delegate under a schema the echo meets: ACCEPTED; the peer saw our bearer
+    token and A2A-Version; the run document and the ledger name the binding."""
+    registered = peer.register("--return-schema", f"echo={peer.schema('echo', ECHO_SCHEMA)}")
+    assert registered.returncode == 0, registered.stderr
+    code, document = peer.delegate({"question": "ping"})
+    assert code == 0, (document["reason"], document["notes"])
+    assert document["local_state"] == "ACCEPTED"
+    assert document["remote_state"] == "TASK_STATE_COMPLETED"
+    echoed = document["received_artifacts"][0]["parts"][0]["data"]
+    binding, version = BINDINGS[peer.binding]
+    assert echoed["echo"] == [{"question": "ping"}]
+    assert echoed["seen"] == {"bearer": True, "version": version}
+    interface = document["branches"][0]["interface"]
+    assert (interface["binding"], interface["protocol_version"]) == (binding, version)
+
+    shown = peer.federation("run", "show", document["run_id"], "--json")
+    assert json.loads(shown.stdout)["branches"][0]["interface"] == interface
+    ledger = peer.federation("audit", "show", document["run_id"], "--json")
+    assert ledger.returncode == 0, ledger.stderr
+    assert json.loads(ledger.stdout)["branches"][0]["interface"] == interface
+
+
+def test_a_result_failing_return_admission_is_rejected(peer: Peer) -> None:
+    """The same echo under a schema it does not meet ends REJECTED, nothing admitted."""
+    registered = peer.register("--return-schema", f"echo={peer.schema('unmet', UNMET_SCHEMA)}")
+    assert registered.returncode == 0, registered.stderr
+    code, document = peer.delegate({"question": "ping"})
+    assert code != 0
+    assert document["local_state"] == "REJECTED"
+    assert document["remote_state"] == "TASK_STATE_COMPLETED"
+    assert document["artifacts"][0]["decision"] == "rejected"
+
+
+def test_a_cancelled_run_cancels_the_remote_task(peer: Peer) -> None:
+    """A task the peer keeps WORKING is cancelled with the run: the handoff ends CANCELLED
+    and the peer reports its task CANCELED."""
+    registered = peer.register("--return-schema", f"echo={peer.schema('echo', ECHO_SCHEMA)}")
+    assert registered.returncode == 0, registered.stderr
+    _, document = peer.delegate({"hold": True}, "--cancel-after", "1")
+    assert document["local_state"] == "CANCELLED"
+    assert document["remote_state"] == "TASK_STATE_CANCELED"
+    ledger = peer.federation("audit", "show", document["run_id"], "--json")
+    assert json.loads(ledger.stdout)["branches"][0]["state"] == "CANCELLED"
+
+
+@pytest.mark.parametrize("binding", ["http_json", "grpc"])
+def test_the_extended_card_is_fetched_and_verified(binding: str, tmp_path: Path) -> None:
+    """A card declaring an extended card: registration fetches it (authenticated, on the
+    chosen binding), verifies it with the pinned key and keeps it, with the event."""
+    for peer in start_peer(binding, tmp_path, "--extended"):
+        registered = peer.register()
+        assert registered.returncode == 0, registered.stderr
+        stored = json.loads((peer.data / "agents.json").read_text())["echo"]
+        skills = [skill["id"] for skill in stored["extended_card"]["skills"]]
+        assert skills == ["echo", "echo-extended"]
+
+
+def test_an_extended_card_signed_by_another_key_is_refused(tmp_path: Path) -> None:
+    """An extended card that does not verify with the key pinned for the public card
+    refuses the registration with the verification's reason; nothing is stored."""
+    other = private_key_file(SigningKey.generate(), tmp_path / "other.json")
+    for peer in start_peer("http_json", tmp_path, "--extended", "--extended-key", other):
+        registered = peer.register()
+        assert registered.returncode == 2
+        assert "card_kid_unknown" in registered.stderr
+        assert not (peer.data / "agents.json").exists()
