@@ -9,7 +9,8 @@
   within the time it may still wait. With an event source (SSE from ``SubscribeToTask``
   when the card says the agent streams, or a push receiver's inbox) it reads events; a
   state that settles the task is confirmed with ``GetTask`` before it is returned (not
-  for an SSE response to our own call, which is the remote's own answer already), and a
+  for an SSE response to our own call, which is the remote's own answer already, unless
+  it settles with an artifact whose last chunk never came), and a
   source that ends or fails before the task settles is followed by ``GetTask`` and then
   by polling. Without a source it polls ``GetTask`` with backoff, and never more often
   than the client's poll budget allows (``ClientLimits.max_polls_per_second``) shared
@@ -76,6 +77,11 @@ class ArtifactAssembler:
         self.complete[key] = artifact
         return artifact
 
+    @property
+    def unfinished(self) -> bool:
+        """Whether an artifact is still waiting for its last chunk."""
+        return bool(self._pending)
+
     def _held(self) -> int:
         return sum(_size(a) for a in [*self._pending.values(), *self.complete.values()])
 
@@ -112,6 +118,11 @@ class TaskView:
     def settled(self) -> bool:
         state = self.task.status.state
         return state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
+
+    @property
+    def unfinished(self) -> bool:
+        """An artifact the stream began but never finished (no last chunk came)."""
+        return self._artifacts.unfinished
 
 
 @dataclass(frozen=True)
@@ -233,7 +244,10 @@ class RemoteUpdates:
         if self._view.settled:
             await self._read_to_end()
             await self.aclose()
-            return await self.confirm() if self._confirm_settled else self._view.task
+            # A stream that settles with an artifact still open (an agent that marks a
+            # whole artifact ``lastChunk: false``) is not the whole answer: ask GetTask.
+            confirm = self._confirm_settled or self._view.unfinished
+            return await self.confirm() if confirm else self._view.task
         return self._view.task
 
     async def _event_within(

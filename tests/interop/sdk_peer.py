@@ -11,7 +11,8 @@ what the request carried (whether a bearer token came, the ``A2A-Version`` it na
 echoes the handoff binding (``handoffId``, ``attempt``) in the task's metadata; a
 part ``{"hold": true}`` keeps the task WORKING until it is cancelled. ``--extended`` also
 declares and serves an extended card (one more skill), signed with the same key (or with
-``--extended-key``).
+``--extended-key``); ``--streaming`` declares ``capabilities.streaming``, so the
+coordinator sends with the binding's streaming call and follows the task on it.
 
 The v0.3 peer serves the card in the v0.3 shape (``url``, ``preferredTransport``,
 ``protocolVersion: "0.3"``) with a signature made as the v0.3 SDK made them (sorted,
@@ -100,14 +101,16 @@ class EchoExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def _card(interface: AgentInterface, extended: bool, skills: list[str]) -> AgentCard:
+def _card(
+    interface: AgentInterface, extended: bool, skills: list[str], streaming: bool = False
+) -> AgentCard:
     requirement = SecurityRequirement(schemes={SCHEME: StringList(list=["risk:interpret"])})
     return AgentCard(
         name="SDK Echo",
         description="An a2a-sdk server offering one binding",
         version="1.0.0",
         supported_interfaces=[interface],
-        capabilities=AgentCapabilities(streaming=False, extended_agent_card=extended),
+        capabilities=AgentCapabilities(streaming=streaming, extended_agent_card=extended),
         default_input_modes=["application/json"],
         default_output_modes=["application/json"],
         security_schemes={
@@ -182,9 +185,10 @@ def _cards(
 ) -> tuple[AgentCard, AgentCard | None]:
     key = _key(args)
     sign = _signer(key)
-    card = sign(_card(interface, args.extended, ["echo"]))
+    card = sign(_card(interface, args.extended, ["echo"], args.streaming))
     extended_sign = _signer(_key(args, args.extended_key)) if args.extended_key else sign
-    extended = _card(interface, True, ["echo", "echo-extended"]) if args.extended else None
+    skills = ["echo", "echo-extended"]
+    extended = _card(interface, True, skills, args.streaming) if args.extended else None
     extended = extended_sign(extended) if extended is not None else None
     return card, extended
 
@@ -245,6 +249,7 @@ def main() -> None:
     parser.add_argument("--binding", choices=["http_json", "grpc", "v03"], required=True)
     parser.add_argument("--key", required=True, help="JSON file: kid and private_pem")
     parser.add_argument("--extended", action="store_true")
+    parser.add_argument("--streaming", action="store_true", help="declare and serve streams")
     parser.add_argument("--extended-key", help="sign the extended card with this key instead")
     args = parser.parse_args()
     try:

@@ -101,6 +101,13 @@ def peer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Peer]:
     yield from start_peer(request.param, tmp_path)
 
 
+@pytest.fixture(params=sorted(BINDINGS))
+def streaming_peer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Peer]:
+    """A peer whose card declares streaming: the send is the binding's streaming call
+    (SSE for HTTP+JSON and v0.3, a server stream for gRPC) and the task is followed on it."""
+    yield from start_peer(request.param, tmp_path, "--streaming")
+
+
 def test_delegation_is_accepted_and_names_its_binding(peer: Peer) -> None:
     """Register, delegate under a schema the echo meets: ACCEPTED; the peer saw our bearer
     token and A2A-Version; the run document and the ledger name the binding."""
@@ -168,3 +175,27 @@ def test_an_extended_card_signed_by_another_key_is_refused(tmp_path: Path) -> No
         assert registered.returncode == 2
         assert "card_kid_unknown" in registered.stderr
         assert not (peer.data / "agents.json").exists()
+
+
+def test_a_streamed_delegation_is_accepted(streaming_peer: Peer) -> None:
+    """The same delegation, sent and followed on the binding's stream, ends ACCEPTED."""
+    peer = streaming_peer
+    registered = peer.register("--return-schema", f"echo={peer.schema('echo', ECHO_SCHEMA)}")
+    assert registered.returncode == 0, registered.stderr
+    code, document = peer.delegate({"question": "ping"})
+    assert code == 0, (document["reason"], document["notes"])
+    assert document["local_state"] == "ACCEPTED"
+    echoed = document["received_artifacts"][0]["parts"][0]["data"]
+    assert echoed["echo"] == [{"question": "ping"}]
+    assert not any("polling instead" in note for note in document["notes"]), document["notes"]
+
+
+def test_a_streamed_task_is_cancelled_with_its_run(streaming_peer: Peer) -> None:
+    """A task held WORKING on an open stream is cancelled with the run: CANCELLED here,
+    CANCELED at the peer."""
+    peer = streaming_peer
+    registered = peer.register("--return-schema", f"echo={peer.schema('echo', ECHO_SCHEMA)}")
+    assert registered.returncode == 0, registered.stderr
+    _, document = peer.delegate({"hold": True}, "--cancel-after", "1")
+    assert document["local_state"] == "CANCELLED"
+    assert document["remote_state"] == "TASK_STATE_CANCELED"
