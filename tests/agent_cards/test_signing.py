@@ -262,3 +262,33 @@ def test_a_signed_card_still_verifies_after_a_trip_through_protobuf() -> None:
     travelled = proto_dict(message, AgentCard)
     assert "required" not in json.dumps(travelled)
     assert verify_card(travelled, PINNED)
+
+
+def test_a_v03_card_signed_in_the_v03_form_verifies_only_where_that_form_is_allowed() -> None:
+    """The v0.3 SDK signed sorted, compact JSON of the card without default-valued and
+    empty members; that form verifies under V03_FORMS, not under the v1.0 default, and a
+    changed member breaks it like any signature."""
+    import jwt as pyjwt
+
+    from agent_cards.signing import V03_FORMS, canonical_card_v03
+
+    key = SigningKey.generate()
+    card = {
+        "name": "old",
+        "description": "",
+        "url": "http://h/rpc",
+        "preferredTransport": "JSONRPC",
+        "protocolVersion": "0.3.0",
+        "skills": [],
+        "capabilities": {"streaming": True},
+    }
+    header = {"alg": "EdDSA", "kid": key.kid, "typ": "JOSE"}
+    compact = pyjwt.PyJWS().encode(canonical_card_v03(card), key.private_pem(), "EdDSA", header)
+    protected, _, signature = compact.split(".")
+    signed = {**card, "signatures": [{"protected": protected, "signature": signature}]}
+    trusted = TrustedKeys([key.verification_key()])
+    assert verify_card(signed, trusted, forms=V03_FORMS) == key.kid
+    with pytest.raises(CardVerificationError):
+        verify_card(signed, trusted)
+    with pytest.raises(CardVerificationError):
+        verify_card({**signed, "name": "other"}, trusted, forms=V03_FORMS)

@@ -10,6 +10,7 @@ document and its ledger both name the binding the handoff went on; the token and
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -22,6 +23,19 @@ from typing import Any
 import pytest
 
 from agent_cards.keys import SigningKey
+from contracts.wire import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+from coordinator.errors import RemoteA2AError
+from coordinator.remote.bindings import transport_for
+from coordinator.remote.client import A2AClient
+from coordinator.remote.transport import Interface
 
 PEER_KEY = SigningKey.generate()
 BINDINGS = {
@@ -199,3 +213,46 @@ def test_a_streamed_task_is_cancelled_with_its_run(streaming_peer: Peer) -> None
     _, document = peer.delegate({"hold": True}, "--cancel-after", "1")
     assert document["local_state"] == "CANCELLED"
     assert document["remote_state"] == "TASK_STATE_CANCELED"
+
+
+def _interface(peer: Peer) -> Any:
+    """The interface registration chose for the peer (as stored)."""
+    registered = peer.register()
+    assert registered.returncode == 0, registered.stderr
+    stored = json.loads((peer.data / "agents.json").read_text())["echo"]
+    return Interface(stored["endpoint"], stored["binding"], stored["protocol_version"])
+
+
+def test_remote_errors_are_typed_on_every_binding(peer: Peer) -> None:
+    """An unknown task and a cancel of a finished one come back, on each binding, as the
+    A2A errors JSON-RPC would name (-32001, -32002), with the ErrorInfo reason where the
+    binding carries one (v0.3 has none)."""
+    interface = _interface(peer)
+
+    async def errors() -> list[RemoteA2AError]:
+        caught: list[RemoteA2AError] = []
+        async with A2AClient() as client:
+            remote = transport_for(client, interface)
+            with pytest.raises(RemoteA2AError) as unknown:
+                await remote.get_task(GetTaskRequest(id="no-such-task"))
+            caught.append(unknown.value)
+            message = Message(
+                message_id="m-1", role=Role.USER, parts=[Part(data={"question": "ping"})]
+            )
+            sent = await remote.send_message(SendMessageRequest(message=message))
+            assert sent.task is not None
+            for _ in range(50):
+                task = await remote.get_task(GetTaskRequest(id=sent.task.id))
+                if task.status.state is TaskState.COMPLETED:
+                    break
+                await asyncio.sleep(0.05)
+            with pytest.raises(RemoteA2AError) as finished:
+                await remote.cancel_task(CancelTaskRequest(id=sent.task.id))
+            caught.append(finished.value)
+        return caught
+
+    unknown, finished = asyncio.run(errors())
+    assert (unknown.code, finished.code) == (-32001, -32002)
+    legacy = peer.binding == "v03"
+    assert unknown.error_info_reason == (None if legacy else "TASK_NOT_FOUND")
+    assert finished.error_info_reason == (None if legacy else "TASK_NOT_CANCELABLE")
