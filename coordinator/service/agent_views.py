@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
-from contracts.wire import AgentCard
 from coordinator.remote.card_changes import card_diff, surface
 from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.v03.card import card_model
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,
@@ -22,6 +22,9 @@ def agent_view(agent: RegisteredAgent) -> AgentView:
     return AgentView(
         name=agent.name,
         endpoint=agent.endpoint,
+        binding=agent.binding,
+        protocol_version=agent.protocol_version,
+        extended_card=agent.extended_card is not None,
         card_url=agent.card_url,
         skills=agent.skill_ids(),
         trust=agent.trust,
@@ -53,7 +56,7 @@ def agent_detail(agent: RegisteredAgent) -> AgentDetail:
 def pending_card(agent: RegisteredAgent) -> PendingCard | None:
     if agent.pending_card is None:
         return None
-    held = AgentCard.model_validate(agent.pending_card)
+    held = card_model(agent.pending_card)
     return PendingCard(
         agent=agent.name,
         card_url=agent.card_url,

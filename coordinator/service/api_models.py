@@ -252,6 +252,9 @@ class ConsistencyRequest(StrictRequest):
 class AgentView(BaseModel):
     name: str
     endpoint: str
+    binding: str = Field(default="JSONRPC", description="the binding chosen from its card")
+    protocol_version: str = "1.0"
+    extended_card: bool = Field(default=False, description="an extended card was verified")
     card_url: str
     skills: list[str]
     trust: str

@@ -75,7 +75,11 @@ def _seen(context: RequestContext) -> dict[str, Any]:
     if grpc_context is not None:
         headers = {k.lower(): v for k, v in grpc_context.invocation_metadata() or ()}
     bearer = str(headers.get("authorization", "")).startswith("Bearer ")
-    return {"bearer": bearer, "version": headers.get("a2a-version")}
+    seen: dict[str, Any] = {"bearer": bearer, "version": headers.get("a2a-version")}
+    tenant = context.call_context.tenant if context.call_context else ""
+    if tenant:
+        seen["tenant"] = tenant
+    return seen
 
 
 class EchoExecutor(AgentExecutor):
@@ -171,6 +175,15 @@ def v03_card(card: AgentCard, key: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+def _v03_signed(card: AgentCard, key: dict[str, Any]) -> AgentCard:
+    """``card`` carrying a signature over the v0.3 document the compat layer makes of it."""
+    signatures = v03_card(card, key)["signatures"]
+    del card.signatures[:]
+    for entry in signatures:
+        card.signatures.add(protected=entry["protected"], signature=entry["signature"])
+    return card
+
+
 def _handler(card: AgentCard, extended: AgentCard | None) -> DefaultRequestHandler:
     return DefaultRequestHandler(
         agent_executor=EchoExecutor(),
@@ -199,16 +212,21 @@ async def serve(args: argparse.Namespace) -> None:
     routes: list[Any] = []
     grpc_server = None
     if args.binding == "http_json":
+        prefix = "" if args.tenant else "/rest"  # the SDK mounts /{tenant} before a prefix
         interface = AgentInterface(
-            protocol_binding="HTTP+JSON", protocol_version="1.0", url=base + "/rest"
+            protocol_binding="HTTP+JSON", protocol_version="1.0", url=base + prefix
         )
+        if args.tenant:
+            interface.tenant = args.tenant
         card, extended = _cards(args, interface)
-        routes = create_rest_routes(_handler(card, extended), path_prefix="/rest")
+        routes = create_rest_routes(_handler(card, extended), path_prefix=prefix)
     elif args.binding == "grpc":
         grpc_port = _free_port()
         interface = AgentInterface(
             protocol_binding="GRPC", protocol_version="1.0", url=f"127.0.0.1:{grpc_port}"
         )
+        if args.tenant:
+            interface.tenant = args.tenant
         card, extended = _cards(args, interface)
         grpc_server = grpc.aio.server()
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(
@@ -221,6 +239,9 @@ async def serve(args: argparse.Namespace) -> None:
             protocol_binding="JSONRPC", protocol_version="0.3", url=base + "/a2a/jsonrpc"
         )
         card, extended = _cards(args, interface)
+        if extended is not None:
+            # the compat layer serves the extended card in the v0.3 shape: sign that
+            extended = _v03_signed(extended, _key(args, args.extended_key))
         handler = _handler(card, extended)
         routes = create_jsonrpc_routes(handler, rpc_url="/a2a/jsonrpc", enable_v0_3_compat=True)
         document = v03_card(card, _key(args))
@@ -249,6 +270,7 @@ def main() -> None:
     parser.add_argument("--binding", choices=["http_json", "grpc", "v03"], required=True)
     parser.add_argument("--key", required=True, help="JSON file: kid and private_pem")
     parser.add_argument("--extended", action="store_true")
+    parser.add_argument("--tenant", help="name this tenant on the card's interface")
     parser.add_argument("--streaming", action="store_true", help="declare and serve streams")
     parser.add_argument("--extended-key", help="sign the extended card with this key instead")
     args = parser.parse_args()

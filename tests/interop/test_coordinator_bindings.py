@@ -168,7 +168,7 @@ def test_a_cancelled_run_cancels_the_remote_task(peer: Peer) -> None:
     assert json.loads(ledger.stdout)["branches"][0]["state"] == "CANCELLED"
 
 
-@pytest.mark.parametrize("binding", ["http_json", "grpc"])
+@pytest.mark.parametrize("binding", sorted(BINDINGS))
 def test_the_extended_card_is_fetched_and_verified(binding: str, tmp_path: Path) -> None:
     """A card declaring an extended card: registration fetches it (authenticated, on the
     chosen binding), verifies it with the pinned key and keeps it, with the event."""
@@ -256,3 +256,17 @@ def test_remote_errors_are_typed_on_every_binding(peer: Peer) -> None:
     legacy = peer.binding == "v03"
     assert unknown.error_info_reason == (None if legacy else "TASK_NOT_FOUND")
     assert finished.error_info_reason == (None if legacy else "TASK_NOT_CANCELABLE")
+
+
+@pytest.mark.parametrize("binding", ["http_json", "grpc"])
+def test_the_cards_tenant_goes_with_every_call(binding: str, tmp_path: Path) -> None:
+    """An interface naming a tenant: HTTP+JSON calls take the /{tenant} path variant, gRPC
+    calls carry it in the request; the peer sees it and the delegation is ACCEPTED."""
+    for peer in start_peer(binding, tmp_path, "--tenant", "team-a"):
+        registered = peer.register("--return-schema", f"echo={peer.schema('e', ECHO_SCHEMA)}")
+        assert registered.returncode == 0, registered.stderr
+        code, document = peer.delegate({"question": "ping"})
+        assert code == 0, (document["reason"], document["notes"])
+        echoed = document["received_artifacts"][0]["parts"][0]["data"]
+        assert echoed["seen"]["tenant"] == "team-a"
+        assert document["branches"][0]["interface"]["tenant"] == "team-a"
