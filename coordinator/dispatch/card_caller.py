@@ -4,8 +4,9 @@
 public card declares: ours is the delegation token. The token for it is minted like a
 handoff's (narrowed from a root grant of the operator's authority, bound to a handoff of
 its own, ``extended-card``, with no budget and a one-minute lease, audience the agent's
-endpoint), so the agent verifies it exactly as it verifies a dispatch; only the scopes
-the card asks for its first skill are requested. A card without our scheme gets no token.
+id, :attr:`RegisteredAgent.agent_id`), so the agent verifies it exactly as a dispatch;
+only the scopes the card asks for its first skill are requested. A card without our
+scheme gets no token.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def card_caller(keys: KeySet, issuer: str) -> Callable[[RegisteredAgent], dict[s
             duplicate_key=f"{run_id}:{CARD_HANDOFF}",
         )
         nothing = Budget(actions=0, context_units=0, effects=0)
-        minted = delegator.mint(record, agent.endpoint, scopes, remaining=nothing)
+        minted = delegator.mint(record, agent.agent_id, scopes, remaining=nothing)
         return {"Authorization": f"Bearer {minted.token}"}
 
     return headers

@@ -62,7 +62,7 @@ def mint_for(
     before = envelope_of(run.book.remaining(before=record))
     minted = delegator.mint(
         record,
-        agent.endpoint,
+        agent.agent_id,
         scopes,
         remaining=before,
         message=request,

@@ -150,7 +150,7 @@ class PushReceiver:
         if not token:
             raise PushRefused(401, "signature_missing")
         claims = self._verified_claims(token, sender.keys)
-        self._check_claims(claims, sender.agent.endpoint, self.webhook_url(name), body)
+        self._check_claims(claims, sender.agent.agent_id, self.webhook_url(name), body)
         try:
             event = StreamResponse.model_validate(strict_json.loads(body))
         except ValueError:

@@ -104,6 +104,15 @@ class RegisteredAgent(BaseModel):
     def interface(self) -> Interface:
         return Interface(self.endpoint, self.binding, self.protocol_version, self.tenant)
 
+    @property
+    def agent_id(self) -> str:
+        """The agent's identifier, whichever binding is used: a delegation token's ``aud``
+        and a push signature's ``iss``. Its card's JSON-RPC 1.x interface URL when it has
+        one (what agents of this project are known by, and what every agent registered
+        before other bindings was), else the URL of the interface used."""
+        jsonrpc = self.agent_card.jsonrpc_interface()
+        return jsonrpc.url if jsonrpc is not None else self.endpoint
+
     def skill_ids(self) -> list[str]:
         return [skill.id for skill in self.agent_card.skills]
 

@@ -133,7 +133,7 @@ def arm(
             return
         envelope = envelope_of(record.budget)
         grant = delegator.mint(
-            record, agent.endpoint, scopes, remaining=envelope, message=NO_REQUEST
+            record, agent.agent_id, scopes, remaining=envelope, message=NO_REQUEST
         )
         run.emit("grant.minted", record, **grant.summary())
         run.credentials[record.attempt_id] = {"Authorization": f"Bearer {grant.token}"}

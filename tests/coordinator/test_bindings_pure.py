@@ -183,3 +183,21 @@ def test_a_v03_data_part_holds_an_object_only() -> None:
     with pytest.raises(ProtocolError) as refused:
         shapes.message_out(message)
     assert refused.value.reason == "v03_unrepresentable"
+
+
+def test_an_agent_is_known_by_one_id_whichever_binding_is_used() -> None:
+    """A token's audience does not follow the binding: the card's JSON-RPC URL when it
+    has one (remote_risk checks exactly that on every binding), else the interface used."""
+    from coordinator.remote.registry import RegisteredAgent
+
+    def agent(card: AgentCard, endpoint: str, binding: str) -> RegisteredAgent:
+        document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return RegisteredAgent(
+            name="a", card_url="http://h/card", endpoint=endpoint, binding=binding,
+            card=document, registered_at="now",
+        )  # fmt: skip
+
+    both = _card(("GRPC", "1.0"), ("JSONRPC", "1.0"))
+    assert agent(both, "http://h/GRPC", "GRPC").agent_id == "http://h/JSONRPC"
+    rest_only = _card(("HTTP+JSON", "1.0"))
+    assert agent(rest_only, "http://h/HTTP+JSON", "HTTP+JSON").agent_id == "http://h/HTTP+JSON"
