@@ -1,16 +1,24 @@
-"""An A2A v1.0 JSON-RPC client on httpx.
+"""The A2A client on httpx: the limits every binding shares, and the JSON-RPC binding.
 
-Every call sends ``A2A-Version: 1.0``, has an explicit per-phase timeout and a total
-deadline, follows no redirects, ignores proxy settings from the environment, asks for an
-uncompressed body and stops reading once the body exceeds a byte cap. Every JSON-RPC
-error is raised as :class:`~coordinator.errors.RemoteA2AError`; every transport or shape
-problem as the matching :mod:`coordinator.errors` type.
+:class:`A2AClient` owns what every binding shares: one pooled, bounded HTTP client (an
+explicit per-phase timeout and a total deadline per call, no redirects, no proxy
+settings from the environment, an uncompressed body read under a byte cap), the slots
+plain requests and long-lived streams take, the poll budget, ``A2A-Version`` on every
+request and the trace context; other bindings' long-lived connections (a gRPC channel)
+are made and closed through it. :meth:`A2AClient.exchange` and
+:meth:`A2AClient.stream_events` are the one bounded request and the one bounded SSE
+reader the HTTP bindings use (see :mod:`coordinator.remote.http_json`,
+:mod:`coordinator.remote.v03.transport`); :mod:`coordinator.remote.bindings` gives the
+transport of a chosen interface.
 
-Streams (``SendStreamingMessage``, ``SubscribeToTask``) are read as Server-Sent Events
-under the same rules: one total deadline for the whole stream, a cap on each event and on
-the whole stream, no redirects; each event is parsed strictly as a JSON-RPC response with
-the request's id whose result is a ``StreamResponse``. A refusal before the stream starts
-comes as a plain JSON-RPC error and is raised like any other.
+Its own calls are the JSON-RPC binding of A2A v1.0: every JSON-RPC error is raised as
+:class:`~coordinator.errors.RemoteA2AError`; every transport or shape problem as the
+matching :mod:`coordinator.errors` type. Streams (``SendStreamingMessage``,
+``SubscribeToTask``) are read as Server-Sent Events under the same rules: one total
+deadline for the whole stream, a cap on each event and on the whole stream; each event
+is parsed strictly as a JSON-RPC response with the request's id whose result is a
+``StreamResponse``. A refusal before the stream starts comes as a plain JSON-RPC error
+and is raised like any other.
 
 Pass your own ``httpx.AsyncClient`` (for instance one on ``httpx.ASGITransport``) to talk
 to an app in memory; by default one pooled client is created and owned here.
