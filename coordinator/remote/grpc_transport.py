@@ -7,9 +7,9 @@ total cap; unary calls wait in the client's plain-request slots. An error's
 ``google.rpc.Status`` (``grpc-status-details-bin``) is decoded and its ``ErrorInfo``
 names the A2A error, as for HTTP+JSON (:mod:`coordinator.remote.wire_errors`).
 
-Messages cross into our wire models through ProtoJSON; a ``google.protobuf.Value`` holds
-every number as a double, so integral numbers come back as integers (ProtoJSON's text
-does not tell 1 from 1.0 either).
+Messages cross into our wire models through the servers' own ProtoJSON mapping
+(:mod:`agent_cards.bindings.protojson`: proto3 defaults a model requires put back, whole
+numbers out of a ``Struct`` read as integers).
 
 The interface's URL is ``host:port``: plaintext to a loopback host, TLS otherwise;
 ``grpc://`` or ``http://`` asks for plaintext and ``grpcs://`` or ``https://`` for TLS.
@@ -18,25 +18,26 @@ The interface's URL is ``host:port``: plaintext to a loopback host, TLS otherwis
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
-from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
+from pydantic import BaseModel
 
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+from agent_cards.bindings.protojson import from_proto, proto_dict, to_proto
 from contracts.a2a_errors import ERROR_INFO_TYPE
 from contracts.wire import (
     PROTOCOL_VERSION,
     VERSION_HEADER,
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
     Task,
-    to_wire,
 )
 from coordinator.errors import FederationError, ProtocolError, TransportError, translated
 from coordinator.remote import traced
@@ -47,7 +48,8 @@ from coordinator.telemetry import tracing
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-MAX_SAFE_INTEGER = 2**53
+ModelT = TypeVar("ModelT", bound=BaseModel)
+ProtoT = TypeVar("ProtoT", bound=Message)
 
 
 def channel_target(url: str) -> tuple[str, bool]:
@@ -62,21 +64,6 @@ def channel_target(url: str) -> tuple[str, bool]:
             return url[len(scheme) :].rstrip("/"), tls
     host = url.rsplit(":", 1)[0]
     return url, host not in LOOPBACK
-
-
-def _integral(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < MAX_SAFE_INTEGER:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_integral(v) for v in value]
-    return value
-
-
-def to_document(message: Message) -> Any:
-    """A received message as ProtoJSON (camelCase, enums by name, defaults left out)."""
-    return _integral(json_format.MessageToDict(message))
 
 
 class GrpcTransport:
@@ -105,12 +92,11 @@ class GrpcTransport:
         channel = self.client.shared(f"grpc:{self._target}:{self._tls}", make, close)
         return a2a_pb2_grpc.A2AServiceStub(channel)
 
-    def _request(self, request: Any, proto: Message) -> Message:
-        document = to_wire(request)
-        if self.interface.tenant and "tenant" not in document:
-            document["tenant"] = self.interface.tenant
+    def _request(self, request: Any, proto: type[ProtoT]) -> ProtoT:
+        if self.interface.tenant and request.tenant is None:
+            request = request.model_copy(update={"tenant": self.interface.tenant})
         with translated("encoding a gRPC request"):
-            return json_format.ParseDict(document, proto)
+            return to_proto(request, proto)
 
     def _metadata(
         self, headers: Mapping[str, str] | None, trace: bool = True
@@ -126,7 +112,7 @@ class GrpcTransport:
     async def send_message(
         self, request: SendMessageRequest, headers: Mapping[str, str] | None = None
     ) -> SendMessageResponse:
-        proto = self._request(request, a2a_pb2.SendMessageRequest())
+        proto = self._request(request, a2a_pb2.SendMessageRequest)
         answer = await self._unary("SendMessage", proto, headers)
         return self._parsed("SendMessage", answer, SendMessageResponse)
 
@@ -134,22 +120,20 @@ class GrpcTransport:
         self, request: GetTaskRequest, headers: Mapping[str, str] | None = None
     ) -> Task:
         answer = await self._unary(
-            "GetTask", self._request(request, a2a_pb2.GetTaskRequest()), headers
+            "GetTask", self._request(request, a2a_pb2.GetTaskRequest), headers
         )
         return self._parsed("GetTask", answer, Task)
 
     async def cancel_task(
         self, request: CancelTaskRequest, headers: Mapping[str, str] | None = None
     ) -> Task:
-        proto = self._request(request, a2a_pb2.CancelTaskRequest())
+        proto = self._request(request, a2a_pb2.CancelTaskRequest)
         return self._parsed("CancelTask", await self._unary("CancelTask", proto, headers), Task)
 
     async def extended_card(self, headers: Mapping[str, str]) -> dict[str, Any]:
         proto = a2a_pb2.GetExtendedAgentCardRequest(tenant=self.interface.tenant or "")
-        document = to_document(await self._unary("GetExtendedAgentCard", proto, headers))
-        if not isinstance(document, dict):
-            raise ProtocolError(f"extended card from {self.endpoint} is not an object", "not_json")
-        return document
+        answer = await self._unary("GetExtendedAgentCard", proto, headers)
+        return proto_dict(answer, AgentCard)
 
     async def _unary(self, rpc: str, proto: Message, headers: Mapping[str, str] | None) -> Message:
         call = getattr(self._stub(), rpc)
@@ -160,16 +144,16 @@ class GrpcTransport:
                 answer: Message = await call(proto, metadata=metadata, timeout=timeout)
                 return answer
 
-    def _parsed(self, rpc: str, answer: Message, model: type[Any]) -> Any:
+    def _parsed(self, rpc: str, answer: Message, model: type[ModelT]) -> ModelT:
         with translated(f"{rpc} to", self.endpoint):
-            return model.model_validate(to_document(answer))
+            return from_proto(answer, model)
 
     # --- streams ----------------------------------------------------------------------------
 
     def stream_message(
         self, request: SendMessageRequest, headers: Mapping[str, str] | None = None
     ) -> AsyncGenerator[StreamResponse, None]:
-        proto = self._request(request, a2a_pb2.SendMessageRequest())
+        proto = self._request(request, a2a_pb2.SendMessageRequest)
         return self._stream("SendStreamingMessage", proto, headers)
 
     def subscribe(
@@ -194,7 +178,7 @@ class GrpcTransport:
                     if total > cap:
                         raise ProtocolError(f"stream exceeds {cap} bytes", "response_too_large")
                     with translated(f"{rpc} from", self.endpoint):
-                        yield StreamResponse.model_validate(to_document(event))
+                        yield from_proto(event, StreamResponse)
             finally:
                 call.cancel()
 

@@ -3,38 +3,28 @@
 JSON-RPC carries the A2A code and ``ErrorInfo`` in ``error.data``; HTTP+JSON a
 ``google.rpc.Status`` body (``{"error": {"code", "status", "message", "details"}}``); gRPC
 the status code and the same ``Status`` in its trailers. The A2A error is named by the
-``ErrorInfo`` reason (the spec's table, :mod:`contracts.a2a_errors`), so each maps back to
-the code the JSON-RPC binding would have answered; a status without an ``ErrorInfo``
-maps only where its canonical code names one A2A error unambiguously.
+``ErrorInfo`` reason (the spec's table, :mod:`contracts.a2a_errors`, through the servers'
+own :mod:`agent_cards.bindings.status`), so each maps back to the code the JSON-RPC
+binding would have answered; a status without an ``ErrorInfo`` maps only where that
+table gives its canonical code to one A2A error alone (``NOT_FOUND`` is TaskNotFound,
+``FAILED_PRECONDITION`` could be six errors and is refused as ``error_info_missing``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from contracts.a2a_errors import (
-    ALL_KINDS,
-    DELEGATION_PERMISSION_DENIED,
-    DELEGATION_UNAUTHENTICATED,
-    DELEGATION_UNAVAILABLE,
-    ERROR_INFO_TYPE,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    PROJECT_KINDS,
-    TASK_NOT_FOUND,
-    A2AErrorKind,
-)
+from agent_cards.bindings.status import GRPC_CODES, kind_of_reason
+from contracts.a2a_errors import ERROR_INFO_TYPE, A2AErrorKind
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
 
-BY_REASON = {kind.reason: kind for kind in (*ALL_KINDS, *PROJECT_KINDS)}
-# google.rpc.Code names that stand for a single A2A error when no ErrorInfo says which.
-BY_STATUS_NAME = {
-    "NOT_FOUND": TASK_NOT_FOUND,
-    "INVALID_ARGUMENT": INVALID_PARAMS,
-    "INTERNAL": INTERNAL_ERROR,
-    "UNAUTHENTICATED": DELEGATION_UNAUTHENTICATED,
-    "PERMISSION_DENIED": DELEGATION_PERMISSION_DENIED,
-    "UNAVAILABLE": DELEGATION_UNAVAILABLE,
+# google.rpc.Code names the table gives to exactly one A2A error.
+_NAMED = Counter(GRPC_CODES.values())
+BY_STATUS_NAME: dict[str, A2AErrorKind] = {
+    name: kind
+    for reason, name in GRPC_CODES.items()
+    if _NAMED[name] == 1 and (kind := kind_of_reason(reason)) is not None
 }
 MAX_MESSAGE = 500
 
@@ -53,8 +43,7 @@ def info_reason(details: Any) -> str | None:
 def remote_error(status_name: str, message: str, details: Any, where: str) -> RemoteA2AError:
     """The error a ``google.rpc.Status`` (status name, message, details) stands for."""
     reason = info_reason(details)
-    kind: A2AErrorKind | None = BY_REASON.get(reason) if reason else None
-    kind = kind or BY_STATUS_NAME.get(status_name)
+    kind = kind_of_reason(reason) or BY_STATUS_NAME.get(status_name)
     if kind is None:
         raise ProtocolError(
             f"{where}: error {status_name or 'without a status'} names no A2A error",

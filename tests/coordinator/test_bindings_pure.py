@@ -80,11 +80,12 @@ def test_a_status_body_names_the_a2a_error(body: dict[str, Any], code: int, reas
 
 
 def test_a_status_naming_no_a2a_error_and_a_body_that_is_no_status() -> None:
-    """FAILED_PRECONDITION alone could be several A2A errors: refused, not guessed; a
+    """A status the table gives to several A2A errors is refused, not guessed; a
     body that is not a google.rpc.Status is a transport failure with its HTTP status."""
-    with pytest.raises(ProtocolError) as unnamed:
-        raise from_http_status_body(400, {"error": {"status": "FAILED_PRECONDITION"}}, "call")
-    assert unnamed.value.reason == "error_info_missing"
+    for name in ("FAILED_PRECONDITION", "INVALID_ARGUMENT", "INTERNAL"):
+        with pytest.raises(ProtocolError) as unnamed:
+            raise from_http_status_body(400, {"error": {"status": name}}, "call")
+        assert unnamed.value.reason == "error_info_missing"
     with pytest.raises(TransportError) as plain:
         raise from_http_status_body(502, "<html>", "call")
     assert plain.value.reason == "http_status"
