@@ -16,13 +16,19 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from agent_cards.keys import KeySet
-from contracts.grant import Budget
 from contracts.handoff import HandoffBudget, HandoffRecord
-from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
+from coordinator.authority.delegator import (
+    Delegator,
+    RunAuthority,
+    envelope_of,
+    required_scopes,
+)
 from coordinator.remote.registry import RegisteredAgent
 
 CARD_HANDOFF = "extended-card"
 CARD_LEASE_SECONDS = 60
+# Fetching a card spends nothing: every dimension, model figures included, is zero.
+NO_BUDGET = HandoffBudget(actions=0, context_units=0, effects=0, model_requests=0, model_tokens=0)
 
 
 def card_caller(keys: KeySet, issuer: str) -> Callable[[RegisteredAgent], dict[str, str]]:
@@ -45,12 +51,11 @@ def card_caller(keys: KeySet, issuer: str) -> Callable[[RegisteredAgent], dict[s
             target=agent.name,
             skill=skill,
             final_owner="coordinator",
-            budget=HandoffBudget(actions=0, context_units=0, effects=0),
+            budget=NO_BUDGET,
             lease_expires_at=lease,
             duplicate_key=f"{run_id}:{CARD_HANDOFF}",
         )
-        nothing = Budget(actions=0, context_units=0, effects=0)
-        minted = delegator.mint(record, agent.agent_id, scopes, remaining=nothing)
+        minted = delegator.mint(record, agent.agent_id, scopes, remaining=envelope_of(NO_BUDGET))
         return {"Authorization": f"Bearer {minted.token}"}
 
     return headers
