@@ -373,7 +373,11 @@ class Registry:
         try:
             document = await transport_for(client, agent.interface).extended_card(headers)
         except FederationError as exc:
-            raise RegistryError(f"{what}: {exc}", "extended_card_unavailable") from None
+            # Not evidence against the verified public card: kept without an extended one.
+            self.trail.emit(
+                "card.extended_unavailable", data={"agent": agent.name, "reason": exc.reason}
+            )
+            return agent
         kid = verified_kid(document, _keys_from(agent.pinned_jwks), what)
         try:
             card_model(document)
