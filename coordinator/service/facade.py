@@ -95,7 +95,9 @@ def current_branches(document: dict[str, Any], records: Sequence[HandoffRecord])
     """``document`` with each branch's row rebuilt from its current record."""
     current = {record.attempt_id: record for record in records}
     branches = [
-        ownership_row(current[branch["branch"]], branch.get("remote_question"))
+        ownership_row(
+            current[branch["branch"]], branch.get("remote_question"), branch.get("interface")
+        )
         if branch.get("branch") in current
         else branch
         for branch in document.get("branches") or []
