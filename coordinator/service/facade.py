@@ -340,7 +340,7 @@ class CoordinatorService:
         current = proofs.sign_current_head(
             ws_ledger, self._ledger_key(), issuer=identity.issuer_id(), keys=jwks
         )
-        agents = {agent.endpoint: agent for agent in Registry(self.ws.data).agents()}
+        agents = {agent.agent_id: agent for agent in Registry(self.ws.data).agents()}
         remotes: dict[str, reconcile.RemoteAudit] = {}
         handoffs = []
         for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):

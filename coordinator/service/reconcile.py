@@ -205,6 +205,6 @@ def _consistency(old: int, new: int, ok: bool) -> dict[str, Any]:
 def witnessed_heads(ledger: Ledger, remote: RemoteAudit) -> list[Head]:
     """The remote's heads this coordinator kept from its receipts, re-verified."""
     kept = []
-    for head in TreeHeadStore(ledger.engine).witnessed(remote.agent.endpoint):
+    for head in TreeHeadStore(ledger.engine).witnessed(remote.agent.agent_id):
         kept.append(remote.head(head.jws))
     return kept
