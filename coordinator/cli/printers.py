@@ -92,13 +92,21 @@ def print_registration(registration: dict[str, Any], url: str) -> int:
 
 def print_agents(agents: list[dict[str, Any]], *, as_json: bool) -> None:
     if as_json:
-        keys = ("name", "endpoint", "card_url", "skills")
-        print_json([{key: agent[key] for key in keys} for agent in agents])
+        keys = ("name", "endpoint", "card_url", "skills", "binding", "protocol_version")
+        print_json([{key: agent.get(key) for key in keys} for agent in agents])
         return
     if not agents:
         print("no agents registered")
     for agent in agents:
-        print(f"{agent['name']}\t{agent['endpoint']}\tskills: {', '.join(agent['skills'])}")
+        print(
+            f"{agent['name']}\t{agent['endpoint']}\t{_binding(agent)}\t"
+            f"skills: {', '.join(agent['skills'])}"
+        )
+
+
+def _binding(agent: dict[str, Any]) -> str:
+    """The binding the coordinator calls the agent on, e.g. ``GRPC 1.0``."""
+    return f"{agent.get('binding', 'JSONRPC')} {agent.get('protocol_version', '1.0')}"
 
 
 def render_agent(agent: dict[str, Any]) -> str:
@@ -106,6 +114,8 @@ def render_agent(agent: dict[str, Any]) -> str:
     lines = [
         f"{agent['name']}: {agent['description']} (card version {agent['version']})",
         f"endpoint: {agent['endpoint']}",
+        f"binding: {_binding(agent)}; extended card: "
+        + ("verified" if agent.get("extended_card") else "none"),
         f"card: {agent['card_url']}",
         f"trust: {agent['trust']}; card signed by {agent['verified_kid']}; "
         f"pinned keys: {', '.join(agent['pinned_kids']) or 'none'}",

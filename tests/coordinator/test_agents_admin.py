@@ -79,7 +79,9 @@ def test_show_pending_approve_and_remove(
     assert held["diff"]["skills_added"] == [] and held["diff"]["interfaces_added"] == []
     text = cli(capsys, tmp_path, "agents", "pending")[1]
     assert f"+ scope payments:write (skill {SKILL})" in text and "--approve" in text
-    assert "held card" in cli(capsys, tmp_path, "agents", "show", "risk")[1]
+    shown_text = cli(capsys, tmp_path, "agents", "show", "risk")[1]
+    assert "held card" in shown_text and "binding: JSONRPC 1.0" in shown_text
+    assert "\tJSONRPC 1.0\t" in cli(capsys, tmp_path, "agents")[1]
 
     # --approve alone: the card held is verified again with the pins given when it was held.
     code, out, err = cli(capsys, tmp_path, "register", host.base, "--approve", "--json")
