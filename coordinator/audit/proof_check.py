@@ -28,10 +28,11 @@ from typing import Any
 import jwt
 
 from agent_cards.transparency import merkle
+from agent_cards.transparency.heads import is_hash
 from coordinator.audit.proofs import PROOF_FORMAT
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact, protected_header
 from coordinator.audit.signing import thumbprint
-from coordinator.audit.tree_heads import TreeHead, is_hash, key_for, verify_tree_head
+from coordinator.audit.tree_heads import TreeHead, key_for, verify_tree_head
 from coordinator.audit.verification import Break, VerifyReport
 from coordinator.errors import LedgerError
 

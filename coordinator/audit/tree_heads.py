@@ -19,7 +19,6 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -27,62 +26,24 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from sqlalchemy import Engine, insert, select
 
 from agent_cards.transparency import merkle
+from agent_cards.transparency.heads import TREE_HEAD_TYP, Head, head_from
+from agent_cards.transparency.statements import StatementInvalid
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
 from coordinator.errors import LedgerError
 from coordinator.storage.engine import write_transaction, writer_of
 from coordinator.storage.schema import tree_heads
 
-TREE_HEAD_TYP = "ledger-tree-head+jwt"
 SIGNED, WITNESSED = "signed", "witnessed"
-_HEX = frozenset("0123456789abcdef")
-
-
-@dataclass(frozen=True)
-class TreeHead:
-    """A verified (or, from our own table, stored) signed tree head."""
-
-    iss: str
-    tree_size: int
-    root_hash: str
-    issued_at: str
-    kid: str
-    jws: str
-
-    @property
-    def root(self) -> bytes:
-        return bytes.fromhex(self.root_hash)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "iss": self.iss,
-            "tree_size": self.tree_size,
-            "root_hash": self.root_hash,
-            "issued_at": self.issued_at,
-            "kid": self.kid,
-            "jws": self.jws,
-        }
-
-
-def is_hash(value: Any) -> bool:
-    """64 lowercase hex digits."""
-    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
+TreeHead = Head
+"""A verified (or, from our own table, stored) signed tree head: the shared head format."""
 
 
 def _from_claims(claims: Mapping[str, Any], kid: str, jws: str) -> TreeHead:
-    size, root = claims.get("tree_size"), claims.get("root_hash")
-    if not (
-        isinstance(size, int)
-        and not isinstance(size, bool)
-        and size >= 0
-        and is_hash(root)
-        and isinstance(claims.get("issued_at"), str)
-        and isinstance(claims.get("iss"), str)
-    ):
-        raise LedgerError(
-            "a signed tree head needs iss, tree_size, root_hash and issued_at", "head_invalid"
-        )
-    return TreeHead(claims["iss"], size, str(root), claims["issued_at"], kid, jws)
+    try:
+        return head_from(claims, kid, jws)
+    except StatementInvalid as exc:
+        raise LedgerError(str(exc), exc.reason) from None
 
 
 def sign_tree_head(
