@@ -23,7 +23,7 @@ from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.delegate import delegation_document, record_disposition
+from coordinator.dispatch.delegate import Concluded
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
@@ -65,7 +65,7 @@ async def handoff(
     delegator = Delegator(keys, run.authority, DEFAULT_ISSUER, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=timeout)
     contract = finding_contract(record_ids(payload))
-    outcome = await run_remote_handoff(
+    return await run_remote_handoff(
         client,
         agent,
         propose(run, agent, RISK_SKILL, payload, wait, contract=contract),
@@ -73,10 +73,9 @@ async def handoff(
         run=run,
         wait=wait,
         delegator=delegator,
+        # the disposition and the run document, with the outcome, as `delegate` does
+        conclude=Concluded(run) if save else None,
     )
-    if save:
-        await finish(run, outcome)
-    return outcome
 
 
 def new_run(agent: RegisteredAgent, ws: Workspace) -> Run:
@@ -89,9 +88,3 @@ def new_run(agent: RegisteredAgent, ws: Workspace) -> Run:
         store=ws.run_store(),
         kind="delegation",
     )
-
-
-async def finish(run: Run, outcome: RemoteOutcome) -> None:
-    """The disposition event and the run document, as ``delegate`` records them."""
-    record_disposition(run, outcome)
-    await run.save_durable(delegation_document(run, outcome))

@@ -113,11 +113,16 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
             "coordinator": root / "coordinator" / DATABASE_FILE,
             "remote": (risk.data_dir or root) / services.DATABASE_FILE,
         }
+        walls: list[float] = []
+
+        async def timed() -> Any:
+            begun = time.perf_counter()
+            outcome = await governed.handoff(client, agent, keys, ws, timeout=args.lease)
+            walls.append(time.perf_counter() - begun)
+            return outcome
+
         with WalSampler(watched) as wal:
-            work = [
-                asyncio.ensure_future(governed.handoff(client, agent, keys, ws, timeout=args.lease))
-                for _ in range(args.handoffs)
-            ]
+            work = [asyncio.ensure_future(timed()) for _ in range(args.handoffs)]
             done, pending = await asyncio.wait(work, timeout=args.limit)
         elapsed = time.perf_counter() - started
         for task in pending:
@@ -155,7 +160,20 @@ async def burst(args: argparse.Namespace, risk: services.Running, root: Path) ->
         "peak": peak,
         "wal": wal.report(),
         "after": after,
+        "overhead_ms": overhead(walls, args.delay),
     }
+
+
+def overhead(walls: list[float], remote_seconds: float) -> dict[str, float]:
+    """Each handoff's time beyond the remote's own (its skill holds a task for
+    ``remote_seconds``): median, p99 and largest, in milliseconds."""
+    extra = sorted(max(0.0, wall - remote_seconds) * 1000 for wall in walls)
+    if not extra:
+        return {"p50": 0.0, "p99": 0.0, "max": 0.0}
+    def at(quantile: float) -> float:
+        return extra[min(len(extra) - 1, int(quantile * len(extra)))]
+
+    return {"p50": at(0.5), "p99": at(0.99), "max": extra[-1]}
 
 
 def checks(result: dict[str, Any]) -> list[tuple[str, bool]]:
@@ -201,6 +219,11 @@ def main() -> None:
     mb = 1024 * 1024
     print(f"{args.handoffs} handoffs in {result['seconds']:.1f} s: {result['states']}")
     print(f"most common outcomes: {result['reasons']}")
+    spent = result["overhead_ms"]
+    print(
+        f"overhead over the remote's own {args.delay:g} s per handoff: "
+        f"p50 {spent['p50']:.0f} ms, p99 {spent['p99']:.0f} ms, largest {spent['max']:.0f} ms"
+    )
     print(f"ledger: {result['ledger']}")
     for name, key in (("coordinator RSS", "coordinator_rss"), ("remote RSS", "remote_rss")):
         before, after = result["before"][key] / mb, result["after"][key] / mb

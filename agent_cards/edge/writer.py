@@ -67,6 +67,9 @@ class Writer:
     max_batch: int = DEFAULT_MAX_BATCH
     max_wait: float = DEFAULT_MAX_WAIT_SECONDS
     batch_sizes: Counter[int] = field(default_factory=Counter)
+    # how often a caller outside the thread waited in place (call, commit_now): each one
+    # is a thread that was not serving while the database worked
+    waits_in_place: int = 0
     _queue: queue.SimpleQueue[_Job[Any] | None] = field(default_factory=queue.SimpleQueue)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -100,12 +103,14 @@ class Writer:
         thread itself the job runs at once."""
         if threading.current_thread() is self._thread:
             return run()
+        self.waits_in_place += 1
         return self.submit(run).result()
 
     def commit_now(self, batch: Batch, item: Any, key: Any = None) -> Any:
         """:meth:`submit_item` and wait (for callers that are not coroutines)."""
         if threading.current_thread() is self._thread:
             return _outcome(batch([item])[0])
+        self.waits_in_place += 1
         return self.submit_item(batch, item, key).result()
 
     def close(self) -> None:

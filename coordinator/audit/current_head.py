@@ -9,7 +9,8 @@ stored bytes and its link to the one before; so a head costs the new events, one
 signature and one row in ``tree_heads``. The first use in a process builds the range from
 the stored hashes (one read of one column). A new head is signed when the ledger grew and
 the last one is at least :data:`MIN_INTERVAL_SECONDS` old; otherwise the last is shown
-again. Every head signed is kept, so ``audit verify`` checks it against the ledger.
+again without reading the ledger. Every head signed is kept, so ``audit verify`` checks
+it against the ledger; a token's head is kept with the token's own intent point.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import hashlib
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, Engine, select
 
 from agent_cards.transparency import merkle
 from coordinator.audit.events import GENESIS_HASH
-from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, sign_tree_head
+from coordinator.audit.tree_heads import SIGNED, TreeHead, TreeHeadStore, head_row, sign_tree_head
 from coordinator.errors import LedgerError
 from coordinator.storage.schema import audit_events
 
@@ -44,17 +45,29 @@ class CurrentHead:
         self._signed_at = float("-inf")
         self._lock = threading.Lock()
 
-    def latest(self, private_key: Ed25519PrivateKey, issuer: str) -> TreeHead:
-        """The latest head: signed now if the ledger grew and the interval passed."""
+    def latest(
+        self,
+        private_key: Ed25519PrivateKey,
+        issuer: str,
+        keep: Callable[[Callable[[Connection], None]], None] | None = None,
+    ) -> TreeHead:
+        """The latest head: signed now if the interval passed and the ledger grew (only
+        then is the ledger read). A new head is kept at once, or, given ``keep``, handed
+        its row to write with the caller's next durable point (a token's intent)."""
         with self._lock:
-            size = self._advance()
             fresh = time.monotonic() - self._signed_at < self._min_interval
-            if self._head is not None and (self._head.tree_size == size or fresh):
+            if self._head is not None and fresh:
+                return self._head
+            size = self._advance()
+            if self._head is not None and self._head.tree_size == size:
                 return self._head
             assert self._frontier is not None
             head = sign_tree_head(size, self._frontier.root(), private_key, issuer=issuer)
-            self._head = TreeHeadStore(self._engine).keep(head)
-            self._signed_at = time.monotonic()
+            if keep is None:
+                TreeHeadStore(self._engine).keep(head)
+            else:
+                keep(head_row(head, head.iss, SIGNED))
+            self._head, self._signed_at = head, time.monotonic()
             return head
 
     def _advance(self) -> int:

@@ -44,6 +44,7 @@ class AuditTrail:
         self.kept: list[AuditEvent] = []
         self.pending: list[AuditEvent] = []
         self._stores: list[RunStore] = []
+        self._rows: list[Step] = []
 
     def carry(self, store: RunStore) -> None:
         """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
@@ -52,6 +53,13 @@ class AuditTrail:
         if store not in self._stores:
             store.defer_writes()
             self._stores.append(store)
+
+    def write_with(self, row: Step) -> None:
+        """Write ``row`` (a function of the connection) in the next flush's transaction,
+        before its events: what it records lands with them, and costs no commit of its
+        own. Without a ledger there is no database, and nothing to write it to."""
+        if self.ledger is not None:
+            self._rows.append(row)
 
     def flush(self) -> None:
         """Write what is pending now (waiting, in the calling thread, for the commit)."""
@@ -78,10 +86,11 @@ class AuditTrail:
         if self.ledger is None:
             return None
         stores = [store for store in self._stores if store.has_pending]
-        if not self.pending and not stores:
+        if not self.pending and not stores and not self._rows:
             return None
         events, self.pending = self.pending, []
-        steps = [step for store in stores for step in store.take_pending()]
+        steps, self._rows = self._rows, []
+        steps += [step for store in stores for step in store.take_pending()]
         records = [self.ledger.process(event) for event in events]
         return _Taken(self.ledger, Append(records, _rows(steps) if steps else None))
 

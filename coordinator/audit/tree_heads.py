@@ -18,12 +18,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Connection, Engine, insert, select
 
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import TREE_HEAD_TYP, Head, head_from
@@ -124,6 +124,19 @@ def consistent(old: TreeHead, new: TreeHead, proof: list[bytes]) -> bool:
     return merkle.verify_consistency(old.tree_size, new.tree_size, old.root, new.root, proof)
 
 
+def head_row(head: TreeHead, log_id: str, origin: str) -> Callable[[Connection], None]:
+    """Writes ``head`` as a row of ``tree_heads`` on the connection it is given: alone
+    (:class:`TreeHeadStore`) or with a durable point's other rows (a witnessed head)."""
+    row = {**head.as_dict(), "log_id": log_id, "origin": origin}
+    row.pop("iss")
+    statement = insert(tree_heads).values(recorded_at=timestamp(utc_now()), **row)
+
+    def write(connection: Connection) -> None:
+        connection.execute(statement)
+
+    return write
+
+
 class TreeHeadStore:
     """The ``tree_heads`` table: heads signed here, and heads of other logs witnessed."""
 
@@ -131,13 +144,11 @@ class TreeHeadStore:
         self.engine = engine
 
     def _add(self, head: TreeHead, log_id: str, origin: str) -> TreeHead:
-        row = {**head.as_dict(), "log_id": log_id, "origin": origin}
-        row.pop("iss")
-        statement = insert(tree_heads).values(recorded_at=timestamp(utc_now()), **row)
+        row = head_row(head, log_id, origin)
 
         def add() -> None:  # through the process's writer: no two writers queue on the lock
             with write_transaction(self.engine) as connection:
-                connection.execute(statement)
+                row(connection)
 
         writer_of(self.engine).call(add)
         return head

@@ -13,7 +13,7 @@ from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority.delegator import Delegator
-from coordinator.dispatch.driver import HandoffDriver
+from coordinator.dispatch.driver import Conclusion, HandoffDriver
 from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
 from coordinator.dispatch.retry import Cause, RetryPolicy, next_delay
@@ -36,17 +36,23 @@ async def run_remote_handoff(
     run: Run,
     wait: WaitPolicy | None = None,
     delegator: Delegator | None = None,
+    conclude: Conclusion | None = None,
 ) -> RemoteOutcome:
-    """Admit ``proposal`` (nothing is sent if it fails) and drive it, attempt by attempt."""
+    """Admit ``proposal`` (nothing is sent if it fails) and drive it, attempt by attempt.
+    ``conclude`` records what the caller concludes from the last attempt (a run's
+    disposition and document) in that attempt's outcome point: one transaction."""
     wait = wait or WaitPolicy()
     notes: list[str] = []
     while True:
+        decided = _Decision(conclude)
         driver = HandoffDriver(
-            client, agent, run, payload, proposal, wait=wait, delegator=delegator
-        )
+            client, agent, run, payload, proposal, wait=wait, delegator=delegator,
+            conclude=decided,
+        )  # fmt: skip
+        decided.driver = driver
+        driver.outcome.notes[:0] = notes
         outcome = await driver.attempt()
-        outcome.notes[:0] = notes
-        delay = retry_delay(driver)
+        delay = decided.delay if decided.made else retry_delay(driver)
         if delay is None:
             return outcome
         failed = outcome.record
@@ -59,6 +65,24 @@ async def run_remote_handoff(
         if run.book.cancelled:
             return outcome
         proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
+
+
+class _Decision:
+    """Whether another attempt follows, decided at the attempt's outcome point (and
+    again if that point is refused and an ending from elsewhere adopted): only the last
+    attempt's outcome carries the caller's conclusion."""
+
+    def __init__(self, conclude: Conclusion | None) -> None:
+        self.conclude = conclude
+        self.driver: HandoffDriver | None = None
+        self.made = False
+        self.delay: float | None = None
+
+    def __call__(self, outcome: RemoteOutcome) -> None:
+        assert self.driver is not None
+        self.made, self.delay = True, retry_delay(self.driver)  # the last call decides
+        if self.delay is None and self.conclude is not None:
+            self.conclude(outcome)
 
 
 async def retried(driver: HandoffDriver, outcome: RemoteOutcome) -> RemoteOutcome:

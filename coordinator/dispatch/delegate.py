@@ -66,14 +66,14 @@ async def delegate_once(
     ws: Workspace,
     client: A2AClient | None = None,
     interruption: Interruption | None = None,
-) -> tuple[Run, RemoteOutcome]:
+) -> tuple[Run, RemoteOutcome, dict[str, Any]]:
     """:func:`_delegate_once` in the run's span: the trace the run's trace id names."""
     target = {tracing.PREFIX + "target": order.agent.name, tracing.PREFIX + "skill": order.skill}
     with tracing.span(tracing.PREFIX + "run", target) as span:
-        run, outcome = await _delegate_once(order, keys, issuer, ws, client, interruption)
+        run, outcome, document = await _delegate_once(order, keys, issuer, ws, client, interruption)
         span.set_attribute(tracing.PREFIX + "run_id", run.run_id)
         span.set_attribute(tracing.PREFIX + "state", outcome.record.state.value)
-        return run, outcome
+        return run, outcome, document
 
 
 async def _delegate_once(
@@ -83,7 +83,7 @@ async def _delegate_once(
     ws: Workspace,
     client: A2AClient | None = None,
     interruption: Interruption | None = None,
-) -> tuple[Run, RemoteOutcome]:
+) -> tuple[Run, RemoteOutcome, dict[str, Any]]:
     """One handoff driven to its end; through ``client`` (a long-lived process's pooled
     client) when given, else through a client of its own. ``cancel_after`` or an
     ``interruption`` cancels the run first."""
@@ -101,6 +101,7 @@ async def _delegate_once(
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(A2AClient())
+        concluded = Concluded(run)
         handoff = run_remote_handoff(
             client,
             order.agent,
@@ -109,11 +110,11 @@ async def _delegate_once(
             run=run,
             wait=wait,
             delegator=delegator,
+            conclude=concluded,
         )
         if order.cancel_after is None and interruption is None:
             outcome = await handoff
-            record_disposition(run, outcome)
-            return run, outcome
+            return run, outcome, concluded.document
         work = asyncio.ensure_future(handoff)
         stop = asyncio.ensure_future((interruption or Interruption()).requested.wait())
         await asyncio.wait({work, stop}, timeout=order.cancel_after, return_when="FIRST_COMPLETED")
@@ -124,8 +125,21 @@ async def _delegate_once(
             why = why or f"--cancel-after {order.cancel_after} s"
             await cancel_branches(client, run, {order.agent.name: order.agent}, by=by, why=why)
         outcome = await work
-        record_disposition(run, outcome)
-        return run, outcome
+        return run, outcome, concluded.document
+
+
+class Concluded:
+    """A delegation's conclusion, recorded at its last attempt's outcome point: the
+    run's disposition and its document, in the same transaction as the outcome."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.document: dict[str, Any] = {}
+
+    def __call__(self, outcome: RemoteOutcome) -> None:
+        record_disposition(self.run, outcome)
+        self.document = delegation_document(self.run, outcome)
+        self.run.keep_document(self.document)
 
 
 def record_disposition(run: Run, outcome: RemoteOutcome) -> None:

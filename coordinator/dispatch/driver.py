@@ -13,6 +13,7 @@ Where the record must be on disk before the next step is named in :data:`DURABLE
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
@@ -58,6 +59,7 @@ from coordinator.remote.streaming import PollBackoff, RemoteUpdates, updates_for
 # What callers of this module use, re-exported from where each lives.
 __all__ = [
     "DURABLE_POINTS",
+    "Conclusion",
     "HandoffDriver",
     "RemoteOutcome",
     "WaitPolicy",
@@ -66,19 +68,22 @@ __all__ = [
 ]
 
 S = HandoffState
+Conclusion = Callable[[RemoteOutcome], None]
+"""What the caller concludes from an attempt, recorded at the attempt's outcome point."""
 # While the remote task works, how often its stored row is read for a cancel committed by
 # another process. It is always read when the remote task settles (the canceller's
 # CancelTask makes it settle at once) and before a result is admitted; this interval only
 # bounds how long a remote that ignores CancelTask keeps a driver following it.
 CHECK_ELSEWHERE_SECONDS = 2.0
 # The points where what the attempt recorded so far must be on disk before it goes on.
+# A completed handoff passes two: its intent and its outcome; the others are on the paths
+# of a handoff that is recovered, waits long or is cancelled.
 DURABLE_POINTS = {
-    "admitted": "the admitted handoff and what it will send, before the dispatch is recorded",
-    "sending": "the dispatch record, before the message leaves: a crash mid-send is visible",
+    "intent": "the admitted handoff, its grant, DISPATCHED and the message, before it leaves",
     "observing": "what is known, before a handoff sent earlier is read back from the remote",
     "waiting": "facts gathered meanwhile, whenever the wait for the next update is not short",
     "cancelling": "the decision to cancel, before CancelTask is sent",
-    "ended": "everything the attempt recorded, when the driver returns",
+    "outcome": "everything the attempt (and, on its last attempt, the run) concluded",
 }
 
 
@@ -102,6 +107,7 @@ class HandoffDriver:
         *,
         wait: WaitPolicy | None = None,
         delegator: Delegator | None = None,
+        conclude: Conclusion | None = None,
     ) -> None:
         self.client = client
         self.agent = agent
@@ -109,6 +115,7 @@ class HandoffDriver:
         self.payload = payload
         self.wait = wait or WaitPolicy()
         self.delegator = delegator
+        self.conclude = conclude
         self.outcome = RemoteOutcome(record=record, sent_fields=tuple(payload))
         self._lease_renewed_at = time.monotonic()
         self._checked_at = float("-inf")
@@ -164,7 +171,7 @@ class HandoffDriver:
 
     def durable_point_now(self, name: str) -> None:
         """:meth:`durable_point` from a step that is not a coroutine (an ending adopted
-        from elsewhere, a long wait turning idle): rare, so it waits in place."""
+        from elsewhere): rare, so it waits in place."""
         assert name in DURABLE_POINTS, name
         self.run.trail.flush()
 
@@ -181,6 +188,7 @@ class HandoffDriver:
             observed.denied(exc.reason, self.record)
             self.outcome.notes.append(str(exc))
             run.record(self.record)
+            await self.close()
             return self.outcome
         if run.store is not None:
             contract = self.record.return_contract.kind.value
@@ -205,11 +213,23 @@ class HandoffDriver:
         except HandoffMovedOn:
             self.ended_elsewhere(lost=True)
         finally:
-            try:
-                await self.durable_point("ended")
-            except HandoffMovedOn:
-                self.ended_elsewhere(lost=True)
+            await self.close()
         return self.outcome
+
+    async def close(self) -> None:
+        """The outcome point: what the attempt concluded and, through :attr:`conclude`,
+        what its caller concludes from it (a run's disposition and document), in one
+        transaction. If the store refused this ending (another process ended the handoff
+        first), that ending is adopted and concluded from instead."""
+        if self.conclude is not None:
+            self.conclude(self.outcome)
+        try:
+            await self.durable_point("outcome")
+        except HandoffMovedOn:
+            self.ended_elsewhere(lost=True)
+            if self.conclude is not None:
+                self.conclude(self.outcome)
+                self.durable_point_now("outcome")
 
     def ended_elsewhere(self, every: float = 0.0, lost: bool = False) -> bool:
         """Whether another process (``federation cancel``, the API's cancel route) ended
@@ -225,7 +245,7 @@ class HandoffDriver:
             return False
         self._keep(adopted)
         self.outcome.notes.append(f"ended elsewhere: {adopted.state.value} ({adopted.reason})")
-        self.durable_point_now("ended")
+        self.durable_point_now("outcome")
         return True
 
     async def _steps(self) -> None:
@@ -267,10 +287,9 @@ class HandoffDriver:
         return True
 
     async def dispatch(self) -> None:
-        """Record the dispatch before the message leaves, so a crash mid-send is visible."""
+        """Record the dispatch; it is written with the intent, before the message leaves,
+        so a crash mid-send is visible (see :meth:`send`)."""
         with observed.step("dispatch", self.record):
-            await self.durable_point("admitted")
-            pause_point("before_dispatch")
             self._keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
 
     async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
@@ -288,7 +307,10 @@ class HandoffDriver:
             idempotency_key=idempotency_key(self.record),
             with_token=bool(self.headers),
         )
-        await self.durable_point("sending")
+        await self.durable_point("intent")
+        # nothing of this attempt has left: a restart sends it under the same idempotency key
+        self._checked_at = time.monotonic()  # a cancel committed before would have refused it
+        pause_point("before_dispatch")
         # the message the token was minted for: its digest is in the token
         message = self._message or build_message(self.record, self.payload)
         backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
@@ -367,7 +389,7 @@ class HandoffDriver:
             if not self.hold_lease():
                 return None
             within = min(self.lease_left(), self.run.book.driver_lease_seconds / 3)
-            task = await updates.next(within, on_idle=lambda: self.durable_point_now("waiting"))
+            task = await updates.next(within, on_idle=lambda: self.durable_point("waiting"))
 
     def observe(self, task: Task) -> bool:
         """Apply one observation of the remote task; False if the handoff already ended here."""
@@ -423,7 +445,8 @@ class HandoffDriver:
             return
         based_on = self.record
         pause_point("before_admission")
-        if self.ended_elsewhere() or not self.commit(S.RETURNED, "remote_completed"):
+        # the stored row was read when the task settled (see watch), just before this
+        if not self.commit(S.RETURNED, "remote_completed"):
             self.arrived_late(task, based_on)
             return
         self.judge(task)

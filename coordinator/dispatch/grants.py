@@ -34,7 +34,9 @@ def ledger_head(run: Run, delegator: Delegator) -> str | None:
     if run.trail.ledger is None or not isinstance(private_key, Ed25519PrivateKey):
         return None
     try:
-        head = current_head(run.trail.ledger.engine).latest(private_key, delegator.issuer)
+        head = current_head(run.trail.ledger.engine).latest(
+            private_key, delegator.issuer, keep=run.trail.write_with
+        )
     except LedgerError as exc:  # a ledger that does not extend is not vouched for
         refused = GrantRefused("authority", str(exc))
         refused.reason = exc.reason
@@ -69,6 +71,7 @@ def mint_for(
         log_head=ledger_head(run, delegator),
     )
     run.emit("grant.minted", record, **minted.summary())
+    run.minted.setdefault(record.handoff_id, {})[minted.grant.jti] = minted.grant.req_digest or None
     if run.store is not None:
         run.store.add(
             "grants",

@@ -12,16 +12,17 @@ head in ``tree_heads`` (log id: the receipt's ``iss``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping
 
 from agent_cards.transparency.heads import verify_head
-from agent_cards.transparency.receipts import RECEIPT_TYP, RECEIPTS_EXTENSION_URI
-from agent_cards.transparency.statements import StatementInvalid, verify_statement
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
+from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
-from coordinator.audit.tree_heads import TreeHead, TreeHeadStore
-from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
+from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
+from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
 
@@ -42,16 +43,45 @@ def pinned_keys(agent: RegisteredAgent) -> TrustedKeys:
         return TrustedKeys()
 
 
-def minted_for(run: Run, record: HandoffRecord) -> dict[str, str | None]:
-    """``jti -> req_digest`` of every token minted for ``record``'s handoff in ``run``."""
+class MintedTokens(Mapping[str, "str | None"]):
+    """``jti -> req_digest`` of every token minted for one handoff: those this process
+    minted, from memory; the ledger's ``grant.minted`` events are read only when a jti
+    is asked for that this process did not mint (a run recovered from an earlier one)."""
+
+    def __init__(self, run: Run, record: HandoffRecord) -> None:
+        self._run = run
+        self._handoff_id = record.handoff_id
+        self._known = dict(run.minted.get(record.handoff_id, {}))
+        self._read = False
+
+    def _all(self) -> dict[str, str | None]:
+        if not self._read:
+            self._read = True
+            self._known.update(_from_ledger(self._run, self._handoff_id))
+        return self._known
+
+    def __getitem__(self, jti: str) -> str | None:
+        return self._known[jti] if jti in self._known else self._all()[jti]
+
+    def __contains__(self, jti: object) -> bool:
+        return jti in self._known or jti in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def _from_ledger(run: Run, handoff_id: str) -> dict[str, str | None]:
     minted: dict[str, str | None] = {}
     ledger = run.trail.ledger
     stored = ledger.events(run.run_id) if ledger is not None else []
     facts = [(e.event_type, e.handoff_id, e.data) for e in stored]
     facts += [(e.event_type, e.handoff_id, dict(e.data)) for e in run.trail.pending]
-    for event_type, handoff_id, data in facts:
+    for event_type, handoff, data in facts:
         jti = data.get("jti")
-        if event_type == GRANT_EVENT and handoff_id == record.handoff_id and isinstance(jti, str):
+        if event_type == GRANT_EVENT and handoff == handoff_id and isinstance(jti, str):
             digest = data.get("req_digest")
             minted[jti] = digest if isinstance(digest, str) else None
     return minted
@@ -67,7 +97,7 @@ def expectation_for(
         keys=pinned_keys(agent),
         handoff_id=record.handoff_id,
         attempt=record.attempt,
-        minted=minted_for(run, record),
+        minted=MintedTokens(run, record),
     )
 
 
@@ -82,24 +112,24 @@ def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, tas
     if isinstance(checked, str):
         run.emit(RECEIPT_REFUSED_EVENT, record, reason=checked)
         return
-    keep_receipt(run, agent, record, checked.jws)
+    keep_receipt(run, agent, record, checked)
 
 
-def keep_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, receipt: str) -> None:
-    """Keep a verified receipt in the ledger and the remote's head it carries as witnessed."""
-    run.emit(RECEIPT_EVENT, record, **receipt_data(receipt))
-    keys = pinned_keys(agent)
+def keep_receipt(
+    run: Run, agent: RegisteredAgent, record: HandoffRecord, receipt: CheckedReceipt
+) -> None:
+    """Keep a verified receipt in the ledger and the remote's head it carries as witnessed
+    (its row written with the handoff's next durable point)."""
+    run.emit(RECEIPT_EVENT, record, **receipt_data(receipt.jws))
+    log_head = receipt.claims.get("log_head")
+    if log_head is None:
+        return
     try:
-        claims = verify_statement(receipt, keys, RECEIPT_TYP)
-        if claims.get("log_head") is None:
-            return
-        head = verify_head(claims["log_head"], keys)
+        head = verify_head(log_head, pinned_keys(agent))
     except StatementInvalid as exc:
         logger.warning("the receipt's log head of %s is not kept: %s", agent.name, exc)
         return
-    ledger = run.trail.ledger
-    if ledger is not None:
-        witnessed = TreeHead(
-            head.iss, head.tree_size, head.root_hash, head.issued_at, head.kid, head.jws
-        )
-        TreeHeadStore(ledger.engine).witness(witnessed, head.iss)
+    witnessed = TreeHead(
+        head.iss, head.tree_size, head.root_hash, head.issued_at, head.kid, head.jws
+    )
+    run.trail.write_with(head_row(witnessed, head.iss, WITNESSED))

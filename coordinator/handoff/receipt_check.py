@@ -60,6 +60,6 @@ def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedRe
 def _ours(jti: Any, req_digest: Any, minted: Mapping[str, str | None]) -> bool:
     """The receipt names a token minted here with the digest it bound; with no token
     minted (an agent that takes none), it names none."""
-    if not minted:
-        return jti is None and req_digest is None
+    if jti is None:
+        return req_digest is None and not minted
     return isinstance(jti, str) and jti in minted and req_digest == minted[jti]

@@ -30,7 +30,7 @@ from contracts.evidence import Finding, FindingStatus
 from contracts.returns import ReturnContract, ReturnContractKind
 from contracts.wire import Artifact, Part, Task, TaskState, to_wire
 from coordinator.errors import describe_validation
-from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
+from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 
 K = ReturnContractKind
 HELD_FOR_REVIEW = "held_for_review"
@@ -49,8 +49,8 @@ class Admission:
     finding: Finding | None = None
     # Kept but neither admitted nor refused: no declared contract could judge it.
     held: bool = False
-    # The remote's verified receipt (compact JWS), for the ledger.
-    receipt: str | None = None
+    # The remote's verified receipt (its compact JWS and claims), for the ledger.
+    receipt: CheckedReceipt | None = None
 
     @property
     def verdict(self) -> str:
@@ -167,7 +167,7 @@ def admit_task(
     admission = _judge(task, contract, digest)
     if checked is None:
         return admission
-    return replace(admission, receipt=checked.jws)
+    return replace(admission, receipt=checked)
 
 
 def _judge(task: Task, contract: ReturnContract, digest: tuple[str, int]) -> Admission:

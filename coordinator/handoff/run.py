@@ -58,6 +58,9 @@ class Run:
     # Per-attempt request headers (the bearer token) held in memory only, for calls on the
     # same handoff such as a cancel; never stored, printed or written to a record.
     credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    # handoff id -> {jti: req_digest} of the tokens minted for it by this process (their
+    # grant.minted events say the same; a receipt is checked against these first)
+    minted: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
     trail: AuditTrail = field(kw_only=True, repr=False)
     store: RunStore = field(kw_only=True, repr=False)
     # The run's OpenTelemetry trace (the one it started in), the join key of its ledger events.
@@ -100,7 +103,7 @@ class Run:
             self.announce_start()
 
     def announce_start(self) -> None:
-        self._keep_document(self.document())
+        self.keep_document(self.document())
         budget = self.authority.budget
         self.emit(
             "run.started",
@@ -165,16 +168,16 @@ class Run:
 
     def save(self, document: object) -> None:
         """Write the run's document, with every fact still pending, in one transaction."""
-        self._keep_document(document)
+        self.keep_document(document)
         self.trail.flush()
 
     async def save_durable(self, document: object) -> None:
         """:meth:`save` for a coroutine: committed by the process's database writer, the
         event loop going on meanwhile."""
-        self._keep_document(document)
+        self.keep_document(document)
         await self.trail.flush_durable()
 
-    def _keep_document(self, document: object) -> None:
+    def keep_document(self, document: object) -> None:
         """The run's row, written with the trail's next flush."""
         authority = authority_document(self.authority)
         authority["started_at"] = self.started_at.isoformat()

@@ -20,7 +20,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +44,12 @@ from coordinator.remote.transport import Transport
 
 DEFAULT_MAX_ARTIFACT_BYTES = 1_000_000
 STREAM_END_GRACE_SECONDS = 0.05
-IDLE_SECONDS = 0.02
+# A wait for the next update longer than this is one an operator may look into: the facts
+# gathered so far are written (see RemoteUpdates.next). A remote that answers within it
+# costs no write while it works.
+IDLE_SECONDS = 0.25
 EventSource = Callable[[], AsyncIterator[StreamResponse]]
+Idle = Callable[[], Awaitable[None]]
 
 
 def _size(artifact: Artifact) -> int:
@@ -199,18 +204,19 @@ class RemoteUpdates:
             confirm_settled=False,
         )
 
-    async def next(self, within: float, on_idle: Callable[[], None] | None = None) -> Task:
+    async def next(self, within: float, on_idle: Idle | None = None) -> Task:
         """The task as next observed; the last known view if ``within`` passes first.
 
-        ``on_idle`` is called once the wait turns out not to be short: after
-        :data:`IDLE_SECONDS` without an event, or before a poll's sleep. The dispatch loop
-        writes its pending facts there, so a quick run of updates costs one write at the
-        end instead of one per update, and a long wait never holds facts back."""
+        ``on_idle`` is awaited once the wait turns out not to be short: after
+        :data:`IDLE_SECONDS` without an event, or before a poll's sleep of at least that
+        long. The dispatch loop writes its pending facts there, so a quick run of updates
+        costs no write until the end, and a long wait never holds facts back."""
         if self._source is not None:
             return await self._next_event(within, on_idle)
-        if on_idle is not None:
-            on_idle()
-        await asyncio.sleep(min(self._delay, max(0.0, within)))
+        pause = min(self._delay, max(0.0, within))
+        if on_idle is not None and pause >= IDLE_SECONDS:
+            await on_idle()
+        await asyncio.sleep(pause)
         ceiling = max(self._backoff.max, self._client.poll_interval_floor())
         self._delay = min(self._delay * 2, ceiling)
         return await self.confirm()
@@ -225,7 +231,7 @@ class RemoteUpdates:
         self._view = TaskView(task)
         return task
 
-    async def _next_event(self, within: float, on_idle: Callable[[], None] | None) -> Task:
+    async def _next_event(self, within: float, on_idle: Idle | None) -> Task:
         assert self._source is not None
         if self._events is None:
             self._events = self._source()
@@ -250,9 +256,7 @@ class RemoteUpdates:
             return await self.confirm() if confirm else self._view.task
         return self._view.task
 
-    async def _event_within(
-        self, within: float, on_idle: Callable[[], None] | None
-    ) -> StreamResponse | None:
+    async def _event_within(self, within: float, on_idle: Idle | None) -> StreamResponse | None:
         """The next event (None at the end of the stream), calling ``on_idle`` if none
         came within :data:`IDLE_SECONDS`. The read is not cancelled by that pause."""
         assert self._events is not None
@@ -262,8 +266,10 @@ class RemoteUpdates:
         patience = min(within, IDLE_SECONDS) if on_idle is not None else within
         done, _ = await asyncio.wait({reading}, timeout=patience)
         if not done and on_idle is not None:
-            on_idle()
-            done, _ = await asyncio.wait({reading}, timeout=max(0.0, within - patience))
+            started = time.monotonic()
+            await on_idle()
+            left = within - patience - (time.monotonic() - started)
+            done, _ = await asyncio.wait({reading}, timeout=max(0.0, left))
         if not done:
             raise TimeoutError
         self._reading = None

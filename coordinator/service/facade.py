@@ -36,7 +36,6 @@ from coordinator.dispatch.delegate import (
     DelegationOrder,
     Interruption,
     delegate_once,
-    delegation_document,
 )
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.dispatch.receipts import declares_receipts
@@ -164,12 +163,10 @@ class CoordinatorService:
         """One handoff, driven here until it ends (or ``interruption`` cancels its run);
         returns the run document."""
         keys = identity.coordinator_keys(self.ws.data)
-        run, outcome = await delegate_once(
+        _, _, document = await delegate_once(
             order, keys, identity.issuer_id(), self.ws, self.client, interruption
         )
-        document = delegation_document(run, outcome)
-        await run.save_durable(document)
-        return document
+        return document  # written with the handoff's outcome, in one transaction
 
     def submit(self, order: DelegationOrder) -> Submitted:
         """Admit and record one handoff for the background workers to drive.

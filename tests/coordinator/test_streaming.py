@@ -170,6 +170,10 @@ def _status(state: TaskState) -> StreamResponse:
     return StreamResponse(status_update=update)
 
 
+async def _nothing() -> None:
+    return None
+
+
 def test_pending_facts_are_written_only_when_a_wait_is_not_short() -> None:
     """An update that arrives at once is read without calling on_idle; one that takes
     longer than the idle threshold calls it once, and the read is not lost meanwhile."""
@@ -182,11 +186,15 @@ def test_pending_facts_are_written_only_when_a_wait_is_not_short() -> None:
 
     async def follow() -> tuple[list[int], list[TaskState]]:
         idle_calls: list[int] = []
+
+        async def idle() -> None:
+            idle_calls.append(1)
+
         async with A2AClient() as client:
             updates = _updates(client, TaskState.SUBMITTED, source=source, confirm_settled=False)
-            seen = [(await updates.next(5, on_idle=lambda: idle_calls.append(1))).status.state]
+            seen = [(await updates.next(5, on_idle=idle)).status.state]
             calls_after_first = len(idle_calls)
-            seen.append((await updates.next(5, on_idle=lambda: idle_calls.append(1))).status.state)
+            seen.append((await updates.next(5, on_idle=idle)).status.state)
             await updates.aclose()
             return [calls_after_first, len(idle_calls)], seen
 
@@ -233,7 +241,7 @@ def test_closing_while_a_read_is_pending_releases_the_stream_once() -> None:
             updates = _updates(
                 client, TaskState.WORKING, source=source, on_release=lambda: released.append(1)
             )
-            waiting = asyncio.ensure_future(updates.next(30, on_idle=lambda: None))
+            waiting = asyncio.ensure_future(updates.next(30, on_idle=_nothing))
             await asyncio.sleep(0.1)
             waiting.cancel()
             await asyncio.wait({waiting})
