@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, select
 
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import TREE_HEAD_TYP, Head, head_from
@@ -31,6 +31,7 @@ from agent_cards.transparency.statements import StatementInvalid
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
 from coordinator.errors import LedgerError
+from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction, writer_of
 from coordinator.storage.schema import tree_heads
 
@@ -129,10 +130,10 @@ def head_row(head: TreeHead, log_id: str, origin: str) -> Callable[[Connection],
     (:class:`TreeHeadStore`) or with a durable point's other rows (a witnessed head)."""
     row = {**head.as_dict(), "log_id": log_id, "origin": origin}
     row.pop("iss")
-    statement = insert(tree_heads).values(recorded_at=timestamp(utc_now()), **row)
+    row["recorded_at"] = timestamp(utc_now())
 
     def write(connection: Connection) -> None:
-        connection.execute(statement)
+        driver.execute(connection, driver.insert_sql(tree_heads.name, row), row)
 
     return write
 

@@ -83,23 +83,25 @@ def _supersedes(connection: Connection, record: HandoffRecord) -> bool:
     stays ended. An older observation is not written (the driver reads the row and
     adopts it); an ending that lost raises :class:`HandoffMovedOn`, so nothing of it
     (the row or the events flushed with it) is written."""
-    query = select(handoffs.c.state, handoffs.c.version).where(
-        handoffs.c.attempt_id == record.attempt_id
-    )
-    if connection.dialect.name == "postgresql":
-        query = query.with_for_update()
-    stored = connection.execute(query).first()
+    locked = connection.dialect.name == "postgresql"
+    sql = _STORED_REVISION_SQL + (" FOR UPDATE" if locked else "")
+    stored = driver.execute(connection, sql, {"attempt_id": record.attempt_id}).fetchone()
     if stored is None:
         return True
-    ended = stored.state in _TERMINAL
-    same = stored.version == record.version and stored.state == record.state.value
-    if stored.version <= record.version and (not ended or same):
+    state, version = str(stored[0]), int(stored[1])
+    ended = state in _TERMINAL
+    same = version == record.version and state == record.state.value
+    if version <= record.version and (not ended or same):
         return True
     if record.terminal:
-        raise HandoffMovedOn(
-            f"handoff {record.attempt_id} is already {stored.state} (version {stored.version})"
-        )
+        raise HandoffMovedOn(f"handoff {record.attempt_id} is already {state} (version {version})")
     return False
+
+
+# Built once, run on the driver's cursor (see coordinator.storage.driver): every durable
+# point of a handoff reads its stored revision, and a driver its stored state.
+_STORED_REVISION_SQL = f"SELECT state, version FROM {handoffs.name} WHERE attempt_id = :attempt_id"
+_STORED_STATE_SQL = f"SELECT state FROM {handoffs.name} WHERE attempt_id = :attempt_id"
 
 
 def _now() -> str:
@@ -334,10 +336,9 @@ class RunStore:
         """Whether the handoff's stored row is in a terminal state: a cheap read that
         writes nothing pending first (a driver asks it while it follows a remote task)."""
         with self.engine.connect() as connection:
-            state = connection.execute(
-                select(handoffs.c.state).where(handoffs.c.attempt_id == attempt_id)
-            ).scalar_one_or_none()
-        return state in _TERMINAL
+            row = driver.execute(connection, _STORED_STATE_SQL, {"attempt_id": attempt_id})
+            stored = row.fetchone()
+        return stored is not None and stored[0] in _TERMINAL
 
     def run_records(self, run_id: str) -> list[HandoffRecord]:
         self.flush()

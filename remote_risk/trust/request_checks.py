@@ -9,6 +9,8 @@ with a :class:`~remote_risk.trust.denials.DelegationDenied` naming the token.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,6 +23,10 @@ from contracts.wire import JSONObject
 from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.trust.denials import DelegationDenied, DenialReason
 from remote_risk.trust.verifier import VerifiedDelegation
+
+
+# How many heads (each once verified and kept) a process remembers: a few minutes' worth.
+KEPT_HEADS_REMEMBERED = 256
 
 
 def _message_of(params: JSONObject) -> dict[str, Any]:
@@ -52,13 +58,22 @@ def head_witness(
 ) -> Callable[[VerifiedDelegation], None]:
     """The authorizer's ``witness``: the tree head a token carries (``log_head``) is
     verified with the keys pinned for the token's issuer and kept; one that does not
-    verify, or is of another log, refuses the request (``log_head_invalid``)."""
+    verify, or is of another log, refuses the request (``log_head_invalid``).
+
+    The coordinator signs a new head at most once a second, so most tokens carry one
+    already kept: a head whose exact JWS was verified with the same keys and kept is not
+    verified or written again (a rotation of the issuer's keys makes them other keys)."""
+    kept: OrderedDict[str, TrustedKeys] = OrderedDict()
+    lock = threading.Lock()  # the gRPC binding calls in from its own threads
 
     def witness(verified: VerifiedDelegation) -> None:
         jws = verified.grant.log_head
         if jws is None:
             return
         keys = issuers.get(verified.grant.iss)
+        with lock:
+            if keys is not None and kept.get(jws) is keys:
+                return
         try:
             if keys is None:
                 raise StatementInvalid("untrusted_key", "no keys for the issuer")
@@ -72,5 +87,10 @@ def head_witness(
             denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
             raise denial
         heads.keep(head)
+        if keys is not None:
+            with lock:
+                kept[jws] = keys
+                while len(kept) > KEPT_HEADS_REMEMBERED:
+                    kept.popitem(last=False)
 
     return witness

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_cards.keys import SigningKey
+from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.transparency.heads import sign_head
 from contracts.request_digest import covered_request, request_digest
 from tests import tokens
@@ -157,3 +157,37 @@ def test_the_tree_head_a_token_shows_is_verified_and_kept(
     else:
         assert refusal(response)[:2] == (401, expected)
         assert shown not in app.state.witnessed_heads.jws()
+
+
+def test_a_head_kept_once_is_checked_again_once_the_issuers_keys_change(
+    service: tuple[Caller, Any],
+) -> None:
+    """A head already verified and kept is not verified again for the next token that
+    shows it, but only while the issuer's keys are the ones it was verified with: once
+    the key that signed it is no longer trusted, the same head refuses the send."""
+    caller, app = service
+    shown = head_signed_by(COORDINATOR_KEY)
+    sent = {**message(), "metadata": {**message()["metadata"], "idempotencyKey": "head-again"}}
+    first = send(caller, sent, bound_token(caller, sent, "jti-head-again-1", log_head=shown))
+    caller.task_of(first)
+    issuers = app.state.settings.trusted_issuers
+    trusted = issuers[ISSUER]
+    # the issuer rotated: its tokens are now signed with another key, the old one is gone
+    rotated = ATTACKER_KEY
+    issuers[ISSUER] = TrustedKeys([rotated.verification_key()])
+    try:
+        again = {**sent, "metadata": {**sent["metadata"], "idempotencyKey": "head-again-2"}}
+        claims = tokens.delegation_claims(
+            now=int(time.time()),
+            issuer=ISSUER,
+            audience=caller.audience,
+            scope=SCOPE,
+            handoff_id="handoff-d",
+            jti="jti-head-again-2",
+        )
+        claims |= {"req_digest": request_digest(again), "log_head": shown}
+        token = tokens.forge(header(rotated), claims, key=rotated.private_key)
+        response = send(caller, again, token)
+    finally:
+        issuers[ISSUER] = trusted
+    assert refusal(response)[:2] == (401, "log_head_invalid")
