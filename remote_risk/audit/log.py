@@ -44,8 +44,16 @@ class Entry:
     canonical: str
 
 
+Later = tuple[str, dict[str, Any], str | None]
+"""An entry for the decision-log thread: kind, data, handoff id."""
+# At most this many decisions queued together are appended in one transaction.
+MAX_LATER_BATCH = 64
+
+
 class _Rows(Protocol):
     def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool: ...
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None: ...
 
     def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
 
@@ -75,6 +83,10 @@ class _MemoryRows:
             if key is not None:
                 self._keys.add(key)
             return True
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
+        for record, handoff_id in records:
+            self.append(record, None, handoff_id)
 
     def hashes(self, after: int, up_to: int | None = None) -> list[str]:
         return [e.hash for e in self._entries[after:up_to]]
@@ -110,6 +122,25 @@ class _SQLRows:
                 continue  # another replica took the seq (or the key) first: look again
         raise RuntimeError("the decision log could not be appended to")
 
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
+        """Entries without keys, consecutively, in one transaction."""
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with write_transaction(self._engine) as connection:
+                    last = connection.execute(select(func.max(audit_log.c.seq))).scalar()
+                    rows = []
+                    for seq, (record, handoff_id) in enumerate(records, start=int(last or 0) + 1):
+                        canonical, digest = sealed({**record, "seq": seq})
+                        rows.append(
+                            {"seq": seq, "hash": digest, "canonical": canonical,
+                             "entry_key": None, "handoff_id": handoff_id}
+                        )  # fmt: skip
+                    connection.execute(insert(audit_log), rows)
+                return
+            except IntegrityError:
+                continue  # another replica took a seq first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
     def hashes(self, after: int, up_to: int | None = None) -> list[str]:
         c = audit_log.c
         query = select(c.hash).where(c.seq > after).order_by(c.seq)
@@ -133,7 +164,7 @@ class DecisionLedger:
         self._rows: _Rows = _SQLRows(engine) if engine is not None else _MemoryRows()
         self._frontier = merkle.RootBuilder()
         self._lock = threading.Lock()
-        self._later: queue.Queue[tuple[str, dict[str, Any], str | None]] | None = None
+        self._later: queue.Queue[Later] | None = None
         if engine is not None:
             self._later = queue.Queue()
             threading.Thread(target=self._write_later, name="decision-log", daemon=True).start()
@@ -153,15 +184,36 @@ class DecisionLedger:
             self._later.join()
 
     def _write_later(self) -> None:
+        """The decision-log thread: what is queued together is appended together (one
+        transaction, so one turn at the database's write lock for many requests)."""
         assert self._later is not None
         while True:
-            kind, data, handoff_id = self._later.get()
+            taken = [self._later.get()]
+            while len(taken) < MAX_LATER_BATCH:
+                try:
+                    taken.append(self._later.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                self.append(kind, data, handoff_id=handoff_id)
-            except Exception:
-                logger.exception("a %s entry could not be written to the decision log", kind)
+                self._append_later(taken)
             finally:
-                self._later.task_done()
+                for _ in taken:
+                    self._later.task_done()
+
+    def _append_later(self, taken: Sequence[Later]) -> None:
+        records = [
+            ({"recorded_at": now_text(), "kind": kind, "data": data}, handoff_id)
+            for kind, data, handoff_id in taken
+        ]
+        try:
+            self._rows.append_many(records)
+            return
+        except Exception:
+            if len(taken) == 1:
+                logger.exception("a %s entry could not be written to the decision log", taken[0][0])
+                return
+        for one in taken:  # one at a time, so one bad entry loses only itself
+            self._append_later([one])
 
     def append(
         self,
