@@ -296,6 +296,12 @@ class RiskAgentHandler(TaskOperations):
     ) -> None:
         await asyncio.sleep(0)  # let a returnImmediately caller see the task as submitted
         store = self._store
+        if self._skill_delay == 0 and self._model is None:
+            # an immediate skill: WORKING and the outcome in one commit, each still its
+            # own update (a stream sees WORKING, the artifact, then COMPLETED)
+            with self._updates.held():
+                await store.run_transaction(lambda: self._work_now(record, risk_input))
+            return
         if not await store.run_transaction(lambda: store.advance(record.id, TaskState.WORKING)):
             return
         self._changed(record)
