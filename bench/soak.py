@@ -170,6 +170,7 @@ def overhead(walls: list[float], remote_seconds: float) -> dict[str, float]:
     extra = sorted(max(0.0, wall - remote_seconds) * 1000 for wall in walls)
     if not extra:
         return {"p50": 0.0, "p99": 0.0, "max": 0.0}
+
     def at(quantile: float) -> float:
         return extra[min(len(extra) - 1, int(quantile * len(extra)))]
 

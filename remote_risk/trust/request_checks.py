@@ -24,7 +24,6 @@ from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.trust.denials import DelegationDenied, DenialReason
 from remote_risk.trust.verifier import VerifiedDelegation
 
-
 # How many heads (each once verified and kept) a process remembers: a few minutes' worth.
 KEPT_HEADS_REMEMBERED = 256
 
