@@ -23,14 +23,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, func, insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, select
 
 from agent_cards.keys import SigningKey
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, now_text, sign_head
 from contracts.canonical import canonical_json
-from remote_risk.storage.engine import read_transaction, write_transaction
+from remote_risk.storage.engine import (
+    driver_errors,
+    driver_read,
+    driver_sql,
+    driver_write,
+    read_transaction,
+)
 from remote_risk.storage.schema import audit_log
 
 _APPEND_RETRIES = 5
@@ -95,30 +100,34 @@ class _MemoryRows:
         return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
 
 
+# Fixed statements on the driver's own cursor (remote_risk.storage.engine.driver_write):
+# a receipt's entry is appended on the send's path, so it pays no SQLAlchemy compile.
+_LOG = audit_log.name
+_BY_KEY = f"SELECT seq FROM {_LOG} WHERE entry_key = :key"
+_LAST_SEQ = f"SELECT max(seq) FROM {_LOG}"
+_INSERT = (
+    f"INSERT INTO {_LOG} (seq, hash, canonical, entry_key, handoff_id) "
+    "VALUES (:seq, :hash, :canonical, :entry_key, :handoff_id)"
+)
+_HASHES_AFTER = f"SELECT hash FROM {_LOG} WHERE seq > :after ORDER BY seq"
+
+
 class _SQLRows:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._integrity = driver_errors(engine).IntegrityError
 
     def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
         for _ in range(_APPEND_RETRIES):
             try:
-                with write_transaction(self._engine) as connection:
-                    if (
-                        key is not None
-                        and connection.execute(
-                            select(audit_log.c.seq).where(audit_log.c.entry_key == key)
-                        ).first()
-                    ):
-                        return False
-                    last = connection.execute(select(func.max(audit_log.c.seq))).scalar()
-                    seq = int(last or 0) + 1
-                    canonical, digest = sealed({**record, "seq": seq})
-                    row = {"seq": seq, "entry_key": key, "handoff_id": handoff_id}
-                    connection.execute(
-                        insert(audit_log).values(hash=digest, canonical=canonical, **row)
-                    )
+                with driver_write(self._engine) as cursor:
+                    if key is not None:
+                        cursor.execute(self._sql(_BY_KEY), {"key": key})
+                        if cursor.fetchone() is not None:
+                            return False
+                    self._insert(cursor, [(record, handoff_id)], key)
                 return True
-            except IntegrityError:
+            except self._integrity:
                 continue  # another replica took the seq (or the key) first: look again
         raise RuntimeError("the decision log could not be appended to")
 
@@ -126,26 +135,37 @@ class _SQLRows:
         """Entries without keys, consecutively, in one transaction."""
         for _ in range(_APPEND_RETRIES):
             try:
-                with write_transaction(self._engine) as connection:
-                    last = connection.execute(select(func.max(audit_log.c.seq))).scalar()
-                    rows = []
-                    for seq, (record, handoff_id) in enumerate(records, start=int(last or 0) + 1):
-                        canonical, digest = sealed({**record, "seq": seq})
-                        rows.append(
-                            {"seq": seq, "hash": digest, "canonical": canonical,
-                             "entry_key": None, "handoff_id": handoff_id}
-                        )  # fmt: skip
-                    connection.execute(insert(audit_log), rows)
+                with driver_write(self._engine) as cursor:
+                    self._insert(cursor, records, None)
                 return
-            except IntegrityError:
+            except self._integrity:
                 continue  # another replica took a seq first: look again
         raise RuntimeError("the decision log could not be appended to")
 
+    def _insert(
+        self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None
+    ) -> None:
+        cursor.execute(self._sql(_LAST_SEQ))
+        (last,) = cursor.fetchone()
+        rows = []
+        for seq, (record, handoff_id) in enumerate(records, start=int(last or 0) + 1):
+            canonical, digest = sealed({**record, "seq": seq})
+            rows.append(
+                {"seq": seq, "hash": digest, "canonical": canonical,
+                 "entry_key": key, "handoff_id": handoff_id}
+            )  # fmt: skip
+        cursor.executemany(self._sql(_INSERT), rows)
+
+    def _sql(self, sql: str) -> str:
+        return driver_sql(self._engine, sql)
+
     def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        if up_to is None:  # the receipt's path: what was appended since the kept range
+            with driver_read(self._engine) as cursor:
+                cursor.execute(self._sql(_HASHES_AFTER), {"after": after})
+                return [str(digest) for (digest,) in cursor.fetchall()]
         c = audit_log.c
-        query = select(c.hash).where(c.seq > after).order_by(c.seq)
-        if up_to is not None:
-            query = query.where(c.seq <= up_to)
+        query = select(c.hash).where(c.seq > after, c.seq <= up_to).order_by(c.seq)
         with read_transaction(self._engine) as connection:
             return [str(digest) for (digest,) in connection.execute(query)]
 
