@@ -166,9 +166,13 @@ def memory_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
             server.url,
             "--keys",
             str(issuer.keys_dir),
+            # past the warm-up of its caches (SQLite's page cache, the pools): a
+            # first batch of 60 alone read 9-14 KB a handoff that a longer run shows
+            # flat (1,200 handoffs: RSS unchanged from the 800th on)
             "--sizes",
-            "60",
-            "120",
+            "200",
+            "400",
+            "400",
         )
     sdk_kb = sdk["rss"][-1] / 1024
 
@@ -180,7 +184,7 @@ def memory_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
             "KB",
             baseline=sdk_kb,
             baseline_name="a2a-sdk per task",
-            goal="<= 5",
+            goal="<= 2",  # issue 20: at most 2 KB per finished handoff or task, bounded
             goal_on="value",
             note=f"steady state: last of batches {result['sizes']}, RSS growth {batches} KB each",
         )

@@ -309,7 +309,10 @@ class HandoffDriver:
         )
         await self.durable_point("intent")
         # nothing of this attempt has left: a restart sends it under the same idempotency key
-        self._checked_at = time.monotonic()  # a cancel committed before would have refused it
+        # The stored row is next read when the remote task settles (or after
+        # CHECK_ELSEWHERE_SECONDS of work), never admitting a result of a handoff ended
+        # elsewhere; not here, right after the durable point, on every handoff.
+        self._checked_at = time.monotonic()
         pause_point("before_dispatch")
         # the message the token was minted for: its digest is in the token
         message = self._message or build_message(self.record, self.payload)
