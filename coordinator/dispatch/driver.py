@@ -307,6 +307,9 @@ class HandoffDriver:
             idempotency_key=idempotency_key(self.record),
             with_token=bool(self.headers),
         )
+        await async_pause_point("before_intent")
+        # the intent is refused whole if another process ended the handoff meanwhile
+        self.run.trail.write_with(self.run.store.refuse_if_ended(self.record.attempt_id))
         await self.durable_point("intent")
         # nothing of this attempt has left: a restart sends it under the same idempotency key
         # The stored row is next read when the remote task settles (or after

@@ -4,7 +4,8 @@ A crash test needs the coordinator to be killed at a precise place (before dispa
 after dispatch but before the answer is recorded, after the answer but before admission).
 When ``FEDERATION_PAUSE_AT`` names the point the process reaches, it writes the file named
 by ``FEDERATION_PAUSE_MARKER`` and waits there, so the test can SIGKILL it at that exact
-point. Unset (always, outside tests), a pause point does nothing.
+point, or do something meanwhile and remove the file to let it go on. Unset (always,
+outside tests), a pause point does nothing.
 """
 
 from __future__ import annotations
@@ -16,26 +17,38 @@ from pathlib import Path
 
 PAUSE_ENV = "FEDERATION_PAUSE_AT"
 MARKER_ENV = "FEDERATION_PAUSE_MARKER"
-POINTS = ("before_dispatch", "after_dispatch", "before_admission", "before_cancel_task")
+POINTS = (
+    "before_intent",
+    "before_dispatch",
+    "after_dispatch",
+    "before_admission",
+    "before_cancel_task",
+)
 
 
 def pause_point(name: str) -> None:
+    """Wait at ``name`` until the test kills the process, or removes the marker (then
+    the process goes on: the test did something meanwhile, e.g. cancelled the run)."""
     if os.environ.get(PAUSE_ENV) != name:
         return
-    marker = os.environ.get(MARKER_ENV)
-    if marker:
-        Path(marker).write_text(name)
-    while True:  # the test kills the process here
-        time.sleep(1)
+    marker = _mark(name)
+    while marker is None or marker.exists():
+        time.sleep(0.05)
 
 
 async def async_pause_point(name: str) -> None:
     """A pause point that keeps the event loop running (its signal handlers too), so a
-    test can interrupt the process there as well as kill it."""
+    test can interrupt the process there as well as kill it or let it go on."""
     if os.environ.get(PAUSE_ENV) != name:
         return
+    marker = _mark(name)
+    while marker is None or marker.exists():
+        await asyncio.sleep(0.05)
+
+
+def _mark(name: str) -> Path | None:
     marker = os.environ.get(MARKER_ENV)
-    if marker:
-        Path(marker).write_text(name)
-    while True:
-        await asyncio.sleep(1)
+    if not marker:
+        return None
+    Path(marker).write_text(name)
+    return Path(marker)

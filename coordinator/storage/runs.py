@@ -340,6 +340,21 @@ class RunStore:
             stored = row.fetchone()
         return stored is not None and stored[0] in _TERMINAL
 
+    def refuse_if_ended(self, attempt_id: str) -> Step:
+        """A step for a durable point's transaction that raises :class:`HandoffMovedOn`
+        if the handoff's stored row has ended (another process cancelled it): the intent
+        point runs it first, so a message whose handoff ended never leaves."""
+
+        def refuse(connection: Connection) -> None:
+            locked = connection.dialect.name == "postgresql"  # a cancel waits for this commit
+            sql = _STORED_STATE_SQL + (" FOR UPDATE" if locked else "")
+            cursor = driver.execute(connection, sql, {"attempt_id": attempt_id})
+            stored = cursor.fetchone()
+            if stored is not None and stored[0] in _TERMINAL:
+                raise HandoffMovedOn(f"handoff {attempt_id} is already {stored[0]}")
+
+        return refuse
+
     def run_records(self, run_id: str) -> list[HandoffRecord]:
         self.flush()
         with self.engine.connect() as connection:
