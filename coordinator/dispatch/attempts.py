@@ -63,8 +63,19 @@ async def run_remote_handoff(
         run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
         await asyncio.sleep(delay)
         if run.book.cancelled:
-            return outcome
+            return await _concluded_late(run, outcome, conclude)
         proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
+
+
+async def _concluded_late(
+    run: Run, outcome: RemoteOutcome, conclude: Conclusion | None
+) -> RemoteOutcome:
+    """The conclusion of an attempt whose outcome point passed without it (another
+    attempt was due, then the run was cancelled while it waited), in a point of its own."""
+    if conclude is not None:
+        conclude(outcome)
+        await run.trail.flush_durable()
+    return outcome
 
 
 class _Decision:

@@ -95,3 +95,33 @@ def test_a_submitted_handoff_is_retried_by_the_worker_until_the_remote_is_back(
         ws.close()
     rows = TaskRows(f"sqlite+pysqlite:///{tmp_path / 'remote' / 'remote-risk.db'}")
     assert rows.states() == ["TASK_STATE_COMPLETED"], "exactly one remote task"
+
+
+def test_a_run_cancelled_while_a_retry_waits_still_records_its_ending(tmp_path: Path) -> None:
+    """The remote stays down; the run is cancelled (``--cancel-after``) while the next
+    attempt waits its backoff. The run's disposition and document are still written: the
+    run shows cancelled and the ledger says so, like any other ending."""
+    data = DataDir(tmp_path / "coordinator")
+    coordinator_keys(data)
+    remote = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
+    remote.start()
+    remote.register_with(data)
+    remote.stop()
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps(PAYLOAD))
+    delegating = federation(
+        data.root,
+        *("delegate", "--to", "remote-risk", "--skill", "interpret-risk-policy"),
+        *("--input", str(input_file), "--timeout", "30", "--cancel-after", "1.5", "--json"),
+    )
+    out, err = delegating.communicate(timeout=90)
+    document = json.loads(out)
+    assert document["run_id"], err
+    ws = Workspace(data)
+    events = Ledger(ws.engine()).events(document["run_id"])
+    kinds = [e.event_type for e in events]
+    assert "handoff.retry_scheduled" in kinds and "run.cancelled" in kinds, kinds
+    assert kinds[-1] == "run.disposition", kinds
+    stored = ws.run_store().run(document["run_id"])
+    ws.close()
+    assert stored is not None and stored["document"].get("local_state") == document["local_state"]
