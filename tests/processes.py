@@ -15,12 +15,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from agent_cards.keys import KeySet, load_or_create
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
@@ -29,6 +32,15 @@ from tests.servers import free_port
 
 # remote_risk answers with our Finding contract; the operator says so.
 DECLARED = {RISK_SKILL: finding_contract(source="registration")}
+# An input remote_risk's skill accepts (a brief and its policy note).
+PAYLOAD = {
+    "brief": {"id": "brief-001", "uses_real_conversations": False},
+    "policy_note": {
+        "id": "risk-policy-007",
+        "refund_execution_permitted": False,
+        "real_conversations_require_privacy_review": True,
+    },
+}
 LISTENING = re.compile(r"remote_risk listening on (http://127\.0\.0\.1:\d+)")
 
 
@@ -170,6 +182,21 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             await writer.drain()
     finally:
         writer.close()
+
+
+@contextmanager
+def registered(root: Path) -> Iterator[tuple[DataDir, RemoteRiskProcess]]:
+    """A coordinator data directory under ``root`` with a running remote_risk registered
+    in it (its card key pinned, trusting the coordinator's keys); stopped afterwards."""
+    data = DataDir(root / "coordinator")
+    coordinator_keys(data)
+    process = RemoteRiskProcess(root / "remote", data.path("jwks.json"))
+    process.start()
+    try:
+        process.register_with(data)
+        yield data, process
+    finally:
+        process.stop()
 
 
 def federation(data: Path, *args: str, **env: str) -> subprocess.Popen[str]:

@@ -17,35 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.authority.identity import coordinator_keys
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.storage import DATABASE_FILE
-from tests.processes import RemoteRiskProcess, federation, wait_for
-
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
+from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered, wait_for
 
 
 @pytest.fixture
 def remote(tmp_path: Path) -> Iterator[tuple[DataDir, RemoteRiskProcess]]:
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
-    process = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
-    process.start()
-    try:
-        process.register_with(data)
-        yield data, process
-    finally:
-        process.stop()
+    with registered(tmp_path) as running:
+        yield running
 
 
 def remote_tasks(process: RemoteRiskProcess) -> int:

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
-from coordinator.authority.identity import coordinator_keys
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.remote.client import A2AClient
 from coordinator.service.facade import CoordinatorService
@@ -28,16 +27,8 @@ from coordinator.storage.datadir import DataDir
 from coordinator.storage.engine import writer_of
 from coordinator.storage.schema import tree_heads
 from coordinator.workspace import Workspace
-from tests.processes import RemoteRiskProcess
+from tests.processes import PAYLOAD, RemoteRiskProcess, registered
 
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 HANDOFFS = 6
 # Every fact one completed delegation leaves in the ledger (before and after the durable
 # points were merged: merging them must drop none).
@@ -57,15 +48,8 @@ FACTS_PER_DELEGATION = {
 
 @pytest.fixture
 def remote(tmp_path: Path) -> Iterator[tuple[DataDir, RemoteRiskProcess]]:
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
-    process = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
-    process.start()
-    try:
-        process.register_with(data)
-        yield data, process
-    finally:
-        process.stop()
+    with registered(tmp_path) as running:
+        yield running
 
 
 class Statements:
