@@ -55,8 +55,10 @@ class RemoteRiskProcess:
         port: int | None = None,
         database_url: str | None = None,
         public_base_url: str | None = None,
+        log: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.log = log  # where its standard error goes (appended to; by default nowhere)
         self.port = port or free_port()
         self.listening_url = f"http://127.0.0.1:{self.port}"
         self.base_url = public_base_url or self.listening_url
@@ -79,13 +81,14 @@ class RemoteRiskProcess:
 
     def start(self) -> None:
         environ = {k: v for k, v in os.environ.items() if k != TRUST_ENV_VAR}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "remote_risk", *self._args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=environ,
-        )
+        with open(self.log or os.devnull, "a") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "remote_risk", *self._args],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env=environ,
+            )
         assert process.stdout is not None
         first_line = process.stdout.readline().strip()
         match = LISTENING.fullmatch(first_line)

@@ -188,9 +188,9 @@ class TaskOperations:
         event loop)."""
         store = self._store
         working = {task_id for task_id, worker in self._workers.items() if not worker.done()}
-        held = await store.run_transaction(lambda: store.hold(working))
+        taken = await store.run_transaction(lambda: store.renew(working))
         for task_id, worker in list(self._workers.items()):
-            if task_id not in held and not worker.done():
+            if task_id in taken and not worker.done():
                 logger.warning("task %s was taken over by another process", task_id)
                 worker.cancel()
         for record in await store.run_transaction(lambda: store.take_over(RESUME_BATCH)):

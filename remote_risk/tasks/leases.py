@@ -3,7 +3,10 @@
 Every unfinished (SUBMITTED or WORKING) task row names the replica working it
 (``worker``, a random id per process) and until when (``lease_until_ms``). The process
 that opens a task takes its lease in the same insert; every third of the lease it renews
-the leases of the tasks it is working on with one statement (:meth:`TaskLeases.hold`).
+the leases of the tasks it is working on with one statement (:meth:`TaskLeases.renew`),
+and stops working those whose row names another process (taken over). A task it could
+not renew because it has just finished (its worker's commit in another database
+thread) or whose row it cannot see yet is not one taken over.
 A task of this process that nobody works on any more (its work failed, say, on a storage
 fault) is not renewed, so its lease runs out and it is resumed like any other.
 
@@ -36,10 +39,11 @@ DEFAULT_LEASE_SECONDS = 10.0
 MIN_LEASE_SECONDS = 0.5
 _UNFINISHED = f"state IN ('{TaskState.SUBMITTED.value}', '{TaskState.WORKING.value}')"
 _RAN_OUT = "(lease_until_ms IS NULL OR lease_until_ms < :now)"
-_HOLD = (
+_RENEW = (
     f"UPDATE {tasks.name} SET lease_until_ms = :until "
-    f"WHERE worker = :worker AND {_UNFINISHED} AND id IN ({{ids}}) RETURNING id"
+    f"WHERE worker = :worker AND {_UNFINISHED} AND id IN ({{ids}})"
 )
+_TAKEN = f"SELECT id FROM {tasks.name} WHERE worker <> :worker AND id IN ({{ids}})"
 _CLAIM = (
     f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until "
     f"WHERE id = :id AND {_UNFINISHED} AND (worker = :worker OR {_RAN_OUT})"
@@ -86,17 +90,19 @@ class TaskLeases:
         """Where a lease taken now ends, in epoch milliseconds."""
         return epoch_ms(self._clock()) + int(self.lease_seconds * 1000)
 
-    def hold(self, task_ids: Collection[str]) -> set[str]:
+    def renew(self, task_ids: Collection[str]) -> set[str]:
         """Renew this process's leases on ``task_ids`` (the tasks it works on); those of
-        them it still holds."""
+        them another process holds now (taken over). A task missing from the answer is
+        not lost: it may have finished, or its row not be committed yet."""
         if not task_ids:
             return set()
         names = [f"id{index}" for index in range(len(task_ids))]
-        sql = driver_sql(self._engine, _HOLD.format(ids=", ".join(f":{n}" for n in names)))
+        ids = ", ".join(f":{n}" for n in names)
         values: dict[str, object] = {"worker": self.worker, "until": self.until()}
         values.update(zip(names, task_ids, strict=True))
         with driver_write(self._engine) as cursor:
-            cursor.execute(sql, values)
+            cursor.execute(driver_sql(self._engine, _RENEW.format(ids=ids)), values)
+            cursor.execute(driver_sql(self._engine, _TAKEN.format(ids=ids)), values)
             return {row[0] for row in cursor.fetchall()}
 
     def claim(self, task_id: str) -> bool:

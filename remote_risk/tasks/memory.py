@@ -185,8 +185,9 @@ class TaskStoreProtocol(Protocol):
     # Work leases (see remote_risk.tasks.leases): who works an unfinished task.
     lease_seconds: float
 
-    def hold(self, task_ids: Collection[str]) -> set[str]:
-        """Renew this process's leases on the tasks it works on; those it still holds."""
+    def renew(self, task_ids: Collection[str]) -> set[str]:
+        """Renew this process's leases on the tasks it works on; those of them another
+        process took over (not those that finished meanwhile)."""
         ...
 
     def claim(self, task_id: str) -> bool:
@@ -360,8 +361,8 @@ class TaskStore(BoundedStore):
 
     lease_seconds = DEFAULT_LEASE_SECONDS
 
-    def hold(self, task_ids: Collection[str]) -> set[str]:
-        return {task_id for task_id in task_ids if self.claim(task_id)}
+    def renew(self, task_ids: Collection[str]) -> set[str]:
+        return set()  # no other process sees this memory
 
     def claim(self, task_id: str) -> bool:
         record = self._records.get(task_id)

@@ -304,8 +304,8 @@ class SQLTaskStore(BoundedStore):
 
     # --- work leases (remote_risk.tasks.leases) ---------------------------------------------
 
-    def hold(self, task_ids: Collection[str]) -> set[str]:
-        return self.leases.hold(task_ids)
+    def renew(self, task_ids: Collection[str]) -> set[str]:
+        return self.leases.renew(task_ids)
 
     def claim(self, task_id: str) -> bool:
         return self.leases.claim(task_id)

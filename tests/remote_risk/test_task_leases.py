@@ -40,17 +40,19 @@ def test_a_task_is_taken_over_only_once_its_lease_ran_out(engine: Engine) -> Non
     task = first.create("alice", message())
     assert second.take_over(10) == [] and not second.claim(task.id)
     clock.now += timedelta(seconds=1)
-    assert first.hold([task.id]) == {task.id}  # renewed: good for 2 s from now
+    assert first.renew([task.id]) == set()  # renewed: good for 2 s from now
     clock.now += timedelta(seconds=1.5)
     assert second.take_over(10) == []
     clock.now += timedelta(seconds=1)
     [taken] = second.take_over(10)
     assert taken.id == task.id
-    assert first.hold([task.id]) == set() and not first.claim(task.id)
-    assert second.hold([task.id]) == {task.id}
+    assert first.renew([task.id]) == {task.id} and not first.claim(task.id)  # taken over
+    assert second.renew([task.id]) == set()
 
 
-def test_a_released_or_finished_task_is_not_held(engine: Engine) -> None:
+def test_a_released_or_finished_task_is_not_held_nor_taken_for_one_taken_over(
+    engine: Engine,
+) -> None:
     clock = Clock()
     first = SQLTaskStore(engine, 10, clock=clock, lease_seconds=2)
     second = SQLTaskStore(engine, 10, clock=clock, lease_seconds=2)
@@ -62,4 +64,5 @@ def test_a_released_or_finished_task_is_not_held(engine: Engine) -> None:
     clock.now += timedelta(seconds=5)
     assert first.take_over(10)[0].id == kept.id
     assert first.advance(kept.id, TaskState.COMPLETED)
-    assert first.hold([kept.id]) == set() and second.take_over(10) == []
+    assert first.renew([kept.id]) == set() and second.take_over(10) == []
+    assert second.renew([kept.id]) == {kept.id}  # to the other process: held by another
