@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from agent_cards.keys import load_key_set
-from bench import governed
+from bench import governed, procs
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
 from coordinator.remote.client import A2AClient
@@ -45,9 +45,10 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
             else:
                 failed.append(1)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), procs.cpu_times()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
+    busy = procs.busy_cores(cpu, procs.cpu_times())
     done.sort()
     return {
         "count": len(done),
@@ -55,6 +56,7 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
         "rps": len(done) / elapsed,
         "p50_ms": done[len(done) // 2] * 1000 if done else 0.0,
         "errors": len(failed),
+        "busy_cores": busy,  # the whole machine's, every process on it
     }
 
 

@@ -37,6 +37,24 @@ def python(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
+def cpu_times() -> tuple[int, int]:
+    """``(busy, total)`` clock ticks of the whole machine so far (``/proc/stat``; zeros
+    where there is none): two readings give the share of the cores that was busy."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(field) for field in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = sum(ticks[3:5])  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def busy_cores(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """How many of the machine's cores were busy on average between two readings."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total * (os.cpu_count() or 1) if total else 0.0
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))

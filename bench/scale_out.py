@@ -52,8 +52,9 @@ def _loads(urls: list[str], database_url: str, workers: int, issuer: services.Is
 
 
 def _one(root: Path, issuer: services.Issuer, workers: int, replicas: int,
-         timing_args: list[str], round_number: int) -> tuple[float, float]:  # fmt: skip
-    """(summed handoffs/s over the windows' median, mean points per commit)."""
+         timing_args: list[str], round_number: int) -> tuple[float, float, float]:  # fmt: skip
+    """(summed handoffs/s over the windows' median, mean points per commit, mean busy
+    cores of the machine during the windows)."""
     with fresh_schema("scale") as url, ExitStack() as stack:
         if url is None:
             raise RuntimeError("PostgreSQL does not answer")
@@ -67,23 +68,34 @@ def _one(root: Path, issuer: services.Issuer, workers: int, replicas: int,
         results = _loads([r.url for r in remotes], url, workers, issuer, timing_args)
     windows = zip(*(result["runs"] for result in results), strict=True)
     totals = [sum(run["rps"] for run in window) for window in windows]
-    batches = [run["points_per_commit"] for result in results for run in result["runs"]]
-    return statistics.median(totals), statistics.mean(batches)
+    runs = [run for result in results for run in result["runs"]]
+    batches = [run["points_per_commit"] for run in runs]
+    busy = [run["busy_cores"] for run in runs]
+    return statistics.median(totals), statistics.mean(batches), statistics.mean(busy)
 
 
 def figures(root: Path, issuer: services.Issuer, timing_args: list[str]) -> list[Figure]:
     rates: dict[tuple[int, int], list[float]] = {c: [] for c in CONFIGURATIONS}
     batches: dict[tuple[int, int], list[float]] = {c: [] for c in CONFIGURATIONS}
+    busy: dict[tuple[int, int], list[float]] = {c: [] for c in CONFIGURATIONS}
     for round_number in range(ROUNDS):
         for workers, replicas in CONFIGURATIONS:  # interleaved: each once per round
-            rate, batch = _one(root, issuer, workers, replicas, timing_args, round_number)
+            rate, batch, cores = _one(root, issuer, workers, replicas, timing_args, round_number)
             rates[(workers, replicas)].append(rate)
             batches[(workers, replicas)].append(batch)
+            busy[(workers, replicas)].append(cores)
+
+    def load(configuration: tuple[int, int]) -> str:
+        return (
+            f"points per commit {statistics.mean(batches[configuration]):.2f}, "
+            f"{statistics.mean(busy[configuration]):.2f} of {os.cpu_count()} cores busy"
+        )
+
     one = Spread.of(rates[(1, 1)])
     found = [
         figure(
             f"(9) governed handoffs on PostgreSQL, 1 coordinator process, 1 remote_risk, "
-            f"c={CONCURRENCY} (points per commit {statistics.mean(batches[(1, 1)]):.2f})",
+            f"c={CONCURRENCY} ({load((1, 1))})",
             one,
             "handoffs/s",
         )
@@ -92,8 +104,8 @@ def figures(root: Path, issuer: services.Issuer, timing_args: list[str]) -> list
         found.append(
             figure(
                 f"(9) scale-out: {workers} coordinator processes, {replicas} remote_risk "
-                f"replica{'s' if replicas > 1 else ''}, c={CONCURRENCY} each (points per "
-                f"commit {statistics.mean(batches[(workers, replicas)]):.2f})",
+                f"replica{'s' if replicas > 1 else ''}, c={CONCURRENCY} each "
+                f"({load((workers, replicas))})",
                 Spread.of(rates[(workers, replicas)]),
                 "handoffs/s",
                 baseline=one,
