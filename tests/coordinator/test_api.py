@@ -23,17 +23,10 @@ from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
+from tests.processes import PAYLOAD
 from tests.servers import free_port, running
 
 TOKEN = "operator-token-for-tests-0123456789"
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 SKILL = "interpret-risk-policy"
 
 

@@ -29,7 +29,7 @@ from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
-from tests.processes import federation, wait_for
+from tests.processes import PAYLOAD, federation, wait_for
 from tests.servers import free_port, running
 
 TOKEN = "operator-token-for-tests-0123456789"
@@ -40,14 +40,6 @@ WAITING_ON_IT = (
     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
     "AND wait_event = 'advisory' AND pid <> pg_backend_pid()"
 )
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 
 
 @pytest.fixture

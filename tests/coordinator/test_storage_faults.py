@@ -38,19 +38,11 @@ from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests.faults import database_files, immutable_flag_works, read_only
-from tests.processes import DECLARED, wait_for
+from tests.processes import DECLARED, PAYLOAD, wait_for
 from tests.servers import free_port, running
 
 TOKEN = "operator-token-for-tests-0123456789"
 AUTHORIZED = {"Authorization": f"Bearer {TOKEN}"}
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 TERMINAL = {"ACCEPTED", "REJECTED", "RETURNED_UNVERIFIED", "CANCELLED", "TIMED_OUT", "FAILED"}
 COUNTED = ("handoff.resumed", "grant.minted", "message.dispatched")
 DELEGATION = {"to": "remote-risk", "skill": "interpret-risk-policy", "input": PAYLOAD}

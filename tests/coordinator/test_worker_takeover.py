@@ -36,18 +36,10 @@ from coordinator.storage.schema import handoffs
 from coordinator.workspace import Workspace
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
-from tests.processes import DECLARED, wait_for
+from tests.processes import DECLARED, PAYLOAD, wait_for
 from tests.servers import free_port, running
 
 LEASE_SECONDS = 2.0
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 
 
 @dataclass

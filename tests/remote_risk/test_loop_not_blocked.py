@@ -21,20 +21,12 @@ from sqlalchemy.engine import make_url
 from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
 from remote_risk.storage.schema import tasks
-from tests.processes import RemoteRiskProcess, federation, wait_for
+from tests.processes import PAYLOAD, RemoteRiskProcess, federation, wait_for
 
 WAITING = (
     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
     "AND wait_event = 'relation' AND pid <> pg_backend_pid()"
 )
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 
 
 @pytest.fixture

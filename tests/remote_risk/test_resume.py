@@ -21,18 +21,10 @@ from sqlalchemy import create_engine, text
 
 from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
-from tests.processes import Balancer, RemoteRiskProcess, federation, wait_for
+from tests.processes import PAYLOAD, Balancer, RemoteRiskProcess, federation, wait_for
 from tests.servers import free_port
 
 SLOW = ("--skill-delay-seconds", "3", "--task-lease-seconds", "2")
-PAYLOAD = {
-    "brief": {"id": "brief-001", "uses_real_conversations": False},
-    "policy_note": {
-        "id": "risk-policy-007",
-        "refund_execution_permitted": False,
-        "real_conversations_require_privacy_review": True,
-    },
-}
 
 
 class TaskRows:
