@@ -6,11 +6,13 @@ bytes are its RFC 8785 form; its hash their SHA-256; leaf ``seq - 1`` of the tre
 ``SHA-256(0x00 || hash)``: the convention of the coordinator's ledger
 (docs/audit-bundle.md), so the same proofs and verifiers serve both logs.
 
-Appends are serialised by the database (``BEGIN IMMEDIATE`` on SQLite; the primary key
-on ``seq`` turns a race between PostgreSQL replicas into a retry), or by the process
-when kept in memory. The root of the current tree is kept as a compact range and
-extended with the entries appended since (by any replica), so signing a head costs the
-new entries, not a pass over the log.
+Appends are serialised by the database (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL a
+transaction-level advisory lock per schema, taken before the next ``seq`` is read, so
+replicas and threads queue for it instead of racing for the same ``seq``; the primary key
+stays the last guard, its violation a retry), or by the process when kept in memory.
+The root of the current tree is kept as a compact range and extended with the entries
+appended since (by any replica), so signing a head costs the new entries, not a pass
+over the log.
 """
 
 from __future__ import annotations
@@ -110,17 +112,22 @@ _INSERT = (
     "VALUES (:seq, :hash, :canonical, :entry_key, :handoff_id)"
 )
 _HASHES_AFTER = f"SELECT hash FROM {_LOG} WHERE seq > :after ORDER BY seq"
+# Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
+_APPEND_LOCK_CLASS = 0x52524C47
+_LOCK = "SELECT pg_advisory_xact_lock(:cls, hashtext(current_schema()))"
 
 
 class _SQLRows:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._integrity = driver_errors(engine).IntegrityError
+        self._locks = engine.dialect.name == "postgresql"
 
     def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
         for _ in range(_APPEND_RETRIES):
             try:
                 with driver_write(self._engine) as cursor:
+                    self._lock(cursor)
                     if key is not None:
                         cursor.execute(self._sql(_BY_KEY), {"key": key})
                         if cursor.fetchone() is not None:
@@ -136,11 +143,17 @@ class _SQLRows:
         for _ in range(_APPEND_RETRIES):
             try:
                 with driver_write(self._engine) as cursor:
+                    self._lock(cursor)
                     self._insert(cursor, records, None)
                 return
             except self._integrity:
                 continue  # another replica took a seq first: look again
         raise RuntimeError("the decision log could not be appended to")
+
+    def _lock(self, cursor: Any) -> None:
+        """Queue for the log's end (held to the commit; SQLite holds its write lock)."""
+        if self._locks:
+            cursor.execute(self._sql(_LOCK), {"cls": _APPEND_LOCK_CLASS})
 
     def _insert(
         self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None

@@ -102,3 +102,47 @@ def test_decisions_queued_together_land_together_and_in_order(log: DecisionLedge
         entries = log.of_handoff(f"h-{worker}", size)
         assert [json.loads(e.canonical)["data"]["i"] for e in entries] == list(range(25))
     assert [e.seq for e in log.of_handoff("h-bad", size)] == []
+
+
+def test_replicas_appending_at_once_lose_no_entry_and_fail_no_append(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two replicas on one PostgreSQL (each its own engine and decision-log thread), each
+    appending receipts from four threads while its thread writes decisions: every append
+    succeeds and every entry is in the log once. Before, the appenders raced for the next
+    seq and the losers retried; under this load some ran out of retries (a receipt's
+    send failed) and some decisions were dropped with an error in the log."""
+    import threading
+
+    engines = [open_engine(postgres_url) for _ in range(2)]
+    migrate(engines[0])
+    replicas = [DecisionLedger(engine) for engine in engines]
+    failures: list[BaseException] = []
+
+    def receipts(replica: int, worker: int) -> None:
+        for i in range(40):
+            try:
+                replicas[replica].append("receipt", {"i": i}, key=f"r-{replica}-{worker}-{i}")
+            except Exception as exc:
+                failures.append(exc)
+            replicas[replica].append_later("decision", {"i": i}, f"d-{replica}-{worker}")
+
+    threads = [
+        threading.Thread(target=receipts, args=(replica, worker))
+        for replica in range(2)
+        for worker in range(4)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for replica in replicas:
+            replica.flush()
+        size, root = replicas[0].current()
+        assert failures == []
+        assert [r.message for r in caplog.records if "could not be written" in r.message] == []
+        assert size == 2 * 4 * 40 * 2 and root == replicas[1].tree(size).root()
+    finally:
+        for engine in engines:
+            engine.dispose()
