@@ -188,12 +188,17 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 @contextmanager
-def registered(root: Path) -> Iterator[tuple[DataDir, RemoteRiskProcess]]:
+def registered(
+    root: Path, *extra: str, database_url: str | None = None, log: Path | None = None
+) -> Iterator[tuple[DataDir, RemoteRiskProcess]]:
     """A coordinator data directory under ``root`` with a running remote_risk registered
-    in it (its card key pinned, trusting the coordinator's keys); stopped afterwards."""
+    in it (its card key pinned, trusting the coordinator's keys); stopped afterwards.
+    ``extra``, ``database_url`` and ``log`` are :class:`RemoteRiskProcess`'s."""
     data = DataDir(root / "coordinator")
     coordinator_keys(data)
-    process = RemoteRiskProcess(root / "remote", data.path("jwks.json"))
+    process = RemoteRiskProcess(
+        root / "remote", data.path("jwks.json"), *extra, database_url=database_url, log=log
+    )
     process.start()
     try:
         process.register_with(data)

@@ -21,10 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
-from tests.processes import RemoteRiskProcess, federation
-from tests.remote_risk.test_resume import PAYLOAD
+from tests.processes import PAYLOAD, federation, registered
 
 TOKEN = "audit-operator-token"
 VERIFIER = Path(__file__).parents[2] / "docs" / "verifier" / "verify_bundle.py"
@@ -71,15 +69,8 @@ def fork_first_entry(database: Path) -> None:
 @pytest.fixture
 def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("REMOTE_RISK_AUDIT_TOKEN", TOKEN)
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
-    process = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
-    process.start()
-    try:
-        process.register_with(data)
-        yield data, process
-    finally:
-        process.stop()
+    with registered(tmp_path) as running:
+        yield running
 
 
 def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_path: Path) -> None:

@@ -11,29 +11,23 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
 
 from coordinator.audit.ledger import Ledger
-from coordinator.authority.identity import coordinator_keys
 from coordinator.service.api import create_api
 from coordinator.service.settings import CoordinatorSettings
-from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.coordinator.test_api import TOKEN
-from tests.processes import RemoteRiskProcess, federation, wait_for
-from tests.remote_risk.test_resume import PAYLOAD, TaskRows
+from tests.processes import PAYLOAD, federation, registered, wait_for
+from tests.remote_risk.test_resume import TaskRows
 from tests.servers import running
 
 
 def test_a_send_to_a_remote_that_is_down_is_retried_until_it_is_back(tmp_path: Path) -> None:
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
-    remote = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
-    remote.start()
-    try:
-        remote.register_with(data)
+    with registered(tmp_path) as (data, remote):
         remote.stop()
         input_file = tmp_path / "input.json"
         input_file.write_text(json.dumps(PAYLOAD))
@@ -45,8 +39,6 @@ def test_a_send_to_a_remote_that_is_down_is_retried_until_it_is_back(tmp_path: P
         time.sleep(3)  # the first attempts meet a closed port
         remote.start()
         out, err = waiting.communicate(timeout=90)
-    finally:
-        remote.stop()
     document = json.loads(out)
     assert document["local_state"] == "ACCEPTED", err
     rows = TaskRows(f"sqlite+pysqlite:///{tmp_path / 'remote' / 'remote-risk.db'}")
@@ -64,13 +56,7 @@ def test_a_submitted_handoff_is_retried_by_the_worker_until_the_remote_is_back(
 ) -> None:
     """``wait: false`` through the API: the background worker meets the remote down, and
     its later attempts reach it once it is back; one remote task, ACCEPTED."""
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
-    remote = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
-    remote.start()
-    ws = Workspace(data)
-    try:
-        remote.register_with(data)
+    with registered(tmp_path) as (data, remote), closing(Workspace(data)) as ws:
         remote.stop()
         settings = CoordinatorSettings(operator_token=TOKEN, worker_lease_seconds=5.0)
         headers = {"Authorization": f"Bearer {TOKEN}"}
@@ -90,9 +76,6 @@ def test_a_submitted_handoff_is_retried_by_the_worker_until_the_remote_is_back(
                 return bool(branches) and branches[-1]["state"] == "ACCEPTED"
 
             wait_for(accepted, 60, "the handoff to be accepted")
-    finally:
-        remote.stop()
-        ws.close()
     rows = TaskRows(f"sqlite+pysqlite:///{tmp_path / 'remote' / 'remote-risk.db'}")
     assert rows.states() == ["TASK_STATE_COMPLETED"], "exactly one remote task"
 
@@ -101,12 +84,8 @@ def test_a_run_cancelled_while_a_retry_waits_still_records_its_ending(tmp_path: 
     """The remote stays down; the run is cancelled (``--cancel-after``) while the next
     attempt waits its backoff. The run's disposition and document are still written: the
     run shows cancelled and the ledger says so, like any other ending."""
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
-    remote = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
-    remote.start()
-    remote.register_with(data)
-    remote.stop()
+    with registered(tmp_path) as (data, remote):
+        remote.stop()  # and down for good
     input_file = tmp_path / "input.json"
     input_file.write_text(json.dumps(PAYLOAD))
     delegating = federation(

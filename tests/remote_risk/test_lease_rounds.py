@@ -16,15 +16,14 @@ coordinator's own delegate path. One process can have no task taken over by anot
 from __future__ import annotations
 
 import asyncio
+from contextlib import closing
 from pathlib import Path
 
-from coordinator.authority.identity import coordinator_keys
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.remote.client import A2AClient
 from coordinator.service.facade import CoordinatorService
-from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from tests.processes import PAYLOAD, RemoteRiskProcess
+from tests.processes import PAYLOAD, registered
 
 ROUNDS = 6
 AT_ONCE = 12
@@ -46,23 +45,13 @@ async def delegate_bursts(service: CoordinatorService) -> list[dict[str, object]
 def test_a_task_that_just_finished_is_not_taken_for_one_taken_over(
     tmp_path: Path, database_url: str
 ) -> None:
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)
     log = tmp_path / "remote-risk.log"
-    remote = RemoteRiskProcess(
-        tmp_path / "remote", data.path("jwks.json"), "--task-lease-seconds", "0.5",
-        database_url=database_url, log=log,
-    )  # fmt: skip
-    remote.start()
-    try:
-        remote.register_with(data)
-        ws = Workspace(data)
-        try:
-            documents = asyncio.run(delegate_bursts(CoordinatorService(ws)))
-        finally:
-            ws.close()
-    finally:
-        remote.stop()
+    lease = ("--task-lease-seconds", "0.5")
+    with (
+        registered(tmp_path, *lease, database_url=database_url, log=log) as (data, _),
+        closing(Workspace(data)) as ws,
+    ):
+        documents = asyncio.run(delegate_bursts(CoordinatorService(ws)))
     assert {d["local_state"] for d in documents} == {"ACCEPTED"}
     wrongly_stopped = [line for line in log.read_text().splitlines() if TAKEN_OVER in line]
     assert wrongly_stopped == [], f"{len(wrongly_stopped)} tasks stopped as taken over"

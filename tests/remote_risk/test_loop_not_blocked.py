@@ -18,10 +18,9 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
 from remote_risk.storage.schema import tasks
-from tests.processes import PAYLOAD, RemoteRiskProcess, federation, wait_for
+from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered, wait_for
 
 WAITING = (
     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
@@ -31,22 +30,10 @@ WAITING = (
 
 @pytest.fixture
 def remote(tmp_path: Path, postgres_url: str) -> Iterator[tuple[RemoteRiskProcess, DataDir]]:
-    data = DataDir(tmp_path / "coordinator")
-    coordinator_keys(data)  # publishes jwks.json, which remote_risk trusts
     # short leases: the background lease rounds (writes too) come while the lock is held
-    process = RemoteRiskProcess(
-        tmp_path / "remote",
-        data.path("jwks.json"),
-        "--task-lease-seconds",
-        "1",
-        database_url=postgres_url,
-    )
-    process.start()
-    try:
-        process.register_with(data)
+    lease = ("--task-lease-seconds", "1")
+    with registered(tmp_path, *lease, database_url=postgres_url) as (data, process):
         yield process, data
-    finally:
-        process.stop()
 
 
 def _libpq(url: str) -> str:
