@@ -3,10 +3,10 @@
 Every unfinished (SUBMITTED or WORKING) task row names the replica working it
 (``worker``, a random id per process) and until when (``lease_until_ms``). The process
 that opens a task takes its lease in the same insert; every third of the lease it renews
-the leases of the tasks it is working on with one statement (:meth:`TaskLeases.renew`),
-and stops working those whose row names another process (taken over). A task it could
-not renew because it has just finished (its worker's commit in another database
-thread) or whose row it cannot see yet is not one taken over.
+the leases of the tasks it is working on with one statement and reads which of them
+another process now names (:meth:`TaskLeases.renew`): those it stops working (taken
+over). A task it could not renew because it has just finished (its worker's commit in
+another database thread) or whose row it cannot see yet is not one taken over.
 A task of this process that nobody works on any more (its work failed, say, on a storage
 fault) is not renewed, so its lease runs out and it is resumed like any other.
 
