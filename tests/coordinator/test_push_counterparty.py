@@ -1,0 +1,103 @@
+"""A registered but hostile agent, holding its own pinned key, cannot push for another agent.
+
+The receiver is real (a PushReceiver on loopback); the rogue is the test posting signed
+notifications about the genuine agent's task, each signed with the rogue's own key, the
+one the operator pinned for the rogue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from agent_cards.keys import SigningKey
+from contracts import strict_json
+from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
+from coordinator.remote.registry import RegisteredAgent
+from remote_risk.server.webhooks import sign_notification
+from tests.remote_risk.conftest import RiskPeer, risk_peer
+from tests.remote_risk.test_push import registered
+from tests.servers import free_port, running
+
+TASK = "task-of-the-genuine-agent"
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[RiskPeer]:
+    with risk_peer() as running_peer:
+        yield running_peer
+
+
+@pytest.fixture
+def receiver() -> Iterator[PushReceiver]:
+    port = free_port()
+    push_receiver = PushReceiver(f"http://127.0.0.1:{port}")
+    with running(push_receiver.app, port=port):
+        yield push_receiver
+
+
+def _rogue(genuine: RegisteredAgent, key: SigningKey) -> RegisteredAgent:
+    """The rogue as registered: its own name and the key the operator pinned for it."""
+    return genuine.model_copy(update={"name": "rogue", "pinned_jwks": {"keys": [key.public_jwk()]}})
+
+
+def _attack(
+    receiver: PushReceiver,
+    agents: tuple[RegisteredAgent, RegisteredAgent],
+    path_agent: str,
+    key: SigningKey,
+    issuer: str,
+) -> httpx.Response:
+    """Both agents await their own task; the rogue posts about the genuine one's."""
+
+    async def exercise() -> httpx.Response:
+        genuine, rogue = agents
+        receiver.expect(genuine, TASK)
+        receiver.expect(rogue, "task-of-the-rogue")
+        return await asyncio.to_thread(_post, receiver, path_agent, key, issuer)
+
+    return asyncio.run(exercise())
+
+
+def _post(receiver: PushReceiver, path_agent: str, key: SigningKey, issuer: str) -> httpx.Response:
+    update = {"taskId": TASK, "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+    body = strict_json.dumps({"statusUpdate": update})
+    token = sign_notification(
+        body,
+        key=key,
+        issuer=issuer,
+        audience=receiver.webhook_url(path_agent),
+        task_id=TASK,
+        jti=f"jti-{path_agent}-{key.kid[:8]}",
+    )
+    return httpx.post(
+        receiver.webhook_url(path_agent),
+        content=body,
+        headers={SIGNATURE_HEADER: token, "Content-Type": "application/a2a+json"},
+        timeout=10,
+    )
+
+
+def test_a_rogue_signing_with_its_own_key_cannot_push_at_the_genuine_agents_address(
+    peer: RiskPeer, receiver: PushReceiver
+) -> None:
+    """Signed with the rogue's pinned key, naming the genuine agent: not its key there."""
+    genuine = registered(peer)
+    rogue_key = SigningKey.generate()
+    rogue = _rogue(genuine, rogue_key)
+    refused = _attack(receiver, (genuine, rogue), genuine.name, rogue_key, genuine.agent_id)
+    assert (refused.status_code, refused.json()["refused"]) == (401, "signature_key_unknown")
+
+
+def test_a_rogue_cannot_push_another_agents_task_through_its_own_address(
+    peer: RiskPeer, receiver: PushReceiver
+) -> None:
+    """Under its own address and key, the genuine agent's task is not the rogue's to report."""
+    genuine = registered(peer)
+    rogue_key = SigningKey.generate()
+    rogue = _rogue(genuine, rogue_key)
+    refused = _attack(receiver, (genuine, rogue), rogue.name, rogue_key, rogue.agent_id)
+    assert (refused.status_code, refused.json()["refused"]) == (404, "unknown_task")
