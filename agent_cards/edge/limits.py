@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from agent_cards.edge.errors import LimitsError
+from contracts.strict_json import MAX_DEPTH
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -35,8 +36,8 @@ class EdgeLimits:
     keep_alive_seconds: float = 5.0
     # bytes of one request body, counted as it streams in; 413 past it
     max_body_bytes: int = 1_000_000
-    # nesting of arrays and objects in a JSON body
-    max_json_depth: int = 64
+    # nesting of arrays and objects in a JSON body; at most what every parser allows
+    max_json_depth: int = MAX_DEPTH
     # open connections in total, and from one client address
     max_connections: int = 1024
     max_connections_per_client: int = 128
@@ -46,6 +47,8 @@ class EdgeLimits:
             value = getattr(self, item.name)
             if not value > 0:
                 raise LimitsError(f"{item.name} must be positive, not {value!r}")
+        if self.max_json_depth > MAX_DEPTH:
+            raise LimitsError(f"max_json_depth cannot exceed {MAX_DEPTH}, what every parser allows")
         if self.max_connections_per_client > self.max_connections:
             raise LimitsError("max_connections_per_client cannot exceed max_connections")
 
