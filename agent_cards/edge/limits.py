@@ -12,6 +12,7 @@ sides (and RFC 8785, which canonicalises our signed documents) can represent exa
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -41,10 +42,17 @@ class EdgeLimits:
     # open connections in total, and from one client address
     max_connections: int = 1024
     max_connections_per_client: int = 128
+    # proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or
+    # networks); none by default, so a client's forwarded headers are ignored
+    trusted_proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for address in self.trusted_proxies:
+            _check_proxy(address)
         for item in fields(self):
             value = getattr(self, item.name)
+            if item.name == "trusted_proxies":
+                continue
             if not value > 0:
                 raise LimitsError(f"{item.name} must be positive, not {value!r}")
         if self.max_json_depth > MAX_DEPTH:
@@ -64,13 +72,33 @@ class EdgeLimits:
             text = environ.get(variable)
             if text is None or not text.strip():
                 continue
-            kind = float if item.name.endswith("_seconds") else int
-            try:
-                changes[item.name] = kind(text)
-            except ValueError:
-                raise LimitsError(f"{variable}={text!r} is not a number") from None
+            changes[item.name] = _parsed(item.name, variable, text)
         return replace(limits, **changes)
 
     def variables(self, prefix: str) -> dict[str, str]:
         """Each limit's environment variable and its value (for documentation and tests)."""
-        return {prefix + item.name.upper(): str(getattr(self, item.name)) for item in fields(self)}
+        return {
+            prefix + item.name.upper(): _shown(getattr(self, item.name)) for item in fields(self)
+        }
+
+
+def _parsed(name: str, variable: str, text: str) -> Any:
+    if name == "trusted_proxies":
+        return tuple(part.strip() for part in text.split(",") if part.strip())
+    kind = float if name.endswith("_seconds") else int
+    try:
+        return kind(text)
+    except ValueError:
+        raise LimitsError(f"{variable}={text!r} is not a number") from None
+
+
+def _shown(value: Any) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+def _check_proxy(address: str) -> None:
+    """A trusted proxy is named by its address or network; never ``*`` (anyone)."""
+    try:
+        ipaddress.ip_network(address, strict=False)
+    except ValueError:
+        raise LimitsError(f"trusted proxy {address!r} is not an IP address or network") from None
