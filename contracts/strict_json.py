@@ -3,16 +3,74 @@
 The standard library accepts duplicate object keys (last one wins) and the non-standard
 constants ``NaN``, ``Infinity`` and ``-Infinity``. Either can make two parties read the same
 bytes differently, so both are refused here.
+
+It also recurses once per level of nesting, so a document of 20,000 ``[`` exhausts the
+interpreter's stack (``RecursionError``, not a ``ValueError``): every document is held to
+:data:`MAX_DEPTH` levels of arrays and objects before it is decoded, and refused with the
+reason ``json_too_deep``. This is the one depth rule: the HTTP edge's body check
+(:mod:`agent_cards.edge.json_shape`) and every parser of what another party sent (remote
+replies, stream events, push notifications, cards, JWK Sets, model replies, request
+bodies) come through :func:`check_depth`; :func:`check_value_depth` holds an already
+decoded value (a gRPC message turned into a dict) to the same rule.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+# Levels of arrays and objects any document we read may nest (the edge's default too).
+MAX_DEPTH = 64
+NOT_JSON = "not_json"
+JSON_TOO_DEEP = "json_too_deep"
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 class StrictJSONError(ValueError):
-    """The bytes are not a single strict JSON document."""
+    """The bytes are not a single strict JSON document; ``reason`` is a stable code."""
+
+    reason = NOT_JSON
+
+
+class JSONTooDeep(StrictJSONError):
+    """Arrays and objects nest deeper than the limit."""
+
+    reason = JSON_TOO_DEEP
+
+    def __init__(self, max_depth: int) -> None:
+        super().__init__(f"arrays and objects nest deeper than {max_depth}")
+        self.max_depth = max_depth
+
+
+def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse ``text`` (:class:`JSONTooDeep`) if its arrays and objects nest deeper than
+    ``max_depth``; brackets inside strings do not count. Nothing is decoded."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return
+    depth = 0
+    for char in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+        if char in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise JSONTooDeep(max_depth)
+        else:
+            depth -= 1
+
+
+def check_value_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
+    """The same rule for a decoded value: dicts and lists nested deeper than ``max_depth``
+    are refused (:class:`JSONTooDeep`). Walks without recursing."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth + 1 > max_depth:
+                raise JSONTooDeep(max_depth)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
 
 
 def _reject_constant(name: str) -> Any:
@@ -37,7 +95,8 @@ _DECODER = json.JSONDecoder(
 
 
 def loads(data: bytes | str) -> Any:
-    """Decode one JSON document, refusing duplicate keys and non-finite numbers.
+    """Decode one JSON document, refusing duplicate keys, non-finite numbers and nesting
+    deeper than :data:`MAX_DEPTH`.
 
     Text is taken as :func:`json.loads` takes it: bytes in the encoding their first bytes
     show (UTF-8, -16 or -32), a str that starts with a byte order mark refused."""
@@ -48,6 +107,7 @@ def loads(data: bytes | str) -> Any:
             text = data
         else:
             text = data.decode(json.detect_encoding(data), "surrogatepass")
+        check_depth(text)
         return _DECODER.decode(text)
     except StrictJSONError:
         raise

@@ -241,7 +241,7 @@ def translated(what: str, url: str | None = None) -> Iterator[None]:
     except httpx.HTTPError as exc:
         raise TransportError(f"{what}{place}: {type(exc).__name__}", "transport_error") from None
     except StrictJSONError as exc:
-        raise ProtocolError(f"{what}{place}: {exc}", "not_json") from None
+        raise ProtocolError(f"{what}{place}: {exc}", exc.reason) from None
     except pydantic.ValidationError as exc:
         raise ProtocolError(f"{what}{place}: {describe_validation(exc)}", "invalid_shape") from None
 

@@ -6,7 +6,9 @@
 ``json_lone_surrogate``    a ``\\uD800``-style escape that is not half of a pair: no
                            UTF-8 can hold it, so it would fail later, deep in a handler
 ``json_too_deep``          arrays and objects nested deeper than the limit (the
-                           standard decoder recurses, and ~1,000 levels exhaust it)
+                           standard decoder recurses, and ~1,000 levels exhaust it);
+                           the rule is :func:`contracts.strict_json.check_depth`, the
+                           one every parser of received JSON runs
 ``json_number_out_of_range``  an integer beyond +-(2**53 - 1), or a number that is not a
                            finite IEEE 754 double (``1e400``), per I-JSON (RFC 7493)
 
@@ -23,12 +25,12 @@ import re
 
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.limits import MAX_SAFE_INTEGER
+from contracts.strict_json import JSONTooDeep, check_depth
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _ESCAPE = re.compile(rb"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
-_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 # Numbers that might be out of range: 16 or more digits in a row (2**53 has 16), or an
 # exponent of three or more digits; every shorter spelling is a finite double in range.
 _SUSPECT_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
@@ -40,35 +42,22 @@ def check_json_shape(body: bytes, *, max_depth: int) -> None:
     if body.startswith(_BOMS):
         raise JSONShapeError("json_not_utf8", "the body starts with a byte order mark")
     try:
-        body.decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise JSONShapeError("json_not_utf8", "the body is not UTF-8") from None
+    try:
+        check_depth(text, max_depth)
+    except JSONTooDeep as exc:
+        raise JSONShapeError(exc.reason, str(exc)) from None
     strings = _STRING.findall(body)
     for string in strings:
         if _SURROGATE_HINT.search(string):
             _check_surrogates(string)
     outside = _STRING.sub(b'""', body)
-    _check_depth(outside.translate(None, _BRACKETS), max_depth)
     if _LONG.search(outside):
         for match in _SUSPECT_NUMBER.finditer(outside):
             if _LONG.search(match.group()):
                 _check_number(match.group())
-
-
-def _check_depth(brackets: bytes, max_depth: int) -> None:
-    if brackets.count(b"[") + brackets.count(b"{") <= max_depth:
-        return
-    depth = 0
-    opening = frozenset(b"[{")
-    for byte in brackets:
-        if byte in opening:
-            depth += 1
-            if depth > max_depth:
-                raise JSONShapeError(
-                    "json_too_deep", f"arrays and objects nest deeper than {max_depth}"
-                )
-        else:
-            depth -= 1
 
 
 def _check_number(text: bytes) -> None:

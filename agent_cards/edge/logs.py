@@ -8,6 +8,13 @@ carry a record's structured fields (the access log's). Every line passes the
 :class:`Redactor` on its way out: bearer credentials, anything shaped like a JWT, and each
 secret value registered with :func:`add_secret` (the operator token, model API keys) are
 replaced by ``[redacted]``. stdout is left to the program (the servers' first line).
+
+Every value a line shows may have been received (a request path, a header, a remote's
+error text), so none of it can end the line or drive a terminal: :func:`escaped` writes
+each control character (CR, LF, ESC and the rest of C0 and C1, DEL, and the Unicode
+line and paragraph separators) as an escape (``\\r``, ``\\n``, ``\\x1b``), in the
+message and in every field; a traceback's lines are escaped one by one and indented, so
+no continuation line can pass for a record. JSON lines escape the same characters.
 """
 
 from __future__ import annotations
@@ -35,6 +42,11 @@ _PATTERNS = (
     # the password in a URL's userinfo (a database URL)
     re.compile(r"(?<=://)([^/\s:@]+):[^/\s@]+(?=@)"),
 )
+# What could end a line, start a terminal escape sequence or hide text.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# What json.dumps(ensure_ascii=False) leaves unescaped of those.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")
+_SHORT_ESCAPES = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
 # Environment variables whose values are secrets by their name.
 SECRET_NAME_ENDINGS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
 _MIN_SECRET_LENGTH = 8
@@ -70,6 +82,25 @@ def _keep_scheme(match: re.Match[str]) -> str:
 REDACTOR = Redactor()
 
 
+def escaped(text: str) -> str:
+    """``text`` on one line, every unsafe character (see the module docstring) shown as
+    an escape rather than obeyed."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _continuation(text: str) -> str:
+    """A traceback under its record: each line escaped and indented."""
+    return "".join("\n  " + escaped(line) for line in text.splitlines())
+
+
 def add_secret(secret: str | None) -> None:
     """Never let ``secret`` appear in a log line of this process."""
     REDACTOR.add(secret)
@@ -91,11 +122,14 @@ class TextFormatter(logging.Formatter):
     """``TIME LEVEL LOGGER: message key=value ...``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        parts = [timestamp(record), record.levelname, f"{record.name}:", record.getMessage()]
-        parts += [f"{key}={value}" for key, value in fields_of(record).items()]
+        message = escaped(record.getMessage())
+        parts = [timestamp(record), record.levelname, f"{escaped(record.name)}:", message]
+        parts += [
+            f"{escaped(key)}={escaped(str(value))}" for key, value in fields_of(record).items()
+        ]
         line = " ".join(parts)
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += _continuation(self.formatException(record.exc_info))
         return REDACTOR(line)
 
 
@@ -112,7 +146,8 @@ class JSONFormatter(logging.Formatter):
         }
         if record.exc_info:
             document["exception"] = self.formatException(record.exc_info)
-        return REDACTOR(json.dumps(document, default=str, ensure_ascii=False))
+        line = json.dumps(document, default=str, ensure_ascii=False)
+        return REDACTOR(_JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", line))
 
 
 class _Handler(logging.StreamHandler):

@@ -207,9 +207,17 @@ def bounded_protocol(limits: EdgeLimits) -> type[BoundedHttpToolsProtocol]:
 
 
 def uvicorn_options(limits: EdgeLimits) -> dict[str, Any]:
-    """The ``uvicorn.Config`` keywords that put a server behind these limits."""
+    """The ``uvicorn.Config`` keywords that put a server behind these limits.
+
+    Forwarded headers (``X-Forwarded-For``, ``X-Forwarded-Proto``) are believed only from
+    ``limits.trusted_proxies``; with none (the default) they are ignored, so the client
+    address every check sees (the console's login throttle, the logs) is the peer's own.
+    uvicorn would otherwise believe them from loopback."""
+    proxies = limits.trusted_proxies
     return {
         "http": bounded_protocol(limits),
         "timeout_keep_alive": limits.keep_alive_seconds,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": list(proxies) if proxies else [],
     }

@@ -153,6 +153,8 @@ class PushReceiver:
         self._check_claims(claims, sender.agent.agent_id, self.webhook_url(name), body)
         try:
             event = StreamResponse.model_validate(strict_json.loads(body))
+        except strict_json.JSONTooDeep as exc:
+            raise PushRefused(400, exc.reason) from None
         except ValueError:
             raise PushRefused(400, "body_not_a_stream_response") from None
         task_id = claims["taskId"]
@@ -167,6 +169,8 @@ class PushReceiver:
     def _verified_claims(self, token: str, keys: TrustedKeys) -> dict[str, Any]:
         try:
             header = strict_json.loads(b64url_decode(token.split(".", 1)[0]))
+        except strict_json.JSONTooDeep as exc:
+            raise PushRefused(400, exc.reason) from None
         except ValueError:
             raise PushRefused(400, "signature_malformed") from None
         if not isinstance(header, dict) or header.get("typ") != PUSH_TOKEN_TYPE:

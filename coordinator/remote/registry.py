@@ -433,7 +433,7 @@ async def _fetch(client: A2AClient, url: str) -> FetchedCard:
         return await client.fetch_card(url)
     except ProtocolError as exc:
         reason = "card_not_json" if exc.reason == "not_json" else "card_invalid"
-        raise RegistryError(str(exc), reason) from None
+        raise RegistryError(str(exc), _bounded(exc.reason, reason)) from None
     except FederationError as exc:
         raise RegistryError(str(exc), "card_unreachable") from None
 
@@ -476,8 +476,13 @@ async def _origin_keys(client: A2AClient, card_url: str) -> TrustedKeys:
     try:
         document = await client.fetch_json(url, "JWK Set")
     except FederationError as exc:
-        raise RegistryError(str(exc), "jwks_unavailable") from None
+        raise RegistryError(str(exc), _bounded(exc.reason, "jwks_unavailable")) from None
     return _keys_from(document)
+
+
+def _bounded(reason: str, otherwise: str) -> str:
+    """A document refused by the bounded parser keeps that reason (``json_too_deep``)."""
+    return reason if reason == strict_json.JSON_TOO_DEEP else otherwise
 
 
 def _keys_from(document: Any) -> TrustedKeys:
