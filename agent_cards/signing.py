@@ -1,13 +1,29 @@
 """Agent Card signatures: a detached JWS over the card's RFC 8785 canonical form.
 
-The signed payload is the card without ``signatures`` and without null members,
-canonicalised with JCS. Each entry in ``signatures`` holds the base64url ``protected``
-header ``{"alg", "kid", "typ": "JOSE"}`` and the base64url ``signature``; the payload
-itself is not stored, since anyone can recompute it from the card.
+The signed payload is the card without ``signatures`` and without null members, with
+proto field presence as A2A section 8.4.1 says (:func:`canonical_card`,
+:func:`agent_cards.presence.card_with_presence`), canonicalised with JCS. Each entry in
+``signatures`` holds the base64url ``protected`` header ``{"alg", "kid", "typ": "JOSE"}``
+and the base64url ``signature``; the payload itself is not stored, since anyone can
+recompute it from the card.
 
-A v0.3 card may instead be signed over the form the v0.3 SDK produced
-(:func:`canonical_card_v03`: without members equal to v0.3's defaults or empty, as sorted,
-compact JSON); :data:`V03_FORMS` accepts either form, :data:`V1_FORMS` only JCS.
+Signers in the field use one of two deterministic forms, and a v1.0 card verifies over
+either (:data:`V1_FORMS`; :func:`verify_card` says which one did):
+
+``a2a-v1.0``  the specification's (:func:`canonical_card`): REQUIRED members always
+              present (at their default when the JSON leaves them out), map entries kept
+              whatever their value, other defaults left out
+``a2a-sdk``   the a2a-sdk's (:func:`canonical_card_sdk`): the card as the protobuf
+              message prints, then without any empty string, list or object, at any
+              depth. It signs less: a requirement naming a scheme with no scopes, an
+              mTLS scheme without a description, an empty description are not covered.
+
+:func:`sign_card` signs the specification's form and, when the a2a-sdk's form of the card
+is other bytes, adds a second entry over that one with the same key, so the a2a-sdk's
+verifier accepts our cards too. A v0.3 card may instead be signed over the JCS form
+without put-back members (``a2a-v0.3-jcs``) or the form the v0.3 SDK produced
+(:func:`canonical_card_v03`, ``a2a-v0.3``: without members equal to v0.3's defaults or
+empty, as sorted, compact JSON); :data:`V03_FORMS` accepts those two.
 
 Verification trusts pinned keys only. Key-locating header members (``jku``, ``x5u``,
 ``jwk``, ``x5c``) are refused outright rather than ignored: the A2A specification lets a
@@ -28,6 +44,7 @@ from __future__ import annotations
 import binascii
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -44,7 +61,7 @@ from agent_cards.keys import (
     b64url_decode,
     b64url_encode,
 )
-from agent_cards.presence import card_with_presence
+from agent_cards.presence import card_as_sdk_signs, card_with_presence, without_empty
 from contracts import strict_json
 
 CardReason = Literal[
@@ -73,27 +90,38 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
+def _unsigned(card: Mapping[str, Any]) -> dict[str, Any]:
+    unsigned = {key: value for key, value in card.items() if key != "signatures"}
+    return dict(_without_nulls(unsigned))
+
+
 def canonical_card(card: Mapping[str, Any]) -> bytes:
     """The bytes that are signed (A2A section 8.4.1): JCS of ``card`` without
-    ``signatures``, null members, and the members proto field presence leaves out
-    (:mod:`agent_cards.presence`), so a card reads the same over every binding."""
-    unsigned = {key: value for key, value in card.items() if key != "signatures"}
-    return rfc8785.dumps(card_with_presence(_without_nulls(unsigned)))
+    ``signatures``, null members, and the members proto field presence leaves out, with
+    absent REQUIRED members at their default (:mod:`agent_cards.presence`), so a card
+    reads the same over every binding and however its JSON was printed."""
+    return rfc8785.dumps(card_with_presence(_unsigned(card)))
+
+
+def canonical_card_sdk(card: Mapping[str, Any]) -> bytes | None:
+    """The bytes the a2a-sdk signs: JCS of the card as its protobuf message prints,
+    without empty values (:func:`agent_cards.presence.card_as_sdk_signs`); None for a
+    card the proto cannot read."""
+    printed = card_as_sdk_signs(_unsigned(card))
+    try:
+        return None if printed is None else rfc8785.dumps(printed)
+    except rfc8785.CanonicalizationError:
+        return None
+
+
+def canonical_card_v03_jcs(card: Mapping[str, Any]) -> bytes:
+    """JCS with field presence as v1.0 reads it, nothing put back (how a v0.3 card
+    signed over JCS was checked before v1.0's rule about REQUIRED members)."""
+    return rfc8785.dumps(card_with_presence(_unsigned(card), fill_required=False))
 
 
 # Members whose value equals the v0.3 schema's default were left out of what v0.3 signed.
 V03_DEFAULTS = {"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}
-
-
-def _without_empty(value: Any) -> Any:
-    """``value`` without empty strings, lists and objects, at any depth (None if empty)."""
-    if isinstance(value, Mapping):
-        kept = {k: c for k, v in value.items() if (c := _without_empty(v)) is not None}
-        return kept or None
-    if isinstance(value, list | tuple):
-        items = [c for v in value if (c := _without_empty(v)) is not None]
-        return items or None
-    return None if value == "" else value
 
 
 def canonical_card_v03(card: Mapping[str, Any]) -> bytes:
@@ -104,29 +132,64 @@ def canonical_card_v03(card: Mapping[str, Any]) -> bytes:
         for key, value in card.items()
         if key != "signatures" and V03_DEFAULTS.get(key) != value
     }
-    cleaned = _without_empty(_without_nulls(unsigned)) or {}
+    cleaned = without_empty(_without_nulls(unsigned)) or {}
     return json.dumps(cleaned, separators=(",", ":"), sort_keys=True).encode()
 
 
-CanonicalForm = Callable[[Mapping[str, Any]], bytes]
-V1_FORMS: tuple[CanonicalForm, ...] = (canonical_card,)
-V03_FORMS: tuple[CanonicalForm, ...] = (canonical_card, canonical_card_v03)
+SPEC_FORM = "a2a-v1.0"
+SDK_FORM = "a2a-sdk"
+V03_JCS_FORM = "a2a-v0.3-jcs"
+V03_FORM = "a2a-v0.3"
+
+
+@dataclass(frozen=True)
+class CanonicalForm:
+    """One way of making a card's signed bytes: its name and the function (None when the
+    card has no such form)."""
+
+    name: str
+    payload: Callable[[Mapping[str, Any]], bytes | None]
+
+
+@dataclass(frozen=True)
+class VerifiedCard:
+    """Which pinned key signed the card (its kid) and over which canonical form."""
+
+    kid: str
+    form: str
+
+
+V1_FORMS: tuple[CanonicalForm, ...] = (
+    CanonicalForm(SPEC_FORM, canonical_card),
+    CanonicalForm(SDK_FORM, canonical_card_sdk),
+)
+V03_FORMS: tuple[CanonicalForm, ...] = (
+    CanonicalForm(V03_JCS_FORM, canonical_card_v03_jcs),
+    CanonicalForm(V03_FORM, canonical_card_v03),
+)
 
 
 def sign_card(card: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
-    """A copy of ``card`` with one more detached signature entry made with ``key``.
+    """A copy of ``card`` with one more detached signature entry made with ``key`` over
+    the specification's form, and one over the a2a-sdk's form when that is other bytes.
 
     Existing entries are kept, so a card can carry the old and the new key's signature
     while verifiers are moving over to the new one.
     """
+    spec, sdk = canonical_card(card), canonical_card_sdk(card)
+    entries = [_entry(spec, key)] + ([_entry(sdk, key)] if sdk not in (None, spec) else [])
+    signed = dict(card)
+    signed["signatures"] = [*(card.get("signatures") or []), *entries]
+    return signed
+
+
+def _entry(payload: bytes | None, key: SigningKey) -> dict[str, str]:
+    assert payload is not None
     header = {"alg": key.alg, "kid": key.kid, "typ": CARD_SIGNATURE_TYPE}
     protected = b64url_encode(strict_json.dumps(header))
-    signing_input = f"{protected}.{b64url_encode(canonical_card(card))}".encode("ascii")
+    signing_input = f"{protected}.{b64url_encode(payload)}".encode("ascii")
     signature = get_default_algorithms()[key.alg].sign(signing_input, key.private_key)
-    entry = {"protected": protected, "signature": b64url_encode(signature)}
-    signed = dict(card)
-    signed["signatures"] = [*(card.get("signatures") or []), entry]
-    return signed
+    return {"protected": protected, "signature": b64url_encode(signature)}
 
 
 def verify_card(
@@ -135,8 +198,9 @@ def verify_card(
     *,
     now: datetime | None = None,
     forms: tuple[CanonicalForm, ...] = V1_FORMS,
-) -> str:
-    """The ``kid`` of the first signature that verifies with a pinned, unexpired key.
+) -> VerifiedCard:
+    """The ``kid`` of the first signature that verifies with a pinned, unexpired key, and
+    the name of the first of ``forms`` it verifies over.
 
     Every entry must have a well-formed protected header inside the profile, or the
     card is refused with ``card_header_invalid`` even if another entry would verify.
@@ -147,7 +211,7 @@ def verify_card(
     if not isinstance(entries, list) or not entries:
         raise CardVerificationError("card_unsigned", "the card has no signatures")
     headers = [_protected_header(entry) for entry in entries]
-    payloads = [b64url_encode(form(card)) for form in forms]
+    payloads = _payloads(card, forms)
     at = now or datetime.now(UTC)
     pinned_seen = False
     for entry, header in zip(entries, headers, strict=True):
@@ -155,8 +219,9 @@ def verify_card(
         if key is None:
             continue
         pinned_seen = True
-        if any(_verifies(entry, payload, key, header["alg"]) for payload in payloads):
-            return key.kid
+        for name, payload in payloads:
+            if _verifies(entry, payload, key, header["alg"]):
+                return VerifiedCard(kid=key.kid, form=name)
     if not pinned_seen:
         raise CardVerificationError(
             "card_kid_unknown", "no signature names a pinned, unexpired key"
@@ -164,6 +229,17 @@ def verify_card(
     raise CardVerificationError(
         "card_signature_invalid", "no signature by a pinned key matches this card"
     )
+
+
+def _payloads(card: Mapping[str, Any], forms: tuple[CanonicalForm, ...]) -> list[tuple[str, str]]:
+    """Each form's name and base64url payload, once per distinct payload (first name)."""
+    found: list[tuple[str, str]] = []
+    for form in forms:
+        payload = form.payload(card)
+        encoded = None if payload is None else b64url_encode(payload)
+        if encoded is not None and all(encoded != seen for _, seen in found):
+            found.append((form.name, encoded))
+    return found
 
 
 def _protected_header(entry: Any) -> dict[str, str]:

@@ -4,14 +4,36 @@ Field names are snake_case in Python and the spec's camelCase in JSON. Parsing i
 where the protocol is: scalars are never coerced ("7" is not 7, 1 is not true), every
 object refuses fields the proto does not define, and a ``Part`` carries exactly one kind
 of content. Serialise with :func:`to_wire`, which drops unset fields as ProtoJSON does.
+
+Every member ProtoJSON may leave out reads as its default: a proto3 field without
+presence (a string, number, bool, enum, repeated field or map) at its default value is
+not printed, so absent and default are one input and get one verdict. Such a field here
+defaults to ``""``, ``0``, ``[]``, ``{}`` or the zero enum, and the default is validated
+like a value sent (``validate_default``): an absent ``messageId`` is refused as an empty
+one is, an absent ``StringList.list`` is the empty scope list. Fields with presence
+(``optional`` scalars, oneof members, messages) stay ``None`` when absent, except a
+card's ``capabilities``, whose absence declares nothing (protobuf reads it as empty); a
+task's ``status``, an event's ``status`` or ``artifact`` and a send's ``message`` must
+be there, as nothing can be made of a task or event without them.
 """
 
 from __future__ import annotations
 
+import builtins
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = "1.0"
@@ -31,6 +53,7 @@ class WireModel(BaseModel):
         extra="forbid",
         frozen=True,
         allow_inf_nan=False,
+        validate_default=True,
     )
 
 
@@ -88,11 +111,19 @@ class Part(WireModel):
             raise ValueError("a part carries exactly one of text, raw, url or data")
         return self
 
+    @model_serializer(mode="wrap")
+    def _content_kept(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A ``data`` part holding JSON null keeps its content when unset members go."""
+        dumped = handler(self)
+        if "data" in self.model_fields_set and self.data is None and isinstance(dumped, dict):
+            dumped["data"] = None
+        return dumped
+
 
 class Message(WireModel):
-    message_id: NonEmptyStr
-    role: Role
-    parts: Annotated[list[Part], Field(min_length=1)]
+    message_id: NonEmptyStr = ""
+    role: Role = Role.UNSPECIFIED
+    parts: Annotated[list[Part], Field(min_length=1)] = []
     context_id: StrictStr | None = None
     task_id: StrictStr | None = None
     metadata: JSONObject | None = None
@@ -101,8 +132,8 @@ class Message(WireModel):
 
 
 class Artifact(WireModel):
-    artifact_id: NonEmptyStr
-    parts: Annotated[list[Part], Field(min_length=1)]
+    artifact_id: NonEmptyStr = ""
+    parts: Annotated[list[Part], Field(min_length=1)] = []
     name: StrictStr | None = None
     description: StrictStr | None = None
     metadata: JSONObject | None = None
@@ -110,13 +141,13 @@ class Artifact(WireModel):
 
 
 class TaskStatus(WireModel):
-    state: TaskState
+    state: TaskState = TaskState.UNSPECIFIED
     message: Message | None = None
     timestamp: StrictStr | None = None
 
 
 class Task(WireModel):
-    id: NonEmptyStr
+    id: NonEmptyStr = ""
     status: TaskStatus
     context_id: StrictStr | None = None
     artifacts: list[Artifact] | None = None
@@ -128,19 +159,19 @@ class Task(WireModel):
 
 
 class AgentInterface(WireModel):
-    url: NonEmptyStr
-    protocol_binding: NonEmptyStr
-    protocol_version: NonEmptyStr
+    url: NonEmptyStr = ""
+    protocol_binding: NonEmptyStr = ""
+    protocol_version: NonEmptyStr = ""
     tenant: StrictStr | None = None
 
 
 class AgentProvider(WireModel):
-    url: StrictStr
-    organization: StrictStr
+    url: StrictStr = ""
+    organization: StrictStr = ""
 
 
 class AgentExtension(WireModel):
-    uri: StrictStr
+    uri: StrictStr = ""
     description: StrictStr | None = None
     required: StrictBool | None = None
     params: JSONObject | None = None
@@ -154,7 +185,7 @@ class AgentCapabilities(WireModel):
 
 
 class HTTPAuthSecurityScheme(WireModel):
-    scheme: NonEmptyStr
+    scheme: NonEmptyStr = ""
     description: StrictStr | None = None
     bearer_format: StrictStr | None = None
 
@@ -174,18 +205,18 @@ class SecurityScheme(WireModel):
 
 
 class StringList(WireModel):
-    list: list[StrictStr]
+    list: builtins.list[StrictStr] = []
 
 
 class SecurityRequirement(WireModel):
-    schemes: dict[str, StringList]
+    schemes: dict[str, StringList] = {}
 
 
 class AgentSkill(WireModel):
-    id: NonEmptyStr
-    name: NonEmptyStr
-    description: StrictStr
-    tags: list[StrictStr]
+    id: NonEmptyStr = ""
+    name: NonEmptyStr = ""
+    description: StrictStr = ""
+    tags: list[StrictStr] = []
     examples: list[StrictStr] | None = None
     input_modes: list[StrictStr] | None = None
     output_modes: list[StrictStr] | None = None
@@ -193,20 +224,20 @@ class AgentSkill(WireModel):
 
 
 class AgentCardSignature(WireModel):
-    protected: NonEmptyStr
-    signature: NonEmptyStr
+    protected: NonEmptyStr = ""
+    signature: NonEmptyStr = ""
     header: JSONObject | None = None
 
 
 class AgentCard(WireModel):
-    name: NonEmptyStr
-    description: StrictStr
-    supported_interfaces: Annotated[list[AgentInterface], Field(min_length=1)]
-    version: StrictStr
-    capabilities: AgentCapabilities
-    default_input_modes: list[StrictStr]
-    default_output_modes: list[StrictStr]
-    skills: list[AgentSkill]
+    name: NonEmptyStr = ""
+    description: StrictStr = ""
+    supported_interfaces: Annotated[list[AgentInterface], Field(min_length=1)] = []
+    version: StrictStr = ""
+    capabilities: AgentCapabilities = AgentCapabilities()
+    default_input_modes: list[StrictStr] = []
+    default_output_modes: list[StrictStr] = []
+    skills: list[AgentSkill] = []
     provider: AgentProvider | None = None
     documentation_url: StrictStr | None = None
     security_schemes: dict[str, SecurityScheme] | None = None
@@ -233,12 +264,12 @@ def _is_v1(version: str) -> bool:
 
 
 class AuthenticationInfo(WireModel):
-    scheme: NonEmptyStr
+    scheme: NonEmptyStr = ""
     credentials: StrictStr | None = None
 
 
 class TaskPushNotificationConfig(WireModel):
-    url: NonEmptyStr
+    url: NonEmptyStr = ""
     tenant: StrictStr | None = None
     id: StrictStr | None = None
     task_id: StrictStr | None = None
@@ -274,7 +305,7 @@ class SendMessageResponse(WireModel):
 
 
 class GetTaskRequest(WireModel):
-    id: NonEmptyStr
+    id: NonEmptyStr = ""
     tenant: StrictStr | None = None
     history_length: Annotated[StrictInt, Field(ge=0)] | None = None
 
@@ -291,40 +322,42 @@ class ListTasksRequest(WireModel):
 
 
 class ListTasksResponse(WireModel):
-    tasks: list[Task]
-    next_page_token: StrictStr
-    page_size: StrictInt
-    total_size: StrictInt
+    tasks: list[Task] = []
+    next_page_token: StrictStr = ""
+    page_size: StrictInt = 0
+    total_size: StrictInt = 0
 
 
 class CancelTaskRequest(WireModel):
-    id: NonEmptyStr
+    id: NonEmptyStr = ""
     tenant: StrictStr | None = None
     metadata: JSONObject | None = None
 
 
 class SubscribeToTaskRequest(WireModel):
-    id: NonEmptyStr
+    id: NonEmptyStr = ""
     tenant: StrictStr | None = None
 
 
 class TaskPushNotificationConfigRequest(WireModel):
     """Get or delete one push notification config: ``taskId`` and the config's ``id``."""
 
-    task_id: NonEmptyStr
-    id: NonEmptyStr
+    task_id: NonEmptyStr = ""
+    id: NonEmptyStr = ""
     tenant: StrictStr | None = None
 
 
 class ListTaskPushNotificationConfigsRequest(WireModel):
-    task_id: NonEmptyStr
+    """``pageSize`` has no presence in the proto: 0 is its default, the server's page."""
+
+    task_id: NonEmptyStr = ""
     tenant: StrictStr | None = None
-    page_size: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
+    page_size: Annotated[StrictInt, Field(ge=0, le=100)] | None = None
     page_token: StrictStr | None = None
 
 
 class ListTaskPushNotificationConfigsResponse(WireModel):
-    configs: list[TaskPushNotificationConfig]
+    configs: list[TaskPushNotificationConfig] = []
     next_page_token: StrictStr = ""
 
 
@@ -340,8 +373,8 @@ class Empty(WireModel):
 
 
 class TaskStatusUpdateEvent(WireModel):
-    task_id: NonEmptyStr
-    context_id: StrictStr
+    task_id: NonEmptyStr = ""
+    context_id: StrictStr = ""
     status: TaskStatus
     metadata: JSONObject | None = None
 
@@ -350,8 +383,8 @@ class TaskArtifactUpdateEvent(WireModel):
     """One artifact, or one chunk of it: ``append`` adds parts to the artifact with the same
     id sent before; ``lastChunk`` marks its final chunk."""
 
-    task_id: NonEmptyStr
-    context_id: StrictStr
+    task_id: NonEmptyStr = ""
+    context_id: StrictStr = ""
     artifact: Artifact
     append: StrictBool | None = None
     last_chunk: StrictBool | None = None

@@ -13,6 +13,7 @@ every number as a double: a whole number within 2**53 is read back as an integer
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeVar, get_args, get_origin
 
 from google.protobuf import json_format, unknown_fields
@@ -133,7 +134,7 @@ _EXACT = 2**53
 
 def _whole_numbers(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
-        return int(value)
+        return int(value) if value or math.copysign(1, value) > 0 else value  # -0.0 stays
     if isinstance(value, dict):
         return {key: _whole_numbers(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -41,6 +41,7 @@ from agent_cards.signing import (
     V03_FORMS,
     V1_FORMS,
     CardVerificationError,
+    VerifiedCard,
     verify_card,
 )
 from contracts import strict_json
@@ -80,6 +81,8 @@ class RegisteredAgent(BaseModel):
     trust: TrustKind = "pinned_key"
     pinned_jwks: dict[str, Any] = {}
     verified_kid: str | None = None
+    # The canonical form the card's signature verified over (agent_cards.signing).
+    verified_form: str | None = None
     pending_card: dict[str, Any] | None = None
     # The keys the held card was verified with, its kid and how they were trusted: what
     # ``register --approve`` verifies it with again, so the pins given stay the pins.
@@ -306,12 +309,14 @@ class Registry:
         approve = approve and (held is None or held == fetched.document)
         try:
             trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
-            kid = _verified(fetched, trusted)
+            signed = _verified(fetched, trusted)
+            kid = signed.kid
             interface = accepted_interface(fetched.card, expect_skill)
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
-        self.trail.emit("card.verified", data={**facts, "kid": kid, "trust": kind})
+        verified = {"kid": kid, "form": signed.form, "trust": kind}
+        self.trail.emit("card.verified", data={**facts, **verified})
         agent = RegisteredAgent(
             name=name,
             card_url=fetched.url,
@@ -325,6 +330,7 @@ class Registry:
             trust=kind,
             pinned_jwks=trusted.to_jwks(),
             verified_kid=kid,
+            verified_form=signed.form,
         )
         try:
             agent = await self._with_extended(client, agent, caller)
@@ -400,13 +406,18 @@ def held_anchor(
     return TrustAnchor(keys=_keys_from(existing.pending_pins), kind=existing.pending_trust)
 
 
-def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> str:
-    return verified_kid(fetched.document, trusted, f"card of {fetched.url}")
+def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> VerifiedCard:
+    return verified_card(fetched.document, trusted, f"card of {fetched.url}")
 
 
 def verified_kid(document: dict[str, Any], trusted: TrustedKeys, what: str) -> str:
-    """The kid of a pinned key that signed ``document`` (a v0.3 card may be signed in the
-    v0.3 form), or a :class:`RegistryError` with the verification's reason."""
+    """The kid of a pinned key that signed ``document`` (see :func:`verified_card`)."""
+    return verified_card(document, trusted, what).kid
+
+
+def verified_card(document: dict[str, Any], trusted: TrustedKeys, what: str) -> VerifiedCard:
+    """The pinned key that signed ``document`` and the form it signed (a v0.3 card may be
+    signed in the v0.3 forms), or a :class:`RegistryError` with the verification's reason."""
     forms = V03_FORMS if is_v03_card(document) else V1_FORMS
     try:
         return verify_card(document, trusted, forms=forms)

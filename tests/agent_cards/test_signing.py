@@ -15,7 +15,14 @@ import rfc8785
 from jwt.algorithms import get_default_algorithms
 
 from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode, b64url_encode, load_or_create
-from agent_cards.signing import CardVerificationError, canonical_card, sign_card, verify_card
+from agent_cards.signing import (
+    CardVerificationError,
+    canonical_card,
+    canonical_card_v03_jcs,
+    sign_card,
+    verify_card,
+)
+from contracts import strict_json
 from contracts.wire import AgentCard, to_wire
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -69,7 +76,7 @@ def test_signed_card_verifies_with_the_pinned_key(alg: str) -> None:
     """A card signed with a pinned key verifies and reports that key's kid."""
     key = SigningKey.generate(alg)  # type: ignore[arg-type]
     signed = sign_card(_card(), key)
-    assert verify_card(signed, TrustedKeys([key.verification_key()])) == key.kid
+    assert verify_card(signed, TrustedKeys([key.verification_key()])).kid == key.kid
 
 
 def test_protected_header_is_exactly_alg_kid_typ() -> None:
@@ -79,26 +86,34 @@ def test_protected_header_is_exactly_alg_kid_typ() -> None:
     assert header == {"alg": "EdDSA", "kid": KEY.kid, "typ": "JOSE"}
 
 
+FILLED = b'"capabilities":{},"defaultInputModes":[],"defaultOutputModes":[],"description":"",'
+
+
 def test_canonical_form_drops_signatures_and_nulls() -> None:
-    """The signed bytes are the JCS form of the card without signatures and null members."""
+    """The signed bytes are the JCS form of the card without signatures and null members;
+    the REQUIRED members it leaves out are there at their default (section 8.4.1)."""
     card = {"name": "A", "iconUrl": None, "skills": [], "signatures": [{"x": 1}], "b": {"c": None}}
-    assert canonical_card(card) == rfc8785.dumps({"b": {}, "name": "A", "skills": []})
-    assert canonical_card(card) == b'{"b":{},"name":"A","skills":[]}'
+    assert canonical_card(card) == (
+        b'{"b":{},' + FILLED + b'"name":"A","skills":[],"supportedInterfaces":[],"version":""}'
+    )
+    assert canonical_card(card) == rfc8785.dumps(strict_json.loads(canonical_card(card)))
 
 
 def test_signed_card_still_parses_as_a_wire_agent_card() -> None:
     """The signature entry fits the A2A AgentCardSignature shape of the wire model."""
     signed = sign_card(_card(), KEY)
     parsed = AgentCard.model_validate(signed)
-    assert parsed.signatures is not None and len(parsed.signatures) == 1
-    assert verify_card(to_wire(parsed), PINNED) == KEY.kid
+    # one entry over the spec's form, one over the a2a-sdk's (which leaves out the
+    # skill's empty description and tags)
+    assert parsed.signatures is not None and len(parsed.signatures) == 2
+    assert verify_card(to_wire(parsed), PINNED).kid == KEY.kid
 
 
 def test_member_order_does_not_matter() -> None:
     """Reordering the card's members after signing leaves the signature valid."""
     signed = sign_card(_card(), KEY)
     reordered = dict(reversed(list(signed.items())))
-    assert verify_card(reordered, PINNED) == KEY.kid
+    assert verify_card(reordered, PINNED).kid == KEY.kid
 
 
 @pytest.mark.parametrize("signatures", [None, [], "absent"])
@@ -121,7 +136,7 @@ def test_card_tampered_after_signing_is_refused() -> None:
 def test_adding_a_null_member_does_not_count_as_tampering() -> None:
     """A null member is omitted from the canonical form, so adding one changes nothing."""
     signed = sign_card(_card(), KEY)
-    assert verify_card({**signed, "iconUrl": None}, PINNED) == KEY.kid
+    assert verify_card({**signed, "iconUrl": None}, PINNED).kid == KEY.kid
 
 
 def test_card_signed_by_an_unpinned_key_is_refused() -> None:
@@ -215,8 +230,8 @@ def test_signature_by_unknown_key_is_skipped_when_a_pinned_one_verifies() -> Non
     """A card carrying a new key's signature and a pinned key's signature verifies."""
     newcomer = SigningKey.generate()
     signed = sign_card(sign_card(_card(), newcomer), KEY)
-    assert len(signed["signatures"]) == 2
-    assert verify_card(signed, PINNED) == KEY.kid
+    assert len(signed["signatures"]) == 4  # each key over both forms
+    assert verify_card(signed, PINNED).kid == KEY.kid
 
 
 def test_rotation_keeps_old_signatures_valid(tmp_path: Path) -> None:
@@ -226,24 +241,32 @@ def test_rotation_keeps_old_signatures_valid(tmp_path: Path) -> None:
     rotated = keys.rotate(grace=timedelta(hours=1), now=NOW)
     signed_after = sign_card(_card(), rotated.active)
     trusted = rotated.trusted_keys(NOW)
-    assert verify_card(signed_before, trusted, now=NOW) == keys.active.kid
-    assert verify_card(signed_after, trusted, now=NOW) == rotated.active.kid
+    assert verify_card(signed_before, trusted, now=NOW).kid == keys.active.kid
+    assert verify_card(signed_after, trusted, now=NOW).kid == rotated.active.kid
     later = NOW + timedelta(hours=2)
     assert _reason(signed_before, rotated.trusted_keys(NOW), now=later) == "card_kid_unknown"
 
 
 def test_canonical_form_follows_field_presence_as_the_spec_example() -> None:
     """A2A section 8.4.1's example: defaults of fields without presence are left out,
-    REQUIRED members and explicitly set optional ones are kept."""
+    REQUIRED members and explicitly set optional ones are kept. The example is a
+    fragment: the REQUIRED members it lacks are put back at their default, and without
+    them (the v0.3 JCS form) the bytes are the example's."""
     fragment = {
         "name": "Example Agent",
         "description": "",
         "capabilities": {"streaming": False, "pushNotifications": False, "extensions": []},
         "skills": [],
     }
-    assert canonical_card(fragment) == (
+    example = (
         b'{"capabilities":{"pushNotifications":false,"streaming":false},'
         b'"description":"","name":"Example Agent","skills":[]}'
+    )
+    assert canonical_card_v03_jcs(fragment) == example
+    assert canonical_card(fragment) == (
+        b'{"capabilities":{"pushNotifications":false,"streaming":false},'
+        b'"defaultInputModes":[],"defaultOutputModes":[],"description":"",'
+        b'"name":"Example Agent","skills":[],"supportedInterfaces":[],"version":""}'
     )
 
 
@@ -287,7 +310,7 @@ def test_a_v03_card_signed_in_the_v03_form_verifies_only_where_that_form_is_allo
     protected, _, signature = compact.split(".")
     signed = {**card, "signatures": [{"protected": protected, "signature": signature}]}
     trusted = TrustedKeys([key.verification_key()])
-    assert verify_card(signed, trusted, forms=V03_FORMS) == key.kid
+    assert verify_card(signed, trusted, forms=V03_FORMS).kid == key.kid
     with pytest.raises(CardVerificationError):
         verify_card(signed, trusted)
     with pytest.raises(CardVerificationError):

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
 from contracts import strict_json
 from contracts.wire import (
+    AgentCapabilities,
     AgentCard,
     GetTaskRequest,
     JSONRPCResponse,
+    ListTasksResponse,
     Message,
     Part,
     SendMessageResponse,
     TaskState,
+    TaskStatusUpdateEvent,
     to_wire,
 )
 
@@ -100,3 +105,82 @@ def test_strict_json_refuses_ambiguous_documents(text: str) -> None:
     """Duplicate keys, non-finite numbers and broken JSON are refused."""
     with pytest.raises(strict_json.StrictJSONError):
         strict_json.loads(text)
+
+
+# Members ProtoJSON leaves out at their default, each with the default it reads as.
+OMITTED = [
+    (AgentCard, ["description"], ""),
+    (AgentCard, ["version"], ""),
+    (AgentCard, ["capabilities"], AgentCapabilities()),
+    (AgentCard, ["defaultInputModes"], []),
+    (AgentCard, ["skills"], []),
+    (AgentCard, ["skills", 0, "description"], ""),
+    (AgentCard, ["skills", 0, "tags"], []),
+    (AgentCard, ["skills", 0, "securityRequirements", 0, "schemes", "bearer", "list"], []),
+]
+
+
+def _without(document: dict[str, Any], path: list[Any]) -> dict[str, Any]:
+    copied = strict_json.loads(strict_json.dumps(document))
+    holder = copied
+    for step in path[:-1]:
+        holder = holder[step]
+    del holder[path[-1]]
+    return copied
+
+
+def _at(model: Any, path: list[Any]) -> Any:
+    for step in path:
+        if isinstance(step, int) or isinstance(model, dict):
+            model = model[step]
+        else:
+            model = getattr(model, _snake(step))
+    return model
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+BEARER_CARD = {
+    **CARD,
+    "skills": [
+        {**CARD["skills"][0], "securityRequirements": [{"schemes": {"bearer": {"list": []}}}]}
+    ],
+}
+
+
+@pytest.mark.parametrize(("model", "path", "default"), OMITTED)
+def test_a_member_protojson_omits_reads_as_its_default(
+    model: Any, path: list[Any], default: Any
+) -> None:
+    """ProtoJSON prints no field at its default (an a2a-sdk card with a scope-less Bearer
+    requirement has ``"bearer": {}``): the member reads as that default."""
+    parsed = model.model_validate(_without(BEARER_CARD, path))
+    assert _at(parsed, path) == default
+
+
+@pytest.mark.parametrize(
+    ("model", "document"),
+    [
+        (Message, {"role": "ROLE_USER", "parts": [{"text": "x"}]}),
+        (Message, {"messageId": "m", "role": "ROLE_USER"}),
+        (AgentCard, {**CARD, "supportedInterfaces": []}),
+    ],
+)
+def test_an_omitted_member_gets_the_verdict_its_default_gets(model: Any, document: Any) -> None:
+    """An absent messageId is refused as an empty one is, absent parts as no parts: absent
+    and default are one input."""
+    with pytest.raises(ValidationError):
+        model.model_validate(document)
+
+
+def test_a_message_and_an_event_without_their_default_members_parse() -> None:
+    """Role, state, contextId and a list of no tasks are all omissible."""
+    assert (
+        Message.model_validate({"messageId": "m", "parts": [{"text": ""}]}).role
+        == "ROLE_UNSPECIFIED"
+    )
+    event = TaskStatusUpdateEvent.model_validate({"taskId": "t", "status": {}})
+    assert (event.context_id, event.status.state) == ("", TaskState.UNSPECIFIED)
+    assert ListTasksResponse.model_validate({}).tasks == []

@@ -429,7 +429,7 @@ def test_card_is_signed_and_verifies_against_the_served_jwks(service: Service) -
     assert jwks.status_code == 200 and jwks.headers["content-type"] == "application/json"
     keys = TrustedKeys.from_json(jwks.content)
     active = service.app.state.signing_keys.active
-    assert verify_card(card, keys) == active.kid
+    assert verify_card(card, keys).kid == active.kid
     assert card["supportedInterfaces"][0]["url"] == service.agent_id
 
 

@@ -30,7 +30,7 @@ def service() -> Iterator[tuple[Caller, Any, str]]:
 
 def check_signed(app: Any, document: dict[str, Any]) -> None:
     key = app.state.signing_keys.active.verification_key()
-    assert verify_card(document, TrustedKeys([key])) == key.kid
+    assert verify_card(document, TrustedKeys([key])).kid == key.kid
     assert document["capabilities"]["extendedAgentCard"] is True
     assert "For authenticated callers" in document["description"]
 

@@ -94,7 +94,7 @@ def test_trusted_process_checks_tokens_and_signs_its_card_with_its_data_dir_key(
         jwks = httpx.get(base_url + JWKS_PATH, timeout=10).content
     assert refused.status_code == 401
     assert refused.json()["error"]["data"][0]["metadata"]["reason"] == "token_missing"
-    kid = verify_card(card, TrustedKeys.from_json(jwks))
+    kid = verify_card(card, TrustedKeys.from_json(jwks)).kid
     assert kid == load_or_create(data_dir / "keys").active.kid
 
 
