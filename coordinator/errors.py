@@ -21,6 +21,9 @@
     ├── OwnershipError              a caller that does not own the run tried to act on it
     ├── BudgetExceeded              a run-wide limit would be exceeded
     ├── RegistryError               a card could not be fetched, parsed or accepted
+    ├── AuditCredentialError        no usable audit credential for an agent's audit routes
+    │     reasons: audit_credential_missing, audit_credential_origin_changed,
+    │              audit_credential_invalid
     ├── TransportError              the remote could not be reached or answered badly on HTTP
     ├── ProtocolError               the remote answered something that is not A2A v1.0
     │   └── ArtifactTooLarge        a streamed artifact grew past its limit
@@ -69,6 +72,12 @@ class FederationError(Exception):
 
 class RegistryError(FederationError):
     default_reason = "card_invalid"
+
+
+class AuditCredentialError(FederationError):
+    """No audit credential the operator registered for this agent (at its origin)."""
+
+    default_reason = "audit_credential_missing"
 
 
 class TransportError(FederationError):

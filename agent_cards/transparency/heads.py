@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_cards.jwk import thumbprint_of
 from agent_cards.keys import SigningKey
 from agent_cards.transparency import merkle
 from agent_cards.transparency.statements import (
@@ -94,6 +95,17 @@ def verify_head(jws: Any, keys: TrustedKeys) -> Head:
     """The head ``jws`` states if one of ``keys`` signed it; else :class:`StatementInvalid`."""
     claims = verify_statement(jws, keys, TREE_HEAD_TYP)
     return head_from(claims, str(unverified_header(jws)["kid"]), jws)
+
+
+def verify_head_signer(jws: Any, keys: TrustedKeys) -> tuple[Head, str]:
+    """:func:`verify_head`, and who signed it: the RFC 7638 thumbprint computed from the
+    key of ``keys`` that verified the signature (never a label the head states). What a
+    witness keys the head by."""
+    head = verify_head(jws, keys)
+    key = keys.get(head.kid)
+    if key is None:  # verify_head found it: only a changed ``keys`` gets here
+        raise StatementInvalid("untrusted_key", "the verifying key is no longer pinned")
+    return head, thumbprint_of(key.public_key)
 
 
 def extends(old: Head, new: Head, proof: list[bytes]) -> bool:

@@ -66,7 +66,7 @@ class CurrentHead:
             if keep is None:
                 TreeHeadStore(self._engine).keep(head)
             else:
-                keep(head_row(head, head.iss, SIGNED))
+                keep(head_row(head, head.iss, SIGNED, head.kid))
             self._head, self._signed_at = head, time.monotonic()
             return head
 

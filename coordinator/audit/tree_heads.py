@@ -10,7 +10,11 @@ A signed tree head (STH, after RFC 9162 section 4.10) is a compact JWS, ``typ``
 signs is kept in ``tree_heads`` (origin ``signed``); ``audit verify`` checks each one
 against the tree it walks, so truncating or rewriting history under a kept head shows.
 Heads of *other* logs that the coordinator was shown (origin ``witnessed``) are kept by
-:meth:`TreeHeadStore.witness` once the caller has verified them with the key it pins.
+:meth:`TreeHeadStore.witness` once the caller has verified them with the key it pins,
+under their ``signer``: the RFC 7638 thumbprint computed from that key. They are read
+back by signer (:meth:`TreeHeadStore.witnessed`), never by the ``log_id`` a head states:
+an agent can write any log name into a head it signs, but only its own key verifies it,
+so a head it signed is filed under its key and no other agent's.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -125,10 +129,11 @@ def consistent(old: TreeHead, new: TreeHead, proof: list[bytes]) -> bool:
     return merkle.verify_consistency(old.tree_size, new.tree_size, old.root, new.root, proof)
 
 
-def head_row(head: TreeHead, log_id: str, origin: str) -> Callable[[Connection], None]:
+def head_row(head: TreeHead, log_id: str, origin: str, signer: str) -> Callable[[Connection], None]:
     """Writes ``head`` as a row of ``tree_heads`` on the connection it is given: alone
-    (:class:`TreeHeadStore`) or with a durable point's other rows (a witnessed head)."""
-    row = {**head.as_dict(), "log_id": log_id, "origin": origin}
+    (:class:`TreeHeadStore`) or with a durable point's other rows (a witnessed head).
+    ``signer`` is the thumbprint computed from the key that verified (or made) it."""
+    row = {**head.as_dict(), "log_id": log_id, "origin": origin, "signer": signer}
     row.pop("iss")
     row["recorded_at"] = timestamp(utc_now())
 
@@ -144,8 +149,8 @@ class TreeHeadStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def _add(self, head: TreeHead, log_id: str, origin: str) -> TreeHead:
-        row = head_row(head, log_id, origin)
+    def _add(self, head: TreeHead, log_id: str, origin: str, signer: str) -> TreeHead:
+        row = head_row(head, log_id, origin, signer)
 
         def add() -> None:  # through the process's writer: no two writers queue on the lock
             with write_transaction(self.engine) as connection:
@@ -155,19 +160,20 @@ class TreeHeadStore:
         return head
 
     def keep(self, head: TreeHead) -> TreeHead:
-        """Keep a head this coordinator signed over its own ledger."""
-        return self._add(head, head.iss, SIGNED)
+        """Keep a head this coordinator signed over its own ledger (its ``kid`` is the
+        thumbprint :func:`sign_tree_head` computed from our key)."""
+        return self._add(head, head.iss, SIGNED, head.kid)
 
-    def witness(self, head: TreeHead, log_id: str) -> TreeHead:
-        """Keep the head of another service's log (``log_id``), already verified by the
-        caller against the key it pins for that service."""
-        return self._add(head, log_id, WITNESSED)
+    def witness(self, head: TreeHead, signer: str) -> TreeHead:
+        """Keep the head of another service's log, already verified by the caller with
+        the key it pins for that service, whose computed thumbprint is ``signer``."""
+        return self._add(head, head.iss, WITNESSED, signer)
 
-    def _heads(self, origin: str, log_id: str | None) -> list[TreeHead]:
+    def _heads(self, origin: str, signers: Collection[str] | None) -> list[TreeHead]:
         c = tree_heads.c
         query = select(tree_heads).where(c.origin == origin).order_by(c.tree_size, c.id)
-        if log_id is not None:
-            query = query.where(c.log_id == log_id)
+        if signers is not None:
+            query = query.where(c.signer.in_(sorted(signers)))
         with self.engine.connect() as connection:
             rows = connection.execute(query).mappings().all()
         return [
@@ -186,9 +192,10 @@ class TreeHeadStore:
         """Every head signed over this ledger, smallest tree first."""
         return self._heads(SIGNED, None)
 
-    def witnessed(self, log_id: str) -> list[TreeHead]:
-        """The heads of ``log_id``'s log that this coordinator was shown, smallest first."""
-        return self._heads(WITNESSED, log_id)
+    def witnessed(self, signers: Collection[str]) -> list[TreeHead]:
+        """The heads of other logs this coordinator was shown that verified with a key
+        of thumbprint in ``signers`` (one agent's pinned keys), smallest first."""
+        return self._heads(WITNESSED, signers)
 
     def latest_signed(self) -> TreeHead | None:
         heads = self.signed()

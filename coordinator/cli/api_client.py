@@ -130,6 +130,13 @@ class CoordinatorClient:
     def audit_reconcile(self, run_id: str) -> dict[str, Any]:
         return self._object("POST", f"/v1/audit/runs/{_segment(run_id)}/reconcile")
 
+    def set_audit_credential(self, name: str, token: str) -> dict[str, Any]:
+        path = f"/v1/agents/{_segment(name)}/audit-credential"
+        return self._object("PUT", path, {"token": token})
+
+    def remove_audit_credential(self, name: str) -> dict[str, Any]:
+        return self._object("DELETE", f"/v1/agents/{_segment(name)}/audit-credential")
+
     # --- one request ----------------------------------------------------------------------
 
     def _object(

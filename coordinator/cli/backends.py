@@ -46,6 +46,8 @@ class Coordinator(Protocol):
     def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]: ...
 
     def audit_reconcile(self, run_id: str) -> dict[str, Any]: ...
+    def set_audit_credential(self, name: str, token: str) -> dict[str, Any]: ...
+    def remove_audit_credential(self, name: str) -> dict[str, Any]: ...
 
 
 class Local:
@@ -132,6 +134,12 @@ class Local:
     def audit_reconcile(self, run_id: str) -> dict[str, Any]:
         return self.service.audit_reconcile(run_id)
 
+    def set_audit_credential(self, name: str, token: str) -> dict[str, Any]:
+        return self.service.set_audit_credential(name, token)
+
+    def remove_audit_credential(self, name: str) -> dict[str, Any]:
+        return self.service.remove_audit_credential(name)
+
 
 class Remote:
     """A running coordinator, through its HTTP API as its operator."""
@@ -194,3 +202,9 @@ class Remote:
 
     def audit_reconcile(self, run_id: str) -> dict[str, Any]:
         return self.client.audit_reconcile(run_id)
+
+    def set_audit_credential(self, name: str, token: str) -> dict[str, Any]:
+        return self.client.set_audit_credential(name, token)
+
+    def remove_audit_credential(self, name: str) -> dict[str, Any]:
+        return self.client.remove_audit_credential(name)

@@ -133,6 +133,8 @@ def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
         else:
             print(f"refused the card held for {kept['name']}; its registered card stays")
         return 0
+    if args.agents_command == "audit-credential":
+        return cmd_audit_credential(args, coordinator)
     if args.agents_command == "remove":
         removed = coordinator.remove_agent(args.name)
         if args.json:
@@ -142,6 +144,33 @@ def cmd_agents(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return 0
     printers.print_agents(coordinator.agents(), as_json=args.json)
     return 0
+
+
+def cmd_audit_credential(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    """``agents audit-credential NAME --token-file FILE | --remove``: never echoes it."""
+    if args.remove:
+        answer = coordinator.remove_audit_credential(args.name)
+        line = f"{args.name}: audit credential " + ("removed" if answer["removed"] else "none set")
+    else:
+        answer = coordinator.set_audit_credential(args.name, read_secret(args.token_file))
+        line = f"{args.name}: audit credential set, sent only to {answer['origin']}"
+    if args.json:
+        printers.print_json(answer)
+    else:
+        print(line)
+    return 0
+
+
+def read_secret(path: Path) -> str:
+    """The first line of ``path`` (``-``: standard input), without its line end."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(
+            f"cannot read {path}: {exc.__class__.__name__}", "token_unreadable"
+        ) from None
+    lines = text.splitlines()
+    return lines[0] if lines else ""
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:

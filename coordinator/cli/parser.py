@@ -155,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     consistency.add_argument("--json", action="store_true", help="print one JSON document")
     reconcile = audit_commands.add_parser(
         "reconcile",
-        help="compare each handoff of a run with the remote's own audit log "
-        "(its token: env FEDERATION_REMOTE_AUDIT_TOKEN)",
+        help="compare each handoff of a run with the remote's own audit log (each agent "
+        "asked with its own token: `agents audit-credential`; none: audit_credential_missing)",
     )
     reconcile.add_argument("run_id", help="the run's id")
     reconcile.add_argument("--json", action="store_true", help="print one JSON document")
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agents.add_argument("--json", action="store_true", help="print the agents as JSON")
     agents_commands = agents.add_subparsers(
-        dest="agents_command", metavar="{show,pending,refuse,remove}"
+        dest="agents_command", metavar="{show,pending,refuse,remove,audit-credential}"
     )
     agent_show = agents_commands.add_parser(
         "show", help="one agent: card, pinned keys, skills, scopes, held card"
@@ -210,6 +210,23 @@ def build_parser() -> argparse.ArgumentParser:
     remove = agents_commands.add_parser("remove", help="forget a registered agent")
     remove.add_argument("name", help="the agent's local name")
     remove.add_argument("--json", action="store_true", help="print what was removed as JSON")
+    credential = agents_commands.add_parser(
+        "audit-credential",
+        help="the token of this agent's audit routes, for `audit reconcile`",
+        description="Tie a bearer token to ONE agent's audit routes. `audit reconcile` sends "
+        "it only to the origin (scheme, host, port) of the card URL this agent is registered "
+        "from now, never to a URL from a card or receipt, never to another agent; if the "
+        "agent is registered anew from another origin it must be set again. Kept in the "
+        "data directory's audit-credentials.json (mode 0600), never printed. There is no "
+        "token for every agent: FEDERATION_REMOTE_AUDIT_TOKEN is not used.",
+    )
+    credential.add_argument("name", help="the agent's local name")
+    given = credential.add_mutually_exclusive_group(required=True)
+    given.add_argument(
+        "--token-file", type=Path, metavar="FILE", help="a file holding the token (- : stdin)"
+    )
+    given.add_argument("--remove", action="store_true", help="forget this agent's token")
+    credential.add_argument("--json", action="store_true", help="print the result as JSON")
 
     delegate = commands.add_parser("delegate", help="one handoff to a registered agent")
     delegate.add_argument("--to", required=True, metavar="NAME", help="a registered agent")

@@ -468,9 +468,16 @@ def _cells(row: Row) -> tuple[str, ...]:
 
 
 def print_reconcile(document: dict[str, Any]) -> None:
-    """``audit reconcile``: per handoff, each field on both sides; then each witness check."""
+    """``audit reconcile``: per handoff, each field on both sides; then each witness check.
+    A remote not asked (no credential, refused, unreachable) is shown with its reason."""
     print(f"run {document['run_id']}: {'both sides agree' if document['agree'] else 'DISAGREE'}")
+    for note in document.get("notes", []):
+        print(f"  note: {note}")
     for handoff in document["handoffs"]:
+        if handoff.get("reason"):
+            print(f"  {handoff['handoff_id']} ({handoff['agent']}): NOT CHECKED: "
+                  f"{handoff['reason']}: {handoff.get('detail', '')}")  # fmt: skip
+            continue
         mark = "agree" if handoff["agree"] else "DISAGREE"
         proven = "" if handoff["proven"] else " (an entry is not proven in the remote's head)"
         print(f"  {handoff['handoff_id']} ({handoff['agent']}): {mark}{proven}")
@@ -478,6 +485,9 @@ def print_reconcile(document: dict[str, Any]) -> None:
             sign = "=" if field["agree"] else "!="
             print(f"    {name:<16} {field['coordinator']} {sign} {field['remote']}")
     for witness in document["witnesses"]:
+        if witness.get("reason"):
+            print(f"  {witness['agent']}: witness checks NOT MADE: {witness['reason']}")
+            continue
         for title, key in (
             ("its log extends the heads we hold", "remote_log_extends_heads_we_hold"),
             ("our ledger extends the heads it holds", "our_ledger_extends_heads_it_holds"),

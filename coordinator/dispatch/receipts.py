@@ -6,7 +6,8 @@ The check itself is one place, in return admission
 agent at registration, and the tokens this coordinator minted for the handoff (``jti``
 and ``req_digest`` of each ``grant.minted`` event). A verified receipt is kept as a
 ``handoff.receipt`` event, and the remote's signed tree head it carries as a witnessed
-head in ``tree_heads`` (log id: the receipt's ``iss``).
+head in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
+verified it (the log it names is kept as stated, and never looked up by).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 
-from agent_cards.transparency.heads import verify_head
+from agent_cards.transparency.heads import verify_head_signer
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
@@ -125,11 +126,11 @@ def keep_receipt(
     if log_head is None:
         return
     try:
-        head = verify_head(log_head, pinned_keys(agent))
+        head, signer = verify_head_signer(log_head, pinned_keys(agent))
     except StatementInvalid as exc:
         logger.warning("the receipt's log head of %s is not kept: %s", agent.name, exc)
         return
     witnessed = TreeHead(
         head.iss, head.tree_size, head.root_hash, head.issued_at, head.kid, head.jws
     )
-    run.trail.write_with(head_row(witnessed, head.iss, WITNESSED))
+    run.trail.write_with(head_row(witnessed, head.iss, WITNESSED, signer))

@@ -44,6 +44,8 @@ from coordinator.service import limits, run_list
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,
+    AuditCredentialRequest,
+    AuditCredentialView,
     CancelRequest,
     ConsistencyRequest,
     DelegationDocument,
@@ -266,6 +268,24 @@ def api_router(service: CoordinatorService) -> APIRouter:
         remove``)."""
         return service.remove_agent(name)
 
+    @router.put(
+        "/agents/{name}/audit-credential",
+        dependencies=body_checked,
+        tags=["agents"],
+        responses={404: {"model": ErrorView}},
+    )
+    def set_audit_credential(name: str, body: AuditCredentialRequest) -> AuditCredentialView:
+        """The token of this agent's audit routes (``federation agents audit-credential``):
+        sent by reconcile only to the origin it is registered from; never answered back."""
+        return AuditCredentialView(**service.set_audit_credential(name, body.token))
+
+    @router.delete(
+        "/agents/{name}/audit-credential", tags=["agents"], responses={404: {"model": ErrorView}}
+    )
+    def remove_audit_credential(name: str) -> AuditCredentialView:
+        """Forget this agent's audit token (``agents audit-credential NAME --remove``)."""
+        return AuditCredentialView(**service.remove_audit_credential(name))
+
     @router.post(
         "/delegations",
         dependencies=body_checked,
@@ -380,7 +400,8 @@ def api_router(service: CoordinatorService) -> APIRouter:
     )
     def audit_reconcile(run_id: str) -> dict[str, Any]:
         """Both sides of each handoff compared, and each log against the heads the other
-        holds (``federation audit reconcile``; the server's FEDERATION_REMOTE_AUDIT_TOKEN)."""
+        holds (``federation audit reconcile``; each agent asked with its own audit
+        credential, at its registered origin; one with none says audit_credential_missing)."""
         return service.audit_reconcile(run_id)
 
     return router

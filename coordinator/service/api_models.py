@@ -358,3 +358,24 @@ class ErrorDetail(BaseModel):
 
 class ErrorView(BaseModel):
     error: ErrorDetail
+
+
+class AuditCredentialRequest(StrictRequest):
+    """``federation agents audit-credential``: the token of ONE agent's audit routes."""
+
+    token: str = Field(
+        min_length=1,
+        max_length=4096,
+        pattern=r"^[!-~]+$",
+        repr=False,
+        description="sent only to the origin the agent is registered from; never shown",
+    )
+
+
+class AuditCredentialView(BaseModel):
+    """Whose credential and where it is sent; never the token."""
+
+    agent: str
+    origin: str | None = None
+    set: bool
+    removed: bool | None = None

@@ -44,6 +44,7 @@ from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, ownership_row, start_run
 from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
+from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
 from coordinator.service import reconcile, run_list
@@ -137,8 +138,11 @@ class CoordinatorService:
         return [held for agent in agents if (held := pending_card(agent)) is not None]
 
     def remove_agent(self, name: str) -> AgentView:
+        """Forget the agent, and the audit credential registered for it."""
         registry = Registry(self.ws.data, self.ws.trail("operator"))
-        return agent_view(registry.remove(name))
+        removed = agent_view(registry.remove(name))
+        self.remove_audit_credential(name)
+        return removed
 
     def agent(self, name: str) -> RegisteredAgent:
         return Registry(self.ws.data).get(name)
@@ -325,56 +329,52 @@ class CoordinatorService:
         registry = Registry(self.ws.data, self.ws.trail("operator"))
         return agent_view(registry.refuse_pending(name))
 
-    def audit_reconcile(self, run_id: str, remote_token: str | None = None) -> dict[str, Any]:
+    def audit_reconcile(self, run_id: str) -> dict[str, Any]:
         """Whether both sides of each of the run's handoffs agree, and each side's log
         extends the heads the other holds (``audit reconcile``; see
-        :mod:`coordinator.service.reconcile`). The remotes' audit token defaults to
-        ``FEDERATION_REMOTE_AUDIT_TOKEN``."""
+        :mod:`coordinator.service.reconcile`). Each agent is asked with the audit
+        credential registered for it (``set_audit_credential``), at its pinned origin."""
         self._events(run_id)
-        remote_token = remote_token or os.environ.get(reconcile.TOKEN_ENV) or None
         ws_ledger = self.ws.ledger()
         jwks = identity.coordinator_keys(self.ws.data).public_jwks()
         current = proofs.sign_current_head(
             ws_ledger, self._ledger_key(), issuer=identity.issuer_id(), keys=jwks
         )
         agents = {agent.agent_id: agent for agent in Registry(self.ws.data).agents()}
-        remotes: dict[str, reconcile.RemoteAudit] = {}
+        checks = reconcile.Reconciliation(ws_ledger, AuditCredentials(self.ws.data), jwks, current)
         handoffs = []
         for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):
             agent = agents.get(ours["aud"] or "")
-            if agent is None or not declares_receipts(agent):
-                continue
-            remote = remotes.setdefault(agent.name, reconcile.RemoteAudit(agent, remote_token))
-            theirs = reconcile.their_facts(remote, handoff_id)
-            handoffs.append(
-                {"handoff_id": handoff_id, "agent": agent.name, **reconcile.compared(ours, theirs)}
-            )
-        witnesses: list[dict[str, Any]] = [
-            {
-                "agent": name,
-                "remote_log_extends_heads_we_hold": reconcile.remote_extends_our_heads(
-                    remote, reconcile.witnessed_heads(ws_ledger, remote)
-                ),
-                "our_ledger_extends_heads_it_holds": reconcile.ours_extends_their_heads(
-                    ws_ledger, remote.get("/audit/witnessed").get("heads", []), jwks, current
-                ),
-            }
-            for name, remote in sorted(remotes.items())
-        ]
-        consistent = all(
-            check["consistent"]
-            for witness in witnesses
-            for key in ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
-            for check in witness[key]
-        )
-        agree = bool(handoffs) and all(h["agree"] for h in handoffs) and consistent
+            if agent is not None and declares_receipts(agent):
+                handoffs.append(checks.handoff(handoff_id, agent, ours))
+        witnesses = checks.witnesses()
         return {
             "run_id": run_id,
-            "agree": agree,
+            "agree": reconcile.agreed(handoffs, witnesses),
             "tree_head": current.as_dict(),
             "handoffs": handoffs,
             "witnesses": witnesses,
+            **reconcile.ignored_environment(os.environ),
         }
+
+    def set_audit_credential(self, name: str, token: str) -> dict[str, Any]:
+        """Tie an audit token to one registered agent, sent only to the origin it is
+        registered from (``agents audit-credential``); recorded, the token never is."""
+        agent = Registry(self.ws.data).get(name)
+        credential = AuditCredentials(self.ws.data).set(agent, token)
+        trail = self.ws.trail("operator")
+        trail.emit("audit_credential.set", data=credential.described())
+        trail.flush()
+        return {**credential.described(), "set": True}
+
+    def remove_audit_credential(self, name: str) -> dict[str, Any]:
+        """Forget the audit token of ``name`` (recorded)."""
+        removed = AuditCredentials(self.ws.data).remove(name)
+        if removed:
+            trail = self.ws.trail("operator")
+            trail.emit("audit_credential.removed", data={"agent": name})
+            trail.flush()
+        return {"agent": name, "set": False, "removed": removed}
 
     def _tree_head(self, head: str | int, jwks: dict[str, Any]) -> tree_heads.TreeHead:
         if isinstance(head, int):

@@ -2,18 +2,32 @@
 
 For every handoff of the run sent to an agent that keeps an audit log (the receipts
 extension), the remote's entries of that handoff are fetched from its operator routes
-(``GET /audit/handoffs/{id}``, with the remote's audit token), each checked to be
-included in the remote's signed tree head (verified with the key pinned for the agent).
-Then, per handoff, the coordinator's facts (the tokens it minted, the receipt it
-verified and kept, the task and state it observed) are set beside the remote's (its
-decision and receipt entries): ``jti``, ``task_id``, ``req_digest``, ``artifact_digest``,
-``state``, each ``agree`` or not.
+(``GET /audit/handoffs/{id}``), each checked to be included in the remote's signed tree
+head (verified with the key pinned for the agent). Then, per handoff, the coordinator's
+facts (the tokens it minted, the receipt it verified and kept, the task and state it
+observed) are set beside the remote's (its decision and receipt entries): ``jti``,
+``task_id``, ``req_digest``, ``artifact_digest``, ``state``, each ``agree`` or not.
 
 And each side witnesses the other: the remote's current log must extend every head of it
 the coordinator kept from receipts (``GET /audit/consistency?from=N``, verified here),
 and the coordinator's ledger must extend every head of it the remote kept from tokens
-(``GET /audit/witnessed``, proven from this ledger). A forked log shows as
+(``GET /audit/witnessed?signer=...``, proven from this ledger). A forked log shows as
 ``inconsistent``.
+
+Each remote is a counterparty, checked without trusting it:
+
+* Its audit routes are asked with the credential the operator registered for THAT agent
+  (:mod:`coordinator.remote.audit_credentials`), at the origin of the card URL the
+  operator registered it from, and nowhere else: not a URL from its card or a receipt,
+  not through a proxy, no redirect followed. An agent with no credential is not asked;
+  its handoffs and witness checks say ``audit_credential_missing``. There is no token
+  for every agent: ``FEDERATION_REMOTE_AUDIT_TOKEN`` is never read or sent.
+* The heads of its log that we hold are those verified with its pinned keys, looked up
+  by those keys' thumbprints (:meth:`TreeHeadStore.witnessed`), never by the log name a
+  receipt or head states: another agent's head naming its log is filed under that other
+  agent's key and does not touch its verdict.
+* What goes wrong with one remote (refused, unreachable, a head that does not verify) is
+  that remote's typed ``reason`` in the report; the others are still reconciled.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from agent_cards.jwk import thumbprint_of
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, extends, verify_head
 from agent_cards.transparency.statements import StatementInvalid
@@ -34,29 +49,51 @@ from contracts.request_digest import request_digest
 from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
-from coordinator.audit.tree_heads import TreeHeadStore, verify_with_jwks
-from coordinator.errors import LedgerError, ProtocolError, TransportError, UsageError
-from coordinator.remote.registry import RegisteredAgent, origin_of
+from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, verify_with_jwks
+from coordinator.errors import (
+    AuditCredentialError,
+    FederationError,
+    LedgerError,
+    ProtocolError,
+    TransportError,
+    UsageError,
+)
+from coordinator.remote.audit_credentials import AuditCredential, AuditCredentials
+from coordinator.remote.registry import RegisteredAgent
 
+# Read by nothing any more: named so that the report can say it was ignored.
 TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
 FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
+WITNESS_CHECKS = ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
 _NO_REQUEST = request_digest({})  # what a cancel token binds
 
 
 class RemoteAudit:
-    """The operator routes of one remote's audit log."""
+    """The operator routes of one remote's audit log, at its pinned origin only."""
 
-    def __init__(self, agent: RegisteredAgent, token: str | None, timeout: float = 10.0) -> None:
+    def __init__(
+        self, agent: RegisteredAgent, credential: AuditCredential, timeout: float = 10.0
+    ) -> None:
         self.agent = agent
         self.keys = TrustedKeys.from_json(agent.pinned_jwks or {"keys": []})
-        self._base = origin_of(agent.card_url)
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._base = credential.origin
+        self._headers = {"Authorization": f"Bearer {credential.token}"}
         self._timeout = timeout
+
+    @property
+    def signers(self) -> frozenset[str]:
+        """The thumbprints, computed here, of the keys pinned for the agent."""
+        return frozenset(thumbprint_of(key.public_key) for key in self.keys)
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
         try:
             response = httpx.get(
-                self._base + path, params=params, headers=self._headers, timeout=self._timeout
+                self._base + path,
+                params=params,
+                headers=self._headers,
+                timeout=self._timeout,
+                follow_redirects=False,
+                trust_env=False,  # no proxy from the environment sees the credential
             )
         except httpx.HTTPError as exc:
             raise TransportError(f"{self.agent.name}: {exc}", "remote_unavailable") from None
@@ -67,14 +104,23 @@ class RemoteAudit:
             raise ProtocolError(
                 f"{self.agent.name} answered {response.status_code} for {path}", reason
             )
-        document: dict[str, Any] = response.json()
-        return document
+        return _object(self.agent.name, response)
 
     def head(self, jws: Any) -> Head:
         try:
             return verify_head(jws, self.keys)
         except StatementInvalid as exc:
             raise UsageError(f"{self.agent.name}'s tree head: {exc}", "head_invalid") from None
+
+
+def _object(name: str, response: httpx.Response) -> dict[str, Any]:
+    try:
+        document = response.json()
+    except (ValueError, RecursionError):
+        raise ProtocolError(f"{name} answered something that is not JSON", "not_json") from None
+    if not isinstance(document, dict):
+        raise ProtocolError(f"{name} answered JSON that is not an object", "not_json")
+    return document
 
 
 # --- the coordinator's side ------------------------------------------------------------------
@@ -203,8 +249,115 @@ def _consistency(old: int, new: int, ok: bool) -> dict[str, Any]:
 
 
 def witnessed_heads(ledger: Ledger, remote: RemoteAudit) -> list[Head]:
-    """The remote's heads this coordinator kept from its receipts, re-verified."""
+    """The remote's heads this coordinator kept from its receipts: those its pinned keys
+    verified (by their thumbprints, whatever log a head names), re-verified."""
     kept = []
-    for head in TreeHeadStore(ledger.engine).witnessed(remote.agent.agent_id):
+    for head in TreeHeadStore(ledger.engine).witnessed(remote.signers):
         kept.append(remote.head(head.jws))
     return kept
+
+
+def our_signers(jwks: Mapping[str, Any]) -> list[str]:
+    """The thumbprints of our own keys: which of its kept heads a remote is asked for."""
+    return sorted(thumbprint_of(key.public_key) for key in TrustedKeys.from_json(jwks))
+
+
+# --- one run ---------------------------------------------------------------------------------
+
+
+class Reconciliation:
+    """One run's reconcile: each receipts-declaring agent asked with its own credential."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        credentials: AuditCredentials,
+        jwks: Mapping[str, Any],
+        current: TreeHead,
+    ) -> None:
+        self.ledger = ledger
+        self.credentials = credentials
+        self.jwks = jwks
+        self.current = current
+        self.remotes: dict[str, RemoteAudit | FederationError] = {}
+        self.agents: dict[str, RegisteredAgent] = {}
+
+    def remote(self, agent: RegisteredAgent) -> RemoteAudit | FederationError:
+        """The agent's audit routes, or why they are not asked (no credential)."""
+        if agent.name not in self.remotes:
+            self.agents[agent.name] = agent
+            try:
+                credential = self.credentials.for_agent(agent)
+                self.remotes[agent.name] = RemoteAudit(agent, credential)
+            except AuditCredentialError as exc:
+                self.remotes[agent.name] = exc
+        return self.remotes[agent.name]
+
+    def handoff(
+        self, handoff_id: str, agent: RegisteredAgent, ours: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        remote = self.remote(agent)
+        head = {"handoff_id": handoff_id, "agent": agent.name, "fields": {}, "proven": False}
+        if isinstance(remote, FederationError):
+            return {**head, **_refused(remote)}
+        try:
+            theirs = their_facts(remote, handoff_id)
+        except FederationError as exc:
+            return {**head, **_refused(exc)}
+        return {**head, **compared(ours, theirs), "reason": None}
+
+    def witness(self, name: str) -> dict[str, Any]:
+        remote = self.remotes[name]
+        if isinstance(remote, FederationError):
+            return {"agent": name, **_no_checks(), **_refused(remote)}
+        try:
+            return {
+                "agent": name,
+                "remote_log_extends_heads_we_hold": remote_extends_our_heads(
+                    remote, witnessed_heads(self.ledger, remote)
+                ),
+                "our_ledger_extends_heads_it_holds": ours_extends_their_heads(
+                    self.ledger, self._their_heads(remote), self.jwks, self.current
+                ),
+                "reason": None,
+            }
+        except FederationError as exc:
+            return {"agent": name, **_no_checks(), **_refused(exc)}
+
+    def _their_heads(self, remote: RemoteAudit) -> list[Any]:
+        document = remote.get("/audit/witnessed", signer=our_signers(self.jwks))
+        heads = document.get("heads", [])
+        return heads if isinstance(heads, list) else []
+
+    def witnesses(self) -> list[dict[str, Any]]:
+        return [self.witness(name) for name in sorted(self.remotes)]
+
+
+def _no_checks() -> dict[str, list[Any]]:
+    return {key: [] for key in WITNESS_CHECKS}
+
+
+def _refused(error: FederationError) -> dict[str, Any]:
+    """A check not made: why (never the credential; messages do not carry it)."""
+    return {"agree": False, "reason": error.reason, "detail": str(error)}
+
+
+def ignored_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """A note when the retired shared token is still set: it was not sent to anyone."""
+    if not environ.get(TOKEN_ENV):
+        return {}
+    return {
+        "notes": [
+            f"{TOKEN_ENV} is set and was ignored: it is sent to no agent. Register each "
+            "agent's own: federation agents audit-credential NAME --token-file FILE"
+        ]
+    }
+
+
+def agreed(handoffs: Sequence[Mapping[str, Any]], witnesses: Sequence[Mapping[str, Any]]) -> bool:
+    consistent = all(
+        witness["reason"] is None and all(check["consistent"] for check in witness[key])
+        for witness in witnesses
+        for key in WITNESS_CHECKS
+    )
+    return bool(handoffs) and all(h["agree"] for h in handoffs) and consistent

@@ -161,7 +161,12 @@ tree_heads = Table(
     Column("kid", String(160), nullable=False),
     Column("jws", Text, nullable=False),
     Column("recorded_at", String(32), nullable=False),
+    # revision 0007: who signed the head, the RFC 7638 thumbprint computed from the key
+    # that verified it (ours for a signed head, the agent's pinned key for a witnessed
+    # one): what witnessed heads are looked up by, never the log_id a head states.
+    Column("signer", String(160), nullable=False),
     Index("ix_tree_heads_log_id", "log_id"),
+    Index("ix_tree_heads_signer", "signer"),
 )
 
 # --- revision 0005 -----------------------------------------------------------------------

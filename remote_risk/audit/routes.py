@@ -9,7 +9,9 @@ Every route needs the audit operator token (``Settings.audit_token``, env
   of that handoff, each with its RFC 9162 inclusion proof against ``tree_head``;
 * ``GET /audit/consistency?from=N``: ``{"tree_head", "old_size", "proof"}``, the proof
   that the current tree extends the tree of its first ``N`` entries;
-* ``GET /audit/witnessed``: ``{"heads": [JWS, ...]}``, the coordinator's heads kept.
+* ``GET /audit/witnessed?signer=T``: ``{"heads": [JWS, ...]}``, the heads of other logs
+  kept that verified with a key of RFC 7638 thumbprint ``T`` (repeatable; none: every
+  head kept). The coordinator asks for its own keys' thumbprints.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def audit_routes(
         return {"tree_head": signed.jws, "old_size": old, "proof": [n.hex() for n in proof]}
 
     def witness(request: Request) -> dict[str, Any]:
-        return {"heads": witnessed.jws()}
+        signers = request.query_params.getlist("signer")
+        return {"heads": witnessed.jws(signers or None)}
 
     return [
         Route("/audit/head", guarded(head), methods=["GET"], name="audit_head"),

@@ -108,15 +108,19 @@ audit_log = Table(
     Index("ix_remote_risk_audit_log_handoff_id", "handoff_id"),
 )
 
-# Signed tree heads of other logs this service was shown (the coordinator's, in tokens).
+# Signed tree heads of other logs this service was shown (the coordinator's, in tokens),
+# each under its signer (rr0005): the RFC 7638 thumbprint of the pinned key that verified it.
 witnessed_heads = Table(
     "remote_risk_witnessed_heads",
     metadata,
+    Column("signer", String(128), nullable=False),
     Column("log_id", String(1024), nullable=False),
     Column("tree_size", BigInteger, nullable=False),
     Column("root_hash", String(64), nullable=False),
     Column("kid", String(128), nullable=False),
     Column("jws", Text, nullable=False),
     Column("recorded_at", String(32), nullable=False),
-    PrimaryKeyConstraint("log_id", "tree_size", "root_hash", name="pk_remote_risk_witnessed_heads"),
+    PrimaryKeyConstraint(
+        "signer", "log_id", "tree_size", "root_hash", name="pk_remote_risk_witnessed_heads"
+    ),
 )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_cards.keys import TrustedKeys
-from agent_cards.transparency.heads import verify_head
+from agent_cards.transparency.heads import verify_head_signer
 from agent_cards.transparency.statements import StatementInvalid
 from contracts.canonical import CanonicalizationError
 from contracts.request_digest import request_digest
@@ -56,8 +56,9 @@ def head_witness(
     issuers: Mapping[str, TrustedKeys], heads: WitnessedHeads
 ) -> Callable[[VerifiedDelegation], None]:
     """The authorizer's ``witness``: the tree head a token carries (``log_head``) is
-    verified with the keys pinned for the token's issuer and kept; one that does not
-    verify, or is of another log, refuses the request (``log_head_invalid``).
+    verified with the keys pinned for the token's issuer and kept under the thumbprint
+    of the key that verified it; one that does not verify, or is of another log,
+    refuses the request (``log_head_invalid``).
 
     The coordinator signs a new head at most once a second, so most tokens carry one
     already kept: a head whose exact JWS was verified with the same keys and kept is not
@@ -76,7 +77,7 @@ def head_witness(
         try:
             if keys is None:
                 raise StatementInvalid("untrusted_key", "no keys for the issuer")
-            head = verify_head(jws, keys)
+            head, signer = verify_head_signer(jws, keys)
         except StatementInvalid as exc:
             denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, str(exc))
             denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
@@ -85,7 +86,7 @@ def head_witness(
             denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, "a head of another log")
             denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
             raise denial
-        heads.keep(head)
+        heads.keep(head, signer)
         if keys is not None:
             with lock:
                 kept[jws] = keys

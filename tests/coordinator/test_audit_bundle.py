@@ -29,7 +29,7 @@ from coordinator.audit.events import AuditEvent
 from coordinator.audit.proof_check import verify_proof_bundle
 from coordinator.audit.proofs import prove_consistency, prove_run, sign_current_head
 from coordinator.audit.receipts import receipt_event
-from coordinator.audit.signing import public_jwk
+from coordinator.audit.signing import public_jwk, thumbprint
 from coordinator.audit.tree_heads import (
     TreeHeadStore,
     sign_tree_head,
@@ -396,12 +396,15 @@ def test_a_forked_log_is_caught_by_consistency_with_a_witnessed_head(
 
 
 def test_witnessed_heads_of_another_log_are_kept_apart(engine: Engine) -> None:
-    """A remote's head, verified with its key, is kept as witnessed, not as one of ours."""
+    """A remote's head, verified with its key, is kept as witnessed, not as one of ours,
+    and found by the thumbprint of the key that verified it, not by the log it names."""
     remote_key = Ed25519PrivateKey.generate()
     head = sign_tree_head(3, b"\x11" * 32, remote_key, issuer="remote-risk", now=AT)
     store = TreeHeadStore(engine)
-    store.witness(verify_tree_head(head.jws, public_jwk(remote_key)), "remote-risk")
-    assert [h.root_hash for h in store.witnessed("remote-risk")] == ["11" * 32]
+    signer = thumbprint(public_jwk(remote_key))
+    store.witness(verify_tree_head(head.jws, public_jwk(remote_key)), signer)
+    assert [h.root_hash for h in store.witnessed({signer})] == ["11" * 32]
+    assert store.witnessed({"another-signer"}) == []
     assert store.signed() == []
     assert verify(engine).ok
 

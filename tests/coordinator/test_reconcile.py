@@ -42,9 +42,7 @@ def delegate(data: DataDir, input_file: Path) -> str:
 
 
 def reconcile(data: DataDir, run_id: str) -> tuple[int, dict[str, Any]]:
-    process = federation(
-        data.root, "audit", "reconcile", run_id, "--json", FEDERATION_REMOTE_AUDIT_TOKEN=TOKEN
-    )
+    process = federation(data.root, "audit", "reconcile", run_id, "--json")
     out, err = process.communicate(timeout=60)
     assert out, err
     return process.returncode, json.loads(out)
@@ -68,8 +66,20 @@ def fork_first_entry(database: Path) -> None:
 
 @pytest.fixture
 def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """remote_risk registered, its audit token registered for it (and for it only)."""
     monkeypatch.setenv("REMOTE_RISK_AUDIT_TOKEN", TOKEN)
     with registered(tmp_path) as running:
+        secret = tmp_path / "audit.token"
+        secret.write_text(TOKEN)
+        setting = federation(
+            running[0].root,
+            "agents",
+            "audit-credential",
+            "remote-risk",
+            "--token-file",
+            str(secret),
+        )
+        assert setting.wait(timeout=60) == 0
         yield running
 
 

@@ -21,7 +21,7 @@ from remote_risk.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 
-HEAD = "rr0004"
+HEAD = "rr0005"
 
 
 @pytest.fixture

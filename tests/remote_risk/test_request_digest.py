@@ -153,7 +153,8 @@ def test_the_tree_head_a_token_shows_is_verified_and_kept(
     response = send(caller, sent, token)
     if expected is None:
         caller.task_of(response)
-        assert shown in app.state.witnessed_heads.jws(ISSUER)
+        assert shown in app.state.witnessed_heads.jws({COORDINATOR_KEY.kid})
+        assert shown not in app.state.witnessed_heads.jws({ATTACKER_KEY.kid})
     else:
         assert refusal(response)[:2] == (401, expected)
         assert shown not in app.state.witnessed_heads.jws()

@@ -1,0 +1,201 @@
+"""``audit reconcile`` against a counterparty that lies: secrets per agent, heads by signer.
+
+A real remote_risk process and a rogue agent (tests/rogue_agent.py: its own key, its own
+signed card declaring the receipts extension) are registered in one coordinator data
+directory. The rogue's receipts verify (they are signed with its pinned key over what it
+answered) but their tree head names remote_risk's log. The coordinator's CLI runs each
+reconcile as a real process.
+
+* remote_risk's audit credential is sent to remote_risk's pinned origin only: the rogue,
+  in the same run, records every request to its ``/audit`` routes and sees none (nor
+  ``FEDERATION_REMOTE_AUDIT_TOKEN``, which is never sent); given a credential of its
+  own, it sees exactly that one.
+* The rogue's head is kept under the rogue's key (its RFC 7638 thumbprint), so it cannot
+  change the verdict on remote_risk's runs: they still ``agree``.
+* An agent with no credential: the report says ``audit_credential_missing``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.returns import finding_contract
+from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.authority.delegator import Delegator, RunAuthority
+from coordinator.authority.identity import coordinator_keys, issuer_id
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import WaitPolicy, propose
+from coordinator.handoff.run import start_run
+from coordinator.remote.client import A2AClient
+from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
+from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered
+from tests.rogue_agent import Rogue, rogue_agent
+
+RISK_TOKEN = "remote-risk-audit-operator-token"
+ROGUE_TOKEN = "the-rogues-own-audit-token"
+DECLARED = {RISK_SKILL: finding_contract(source="registration")}
+
+
+@pytest.fixture
+def federation_of_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[DataDir, RemoteRiskProcess, Rogue]]:
+    """remote_risk (audit token RISK_TOKEN) and the rogue, both registered."""
+    monkeypatch.setenv("REMOTE_RISK_AUDIT_TOKEN", RISK_TOKEN)
+    with registered(tmp_path) as (data, risk):
+        victim_log = Registry(data).get("remote-risk").agent_id
+        with rogue_agent(victim_log) as rogue:
+            register_rogue(data, rogue)
+            yield data, risk, rogue
+
+
+def register_rogue(data: DataDir, rogue: Rogue) -> None:
+    async def register() -> None:
+        async with A2AClient() as client:
+            await Registry(data).register(
+                client, rogue.base, anchor=TrustAnchor(keys=rogue.anchor_keys),
+                return_contracts=DECLARED,
+            )  # fmt: skip
+
+    asyncio.run(register())
+
+
+def one_run_to(data: DataDir, *names: str) -> str:
+    """One run with a handoff to each agent named, driven to its end in this process."""
+
+    async def drive() -> str:
+        ws = Workspace(data)
+        try:
+            authority = RunAuthority(scopes=frozenset({"risk:interpret"}))
+            run = start_run(ws, "operator", authority=authority, kind="delegation")
+            expires = int(run.book.parent.expires_at.timestamp())
+            keys = coordinator_keys(data)
+            delegator = Delegator(keys, authority, issuer_id(), run.run_id, expires, run.owner)
+            wait = WaitPolicy(deadline_seconds=20)
+            async with A2AClient() as client:
+                for name in names:
+                    agent = Registry(data).get(name)
+                    proposal = propose(run, agent, RISK_SKILL, PAYLOAD, wait)
+                    outcome = await run_remote_handoff(
+                        client, agent, proposal, PAYLOAD, run=run, wait=wait, delegator=delegator
+                    )
+                    assert outcome.record.state.value == "ACCEPTED", outcome.record.reason
+            run.trail.flush()
+            return run.run_id
+        finally:
+            ws.close()
+
+    return asyncio.run(asyncio.wait_for(drive(), 60))
+
+
+def reconcile(data: DataDir, run_id: str, **env: str) -> tuple[int, dict[str, Any], str]:
+    """The CLI's report (``{}`` when it printed none: its error is the third item)."""
+    process = federation(data.root, "audit", "reconcile", run_id, "--json", **env)
+    out, err = process.communicate(timeout=60)
+    return process.returncode, json.loads(out) if out else {}, err
+
+
+def set_credential(data: DataDir, name: str, token: str, tmp_path: Path) -> str:
+    secret = tmp_path / f"{name}.token"
+    secret.write_text(token + "\n")
+    process = federation(data.root, "agents", "audit-credential", name, "--token-file", str(secret))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert token not in out + err  # never printed
+    return out
+
+
+def by_agent(document: dict[str, Any], key: str) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for entry in document[key]:
+        grouped.setdefault(entry["agent"], []).append(entry)
+    return grouped
+
+
+def test_remote_risks_credential_never_reaches_the_rogue_in_the_same_run(
+    federation_of_two: tuple[DataDir, RemoteRiskProcess, Rogue], tmp_path: Path
+) -> None:
+    """One run, a handoff to each. The shared env token is set, as an operator of the
+    old reconcile would have it: it is sent to nobody. With remote_risk's credential
+    registered, remote_risk's handoff agrees, the rogue's says it has no credential,
+    and the rogue has received nothing; given its own, it receives that one only."""
+    data, _, rogue = federation_of_two
+    run_id = one_run_to(data, "remote-risk", "rogue")
+
+    _, document, err = reconcile(data, run_id, FEDERATION_REMOTE_AUDIT_TOKEN=RISK_TOKEN)
+    assert rogue.audit_requests == []
+    assert document["agree"] is False, err
+
+    set_credential(data, "remote-risk", RISK_TOKEN, tmp_path)
+    status, document, _ = reconcile(data, run_id, FEDERATION_REMOTE_AUDIT_TOKEN=RISK_TOKEN)
+    assert rogue.audit_requests == []
+    handoffs = by_agent(document, "handoffs")
+    assert [h["agree"] for h in handoffs["remote-risk"]] == [True], handoffs
+    assert [h["reason"] for h in handoffs["rogue"]] == ["audit_credential_missing"]
+    witnesses = by_agent(document, "witnesses")
+    assert witnesses["rogue"][0]["reason"] == "audit_credential_missing"
+    assert status == 1 and document["agree"] is False
+
+    set_credential(data, "rogue", ROGUE_TOKEN, tmp_path)
+    reconcile(data, run_id, FEDERATION_REMOTE_AUDIT_TOKEN=RISK_TOKEN)
+    assert rogue.audit_requests
+    assert {auth for _, auth in rogue.audit_requests} == {f"Bearer {ROGUE_TOKEN}"}
+
+
+def test_a_rogue_head_naming_remote_risks_log_leaves_remote_risks_reconcile_agree(
+    federation_of_two: tuple[DataDir, RemoteRiskProcess, Rogue], tmp_path: Path
+) -> None:
+    """The rogue's receipt carries a head it signed stating remote_risk's log (size 1,
+    another root): kept, under the rogue's own thumbprint. Runs with remote_risk before
+    and after it still reconcile ``agree``."""
+    data, _, rogue = federation_of_two
+    set_credential(data, "remote-risk", RISK_TOKEN, tmp_path)
+    before = one_run_to(data, "remote-risk")
+    one_run_to(data, "rogue")
+    after = one_run_to(data, "remote-risk")
+
+    for run_id in (before, after):
+        status, document, err = reconcile(data, run_id)
+        assert (status, document["agree"]) == (0, True), (document, err)
+        (witness,) = document["witnesses"]
+        assert witness["remote_log_extends_heads_we_hold"]
+        assert all(c["consistent"] for c in witness["remote_log_extends_heads_we_hold"])
+
+    with sqlite3.connect(data.path("federation.db")) as connection:
+        signers = {
+            log_id: signer
+            for log_id, signer in connection.execute(
+                "SELECT log_id, signer FROM tree_heads WHERE origin = 'witnessed'"
+                " AND root_hash = ?",
+                ("66" * 32,),
+            )
+        }
+    assert signers == {rogue.victim_log: rogue.key.kid}
+
+
+def test_a_reconcile_against_an_agent_with_no_credential_says_so(
+    federation_of_two: tuple[DataDir, RemoteRiskProcess, Rogue],
+) -> None:
+    """No credential registered for remote_risk: nothing is asked of it, and the report
+    says why (exit 1, not an error)."""
+    data, _, _ = federation_of_two
+    run_id = one_run_to(data, "remote-risk")
+    status, document, _ = reconcile(data, run_id, FEDERATION_REMOTE_AUDIT_TOKEN=RISK_TOKEN)
+    assert status == 1 and document["agree"] is False
+    (handoff,) = document["handoffs"]
+    assert (handoff["agent"], handoff["agree"], handoff["reason"]) == (
+        "remote-risk",
+        False,
+        "audit_credential_missing",
+    )
+    (witness,) = document["witnesses"]
+    assert witness["reason"] == "audit_credential_missing"
