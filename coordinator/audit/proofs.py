@@ -1,11 +1,13 @@
 """Proofs for outsiders: a run's proof bundle, and consistency between two tree heads.
 
 ``federation audit prove RUN_ID`` writes :func:`prove_run`'s document (format
-``a2a-federation.audit-proof/1``, specified in docs/audit-bundle.md): the run's events as
+``a2a-federation.audit-proof/2``, specified in docs/audit-bundle.md): the run's events as
 their exact RFC 8785 bytes, each with its RFC 9162 inclusion proof against one signed
 tree head, the delegation tokens' claims digests and the remotes' receipts found among
-those events, and the public keys involved as a JWK Set. Nothing of other runs is
-disclosed: a proof node is a hash of a subtree.
+those events, the exact artifacts each receipt covers (as received, from the
+``artifacts`` table), and the public keys involved as a JWK Set (a convenience: a reader
+checks against keys of its own). Nothing of other runs is disclosed: a proof node is a
+hash of a subtree.
 
 Before it signs a head, :func:`sign_current_head` verifies the whole ledger (chain, tree,
 kept heads), so a tampered ledger is never vouched for; the head is then kept in
@@ -14,22 +16,28 @@ kept heads), so a tampered ledger is never vouched for; the head is then kept in
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import select
 
 from agent_cards.transparency import merkle
+from agent_cards.transparency.receipts import artifact_digest
+from contracts import strict_json
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, protected_header
 from coordinator.audit.signing import public_jwk
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, consistent, sign_tree_head
 from coordinator.audit.verification import verify
 from coordinator.errors import LedgerError
+from coordinator.storage.schema import artifacts as artifacts_table
 
-PROOF_FORMAT = "a2a-federation.audit-proof/1"
+PROOF_FORMAT = "a2a-federation.audit-proof/2"
 
 
 def ledger_tree(ledger: Ledger, size: int) -> merkle.Tree:
@@ -89,6 +97,45 @@ def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any]]:
     return tokens, receipts
 
 
+def kept_artifacts(ledger: Ledger, run_id: str) -> list[str]:
+    """The exact artifacts (wire JSON as received) the run store kept for ``run_id``."""
+    query = select(artifacts_table.c.content).where(artifacts_table.c.run_id == run_id)
+    with ledger.engine.connect() as connection:
+        return [row[0] for row in connection.execute(query) if isinstance(row[0], str)]
+
+
+def _receipt_artifacts(
+    receipts: Sequence[Mapping[str, Any]], kept: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per receipt, the kept artifacts whose RFC 8785 digest is the one it signed (none
+    returned: ``[]``); a receipt whose artifacts were not kept gets no entry."""
+    by_digest = {_digest_of(content): content for content in ["[]", *kept]}
+    entries = []
+    for receipt in receipts:
+        digest = _claims(receipt["receipt"]).get("artifact_digest")
+        if digest in by_digest:
+            entries.append({"seq": receipt["seq"], "content": by_digest[digest]})
+    return entries
+
+
+def _digest_of(content: str) -> str | None:
+    try:
+        value = strict_json.loads(content)
+        return artifact_digest(value) if isinstance(value, list) else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _claims(jws: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload of a kept receipt, unverified (to pick its artifacts)."""
+    try:
+        part = str(jws["payload"])
+        value = strict_json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (KeyError, ValueError, binascii.Error):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _receipt_kids(receipts: Sequence[Mapping[str, Any]]) -> set[str]:
     kids = set()
     for receipt in receipts:
@@ -106,13 +153,15 @@ def prove_run(
     issuer: str = "coordinator",
     keys: Mapping[str, Any] | None = None,
     remote_keys: Sequence[Mapping[str, Any]] = (),
+    artifacts: Sequence[str] | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """The proof bundle of ``run_id`` against a head signed now over the whole ledger.
 
     ``keys`` (the coordinator's published JWK Set) lets the ledger check earlier heads'
     signatures first; ``remote_keys`` are the public JWKs pinned for the remotes, of which
-    those that signed one of the run's receipts go into the bundle.
+    those that signed one of the run's receipts go into the bundle; ``artifacts`` the
+    exact artifacts received in the run (default: those the run store kept).
     """
     head = sign_current_head(ledger, private_key, issuer=issuer, keys=keys, now=now)
     records = ledger.records(run_id, up_to=head.tree_size)
@@ -132,6 +181,9 @@ def prove_run(
         "events": events,
         "tokens": tokens,
         "receipts": receipts,
+        "artifacts": _receipt_artifacts(
+            receipts, kept_artifacts(ledger, run_id) if artifacts is None else artifacts
+        ),
         "jwks": {"keys": [dict(key) for key in jwks]},
     }
 

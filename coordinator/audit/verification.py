@@ -64,6 +64,10 @@ class Break(StrEnum):
     ATTESTATION_INVALID = "attestation_invalid"  # a bundle's signed digest does not match
     UNTRUSTED_KEY = "untrusted_key"  # signed with a key other than the trusted one
     MALFORMED = "malformed"  # a bundle that does not have the expected shape
+    NO_ANCHOR = "no_anchor"  # a bundle checked with no key of the reader's: nothing proven
+    RECEIPT_MISMATCH = "receipt_mismatch"  # a receipt contradicts the ledger it is kept in
+    ARTIFACT_MISSING = "artifact_missing"  # a receipt's artifacts are not in the bundle
+    ARTIFACT_MISMATCH = "artifact_mismatch"  # artifacts differ from the receipt or ledger
 
 
 @dataclass(frozen=True)
@@ -79,15 +83,34 @@ class VerifyReport:
     detail: str = ""
     root_hash: str = _EMPTY_ROOT
     tree_heads: int = 0
+    # False for a bundle checked against its own keys: consistent, but nothing proven.
+    anchored: bool = True
 
     def __str__(self) -> str:
         if self.ok:
             heads = f", {self.tree_heads} signed tree heads" if self.tree_heads else ""
-            return (
+            text = (
                 f"ok: {self.checked} events, head {self.last_seq} {self.last_hash[:16]}, "
                 f"tree root {self.root_hash[:16]}{heads}"
             )
+            return text if self.anchored else f"{UNANCHORED} ({text})"
+        if self.kind is Break.NO_ANCHOR:
+            return f"refused: {self.kind} ({self.detail})"
         return f"broken at event {self.seq}: {self.kind} ({self.detail})"
+
+
+UNANCHORED = "unanchored: structure only, nothing proven"
+
+
+class BundleBroken(Exception):
+    """The first failed step of a bundle check: where, which :class:`Break`, and why."""
+
+    def __init__(self, seq: int, kind: Break, detail: str) -> None:
+        super().__init__(detail)
+        self.seq, self.kind, self.detail = seq, kind, detail
+
+    def report(self) -> VerifyReport:
+        return VerifyReport(False, 0, 0, GENESIS_HASH, self.seq, self.kind, self.detail)
 
 
 class Links:

@@ -25,13 +25,15 @@ from coordinator.assessment import evaluate
 from coordinator.assessment.demo import demo_document
 from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
+from coordinator.audit.anchors import Anchors, read_anchor
+from coordinator.audit.proof_check import verify_document
 from coordinator.authority import identity
 from coordinator.cli import printers
 from coordinator.cli.backends import Coordinator, Local
 from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
-from coordinator.errors import UsageError, describe_validation
+from coordinator.errors import LedgerError, UsageError, describe_validation
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
-from coordinator.service.facade import CoordinatorService
+from coordinator.service.facade import CoordinatorService, verify_view
 from coordinator.service.run_list import RunQuery
 
 R = TypeVar("R", bound=pydantic.BaseModel)
@@ -230,9 +232,13 @@ def cmd_cancel(args: argparse.Namespace, coordinator: Coordinator) -> int:
 def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
     if args.audit_command in AUDIT_PROOFS:
         return AUDIT_PROOFS[args.audit_command](args, coordinator)
+    if args.audit_command == "verify" and args.bundle is not None:
+        return cmd_verify_bundle(args)
     if args.audit_command == "verify":
-        bundle = read_object(args.bundle, "bundle") if args.bundle else None
-        where = f"bundle {args.bundle}" if args.bundle is not None else "ledger"
+        if args.coordinator_key or args.remote_key or args.unanchored:
+            raise UsageError("key options go with --bundle", "bundle_required")
+        bundle = None
+        where = "ledger"
         report = coordinator.audit_verify(bundle)
         if args.json:
             printers.print_json(report)
@@ -281,6 +287,42 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return 0
     printers.print_json(coordinator.jwks())
     return 0
+
+
+def cmd_verify_bundle(args: argparse.Namespace) -> int:
+    """``audit verify --bundle``: checked here, offline, against the keys the operator
+    gives (never those the bundle carries, nor a server's word)."""
+    bundle = read_object(args.bundle, "bundle")
+    anchors = bundle_anchors(args.coordinator_key, args.remote_key)
+    if anchors is not None and args.unanchored:
+        raise UsageError("--unanchored goes with no key", "anchor_conflict")
+    report = verify_document(bundle, anchors, unanchored=args.unanchored)
+    if args.json:
+        printers.print_json({**verify_view(report).model_dump(), "anchored": report.anchored})
+        return 0 if report.ok else 1
+    return printers.print_verify(verify_view(report).model_dump(), f"bundle {args.bundle}")
+
+
+def bundle_anchors(coordinator_keys: list[Path], remote_keys: list[Path]) -> Anchors | None:
+    """The trust anchors from key files, or None when none is given."""
+    if not coordinator_keys and not remote_keys:
+        return None
+    if not coordinator_keys:
+        raise UsageError("--remote-key needs --coordinator-key too", "anchor_missing")
+    try:
+        return Anchors.of(
+            [read_anchor(_key_text(path)) for path in coordinator_keys],
+            [read_anchor(_key_text(path)) for path in remote_keys],
+        )
+    except LedgerError as exc:
+        raise UsageError(str(exc), exc.reason) from None
+
+
+def _key_text(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}", "anchor_unreadable") from None
 
 
 def cmd_audit_prove(args: argparse.Namespace, coordinator: Coordinator) -> int:

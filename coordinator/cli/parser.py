@@ -130,6 +130,30 @@ def build_parser() -> argparse.ArgumentParser:
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser("verify", help="check the whole hash chain")
     verify.add_argument("--bundle", type=Path, metavar="FILE", help="check an exported bundle")
+    verify.add_argument(
+        "--coordinator-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --bundle: the coordinator's public key, a JWK or JWK Set as "
+        "`federation keys show` prints it (the tree head must be signed by it)",
+    )
+    verify.add_argument(
+        "--remote-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --bundle, repeatable: a remote's public key (JWK or JWK Set); every "
+        "receipt must be signed by one of them",
+    )
+    verify.add_argument(
+        "--unanchored",
+        action="store_true",
+        help="with --bundle and no key: check the structure against the bundle's own "
+        "keys; this proves nothing",
+    )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     audit_show = audit_commands.add_parser("show", help="rebuild a run from the ledger alone")
     audit_show.add_argument("run_id", help="the run's id")

@@ -381,9 +381,9 @@ class HandoffBook:
                     "reason": artifact.reason,
                     "content_hash": content_hash,
                     "size": size,
-                    "content": None
-                    if artifact.content is None
-                    else strict_json.dumps(artifact.content).decode(),
+                    # The exact artifacts as received, admitted ones too: a proof
+                    # bundle carries them to check the receipt's artifact digest.
+                    "content": None if content is None else strict_json.dumps(content).decode(),
                     "received_at": artifact.received_at.isoformat(),
                 },
             )

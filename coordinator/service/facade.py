@@ -27,7 +27,8 @@ from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.pilot import PilotResult
 from coordinator.assessment.supervisor import SupervisedResult
 from coordinator.audit import ledger, proofs, tree_heads
-from coordinator.audit.proof_check import verify_proof_bundle
+from coordinator.audit.anchors import Anchors
+from coordinator.audit.proof_check import verify_document
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
@@ -273,12 +274,19 @@ class CoordinatorService:
         return document
 
     def audit_verify(self, bundle: dict[str, Any] | None = None) -> VerifyView:
-        if bundle is not None and bundle.get("format") == proofs.PROOF_FORMAT:
-            return verify_view(verify_proof_bundle(bundle))
+        """The ledger, or a bundle checked against this coordinator's own keys and the
+        keys pinned for its remotes (never the keys the bundle carries)."""
         if bundle is not None:
-            return verify_view(ledger.verify_bundle(bundle))
+            return verify_view(verify_document(bundle, self._own_anchors()))
         keys = identity.coordinator_keys(self.ws.data).public_jwks()
         return verify_view(ledger.verify(self.ws.engine(), keys=keys))
+
+    def _own_anchors(self) -> Anchors:
+        pinned = [agent.pinned_jwks for agent in Registry(self.ws.data).agents()]
+        return Anchors.of(
+            [identity.coordinator_keys(self.ws.data).public_jwks()],
+            [jwks for jwks in pinned if jwks and jwks.get("keys")],
+        )
 
     def audit_show(self, run_id: str) -> dict[str, Any]:
         return reconstruct(self._events(run_id))

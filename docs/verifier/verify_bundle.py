@@ -4,13 +4,19 @@
 Needs only the Python standard library and the ``cryptography`` package; it imports
 nothing of the a2a-federation code, so that an auditor can read it in full::
 
-    python verify_bundle.py BUNDLE.json [--trusted-jwk COORDINATOR_JWK.json] [--json]
-    python verify_bundle.py --consistency DOCUMENT.json --trusted-jwk COORDINATOR_JWK.json
+    python verify_bundle.py BUNDLE.json --coordinator-key COORDINATOR_KEYS.json \
+        [--remote-key REMOTE_KEYS.json ...] [--json]
+    python verify_bundle.py BUNDLE.json --unanchored [--json]
+    python verify_bundle.py --consistency DOCUMENT.json --coordinator-key COORDINATOR_KEYS.json
 
-The second form checks the output of ``federation audit consistency --json``: both tree
-heads and the consistency proof between them. Exit status 0 when the input verifies, 1
-when it does not (with the reason code of the first failed step), 2 when the files
-cannot be read.
+Each key file is a JWK or a JWK Set (what ``federation keys show`` prints, what a remote
+publishes); keys are matched by the RFC 7638 thumbprint computed here, never by a label,
+and the keys the bundle carries are never trusted. Without a key the answer is
+``no_anchor``; ``--unanchored`` checks the structure against the bundle's own keys and
+says that nothing is proven. The third form checks the output of ``federation audit
+consistency --json``: both tree heads and the consistency proof between them. Exit
+status 0 when the input verifies, 1 when it does not (with the reason code of the first
+failed step), 2 when the files cannot be read.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ import argparse
 import base64
 import hashlib
 import json
+import re
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -28,9 +36,23 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-FORMAT = "a2a-federation.audit-proof/1"
+FORMAT = "a2a-federation.audit-proof/2"
 TREE_HEAD_TYP = "ledger-tree-head+jwt"
+RECEIPT_TYP = "a2a-receipt+jwt"
+RECEIPT_EVENT = "handoff.receipt"
 GENESIS = "0" * 64
+BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+UNANCHORED = "unanchored: structure only, nothing proven"
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The reader's keys by thumbprint: the coordinator's (tree heads), the remotes'
+    (receipts); ``anchored`` false when they are the bundle's own."""
+
+    coordinator: dict[str, dict[str, Any]]
+    remotes: dict[str, dict[str, Any]]
+    anchored: bool = True
 
 
 class Failed(Exception):
@@ -46,27 +68,27 @@ def b64url(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def strict_object(text: str | bytes) -> dict[str, Any]:
-    """A JSON object, refusing duplicate member names at any depth."""
+def strict_json(text: str | bytes) -> Any:
+    """A JSON value, refusing duplicate member names at any depth and NaN/Infinity."""
 
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         if len({name for name, _ in pairs}) != len(pairs):
             raise ValueError("duplicate member name")
         return dict(pairs)
 
-    value = json.loads(text, object_pairs_hook=unique)
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    if isinstance(text, str) and text.startswith("\ufeff"):
+        raise ValueError("a byte order mark before the document")
+    return json.loads(text, object_pairs_hook=unique, parse_constant=constant)
+
+
+def strict_object(text: str | bytes) -> dict[str, Any]:
+    value = strict_json(text)
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return value
-
-
-def thumbprint(jwk: dict[str, Any]) -> str:
-    """RFC 7638 thumbprint of an Ed25519 (OKP) key."""
-    members = {"crv": jwk["crv"], "kty": jwk["kty"], "x": jwk["x"]}
-    canonical = json.dumps(members, separators=(",", ":"), sort_keys=True)
-    return (
-        base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=").decode()
-    )
 
 
 def verify_jws(protected: str, payload: str, signature: str, jwk: dict[str, Any], alg: str) -> None:
@@ -144,6 +166,124 @@ def root_from_inclusion(index: int, size: int, leaf: bytes, proof: list[bytes]) 
     return node if sn == 0 else None
 
 
+# --- RFC 8785 (JCS) -------------------------------------------------------------------
+
+
+def jcs(value: Any) -> str:
+    """The RFC 8785 serialisation of a parsed JSON value (ValueError if it has none)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        if abs(value) >= 2**53:
+            raise ValueError("an integer outside the IEEE 754 safe range")
+        return str(value)
+    if isinstance(value, float):
+        return jcs_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ",".join(jcs(item) for item in value) + "]"
+    if isinstance(value, dict):
+        names = sorted(value, key=lambda name: name.encode("utf-16-be"))
+        return "{" + ",".join(f"{jcs(name)}:{jcs(value[name])}" for name in names) + "}"
+    raise ValueError(f"not a JSON value: {type(value).__name__}")
+
+
+def jcs_number(value: float) -> str:
+    """ECMAScript's Number::toString, which RFC 8785 section 3.2.2.3 prescribes."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("a non-finite number")
+    if value == 0:
+        return "0"
+    sign, rest = ("-", -value) if value < 0 else ("", value)
+    mantissa, _, exponent = f"{rest!r}".partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    point = len(whole.lstrip("0")) + int(exponent or 0)  # the decimal point after `point`
+    if not whole.lstrip("0"):  # 0.000ddd: leading zeros of the fraction move the point
+        point = int(exponent or 0) - (len(fraction) - len(fraction.lstrip("0")))
+    digits = digits.rstrip("0")
+    k, n = len(digits), point
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    e = n - 1
+    mark = "+" if e >= 0 else "-"
+    body = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{sign}{body}e{mark}{abs(e)}"
+
+
+# --- keys: the reader's anchors, by RFC 7638 thumbprint ------------------------------
+
+
+THUMBPRINT_MEMBERS = {"OKP": ("crv", "kty", "x"), "EC": ("crv", "kty", "x", "y")}
+KEY_ALG = {("OKP", "Ed25519"): "EdDSA", ("EC", "P-256"): "ES256"}
+
+
+def thumbprint(jwk: dict[str, Any]) -> str:
+    """RFC 7638 thumbprint of an OKP (Ed25519) or EC (P-256) key."""
+    members = {name: jwk[name] for name in THUMBPRINT_MEMBERS[jwk["kty"]]}
+    digest = hashlib.sha256(jcs(members).encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def key_set(document: Any) -> dict[str, dict[str, Any]]:
+    """``thumbprint -> JWK`` of a JWK or a JWK Set (``{"keys": [...]}``), as
+    docs/audit-bundle.md "Keys" says; ValueError for anything else."""
+    if not isinstance(document, dict):
+        raise ValueError("a JWK or JWK Set must be a JSON object")
+    jwks = document.get("keys", [document])
+    if not isinstance(jwks, list) or not jwks:
+        raise ValueError("a JWK Set needs a non-empty keys array")
+    keys: dict[str, dict[str, Any]] = {}
+    for jwk in jwks:
+        kid = checked_key(jwk)
+        if kid in keys:
+            raise ValueError(f"key {kid} occurs twice")
+        keys[kid] = jwk
+    return keys
+
+
+def checked_key(jwk: Any) -> str:
+    """The thumbprint of one public signing key, once it is of the profile."""
+    if not isinstance(jwk, dict) or "d" in jwk:
+        raise ValueError("a key must be a public JWK")
+    alg = KEY_ALG.get((jwk.get("kty"), jwk.get("crv")))
+    members = THUMBPRINT_MEMBERS.get(jwk.get("kty"), ())
+    if alg is None or not all(isinstance(jwk.get(name), str) for name in members):
+        raise ValueError("a key must be OKP Ed25519 or EC P-256")
+    public_key(jwk)
+    if jwk.get("use", "sig") != "sig" or jwk.get("alg", alg) != alg:
+        raise ValueError("a key's use or alg is not for this signature")
+    ops = jwk.get("key_ops")
+    if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
+        raise ValueError("a key's key_ops does not allow verify")
+    kid = thumbprint(jwk)
+    if jwk.get("kid", kid) != kid:
+        raise ValueError(f"a key's kid {jwk.get('kid')!r} is not its thumbprint {kid}")
+    return kid
+
+
+def public_key(jwk: dict[str, Any]) -> Any:
+    if jwk["kty"] == "OKP":
+        return Ed25519PublicKey.from_public_bytes(strict_b64url(jwk["x"]))
+    point = b"\x04" + strict_b64url(jwk["x"]) + strict_b64url(jwk["y"])
+    return ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+
+
+def strict_b64url(text: str) -> bytes:
+    """base64url without padding, in its one canonical spelling."""
+    if not BASE64URL.fullmatch(text) or len(text) % 4 == 1:
+        raise ValueError("not unpadded base64url")
+    data = b64url(text)
+    if base64.urlsafe_b64encode(data).rstrip(b"=").decode() != text:
+        raise ValueError("not the canonical base64url")
+    return data
+
+
 # --- the steps of docs/audit-bundle.md ------------------------------------------------
 
 
@@ -153,14 +293,26 @@ def is_hex64(value: Any) -> bool:
     )
 
 
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def is_seq(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return is_int(value) and value >= 1
 
 
 def check_shape(bundle: dict[str, Any]) -> None:
+    """Step 1."""
     if bundle.get("format") != FORMAT:
         raise Failed(0, "malformed", f"format is not {FORMAT}")
-    kinds = {"run_id": str, "tree_head": str, "events": list, "tokens": list, "receipts": list}
+    kinds = {
+        "run_id": str,
+        "tree_head": str,
+        "events": list,
+        "tokens": list,
+        "receipts": list,
+        "artifacts": list,
+    }
     for name, kind in kinds.items():
         if not isinstance(bundle.get(name), kind):
             raise Failed(0, "malformed", f"{name} is missing or of the wrong type")
@@ -175,22 +327,50 @@ def check_shape(bundle: dict[str, Any]) -> None:
         proof = event.get("inclusion_proof") if isinstance(event, dict) else None
         if not (fields_ok and isinstance(proof, list) and all(is_hex64(n) for n in proof)):
             raise Failed(0, "malformed", "an event is not {seq, hash, canonical, inclusion_proof}")
-    for entry in bundle["tokens"] + bundle["receipts"]:
+    for entry in bundle["tokens"] + bundle["receipts"] + bundle["artifacts"]:
         if not isinstance(entry, dict) or not is_seq(entry.get("seq")):
-            raise Failed(0, "malformed", "a token or receipt entry has no seq")
+            raise Failed(0, "malformed", "a token, receipt or artifacts entry has no seq")
+    if not all(isinstance(entry.get("content"), str) for entry in bundle["artifacts"]):
+        raise Failed(0, "malformed", "an artifacts entry has no content string")
     for jwk in bundle["jwks"]["keys"]:
-        if not isinstance(jwk, dict) or "d" in jwk or "kid" not in jwk:
-            raise Failed(0, "malformed", "a JWK is not a public key with a kid")
+        if not isinstance(jwk, dict) or "d" in jwk:
+            raise Failed(0, "malformed", "a JWK of the bundle is not a public key")
 
 
-def check_tree_head(bundle: dict[str, Any], trusted: dict[str, Any] | None) -> tuple[int, bytes]:
-    return check_head_jws(bundle["tree_head"], bundle["jwks"]["keys"], trusted, minimum=1)
+def check_anchors(bundle: dict[str, Any], anchors: Anchors | None, unanchored: bool) -> Anchors:
+    """Step 2: the reader's keys; asked for, the bundle's own (which proves nothing)."""
+    if anchors is not None:
+        return anchors
+    if not unanchored:
+        raise Failed(0, "no_anchor", "no key of the reader's was given: nothing is proven")
+    try:
+        own = key_set(bundle["jwks"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Failed(0, "malformed", f"the bundle's keys: {exc}") from None
+    return Anchors(own, own, anchored=False)
 
 
-def check_head_jws(
-    jws: str, keys: list[dict[str, Any]], trusted: dict[str, Any] | None, minimum: int
-) -> tuple[int, bytes]:
-    """Step 3 of docs/audit-bundle.md: ``(tree_size, root)`` of a verified tree head."""
+def check_tree_head(bundle: dict[str, Any], anchors: Anchors) -> tuple[int, bytes]:
+    """Step 3."""
+    kid = jws_kid(bundle["tree_head"])
+    key = anchors.coordinator.get(kid) if isinstance(kid, str) else None
+    if key is None or key["kty"] != "OKP":
+        if anchors.anchored:
+            raise Failed(0, "untrusted_key", "the tree head is not signed by a key given")
+        raise Failed(0, "head_invalid", "no key of the bundle is the tree head's")
+    return check_head_jws(bundle["tree_head"], key, minimum=1)
+
+
+def jws_kid(jws: str) -> Any:
+    try:
+        header = json.loads(b64url(jws.split(".")[0]))
+    except (ValueError, IndexError):
+        return None
+    return header.get("kid") if isinstance(header, dict) else None
+
+
+def check_head_jws(jws: str, key: dict[str, Any], minimum: int) -> tuple[int, bytes]:
+    """``(tree_size, root)`` of a tree head that ``key`` signed."""
     parts = jws.split(".")
     if len(parts) != 3:
         raise Failed(0, "head_invalid", "the tree head is not a compact JWS")
@@ -199,14 +379,6 @@ def check_head_jws(
         claims = strict_object(b64url(parts[1]))
     except ValueError as exc:
         raise Failed(0, "head_invalid", f"the tree head is unreadable: {exc}") from None
-    kid = header.get("kid")
-    if trusted is not None:
-        if thumbprint(trusted) != kid:
-            raise Failed(0, "untrusted_key", "the tree head is not signed by the trusted key")
-        keys = [trusted]
-    key = next((k for k in keys if k.get("kty") == "OKP" and thumbprint(k) == kid), None)
-    if key is None:
-        raise Failed(0, "head_invalid", "no key of the bundle has the tree head's kid")
     if header.get("alg") != "EdDSA" or header.get("typ") != TREE_HEAD_TYP:
         raise Failed(0, "head_invalid", "the tree head's alg or typ is wrong")
     try:
@@ -214,7 +386,7 @@ def check_head_jws(
     except (InvalidSignature, ValueError):
         raise Failed(0, "head_invalid", "the tree head's signature does not verify") from None
     size, root = claims.get("tree_size"), claims.get("root_hash")
-    sized = isinstance(size, int) and not isinstance(size, bool) and size >= minimum
+    sized = is_int(size) and size >= minimum
     if not (sized and is_hex64(root) and isinstance(claims.get("issued_at"), str)):
         raise Failed(0, "head_invalid", "the tree head lacks tree_size, root_hash or issued_at")
     if not isinstance(claims.get("iss"), str):
@@ -222,25 +394,68 @@ def check_head_jws(
     return size, bytes.fromhex(root)
 
 
+TEXT, TEXT_OR_NULL, INT_OR_NULL = (str,), (str, type(None)), (int, type(None))
+RECORD_MEMBERS = {
+    "seq": (int,),
+    "prev_hash": TEXT,
+    "event_type": TEXT,
+    "recorded_at": TEXT,
+    "run_id": TEXT_OR_NULL,
+    "handoff_id": TEXT_OR_NULL,
+    "attempt": INT_OR_NULL,
+    "actor": TEXT,
+    "remote_task_id": TEXT_OR_NULL,
+    "trace_id": TEXT_OR_NULL,
+    "data": (dict,),
+}
+
+
+def check_record(event: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """Step 4.3: the record, of exactly the ledger's form, this run's, at its seq, and
+    its bytes are its RFC 8785 form."""
+    seq = event["seq"]
+    try:
+        record = strict_json(event["canonical"])
+    except ValueError as exc:
+        raise Failed(seq, "malformed", f"the event is not JSON: {exc}") from None
+    if not (
+        isinstance(record, dict)
+        and set(record) == set(RECORD_MEMBERS)
+        and all(
+            isinstance(record[name], kinds) and not isinstance(record[name], bool)
+            for name, kinds in RECORD_MEMBERS.items()
+        )
+    ):
+        raise Failed(seq, "malformed", "the event is not a record of the ledger's form")
+    if record["seq"] != seq or record["run_id"] != run_id:
+        raise Failed(seq, "malformed", "the event is not this run's, or not at its seq")
+    try:
+        canonical = jcs(record).encode("utf-8") == event["canonical"].encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        canonical = False
+    if not canonical:
+        raise Failed(seq, "not_canonical", "the event's bytes are not its RFC 8785 form")
+    return record
+
+
 def check_events(bundle: dict[str, Any], size: int, root: bytes) -> dict[int, dict[str, Any]]:
+    """Step 4."""
     records: dict[int, dict[str, Any]] = {}
     previous: tuple[int, str] | None = None
     for event in bundle["events"]:
         seq = event["seq"]
         if (previous is not None and seq <= previous[0]) or seq > size:
             raise Failed(seq, "malformed", "events are not in order within the tree head")
-        digest = hashlib.sha256(event["canonical"].encode("utf-8")).digest()
+        try:
+            digest = hashlib.sha256(event["canonical"].encode("utf-8")).digest()
+        except UnicodeEncodeError:
+            raise Failed(seq, "malformed", "the event is not UTF-8 text") from None
         if digest.hex() != event["hash"]:
             raise Failed(seq, "hash_mismatch", "the event does not match its hash")
-        try:
-            record = strict_object(event["canonical"])
-        except ValueError as exc:
-            raise Failed(seq, "malformed", f"the event is not a JSON object: {exc}") from None
-        if record.get("seq") != seq or record.get("run_id") != bundle["run_id"]:
-            raise Failed(seq, "malformed", "the event is not this run's, or not at its seq")
-        if previous and previous[0] == seq - 1 and record.get("prev_hash") != previous[1]:
+        record = check_record(event, bundle["run_id"])
+        if previous and previous[0] == seq - 1 and record["prev_hash"] != previous[1]:
             raise Failed(seq, "prev_mismatch", f"prev_hash does not match event {seq - 1}")
-        if seq == 1 and record.get("prev_hash") != GENESIS:
+        if seq == 1 and record["prev_hash"] != GENESIS:
             raise Failed(seq, "prev_mismatch", "the first event does not start the chain")
         proof = [bytes.fromhex(node) for node in event["inclusion_proof"]]
         if root_from_inclusion(seq - 1, size, leaf_hash(digest), proof) != root:
@@ -251,9 +466,10 @@ def check_events(bundle: dict[str, Any], size: int, root: bytes) -> dict[int, di
 
 
 def check_tokens(bundle: dict[str, Any], records: dict[int, dict[str, Any]]) -> None:
+    """Step 5."""
     for token in bundle["tokens"]:
         record = records.get(token["seq"], {})
-        data = record.get("data") if isinstance(record.get("data"), dict) else {}
+        data = record.get("data", {})
         if not (
             record.get("event_type") == "grant.minted"
             and data.get("jti") == token.get("jti")
@@ -262,53 +478,188 @@ def check_tokens(bundle: dict[str, Any], records: dict[int, dict[str, Any]]) -> 
             raise Failed(token["seq"], "token_mismatch", "not what the included event records")
 
 
-def check_receipts(bundle: dict[str, Any], records: dict[int, dict[str, Any]]) -> None:
+def check_receipts(
+    bundle: dict[str, Any], records: dict[int, dict[str, Any]], remotes: dict[str, Any]
+) -> None:
+    """Step 6: the list (6.1), the artifacts' entries (6.2), every receipt event (6.3)."""
     for entry in bundle["receipts"]:
+        record = records.get(entry["seq"], {})
+        kept = record.get("data", {}).get("receipt")
+        if record.get("event_type") != RECEIPT_EVENT or kept != entry.get("receipt"):
+            detail = "not the receipt the included event keeps"
+            raise Failed(entry["seq"], "receipt_invalid", detail)
+    artifacts: dict[int, str] = {}
+    for entry in bundle["artifacts"]:
         seq = entry["seq"]
-        record = records.get(seq, {})
-        data = record.get("data") if isinstance(record.get("data"), dict) else {}
-        jws = entry.get("receipt")
-        if record.get("event_type") != "handoff.receipt" or data.get("receipt") != jws:
-            raise Failed(seq, "receipt_invalid", "not the receipt the included event keeps")
-        try:
-            header = strict_object(b64url(jws["protected"]))
-            key = next(k for k in bundle["jwks"]["keys"] if k.get("kid") == header.get("kid"))
-            verify_jws(jws["protected"], jws["payload"], jws["signature"], key, header.get("alg"))
-            claims = strict_object(b64url(jws["payload"]))
-        except (InvalidSignature, StopIteration, ValueError, TypeError, KeyError) as exc:
-            raise Failed(seq, "receipt_invalid", f"the receipt does not verify: {exc!r}") from None
-        for name in ("handoff_id", "attempt"):
-            if name in claims and claims[name] != record.get(name):
-                raise Failed(seq, "receipt_invalid", f"the receipt's {name} is not the event's")
+        if records.get(seq, {}).get("event_type") != RECEIPT_EVENT or seq in artifacts:
+            raise Failed(seq, "artifact_mismatch", "not the artifacts of one receipt")
+        artifacts[seq] = entry["content"]
+    for seq in sorted(records):
+        if records[seq]["event_type"] == RECEIPT_EVENT:
+            claims = check_receipt_signature(seq, records[seq], remotes)
+            check_receipt_binding(seq, records[seq], claims, records)
+            check_receipt_artifacts(seq, records[seq], claims, artifacts.get(seq), records)
 
 
-def verify(bundle: dict[str, Any], trusted: dict[str, Any] | None) -> dict[str, Any]:
+def check_receipt_signature(
+    seq: int, record: dict[str, Any], remotes: dict[str, Any]
+) -> dict[str, Any]:
+    """6.3.1: a flattened JWS, header exactly alg/kid/typ, by a remote key given."""
+    jws = record["data"].get("receipt")
+    members = ("protected", "payload", "signature")
+    if not (
+        isinstance(jws, dict)
+        and set(jws) == set(members)
+        and all(isinstance(jws[name], str) and BASE64URL.fullmatch(jws[name]) for name in members)
+    ):
+        raise Failed(seq, "receipt_invalid", "the event keeps no flattened JWS")
+    try:
+        header = json.loads(strict_b64url(jws["protected"]))
+    except ValueError:
+        raise Failed(seq, "receipt_invalid", "the receipt's header is unreadable") from None
+    if not isinstance(header, dict) or set(header) != {"alg", "kid", "typ"}:
+        raise Failed(seq, "receipt_invalid", "the receipt's header is not exactly alg, kid, typ")
+    if header["typ"] != RECEIPT_TYP:
+        raise Failed(seq, "receipt_invalid", f"the receipt's typ is not {RECEIPT_TYP}")
+    key = remotes.get(header["kid"]) if isinstance(header["kid"], str) else None
+    if key is None:
+        raise Failed(seq, "untrusted_key", "the receipt is not signed by a remote key given")
+    try:
+        alg = KEY_ALG[(key["kty"], key["crv"])]
+        if header["alg"] != alg:
+            raise ValueError("the receipt's alg is not its key's")
+        verify_jws(jws["protected"], jws["payload"], jws["signature"], key, alg)
+        claims = strict_json(b64url(jws["payload"]))
+    except (InvalidSignature, ValueError) as exc:
+        raise Failed(seq, "receipt_invalid", f"the receipt does not verify: {exc!r}") from None
+    if not isinstance(claims, dict):
+        raise Failed(seq, "receipt_invalid", "the receipt's payload is not a JSON object")
+    return claims
+
+
+def check_receipt_binding(
+    seq: int, record: dict[str, Any], claims: dict[str, Any], records: dict[int, dict[str, Any]]
+) -> None:
+    """6.3.2: the receipt states what the ledger recorded, in this order."""
+    attempt, ours, task_id = claims.get("attempt"), record["attempt"], claims.get("task_id")
+    if claims.get("handoff_id") != record["handoff_id"]:
+        problem = "the receipt's handoff_id is not the event's"
+    elif not (is_int(attempt) and is_int(ours) and 1 <= attempt <= ours):
+        problem = "the receipt's attempt is not between 1 and the event's"
+    elif not isinstance(task_id, str) or task_id != record["remote_task_id"]:
+        problem = "the receipt's task_id is not the event's remote_task_id"
+    else:
+        problem = token_problem(record, claims, records)
+    if problem is None and claims.get("state") != final_state(record, records):
+        problem = "the receipt's state is not the last state the ledger observed"
+    if problem is not None:
+        raise Failed(seq, "receipt_mismatch", problem)
+
+
+def token_problem(
+    record: dict[str, Any], claims: dict[str, Any], records: dict[int, dict[str, Any]]
+) -> str | None:
+    grants = [
+        r["data"]
+        for r in records.values()
+        if r["event_type"] == "grant.minted" and r["handoff_id"] == record["handoff_id"]
+    ]
+    jti = claims.get("jti")
+    if jti is None:
+        if claims.get("req_digest") is None and not grants:
+            return None
+        return "the receipt names no token, but the ledger minted one for the handoff"
+    grant = next((data for data in grants if data.get("jti") == jti), None)
+    if not isinstance(jti, str) or grant is None:
+        return "the receipt's jti is no token the ledger minted for the handoff"
+    if grant.get("req_digest") != claims.get("req_digest"):
+        return "the receipt's req_digest is not the one the token bound"
+    if not isinstance(claims.get("iss"), str) or grant.get("aud") != claims.get("iss"):
+        return "the receipt's iss is not the audience the token was minted for"
+    return None
+
+
+def same_task(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    return (one["handoff_id"], one["remote_task_id"]) == (
+        other["handoff_id"],
+        other["remote_task_id"],
+    )
+
+
+def final_state(record: dict[str, Any], records: dict[int, dict[str, Any]]) -> Any:
+    observed = [
+        seq
+        for seq, r in records.items()
+        if r["event_type"] == "remote.state_observed" and same_task(r, record)
+    ]
+    return records[max(observed)]["data"].get("remote_state") if observed else NOTHING
+
+
+NOTHING = object()
+
+
+def check_receipt_artifacts(
+    seq: int,
+    record: dict[str, Any],
+    claims: dict[str, Any],
+    content: str | None,
+    records: dict[int, dict[str, Any]],
+) -> None:
+    """6.3.3: the artifacts carried are those the receipt signed and the ledger received."""
+    if content is None:
+        raise Failed(seq, "artifact_missing", "the bundle carries no artifacts for it")
+    try:
+        value = strict_json(content)
+        if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
+            raise ValueError("not an array of objects")
+        digest = hashlib.sha256(jcs(value).encode("utf-8")).digest()
+        signed = "sha-256:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    except (ValueError, UnicodeEncodeError):
+        signed = None
+    if signed is None or signed != claims.get("artifact_digest"):
+        raise Failed(seq, "artifact_mismatch", "not the artifacts the receipt signed")
+    later = [
+        s
+        for s, r in records.items()
+        if s > seq and r["event_type"].startswith("artifact.") and same_task(r, record)
+    ]
+    received = "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
+    if later and records[min(later)]["data"].get("content_hash") != received:
+        raise Failed(seq, "artifact_mismatch", "not the artifacts the ledger received")
+
+
+def verify(bundle: Any, anchors: Anchors | None, unanchored: bool = False) -> dict[str, Any]:
+    if not isinstance(bundle, dict):
+        return {"ok": False, "reason": "malformed", "seq": 0, "detail": "not a JSON object"}
     try:
         check_shape(bundle)
-        size, root = check_tree_head(bundle, trusted)
+        keys = check_anchors(bundle, anchors, unanchored)
+        size, root = check_tree_head(bundle, keys)
         records = check_events(bundle, size, root)
         check_tokens(bundle, records)
-        check_receipts(bundle, records)
+        check_receipts(bundle, records, keys.remotes)
     except Failed as failed:
         return {"ok": False, "reason": failed.reason, "seq": failed.seq, "detail": failed.detail}
-    except (KeyError, TypeError, ValueError) as exc:
-        return {"ok": False, "reason": "malformed", "seq": 0, "detail": repr(exc)}
     return {
         "ok": True,
         "reason": None,
+        "anchored": keys.anchored,
         "events": len(records),
         "tree_size": size,
         "root": root.hex(),
     }
 
 
-def verify_consistency_document(
-    document: dict[str, Any], trusted: dict[str, Any]
-) -> dict[str, Any]:
+def verify_consistency_document(document: Any, anchors: Anchors) -> dict[str, Any]:
     """Both heads of an ``audit consistency --json`` document, and the proof between them."""
     try:
-        old = check_head_jws(document["old"]["jws"], [], trusted, minimum=0)
-        new = check_head_jws(document["new"]["jws"], [], trusted, minimum=0)
+        heads = []
+        for name in ("old", "new"):
+            jws = document[name]["jws"]
+            key = anchors.coordinator.get(jws_kid(jws))
+            if key is None or key["kty"] != "OKP":
+                raise Failed(0, "untrusted_key", f"the {name} head is not signed by a key given")
+            heads.append(check_head_jws(jws, key, minimum=0))
         proof = [bytes.fromhex(node) for node in document["proof"]]
         if not all(len(node) == 32 for node in proof):
             raise Failed(0, "malformed", "a proof node is not 32 bytes")
@@ -316,48 +667,85 @@ def verify_consistency_document(
         return {"ok": False, "reason": failed.reason, "detail": failed.detail}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return {"ok": False, "reason": "malformed", "detail": repr(exc)}
-    (old_size, old_root), (new_size, new_root) = sorted([old, new])
+    (old_size, old_root), (new_size, new_root) = sorted(heads)
     if not verify_consistency(old_size, new_size, old_root, new_root, proof):
         detail = f"the head of {new_size} events does not extend the head of {old_size}"
         return {"ok": False, "reason": "inconsistent", "detail": detail}
     return {"ok": True, "reason": None, "old_size": old_size, "new_size": new_size}
 
 
-def main() -> int:
+def read_keys(paths: list[str]) -> dict[str, dict[str, Any]]:
+    keys: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        with open(path, "rb") as file:
+            keys.update(key_set(strict_json(file.read())))
+    return keys
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "bundle", help="a proof bundle, or with --consistency a consistency document"
     )
-    parser.add_argument("--trusted-jwk", help="the coordinator's public JWK, as published")
+    parser.add_argument(
+        "--coordinator-key",
+        "--trusted-jwk",
+        action="append",
+        default=[],
+        help="the coordinator's public key: a JWK or a JWK Set, as `federation keys show` "
+        "prints it (repeatable)",
+    )
+    parser.add_argument(
+        "--remote-key",
+        action="append",
+        default=[],
+        help="a remote's public key, a JWK or a JWK Set (repeatable)",
+    )
+    parser.add_argument(
+        "--unanchored",
+        action="store_true",
+        help="no key: check the structure against the bundle's own keys (proves nothing)",
+    )
     parser.add_argument(
         "--consistency", action="store_true", help="check an `audit consistency --json` document"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def summary(result: dict[str, Any]) -> str:
+    if not result["ok"]:
+        where = "refused" if result["reason"] == "no_anchor" else f"broken at event {result['seq']}"
+        return f"{where}: {result['reason']} ({result['detail']})"
+    text = f"ok: {result['events']} events included in the signed tree of {result['tree_size']}"
+    return text if result["anchored"] else f"{UNANCHORED} ({text})"
+
+
+def main() -> int:
+    args = arguments()
     try:
         with open(args.bundle, "rb") as file:
-            bundle = strict_object(file.read())
-        trusted = None
-        if args.trusted_jwk:
-            with open(args.trusted_jwk, "rb") as file:
-                trusted = strict_object(file.read())
-    except (OSError, ValueError) as exc:
+            bundle = strict_json(file.read())
+        coordinator, remotes = read_keys(args.coordinator_key), read_keys(args.remote_key)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"cannot read the input: {exc}", file=sys.stderr)
         return 2
+    if (coordinator or remotes) and args.unanchored:
+        print("--unanchored goes with no key", file=sys.stderr)
+        return 2
+    if remotes and not coordinator:
+        print("--remote-key needs --coordinator-key too", file=sys.stderr)
+        return 2
+    anchors = Anchors(coordinator, remotes) if coordinator else None
     if args.consistency:
-        if trusted is None:
-            print("--consistency needs --trusted-jwk", file=sys.stderr)
+        if anchors is None:
+            print("--consistency needs --coordinator-key", file=sys.stderr)
             return 2
-        result = verify_consistency_document(bundle, trusted)
+        result = verify_consistency_document(bundle, anchors)
         print(json.dumps(result) if args.json else result.get("detail") or "consistent")
         return 0 if result["ok"] else 1
-    result = verify(bundle, trusted)
-    if args.json:
-        print(json.dumps(result))
-    elif result["ok"]:
-        print(f"ok: {result['events']} events included in the signed tree of {result['tree_size']}")
-    else:
-        print(f"broken at event {result['seq']}: {result['reason']} ({result['detail']})")
+    result = verify(bundle, anchors, args.unanchored)
+    print(json.dumps(result) if args.json else summary(result))
     return 0 if result["ok"] else 1
 
 

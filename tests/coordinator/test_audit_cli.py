@@ -9,10 +9,18 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from coordinator.audit.chain import Ledger
+from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
+from coordinator.audit.proofs import prove_run
 from coordinator.cli.main import main
+from coordinator.remote.registry import Registry
+from coordinator.storage import migrate, open_engine
+from coordinator.storage.datadir import DataDir
 
 
 @pytest.fixture(scope="module")
@@ -79,18 +87,22 @@ def test_audit_show_matches_run_show(demo_dir: Path, capsys: pytest.CaptureFixtu
 def test_export_bundle_verifies_offline_and_tampering_is_caught(
     demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """An exported bundle verifies on its own; editing one of its events breaks it."""
+    """An exported bundle verifies against the coordinator's key; editing one of its
+    events breaks it; without a key nothing is proven."""
     bundle = tmp_path / "bundle.json"
     code, _ = cli(
         demo_dir, capsys, "audit", "export", run_of(demo_dir, "ok"), "--output", str(bundle)
     )
     assert code == 0
-    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
+    keys = coordinator_key(demo_dir, capsys, tmp_path)
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
     assert code == 0 and "ok" in out
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
+    assert code == 1 and "no_anchor" in out
     document = json.loads(bundle.read_text())
     document["events"][1]["data"]["reason"] = "edited"
     bundle.write_text(json.dumps(document))
-    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
     assert code == 1 and "broken" in out
 
 
@@ -122,14 +134,33 @@ def test_editing_the_database_directly_is_caught(
 VERIFIER = Path(__file__).resolve().parents[2] / "docs" / "verifier" / "verify_bundle.py"
 
 
-def standalone(bundle: Path) -> tuple[int, dict[str, object]]:
+def standalone(bundle: Path, *keys: str) -> tuple[int, dict[str, object]]:
     completed = subprocess.run(
-        [sys.executable, str(VERIFIER), str(bundle), "--json"],
+        [sys.executable, str(VERIFIER), str(bundle), "--json", *keys],
         capture_output=True,
         text=True,
         timeout=60,
     )
     return completed.returncode, json.loads(completed.stdout)
+
+
+def coordinator_key(data: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> list[str]:
+    """``--coordinator-key FILE`` with the JWK Set exactly as `federation keys show` prints it."""
+    code, out = cli(data, capsys, "keys", "show")
+    assert code == 0
+    (tmp_path / "coordinator-keys.json").write_text(out)
+    return ["--coordinator-key", str(tmp_path / "coordinator-keys.json")]
+
+
+def anchors(data: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> list[str]:
+    """The coordinator's key and the key pinned for each remote that has one."""
+    options = coordinator_key(data, capsys, tmp_path)
+    for agent in Registry(DataDir(data)).agents():
+        if agent.pinned_jwks.get("keys"):
+            path = tmp_path / f"{agent.name}-keys.json"
+            path.write_text(json.dumps(agent.pinned_jwks))
+            options += ["--remote-key", str(path)]
+    return options
 
 
 def test_prove_writes_a_bundle_both_verifiers_accept_and_tampering_both_refuse(
@@ -143,15 +174,17 @@ def test_prove_writes_a_bundle_both_verifiers_accept_and_tampering_both_refuse(
     assert code == 0 and "inclusion proofs" in out
     document = json.loads(bundle.read_text())
     assert document["tokens"] and all(t["claims_digest"] for t in document["tokens"])
-    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
-    assert code == 0 and "ok" in out
-    assert standalone(bundle)[0] == 0
+    assert document["receipts"] and len(document["artifacts"]) == len(document["receipts"])
+    keys = anchors(demo_dir, capsys, tmp_path)
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
+    assert code == 0 and "ok" in out and "unanchored" not in out
+    assert standalone(bundle, *keys) == (0, {**standalone(bundle, *keys)[1], "ok": True})
     document["events"][2]["canonical"] = document["events"][2]["canonical"].replace(
         "coordinator", "someone-else", 1
     )
     bundle.write_text(json.dumps(document))
-    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle))
-    status, result = standalone(bundle)
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
+    status, result = standalone(bundle, *keys)
     assert code == status == 1
     assert "hash_mismatch" in out and result["reason"] == "hash_mismatch"
 
@@ -173,3 +206,76 @@ def test_consistency_between_two_proved_heads(
     assert code == 0 and json.loads(out)["consistent"] is True
     code, out = cli(demo_dir, capsys, "audit", "verify")
     assert code == 0 and "signed tree heads" in out
+
+
+def forged_end_to_end(genuine: dict[str, Any], path: Path) -> dict[str, Any]:
+    """What an attacker holding only a key of its own makes of a genuine bundle: the same
+    run in a ledger of its own with the disposition rewritten to approved, its artifacts,
+    signed with its key end to end."""
+    ledger = Ledger(open_engine(f"sqlite+pysqlite:///{path}"))
+    migrate(ledger.engine)
+    for entry in genuine["events"]:
+        record = json.loads(entry["canonical"])
+        if record["event_type"] == "run.disposition":
+            record["data"]["status"] = "approved"
+        fields = {name: record[name] for name in CORRELATION_FIELDS if name != "recorded_at"}
+        ledger.append(AuditEvent(**fields, data=record["data"]))
+    contents = [entry["content"] for entry in genuine["artifacts"]]
+    attacker, remotes = Ed25519PrivateKey.generate(), genuine["jwks"]["keys"][1:]
+    forged = prove_run(ledger, genuine["run_id"], attacker, remote_keys=remotes, artifacts=contents)
+    result: dict[str, Any] = json.loads(json.dumps(forged))
+    return result
+
+
+def test_a_bundle_forged_with_another_key_proves_nothing_even_in_the_genuine_data_dir(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`audit verify --bundle` in the coordinator's own data directory: a forged bundle
+    (disposition approved, signed end to end with an attacker's key) is no_anchor without
+    a key, untrusted_key against the keys `keys show` prints, and a structure-only check
+    says it proves nothing; the stand-alone verifier answers the same."""
+    genuine = tmp_path / "genuine.json"
+    cli(demo_dir, capsys, "audit", "prove", run_of(demo_dir, "handoff"), "--output", str(genuine))
+    forged = tmp_path / "forged.json"
+    forged.write_text(
+        json.dumps(forged_end_to_end(json.loads(genuine.read_text()), tmp_path / "f.db"))
+    )
+    keys = anchors(demo_dir, capsys, tmp_path)
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(forged))
+    assert code == 1 and "no_anchor" in out and "nothing is proven" in out
+    assert standalone(forged)[1]["reason"] == "no_anchor" and standalone(forged)[0] == 1
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(forged), *keys)
+    assert code == 1 and "untrusted_key" in out
+    assert standalone(forged, *keys)[1]["reason"] == "untrusted_key"
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(forged), "--unanchored")
+    assert code == 0 and "unanchored: structure only, nothing proven" in out
+    status, result = standalone(forged, "--unanchored")
+    assert status == 0 and result["anchored"] is False
+
+
+def test_the_standalone_verifier_takes_the_jwk_set_keys_show_prints(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`keys show` prints a JWK Set; both verifiers take it (and a single JWK of it) as
+    the coordinator's key; a key file that is no key is a usage error, not a traceback."""
+    bundle = tmp_path / "proof.json"
+    cli(demo_dir, capsys, "audit", "prove", run_of(demo_dir, "ok"), "--output", str(bundle))
+    keys = anchors(demo_dir, capsys, tmp_path)
+    status, result = standalone(bundle, *keys)
+    assert (status, result["reason"], result["anchored"]) == (0, None, True)
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps(json.loads(Path(keys[1]).read_text())["keys"][0]))
+    with_single = ["--coordinator-key", str(single), *keys[2:]]
+    assert standalone(bundle, *with_single)[0] == 0
+    verify = ["audit", "verify", "--bundle", str(bundle)]
+    code, out = cli(demo_dir, capsys, *verify, *with_single)
+    assert code == 0 and out.startswith(f"bundle {bundle}: ok")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kty": "OKP", "crv": "Ed25519"}))
+    code, _ = cli(demo_dir, capsys, *verify, "--coordinator-key", str(bad))
+    assert code == 2
+    completed = subprocess.run(
+        [sys.executable, str(VERIFIER), str(bundle), "--coordinator-key", str(bad)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr

@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from coordinator.authority import identity
+from coordinator.remote.registry import Registry
 from coordinator.storage.datadir import DataDir
 from tests.processes import PAYLOAD, federation, registered
 
@@ -83,6 +85,19 @@ def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         yield running
 
 
+def bundle_anchors(data: DataDir, tmp_path: Path) -> list[str]:
+    """The stand-alone verifier's trust anchors: the coordinator's keys and the pinned
+    remote's, as files (the bundle's own keys are never trusted)."""
+    (tmp_path / "coordinator-keys.json").write_text(
+        json.dumps(identity.coordinator_keys(data).public_jwks())
+    )
+    (tmp_path / "remote-keys.json").write_text(json.dumps(Registry(data).agents()[0].pinned_jwks))
+    return [
+        "--coordinator-key", str(tmp_path / "coordinator-keys.json"),
+        "--remote-key", str(tmp_path / "remote-keys.json"),
+    ]  # fmt: skip
+
+
 def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_path: Path) -> None:
     data, process = remote
     input_file = tmp_path / "input.json"
@@ -112,7 +127,10 @@ def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_
     assert proving.wait(timeout=60) == 0
     assert len(json.loads(bundle.read_text())["receipts"]) == 1
     checked = subprocess.run(
-        [sys.executable, str(VERIFIER), str(bundle)], capture_output=True, text=True, timeout=60
+        [sys.executable, str(VERIFIER), str(bundle), *bundle_anchors(data, tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

@@ -1,0 +1,448 @@
+"""Proof bundles checked against the reader's keys, by both verifiers, on genuine,
+tampered and insider-forged bundles.
+
+An insider holds its OWN private key and lies with it: the coordinator's operator
+rewrites its ledger and signs a head over it (with a new key, or with its real one), a
+remote signs a receipt with a fresh key under its real kid. Each forged bundle is built
+the way that party would build it, then checked by ``verify_proof_bundle`` and by the
+stand-alone verifier (docs/verifier/verify_bundle.py, run as a subprocess as an auditor
+would run it): both must reach the same verdict with the same reason code.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import text
+
+from agent_cards.keys import SigningKey
+from agent_cards.transparency.receipts import artifact_digest, issue_receipt
+from contracts import strict_json
+from coordinator.audit.anchors import Anchors
+from coordinator.audit.chain import Ledger
+from coordinator.audit.events import AuditEvent
+from coordinator.audit.proof_check import verify_proof_bundle
+from coordinator.audit.proofs import prove_run
+from coordinator.audit.receipts import receipt_event
+from coordinator.audit.signing import public_jwk
+from coordinator.storage import migrate, open_engine
+
+AT = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
+VERIFIER = Path(__file__).resolve().parents[2] / "docs" / "verifier" / "verify_bundle.py"
+AUD = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:risk-agent"
+REQ = "sha-256:" + "r" * 43
+ARTIFACTS = [{"artifactId": "a-1", "name": "risk-finding", "parts": [{"text": "ok €"}]}]
+CONTENT = strict_json.dumps(ARTIFACTS).decode()
+COORDINATOR = Ed25519PrivateKey.generate()
+REMOTE = SigningKey.generate("ES256")
+
+
+def jwks_of(key: SigningKey) -> dict[str, Any]:
+    return {"keys": [key.verification_key().to_jwk()]}
+
+
+def claims(**changes: Any) -> dict[str, Any]:
+    values = {
+        "iss": AUD,
+        "task_id": "task-1",
+        "handoff_id": "handoff-3",
+        "attempt": 1,
+        "jti": "jti-1",
+        "req_digest": REQ,
+        "artifact_digest": artifact_digest(ARTIFACTS),
+        "state": "TASK_STATE_COMPLETED",
+        "issued_at": "2025-05-01T12:00:00.000Z",
+    }
+    return values | changes
+
+
+def event(run_id: str, event_type: str = "message.dispatched", **changes: Any) -> AuditEvent:
+    values: dict[str, Any] = {
+        "event_type": event_type,
+        "actor": "coordinator",
+        "run_id": run_id,
+        "handoff_id": "handoff-3",
+        "attempt": 1,
+        "recorded_at": AT,
+        "data": {"index": 0},
+    }
+    return AuditEvent(**(values | changes))
+
+
+def write_ledger(path: Path, ledger_says: dict[str, Any], receipts: list[str]) -> Ledger:
+    """Run-a's facts (interleaved with run-b's) as the coordinator records them:
+    ``ledger_says`` overrides what the ledger records of the grant, the task and its
+    state; each of ``receipts`` is kept as a ``handoff.receipt`` event."""
+    engine = open_engine(f"sqlite+pysqlite:///{path}")
+    migrate(engine)
+    ledger = Ledger(engine)
+    grant = {"jti": ledger_says.get("jti", "jti-1"), "claims_digest": "sha-256:" + "ab" * 32}
+    grant |= {"req_digest": ledger_says.get("req_digest", REQ), "aud": AUD, "scope": "risk"}
+    task = ledger_says.get("task_id", "task-1")
+    state = {"remote_state": ledger_says.get("state", "TASK_STATE_COMPLETED")}
+    received = "sha256:" + hashlib.sha256(CONTENT.encode()).hexdigest()
+    facts = [
+        event("run-a", data={"index": 1}),
+        event("run-a", "grant.minted", data=grant),
+        event("run-a", "remote.state_observed", remote_task_id=task, data=state),
+    ]
+    for receipt in receipts:
+        facts.append(
+            receipt_event(
+                receipt, actor="coordinator", run_id="run-a", handoff_id="handoff-3",
+                attempt=1, remote_task_id=task,
+            )
+        )  # fmt: skip
+    artifact = {"content_hash": ledger_says.get("content_hash", received), "size": 1}
+    facts.append(event("run-a", "artifact.admitted", remote_task_id=task, data=artifact))
+    facts.append(event("run-a", "run.disposition", data=ledger_says.get("disposition", {})))
+    for index, fact in enumerate(facts):
+        ledger.append(event("run-b", data={"index": index}))
+        ledger.append(fact)
+    return ledger
+
+
+def prove(ledger: Ledger, key: Ed25519PrivateKey = COORDINATOR, **options: Any) -> dict[str, Any]:
+    bundle = prove_run(ledger, "run-a", key, remote_keys=jwks_of(REMOTE)["keys"], now=AT, **options)
+    result: dict[str, Any] = json.loads(json.dumps(bundle))
+    return result
+
+
+def genuine_bundle(path: Path, signer: SigningKey = REMOTE, **ledger_says: Any) -> dict[str, Any]:
+    disposition = {"status": "needs_review"}
+    ledger_says.setdefault("disposition", disposition)
+    receipt = issue_receipt(claims(), signer)
+    return prove(write_ledger(path, ledger_says, [receipt]), artifacts=[CONTENT])
+
+
+def key_file(path: Path, document: dict[str, Any]) -> str:
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+GENUINE_ANCHORS = "genuine"
+
+
+def standalone(bundle: dict[str, Any], tmp_path: Path, anchors: str | None) -> dict[str, Any]:
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    args = [sys.executable, str(VERIFIER), str(path), "--json"]
+    if anchors == GENUINE_ANCHORS:
+        coordinator = key_file(tmp_path / "c.json", {"keys": [public_jwk(COORDINATOR)]})
+        args += ["--coordinator-key", coordinator]
+        args += ["--remote-key", key_file(tmp_path / "r.json", jwks_of(REMOTE))]
+    elif anchors == "unanchored":
+        args.append("--unanchored")
+    completed = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode in (0, 1), completed.stderr
+    result: dict[str, Any] = json.loads(completed.stdout)
+    assert (completed.returncode == 0) == result["ok"]
+    return result
+
+
+def both(
+    bundle: dict[str, Any], tmp_path: Path, anchors: str | None = GENUINE_ANCHORS
+) -> tuple[str | None, str | None]:
+    """(our reason, the stand-alone verifier's); None when the bundle verifies."""
+    if anchors == GENUINE_ANCHORS:
+        ours = verify_proof_bundle(
+            bundle, Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+        )
+    else:
+        ours = verify_proof_bundle(bundle, unanchored=anchors == "unanchored")
+    theirs = standalone(bundle, tmp_path, anchors)
+    if ours.ok:
+        assert ours.anchored == theirs["anchored"] == (anchors == GENUINE_ANCHORS)
+    return (None if ours.ok else str(ours.kind)), theirs["reason"]
+
+
+# --- genuine ------------------------------------------------------------------------------
+
+
+def test_a_genuine_bundle_verifies_against_the_readers_keys(tmp_path: Path) -> None:
+    """Against the coordinator's and the remote's keys, both verifiers accept the bundle;
+    it carries the exact artifacts the receipt covers."""
+    bundle = genuine_bundle(tmp_path / "l.db")
+    assert both(bundle, tmp_path) == (None, None)
+    assert [e["seq"] for e in bundle["events"]] == [2, 4, 6, 8, 10, 12]
+    assert "run-b" not in json.dumps(bundle["events"])
+    assert [t["seq"] for t in bundle["tokens"]] == [4]
+    assert [r["seq"] for r in bundle["receipts"]] == [8]
+    assert bundle["artifacts"] == [{"seq": 8, "content": CONTENT}]
+    assert [k["kid"] for k in bundle["jwks"]["keys"]] == [
+        public_jwk(COORDINATOR)["kid"],
+        REMOTE.kid,
+    ]
+
+
+def test_without_an_anchor_nothing_is_proven(tmp_path: Path) -> None:
+    """No key: both refuse with no_anchor; asked for structure only, both say so."""
+    bundle = genuine_bundle(tmp_path / "l.db")
+    assert both(bundle, tmp_path, None) == ("no_anchor", "no_anchor")
+    assert both(bundle, tmp_path, "unanchored") == (None, None)
+
+
+# --- insiders, each holding its own private key -----------------------------------------
+
+
+def test_a_ledger_rewritten_and_signed_with_a_new_key_is_refused(tmp_path: Path) -> None:
+    """The coordinator's operator rewrites the run (disposition approved) and signs it
+    end to end with a key of its own: consistent on its own keys, refused on ours."""
+    receipt = issue_receipt(claims(), REMOTE)
+    forged = prove(
+        write_ledger(tmp_path / "f.db", {"disposition": {"status": "approved"}}, [receipt]),
+        Ed25519PrivateKey.generate(),
+        artifacts=[CONTENT],
+    )
+    assert both(forged, tmp_path, "unanchored") == (None, None)
+    assert both(forged, tmp_path) == ("untrusted_key", "untrusted_key")
+
+
+FORGED_LEDGERS: dict[str, tuple[dict[str, Any], str]] = {
+    "the task id": ({"task_id": "task-9"}, "receipt_mismatch"),
+    "the jti": ({"jti": "jti-9"}, "receipt_mismatch"),
+    "the req_digest": ({"req_digest": "sha-256:" + "x" * 43}, "receipt_mismatch"),
+    "the final state": ({"state": "TASK_STATE_FAILED"}, "receipt_mismatch"),
+    "the artifacts received": ({"content_hash": "sha256:" + "0" * 64}, "artifact_mismatch"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORGED_LEDGERS))
+def test_a_ledger_that_contradicts_its_receipt_is_refused(case: str, tmp_path: Path) -> None:
+    """The operator, with the coordinator's real key, records other facts than the
+    remote's receipt states: the receipt, which it cannot re-sign, gives it away."""
+    ledger_says, reason = FORGED_LEDGERS[case]
+    forged = genuine_bundle(tmp_path / "l.db", **ledger_says)
+    assert both(forged, tmp_path) == (reason, reason)
+
+
+def test_a_receipt_for_another_audience_is_refused(tmp_path: Path) -> None:
+    """A receipt issued by another agent than the token's audience."""
+    receipt = issue_receipt(claims(iss="https://elsewhere.example/a2a"), REMOTE)
+    forged = prove(write_ledger(tmp_path / "l.db", {}, [receipt]), artifacts=[CONTENT])
+    assert both(forged, tmp_path) == ("receipt_mismatch", "receipt_mismatch")
+
+
+def test_a_receipt_signed_with_a_fresh_key_under_the_real_kid_is_refused(tmp_path: Path) -> None:
+    """The remote signs with a fresh key but names its real kid, and puts the fresh key
+    in the bundle labelled with that kid: neither verifier looks keys up by label."""
+    fresh = SigningKey.generate("ES256")
+    forged_receipt = jwt.api_jws.encode(
+        strict_json.dumps(claims()),
+        fresh.private_key,
+        algorithm="ES256",
+        headers={"kid": REMOTE.kid, "typ": "a2a-receipt+jwt"},
+    )
+    forged = prove(write_ledger(tmp_path / "l.db", {}, [forged_receipt]), artifacts=[CONTENT])
+    forged["jwks"]["keys"][1] = {**fresh.verification_key().to_jwk(), "kid": REMOTE.kid}
+    assert both(forged, tmp_path) == ("receipt_invalid", "receipt_invalid")
+    assert both(forged, tmp_path, "unanchored") == ("malformed", "malformed")
+
+
+def test_a_receipt_under_a_key_not_given_is_refused(tmp_path: Path) -> None:
+    """A receipt signed (validly) by a key the reader did not give: untrusted_key, even
+    though the bundle carries that key."""
+    fresh = SigningKey.generate("EdDSA")
+    forged = genuine_bundle(tmp_path / "l.db", signer=fresh)
+    forged["jwks"]["keys"].append(fresh.verification_key().to_jwk())
+    assert both(forged, tmp_path) == ("untrusted_key", "untrusted_key")
+
+
+def test_a_bad_receipt_left_out_of_the_list_is_still_checked(tmp_path: Path) -> None:
+    """Every receipt event is verified, whether or not the receipts list names it."""
+    receipt = issue_receipt(claims(), REMOTE)
+    header, payload, signature = receipt.split(".")
+    broken = f"{header}.{payload}.{signature[:-4]}AAAA"
+    forged = prove(write_ledger(tmp_path / "l.db", {}, [broken]), artifacts=[CONTENT])
+    forged["receipts"] = []
+    forged["artifacts"] = []
+    assert both(forged, tmp_path) == ("receipt_invalid", "receipt_invalid")
+
+
+def test_an_event_not_in_rfc_8785_form_is_refused(tmp_path: Path) -> None:
+    """The operator stores its last event in another JSON form of the same record and
+    rehashes it (nothing follows it to break): the coordinator signs a head over it, but
+    a bundle of it is refused."""
+    ledger = write_ledger(tmp_path / "l.db", {}, [issue_receipt(claims(), REMOTE)])
+    seq, _ = ledger.head()
+    with ledger.engine.begin() as connection:
+        body = connection.execute(
+            text("SELECT canonical FROM audit_events WHERE seq = :seq"), {"seq": seq}
+        ).scalar_one()
+        spaced = json.dumps(json.loads(body), sort_keys=True)
+        connection.execute(
+            text("UPDATE audit_events SET canonical = :body, hash = :hash WHERE seq = :seq"),
+            {"body": spaced, "hash": hashlib.sha256(spaced.encode()).hexdigest(), "seq": seq},
+        )
+    forged = prove(ledger, artifacts=[CONTENT])
+    assert both(forged, tmp_path) == ("not_canonical", "not_canonical")
+
+
+# --- tampered after the fact ------------------------------------------------------------
+
+Tamper = Callable[[dict[str, Any]], None]
+
+
+def _receipt_seq(bundle: dict[str, Any]) -> int:
+    return int(bundle["receipts"][0]["seq"])
+
+
+def _edit_content(bundle: dict[str, Any]) -> None:
+    bundle["artifacts"][0]["content"] = CONTENT.replace("ok", "no")
+
+
+def _respaced(bundle: dict[str, Any]) -> None:
+    bundle["artifacts"][0]["content"] = json.dumps(ARTIFACTS)
+
+
+TAMPERING: dict[str, tuple[Tamper, str]] = {
+    "artifacts removed": (lambda b: b.update(artifacts=[]), "artifact_missing"),
+    "artifacts edited": (_edit_content, "artifact_mismatch"),
+    "artifacts re-spaced (same value, other bytes)": (_respaced, "artifact_mismatch"),
+    "artifacts named for another event": (
+        lambda b: b["artifacts"][0].update(seq=b["events"][0]["seq"]),
+        "artifact_mismatch",
+    ),
+    "artifacts twice": (lambda b: b["artifacts"].append(b["artifacts"][0]), "artifact_mismatch"),
+    "artifacts not text": (lambda b: b["artifacts"][0].update(content=ARTIFACTS), "malformed"),
+    "no artifacts member": (lambda b: b.pop("artifacts"), "malformed"),
+    "receipt list names another event": (
+        lambda b: b["receipts"][0].update(seq=b["events"][0]["seq"]),
+        "receipt_invalid",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERING))
+def test_tampered_artifacts_and_lists_fail_alike_in_both_verifiers(
+    case: str, tmp_path: Path
+) -> None:
+    tamper, reason = TAMPERING[case]
+    forged = copy.deepcopy(genuine_bundle(tmp_path / "l.db"))
+    tamper(forged)
+    assert both(forged, tmp_path) == (reason, reason)
+
+
+def _edit_record(bundle: dict[str, Any], rehash: bool) -> None:
+    entry = bundle["events"][0]
+    entry["canonical"] = entry["canonical"].replace('"index":1', '"index":10')
+    if rehash:
+        entry["hash"] = hashlib.sha256(entry["canonical"].encode()).hexdigest()
+
+
+def _flip(value: str) -> str:
+    return ("0" if value[0] != "0" else "1") + value[1:]
+
+
+def _resign_head(bundle: dict[str, Any], signer: Ed25519PrivateKey) -> None:
+    claims = jwt.decode(bundle["tree_head"], options={"verify_signature": False})
+    kid = public_jwk(signer)["kid"]
+    bundle["tree_head"] = jwt.encode(
+        claims, signer, algorithm="EdDSA", headers={"typ": "ledger-tree-head+jwt", "kid": kid}
+    )
+
+
+OTHER = Ed25519PrivateKey.generate()
+
+
+def _other_remote_jwk() -> dict[str, str]:
+    return SigningKey.generate("ES256").verification_key().to_jwk()
+
+
+# case: (tamper, reason against the reader's keys, reason of a structure-only check)
+EDITS: dict[str, tuple[Tamper, str | None, str]] = {
+    "event edited": (lambda b: _edit_record(b, rehash=False), "hash_mismatch", "hash_mismatch"),
+    "event edited and rehashed": (
+        lambda b: _edit_record(b, rehash=True),
+        "inclusion_invalid",
+        "inclusion_invalid",
+    ),
+    "event moved to another run": (
+        lambda b: b["events"][1].update(
+            canonical=b["events"][1]["canonical"].replace("run-a", "run-b")
+        ),
+        "hash_mismatch",
+        "hash_mismatch",
+    ),
+    "proof node flipped": (
+        lambda b: b["events"][0]["inclusion_proof"].__setitem__(
+            1, _flip(b["events"][0]["inclusion_proof"][1])
+        ),
+        "inclusion_invalid",
+        "inclusion_invalid",
+    ),
+    "proof node removed": (
+        lambda b: b["events"][2]["inclusion_proof"].pop(),
+        "inclusion_invalid",
+        "inclusion_invalid",
+    ),
+    "tree head payload edited": (
+        lambda b: b.update(
+            tree_head=b["tree_head"].replace(b["tree_head"].split(".")[1], "eyJ0cmVlX3NpemUiOjl9")
+        ),
+        "head_invalid",
+        "head_invalid",
+    ),
+    "tree head re-signed by another key": (
+        lambda b: _resign_head(b, OTHER),
+        "untrusted_key",
+        "head_invalid",
+    ),
+    # The bundle's keys are never used against the reader's: swapping them changes nothing.
+    "key swapped for another": (
+        lambda b: b["jwks"]["keys"].__setitem__(0, public_jwk(OTHER)),
+        None,
+        "head_invalid",
+    ),
+    "key's x edited (its kid no longer its thumbprint)": (
+        lambda b: b["jwks"]["keys"][0].update(x=public_jwk(OTHER)["x"]),
+        None,
+        "malformed",
+    ),
+    "remote key swapped under its kid": (
+        lambda b: b["jwks"]["keys"][1].update(
+            SigningKey.generate("ES256").verification_key().to_jwk(), kid=REMOTE.kid
+        ),
+        None,
+        "malformed",
+    ),
+    "token digest edited": (
+        lambda b: b["tokens"][0].update(claims_digest="sha-256:" + "cd" * 32),
+        "token_mismatch",
+        "token_mismatch",
+    ),
+    "receipt edited in the list": (
+        lambda b: b["receipts"][0]["receipt"].update(signature="AAAA"),
+        "receipt_invalid",
+        "receipt_invalid",
+    ),
+    "private key member added": (
+        lambda b: b["jwks"]["keys"][0].update(d="AAAA"),
+        "malformed",
+        "malformed",
+    ),
+    "format changed": (lambda b: b.update(format="something/2"), "malformed", "malformed"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+def test_tampering_with_any_part_fails_alike_in_both_verifiers(case: str, tmp_path: Path) -> None:
+    """An event, a proof node, the tree head, a key, a token digest or a receipt edited:
+    both verifiers reach the same verdict with the same reason code, against the
+    reader's keys and in a structure-only check."""
+    tamper, anchored, unanchored = EDITS[case]
+    forged = copy.deepcopy(genuine_bundle(tmp_path / "l.db"))
+    tamper(forged)
+    assert both(forged, tmp_path) == (anchored, anchored)
+    assert both(forged, tmp_path, "unanchored") == (unanchored, unanchored)
