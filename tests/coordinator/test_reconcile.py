@@ -24,7 +24,7 @@ import pytest
 from coordinator.storage.datadir import DataDir
 from tests.processes import PAYLOAD, federation, registered
 
-TOKEN = "audit-operator-token"
+TOKEN = "audit-operator-token-for-tests-0123456789"
 VERIFIER = Path(__file__).parents[2] / "docs" / "verifier" / "verify_bundle.py"
 
 
