@@ -179,7 +179,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             endpoint.dispatcher,
             authenticate,
             address,
-            max_message_bytes=settings.edge_limits.max_body_bytes,
+            limits=settings.edge_limits,
         )
         if address is not None
         else None
