@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from agent_cards.keys import SigningKey, b64url_encode
 from agent_cards.signing import sign_card
+from agent_cards.transparency.statements import StatementInvalid, unverified_header
 from contracts import strict_json
 from contracts.wire import SendMessageRequest
 from coordinator.errors import ProtocolError
@@ -257,3 +258,9 @@ def test_deep_push_signature_header_is_refused(receiver: PushReceiver, rogue: st
     answer = _push(receiver, _agent(rogue), b"{}", token)
     assert answer.status_code == 400
     assert answer.json() == {"refused": "json_too_deep"}
+
+
+def test_a_deep_signed_statement_header_is_malformed_not_a_crash() -> None:
+    """A receipt or tree head whose JWS header is 20,000 levels deep: refused as malformed."""
+    with pytest.raises(StatementInvalid):
+        unverified_header(b64url_encode(DEEP) + ".e30.c2ln")
