@@ -26,7 +26,8 @@ NOT_JSON = "not_json"
 JSON_TOO_DEEP = "json_too_deep"
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_PAIR = re.compile(r"\[\]|\{\}")
 
 
 class StrictJSONError(ValueError):
@@ -47,11 +48,30 @@ class JSONTooDeep(StrictJSONError):
 
 def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
     """Refuse ``text`` (:class:`JSONTooDeep`) if its arrays and objects nest deeper than
-    ``max_depth``; brackets inside strings do not count. Nothing is decoded."""
+    ``max_depth``; brackets inside strings do not count. Nothing is decoded.
+
+    Each pass removes the innermost empty pairs at C speed, which takes one level off
+    every branch, so a wide document shrinks fast. Once a pass no longer halves what is
+    left (a narrow, deep document, or brackets that do not pair up), the rest is counted
+    one bracket at a time, with the levels already removed."""
     if text.count("[") + text.count("{") <= max_depth:
         return
+    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
+    left = outside.translate(None, _NOT_BRACKETS).decode("ascii")
+    removed = 0
+    while left and removed <= max_depth:
+        shorter = _PAIR.sub("", left)
+        if len(shorter) * 2 > len(left):
+            break
+        left, removed = shorter, removed + 1
+    if removed > max_depth:
+        raise JSONTooDeep(max_depth)
+    _count_depth(left, max_depth - removed)
+
+
+def _count_depth(brackets: str, max_depth: int) -> None:
     depth = 0
-    for char in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+    for char in brackets:
         if char in "[{":
             depth += 1
             if depth > max_depth:

@@ -264,3 +264,26 @@ def test_a_deep_signed_statement_header_is_malformed_not_a_crash() -> None:
     """A receipt or tree head whose JWS header is 20,000 levels deep: refused as malformed."""
     with pytest.raises(StatementInvalid):
         unverified_header(b64url_encode(DEEP) + ".e30.c2ln")
+
+
+@pytest.mark.parametrize(
+    ("text", "too_deep"),
+    [
+        ("[" * 64 + "]" * 64, False),
+        ("[" * 65 + "]" * 65, True),
+        ("[" + ",".join(["[" * 63 + "]" * 63] * 100) + "]", False),
+        ("[" + ",".join(["[" * 64 + "]" * 64] * 3) + "]", True),
+        ("[" + ",".join(["[]"] * 5000) + "," + "[" * 63 + "]" * 63 + "]", False),
+        ("[" + ",".join(["[]"] * 5000) + "," + "[" * 64 + "]" * 64 + "]", True),
+        ('{"a":' * 65 + "1" + "}" * 65, True),
+        ("[" * 100 + "}", True),
+        ("]" * 100 + "[" * 10, False),
+        (json.dumps({"s": "[" * 1000, "t": "{" * 1000}), False),
+    ],
+)
+def test_the_depth_rule_counts_exactly(text: str, too_deep: bool) -> None:
+    if too_deep:
+        with pytest.raises(strict_json.JSONTooDeep):
+            strict_json.check_depth(text)
+    else:
+        strict_json.check_depth(text)
