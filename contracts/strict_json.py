@@ -10,8 +10,8 @@ interpreter's stack (``RecursionError``, not a ``ValueError``): every document i
 reason ``json_too_deep``. This is the one depth rule: the HTTP edge's body check
 (:mod:`agent_cards.edge.json_shape`) and every parser of what another party sent (remote
 replies, stream events, push notifications, cards, JWK Sets, model replies, request
-bodies) come through :func:`check_depth`; :func:`check_value_depth` holds an already
-decoded value (a gRPC message turned into a dict) to the same rule.
+bodies) come through :func:`check_depth`. (A gRPC message is protobuf, not JSON: the
+protobuf parser's own recursion limit of 100 messages keeps it under 64 JSON levels.)
 """
 
 from __future__ import annotations
@@ -78,19 +78,6 @@ def _count_depth(brackets: str, max_depth: int) -> None:
                 raise JSONTooDeep(max_depth)
         else:
             depth -= 1
-
-
-def check_value_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
-    """The same rule for a decoded value: dicts and lists nested deeper than ``max_depth``
-    are refused (:class:`JSONTooDeep`). Walks without recursing."""
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict | list):
-            if depth + 1 > max_depth:
-                raise JSONTooDeep(max_depth)
-            children = item.values() if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
 
 
 def _reject_constant(name: str) -> Any:
