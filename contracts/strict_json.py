@@ -10,8 +10,8 @@ interpreter's stack (``RecursionError``, not a ``ValueError``): every document i
 reason ``json_too_deep``. This is the one depth rule: the HTTP edge's body check
 (:mod:`agent_cards.edge.json_shape`) and every parser of what another party sent (remote
 replies, stream events, push notifications, cards, JWK Sets, model replies, request
-bodies) come through :func:`check_depth`; :func:`check_value_depth` holds an already
-decoded value (a gRPC message turned into a dict) to the same rule.
+bodies) come through :func:`check_depth`. (A gRPC message is protobuf, not JSON: the
+protobuf parser's own recursion limit of 100 messages keeps it under 64 JSON levels.)
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ NOT_JSON = "not_json"
 JSON_TOO_DEEP = "json_too_deep"
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_PAIR = re.compile(r"\[\]|\{\}")
 
 
 class StrictJSONError(ValueError):
@@ -47,30 +48,36 @@ class JSONTooDeep(StrictJSONError):
 
 def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
     """Refuse ``text`` (:class:`JSONTooDeep`) if its arrays and objects nest deeper than
-    ``max_depth``; brackets inside strings do not count. Nothing is decoded."""
+    ``max_depth``; brackets inside strings do not count. Nothing is decoded.
+
+    Each pass removes the innermost empty pairs at C speed, which takes one level off
+    every branch, so a wide document shrinks fast. Once a pass no longer halves what is
+    left (a narrow, deep document, or brackets that do not pair up), the rest is counted
+    one bracket at a time, with the levels already removed."""
     if text.count("[") + text.count("{") <= max_depth:
         return
+    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
+    left = outside.translate(None, _NOT_BRACKETS).decode("ascii")
+    removed = 0
+    while left and removed <= max_depth:
+        shorter = _PAIR.sub("", left)
+        if len(shorter) * 2 > len(left):
+            break
+        left, removed = shorter, removed + 1
+    if removed > max_depth:
+        raise JSONTooDeep(max_depth)
+    _count_depth(left, max_depth - removed)
+
+
+def _count_depth(brackets: str, max_depth: int) -> None:
     depth = 0
-    for char in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+    for char in brackets:
         if char in "[{":
             depth += 1
             if depth > max_depth:
                 raise JSONTooDeep(max_depth)
         else:
             depth -= 1
-
-
-def check_value_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
-    """The same rule for a decoded value: dicts and lists nested deeper than ``max_depth``
-    are refused (:class:`JSONTooDeep`). Walks without recursing."""
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict | list):
-            if depth + 1 > max_depth:
-                raise JSONTooDeep(max_depth)
-            children = item.values() if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
 
 
 def _reject_constant(name: str) -> Any:

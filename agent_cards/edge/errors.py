@@ -4,8 +4,9 @@
 
     EdgeError
     ├── LimitsError       a limit set to something the edge cannot run with (at start)
-    └── JSONShapeError    a JSON body outside the accepted shape: json_not_utf8,
-                          json_lone_surrogate, json_too_deep, json_number_out_of_range
+    ├── JSONShapeError    a JSON body outside the accepted shape: json_not_utf8,
+    │                     json_lone_surrogate, json_too_deep, json_number_out_of_range
+    └── WeakOperatorToken an operator token too short or too uniform to be a secret (at start)
 """
 
 from __future__ import annotations
@@ -27,3 +28,10 @@ class LimitsError(EdgeError):
 
 class JSONShapeError(EdgeError):
     """A body outside the shape the edge accepts; ``reason`` is a stable code."""
+
+
+class WeakOperatorToken(EdgeError):
+    """An operator token that cannot be a secret: ``operator_token_weak``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("operator_token_weak", message)

@@ -3,8 +3,16 @@
 :class:`OperatorToken` holds the SHA-256 of the configured token (never the token) and
 answers, for a request, the refusal to send or None: 404 when no token is configured
 (nothing is exposed), 401 with a ``WWW-Authenticate`` challenge when none or another is
-presented. The comparison is in constant time over both sides' hashes; the token is
-never repeated in an answer.
+presented, 429 with ``Retry-After`` (``token_throttled``) once a client address has
+presented a wrong token too often (:class:`~agent_cards.edge.throttle.FailureThrottle`).
+The comparison is in constant time over both sides' hashes; the token is never repeated
+in an answer.
+
+:func:`check_strength` is the one rule every operator token of either service is held to
+before the service starts: at least :data:`MIN_TOKEN_CHARS` characters, of at least
+:data:`MIN_DISTINCT_CHARS` distinct ones (32 random hex digits already carry 128 bits),
+at most :data:`MAX_TOKEN_CHARS`. A weak token is refused (``operator_token_weak``) with a
+sentence saying how to generate one, never echoed.
 """
 
 from __future__ import annotations
@@ -15,27 +23,73 @@ import hmac
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from agent_cards.edge.errors import WeakOperatorToken
+from agent_cards.edge.throttle import THROTTLED, FailureThrottle, retry_after_header
+
+MIN_TOKEN_CHARS = 32
+MIN_DISTINCT_CHARS = 8
+MAX_TOKEN_CHARS = 4096
+GENERATE = 'generate one with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"'
+
+
+def weakness(token: str) -> str | None:
+    """What makes ``token`` too weak to be an operator's secret, or None."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return f"is longer than {MAX_TOKEN_CHARS} characters"
+    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_DISTINCT_CHARS:
+        return (
+            f"must be at least {MIN_TOKEN_CHARS} characters of at least "
+            f"{MIN_DISTINCT_CHARS} distinct ones (128 bits)"
+        )
+    return None
+
+
+def check_strength(token: str, what: str) -> str:
+    """``token``, or :class:`WeakOperatorToken` naming ``what`` (never the token)."""
+    problem = weakness(token)
+    if problem is not None:
+        raise WeakOperatorToken(f"{what} {problem}; {GENERATE}")
+    return token
+
 
 class OperatorToken:
-    def __init__(self, token: str | None, realm: str, disabled_reason: str) -> None:
+    def __init__(
+        self,
+        token: str | None,
+        realm: str,
+        disabled_reason: str,
+        throttle: FailureThrottle | None = None,
+    ) -> None:
+        if token is not None:
+            check_strength(token, f"the {realm} token")
         self._expected = hashlib.sha256(token.encode()).digest() if token else None
         self._realm = realm
         self._disabled = disabled_reason
+        self._throttle = throttle or FailureThrottle()
 
     def refusal(self, request: Request) -> JSONResponse | None:
         """The answer refusing ``request``, or None when it holds the token."""
         if self._expected is None:
             return self._refused(404, self._disabled, "no operator token is configured")
+        client = request.client.host if request.client is not None else ""
+        wait = self._throttle.retry_after(client)
+        if wait is not None:
+            message = "too many wrong tokens from here; try again later"
+            return self._refused(429, THROTTLED, message, retry_after_header(wait))
         values = request.headers.getlist("authorization")
         scheme, _, presented = (values[0] if len(values) == 1 else "").partition(" ")
         if scheme.lower() != "bearer" or not presented:
             return self._refused(401, "token_missing", "an operator bearer token is required")
         if not hmac.compare_digest(hashlib.sha256(presented.encode()).digest(), self._expected):
+            self._throttle.failed(client)
             return self._refused(401, "token_invalid", "the operator token is not valid")
+        self._throttle.succeeded(client)
         return None
 
-    def _refused(self, status: int, reason: str, message: str) -> JSONResponse:
-        headers = {"Cache-Control": "no-store"}
+    def _refused(
+        self, status: int, reason: str, message: str, extra: dict[str, str] | None = None
+    ) -> JSONResponse:
+        headers = {"Cache-Control": "no-store", **(extra or {})}
         if status == 401:
             headers["WWW-Authenticate"] = f'Bearer realm="{self._realm}"'
         return JSONResponse({"error": {"reason": reason, "message": message}}, status, headers)

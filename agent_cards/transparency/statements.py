@@ -8,7 +8,6 @@ else, and checks ``typ`` exactly. Receipts and signed tree heads are such statem
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +37,7 @@ def sign_statement(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
 def unverified_header(jws: str) -> dict[str, Any]:
     """The protected header of a compact JWS, not verified (to pick the key)."""
     try:
-        header = json.loads(b64url_decode(jws.split(".")[0]))
+        header = strict_json.loads(b64url_decode(jws.split(".")[0]))
     except (ValueError, AttributeError, IndexError):
         raise StatementInvalid("malformed", "not a compact JWS") from None
     if not isinstance(header, dict):

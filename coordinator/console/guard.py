@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
@@ -21,6 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_cards.edge.throttle import retry_after_header
 from coordinator.console.sessions import Session, SessionStore
 from coordinator.console.throttle import LoginThrottle
 
@@ -123,7 +123,7 @@ def check_throttle(guard: Guard, request: Request) -> None:
             429,
             "login_throttled",
             "too many failed logins from here; try again later",
-            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            headers=retry_after_header(wait),
         )
 
 

@@ -28,6 +28,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_cards.edge.throttle import THROTTLED, FailureThrottle, retry_after_header
 from contracts import strict_json
 from coordinator.authority import identity
 from coordinator.errors import (
@@ -137,8 +138,10 @@ class OperatorAuth:
 
     The presented token is compared with the configured one in constant time
     (:class:`~coordinator.service.operator_token.OperatorToken`), and no answer ever
-    repeats it. Paths under ``exempt_prefixes`` belong to an :class:`AppExtension` that
-    checks them itself.
+    repeats it. A client address that presents a wrong token too often is refused 429
+    (``token_throttled``) for a while (:class:`~agent_cards.edge.throttle.FailureThrottle`).
+    Paths under ``exempt_prefixes`` belong to an :class:`AppExtension` that checks them
+    itself.
     """
 
     def __init__(
@@ -147,6 +150,7 @@ class OperatorAuth:
         self.app = app
         self._token = token
         self._exempt = tuple(exempt_prefixes)
+        self._failures = FailureThrottle()
 
     def exempt(self, path: str) -> bool:
         if path in PUBLIC_PATHS:
@@ -157,13 +161,23 @@ class OperatorAuth:
         if scope["type"] != "http" or self.exempt(scope["path"]):
             await self.app(scope, receive, send)
             return
-        refusal = self.refusal([v for k, v in scope["headers"] if k == b"authorization"])
+        client = scope["client"][0] if scope.get("client") else ""
+        values = [v for k, v in scope["headers"] if k == b"authorization"]
+        refusal = self.throttled(client) or self.refusal(values, client)
         if refusal is None:
             await self.app(scope, receive, send)
             return
         await refusal(scope, receive, send)
 
-    def refusal(self, values: list[bytes]) -> JSONResponse | None:
+    def throttled(self, client: str) -> JSONResponse | None:
+        wait = self._failures.retry_after(client)
+        if wait is None:
+            return None
+        http.note(denial_reason=THROTTLED)
+        message = "too many wrong tokens from here; try again later"
+        return error_response(429, THROTTLED, message, retry_after_header(wait))
+
+    def refusal(self, values: list[bytes], client: str = "") -> JSONResponse | None:
         if not values:
             return self._unauthorized("token_missing", "an operator bearer token is required")
         if len(values) > 1:
@@ -172,7 +186,9 @@ class OperatorAuth:
         if scheme.lower() != b"bearer" or not presented or b" " in presented:
             return self._unauthorized("token_malformed", "expected Authorization: Bearer TOKEN")
         if not self._token.matches(presented):
+            self._failures.failed(client)
             return self._unauthorized("token_invalid", "the operator token is not valid")
+        self._failures.succeeded(client)
         return None
 
     @staticmethod

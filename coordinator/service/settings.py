@@ -20,12 +20,11 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_cards.edge.operator_token import GENERATE, weakness
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.errors import ConfigurationError, describe_validation
 
 ENV_PREFIX = "FEDERATION_"
-MIN_TOKEN_CHARS = 16
-MAX_TOKEN_CHARS = 4096
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "-._~+/=")
 
 
@@ -109,11 +108,10 @@ def read_token_file(path: Path) -> str:
 
 def check_token(token: str) -> str:
     """A token that fits in a header and is long enough to be a secret (never echoed)."""
-    if not MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS:
-        raise ConfigurationError(
-            f"the operator token must be {MIN_TOKEN_CHARS} to {MAX_TOKEN_CHARS} characters",
-            "operator_token_weak",
-        )
+    problem = weakness(token)
+    if problem is not None:
+        message = f"the operator token {problem}; {GENERATE}"
+        raise ConfigurationError(message, "operator_token_weak")
     if not set(token) <= _TOKEN_CHARS:
         raise ConfigurationError(
             "the operator token may hold letters, digits and -._~+/= only",

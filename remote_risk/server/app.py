@@ -38,6 +38,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_cards.documents import card_for
+from agent_cards.edge.errors import WeakOperatorToken
+from agent_cards.edge.operator_token import check_strength
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
@@ -177,7 +179,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             endpoint.dispatcher,
             authenticate,
             address,
-            max_message_bytes=settings.edge_limits.max_body_bytes,
+            limits=settings.edge_limits,
         )
         if address is not None
         else None
@@ -376,6 +378,21 @@ def check_secure(settings: Settings) -> None:
             "no trusted issuer configured; pass --trust-issuer ISSUER=JWKS_FILE_OR_URL "
             "(or REMOTE_RISK_TRUST_ISSUERS), or --insecure-anonymous for development"
         )
+    check_operator_tokens(settings)
+
+
+def check_operator_tokens(settings: Settings) -> None:
+    """Refuse an audit or metrics token too weak to be a secret (never echoing it)."""
+    tokens = (
+        ("REMOTE_RISK_AUDIT_TOKEN", settings.audit_token),
+        ("REMOTE_RISK_METRICS_TOKEN", settings.metrics_token),
+    )
+    for name, token in tokens:
+        try:
+            if token is not None:
+                check_strength(token, name)
+        except WeakOperatorToken as exc:
+            raise ConfigurationError(f"{exc.reason}: {exc.message}") from None
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

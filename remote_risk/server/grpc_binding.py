@@ -19,8 +19,8 @@ and event loop (started and stopped with the app's lifespan).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import grpc
@@ -32,6 +32,9 @@ from starlette.requests import Request
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
 from agent_cards.bindings.protojson import proto_dict, to_proto, unknown_paths
 from agent_cards.bindings.status import grpc_code, status_proto
+from agent_cards.edge.grpc_limits import peer_host, server_options
+from agent_cards.edge.limits import EdgeLimits
+from agent_cards.edge.protocol import ConnectionGate
 from contracts.wire import VERSION_HEADER
 from remote_risk import errors
 from remote_risk.server import observed
@@ -83,9 +86,26 @@ def request_of(method: str, context: grpc.aio.ServicerContext) -> Request:
 class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     """Every RPC of the generated service, each through :meth:`_unary` or :meth:`_stream`."""
 
-    def __init__(self, dispatcher: Dispatcher, authenticate: Authenticate | None) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        authenticate: Authenticate | None,
+        calls: ConnectionGate | None = None,
+    ) -> None:
         self._dispatcher = dispatcher
         self._authenticate = authenticate
+        self._calls = calls or ConnectionGate(EdgeLimits())
+
+    @contextmanager
+    def _admitted(self, context: grpc.aio.ServicerContext) -> Iterator[str | None]:
+        """The call counted in against its client's calls in flight, or the reason not."""
+        client = peer_host(context.peer())
+        refused = self._calls.admit(client)
+        try:
+            yield refused
+        finally:
+            if refused is None:
+                self._calls.release(client)
 
     async def _result(
         self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
@@ -102,7 +122,9 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     ) -> ProtoMessage:
         response_type = RESPONSES[method]
         assert response_type is not None
-        with observed_call(method, context):
+        with observed_call(method, context), self._admitted(context) as refused:
+            if refused is not None:
+                await too_many(context, refused)
             try:
                 result = await self._result(method, message, context)
                 if not isinstance(result, BaseModel):
@@ -118,7 +140,9 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     async def _stream(
         self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[ProtoMessage]:
-        with observed_call(method, context):
+        with observed_call(method, context), self._admitted(context) as refused:
+            if refused is not None:
+                await too_many(context, refused)
             try:
                 result = await self._result(method, message, context)
                 if isinstance(result, BaseModel):
@@ -177,6 +201,14 @@ def observed_call(method: str, context: grpc.aio.ServicerContext) -> AbstractCon
     return http.observed_rpc(method, metadata, context.peer())
 
 
+async def too_many(context: grpc.aio.ServicerContext, reason: str) -> None:
+    """Refuse a call past the client's calls in flight (or all of them), as the HTTP edge
+    refuses a connection past its limits: RESOURCE_EXHAUSTED with the reason."""
+    http.note(a2a_error=reason)
+    message = f"{reason}: too many calls in flight; try again later"
+    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+
 async def abort(context: grpc.aio.ServicerContext, error: errors.A2AError) -> None:
     """End the call with ``error``'s gRPC code and its Status (ErrorInfo) in the trailers."""
     http.note(a2a_error=error.kind.reason)
@@ -199,18 +231,18 @@ class GRPCServer:
         authenticate: Authenticate | None,
         address: str,
         *,
-        max_message_bytes: int = 1_000_000,
+        limits: EdgeLimits | None = None,
     ) -> None:
-        self._servicer = A2AServicer(dispatcher, authenticate)
+        self._limits = limits or EdgeLimits()
+        self._servicer = A2AServicer(dispatcher, authenticate, ConnectionGate(self._limits))
         self.address = address
-        self._max_message_bytes = max_message_bytes
         self._server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
-        """Listen; a request larger than ``max_message_bytes`` (the HTTP edge's body
-        limit) is refused by gRPC itself with RESOURCE_EXHAUSTED."""
-        options = [("grpc.max_receive_message_length", self._max_message_bytes)]
-        server = grpc.aio.server(options=options)
+        """Listen under the HTTP edge's limits (:mod:`agent_cards.edge.grpc_limits`): a
+        request larger than its body limit is refused by gRPC itself with
+        RESOURCE_EXHAUSTED, and so is a call past a client's calls in flight."""
+        server = grpc.aio.server(options=server_options(self._limits))
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(self._servicer, server)
         if server.add_insecure_port(self.address) == 0:
             raise OSError(f"cannot listen for gRPC on {self.address}")

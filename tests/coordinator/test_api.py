@@ -319,7 +319,7 @@ def test_cli_with_server_delegates_and_reports_errors(
     assert main(["run", "show", "no-such-run"]) == 2
     assert "error: unknown_run: " in capsys.readouterr().err
 
-    monkeypatch.setenv("FEDERATION_OPERATOR_TOKEN", "not-the-operator-token-0000")
+    monkeypatch.setenv("FEDERATION_OPERATOR_TOKEN", "not-the-operator-token-0123456789abcdef")
     assert main(["agents"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and ("error: token_invalid: " in err)

@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from agent_cards.keys import SigningKey, b64url_encode
 from agent_cards.signing import sign_card
+from agent_cards.transparency.statements import StatementInvalid, unverified_header
 from contracts import strict_json
 from contracts.wire import SendMessageRequest
 from coordinator.errors import ProtocolError
@@ -123,8 +124,6 @@ def test_the_one_parser_refuses_deep_documents_without_recursing() -> None:
         assert refused.value.reason == "json_too_deep"
     assert strict_json.loads(b"[" * 64 + b"]" * 64) is not None
     assert strict_json.loads(json.dumps({"s": "[" * 1000})) == {"s": "[" * 1000}
-    with pytest.raises(strict_json.JSONTooDeep):
-        strict_json.check_value_depth(json.loads(b"[" * 65 + b"]" * 65))
 
 
 def test_api_refuses_a_deep_card_with_a_typed_reason(api: str, rogue: str) -> None:
@@ -257,3 +256,32 @@ def test_deep_push_signature_header_is_refused(receiver: PushReceiver, rogue: st
     answer = _push(receiver, _agent(rogue), b"{}", token)
     assert answer.status_code == 400
     assert answer.json() == {"refused": "json_too_deep"}
+
+
+def test_a_deep_signed_statement_header_is_malformed_not_a_crash() -> None:
+    """A receipt or tree head whose JWS header is 20,000 levels deep: refused as malformed."""
+    with pytest.raises(StatementInvalid):
+        unverified_header(b64url_encode(DEEP) + ".e30.c2ln")
+
+
+@pytest.mark.parametrize(
+    ("text", "too_deep"),
+    [
+        ("[" * 64 + "]" * 64, False),
+        ("[" * 65 + "]" * 65, True),
+        ("[" + ",".join(["[" * 63 + "]" * 63] * 100) + "]", False),
+        ("[" + ",".join(["[" * 64 + "]" * 64] * 3) + "]", True),
+        ("[" + ",".join(["[]"] * 5000) + "," + "[" * 63 + "]" * 63 + "]", False),
+        ("[" + ",".join(["[]"] * 5000) + "," + "[" * 64 + "]" * 64 + "]", True),
+        ('{"a":' * 65 + "1" + "}" * 65, True),
+        ("[" * 100 + "}", True),
+        ("]" * 100 + "[" * 10, False),
+        (json.dumps({"s": "[" * 1000, "t": "{" * 1000}), False),
+    ],
+)
+def test_the_depth_rule_counts_exactly(text: str, too_deep: bool) -> None:
+    if too_deep:
+        with pytest.raises(strict_json.JSONTooDeep):
+            strict_json.check_depth(text)
+    else:
+        strict_json.check_depth(text)

@@ -26,7 +26,7 @@ from coordinator.remote.registry import Registry
 from coordinator.storage.datadir import DataDir
 from tests.processes import PAYLOAD, federation, registered
 
-TOKEN = "audit-operator-token"
+TOKEN = "audit-operator-token-for-tests-0123456789"
 VERIFIER = Path(__file__).parents[2] / "docs" / "verifier" / "verify_bundle.py"
 
 
