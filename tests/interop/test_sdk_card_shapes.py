@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from a2a.server.routes import create_agent_card_routes
 from a2a.types import (
@@ -39,14 +40,19 @@ from a2a.types import (
     SecurityScheme,
     StringList,
 )
-from a2a.utils.signing import create_agent_card_signer
+from a2a.utils.signing import create_agent_card_signer, create_signature_verifier
+from google.protobuf import json_format
+from jwt import PyJWK
 from starlette.applications import Starlette
 
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import SDK_FORM, SPEC_FORM
+from contracts.wire import AGENT_CARD_PATH
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registration, Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
+from remote_risk.server.app import create_app
+from remote_risk.settings import Settings
 from tests.servers import free_port, running
 
 KEY = SigningKey.generate()
@@ -211,3 +217,19 @@ def test_sdk_signed_cards_of_every_security_shape_register(shape: str, tmp_path:
         assert registration.agent.verified_form in (SPEC_FORM, SDK_FORM)
         card = registration.agent.agent_card
         assert sorted(card.security_schemes or {}) == sorted(SHAPES[shape]()[0])
+
+
+def test_remote_risks_card_verifies_with_the_sdks_verifier() -> None:
+    """remote_risk's own card (whose service-wide requirement names the delegation scheme
+    without scopes, so the SDK's form of it is other bytes) verifies with the a2a-sdk's
+    verifier and the key remote_risk publishes, as an SDK client checks it."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with running(create_app(Settings(public_base_url=base)), port=port) as url:
+        card = httpx.get(url + AGENT_CARD_PATH, timeout=10).json()
+        jwks = httpx.get(url + "/.well-known/jwks.json", timeout=10).json()
+    keys = {jwk["kid"]: PyJWK.from_dict(jwk) for jwk in jwks["keys"]}
+    verifier = create_signature_verifier(lambda kid, jku: keys[kid], ["EdDSA", "ES256"])
+    verifier(json_format.ParseDict(card, AgentCard()))
+    (requirement,) = card["securityRequirements"]
+    assert requirement["schemes"]["delegation"].get("list", []) == []
