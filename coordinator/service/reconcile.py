@@ -66,6 +66,7 @@ TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
 FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
 WITNESS_CHECKS = ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
 _NO_REQUEST = request_digest({})  # what a cancel token binds
+ADMITTED_EVENT = "handoff.admitted"  # its contract names the target agent
 
 
 class RemoteAudit:
@@ -135,12 +136,17 @@ def _receipt_claims(receipt: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
-    """Per handoff: the audience, and what the ledger says of jti, task, digests, state."""
+    """Per handoff: the agent it was sent to (the operator's name for it, as admitted),
+    the audience, and what the ledger says of jti, task, digests, state."""
     facts: dict[str, dict[str, Any]] = {}
     for event in ledger.events(run_id):
         if event.handoff_id is None:
             continue
-        mine = facts.setdefault(event.handoff_id, {"aud": None, **dict.fromkeys(FIELDS)})
+        blank = {"target": None, "aud": None, **dict.fromkeys(FIELDS)}
+        mine = facts.setdefault(event.handoff_id, blank)
+        contract = event.data.get("contract")
+        if event.event_type == ADMITTED_EVENT and isinstance(contract, dict):
+            mine["target"] = contract.get("target")
         if event.remote_task_id:
             mine["task_id"] = event.remote_task_id
         if event.event_type == GRANT_EVENT and event.data.get("req_digest") != _NO_REQUEST:
@@ -331,6 +337,17 @@ class Reconciliation:
 
     def witnesses(self) -> list[dict[str, Any]]:
         return [self.witness(name) for name in sorted(self.remotes)]
+
+
+def target_of(ours: Mapping[str, Any], agents: Sequence[RegisteredAgent]) -> RegisteredAgent | None:
+    """The registered agent a handoff went to: by the name it was admitted for, else
+    (a ledger without it) by the audience its token was minted for."""
+    by_name = {agent.name: agent for agent in agents}
+    if ours.get("target") in by_name:
+        return by_name[ours["target"]]
+    if ours.get("target") is not None:
+        return None  # sent to an agent no longer registered
+    return next((agent for agent in agents if agent.agent_id == ours.get("aud")), None)
 
 
 def _no_checks() -> dict[str, list[Any]]:

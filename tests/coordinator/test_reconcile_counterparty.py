@@ -37,6 +37,7 @@ from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
+from tests.coordinator.test_api import deployed
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered
 from tests.rogue_agent import Rogue, rogue_agent
 
@@ -199,3 +200,34 @@ def test_a_reconcile_against_an_agent_with_no_credential_says_so(
     )
     (witness,) = document["witnesses"]
     assert witness["reason"] == "audit_credential_missing"
+
+
+def test_a_credential_set_through_the_api_is_kept_for_its_agent_and_never_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PUT answers whose it is and where it goes, never the token; nothing the API shows
+    of the agent carries it; a token that cannot travel in a header is refused (422); an
+    unknown agent is 404; DELETE forgets it."""
+    for name in ("FEDERATION_SERVER", "FEDERATION_OPERATOR_TOKEN", "FEDERATION_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with deployed(DataDir(tmp_path / "data")) as deployment:
+        assert deployment.register().status_code == 200
+        path = "/v1/agents/remote-risk/audit-credential"
+        answer = deployment.http.put(path, json={"token": RISK_TOKEN})
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {
+            "agent": "remote-risk",
+            "origin": deployment.risk,
+            "set": True,
+            "removed": None,
+        }
+        shown = [answer.text, deployment.http.get("/v1/agents/remote-risk").text]
+        shown.append(deployment.http.get("/v1/agents").text)
+        assert all(RISK_TOKEN not in text for text in shown)
+        assert (deployment.data / "audit-credentials.json").stat().st_mode & 0o077 == 0
+        bad = deployment.http.put(path, json={"token": "two words"})
+        assert bad.status_code == 422
+        unknown = deployment.http.put("/v1/agents/nobody/audit-credential", json={"token": "t"})
+        assert unknown.status_code == 404
+        gone = deployment.http.delete(path)
+        assert gone.status_code == 200 and gone.json()["removed"] is True
