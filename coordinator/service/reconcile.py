@@ -50,6 +50,7 @@ from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, verify_with_jwks
+from coordinator.dispatch.receipts import pinned_keys
 from coordinator.errors import (
     AuditCredentialError,
     FederationError,
@@ -76,7 +77,7 @@ class RemoteAudit:
         self, agent: RegisteredAgent, credential: AuditCredential, timeout: float = 10.0
     ) -> None:
         self.agent = agent
-        self.keys = TrustedKeys.from_json(agent.pinned_jwks or {"keys": []})
+        self.keys = pinned_keys(agent)  # none pinned: no head of it verifies
         self._base = credential.origin
         self._headers = {"Authorization": f"Bearer {credential.token}"}
         self._timeout = timeout

@@ -25,21 +25,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from agent_cards.keys import SigningKey
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.audit.signing import public_jwk
+from coordinator.audit.tree_heads import sign_tree_head
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
+from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.service.reconcile import Reconciliation
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.coordinator.test_api import deployed
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered
 from tests.rogue_agent import Rogue, rogue_agent
+from tests.servers import running
 
 RISK_TOKEN = "remote-risk-audit-operator-token"
 ROGUE_TOKEN = "the-rogues-own-audit-token"
@@ -231,3 +238,54 @@ def test_a_credential_set_through_the_api_is_kept_for_its_agent_and_never_answer
         assert unknown.status_code == 404
         gone = deployment.http.delete(path)
         assert gone.status_code == 200 and gone.json()["removed"] is True
+
+
+class Recorder:
+    """A loopback server that records every request's path and Authorization, and
+    answers 401 to all of them."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = dict(scope["headers"])
+        authorization = headers.get(b"authorization")
+        self.seen.append((scope["path"], authorization.decode() if authorization else None))
+        await send({"type": "http.response.start", "status": 401, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_the_credential_goes_to_the_registered_card_origin_not_to_the_cards_interface(
+    tmp_path: Path,
+) -> None:
+    """The agent is registered from origin A; its card names its interface at origin B.
+    Reconcile sends the credential to A only: B, named by the card, sees nothing."""
+    card_origin, interface_origin = Recorder(), Recorder()
+    with running(card_origin) as a, running(interface_origin) as b:
+        registered_agent = RegisteredAgent(
+            name="elsewhere",
+            card_url=f"{a}/.well-known/agent-card.json",
+            endpoint=f"{b}/rpc",
+            card={},
+            registered_at="2026-01-01T00:00:00Z",
+            pinned_jwks={"keys": [SigningKey.generate().public_jwk()]},
+        )
+        data = DataDir(tmp_path)
+        AuditCredentials(data).set(registered_agent, ROGUE_TOKEN)
+        ws = Workspace(data)
+        try:
+            key = Ed25519PrivateKey.generate()
+            current = sign_tree_head(0, b"\x00" * 32, key)
+            checks = Reconciliation(
+                ws.ledger(), AuditCredentials(data), {"keys": [public_jwk(key)]}, current
+            )
+            checked = checks.handoff("ho-1", registered_agent, {})
+            witnessed = checks.witnesses()
+        finally:
+            ws.close()
+    assert checked["reason"] == "remote_audit_refused" and checked["agree"] is False
+    assert witnessed[0]["reason"] == "remote_audit_refused"
+    assert interface_origin.seen == []
+    assert card_origin.seen and {auth for _, auth in card_origin.seen} == {f"Bearer {ROGUE_TOKEN}"}
