@@ -311,6 +311,8 @@ class Reconciliation:
             theirs = their_facts(remote, handoff_id)
         except FederationError as exc:
             return {**head, **_refused(exc)}
+        except MALFORMED:
+            return {**head, **_refused(_malformed(agent.name))}
         return {**head, **compared(ours, theirs), "reason": None}
 
     def witness(self, name: str) -> dict[str, Any]:
@@ -330,6 +332,8 @@ class Reconciliation:
             }
         except FederationError as exc:
             return {"agent": name, **_no_checks(), **_refused(exc)}
+        except MALFORMED:
+            return {"agent": name, **_no_checks(), **_refused(_malformed(name))}
 
     def _their_heads(self, remote: RemoteAudit) -> list[Any]:
         document = remote.get("/audit/witnessed", signer=our_signers(self.jwks))
@@ -349,6 +353,16 @@ def target_of(ours: Mapping[str, Any], agents: Sequence[RegisteredAgent]) -> Reg
     if ours.get("target") is not None:
         return None  # sent to an agent no longer registered
     return next((agent for agent in agents if agent.agent_id == ours.get("aud")), None)
+
+
+# What reading a remote's document of the wrong shape raises (a member of another type).
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+
+
+def _malformed(name: str) -> ProtocolError:
+    return ProtocolError(
+        f"{name}'s audit answer is not of the documented shape", "audit_answer_invalid"
+    )
 
 
 def _no_checks() -> dict[str, list[Any]]:

@@ -28,6 +28,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import SigningKey
+from agent_cards.transparency.heads import sign_head
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.audit.signing import public_jwk
@@ -242,10 +243,11 @@ def test_a_credential_set_through_the_api_is_kept_for_its_agent_and_never_answer
 
 class Recorder:
     """A loopback server that records every request's path and Authorization, and
-    answers 401 to all of them."""
+    answers 401 to all of them (or 200 with ``answer``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: dict[str, Any] | None = None) -> None:
         self.seen: list[tuple[str, str | None]] = []
+        self.answer = answer
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -253,8 +255,10 @@ class Recorder:
         headers = dict(scope["headers"])
         authorization = headers.get(b"authorization")
         self.seen.append((scope["path"], authorization.decode() if authorization else None))
-        await send({"type": "http.response.start", "status": 401, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
+        status = 401 if self.answer is None else 200
+        body = json.dumps(self.answer).encode() if self.answer is not None else b""
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": body})
 
 
 def test_the_credential_goes_to_the_registered_card_origin_not_to_the_cards_interface(
@@ -289,3 +293,35 @@ def test_the_credential_goes_to_the_registered_card_origin_not_to_the_cards_inte
     assert witnessed[0]["reason"] == "remote_audit_refused"
     assert interface_origin.seen == []
     assert card_origin.seen and {auth for _, auth in card_origin.seen} == {f"Bearer {ROGUE_TOKEN}"}
+
+
+def test_an_audit_answer_of_the_wrong_shape_is_that_agents_typed_reason(tmp_path: Path) -> None:
+    """A head that verifies with the agent's pinned key over entries that are not
+    entries: the handoff says audit_answer_invalid; no traceback, no crash."""
+    key = SigningKey.generate()
+    head = sign_head(1, b"\x01" * 32, key, "whatever-it-says").jws
+    liar = Recorder({"tree_head": head, "entries": [1, "two"], "heads": {"not": "a list"}})
+    with running(liar) as base:
+        agent = RegisteredAgent(
+            name="liar",
+            card_url=f"{base}/.well-known/agent-card.json",
+            endpoint=f"{base}/rpc",
+            card={},
+            registered_at="2026-01-01T00:00:00Z",
+            pinned_jwks={"keys": [key.public_jwk()]},
+        )
+        data = DataDir(tmp_path)
+        AuditCredentials(data).set(agent, ROGUE_TOKEN)
+        ws = Workspace(data)
+        try:
+            ours = Ed25519PrivateKey.generate()
+            checks = Reconciliation(
+                ws.ledger(),
+                AuditCredentials(data),
+                {"keys": [public_jwk(ours)]},
+                sign_tree_head(0, b"\x00" * 32, ours),
+            )
+            checked = checks.handoff("ho-1", agent, {})
+        finally:
+            ws.close()
+    assert (checked["agree"], checked["reason"]) == (False, "audit_answer_invalid")
