@@ -348,11 +348,11 @@ class CoordinatorService:
         current = proofs.sign_current_head(
             ws_ledger, self._ledger_key(), issuer=identity.issuer_id(), keys=jwks
         )
-        agents = {agent.agent_id: agent for agent in Registry(self.ws.data).agents()}
+        agents = Registry(self.ws.data).agents()
         checks = reconcile.Reconciliation(ws_ledger, AuditCredentials(self.ws.data), jwks, current)
         handoffs = []
         for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):
-            agent = agents.get(ours["aud"] or "")
+            agent = reconcile.target_of(ours, agents)
             if agent is not None and declares_receipts(agent):
                 handoffs.append(checks.handoff(handoff_id, agent, ours))
         witnesses = checks.witnesses()

@@ -50,6 +50,7 @@ from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, verify_with_jwks
+from coordinator.dispatch.receipts import pinned_keys
 from coordinator.errors import (
     AuditCredentialError,
     FederationError,
@@ -66,6 +67,7 @@ TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
 FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
 WITNESS_CHECKS = ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
 _NO_REQUEST = request_digest({})  # what a cancel token binds
+ADMITTED_EVENT = "handoff.admitted"  # its contract names the target agent
 
 
 class RemoteAudit:
@@ -75,7 +77,7 @@ class RemoteAudit:
         self, agent: RegisteredAgent, credential: AuditCredential, timeout: float = 10.0
     ) -> None:
         self.agent = agent
-        self.keys = TrustedKeys.from_json(agent.pinned_jwks or {"keys": []})
+        self.keys = pinned_keys(agent)  # none pinned: no head of it verifies
         self._base = credential.origin
         self._headers = {"Authorization": f"Bearer {credential.token}"}
         self._timeout = timeout
@@ -135,12 +137,17 @@ def _receipt_claims(receipt: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
-    """Per handoff: the audience, and what the ledger says of jti, task, digests, state."""
+    """Per handoff: the agent it was sent to (the operator's name for it, as admitted),
+    the audience, and what the ledger says of jti, task, digests, state."""
     facts: dict[str, dict[str, Any]] = {}
     for event in ledger.events(run_id):
         if event.handoff_id is None:
             continue
-        mine = facts.setdefault(event.handoff_id, {"aud": None, **dict.fromkeys(FIELDS)})
+        blank = {"target": None, "aud": None, **dict.fromkeys(FIELDS)}
+        mine = facts.setdefault(event.handoff_id, blank)
+        contract = event.data.get("contract")
+        if event.event_type == ADMITTED_EVENT and isinstance(contract, dict):
+            mine["target"] = contract.get("target")
         if event.remote_task_id:
             mine["task_id"] = event.remote_task_id
         if event.event_type == GRANT_EVENT and event.data.get("req_digest") != _NO_REQUEST:
@@ -304,6 +311,8 @@ class Reconciliation:
             theirs = their_facts(remote, handoff_id)
         except FederationError as exc:
             return {**head, **_refused(exc)}
+        except MALFORMED:
+            return {**head, **_refused(_malformed(agent.name))}
         return {**head, **compared(ours, theirs), "reason": None}
 
     def witness(self, name: str) -> dict[str, Any]:
@@ -323,6 +332,8 @@ class Reconciliation:
             }
         except FederationError as exc:
             return {"agent": name, **_no_checks(), **_refused(exc)}
+        except MALFORMED:
+            return {"agent": name, **_no_checks(), **_refused(_malformed(name))}
 
     def _their_heads(self, remote: RemoteAudit) -> list[Any]:
         document = remote.get("/audit/witnessed", signer=our_signers(self.jwks))
@@ -331,6 +342,27 @@ class Reconciliation:
 
     def witnesses(self) -> list[dict[str, Any]]:
         return [self.witness(name) for name in sorted(self.remotes)]
+
+
+def target_of(ours: Mapping[str, Any], agents: Sequence[RegisteredAgent]) -> RegisteredAgent | None:
+    """The registered agent a handoff went to: by the name it was admitted for, else
+    (a ledger without it) by the audience its token was minted for."""
+    by_name = {agent.name: agent for agent in agents}
+    if ours.get("target") in by_name:
+        return by_name[ours["target"]]
+    if ours.get("target") is not None:
+        return None  # sent to an agent no longer registered
+    return next((agent for agent in agents if agent.agent_id == ours.get("aud")), None)
+
+
+# What reading a remote's document of the wrong shape raises (a member of another type).
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+
+
+def _malformed(name: str) -> ProtocolError:
+    return ProtocolError(
+        f"{name}'s audit answer is not of the documented shape", "audit_answer_invalid"
+    )
 
 
 def _no_checks() -> dict[str, list[Any]]:

@@ -143,6 +143,8 @@ def test_openapi_documents_every_route(deployment: Deployment) -> None:
         ("/v1/agents", "GET"),
         ("/v1/agents/{name}", "GET"),
         ("/v1/agents/{name}", "DELETE"),
+        ("/v1/agents/{name}/audit-credential", "PUT"),
+        ("/v1/agents/{name}/audit-credential", "DELETE"),
         ("/v1/pending-cards", "GET"),
         ("/v1/pending-cards/{name}", "DELETE"),
         ("/v1/delegations", "POST"),

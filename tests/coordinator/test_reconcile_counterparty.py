@@ -25,20 +25,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from agent_cards.keys import SigningKey
+from agent_cards.transparency.heads import sign_head
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.audit.signing import public_jwk
+from coordinator.audit.tree_heads import sign_tree_head
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
+from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.service.reconcile import Reconciliation
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
+from tests.coordinator.test_api import deployed
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered
 from tests.rogue_agent import Rogue, rogue_agent
+from tests.servers import running
 
 RISK_TOKEN = "remote-risk-audit-operator-token"
 ROGUE_TOKEN = "the-rogues-own-audit-token"
@@ -199,3 +208,120 @@ def test_a_reconcile_against_an_agent_with_no_credential_says_so(
     )
     (witness,) = document["witnesses"]
     assert witness["reason"] == "audit_credential_missing"
+
+
+def test_a_credential_set_through_the_api_is_kept_for_its_agent_and_never_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PUT answers whose it is and where it goes, never the token; nothing the API shows
+    of the agent carries it; a token that cannot travel in a header is refused (422); an
+    unknown agent is 404; DELETE forgets it."""
+    for name in ("FEDERATION_SERVER", "FEDERATION_OPERATOR_TOKEN", "FEDERATION_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with deployed(DataDir(tmp_path / "data")) as deployment:
+        assert deployment.register().status_code == 200
+        path = "/v1/agents/remote-risk/audit-credential"
+        answer = deployment.http.put(path, json={"token": RISK_TOKEN})
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {
+            "agent": "remote-risk",
+            "origin": deployment.risk,
+            "set": True,
+            "removed": None,
+        }
+        shown = [answer.text, deployment.http.get("/v1/agents/remote-risk").text]
+        shown.append(deployment.http.get("/v1/agents").text)
+        assert all(RISK_TOKEN not in text for text in shown)
+        assert (deployment.data / "audit-credentials.json").stat().st_mode & 0o077 == 0
+        bad = deployment.http.put(path, json={"token": "two words"})
+        assert bad.status_code == 422
+        unknown = deployment.http.put("/v1/agents/nobody/audit-credential", json={"token": "t"})
+        assert unknown.status_code == 404
+        gone = deployment.http.delete(path)
+        assert gone.status_code == 200 and gone.json()["removed"] is True
+
+
+class Recorder:
+    """A loopback server that records every request's path and Authorization, and
+    answers 401 to all of them (or 200 with ``answer``)."""
+
+    def __init__(self, answer: dict[str, Any] | None = None) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+        self.answer = answer
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = dict(scope["headers"])
+        authorization = headers.get(b"authorization")
+        self.seen.append((scope["path"], authorization.decode() if authorization else None))
+        status = 401 if self.answer is None else 200
+        body = json.dumps(self.answer).encode() if self.answer is not None else b""
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+
+def test_the_credential_goes_to_the_registered_card_origin_not_to_the_cards_interface(
+    tmp_path: Path,
+) -> None:
+    """The agent is registered from origin A; its card names its interface at origin B.
+    Reconcile sends the credential to A only: B, named by the card, sees nothing."""
+    card_origin, interface_origin = Recorder(), Recorder()
+    with running(card_origin) as a, running(interface_origin) as b:
+        registered_agent = RegisteredAgent(
+            name="elsewhere",
+            card_url=f"{a}/.well-known/agent-card.json",
+            endpoint=f"{b}/rpc",
+            card={},
+            registered_at="2026-01-01T00:00:00Z",
+            pinned_jwks={"keys": [SigningKey.generate().public_jwk()]},
+        )
+        data = DataDir(tmp_path)
+        AuditCredentials(data).set(registered_agent, ROGUE_TOKEN)
+        ws = Workspace(data)
+        try:
+            key = Ed25519PrivateKey.generate()
+            current = sign_tree_head(0, b"\x00" * 32, key)
+            checks = Reconciliation(
+                ws.ledger(), AuditCredentials(data), {"keys": [public_jwk(key)]}, current
+            )
+            checked = checks.handoff("ho-1", registered_agent, {})
+            witnessed = checks.witnesses()
+        finally:
+            ws.close()
+    assert checked["reason"] == "remote_audit_refused" and checked["agree"] is False
+    assert witnessed[0]["reason"] == "remote_audit_refused"
+    assert interface_origin.seen == []
+    assert card_origin.seen and {auth for _, auth in card_origin.seen} == {f"Bearer {ROGUE_TOKEN}"}
+
+
+def test_an_audit_answer_of_the_wrong_shape_is_that_agents_typed_reason(tmp_path: Path) -> None:
+    """A head that verifies with the agent's pinned key over entries that are not
+    entries: the handoff says audit_answer_invalid; no traceback, no crash."""
+    key = SigningKey.generate()
+    head = sign_head(1, b"\x01" * 32, key, "whatever-it-says").jws
+    liar = Recorder({"tree_head": head, "entries": [1, "two"], "heads": {"not": "a list"}})
+    with running(liar) as base:
+        agent = RegisteredAgent(
+            name="liar",
+            card_url=f"{base}/.well-known/agent-card.json",
+            endpoint=f"{base}/rpc",
+            card={},
+            registered_at="2026-01-01T00:00:00Z",
+            pinned_jwks={"keys": [key.public_jwk()]},
+        )
+        data = DataDir(tmp_path)
+        AuditCredentials(data).set(agent, ROGUE_TOKEN)
+        ws = Workspace(data)
+        try:
+            ours = Ed25519PrivateKey.generate()
+            checks = Reconciliation(
+                ws.ledger(),
+                AuditCredentials(data),
+                {"keys": [public_jwk(ours)]},
+                sign_tree_head(0, b"\x00" * 32, ours),
+            )
+            checked = checks.handoff("ho-1", agent, {})
+        finally:
+            ws.close()
+    assert (checked["agree"], checked["reason"]) == (False, "audit_answer_invalid")
