@@ -446,3 +446,51 @@ def test_tampering_with_any_part_fails_alike_in_both_verifiers(case: str, tmp_pa
     tamper(forged)
     assert both(forged, tmp_path) == (anchored, anchored)
     assert both(forged, tmp_path, "unanchored") == (unanchored, unanchored)
+
+
+def _signed(payload: bytes, **header: Any) -> str:
+    """A receipt-shaped JWS the remote signs with its real key, as it pleases."""
+    headers = {"kid": REMOTE.kid, "typ": "a2a-receipt+jwt", **header}
+    return jwt.api_jws.encode(payload, REMOTE.private_key, algorithm="ES256", headers=headers)
+
+
+# What the remote, with its real key, may state against what the coordinator recorded.
+RECEIPT_LIES: dict[str, tuple[Callable[[], str], str]] = {
+    "another final state": (
+        lambda: issue_receipt(claims(state="TASK_STATE_FAILED"), REMOTE),
+        "receipt_mismatch",
+    ),
+    "a later attempt": (lambda: issue_receipt(claims(attempt=2), REMOTE), "receipt_mismatch"),
+    "attempt 0": (lambda: issue_receipt(claims(attempt=0), REMOTE), "receipt_mismatch"),
+    "another handoff": (
+        lambda: issue_receipt(claims(handoff_id="handoff-9"), REMOTE),
+        "receipt_mismatch",
+    ),
+    "no token, though one was minted": (
+        lambda: issue_receipt(claims(jti=None, req_digest=None), REMOTE),
+        "receipt_mismatch",
+    ),
+    "other artifacts": (
+        lambda: issue_receipt(claims(artifact_digest=artifact_digest([])), REMOTE),
+        "artifact_mismatch",
+    ),
+    "a header member more": (
+        lambda: _signed(strict_json.dumps(claims()), cty="json"),
+        "receipt_invalid",
+    ),
+    "another typ": (lambda: _signed(strict_json.dumps(claims()), typ="JWT"), "receipt_invalid"),
+    "a duplicate claim": (
+        lambda: _signed(b'{"state":"TASK_STATE_FAILED",' + strict_json.dumps(claims())[1:]),
+        "receipt_invalid",
+    ),
+    "a payload that is no object": (lambda: _signed(b"[1]"), "receipt_invalid"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECEIPT_LIES))
+def test_a_remote_lying_with_its_own_key_is_caught_alike(case: str, tmp_path: Path) -> None:
+    """The remote signs, with its real key, a receipt that contradicts the coordinator's
+    record or is not of the receipt's exact form: both verifiers refuse it alike."""
+    make, reason = RECEIPT_LIES[case]
+    forged = prove(write_ledger(tmp_path / "l.db", {}, [make()]), artifacts=[CONTENT])
+    assert both(forged, tmp_path) == (reason, reason)
