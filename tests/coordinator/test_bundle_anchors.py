@@ -30,9 +30,10 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import artifact_digest, issue_receipt
 from contracts import strict_json
 from coordinator.audit.anchors import Anchors
+from coordinator.audit.bundles import export_bundle
 from coordinator.audit.chain import Ledger
 from coordinator.audit.events import AuditEvent
-from coordinator.audit.proof_check import verify_proof_bundle
+from coordinator.audit.proof_check import verify_document, verify_proof_bundle
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import receipt_event
 from coordinator.audit.signing import public_jwk
@@ -494,3 +495,20 @@ def test_a_remote_lying_with_its_own_key_is_caught_alike(case: str, tmp_path: Pa
     make, reason = RECEIPT_LIES[case]
     forged = prove(write_ledger(tmp_path / "l.db", {}, [make()]), artifacts=[CONTENT])
     assert both(forged, tmp_path) == (reason, reason)
+
+
+def test_a_run_bundle_of_audit_export_is_checked_against_the_readers_key_too(
+    tmp_path: Path,
+) -> None:
+    """`audit verify --bundle` also takes the older run bundle (`audit export`): its head
+    must be signed by a coordinator key given; without one nothing is proven."""
+    ledger = write_ledger(tmp_path / "l.db", {}, [issue_receipt(claims(), REMOTE)])
+    anchors = Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+    genuine = json.loads(json.dumps(export_bundle(ledger, "run-a", COORDINATOR, now=AT)))
+    assert verify_document(genuine, anchors).ok
+    forged = json.loads(json.dumps(export_bundle(ledger, "run-a", OTHER, now=AT)))
+    assert verify_document(forged, anchors).kind == "untrusted_key"
+    assert verify_document(forged).kind == "no_anchor"
+    structure_only = verify_document(forged, unanchored=True)
+    assert structure_only.ok and not structure_only.anchored
+    assert str(structure_only).startswith("unanchored: structure only, nothing proven")
