@@ -64,13 +64,9 @@ RECORD_MEMBERS: dict[str, tuple[type, ...]] = {
 }
 
 
-def _failed(seq: int, kind: Break, detail: str) -> BundleBroken:
-    return BundleBroken(seq, kind, detail)
-
-
 def _shape(bundle: Mapping[str, Any]) -> None:
     if bundle.get("format") != PROOF_FORMAT:
-        raise _failed(0, Break.MALFORMED, f"format is not {PROOF_FORMAT}")
+        raise BundleBroken(0, Break.MALFORMED, f"format is not {PROOF_FORMAT}")
     expected = {
         "run_id": str,
         "tree_head": str,
@@ -81,12 +77,12 @@ def _shape(bundle: Mapping[str, Any]) -> None:
     }
     for name, kind in expected.items():
         if not isinstance(bundle.get(name), kind):
-            raise _failed(0, Break.MALFORMED, f"{name} is missing or not a {kind.__name__}")
+            raise BundleBroken(0, Break.MALFORMED, f"{name} is missing or not a {kind.__name__}")
     jwks = bundle.get("jwks")
     if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list):
-        raise _failed(0, Break.MALFORMED, "jwks is not a JWK Set")
+        raise BundleBroken(0, Break.MALFORMED, "jwks is not a JWK Set")
     if not bundle["events"]:
-        raise _failed(0, Break.MALFORMED, "the bundle has no events")
+        raise BundleBroken(0, Break.MALFORMED, "the bundle has no events")
     for entry in bundle["events"]:
         if not (
             isinstance(entry, dict)
@@ -96,17 +92,17 @@ def _shape(bundle: Mapping[str, Any]) -> None:
             and isinstance(entry.get("inclusion_proof"), list)
             and all(is_hash(node) for node in entry["inclusion_proof"])
         ):
-            raise _failed(
+            raise BundleBroken(
                 0, Break.MALFORMED, "an event is not {seq, hash, canonical, inclusion_proof}"
             )
     for entry in [*bundle["tokens"], *bundle["receipts"], *bundle["artifacts"]]:
         if not isinstance(entry, dict) or not _is_seq(entry.get("seq")):
-            raise _failed(0, Break.MALFORMED, "a token, receipt or artifacts entry has no seq")
+            raise BundleBroken(0, Break.MALFORMED, "a token, receipt or artifacts entry has no seq")
     if not all(isinstance(entry.get("content"), str) for entry in bundle["artifacts"]):
-        raise _failed(0, Break.MALFORMED, "an artifacts entry has no content string")
+        raise BundleBroken(0, Break.MALFORMED, "an artifacts entry has no content string")
     for jwk in jwks["keys"]:
         if not isinstance(jwk, dict) or "d" in jwk:
-            raise _failed(0, Break.MALFORMED, "a JWK of the bundle is not a public key")
+            raise BundleBroken(0, Break.MALFORMED, "a JWK of the bundle is not a public key")
 
 
 def _is_seq(value: Any) -> bool:
@@ -118,26 +114,26 @@ def _anchors(bundle: Mapping[str, Any], anchors: Anchors | None, unanchored: boo
     if anchors is not None:
         return anchors
     if not unanchored:
-        raise _failed(0, Break.NO_ANCHOR, NO_ANCHOR_DETAIL)
+        raise BundleBroken(0, Break.NO_ANCHOR, NO_ANCHOR_DETAIL)
     try:
         return Anchors.of_bundle(bundle["jwks"])
     except LedgerError as exc:
-        raise _failed(0, Break.MALFORMED, f"the bundle's keys: {exc}") from None
+        raise BundleBroken(0, Break.MALFORMED, f"the bundle's keys: {exc}") from None
 
 
 def _head(bundle: Mapping[str, Any], anchors: Anchors) -> TreeHead:
     """Step 3: the tree head, signed by a coordinator key of the anchors."""
     key = key_for(bundle["tree_head"], anchors.coordinator_jwks())
     if key is None and anchors.anchored:
-        raise _failed(0, Break.UNTRUSTED_KEY, "the tree head is not signed by a key given")
+        raise BundleBroken(0, Break.UNTRUSTED_KEY, "the tree head is not signed by a key given")
     if key is None:
-        raise _failed(0, Break.HEAD_INVALID, "no key of the bundle is the tree head's")
+        raise BundleBroken(0, Break.HEAD_INVALID, "no key of the bundle is the tree head's")
     try:
         head = verify_tree_head(bundle["tree_head"], key)
     except LedgerError as exc:
-        raise _failed(0, Break.HEAD_INVALID, str(exc)) from None
+        raise BundleBroken(0, Break.HEAD_INVALID, str(exc)) from None
     if head.tree_size < 1:
-        raise _failed(0, Break.HEAD_INVALID, "the tree head is of an empty tree")
+        raise BundleBroken(0, Break.HEAD_INVALID, "the tree head is of an empty tree")
     return head
 
 
@@ -147,21 +143,21 @@ def _record(entry: Mapping[str, Any], run_id: str) -> dict[str, Any]:
     try:
         record = strict_json.loads(entry["canonical"])
     except ValueError as exc:
-        raise _failed(seq, Break.MALFORMED, f"the event is not JSON: {exc}") from None
+        raise BundleBroken(seq, Break.MALFORMED, f"the event is not JSON: {exc}") from None
     if not (
         isinstance(record, dict)
         and set(record) == set(RECORD_MEMBERS)
         and all(_typed(record[name], kinds) for name, kinds in RECORD_MEMBERS.items())
     ):
-        raise _failed(seq, Break.MALFORMED, "the event is not a record of the ledger's form")
+        raise BundleBroken(seq, Break.MALFORMED, "the event is not a record of the ledger's form")
     if record["seq"] != seq or record["run_id"] != run_id:
-        raise _failed(seq, Break.MALFORMED, "the event is not this run's, or not at its seq")
+        raise BundleBroken(seq, Break.MALFORMED, "the event is not this run's, or not at its seq")
     try:
         canonical = canonical_json(record) == entry["canonical"].encode("utf-8")
     except (CanonicalizationError, UnicodeEncodeError):
         canonical = False
     if not canonical:
-        raise _failed(seq, Break.NOT_CANONICAL, "the event's bytes are not its RFC 8785 form")
+        raise BundleBroken(seq, Break.NOT_CANONICAL, "the event's bytes are not its RFC 8785 form")
     return record
 
 
@@ -176,23 +172,25 @@ def _events(bundle: Mapping[str, Any], head: TreeHead) -> dict[int, dict[str, An
     for entry in bundle["events"]:
         seq = entry["seq"]
         if (previous is not None and seq <= previous[0]) or seq > head.tree_size:
-            raise _failed(seq, Break.MALFORMED, "events are not in order within the tree head")
+            raise BundleBroken(seq, Break.MALFORMED, "events are not in order within the tree head")
         try:
             raw = hashlib.sha256(entry["canonical"].encode("utf-8")).digest()
         except UnicodeEncodeError:
-            raise _failed(seq, Break.MALFORMED, "the event is not UTF-8 text") from None
+            raise BundleBroken(seq, Break.MALFORMED, "the event is not UTF-8 text") from None
         if raw.hex() != entry["hash"]:
-            raise _failed(seq, Break.HASH_MISMATCH, "the event does not match its hash")
+            raise BundleBroken(seq, Break.HASH_MISMATCH, "the event does not match its hash")
         record = _record(entry, bundle["run_id"])
         linked = previous is None or previous[0] != seq - 1 or record["prev_hash"] == previous[1]
         if not linked:
-            raise _failed(seq, Break.PREV_MISMATCH, f"prev_hash does not match event {seq - 1}")
+            raise BundleBroken(
+                seq, Break.PREV_MISMATCH, f"prev_hash does not match event {seq - 1}"
+            )
         if seq == 1 and record["prev_hash"] != GENESIS_HASH:
-            raise _failed(seq, Break.PREV_MISMATCH, "the first event does not start the chain")
+            raise BundleBroken(seq, Break.PREV_MISMATCH, "the first event does not start the chain")
         proof = [bytes.fromhex(node) for node in entry["inclusion_proof"]]
         leaf = merkle.leaf_hash(raw)
         if not merkle.verify_inclusion(seq - 1, head.tree_size, leaf, proof, head.root):
-            raise _failed(
+            raise BundleBroken(
                 seq, Break.INCLUSION_INVALID, "the inclusion proof does not yield the root"
             )
         records[seq] = record
@@ -209,7 +207,9 @@ def _tokens(bundle: Mapping[str, Any], records: Mapping[int, Mapping[str, Any]])
             and data.get("jti") == token.get("jti")
             and data.get("claims_digest") == token.get("claims_digest")
         ):
-            raise _failed(token["seq"], Break.TOKEN_MISMATCH, "not what the included event records")
+            raise BundleBroken(
+                token["seq"], Break.TOKEN_MISMATCH, "not what the included event records"
+            )
 
 
 def verify_proof_bundle(

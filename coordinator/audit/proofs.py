@@ -113,7 +113,7 @@ def _receipt_artifacts(
     entries = []
     for receipt in receipts:
         digest = _claims(receipt["receipt"]).get("artifact_digest")
-        if digest in by_digest:
+        if isinstance(digest, str) and digest in by_digest:
             entries.append({"seq": receipt["seq"], "content": by_digest[digest]})
     return entries
 

@@ -251,8 +251,9 @@ def checked_key(jwk: Any) -> str:
     """The thumbprint of one public signing key, once it is of the profile."""
     if not isinstance(jwk, dict) or "d" in jwk:
         raise ValueError("a key must be a public JWK")
-    alg = KEY_ALG.get((jwk.get("kty"), jwk.get("crv")))
-    members = THUMBPRINT_MEMBERS.get(jwk.get("kty"), ())
+    kty, crv = str(jwk.get("kty")), str(jwk.get("crv"))
+    alg = KEY_ALG.get((kty, crv))
+    members = THUMBPRINT_MEMBERS.get(kty, ())
     if alg is None or not all(isinstance(jwk.get(name), str) for name in members):
         raise ValueError("a key must be OKP Ed25519 or EC P-256")
     public_key(jwk)
@@ -385,7 +386,8 @@ def check_head_jws(jws: str, key: dict[str, Any], minimum: int) -> tuple[int, by
         verify_jws(parts[0], parts[1], parts[2], key, "EdDSA")
     except (InvalidSignature, ValueError):
         raise Failed(0, "head_invalid", "the tree head's signature does not verify") from None
-    size, root = claims.get("tree_size"), claims.get("root_hash")
+    size: Any = claims.get("tree_size")
+    root: Any = claims.get("root_hash")
     sized = is_int(size) and size >= minimum
     if not (sized and is_hex64(root) and isinstance(claims.get("issued_at"), str)):
         raise Failed(0, "head_invalid", "the tree head lacks tree_size, root_hash or issued_at")
@@ -541,7 +543,10 @@ def check_receipt_binding(
     seq: int, record: dict[str, Any], claims: dict[str, Any], records: dict[int, dict[str, Any]]
 ) -> None:
     """6.3.2: the receipt states what the ledger recorded, in this order."""
-    attempt, ours, task_id = claims.get("attempt"), record["attempt"], claims.get("task_id")
+    attempt: Any = claims.get("attempt")
+    ours: Any = record["attempt"]
+    task_id = claims.get("task_id")
+    problem: str | None
     if claims.get("handoff_id") != record["handoff_id"]:
         problem = "the receipt's handoff_id is not the event's"
     elif not (is_int(attempt) and is_int(ours) and 1 <= attempt <= ours):

@@ -19,8 +19,10 @@ from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proofs import prove_run
 from coordinator.cli.main import main
 from coordinator.remote.registry import Registry
+from coordinator.service.facade import CoordinatorService
 from coordinator.storage import migrate, open_engine
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +253,10 @@ def test_a_bundle_forged_with_another_key_proves_nothing_even_in_the_genuine_dat
     assert code == 0 and "unanchored: structure only, nothing proven" in out
     status, result = standalone(forged, "--unanchored")
     assert status == 0 and result["anchored"] is False
+    # POST /v1/audit/verify checks a bundle against the coordinator's own keys
+    service = CoordinatorService(Workspace.resolve(DataDir(demo_dir), None))
+    assert service.audit_verify(json.loads(forged.read_text())).kind == "untrusted_key"
+    assert service.audit_verify(json.loads(genuine.read_text())).ok
 
 
 def test_the_standalone_verifier_takes_the_jwk_set_keys_show_prints(

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import json
+import random
 import subprocess
 import sys
 from collections.abc import Callable
@@ -30,11 +32,12 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import artifact_digest, issue_receipt
 from contracts import strict_json
 from coordinator.audit.anchors import Anchors
+from coordinator.audit.bundles import export_bundle
 from coordinator.audit.chain import Ledger
-from coordinator.audit.events import AuditEvent
-from coordinator.audit.proof_check import verify_proof_bundle
+from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
+from coordinator.audit.proof_check import verify_document, verify_proof_bundle
 from coordinator.audit.proofs import prove_run
-from coordinator.audit.receipts import receipt_event
+from coordinator.audit.receipts import receipt_data, receipt_event
 from coordinator.audit.signing import public_jwk
 from coordinator.storage import migrate, open_engine
 
@@ -446,3 +449,196 @@ def test_tampering_with_any_part_fails_alike_in_both_verifiers(case: str, tmp_pa
     tamper(forged)
     assert both(forged, tmp_path) == (anchored, anchored)
     assert both(forged, tmp_path, "unanchored") == (unanchored, unanchored)
+
+
+def _signed(payload: bytes, **header: Any) -> str:
+    """A receipt-shaped JWS the remote signs with its real key, as it pleases."""
+    headers = {"kid": REMOTE.kid, "typ": "a2a-receipt+jwt", **header}
+    return jwt.api_jws.encode(payload, REMOTE.private_key, algorithm="ES256", headers=headers)
+
+
+# What the remote, with its real key, may state against what the coordinator recorded.
+RECEIPT_LIES: dict[str, tuple[Callable[[], str], str]] = {
+    "another final state": (
+        lambda: issue_receipt(claims(state="TASK_STATE_FAILED"), REMOTE),
+        "receipt_mismatch",
+    ),
+    "a later attempt": (lambda: issue_receipt(claims(attempt=2), REMOTE), "receipt_mismatch"),
+    "attempt 0": (lambda: issue_receipt(claims(attempt=0), REMOTE), "receipt_mismatch"),
+    "another handoff": (
+        lambda: issue_receipt(claims(handoff_id="handoff-9"), REMOTE),
+        "receipt_mismatch",
+    ),
+    "no token, though one was minted": (
+        lambda: issue_receipt(claims(jti=None, req_digest=None), REMOTE),
+        "receipt_mismatch",
+    ),
+    "other artifacts": (
+        lambda: issue_receipt(claims(artifact_digest=artifact_digest([])), REMOTE),
+        "artifact_mismatch",
+    ),
+    "a header member more": (
+        lambda: _signed(strict_json.dumps(claims()), cty="json"),
+        "receipt_invalid",
+    ),
+    "another typ": (lambda: _signed(strict_json.dumps(claims()), typ="JWT"), "receipt_invalid"),
+    "a duplicate claim": (
+        lambda: _signed(b'{"state":"TASK_STATE_FAILED",' + strict_json.dumps(claims())[1:]),
+        "receipt_invalid",
+    ),
+    "a payload that is no object": (lambda: _signed(b"[1]"), "receipt_invalid"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECEIPT_LIES))
+def test_a_remote_lying_with_its_own_key_is_caught_alike(case: str, tmp_path: Path) -> None:
+    """The remote signs, with its real key, a receipt that contradicts the coordinator's
+    record or is not of the receipt's exact form: both verifiers refuse it alike."""
+    make, reason = RECEIPT_LIES[case]
+    forged = prove(write_ledger(tmp_path / "l.db", {}, [make()]), artifacts=[CONTENT])
+    assert both(forged, tmp_path) == (reason, reason)
+
+
+def test_a_run_bundle_of_audit_export_is_checked_against_the_readers_key_too(
+    tmp_path: Path,
+) -> None:
+    """`audit verify --bundle` also takes the older run bundle (`audit export`): its head
+    must be signed by a coordinator key given; without one nothing is proven."""
+    ledger = write_ledger(tmp_path / "l.db", {}, [issue_receipt(claims(), REMOTE)])
+    anchors = Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+    genuine = json.loads(json.dumps(export_bundle(ledger, "run-a", COORDINATOR, now=AT)))
+    assert verify_document(genuine, anchors).ok
+    forged = json.loads(json.dumps(export_bundle(ledger, "run-a", OTHER, now=AT)))
+    assert verify_document(forged, anchors).kind == "untrusted_key"
+    assert verify_document(forged).kind == "no_anchor"
+    structure_only = verify_document(forged, unanchored=True)
+    assert structure_only.ok and not structure_only.anchored
+    assert str(structure_only).startswith("unanchored: structure only, nothing proven")
+
+
+# --- the two verifiers agree on arbitrary edits -----------------------------------------
+
+
+def _standalone_module() -> Any:
+    """docs/verifier/verify_bundle.py, loaded in-process (it imports nothing of ours)."""
+    spec = importlib.util.spec_from_file_location("verify_bundle", VERIFIER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass resolves annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for name, item in value.items():
+            found += _paths(item, (*path, name))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+EDIT_CHARACTERS = ["0", "a", "Z", "_", "-", "{", "}", "\\", '"', "'", ":", ",", "é"]
+
+
+def _mutate(bundle: dict[str, Any], rng: random.Random) -> None:
+    """One random edit: a value replaced, a character changed, a member dropped, or a
+    JSON text inside the bundle (an event's record, artifacts) edited and re-serialised."""
+    path = rng.choice(_paths(bundle)[1:])
+    parent = bundle
+    for step in path[:-1]:
+        parent = parent[step]
+    value, last = parent[path[-1]], path[-1]
+    choice = rng.randrange(5)
+    if choice == 0 and isinstance(value, str) and value:
+        at = rng.randrange(len(value))
+        parent[last] = value[:at] + rng.choice(EDIT_CHARACTERS) + value[at + 1 :]
+    elif choice == 1 and isinstance(parent, dict):
+        del parent[last]
+    elif choice == 2 and isinstance(value, str) and value.startswith(("{", "[")):
+        inner = json.loads(value)
+        _mutate({"x": inner}, rng)
+        parent[last] = json.dumps(inner, separators=(",", ":"), sort_keys=rng.random() < 0.5)
+    else:
+        parent[last] = rng.choice([None, True, 0, 1, -1, 2**60, 1.5, "", "x", [], {}])
+
+
+def test_the_two_verifiers_agree_on_random_edits(tmp_path: Path) -> None:
+    """Four hundred seeded random edits of a genuine bundle, each checked by both
+    verifiers against the reader's keys and structure-only: the same verdict and reason
+    code every time, and never an exception."""
+    theirs = _standalone_module()
+    genuine = genuine_bundle(tmp_path / "l.db")
+    ours_anchors = Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+    by_thumbprint = {public_jwk(COORDINATOR)["kid"]: public_jwk(COORDINATOR)}
+    their_anchors = theirs.Anchors(by_thumbprint, {REMOTE.kid: REMOTE.verification_key().to_jwk()})
+    rng = random.Random(27)
+    reasons: set[str | None] = set()
+    for _ in range(400):
+        forged = copy.deepcopy(genuine)
+        for _ in range(rng.choice([1, 1, 2])):
+            _mutate(forged, rng)
+        ours = verify_proof_bundle(forged, ours_anchors)
+        answer = theirs.verify(forged, their_anchors)
+        assert (None if ours.ok else str(ours.kind)) == answer["reason"], (forged, ours, answer)
+        structure = verify_proof_bundle(forged, unanchored=True)
+        answer = theirs.verify(forged, None, True)
+        assert (None if structure.ok else str(structure.kind)) == answer["reason"], forged
+        reasons.add(answer["reason"])
+    assert len(reasons) >= 6
+
+
+LIES = [None, 0, 2, "x", "task-1", "handoff-3", "jti-1", AUD, REQ, "TASK_STATE_FAILED", [], {}]
+
+
+def _insider_edit(
+    records: list[dict[str, Any]], stated: dict[str, Any], rng: random.Random
+) -> None:
+    """One lie, by the party that holds the key to sign it: the remote states another
+    claim, or the coordinator records another fact (a correlation field or a datum)."""
+    if rng.random() < 0.4:
+        stated[rng.choice(list(stated))] = rng.choice(LIES)
+        return
+    record = rng.choice([r for r in records if r["event_type"] != "handoff.receipt"])
+    if rng.random() < 0.3:
+        name = rng.choice(["handoff_id", "remote_task_id"])
+        record[name] = rng.choice([None, "x", "task-1", "handoff-3"])
+    else:
+        name = rng.choice([*record["data"], "remote_state", "aud", "jti", "req_digest"])
+        record["data"][name] = rng.choice(LIES)
+
+
+def test_the_two_verifiers_agree_on_random_insider_lies(tmp_path: Path) -> None:
+    """Forty seeded lies, each signed by the party telling it (the remote re-signs its
+    receipt, the coordinator re-signs a head over its rewritten ledger): both verifiers
+    reach the same verdict with the same reason code."""
+    theirs = _standalone_module()
+    genuine = genuine_bundle(tmp_path / "g.db")
+    ours_anchors = Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+    their_anchors = theirs.Anchors(
+        {public_jwk(COORDINATOR)["kid"]: public_jwk(COORDINATOR)},
+        {REMOTE.kid: REMOTE.verification_key().to_jwk()},
+    )
+    rng = random.Random(9278)
+    reasons: set[str | None] = set()
+    for index in range(40):
+        records = [json.loads(entry["canonical"]) for entry in genuine["events"]]
+        stated = claims()
+        _insider_edit(records, stated, rng)
+        ledger = Ledger(open_engine(f"sqlite+pysqlite:///{tmp_path / f'{index}.db'}"))
+        migrate(ledger.engine)
+        for record in records:
+            fields = {name: record[name] for name in CORRELATION_FIELDS if name != "recorded_at"}
+            data = record["data"]
+            if record["event_type"] == "handoff.receipt":
+                data = receipt_data(issue_receipt(stated, REMOTE))
+            ledger.append(AuditEvent(**fields, data=data))
+        forged = prove(ledger, artifacts=[CONTENT])
+        ledger.engine.dispose()
+        ours = verify_proof_bundle(forged, ours_anchors)
+        answer = theirs.verify(forged, their_anchors)
+        assert (None if ours.ok else str(ours.kind)) == answer["reason"], (stated, ours, answer)
+        reasons.add(answer["reason"])
+    assert {"receipt_mismatch", None} <= reasons
