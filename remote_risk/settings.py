@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent_cards.edge.limits import EdgeLimits
+from agent_cards.identity import identities_of, identity_of
 from agent_cards.keys import KeySet, TrustedKeys
 from remote_risk.risk.model import ModelConfig
 from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS, MIN_LEASE_SECONDS
@@ -90,9 +92,26 @@ class Settings:
         return self.edge or EdgeLimits(max_body_bytes=self.max_body_bytes)
 
     @property
-    def agent_id(self) -> str:
-        """This service's identifier, the ``aud`` its tokens name: the JSON-RPC interface URL."""
+    def jsonrpc_url(self) -> str:
+        """Where the card says the JSON-RPC interface is (an address, not an identity)."""
         return self.public_base_url.rstrip("/") + JSONRPC_PATH
+
+    @property
+    def agent_id(self) -> str:
+        """This service's identity, the ``iss`` of what it signs: the RFC 9278 thumbprint
+        URI of its active card-signing key (:mod:`agent_cards.identity`)."""
+        return identity_of(self._keys().active.verification_key())
+
+    def audiences(self, now: datetime | None = None) -> frozenset[str]:
+        """Every ``aud`` a token for this service may name: the thumbprint URI of each of
+        its own card-signing keys it publishes at ``now`` (active, published, and earlier
+        keys until they expire), derived from the keys here, never from a document."""
+        return identities_of(self._keys().verification_keys(now))
+
+    def _keys(self) -> KeySet:
+        if self.signing_keys is None:
+            raise ValueError("no signing keys: create_app gives the settings their keys")
+        return self.signing_keys
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.public_base_url)

@@ -125,14 +125,25 @@ class RemoteRiskProcess:
             self.process.stdout.close()
         self.process = None
 
+    def allowed_origins(self) -> list[str]:
+        """The gRPC port, when served: an origin of its own the operator allows."""
+        if "--grpc-port" not in self._args:
+            return []
+        return [f"127.0.0.1:{self._args[self._args.index('--grpc-port') + 1]}"]
+
     def register_with(self, coordinator_data: DataDir) -> None:
-        """Register this service in the coordinator's data directory, its key pinned."""
+        """Register this service in the coordinator's data directory, its key pinned (and
+        its gRPC origin allowed, when it serves one)."""
 
         async def register() -> None:
             anchor = TrustAnchor(keys=self.keys.trusted_keys())
             async with A2AClient() as client:
                 await Registry(coordinator_data).register(
-                    client, self.base_url, anchor=anchor, return_contracts=DECLARED
+                    client,
+                    self.base_url,
+                    anchor=anchor,
+                    return_contracts=DECLARED,
+                    allow_origins=self.allowed_origins(),
                 )
 
         asyncio.run(register())

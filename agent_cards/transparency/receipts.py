@@ -8,7 +8,8 @@ receipt is a signed statement (:mod:`agent_cards.transparency.statements`) with 
 agent's card key, ``typ`` :data:`RECEIPT_TYP`, claims:
 
 ``iss``
-    the agent's identifier (its JSON-RPC interface URL, the tokens' ``aud``);
+    the agent's identity: the RFC 9278 thumbprint URI of the key that signs the receipt
+    (:mod:`agent_cards.identity`, the tokens' ``aud``), never a URL;
 ``task_id``, ``handoff_id``, ``attempt``
     the task and the handoff binding it was opened under;
 ``jti``, ``req_digest``

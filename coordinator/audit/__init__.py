@@ -6,8 +6,8 @@
 ``bundles`` (``audit export``), ``proofs`` and ``proof_check`` (``audit prove``,
 ``audit consistency``, ``audit verify --bundle``), ``anchors`` (the reader's keys a
 bundle is checked against), ``receipt_binding`` (a bundle's receipts against its ledger),
-``receipts`` (remotes' receipts kept as events). ``trail`` (a run's facts on their way to the ledger), ``reconstruction`` (a
-run rebuilt from its events alone).
+``receipts`` (remotes' receipts kept as events). ``trail`` (a run's facts on their way
+to the ledger), ``reconstruction`` (a run rebuilt from its events alone).
 """
 
 from coordinator.audit.ledger import AuditEvent, Ledger, StoredEvent

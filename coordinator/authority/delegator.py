@@ -1,14 +1,17 @@
 """The authority a run holds, and the narrowed grants it mints for each handoff.
 
 A run starts from a root grant that the operator configures: the principal the work is
-for, the tenant, the scopes, how long, and a budget. Every handoff gets a child grant
-minted from it with :func:`contracts.grant.narrow`, so a child can never be wider than the
-run in any dimension, and the budget each child reserves is taken from what the run has
-left (a nested envelope, never a fresh copy).
+for, the tenant, the scopes, how long, and a budget. Where the operator names no
+principal, the run's own is derived from its id (:func:`run_principal`): no two runs
+share one, so a remote that scopes its tasks by principal keeps each run's apart.
+Every handoff gets a child grant minted from it with :func:`contracts.grant.narrow`, so
+a child can never be wider than the run in any dimension, and the budget each child
+reserves is taken from what the run has left (a nested envelope, never a fresh copy).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping
@@ -43,9 +46,10 @@ DELEGATION_SCHEME_FORMAT = "JWT"
 
 @dataclass(frozen=True)
 class RunAuthority:
-    """What the operator lets this run do on the principal's behalf."""
+    """What the operator lets this run do on the principal's behalf; ``principal`` None:
+    the run's own, derived from its id (:meth:`for_run`)."""
 
-    principal: str = "operator"
+    principal: str | None = None
     tenant: str = "default"
     scopes: frozenset[str] = frozenset({"risk:interpret"})
     resources: frozenset[str] = frozenset({"pilot-records"})
@@ -56,6 +60,17 @@ class RunAuthority:
             actions=8, context_units=256_000, effects=0, model_requests=DEFAULT_MODEL_REQUESTS
         )
     )
+
+    def for_run(self, run_id: str) -> RunAuthority:
+        """This authority with its principal: the one given, else the run's own."""
+        if self.principal is not None:
+            return self
+        return dataclasses.replace(self, principal=run_principal(run_id))
+
+
+def run_principal(run_id: str) -> str:
+    """The principal of a run the operator named none for: its own, never shared."""
+    return f"run:{run_id}"
 
 
 def authority_document(authority: RunAuthority) -> dict[str, object]:
@@ -156,12 +171,14 @@ class Delegator:
     ) -> None:
         self.keys = keys
         self.issuer = issuer
-        self.authority = authority or RunAuthority()
+        run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+        self.authority = (authority or RunAuthority()).for_run(run_id)
         self.final_owner = final_owner
-        self.root = self._root_grant(run_id or f"run-{uuid.uuid4().hex[:12]}", expires_at)
+        self.root = self._root_grant(run_id, expires_at)
 
     def _root_grant(self, run_id: str, expires_at: int | None) -> Grant:
         now = int(time.time())
+        assert self.authority.principal is not None  # for_run gave it one
         return Grant(
             iss=self.issuer,
             sub=self.authority.principal,

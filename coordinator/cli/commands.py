@@ -105,6 +105,7 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
         approve=args.approve,
         return_schemas=registration_schemas(args),
         return_finding=args.return_finding,
+        allow_origins=args.allow_origin,
     )
     answer = coordinator.register(registration)
     if args.json:

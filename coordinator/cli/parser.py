@@ -91,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--approve", action="store_true", help="adopt a changed card that asks for more"
     )
     register.add_argument("--json", action="store_true", help="print the registration as JSON")
+    register.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an origin besides the card's own that its interfaces may be on (repeatable)",
+    )
     return_options.add_register_options(register)
 
     commands.add_parser(
@@ -268,7 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     delegate.add_argument(
         "--cancel-after", type=float, metavar="SECONDS", help="cancel the run after this long"
     )
-    delegate.add_argument("--principal", default="operator", help="who the work is done for")
+    delegate.add_argument(
+        "--principal", help="who the work is done for (default: the run's own principal)"
+    )
     delegate.add_argument("--tenant", default="default", help="whose data it may touch")
     delegate.add_argument("--json", action="store_true", help="print the run document")
     return_options.add_delegate_options(delegate)

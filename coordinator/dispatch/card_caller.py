@@ -4,7 +4,9 @@
 public card declares: ours is the delegation token. The token for it is minted like a
 handoff's (narrowed from a root grant of the operator's authority, bound to a handoff of
 its own, ``extended-card``, with no budget and a one-minute lease, audience the agent's
-id, :attr:`RegisteredAgent.agent_id`), so the agent verifies it exactly as a dispatch;
+identity, :attr:`RegisteredAgent.agent_id`: the thumbprint URI of the pinned key that
+verified its card, never a URL the card names; the principal is the registration's own,
+``run:registration-...``), so the agent verifies it exactly as a dispatch;
 only the scopes the card asks for its first skill are requested. A card without our
 scheme gets no token.
 """

@@ -53,7 +53,8 @@ class DelegationOrder:
     payload: dict[str, Any]
     timeout: float = 30.0
     cancel_after: float | None = None
-    principal: str = OPERATOR
+    # None: the run's own principal, derived from its id (never one shared by runs).
+    principal: str | None = None
     tenant: str = "default"
     # A contract for this delegation only; None: the skill's declared one, or none.
     return_contract: ReturnContract | None = None
@@ -93,7 +94,7 @@ async def _delegate_once(
     if interruption is not None:
         interruption.run_id = run.run_id
     expires_at = int(run.book.parent.expires_at.timestamp())
-    delegator = Delegator(keys, authority, issuer, run.run_id, expires_at, run.owner)
+    delegator = Delegator(keys, run.authority, issuer, run.run_id, expires_at, run.owner)
     wait = WaitPolicy(deadline_seconds=order.timeout)
     proposal = propose(
         run, order.agent, order.skill, order.payload, wait, contract=order.return_contract

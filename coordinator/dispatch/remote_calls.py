@@ -27,7 +27,7 @@ from coordinator.remote.transport import Transport
 
 def remote_of(client: A2AClient, agent: RegisteredAgent) -> Transport:
     """The agent's interface chosen at registration, on ``client``'s limits and pool."""
-    return transport_for(client, agent.interface)
+    return transport_for(client, agent.interface, agent.destinations)
 
 
 async def send(

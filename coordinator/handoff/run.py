@@ -76,6 +76,7 @@ class Run:
             raise UnauditedRun("a run needs an audit trail that writes to a ledger")
         if not self.ownership_path:
             self.ownership_path.append(self.owner)
+        self.authority = self.authority.for_run(self.run_id)
         self.trail.carry(self.store)
         budget = self.authority.budget
         self.book = HandoffBook(

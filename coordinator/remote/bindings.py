@@ -1,8 +1,9 @@
 """The transport for an interface: one place that knows every binding we speak.
 
 :func:`transport_for` gives the :class:`~coordinator.remote.transport.Transport` of an
-interface chosen from a card; :func:`transport_of` accepts a bare JSON-RPC endpoint URL
-as well, for callers that name one (tests, the pilot's in-process peers).
+interface chosen from a card, on a host the agent's destinations allow (the one check of
+:mod:`coordinator.remote.destinations`); :func:`transport_of` accepts a bare JSON-RPC
+endpoint URL as well, for callers that name one (tests, the pilot's in-process peers).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contracts.wire import (
 )
 from coordinator.errors import ProtocolError
 from coordinator.remote.client import A2AClient
+from coordinator.remote.destinations import Destinations, check_destination
 from coordinator.remote.grpc_transport import GrpcTransport
 from coordinator.remote.http_json import HttpJsonTransport
 from coordinator.remote.transport import GRPC, HTTP_JSON, Interface, Transport
@@ -76,8 +78,11 @@ class JsonRpcTransport:
         return card
 
 
-def transport_for(client: A2AClient, interface: Interface) -> Transport:
-    """The transport that speaks ``interface``'s binding at its protocol version."""
+def transport_for(client: A2AClient, interface: Interface, destinations: Destinations) -> Transport:
+    """The transport that speaks ``interface``'s binding at its protocol version, once
+    :func:`~coordinator.remote.destinations.check_destination` allows its URL for the
+    agent (``destinations``): no transport exists for a host the rule refuses."""
+    check_destination(interface.url, destinations)
     if interface.legacy:
         return V03Transport(client, interface)
     if interface.binding == HTTP_JSON:

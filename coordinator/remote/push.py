@@ -6,7 +6,8 @@ given, ``{base_url}/a2a/push/{agent name}``. The receiver accepts it only if
 1. the ``A2A-Push-Signature`` header holds a compact JWS (``typ`` ``a2a-push+jwt``,
    ``alg`` EdDSA or ES256) that verifies with a key pinned when the agent's card was
    registered (never a key the request points to);
-2. its claims say: ``iss`` the agent's JSON-RPC endpoint (its agent id), ``aud`` exactly
+2. its claims say: ``iss`` the identity the verifying key proves (the RFC 9278
+   thumbprint URI of that pinned key, :mod:`agent_cards.identity`), ``aud`` exactly
    this webhook URL, ``iat``/``exp`` current (with leeway) and at most ``max_lifetime``
    apart, ``bodySha256`` the SHA-256 of the exact body, ``taskId`` the task the body is
    about, and that task is one this run is waiting for from that agent;
@@ -38,7 +39,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, b64url_decode, b64url_encode
+from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.wire import StreamResponse
 from coordinator.errors import PushRefused
@@ -149,8 +152,8 @@ class PushReceiver:
             raise PushRefused(404, "unknown_sender")
         if not token:
             raise PushRefused(401, "signature_missing")
-        claims = self._verified_claims(token, sender.keys)
-        self._check_claims(claims, sender.agent.agent_id, self.webhook_url(name), body)
+        claims, key = self._verified_claims(token, sender.keys)
+        self._check_claims(claims, identity_of(key), self.webhook_url(name), body)
         try:
             event = StreamResponse.model_validate(strict_json.loads(body))
         except strict_json.JSONTooDeep as exc:
@@ -166,7 +169,9 @@ class PushReceiver:
             fresh = self._remember(claims["jti"], claims["exp"])
         return event, task_id, fresh
 
-    def _verified_claims(self, token: str, keys: TrustedKeys) -> dict[str, Any]:
+    def _verified_claims(
+        self, token: str, keys: TrustedKeys
+    ) -> tuple[dict[str, Any], VerificationKey]:
         try:
             header = strict_json.loads(b64url_decode(token.split(".", 1)[0]))
         except strict_json.JSONTooDeep as exc:
@@ -188,7 +193,7 @@ class PushReceiver:
             raise PushRefused(401, "signature_invalid") from None
         if not isinstance(claims, dict) or any(name not in claims for name in _CLAIMS):
             raise PushRefused(401, "claims_missing")
-        return claims
+        return claims, key
 
     def _check_claims(
         self, claims: dict[str, Any], issuer: str, audience: str, body: bytes

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import KID_NOT_THUMBPRINT, KeyMaterialError, TrustedKeys
 from agent_cards.signing import (
     V03_FORMS,
@@ -44,6 +45,7 @@ from agent_cards.signing import (
     VerifiedCard,
     verify_card,
 )
+from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.returns import ReturnContract, held_for_review
 from contracts.wire import AgentCard
@@ -52,6 +54,7 @@ from coordinator.errors import FederationError, ProtocolError, RegistryError
 from coordinator.remote.bindings import transport_for
 from coordinator.remote.card_changes import only_narrows, surface
 from coordinator.remote.client import A2AClient, FetchedCard
+from coordinator.remote.destinations import Destinations, Neighbour, authority_of, check_card
 from coordinator.remote.transport import JSONRPC, Interface, choose_interface
 from coordinator.remote.v03.card import card_model, is_v03_card
 from coordinator.storage.datadir import DataDir
@@ -93,6 +96,9 @@ class RegisteredAgent(BaseModel):
     extended_card: dict[str, Any] | None = None
     # Return contracts the operator declared per skill at registration (--return-schema).
     return_contracts: dict[str, ReturnContract] = {}
+    # Origins besides the card's own that the operator allowed this agent's interfaces on
+    # (--allow-origin), as ``host:port``; see coordinator.remote.destinations.
+    allowed_origins: tuple[str, ...] = ()
 
     def return_contract_for(self, skill: str) -> ReturnContract:
         """The declared contract for ``skill``, else the default that admits nothing."""
@@ -108,13 +114,31 @@ class RegisteredAgent(BaseModel):
         return Interface(self.endpoint, self.binding, self.protocol_version, self.tenant)
 
     @property
+    def destinations(self) -> Destinations:
+        """Where requests for this agent may go: its card's origin and the allowances."""
+        return Destinations(self.card_url, self.allowed_origins)
+
+    @property
     def agent_id(self) -> str:
-        """The agent's identifier, whichever binding is used: a delegation token's ``aud``
-        and a push signature's ``iss``. Its card's JSON-RPC 1.x interface URL when it has
-        one (what agents of this project are known by, and what every agent registered
-        before other bindings was), else the URL of the interface used."""
-        jsonrpc = self.agent_card.jsonrpc_interface()
-        return jsonrpc.url if jsonrpc is not None else self.endpoint
+        """The agent's identity, whichever binding is used: a delegation token's ``aud``.
+        The RFC 9278 thumbprint URI of the pinned key that verified its card, computed
+        from the key material (:mod:`agent_cards.identity`), never from a URL or a kid the
+        card states; computed on every read, so agents stored before it work unchanged."""
+        return identity_of(self._verified_key())
+
+    def _verified_key(self) -> VerificationKey:
+        key = _keys_from(self.pinned_jwks).get(self.verified_kid or "")
+        if key is None:
+            raise RegistryError(
+                f"no pinned key of {self.name!r} verified its card; register it again",
+                "agent_identity_unknown",
+            )
+        return key
+
+    def neighbour(self) -> Neighbour:
+        """What another card may not name: this agent's endpoints and origin."""
+        offered = tuple(i.url for i in self.agent_card.supported_interfaces)
+        return Neighbour(self.name, self.card_url, (self.endpoint, *offered))
 
     def skill_ids(self) -> list[str]:
         return [skill.id for skill in self.agent_card.skills]
@@ -234,6 +258,10 @@ class Registry:
         self.trail.flush()
         return kept
 
+    def _others(self, name: str) -> list[Neighbour]:
+        """Every registered agent but ``name``: what its card may not point at."""
+        return [agent.neighbour() for agent in self.agents() if agent.name != name]
+
     def _save(self, agent: RegisteredAgent) -> None:
         stored = self._stored()
         # A new version of the card keeps the return contracts declared for its skills.
@@ -253,13 +281,16 @@ class Registry:
         approve: bool = False,
         return_contracts: Mapping[str, ReturnContract] | None = None,
         caller: CardCaller | None = None,
+        allow_origins: Sequence[str] = (),
     ) -> Registration:
         """Fetch, verify, validate and keep a card; every step is in the ledger on return.
         ``return_contracts`` (per skill) are kept with it, added to any declared before;
-        ``caller`` authenticates the fetch of an extended card."""
+        ``caller`` authenticates the fetch of an extended card; ``allow_origins`` are
+        origins besides the card's own its interfaces may be on (kept with the agent,
+        added to those allowed before)."""
         try:
             registration = await self._register(
-                client, url, name, expect_skill, anchor, approve, caller
+                client, url, name, expect_skill, anchor, approve, caller, allow_origins
             )
             if return_contracts:
                 self._declare(registration.agent, return_contracts)
@@ -293,6 +324,7 @@ class Registry:
         anchor: TrustAnchor | None = None,
         approve: bool = False,
         caller: CardCaller | None = None,
+        allow_origins: Sequence[str] = (),
     ) -> Registration:
         try:
             fetched = await _fetch(client, url)
@@ -312,11 +344,15 @@ class Registry:
             signed = _verified(fetched, trusted)
             kid = signed.kid
             interface = accepted_interface(fetched.card, expect_skill)
+            allowed = allowances(existing, allow_origins)
+            check_card(fetched.card, Destinations(fetched.url, allowed), self._others(name))
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
         verified = {"kid": kid, "form": signed.form, "trust": kind}
-        self.trail.emit("card.verified", data={**facts, **verified})
+        self.trail.emit(
+            "card.verified", data={**facts, **verified, "allowed_origins": list(allowed)}
+        )
         agent = RegisteredAgent(
             name=name,
             card_url=fetched.url,
@@ -331,6 +367,7 @@ class Registry:
             pinned_jwks=trusted.to_jwks(),
             verified_kid=kid,
             verified_form=signed.form,
+            allowed_origins=allowed,
         )
         try:
             agent = await self._with_extended(client, agent, caller)
@@ -355,10 +392,11 @@ class Registry:
                 },
             )
         if status == "unchanged" and existing is not None:
-            agent = existing
+            agent = existing.model_copy(update={"allowed_origins": allowed})
         elif status == "pending_approval" and existing is not None:
             agent = existing.model_copy(
                 update={
+                    "allowed_origins": allowed,
                     "pending_card": fetched.document,
                     "pending_pins": trusted.to_jwks(),
                     "pending_kid": kid,
@@ -376,8 +414,9 @@ class Registry:
             return agent
         what = f"extended card of {agent.name!r}"
         headers = caller(agent) if caller is not None else {}
+        remote = transport_for(client, agent.interface, agent.destinations)
         try:
-            document = await transport_for(client, agent.interface).extended_card(headers)
+            document = await remote.extended_card(headers)
         except FederationError as exc:
             # Not evidence against the verified public card: kept without an extended one.
             self.trail.emit(
@@ -386,14 +425,22 @@ class Registry:
             return agent
         kid = verified_kid(document, _keys_from(agent.pinned_jwks), what)
         try:
-            card_model(document)
+            extended = card_model(document)
         except ValueError as exc:
             raise RegistryError(f"{what} is not an agent card: {exc}", "card_invalid") from None
+        check_card(extended, agent.destinations, self._others(agent.name))
         self.trail.emit(
             "card.extended_verified",
             data={"agent": agent.name, "kid": kid, "card_digest": _digest(document)},
         )
         return agent.model_copy(update={"extended_card": document})
+
+
+def allowances(existing: RegisteredAgent | None, given: Iterable[str]) -> tuple[str, ...]:
+    """The origins allowed for an agent: those given now and those allowed before, each as
+    ``host:port`` (``origin_invalid`` when one names no host)."""
+    before = existing.allowed_origins if existing is not None else ()
+    return tuple(sorted({*before, *(authority_of(origin) for origin in given)}))
 
 
 def held_anchor(

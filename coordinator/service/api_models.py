@@ -6,7 +6,7 @@ fields beyond those named here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -62,6 +62,11 @@ class RegisterRequest(StrictRequest):
     return_finding: list[str] = Field(
         default_factory=list, description="skills that answer with one Finding (our contract)"
     )
+    allow_origins: list[Annotated[str, Field(min_length=1, max_length=2048)]] = Field(
+        default_factory=list,
+        max_length=16,
+        description="origins besides the card's own that its interfaces may be on",
+    )
 
     @model_validator(mode="after")
     def one_anchor(self) -> RegisterRequest:
@@ -89,7 +94,8 @@ class DelegationRequest(StrictRequest):
     input: dict[str, Any]
     timeout: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_SECONDS)
     cancel_after: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_SECONDS)
-    principal: Identifier = "operator"
+    # None: the run's own principal, derived from its id (no two runs share one).
+    principal: Identifier | None = None
     tenant: Identifier = "default"
     wait: bool = Field(default=True, description="drive it here and answer the run document")
     return_schema: dict[str, Any] | None = Field(

@@ -41,6 +41,7 @@ from agent_cards.documents import card_for
 from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.operator_token import check_strength
 from agent_cards.edge.protocol import uvicorn_options
+from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
@@ -104,7 +105,8 @@ def extended_card(card: AgentCard) -> AgentCard:
     """What an authenticated caller sees: the card, saying how its tokens are held."""
     note = (
         " For authenticated callers: every binding takes the same delegation token (aud is"
-        " the JSON-RPC interface URL); one token opens at most one task."
+        " the RFC 9278 thumbprint URI of this card's signing key); one token opens at most"
+        " one task, and sees only the tasks of its handoff."
     )
     return card.model_copy(update={"description": card.description + note})
 
@@ -136,10 +138,11 @@ def jwks_route(keys: KeySet) -> Route:
 
 def create_app(settings: Settings | None = None, *, authorize: Authorize | None = None) -> FastAPI:
     """The app for ``settings``; ``authorize`` overrides the hook the settings imply."""
-    settings = settings or Settings()
-    keys = settings.signing_keys or KeySet(active=SigningKey.generate())
+    settings = with_keys(settings or Settings())
+    keys = settings.signing_keys
+    assert keys is not None
     unsigned = risk_card(settings.public_base_url, grpc_address(settings))
-    _check_agent_id(unsigned, settings)
+    _check_interface_url(unsigned, settings)
     card = signed_card(unsigned, keys.active)
     durable = durable_store(settings)
     audit_log = DecisionLedger(durable.engine if durable else None)
@@ -246,7 +249,8 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
 
 
 def push_configs(settings: Settings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
-    """Push configs whose notifications are signed by the active key as ``agent_id``."""
+    """Push configs whose notifications are signed by the active key, ``iss`` the identity
+    that key proves (its RFC 9278 thumbprint URI, :mod:`agent_cards.identity`)."""
     policy = WebhookPolicy.from_strings(
         settings.push_allowed_networks, allow_public=settings.push_allow_public
     )
@@ -254,7 +258,10 @@ def push_configs(settings: Settings, keys: KeySet, lookup: TaskLookup) -> PushCo
         attempts=settings.push_attempts, first_backoff=settings.push_first_backoff_seconds
     )
     delivery = PushDelivery(
-        key=lambda: keys.active, issuer=settings.agent_id, policy=policy, retry=retry
+        key=lambda: keys.active,
+        issuer=identity_of(keys.active.verification_key()),
+        policy=policy,
+        retry=retry,
     )
     return PushConfigs(lookup, delivery)
 
@@ -285,7 +292,7 @@ def _default_authorize(
         return anonymous
     verifier = DelegationVerifier(
         settings.trusted_issuers,
-        settings.agent_id,
+        settings.audiences,
         replay_guard=replay_guard,
         require_model_budget=settings.model is not None,
     )
@@ -303,10 +310,18 @@ def _default_authorize(
     )
 
 
-def _check_agent_id(card: AgentCard, settings: Settings) -> None:
+def with_keys(settings: Settings) -> Settings:
+    """``settings`` with the card-signing keys its identity is derived from (an in-memory
+    key generated when none are given)."""
+    if settings.signing_keys is not None:
+        return settings
+    return replace(settings, signing_keys=KeySet(active=SigningKey.generate()))
+
+
+def _check_interface_url(card: AgentCard, settings: Settings) -> None:
     interface = card.jsonrpc_interface()
-    if interface is None or interface.url != settings.agent_id:
-        raise ConfigurationError("the card's JSON-RPC interface URL must be the agent id")
+    if interface is None or interface.url != settings.jsonrpc_url:
+        raise ConfigurationError("the card's JSON-RPC interface URL must be under public_base_url")
 
 
 def serve(

@@ -13,8 +13,9 @@
    the task it continues, else ``continuation_mismatch``; its principal is the task's
    owner, since another principal's task reads as not found;
 4. answers with the :class:`~remote_risk.server.jsonrpc.CallContext` whose owner is the token's
-   principal ``(iss, sub, tenant)``. The task store is scoped by owner, so another
-   principal's task reads as not found. For a request that may create a task the context
+   principal ``(iss, sub, tenant)`` with its handoff id (:func:`owner_of`). The task
+   store is scoped by owner, so another principal's task, or a task of another handoff,
+   reads as not found. For a request that may create a task the context
    carries ``claim_task_creation``, which claims the token's ``jti`` (one token, one task);
    the handler calls it only once it knows a task will be created, so a retried send
    answered with its existing task (same idempotency key) does not count as a replay.
@@ -265,8 +266,11 @@ def task_binding_of(get: Callable[[str, str], Any]) -> TaskBinding:
 
 
 def owner_of(grant: Grant) -> str:
-    """The task owner for a grant: its principal ``(iss, sub, tenant)`` as a JSON array."""
-    return strict_json.dumps([grant.iss, grant.sub, grant.tenant]).decode("utf-8")
+    """The task owner for a grant: its principal ``(iss, sub, tenant)`` and the handoff it
+    is bound to, as a JSON array. Every task operation (get, list, cancel, subscribe,
+    push configs, an idempotent resend) is scoped by owner, so a token for handoff H sees
+    only the tasks opened under H: never another run's, nor another handoff's of its run."""
+    return strict_json.dumps([grant.iss, grant.sub, grant.tenant, grant.handoff.id]).decode()
 
 
 # --- the hook --------------------------------------------------------------------------------

@@ -14,7 +14,8 @@
   to the address that was checked, so a name cannot be re-pointed between the check and
   the request.
 * :func:`sign_notification` adds a short-lived compact JWS (``typ`` ``a2a-push+jwt``)
-  signed with the service's own key: ``iss`` the agent id, ``aud`` the webhook URL,
+  signed with the service's own key: ``iss`` that key's identity (its RFC 9278 thumbprint
+  URI), ``aud`` the webhook URL,
   ``iat``, ``exp``, ``jti`` (one per event, the same on every retry, so a receiver can
   drop duplicates), ``taskId`` and ``bodySha256`` (base64url SHA-256 of the exact body).
   A receiver verifies it against the agent's JWK Set; it travels in the

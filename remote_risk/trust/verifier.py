@@ -26,7 +26,10 @@ The checks run in a fixed order, cheapest and least trusting first:
 7. ``exp``, ``nbf`` and ``iat`` with the leeway, then the window itself
    (``iat <= nbf < exp``: a token that can never be valid is refused), and the maximum
    lifetime;
-8. ``aud`` equal to this service's identifier (a single string; an array is refused);
+8. ``aud`` one of this service's identities (a single string; an array is refused):
+   the RFC 9278 thumbprint URI of one of its own card-signing keys, which the service
+   derives from its keys (:meth:`remote_risk.settings.Settings.audiences`), never from a
+   URL in a card;
 9. ``act`` depth, then the full grant shape (a service that spends model requests
    requires the budget claim to name ``model_requests``);
 10. tenant, scope, effect budget and handoff binding against the request;
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -94,6 +97,9 @@ DEFAULT_MAX_LIFETIME = timedelta(minutes=10)
 DEFAULT_LEEWAY = timedelta(seconds=30)
 MAX_LEEWAY = timedelta(minutes=2)
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
+
+# This service's identities at a time: every aud a token for it may name.
+Audiences = Callable[[datetime], Set[str]]
 
 __all__ = [
     "REASONS",
@@ -153,7 +159,7 @@ class DelegationVerifier:
     def __init__(
         self,
         trusted_issuers: Mapping[str, TrustedKeys],
-        audience: str,
+        audience: str | Audiences,
         *,
         clock: Clock = utc_now,
         max_lifetime: timedelta = DEFAULT_MAX_LIFETIME,
@@ -178,7 +184,7 @@ class DelegationVerifier:
             raise ValueError("max_lifetime, max_act_depth and max_token_bytes must be positive")
         # kept as given: an IssuerDirectory changes its keys when it refreshes them
         self._issuers = trusted_issuers
-        self._audience = audience
+        self._audiences = audience if callable(audience) else _fixed(audience)
         self._clock = clock
         self._max_lifetime = int(max_lifetime.total_seconds())
         self._leeway = int(leeway.total_seconds())
@@ -251,7 +257,7 @@ class DelegationVerifier:
         if claims["iss"] != issuer:
             raise deny(R.ISSUER_MISMATCH)
         self._check_times(claims, int(now.timestamp()))
-        if claims["aud"] != self._audience:
+        if claims["aud"] not in self._audiences(now):
             raise deny(R.AUDIENCE_MISMATCH, "the token is meant for another service")
         if _act_depth(claims["act"]) > self._max_act_depth:
             raise deny(R.ACT_CHAIN_TOO_DEEP, f"limit is {self._max_act_depth}")
@@ -336,6 +342,12 @@ class DelegationVerifier:
             raise deny(R.VALIDITY_WINDOW_INVALID, "the token can never be valid")
         if claims["exp"] - claims["iat"] > self._max_lifetime:
             raise deny(R.LIFETIME_TOO_LONG, f"limit is {self._max_lifetime} s")
+
+
+def _fixed(audience: str) -> Audiences:
+    """One identity, whatever the time (a verifier whose caller names it)."""
+    identities = frozenset({audience})
+    return lambda _now: identities
 
 
 def _act_depth(act: Mapping[str, Any]) -> int:

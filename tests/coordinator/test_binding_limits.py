@@ -32,6 +32,7 @@ from contracts.wire import (
 from coordinator.errors import FederationError, ProtocolError, RemoteA2AError, TransportError
 from coordinator.remote.bindings import transport_for
 from coordinator.remote.client import A2AClient, ClientLimits
+from coordinator.remote.destinations import Destinations
 from coordinator.remote.transport import GRPC, HTTP_JSON, Interface
 from tests.servers import free_port, running
 
@@ -99,7 +100,8 @@ def rest() -> Iterator[str]:
 
 async def _send(url: str, binding: str = HTTP_JSON) -> Any:
     async with A2AClient(limits=LIMITS) as client:
-        return await transport_for(client, Interface(url, binding)).send_message(REQUEST)
+        remote = transport_for(client, Interface(url, binding), Destinations(url))
+        return await remote.send_message(REQUEST)
 
 
 @pytest.mark.parametrize(
@@ -130,7 +132,9 @@ def test_an_http_json_stream_stops_at_its_cap(rest: str) -> None:
     async def read() -> int:
         count = 0
         async with A2AClient(limits=LIMITS) as client:
-            remote = transport_for(client, Interface(f"{rest}/endless", HTTP_JSON))
+            remote = transport_for(
+                client, Interface(f"{rest}/endless", HTTP_JSON), Destinations(rest)
+            )
             async for _ in remote.stream_message(REQUEST):
                 count += 1
         return count
@@ -178,7 +182,8 @@ def test_grpc_keeps_the_clients_limits_and_carries_version_token_and_trace() -> 
         caught: list[FederationError] = []
         try:
             async with A2AClient(limits=LIMITS) as client:
-                remote = transport_for(client, Interface(f"127.0.0.1:{port}", GRPC))
+                address = f"127.0.0.1:{port}"
+                remote = transport_for(client, Interface(address, GRPC), Destinations(address))
                 headers = {"Authorization": "Bearer t0ken"}
                 for call in (
                     remote.send_message(REQUEST, headers),

@@ -187,18 +187,28 @@ def test_a_v03_data_part_holds_an_object_only() -> None:
 
 
 def test_an_agent_is_known_by_one_id_whichever_binding_is_used() -> None:
-    """A token's audience does not follow the binding: the card's JSON-RPC URL when it
-    has one (remote_risk checks exactly that on every binding), else the interface used."""
+    """A token's audience follows neither the binding nor any URL the card names: it is
+    the RFC 9278 thumbprint URI of the pinned key that verified the card (what remote_risk
+    checks on every binding)."""
+    from agent_cards.identity import THUMBPRINT_URI_PREFIX
+    from agent_cards.keys import SigningKey
     from coordinator.remote.registry import RegisteredAgent
+
+    key = SigningKey.generate()
 
     def agent(card: AgentCard, endpoint: str, binding: str) -> RegisteredAgent:
         document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
         return RegisteredAgent(
             name="a", card_url="http://h/card", endpoint=endpoint, binding=binding,
-            card=document, registered_at="now",
+            card=document, registered_at="now", pinned_jwks={"keys": [key.public_jwk()]},
+            verified_kid=key.kid,
         )  # fmt: skip
 
     both = _card(("GRPC", "1.0"), ("JSONRPC", "1.0"))
-    assert agent(both, "http://h/GRPC", "GRPC").agent_id == "http://h/JSONRPC"
     rest_only = _card(("HTTP+JSON", "1.0"))
-    assert agent(rest_only, "http://h/HTTP+JSON", "HTTP+JSON").agent_id == "http://h/HTTP+JSON"
+    ids = {
+        agent(both, "http://h/GRPC", "GRPC").agent_id,
+        agent(both, "http://h/JSONRPC", "JSONRPC").agent_id,
+        agent(rest_only, "http://h/HTTP+JSON", "HTTP+JSON").agent_id,
+    }
+    assert ids == {THUMBPRINT_URI_PREFIX + key.kid}

@@ -90,7 +90,7 @@ def risk_endpoint() -> Iterator[str]:
     port = free_port()
     settings = Settings(public_base_url=f"http://127.0.0.1:{port}", skill_delay_seconds=0.3)
     with running(create_app(settings), port=port):
-        yield settings.agent_id
+        yield settings.jsonrpc_url
 
 
 def message() -> Any:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agent_cards.keys import SigningKey
@@ -35,7 +36,7 @@ from contracts.wire import (
 from coordinator.errors import RemoteA2AError
 from coordinator.remote.bindings import transport_for
 from coordinator.remote.client import A2AClient
-from coordinator.remote.transport import Interface
+from coordinator.remote.registry import RegisteredAgent
 
 PEER_KEY = SigningKey.generate()
 BINDINGS = {
@@ -64,8 +65,19 @@ class Peer:
         key_file = self.data / "peer-key.json"
         key_file.write_text(json.dumps(PEER_KEY.public_jwk()))
         return self.federation(
-            "register", self.url, "--name", "echo", "--trust-key", str(key_file), *extra
-        )
+            "register", self.url, "--name", "echo", "--trust-key", str(key_file),
+            *self.allowances(), *extra,
+        )  # fmt: skip
+
+    def allowances(self) -> list[str]:
+        """``--allow-origin`` for each interface of the card off its origin (the gRPC
+        port): what the operator allows after reading the card."""
+        card = httpx.get(self.url + "/.well-known/agent-card.json", timeout=10).json()
+        # a v0.3 card names its interfaces in url and additionalInterfaces
+        listed = card.get("supportedInterfaces") or [card, *card.get("additionalInterfaces", [])]
+        urls = [i["url"] for i in listed]
+        off = [url for url in urls if not url.startswith(self.url)]
+        return [arg for url in off for arg in ("--allow-origin", url)]
 
     def delegate(self, payload: dict[str, Any], *extra: str) -> tuple[int, dict[str, Any]]:
         path = self.data / "input.json"
@@ -215,24 +227,25 @@ def test_a_streamed_task_is_cancelled_with_its_run(streaming_peer: Peer) -> None
     assert document["remote_state"] == "TASK_STATE_CANCELED"
 
 
-def _interface(peer: Peer) -> Any:
-    """The interface registration chose for the peer (as stored)."""
+def _registered(peer: Peer) -> RegisteredAgent:
+    """The peer as registration stored it (the interface it chose, the origins allowed)."""
     registered = peer.register()
     assert registered.returncode == 0, registered.stderr
-    stored = json.loads((peer.data / "agents.json").read_text())["echo"]
-    return Interface(stored["endpoint"], stored["binding"], stored["protocol_version"])
+    return RegisteredAgent.model_validate(
+        json.loads((peer.data / "agents.json").read_text())["echo"]
+    )
 
 
 def test_remote_errors_are_typed_on_every_binding(peer: Peer) -> None:
     """An unknown task and a cancel of a finished one come back, on each binding, as the
     A2A errors JSON-RPC would name (-32001, -32002), with the ErrorInfo reason where the
     binding carries one (v0.3 has none)."""
-    interface = _interface(peer)
+    agent = _registered(peer)
 
     async def errors() -> list[RemoteA2AError]:
         caught: list[RemoteA2AError] = []
         async with A2AClient() as client:
-            remote = transport_for(client, interface)
+            remote = transport_for(client, agent.interface, agent.destinations)
             with pytest.raises(RemoteA2AError) as unknown:
                 await remote.get_task(GetTaskRequest(id="no-such-task"))
             caught.append(unknown.value)

@@ -53,8 +53,9 @@ def registered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("risk-bindings")
     data = DataDir(root / "coordinator")
     coordinator_keys(data)
+    grpc_port = free_port()
     remote = RemoteRiskProcess(
-        root / "remote", data.path("jwks.json"), "--grpc-port", str(free_port())
+        root / "remote", data.path("jwks.json"), "--grpc-port", str(grpc_port)
     )
     remote.start()
     try:
@@ -63,6 +64,7 @@ def registered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         done = _federation(
             data.root, "register", remote.base_url, "--skill", SKILL,
             "--trust-key", str(key_file), "--return-finding", SKILL,
+            "--allow-origin", f"127.0.0.1:{grpc_port}",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         yield data.root
@@ -133,7 +135,8 @@ def test_the_extended_card_verifies_on_each_binding(registered: Path, binding: s
 
     async def fetch(headers: dict[str, str]) -> dict[str, Any]:
         async with A2AClient() as client:
-            return await transport_for(client, agent.interface).extended_card(headers)
+            remote = transport_for(client, agent.interface, agent.destinations)
+            return await remote.extended_card(headers)
 
     document = asyncio.run(fetch(caller(agent)))
     trusted = TrustedKeys.from_json(agent.pinned_jwks)

@@ -29,11 +29,12 @@ _ids = itertools.count(1)
 
 
 def trusted_settings(public_base_url: str, **changes: Any) -> Settings:
-    """Settings trusting the test coordinator's key, with a fixed card key."""
+    """Settings trusting the test coordinator's key, with a card key of its own (unless
+    ``changes`` give one: the service's identity is derived from it)."""
+    changes.setdefault("signing_keys", KeySet(active=SigningKey.generate()))
     return Settings(
         public_base_url=public_base_url,
         trusted_issuers={ISSUER: TrustedKeys([COORDINATOR_KEY.verification_key()])},
-        signing_keys=KeySet(active=SigningKey.generate()),
         **changes,
     )
 
@@ -100,8 +101,9 @@ class Caller:
         task: dict[str, Any] = decoded["result"]["task"]
         return task
 
-    def get_task(self, task_id: str) -> httpx.Response:
-        return self.call("GetTask", {"id": task_id}, self.token("lookup"))
+    def get_task(self, task_id: str, handoff_id: str) -> httpx.Response:
+        """GetTask with a token for ``handoff_id``: a token sees only its handoff's tasks."""
+        return self.call("GetTask", {"id": task_id}, self.token(handoff_id))
 
 
 def refusal_reason(response: httpx.Response) -> tuple[int, str]:

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards.identity import THUMBPRINT_URI_PREFIX
+from agent_cards.jwk import thumbprint_of
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys, b64url_decode
 from agent_cards.signing import CardVerificationError, verify_card
 from contracts.grant import Grant
@@ -430,7 +432,11 @@ def test_card_is_signed_and_verifies_against_the_served_jwks(service: Service) -
     keys = TrustedKeys.from_json(jwks.content)
     active = service.app.state.signing_keys.active
     assert verify_card(card, keys).kid == active.kid
-    assert card["supportedInterfaces"][0]["url"] == service.agent_id
+    assert card["supportedInterfaces"][0]["url"] == service.app.state.settings.jsonrpc_url
+    # its identity, what tokens for it name: its card key's RFC 9278 thumbprint URI
+    assert service.agent_id == THUMBPRINT_URI_PREFIX + thumbprint_of(
+        active.private_key.public_key()
+    )
 
 
 def test_jwks_holds_public_keys_only(service: Service) -> None:

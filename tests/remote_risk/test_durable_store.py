@@ -12,6 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 
+from agent_cards.keys import KeySet, SigningKey
 from contracts.wire import Artifact, Message, Part, Role, TaskState, to_wire
 from remote_risk.storage import DATABASE_FILE, current_revision, migrate, open_engine
 from remote_risk.storage.engine import driver_errors
@@ -35,11 +36,13 @@ def test_tasks_and_used_tokens_survive_a_restart(database_url: str) -> None:
     """A task created before a restart is found by its owner afterwards, a retried send still
     answers it, and the token that created it still cannot create another."""
     port = free_port()
-    with delegated_service(port, database_url=database_url) as (caller, _):
+    # its card key persists, as its key directory does: its identity is the same after
+    kept = {"database_url": database_url, "signing_keys": KeySet(active=SigningKey.generate())}
+    with delegated_service(port, **kept) as (caller, _):
         token = caller.token("h-1")
         created = caller.task_of(caller.send("run-1", "h-1", token=token))
-    with delegated_service(port, database_url=database_url) as (caller, app):
-        found = caller.get_task(created["id"]).json()["result"]
+    with delegated_service(port, **kept) as (caller, app):
+        found = caller.get_task(created["id"], "h-1").json()["result"]
         assert found["id"] == created["id"]
         assert found["status"] == created["status"]
         assert found["artifacts"] == created["artifacts"]
@@ -58,7 +61,7 @@ def test_work_cut_off_by_a_stop_is_resumed_when_the_service_starts_again(tmp_pat
     immediately = {"returnImmediately": True}
     with delegated_service(port, **slow) as (caller, _):
         created = caller.task_of(caller.send("run-1", "h-1", configuration=immediately))
-        left = caller.get_task(created["id"]).json()["result"]
+        left = caller.get_task(created["id"], "h-1").json()["result"]
         assert left["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
     with delegated_service(port, data_dir=tmp_path) as (caller, app):
         retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
@@ -79,7 +82,7 @@ def test_data_dir_holds_the_sqlite_file_in_wal_mode(tmp_path: Path) -> None:
             assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
         mallory = type(caller)(caller.base_url, caller.audience, sub="mallory")
-        assert mallory.get_task(created["id"]).json()["error"]["code"] == -32001
+        assert mallory.get_task(created["id"], "h-1").json()["error"]["code"] == -32001
 
 
 def test_migrations_apply_to_an_empty_database_and_are_idempotent(engine: Engine) -> None:

@@ -84,9 +84,18 @@ def test_a_delegated_send_completes(service: tuple[Caller, str]) -> None:
         "attempt": 1,
     }
     got = asyncio.run(
-        _call(address, "GetTask", a2a_pb2.GetTaskRequest(id=response.task.id), caller.token("x"))
+        _call(
+            address,
+            "GetTask",
+            a2a_pb2.GetTaskRequest(id=response.task.id),
+            caller.token("h-grpc-1"),
+        )
     )
     assert got.id == response.task.id
+    # a token of another handoff does not find it
+    request = a2a_pb2.GetTaskRequest(id=response.task.id)
+    code, _reason = refusal(address, "GetTask", request, caller.token("x"))
+    assert code == grpc.StatusCode.NOT_FOUND
 
 
 def test_no_token_is_unauthenticated(service: tuple[Caller, str]) -> None:

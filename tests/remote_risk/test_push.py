@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey
 from contracts import strict_json
 from contracts.wire import Task, TaskState, to_wire
@@ -48,7 +49,7 @@ def registered(peer: RiskPeer, name: str = "risk") -> RegisteredAgent:
     return RegisteredAgent(
         name=name,
         card_url=peer.base_url + "/.well-known/agent-card.json",
-        endpoint=app.state.settings.agent_id,
+        endpoint=app.state.settings.jsonrpc_url,
         card=to_wire(app.state.card),
         registered_at="2026-01-01T00:00:00Z",
         pinned_jwks=app.state.signing_keys.public_jwks(),
@@ -93,11 +94,12 @@ def _signed_post(
     sent_body: bytes | None = None,
     jti: str = "jti-1",
     audience: str | None = None,
+    issuer: str | None = None,
 ) -> httpx.Response:
     token = sign_notification(
         body,
         key=key,
-        issuer=agent.endpoint,
+        issuer=issuer or identity_of(key.verification_key()),
         audience=audience or receiver.webhook_url(agent.name),
         task_id="task-1",
         jti=jti,
@@ -144,17 +146,22 @@ def test_receiver_refuses_tampering_and_drops_replays(
             await asyncio.to_thread(
                 _signed_post, receiver, agent, body, key, jti="j4", audience="http://elsewhere/"
             ),
+            # iss a URL (what a card names), not the identity the signing key proves
+            await asyncio.to_thread(
+                _signed_post, receiver, agent, body, key, jti="j5", issuer=agent.endpoint
+            ),
         ]
         await asyncio.sleep(0)
         return responses, inbox.pending()
 
     responses, pending = asyncio.run(exercise())
-    accepted, replayed, tampered, foreign, misaddressed = responses
+    accepted, replayed, tampered, foreign, misaddressed, misnamed = responses
     assert accepted.json() == {"accepted": True, "duplicate": False}
     assert replayed.status_code == 200 and replayed.json()["duplicate"] is True
     assert (tampered.status_code, tampered.json()["refused"]) == (401, "body_hash_mismatch")
     assert (foreign.status_code, foreign.json()["refused"]) == (401, "signature_key_unknown")
     assert (misaddressed.status_code, misaddressed.json()["refused"]) == (401, "audience_mismatch")
+    assert (misnamed.status_code, misnamed.json()["refused"]) == (401, "issuer_mismatch")
     assert pending == 1
 
 

@@ -65,11 +65,15 @@ def test_a_delegated_send_completes_and_reads_back(service: Caller) -> None:
     task = sent.json()["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert binding_of(task) == {"handoffId": "h-rest-1", "attempt": 1}
-    got = rest(service, "GET", f"/tasks/{task['id']}", service.token("lookup"), historyLength=0)
+    got = rest(service, "GET", f"/tasks/{task['id']}", service.token("h-rest-1"), historyLength=0)
     assert got.status_code == 200, got.text
     assert got.json()["id"] == task["id"]
-    listed = rest(service, "GET", "/tasks", service.token("lookup"), pageSize=5)
+    listed = rest(service, "GET", "/tasks", service.token("h-rest-1"), pageSize=5)
     assert [t["id"] for t in listed.json()["tasks"]] == [task["id"]]
+    # a token of another handoff sees none of it
+    elsewhere = rest(service, "GET", f"/tasks/{task['id']}", service.token("lookup"))
+    assert elsewhere.status_code == 404, elsewhere.text
+    assert rest(service, "GET", "/tasks", service.token("lookup")).json()["tasks"] == []
 
 
 def test_the_tenant_variant_routes_the_same_operation(service: Caller) -> None:
@@ -78,9 +82,9 @@ def test_the_tenant_variant_routes_the_same_operation(service: Caller) -> None:
     sent = rest(service, "POST", "/tenant-a/message:send", token, message("h-rest-tenant"))
     assert sent.status_code == 200, sent.text
     task_id = sent.json()["task"]["id"]
-    got = rest(service, "GET", f"/tenant-a/tasks/{task_id}", service.token("lookup"))
+    got = rest(service, "GET", f"/tenant-a/tasks/{task_id}", service.token("h-rest-tenant"))
     assert got.status_code == 200, got.text
-    other = rest(service, "GET", f"/tenant-x/tasks/{task_id}", service.token("lookup"))
+    other = rest(service, "GET", f"/tenant-x/tasks/{task_id}", service.token("h-rest-tenant"))
     assert status_of(other) == (403, "PERMISSION_DENIED", "tenant_mismatch")
 
 

@@ -150,12 +150,13 @@ def waiting_task(service: Service, handoff: str) -> dict[str, Any]:
 
 
 def test_a_token_of_another_handoff_cannot_continue_the_task(service: Service) -> None:
-    """The observed attack: a token bound to handoff Y continues X's task. Refused, and the
-    task is untouched."""
+    """The observed attack: a token bound to handoff Y continues X's task. Refused (a
+    token sees only its own handoff's tasks, so X's is not found), and the task is
+    untouched."""
     task = waiting_task(service, "handoff-x")
     params = message(risk_input(), "handoff-y", task_id=task["id"])
     response = service.post("SendMessage", params, token_for(service, "handoff-y"))
-    assert refusal(response)[:2] == (403, "continuation_mismatch")
+    assert response.json()["error"]["code"] == -32001  # TaskNotFound
     after = service.post("GetTask", {"id": task["id"]}, token_for(service, "handoff-x")).json()
     assert after["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert binding_of(after["result"]) == {"handoffId": "handoff-x", "attempt": 1}
