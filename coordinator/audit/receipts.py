@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from contracts import strict_json
 from coordinator.audit.events import AuditEvent
 from coordinator.errors import LedgerError
 
@@ -41,7 +41,7 @@ def protected_header(jws: Mapping[str, Any]) -> dict[str, Any]:
     """The decoded protected header of a flattened JWS (not verified)."""
     try:
         part = str(jws["protected"])
-        header = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        header = strict_json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     except (KeyError, ValueError, binascii.Error):
         raise LedgerError(
             "the receipt's protected header is unreadable", "receipt_invalid"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
@@ -32,6 +31,7 @@ from sqlalchemy import Connection, Engine, select
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import TREE_HEAD_TYP, Head, head_from
 from agent_cards.transparency.statements import StatementInvalid
+from contracts import strict_json
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
 from coordinator.errors import LedgerError
@@ -93,7 +93,7 @@ def key_for(jws: str, keys: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def header_kid(jws: str) -> str | None:
     """The ``kid`` of a compact JWS's protected header, unverified (to pick the key)."""
     try:
-        header = json.loads(b64url_decode(jws.split(".")[0]))
+        header = strict_json.loads(b64url_decode(jws.split(".")[0]))
     except (ValueError, AttributeError, binascii.Error):
         return None
     kid = header.get("kid") if isinstance(header, dict) else None
@@ -108,7 +108,7 @@ def b64url_decode(part: str) -> bytes:
 def read_unverified(jws: str) -> TreeHead:
     """What a kept head's JWS states, without its signature checked (its key retired)."""
     try:
-        claims = json.loads(b64url_decode(jws.split(".")[1]))
+        claims = strict_json.loads(b64url_decode(jws.split(".")[1]))
     except (ValueError, IndexError, binascii.Error):
         raise LedgerError("a tree head is not a compact JWS", "head_invalid") from None
     if not isinstance(claims, dict):

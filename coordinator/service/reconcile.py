@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,6 +44,7 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, extends, verify_head
 from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
+from contracts import strict_json
 from contracts.request_digest import request_digest
 from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
@@ -117,9 +117,10 @@ class RemoteAudit:
 
 def _object(name: str, response: httpx.Response) -> dict[str, Any]:
     try:
-        document = response.json()
-    except (ValueError, RecursionError):
-        raise ProtocolError(f"{name} answered something that is not JSON", "not_json") from None
+        document = strict_json.loads(response.content)
+    except strict_json.StrictJSONError as exc:  # not_json, or json_too_deep
+        message = f"{name} answered something that is not JSON we read: {exc}"
+        raise ProtocolError(message, exc.reason) from None
     if not isinstance(document, dict):
         raise ProtocolError(f"{name} answered JSON that is not an object", "not_json")
     return document
@@ -130,7 +131,7 @@ def _object(name: str, response: httpx.Response) -> dict[str, Any]:
 
 def _receipt_claims(receipt: Mapping[str, Any]) -> dict[str, Any]:
     payload = compact(receipt).split(".")[1]
-    claims: dict[str, Any] = json.loads(
+    claims: dict[str, Any] = strict_json.loads(
         base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
     )
     return claims
@@ -176,7 +177,10 @@ def _included(entry: Mapping[str, Any], head: Head) -> dict[str, Any] | None:
     leaf = merkle.leaf_hash(digest)
     if not merkle.verify_inclusion(seq - 1, head.tree_size, leaf, proof, head.root):
         return None
-    record: dict[str, Any] = json.loads(canonical)
+    try:
+        record: dict[str, Any] = strict_json.loads(canonical)
+    except ValueError:  # a record no one can read (too deep, say) proves nothing
+        return None
     return record
 
 

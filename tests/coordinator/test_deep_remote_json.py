@@ -25,18 +25,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, b64url_encode
 from agent_cards.signing import sign_card
 from agent_cards.transparency.statements import StatementInvalid, unverified_header
 from contracts import strict_json
 from contracts.wire import SendMessageRequest
-from coordinator.errors import ProtocolError
+from coordinator.audit.receipts import protected_header
+from coordinator.audit.tree_heads import header_kid, read_unverified
+from coordinator.errors import LedgerError, ProtocolError
 from coordinator.remote.client import A2AClient
 from coordinator.remote.http_json import HttpJsonTransport
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.transport import HTTP_JSON, Interface
 from coordinator.service.api import create_api
+from coordinator.service.reconcile import _object as reconcile_object
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
@@ -240,7 +244,7 @@ def test_deep_push_notification_is_refused(receiver: PushReceiver, rogue: str) -
     token = sign_notification(
         DEEP_OBJECT,
         key=KEY,
-        issuer=agent.endpoint,
+        issuer=identity_of(KEY.verification_key()),
         audience=receiver.webhook_url(agent.name),
         task_id="task-1",
         jti="jti-deep",
@@ -285,3 +289,18 @@ def test_the_depth_rule_counts_exactly(text: str, too_deep: bool) -> None:
             strict_json.check_depth(text)
     else:
         strict_json.check_depth(text)
+
+
+def test_deep_audit_documents_are_refused_not_a_crash() -> None:
+    """A receipt's or a tree head's JWS parts, and a remote's audit answer, 20,000 deep."""
+    deep_part = b64url_encode(DEEP)
+    with pytest.raises(LedgerError) as receipt:
+        protected_header({"protected": deep_part, "payload": "e30", "signature": "c2ln"})
+    assert receipt.value.reason == "receipt_invalid"
+    assert header_kid(deep_part + ".e30.c2ln") is None
+    with pytest.raises(LedgerError) as head:
+        read_unverified("e30." + deep_part + ".c2ln")
+    assert head.value.reason == "head_invalid"
+    with pytest.raises(ProtocolError) as answer:
+        reconcile_object("rogue", httpx.Response(200, content=DEEP))
+    assert answer.value.reason == "json_too_deep"
