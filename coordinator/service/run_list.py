@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from contracts import strict_json
 from coordinator.errors import UsageError
 from coordinator.storage.runs import RunStore
 
@@ -116,7 +117,7 @@ def encode_cursor(key: tuple[str, str]) -> str:
 def decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, run_id = json.loads(raw)
+        created_at, run_id = strict_json.loads(raw)
     except (binascii.Error, ValueError, TypeError):
         raise UsageError("the cursor is not one this coordinator issued", "bad_cursor") from None
     if not isinstance(created_at, str) or not isinstance(run_id, str):

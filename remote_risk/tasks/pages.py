@@ -12,6 +12,7 @@ import binascii
 import json
 from datetime import UTC, datetime
 
+from contracts import strict_json
 from remote_risk import errors
 
 
@@ -29,7 +30,7 @@ def encode_page_token(key: tuple[datetime, int]) -> str:
 def decode_page_token(token: str) -> tuple[datetime, int]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        stamp, sequence = json.loads(raw)
+        stamp, sequence = strict_json.loads(raw)
         at = datetime.fromisoformat(stamp)
         if not isinstance(sequence, int) or at.tzinfo is None:
             raise ValueError

@@ -33,7 +33,7 @@ from contracts import strict_json
 from contracts.wire import SendMessageRequest
 from coordinator.audit.receipts import protected_header
 from coordinator.audit.tree_heads import header_kid, read_unverified
-from coordinator.errors import LedgerError, ProtocolError
+from coordinator.errors import LedgerError, ProtocolError, UsageError
 from coordinator.remote.client import A2AClient
 from coordinator.remote.http_json import HttpJsonTransport
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
@@ -41,6 +41,7 @@ from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.transport import HTTP_JSON, Interface
 from coordinator.service.api import create_api
 from coordinator.service.reconcile import _object as reconcile_object
+from coordinator.service.run_list import decode_cursor
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
@@ -304,3 +305,9 @@ def test_deep_audit_documents_are_refused_not_a_crash() -> None:
     with pytest.raises(ProtocolError) as answer:
         reconcile_object("rogue", httpx.Response(200, content=DEEP))
     assert answer.value.reason == "json_too_deep"
+
+
+def test_a_deep_run_list_cursor_is_a_bad_cursor() -> None:
+    with pytest.raises(UsageError) as refused:
+        decode_cursor(b64url_encode(DEEP))
+    assert refused.value.reason == "bad_cursor"

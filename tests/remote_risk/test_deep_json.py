@@ -57,3 +57,10 @@ def test_a_bearer_token_with_a_deep_header_is_refused(base: str) -> None:
     answer = httpx.post(base + JSONRPC_PATH, content=body, headers=headers, timeout=30)
     assert answer.status_code in (400, 401), answer.text
     assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_deep_page_token_is_invalid_params(peer: RiskPeer) -> None:
+    """ListTasks' pageToken is the caller's to write: a 20,000-deep one is refused."""
+    token = b64url_encode(DEEP)
+    answer = peer.call("ListTasks", {"pageToken": token})
+    assert answer["error"]["code"] == -32602, answer
