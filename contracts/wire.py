@@ -9,7 +9,7 @@ Every member ProtoJSON may leave out reads as its default: a proto3 field withou
 presence (a string, number, bool, enum, repeated field or map) at its default value is
 not printed, so absent and default are one input and get one verdict. Such a field here
 defaults to ``""``, ``0``, ``[]``, ``{}`` or the zero enum, and the default is validated
-like a value sent (``validate_default``): an absent ``messageId`` is refused as an empty
+like a value sent: an absent ``messageId`` is refused as an empty
 one is, an absent ``StringList.list`` is the empty scope list. Fields with presence
 (``optional`` scalars, oneof members, messages) stay ``None`` when absent, except a
 card's ``capabilities``, whose absence declares nothing (protobuf reads it as empty); a
@@ -53,8 +53,21 @@ class WireModel(BaseModel):
         extra="forbid",
         frozen=True,
         allow_inf_nan=False,
-        validate_default=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_as_sent(cls, data: Any) -> Any:
+        """A member left out that has a default other than None is validated as if it had
+        been sent at that default: absent and default are one input (see the module)."""
+        if not isinstance(data, dict):
+            return data
+        absent = {
+            info.alias or name: info.get_default(call_default_factory=True)
+            for name, info in cls.model_fields.items()
+            if info.default is not None and (info.alias or name) not in data and name not in data
+        }
+        return {**data, **absent} if absent else data
 
 
 def to_wire(model: BaseModel) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from agent_cards.bindings.protojson import from_proto
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import SDK_FORM, SPEC_FORM, sign_card, verify_card
 from contracts import wire
+from contracts.a2a_errors import ERROR_INFO_TYPE, TASK_NOT_FOUND
+from coordinator.remote.wire_errors import from_http_status_body
 from tests.interop.proto_messages import messages
 
 # Each message of a2a.proto and the model that reads it; the others are carried inside
@@ -168,3 +170,19 @@ def test_cards_signed_by_us_verify_with_the_sdk(card: ProtoMessage) -> None:
         signed = sign_card(printed(card, defaults), KEY)
         assert verify_card(signed, PINNED).form == SPEC_FORM
         SDK_VERIFIER(json_format.ParseDict(signed, sdk.AgentCard()))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"status": "NOT_FOUND"},
+        {"details": [{"@type": ERROR_INFO_TYPE, "reason": TASK_NOT_FOUND.reason}]},
+        {"code": 404, "status": "NOT_FOUND", "message": "", "details": []},
+    ],
+)
+def test_a_status_body_without_its_default_members_names_the_same_error(
+    error: dict[str, Any],
+) -> None:
+    """An HTTP+JSON error body is a ``google.rpc.Status``: without ``message``, ``code``
+    or ``details`` (ProtoJSON leaves them out when empty) it still names its A2A error."""
+    assert from_http_status_body(404, {"error": error}, "peer").code == TASK_NOT_FOUND.code
