@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from agent_cards.identity import identity_of
 from contracts.grant import Budget
 from contracts.handoff import HandoffState
 from coordinator.authority.delegator import (
@@ -32,7 +33,7 @@ from coordinator.dispatch.driver import RemoteOutcome
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.adversarial_model import AdversarialModel, adversarial_model, answer_reply, broken_json
@@ -139,7 +140,7 @@ def test_a_token_whose_model_budget_is_unbounded_is_refused(risk: str) -> None:
     claims = tokens.delegation_claims(
         now=int(time.time()),
         issuer=ISSUER,
-        audience=f"{risk}{JSONRPC_PATH}",
+        audience=identity_of(REMOTE_KEYS.active.verification_key()),
         scope="risk:interpret",
     )
     caller = Caller(risk, claims["aud"])
