@@ -173,15 +173,17 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     root = tmp_path_factory.mktemp("console")
     data = root / "data"
     cases = run_demo(data)
-    port = free_port()
+    port, port_b = free_port(), free_port()
     peer = HostilePeer(f"http://127.0.0.1:{port}")
-    with running(peer.app(), port=port):
+    # a second agent of its own (its own address and key): one address is one agent
+    peer_b = HostilePeer(f"http://127.0.0.1:{port_b}")
+    with running(peer.app(), port=port), running(peer_b.app(), port=port_b):
         register_peer(data, peer, "hostile")
-        register_peer(data, peer, "hostile-b")
+        register_peer(data, peer_b, "hostile-b")
         refused_run = refused_delegation(data)
-        peer.asks_for_more = True
+        peer.asks_for_more = peer_b.asks_for_more = True
         register_peer(data, peer, "hostile", held=True)
-        register_peer(data, peer, "hostile-b", held=True)
+        register_peer(data, peer_b, "hostile-b", held=True)
         slow = start_slow_risk(root, data)
         token_file = root / "operator-token"
         token_file.write_text(TOKEN + "\n")

@@ -364,11 +364,14 @@ def test_return_contracts_travel_through_the_api_and_server_cli(
 
     key_file = tmp_path / "risk-keys.json"
     key_file.write_text(json.dumps(deployment.risk_app.state.signing_keys.public_jwks()))
+    # one address is one agent: each registration of the same service replaces the last
     register = ["register", deployment.risk, "--trust-key", str(key_file), "--name", "plain"]
+    assert _cli(capsys, "agents", "remove", "remote-risk")[0] == 0
     assert _cli(capsys, *register)[0] == 0
     code, out = _cli(capsys, *delegate, "--to", "plain")
     assert code == 1 and json.loads(out)["local_state"] == "RETURNED_UNVERIFIED"
     declared = [*register[:-1], "declared", "--return-finding", SKILL]
+    assert _cli(capsys, "agents", "remove", "plain")[0] == 0
     assert _cli(capsys, *declared)[0] == 0
     code, out = _cli(capsys, *delegate, "--to", "declared")
     assert code == 0 and json.loads(out)["return_contract"]["kind"] == "finding"
