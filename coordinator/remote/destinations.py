@@ -10,7 +10,9 @@ that is where the bytes go.
 
 :func:`check_card` runs at registration: every interface the card lists must be allowed,
 and none may be the endpoint, or on the origin, of another registered agent (a card
-naming another agent's address is refused even when that origin is allowed).
+naming another agent's address is refused even when that origin is allowed); an agent is
+another when its identity (the key its card verified with) differs, so one agent may be
+registered under two names.
 :func:`check_destination` runs before any transport for an agent is made
 (:func:`coordinator.remote.bindings.transport_for`), so sends, reads, cancels, streams,
 subscriptions and the extended card fetch all go through it, and no byte leaves for a host
@@ -50,11 +52,14 @@ class Destinations:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """Another registered agent: its name, the endpoints its card lists and its origin."""
+    """Another registered agent: its name, the endpoints its card lists and its origin,
+    and its identity (None: unknown), by which the same agent under another name is told
+    from a card pointing at someone else."""
 
     name: str
     card_url: str
     endpoints: tuple[str, ...]
+    identity: str | None = None
 
     def authorities(self) -> frozenset[str]:
         return frozenset({authority_of(self.card_url), *map(authority_of, self.endpoints)})

@@ -138,7 +138,11 @@ class RegisteredAgent(BaseModel):
     def neighbour(self) -> Neighbour:
         """What another card may not name: this agent's endpoints and origin."""
         offered = tuple(i.url for i in self.agent_card.supported_interfaces)
-        return Neighbour(self.name, self.card_url, (self.endpoint, *offered))
+        try:
+            identity: str | None = self.agent_id
+        except RegistryError:
+            identity = None
+        return Neighbour(self.name, self.card_url, (self.endpoint, *offered), identity)
 
     def skill_ids(self) -> list[str]:
         return [skill.id for skill in self.agent_card.skills]
@@ -258,9 +262,11 @@ class Registry:
         self.trail.flush()
         return kept
 
-    def _others(self, name: str) -> list[Neighbour]:
-        """Every registered agent but ``name``: what its card may not point at."""
-        return [agent.neighbour() for agent in self.agents() if agent.name != name]
+    def _others(self, name: str, identity: str) -> list[Neighbour]:
+        """Every other registered agent (neither ``name`` nor the same ``identity``
+        under another name): what its card may not point at."""
+        others = (agent.neighbour() for agent in self.agents() if agent.name != name)
+        return [other for other in others if other.identity != identity]
 
     def _save(self, agent: RegisteredAgent) -> None:
         stored = self._stored()
@@ -345,7 +351,8 @@ class Registry:
             kid = signed.kid
             interface = accepted_interface(fetched.card, expect_skill)
             allowed = allowances(existing, allow_origins)
-            check_card(fetched.card, Destinations(fetched.url, allowed), self._others(name))
+            others = self._others(name, identity_of(trusted_key(trusted, kid)))
+            check_card(fetched.card, Destinations(fetched.url, allowed), others)
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
@@ -428,7 +435,7 @@ class Registry:
             extended = card_model(document)
         except ValueError as exc:
             raise RegistryError(f"{what} is not an agent card: {exc}", "card_invalid") from None
-        check_card(extended, agent.destinations, self._others(agent.name))
+        check_card(extended, agent.destinations, self._others(agent.name, agent.agent_id))
         self.trail.emit(
             "card.extended_verified",
             data={"agent": agent.name, "kid": kid, "card_digest": _digest(document)},
@@ -441,6 +448,13 @@ def allowances(existing: RegisteredAgent | None, given: Iterable[str]) -> tuple[
     ``host:port`` (``origin_invalid`` when one names no host)."""
     before = existing.allowed_origins if existing is not None else ()
     return tuple(sorted({*before, *(authority_of(origin) for origin in given)}))
+
+
+def trusted_key(trusted: TrustedKeys, kid: str) -> VerificationKey:
+    """The pinned key whose computed kid verified a card."""
+    key = trusted.get(kid)
+    assert key is not None  # verify_card returns the kid of a key in ``trusted``
+    return key
 
 
 def held_anchor(

@@ -28,6 +28,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import TrustedKeys
 from remote_risk.server.app import JSONRPC_PATH, create_app
 from remote_risk.settings import REST_PATH, Settings
@@ -128,11 +129,19 @@ def trusted_risk_url() -> Iterator[str]:
         yield url
 
 
+def identity_at(risk_url: str) -> str:
+    """The service's identity as a caller learns it: the RFC 9278 thumbprint URI of the
+    key its card is signed with (the one its JWK Set serves), computed by the caller."""
+    served = httpx.get(risk_url + "/.well-known/jwks.json", timeout=10).json()
+    (key,) = TrustedKeys.from_json(served)
+    return identity_of(key)
+
+
 def delegation_token(risk_url: str, handoff_id: str) -> str:
     claims = tokens.delegation_claims(
         now=int(time.time()),
         issuer=ISSUER,
-        audience=risk_url + JSONRPC_PATH,
+        audience=identity_at(risk_url),
         scope="risk:interpret",
         handoff_id=handoff_id,
         jti=f"jti-{handoff_id}",
