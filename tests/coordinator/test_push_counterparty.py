@@ -19,10 +19,10 @@ from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
 from coordinator.remote.registry import RegisteredAgent
 from remote_risk.server.webhooks import sign_notification
 from tests.remote_risk.conftest import RiskPeer, risk_peer
-from tests.remote_risk.test_push import registered
-from tests.servers import free_port, running
+from tests.remote_risk.test_push import receiver, registered
 
 TASK = "task-of-the-genuine-agent"
+__all__ = ["receiver"]  # the real receiver on loopback, as test_push starts it
 
 
 @pytest.fixture(scope="module")
@@ -31,17 +31,12 @@ def peer() -> Iterator[RiskPeer]:
         yield running_peer
 
 
-@pytest.fixture
-def receiver() -> Iterator[PushReceiver]:
-    port = free_port()
-    push_receiver = PushReceiver(f"http://127.0.0.1:{port}")
-    with running(push_receiver.app, port=port):
-        yield push_receiver
-
-
 def _rogue(genuine: RegisteredAgent, key: SigningKey) -> RegisteredAgent:
     """The rogue as registered: its own name and the key the operator pinned for it."""
-    return genuine.model_copy(update={"name": "rogue", "pinned_jwks": {"keys": [key.public_jwk()]}})
+    pinned = {"keys": [key.public_jwk()]}
+    return genuine.model_copy(
+        update={"name": "rogue", "pinned_jwks": pinned, "verified_kid": key.kid}
+    )
 
 
 def _attack(
@@ -81,23 +76,23 @@ def _post(receiver: PushReceiver, path_agent: str, key: SigningKey, issuer: str)
     )
 
 
-def test_a_rogue_signing_with_its_own_key_cannot_push_at_the_genuine_agents_address(
-    peer: RiskPeer, receiver: PushReceiver
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        # at the genuine agent's address, the rogue's key is not one pinned there
+        ("genuine", (401, "signature_key_unknown")),
+        # at its own address and key, the genuine agent's task is not the rogue's to report
+        ("rogue", (404, "unknown_task")),
+    ],
+)
+def test_a_rogue_signing_with_its_own_key_cannot_push_for_the_genuine_agent(
+    peer: RiskPeer, receiver: PushReceiver, address: str, reason: tuple[int, str]
 ) -> None:
-    """Signed with the rogue's pinned key, naming the genuine agent: not its key there."""
-    genuine = registered(peer)
+    """Either way the rogue posts about the genuine agent's task, it is refused."""
+    active = peer.app.state.signing_keys.active
+    genuine = registered(peer).model_copy(update={"verified_kid": active.kid})
     rogue_key = SigningKey.generate()
     rogue = _rogue(genuine, rogue_key)
-    refused = _attack(receiver, (genuine, rogue), genuine.name, rogue_key, genuine.agent_id)
-    assert (refused.status_code, refused.json()["refused"]) == (401, "signature_key_unknown")
-
-
-def test_a_rogue_cannot_push_another_agents_task_through_its_own_address(
-    peer: RiskPeer, receiver: PushReceiver
-) -> None:
-    """Under its own address and key, the genuine agent's task is not the rogue's to report."""
-    genuine = registered(peer)
-    rogue_key = SigningKey.generate()
-    rogue = _rogue(genuine, rogue_key)
-    refused = _attack(receiver, (genuine, rogue), rogue.name, rogue_key, rogue.agent_id)
-    assert (refused.status_code, refused.json()["refused"]) == (404, "unknown_task")
+    posing_as = genuine if address == "genuine" else rogue
+    refused = _attack(receiver, (genuine, rogue), posing_as.name, rogue_key, posing_as.agent_id)
+    assert (refused.status_code, refused.json()["refused"]) == reason
