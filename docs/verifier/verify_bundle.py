@@ -260,7 +260,7 @@ def checked_key(jwk: Any) -> str:
     if jwk.get("use", "sig") != "sig" or jwk.get("alg", alg) != alg:
         raise ValueError("a key's use or alg is not for this signature")
     ops = jwk.get("key_ops")
-    if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
+    if "key_ops" in jwk and (not isinstance(ops, list) or "verify" not in ops):
         raise ValueError("a key's key_ops does not allow verify")
     kid = thumbprint(jwk)
     if jwk.get("kid", kid) != kid:
