@@ -85,7 +85,29 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"not JSON: {name}")
 
 
+MAX_DEPTH = 64
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects, brackets inside strings not counted."""
+    deepest = depth = 0
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
+
+
 def strict_json(text: str | bytes) -> Any:
+    """RFC 8259 JSON text; refused (ValueError): a duplicate member name, NaN or Infinity,
+    a leading byte order mark in a string, nesting deeper than 64 arrays and objects."""
+    if isinstance(text, str) and text.startswith("\ufeff"):
+        raise ValueError("a byte order mark is not JSON")
+    if _nesting(text.decode("utf-8") if isinstance(text, bytes) else text) > MAX_DEPTH:
+        raise ValueError("nested too deep")
     return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
 
 
@@ -308,6 +330,8 @@ def _verified_head(tree_head: str, anchor: Anchor) -> Head:
     header, payload = strict_json(b64url_decode(parts[0])), strict_json(b64url_decode(parts[1]))
     if not isinstance(header, dict) or not isinstance(payload, dict):
         raise ValueError("not objects")
+    if set(header) != {"alg", "kid", "typ"}:
+        raise ValueError("header members")
     if header.get("alg") != "EdDSA" or header.get("typ") != "ledger-tree-head+jwt":
         raise ValueError("header")
     key = Ed25519PublicKey.from_public_bytes(b64url_decode(anchor.jwk["x"]))
@@ -351,7 +375,7 @@ def _check_event(
     digest = hashlib.sha256(raw).digest()
     if digest.hex() != event["hash"]:
         raise Refused("hash_mismatch", seq)
-    record = _record_of(raw, seq, run_id)
+    record = _record_of(event["canonical"], seq, run_id)
     _check_canonical(record, raw, seq)
     _check_link(record, previous, seq)
     leaf = hashlib.sha256(b"\x00" + digest).digest()
@@ -361,9 +385,9 @@ def _check_event(
     return record
 
 
-def _record_of(raw: bytes, seq: int, run_id: str) -> dict[str, Any]:
+def _record_of(canonical: str, seq: int, run_id: str) -> dict[str, Any]:
     try:
-        record = strict_json(raw)
+        record = strict_json(canonical)
     except ValueError as error:
         raise Refused("malformed", seq) from error
     if not _record_form(record) or record["seq"] != seq or record["run_id"] != run_id:

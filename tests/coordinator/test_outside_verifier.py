@@ -316,3 +316,130 @@ def test_every_key_file_is_judged_alike(case: str, genuine: dict[str, Any]) -> N
     if isinstance(document, dict):
         carried["jwks"] = document if "keys" in document else {"keys": [document, EC]}
     agree(carried, "unanchored")
+
+
+# --- insiders with their own tooling: what our `audit prove` would never write ---------
+
+
+def _mth(leaves: list[bytes]) -> bytes:
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1 << ((len(leaves) - 1).bit_length() - 1)
+    return outside.node(_mth(leaves[:k]), _mth(leaves[k:]))
+
+
+def _path(index: int, leaves: list[bytes]) -> list[bytes]:
+    """RFC 9162 2.1.3.1 PATH(index, leaves)."""
+    if len(leaves) <= 1:
+        return []
+    k = 1 << ((len(leaves) - 1).bit_length() - 1)
+    if index < k:
+        return [*_path(index, leaves[:k]), _mth(leaves[k:])]
+    return [*_path(index - k, leaves[k:]), _mth(leaves[:k])]
+
+
+def _b64(value: Any) -> str:
+    return outside.b64url(value if isinstance(value, bytes) else json.dumps(value).encode())
+
+
+def _resigned(bundle: dict[str, Any], header: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The coordinator's operator, with its real key, re-hashes the events as they now
+    read, proves them in a tree of its own (other leaves made up) and signs its head."""
+    leaves = [hashlib.sha256(bytes([n])).digest() for n in range(bundle["events"][-1]["seq"])]
+    for entry in bundle["events"]:
+        digest = hashlib.sha256(entry["canonical"].encode("utf-8", "surrogatepass")).digest()
+        entry["hash"], leaves[entry["seq"] - 1] = digest.hex(), b"\x00" + digest
+    leaves = [hashlib.sha256(leaf).digest() if len(leaf) == 33 else leaf for leaf in leaves]
+    for entry in bundle["events"]:
+        entry["inclusion_proof"] = [p.hex() for p in _path(entry["seq"] - 1, leaves)]
+    claims = {"iss": "coordinator", "tree_size": len(leaves), "root_hash": _mth(leaves).hex()}
+    kid = public_jwk(built.COORDINATOR)["kid"]
+    header = header or {"alg": "EdDSA", "kid": kid, "typ": "ledger-tree-head+jwt"}
+    signing_input = f"{_b64(header)}.{_b64(claims | {'issued_at': '2025-05-01T12:00:00Z'})}"
+    signature = built.COORDINATOR.sign(signing_input.encode())
+    bundle["tree_head"] = f"{signing_input}.{_b64(signature)}"
+    return bundle
+
+
+def _first_record(edit: Callable[[str], str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def forge(bundle: dict[str, Any]) -> dict[str, Any]:
+        bundle["events"][0]["canonical"] = edit(bundle["events"][0]["canonical"])
+        return _resigned(bundle)
+
+    return forge
+
+
+def _datum(text_of_value: str) -> Callable[[str], str]:
+    return lambda canonical: canonical.replace(
+        '"data":{"index":1}', '"data":{"index":1,"z":' + text_of_value + "}", 1
+    )
+
+
+KID = public_jwk(built.COORDINATOR)["kid"]
+RESIGNED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "as it was": _resigned,
+    "a byte order mark before the record": _first_record(lambda c: "\ufeff" + c),
+    "nested 64 deep": _first_record(_datum("[" * 62 + "]" * 62)),
+    "nested 65 deep": _first_record(_datum("[" * 63 + "]" * 63)),
+    "nested 3000 deep": _first_record(_datum("[" * 3000 + "]" * 3000)),
+    "a float 1.0": _first_record(_datum("1.0")),
+    "an integer of 2^53": _first_record(_datum("9007199254740992")),
+    "an escaped e-acute": _first_record(_datum('"\\u00e9"')),
+    "an escaped lone surrogate": _first_record(_datum('"\\ud800"')),
+    "Infinity": _first_record(_datum("Infinity")),
+    "attempt true": _first_record(lambda c: c.replace('"attempt":1', '"attempt":true', 1)),
+    "a head header member more": lambda b: _resigned(
+        b, {"alg": "EdDSA", "crit": ["x"], "kid": KID, "typ": "ledger-tree-head+jwt"}
+    ),
+    "a head header without typ": lambda b: _resigned(b, {"alg": "EdDSA", "kid": KID}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESIGNED))
+def test_a_coordinator_signing_odd_records_is_judged_alike(
+    case: str, genuine: dict[str, Any]
+) -> None:
+    forged = RESIGNED[case](copy.deepcopy(genuine))
+    for mode in MODES[:2]:
+        agree(forged, mode)
+
+
+def _without(
+    claims: tuple[str, ...], event_type: str, members: tuple[str, ...]
+) -> Callable[[dict[str, Any], Path], dict[str, Any]]:
+    def forge(genuine: dict[str, Any], path: Path) -> dict[str, Any]:
+        records = [json.loads(entry["canonical"]) for entry in genuine["events"]]
+        stated = {k: v for k, v in built.claims().items() if k not in claims}
+        for record in records:
+            if record["event_type"] == event_type:
+                record["data"] = {k: v for k, v in record["data"].items() if k not in members}
+        return _relogged(records, stated, path)
+
+    return forge
+
+
+# Both parties leave a member out: an absent member equals nothing, not another absent one.
+ABSENT: dict[str, tuple[Callable[[dict[str, Any], Path], dict[str, Any]], str]] = {
+    "no state stated, none observed": (
+        _without(("state",), "remote.state_observed", ("remote_state",)),
+        "receipt_mismatch",
+    ),
+    "no req_digest stated, none bound": (
+        _without(("req_digest",), "grant.minted", ("req_digest",)),
+        "receipt_mismatch",
+    ),
+    "no iss stated, no aud minted": (
+        _without(("iss",), "grant.minted", ("aud",)),
+        "receipt_mismatch",
+    ),
+    "no jti minted": (_without((), "grant.minted", ("jti",)), "token_mismatch"),
+    "no handoff_id stated": (_without(("handoff_id",), "", ()), "receipt_mismatch"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ABSENT))
+def test_a_member_both_parties_leave_out_binds_nothing(
+    case: str, genuine: dict[str, Any], tmp_path: Path
+) -> None:
+    forge, reason = ABSENT[case]
+    assert agree(forge(genuine, tmp_path / "l.db")) == reason
