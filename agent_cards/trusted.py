@@ -126,7 +126,7 @@ def verification_key_from_jwk(jwk: Any) -> VerificationKey:
     if "use" in jwk and jwk["use"] != "sig":
         raise KeyMaterialError(f"key use {jwk['use']!r} is not 'sig'")
     key_ops = jwk.get("key_ops")
-    if key_ops is not None and (not isinstance(key_ops, list) or "verify" not in key_ops):
+    if "key_ops" in jwk and (not isinstance(key_ops, list) or "verify" not in key_ops):
         raise KeyMaterialError("key_ops does not allow 'verify'")
     kid = jwk.get("kid")
     if "kid" in jwk and (not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid)):

@@ -37,7 +37,7 @@ from coordinator.audit.anchors import Anchors
 from coordinator.audit.bundles import BUNDLE_FORMAT, verify_bundle
 from coordinator.audit.events import GENESIS_HASH
 from coordinator.audit.proofs import PROOF_FORMAT
-from coordinator.audit.receipt_binding import check_receipts
+from coordinator.audit.receipt_binding import check_receipts, same_member
 from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.audit.tree_heads import TreeHead, key_for, verify_tree_head
 from coordinator.audit.verification import Break, BundleBroken, VerifyReport
@@ -204,8 +204,8 @@ def _tokens(bundle: Mapping[str, Any], records: Mapping[int, Mapping[str, Any]])
         data = record.get("data") or {}
         if not (
             record.get("event_type") == GRANT_EVENT
-            and data.get("jti") == token.get("jti")
-            and data.get("claims_digest") == token.get("claims_digest")
+            and same_member(data, "jti", token, "jti")
+            and same_member(data, "claims_digest", token, "claims_digest")
         ):
             raise BundleBroken(
                 token["seq"], Break.TOKEN_MISMATCH, "not what the included event records"

@@ -89,7 +89,7 @@ def _bound(
     attempt: Any = claims.get("attempt")
     ours: Any = record["attempt"]
     task_id = claims.get("task_id")
-    if claims.get("handoff_id") != record["handoff_id"]:
+    if not same_member(claims, "handoff_id", record, "handoff_id"):
         problem: str | None = "the receipt's handoff_id is not the event's"
     elif not (_is_int(attempt) and _is_int(ours) and 1 <= attempt <= ours):
         problem = "the receipt's attempt is not between 1 and the event's"
@@ -97,7 +97,9 @@ def _bound(
         problem = "the receipt's task_id is not the event's remote_task_id"
     else:
         problem = _token_problem(record, claims, records)
-    if problem is None and claims.get("state") != _final_state(record, records):
+    if problem is None and not same_member(
+        claims, "state", _final_state(record, records), "remote_state"
+    ):
         problem = "the receipt's state is not the last state the ledger observed"
     if problem is not None:
         raise BundleBroken(seq, Break.RECEIPT_MISMATCH, problem)
@@ -121,24 +123,27 @@ def _token_problem(
     grant = next((data for data in grants if data.get("jti") == jti), None)
     if not isinstance(jti, str) or grant is None:
         return "the receipt's jti is no token the ledger minted for the handoff"
-    if grant.get("req_digest") != claims.get("req_digest"):
+    if not same_member(grant, "req_digest", claims, "req_digest"):
         return "the receipt's req_digest is not the one the token bound"
     if not isinstance(claims.get("iss"), str) or grant.get("aud") != claims.get("iss"):
         return "the receipt's iss is not the audience the token was minted for"
     return None
 
 
-def _final_state(record: Mapping[str, Any], records: Records) -> Any:
-    """The remote state the ledger last observed for the receipt's task, if any."""
+def same_member(one: Mapping[str, Any], name: str, other: Mapping[str, Any], as_: str) -> bool:
+    """``one[name]`` equals ``other[as_]``; a member that is absent equals nothing, not
+    even another absent member (docs/audit-bundle.md, "equals")."""
+    return name in one and as_ in other and one[name] == other[as_]
+
+
+def _final_state(record: Mapping[str, Any], records: Records) -> Mapping[str, Any]:
+    """The data of the state the ledger last observed for the receipt's task ({} if none)."""
     observed = [
         seq
         for seq, r in records.items()
         if r["event_type"] == STATE_EVENT and _same_task(r, record)
     ]
-    return records[max(observed)]["data"].get("remote_state") if observed else _NOTHING
-
-
-_NOTHING = object()
+    return records[max(observed)]["data"] if observed else {}
 
 
 def _same_task(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:

@@ -81,7 +81,29 @@ def strict_json(text: str | bytes) -> Any:
 
     if isinstance(text, str) and text.startswith("\ufeff"):
         raise ValueError("a byte order mark before the document")
+    check_depth(text.decode("utf-8") if isinstance(text, bytes) else text)
     return json.loads(text, object_pairs_hook=unique, parse_constant=constant)
+
+
+MAX_DEPTH = 64
+
+
+def check_depth(text: str) -> None:
+    """ValueError when arrays and objects nest deeper than MAX_DEPTH (outside strings)."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = char == "\\", char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError(f"arrays and objects nest deeper than {MAX_DEPTH}")
+        elif char in "]}":
+            depth -= 1
 
 
 def strict_object(text: str | bytes) -> dict[str, Any]:
@@ -260,7 +282,7 @@ def checked_key(jwk: Any) -> str:
     if jwk.get("use", "sig") != "sig" or jwk.get("alg", alg) != alg:
         raise ValueError("a key's use or alg is not for this signature")
     ops = jwk.get("key_ops")
-    if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
+    if "key_ops" in jwk and (not isinstance(ops, list) or "verify" not in ops):
         raise ValueError("a key's key_ops does not allow verify")
     kid = thumbprint(jwk)
     if jwk.get("kid", kid) != kid:
@@ -380,6 +402,8 @@ def check_head_jws(jws: str, key: dict[str, Any], minimum: int) -> tuple[int, by
         claims = strict_object(b64url(parts[1]))
     except ValueError as exc:
         raise Failed(0, "head_invalid", f"the tree head is unreadable: {exc}") from None
+    if set(header) != {"alg", "kid", "typ"}:
+        raise Failed(0, "head_invalid", "the tree head's header is not exactly alg, kid, typ")
     if header.get("alg") != "EdDSA" or header.get("typ") != TREE_HEAD_TYP:
         raise Failed(0, "head_invalid", "the tree head's alg or typ is wrong")
     try:
@@ -474,8 +498,8 @@ def check_tokens(bundle: dict[str, Any], records: dict[int, dict[str, Any]]) -> 
         data = record.get("data", {})
         if not (
             record.get("event_type") == "grant.minted"
-            and data.get("jti") == token.get("jti")
-            and data.get("claims_digest") == token.get("claims_digest")
+            and same_member(data, "jti", token, "jti")
+            and same_member(data, "claims_digest", token, "claims_digest")
         ):
             raise Failed(token["seq"], "token_mismatch", "not what the included event records")
 
@@ -547,7 +571,7 @@ def check_receipt_binding(
     ours: Any = record["attempt"]
     task_id = claims.get("task_id")
     problem: str | None
-    if claims.get("handoff_id") != record["handoff_id"]:
+    if not same_member(claims, "handoff_id", record, "handoff_id"):
         problem = "the receipt's handoff_id is not the event's"
     elif not (is_int(attempt) and is_int(ours) and 1 <= attempt <= ours):
         problem = "the receipt's attempt is not between 1 and the event's"
@@ -555,7 +579,9 @@ def check_receipt_binding(
         problem = "the receipt's task_id is not the event's remote_task_id"
     else:
         problem = token_problem(record, claims, records)
-    if problem is None and claims.get("state") != final_state(record, records):
+    if problem is None and not same_member(
+        claims, "state", final_state(record, records), "remote_state"
+    ):
         problem = "the receipt's state is not the last state the ledger observed"
     if problem is not None:
         raise Failed(seq, "receipt_mismatch", problem)
@@ -577,7 +603,7 @@ def token_problem(
     grant = next((data for data in grants if data.get("jti") == jti), None)
     if not isinstance(jti, str) or grant is None:
         return "the receipt's jti is no token the ledger minted for the handoff"
-    if grant.get("req_digest") != claims.get("req_digest"):
+    if not same_member(grant, "req_digest", claims, "req_digest"):
         return "the receipt's req_digest is not the one the token bound"
     if not isinstance(claims.get("iss"), str) or grant.get("aud") != claims.get("iss"):
         return "the receipt's iss is not the audience the token was minted for"
@@ -597,10 +623,13 @@ def final_state(record: dict[str, Any], records: dict[int, dict[str, Any]]) -> A
         for seq, r in records.items()
         if r["event_type"] == "remote.state_observed" and same_task(r, record)
     ]
-    return records[max(observed)]["data"].get("remote_state") if observed else NOTHING
+    return records[max(observed)]["data"] if observed else {}
 
 
-NOTHING = object()
+def same_member(one: dict[str, Any], name: str, other: dict[str, Any], as_: str) -> bool:
+    """``one[name]`` equals ``other[as_]``; an absent member equals nothing, not even
+    another absent member."""
+    return name in one and as_ in other and one[name] == other[as_]
 
 
 def check_receipt_artifacts(

@@ -139,6 +139,7 @@ def test_trusted_keys_from_jwks_and_single_jwk() -> None:
         ({"kty": "oct", "k": "c2VjcmV0"}, "symmetric key"),
         ({"use": "enc"}, "use is not sig"),
         ({"key_ops": ["encrypt"]}, "key_ops without verify"),
+        ({"key_ops": None}, "key_ops present but no array"),
         ({"alg": "ES256"}, "alg disagrees with the key type"),
         ({"kid": 7}, "kid not a string"),
         ({"kid": "../etc/passwd"}, "kid not a plain identifier"),
