@@ -33,12 +33,14 @@ from agent_cards.transparency.receipts import (
 )
 from contracts.handoff import HandoffState
 from contracts.returns import finding_contract
+from contracts.wire import Task, to_wire
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import RECEIPT_EVENT
 from coordinator.audit.signing import public_jwk
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
+from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
@@ -227,3 +229,30 @@ def test_a_failed_task_with_artifacts_proves_with_the_artifacts_its_receipt_cove
     )
     out, err = checked.communicate(timeout=60)
     assert checked.returncode == 0, out + err
+
+
+def test_a_receipt_by_a_second_pinned_key_is_not_in_the_audiences_name() -> None:
+    """An agent with two pinned keys: its tokens' audience is the identity of the one that
+    verified its card. A receipt signed by the other, naming that other key's identity,
+    is its signer's, not the audience's: refused; naming the audience, it is no longer
+    its signer's: refused too. Only the signer that is the audience passes."""
+    task = Task.model_validate({**completed("Policy forbids refund execution."), "metadata": {}})
+    keys = TrustedKeys.from_json({"keys": [CARD_KEY.public_jwk(), OTHER_KEY.public_jwk()]})
+    audience = identity_of(CARD_KEY.verification_key())
+    expected = ReceiptExpectation(keys, "ho-1", 1, {}, audience=audience)
+
+    def verdict(signer: SigningKey, issuer: str) -> str:
+        bound = Bound(handoff_id="ho-1", attempt=1, jti=None, req_digest=None)
+        claims = receipt_claims(to_wire(task), bound, issuer)
+        receipt = issue_receipt(claims, signer)
+        signed = task.model_copy(
+            update={"metadata": {RECEIPTS_EXTENSION_URI: {"receipt": receipt}}}
+        )
+        checked = receipt_problem(signed, expected)
+        return checked if isinstance(checked, str) else "kept"
+
+    assert verdict(OTHER_KEY, identity_of(OTHER_KEY.verification_key())) == (
+        "receipt_issuer_mismatch"
+    )
+    assert verdict(OTHER_KEY, audience) == "receipt_issuer_mismatch"
+    assert verdict(CARD_KEY, audience) == "kept"
