@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import sign_card
 from agent_cards.transparency.heads import sign_head
@@ -111,7 +112,7 @@ class Rogue:
             jti=token.get("jti"),
             req_digest=token.get("req_digest"),
         )
-        claims = receipt_claims(task, bound, f"{self.base}/rpc")
+        claims = receipt_claims(task, bound, identity_of(self.key.verification_key()))
         claims["log_head"] = sign_head(1, FORGED_ROOT, self.key, self.victim_log).jws
         receipt = issue_receipt(claims, self.key)
         task["metadata"] = {**binding, RECEIPTS_EXTENSION_URI: {"receipt": receipt}}

@@ -3,17 +3,23 @@
 
 The check itself is one place, in return admission
 (:mod:`coordinator.handoff.receipt_check`); here are its inputs: the keys pinned for the
-agent at registration, and the tokens this coordinator minted for the handoff (``jti``
-and ``req_digest`` of each ``grant.minted`` event). A verified receipt is kept as a
-``handoff.receipt`` event, and the remote's signed tree head it carries as a witnessed
-head in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
+agent at registration, the tokens this coordinator minted for the handoff (``jti`` and
+``req_digest`` of each ``grant.minted`` event) and the audience they were minted for
+(the agent's identity). A verified receipt is kept as a ``handoff.receipt`` event, with,
+in the same transaction, a row of ``artifacts`` holding the exact artifacts its digest
+covers (``[]`` when none; whether or not return admission judged them, so a proof
+bundle can carry them), and the remote's signed tree head it carries as a witnessed head
+in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
 verified it (the log it names is kept as stated, and never looked up by).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterator, Mapping
+
+from sqlalchemy import Connection
 
 from agent_cards.transparency.heads import verify_head_signer
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
@@ -21,14 +27,21 @@ from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
+from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
 from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
+from coordinator.errors import RegistryError
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
+from coordinator.storage import driver
+from coordinator.storage.runs import Step
+from coordinator.storage.schema import artifacts
 
 logger = logging.getLogger(__name__)
 RECEIPT_REFUSED_EVENT = "handoff.receipt_refused"
+# The ``decision`` of the artifacts row kept with a receipt (not a verdict on them).
+COVERED_BY_RECEIPT = "covered_by_receipt"
 
 
 def declares_receipts(agent: RegisteredAgent) -> bool:
@@ -99,7 +112,16 @@ def expectation_for(
         handoff_id=record.handoff_id,
         attempt=record.attempt,
         minted=MintedTokens(run, record),
+        audience=_identity(agent),
     )
+
+
+def _identity(agent: RegisteredAgent) -> str | None:
+    """The audience :mod:`coordinator.dispatch.grants` mints the agent's tokens for."""
+    try:
+        return agent.agent_id
+    except RegistryError:
+        return None
 
 
 def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, task: Task) -> None:
@@ -122,6 +144,7 @@ def keep_receipt(
     """Keep a verified receipt in the ledger and the remote's head it carries as witnessed
     (its row written with the handoff's next durable point)."""
     run.emit(RECEIPT_EVENT, record, **receipt_data(receipt.jws))
+    run.trail.write_with(_covered_row(run, record, receipt.artifacts))
     log_head = receipt.claims.get("log_head")
     if log_head is None:
         return
@@ -134,3 +157,23 @@ def keep_receipt(
         head.iss, head.tree_size, head.root_hash, head.issued_at, head.kid, head.jws
     )
     run.trail.write_with(head_row(witnessed, head.iss, WITNESSED, signer))
+
+
+def _covered_row(run: Run, record: HandoffRecord, content: str) -> Step:
+    """Writes the exact artifacts a kept receipt covers as a row of ``artifacts``."""
+    encoded = content.encode()
+    row = {
+        "run_id": run.run_id,
+        "attempt_id": record.attempt_id,
+        "decision": COVERED_BY_RECEIPT,
+        "reason": COVERED_BY_RECEIPT,
+        "content_hash": "sha256:" + hashlib.sha256(encoded).hexdigest(),
+        "size": len(encoded),
+        "content": content,
+        "received_at": timestamp(utc_now()),
+    }
+
+    def write(connection: Connection) -> None:
+        driver.execute(connection, driver.insert_sql(artifacts.name, row), row)
+
+    return write

@@ -5,9 +5,12 @@ must send, with its terminal task, a receipt signed by a key pinned for it at
 registration, stating exactly the task returned (id, artifact digest, state), the
 handoff it was opened under (id, an attempt not later than ours), and a delegation token
 this coordinator minted for that handoff (its ``jti``, with the ``req_digest`` that token
-bound). Anything else is refused before the artifact is judged: ``receipt_missing``,
-``receipt_invalid`` (does not verify with the pinned key), ``receipt_mismatch``. A
-verified receipt is kept in the ledger (``handoff.receipt``).
+bound), issued (``iss``) by the agent whose key signed it: the identity
+(:mod:`agent_cards.identity`) of the pinned key that verified it, which is also the
+audience the handoff's tokens were minted for. Anything else is refused before the
+artifact is judged: ``receipt_missing``, ``receipt_invalid`` (does not verify with the
+pinned key), ``receipt_mismatch``, ``receipt_issuer_mismatch``. A verified receipt is
+kept in the ledger (``handoff.receipt``) with the exact artifacts its digest covers.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_cards.identity import identity_of
 from agent_cards.transparency.receipts import check_receipt, receipt_of
-from agent_cards.transparency.statements import StatementInvalid
+from agent_cards.transparency.statements import StatementInvalid, unverified_header
 from agent_cards.trusted import TrustedKeys
+from contracts import strict_json
 from contracts.wire import Task, to_wire
 
 
@@ -31,12 +36,16 @@ class ReceiptExpectation:
     attempt: int
     # jti -> req_digest of every token this coordinator minted for the handoff
     minted: Mapping[str, str | None]
+    # the ``aud`` those tokens were minted for: the agent's identity (None: none known)
+    audience: str | None = None
 
 
 @dataclass(frozen=True)
 class CheckedReceipt:
     jws: str
     claims: dict[str, Any]
+    # the exact artifacts its ``artifact_digest`` covers (JSON text, ``[]`` for none)
+    artifacts: str = "[]"
 
 
 def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedReceipt:
@@ -54,7 +63,27 @@ def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedRe
         or not _ours(claims.get("jti"), claims.get("req_digest"), expected.minted)
     ):
         return "receipt_mismatch"
-    return CheckedReceipt(str(receipt), claims)
+    if not _issued_by_signer(str(receipt), claims, expected):
+        return "receipt_issuer_mismatch"
+    return CheckedReceipt(str(receipt), claims, covered_artifacts(task))
+
+
+def _issued_by_signer(
+    receipt: str, claims: Mapping[str, Any], expected: ReceiptExpectation
+) -> bool:
+    """The receipt's ``iss`` is the identity of the pinned key that verified it (found by
+    the thumbprint kid that key was looked up by), and the audience of the handoff's tokens."""
+    key = expected.keys.get(str(unverified_header(receipt).get("kid")))
+    issuer = claims.get("iss")
+    if key is None or issuer != identity_of(key):
+        return False
+    return expected.audience is None or issuer == expected.audience
+
+
+def covered_artifacts(task: Task) -> str:
+    """The artifacts ``task`` returned as the exact JSON text kept (the encoding of the
+    ``artifact.*`` events' ``content_hash``), which a receipt's digest covers."""
+    return strict_json.dumps([to_wire(artifact) for artifact in task.artifacts or []]).decode()
 
 
 def _ours(jti: Any, req_digest: Any, minted: Mapping[str, str | None]) -> bool:

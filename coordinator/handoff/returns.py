@@ -28,9 +28,14 @@ import referencing.exceptions
 from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
 from contracts.returns import ReturnContract, ReturnContractKind
-from contracts.wire import Artifact, Part, Task, TaskState, to_wire
+from contracts.wire import Artifact, Part, Task, TaskState
 from coordinator.errors import describe_validation
-from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
+from coordinator.handoff.receipt_check import (
+    CheckedReceipt,
+    ReceiptExpectation,
+    covered_artifacts,
+    receipt_problem,
+)
 
 K = ReturnContractKind
 HELD_FOR_REVIEW = "held_for_review"
@@ -60,7 +65,7 @@ class Admission:
 
 
 def content_digest(task: Task) -> tuple[str, int]:
-    encoded = strict_json.dumps([to_wire(artifact) for artifact in task.artifacts or []])
+    encoded = covered_artifacts(task).encode()
     return "sha256:" + hashlib.sha256(encoded).hexdigest(), len(encoded)
 
 

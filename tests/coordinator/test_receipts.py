@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import sign_card
 from agent_cards.transparency.receipts import (
@@ -31,14 +33,19 @@ from agent_cards.transparency.receipts import (
 )
 from contracts.handoff import HandoffState
 from contracts.returns import finding_contract
+from contracts.wire import Task, to_wire
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import RECEIPT_EVENT
+from coordinator.audit.signing import public_jwk
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
+from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
+from tests.processes import federation
 from tests.runs import new_run
 from tests.servers import running
 
@@ -53,6 +60,12 @@ FINDING = {
 CARD_KEY = SigningKey.generate()
 OTHER_KEY = SigningKey.generate()
 PINNED = TrustAnchor(keys=TrustedKeys.from_json(CARD_KEY.public_jwk()))
+# The ``iss`` a mode's receipt states other than its signer's identity: its URL (the old
+# habit), or another agent's identity (what a rogue with its own pinned key would claim).
+ISSUERS = {
+    "url-issuer": "http://127.0.0.1/url-issuer/rpc",
+    "names-another": identity_of(OTHER_KEY.verification_key()),
+}
 
 
 def card(base: str, mode: str) -> dict[str, Any]:
@@ -94,6 +107,8 @@ class Remote:
         metadata = envelope["params"].get("message", {}).get("metadata", {})
         binding = {"handoffId": metadata.get("handoffId"), "attempt": metadata.get("attempt")}
         task = {**completed("Policy forbids refund execution."), "metadata": binding}
+        if mode == "failed":  # fails the task, yet returns an artifact with it
+            task["status"] = {**task["status"], "state": "TASK_STATE_FAILED"}
         if mode != "missing":
             task["metadata"] = {
                 **binding,
@@ -108,7 +123,9 @@ class Remote:
         binding = task["metadata"]
         handoff = "ho-someone-else" if mode == "other-handoff" else binding["handoffId"]
         bound = Bound(handoff_id=handoff, attempt=binding["attempt"], jti=None, req_digest=None)
-        claims = receipt_claims(task, bound, f"{self.base}/{mode}/rpc")
+        claims = receipt_claims(
+            task, bound, ISSUERS.get(mode, identity_of(CARD_KEY.verification_key()))
+        )
         return issue_receipt(claims, OTHER_KEY if mode == "other-key" else CARD_KEY)
 
 
@@ -166,6 +183,8 @@ def test_an_honest_receipt_is_verified_and_kept(remote: Remote, tmp_path: Path) 
         ("other-key", "receipt_invalid"),
         ("other-handoff", "receipt_mismatch"),
         ("missing", "receipt_missing"),
+        ("names-another", "receipt_issuer_mismatch"),
+        ("url-issuer", "receipt_issuer_mismatch"),
     ],
 )
 def test_a_receipt_that_does_not_vouch_for_the_answer_is_refused(
@@ -178,3 +197,62 @@ def test_a_receipt_that_does_not_vouch_for_the_answer_is_refused(
     assert (outcome.record.state, outcome.record.reason) == (HandoffState.REJECTED, reason)
     assert outcome.finding is None
     assert receipts_in_ledger(run) == []
+
+
+def test_a_failed_task_with_artifacts_proves_with_the_artifacts_its_receipt_covers(
+    remote: Remote, tmp_path: Path
+) -> None:
+    """A remote fails the task and returns an artifact with it, under an honest receipt.
+    Return admission never judges it, yet the receipt is kept, and so are the exact
+    artifacts it covers: the run's genuine proof bundle carries them, and
+    ``federation audit verify --bundle`` with the reader's own keys says ok."""
+    run = new_run(owner="coordinator")
+    outcome = delegate(remote, "failed", tmp_path, run)
+    assert outcome.record.state is HandoffState.FAILED, outcome.record.reason
+    assert len(receipts_in_ledger(run)) == 1
+    ledger = run.trail.ledger
+    assert ledger is not None
+    coordinator = Ed25519PrivateKey.generate()
+    remote_keys = [CARD_KEY.public_jwk()]
+    bundle = prove_run(ledger, run.run_id, coordinator, remote_keys=remote_keys)
+    (carried,) = bundle["artifacts"]
+    assert json.loads(carried["content"])[0]["artifactId"] == "a1"
+    files = {"bundle.json": bundle, "coordinator.jwk": public_jwk(coordinator)}
+    files["remote.jwk"] = CARD_KEY.public_jwk()
+    for name, document in files.items():
+        (tmp_path / name).write_text(json.dumps(document))
+    checked = federation(
+        tmp_path / "reader",
+        *("audit", "verify", "--bundle", str(tmp_path / "bundle.json")),
+        *("--coordinator-key", str(tmp_path / "coordinator.jwk")),
+        *("--remote-key", str(tmp_path / "remote.jwk")),
+    )
+    out, err = checked.communicate(timeout=60)
+    assert checked.returncode == 0, out + err
+
+
+def test_a_receipt_by_a_second_pinned_key_is_not_in_the_audiences_name() -> None:
+    """An agent with two pinned keys: its tokens' audience is the identity of the one that
+    verified its card. A receipt signed by the other, naming that other key's identity,
+    is its signer's, not the audience's: refused; naming the audience, it is no longer
+    its signer's: refused too. Only the signer that is the audience passes."""
+    task = Task.model_validate({**completed("Policy forbids refund execution."), "metadata": {}})
+    keys = TrustedKeys.from_json({"keys": [CARD_KEY.public_jwk(), OTHER_KEY.public_jwk()]})
+    audience = identity_of(CARD_KEY.verification_key())
+    expected = ReceiptExpectation(keys, "ho-1", 1, {}, audience=audience)
+
+    def verdict(signer: SigningKey, issuer: str) -> str:
+        bound = Bound(handoff_id="ho-1", attempt=1, jti=None, req_digest=None)
+        claims = receipt_claims(to_wire(task), bound, issuer)
+        receipt = issue_receipt(claims, signer)
+        signed = task.model_copy(
+            update={"metadata": {RECEIPTS_EXTENSION_URI: {"receipt": receipt}}}
+        )
+        checked = receipt_problem(signed, expected)
+        return checked if isinstance(checked, str) else "kept"
+
+    assert verdict(OTHER_KEY, identity_of(OTHER_KEY.verification_key())) == (
+        "receipt_issuer_mismatch"
+    )
+    assert verdict(OTHER_KEY, audience) == "receipt_issuer_mismatch"
+    assert verdict(CARD_KEY, audience) == "kept"
