@@ -55,6 +55,7 @@ def risk_url() -> Iterator[RegisteredAgent]:
             registered_at="2025-01-01T00:00:00Z",
             # the card key, as registration pins it (its receipts verify with it)
             pinned_jwks=app.state.signing_keys.public_jwks(),
+            verified_kid=app.state.signing_keys.active.kid,
         )
 
 

@@ -89,6 +89,7 @@ def risk_with_injected_summary() -> Iterator[tuple[RegisteredAgent, list[str]]]:
                     card=to_wire(app.state.card),
                     registered_at="2025-01-01T00:00:00Z",
                     pinned_jwks=app.state.signing_keys.public_jwks(),
+                    verified_kid=app.state.signing_keys.active.kid,
                 ),
                 [],
             )
