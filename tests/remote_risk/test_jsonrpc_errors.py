@@ -78,13 +78,15 @@ def test_unknown_method_is_method_not_found(peer: RiskPeer) -> None:
 
 
 def test_invalid_params_message_names_the_field(peer: RiskPeer) -> None:
-    """A message without messageId answers -32602 naming params.message.messageId."""
+    """A message without messageId answers -32602 naming params.message.messageId; an
+    absent member reads as its default (ProtoJSON omits an empty string), so the verdict is
+    the one an empty messageId gets."""
     message = user_message(risk_input())
     del message["messageId"]
     error = error_of(peer.call("SendMessage", {"message": message}))
     assert error["code"] == -32602
     assert reason(error) == "INVALID_PARAMS"
-    assert error["message"] == "params.message.messageId: field required"
+    assert error["message"] == "params.message.messageId: string should have at least 1 character"
 
 
 def test_invalid_params_lists_several_problems(peer: RiskPeer) -> None:
