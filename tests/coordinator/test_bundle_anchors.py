@@ -273,11 +273,9 @@ def test_a_bad_receipt_left_out_of_the_list_is_still_checked(tmp_path: Path) -> 
     assert both(forged, tmp_path) == ("receipt_invalid", "receipt_invalid")
 
 
-def test_an_event_not_in_rfc_8785_form_is_refused(tmp_path: Path) -> None:
-    """The operator stores its last event in another JSON form of the same record and
-    rehashes it (nothing follows it to break): the coordinator signs a head over it, but
-    a bundle of it is refused."""
-    ledger = write_ledger(tmp_path / "l.db", {}, [issue_receipt(claims(), REMOTE)])
+def not_rfc_8785_bundle(path: Path) -> dict[str, Any]:
+    """A bundle whose last event is stored in another JSON form of its record, rehashed."""
+    ledger = write_ledger(path, {}, [issue_receipt(claims(), REMOTE)])
     seq, _ = ledger.head()
     with ledger.engine.begin() as connection:
         body = connection.execute(
@@ -288,7 +286,14 @@ def test_an_event_not_in_rfc_8785_form_is_refused(tmp_path: Path) -> None:
             text("UPDATE audit_events SET canonical = :body, hash = :hash WHERE seq = :seq"),
             {"body": spaced, "hash": hashlib.sha256(spaced.encode()).hexdigest(), "seq": seq},
         )
-    forged = prove(ledger, artifacts=[CONTENT])
+    return prove(ledger, artifacts=[CONTENT])
+
+
+def test_an_event_not_in_rfc_8785_form_is_refused(tmp_path: Path) -> None:
+    """The operator stores its last event in another JSON form of the same record and
+    rehashes it (nothing follows it to break): the coordinator signs a head over it, but
+    a bundle of it is refused."""
+    forged = not_rfc_8785_bundle(tmp_path / "l.db")
     assert both(forged, tmp_path) == ("not_canonical", "not_canonical")
 
 

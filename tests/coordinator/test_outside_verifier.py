@@ -21,7 +21,6 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import text
 
 from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import issue_receipt
@@ -145,21 +144,6 @@ def _bad_receipt_left_out(path: Path) -> dict[str, Any]:
     return forged
 
 
-def _not_rfc_8785(path: Path) -> dict[str, Any]:
-    ledger = built.write_ledger(path, {}, [issue_receipt(built.claims(), built.REMOTE)])
-    seq, _ = ledger.head()
-    with ledger.engine.begin() as connection:
-        body = connection.execute(
-            text("SELECT canonical FROM audit_events WHERE seq = :seq"), {"seq": seq}
-        ).scalar_one()
-        spaced = json.dumps(json.loads(body), sort_keys=True)
-        connection.execute(
-            text("UPDATE audit_events SET canonical = :body, hash = :hash WHERE seq = :seq"),
-            {"body": spaced, "hash": hashlib.sha256(spaced.encode()).hexdigest(), "seq": seq},
-        )
-    return built.prove(ledger, artifacts=[built.CONTENT])
-
-
 def _another_audience(path: Path) -> dict[str, Any]:
     return _kept(
         path, issue_receipt(built.claims(iss="https://elsewhere.example/a2a"), built.REMOTE)
@@ -173,7 +157,7 @@ def _end_to_end(path: Path) -> dict[str, Any]:
 INSIDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "coordinator: ledger rewritten, signed with a new key": _rewritten_with_a_new_key,
     "coordinator: rewritten end to end (audit cli)": _end_to_end,
-    "coordinator: an event not in RFC 8785 form": _not_rfc_8785,
+    "coordinator: an event not in RFC 8785 form": built.not_rfc_8785_bundle,
     "remote: a fresh key under the real kid": _fresh_key_under_the_real_kid,
     "remote: a key the reader did not give": _key_not_given,
     "remote: a bad receipt left out of the list": _bad_receipt_left_out,
