@@ -7,6 +7,7 @@ violation) and photographed."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from tests.console.peer import MARKUP
 if not REQUIRED:
     pytest.importorskip("playwright", reason="playwright is a test dependency (.[test])")
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Dialog, Page, Route, expect
 
 # What each demo case's run ends as (the runs list's state column).
 DEMO_STATES = {
@@ -30,6 +31,7 @@ DEMO_STATES = {
     "handoff": "ACCEPTED",
 }
 SERIOUS = {"serious", "critical"}
+POLL_SECONDS = 1.5  # console.js POLL_MS
 expect.set_options(timeout=20_000)
 
 
@@ -165,6 +167,13 @@ def test_markup_from_a_remote_is_shown_as_text(page: Page, deployment: Deploymen
     no_markup_ran(page)
 
 
+def answered_after_two_polls(route: Route) -> None:
+    """The form's POST reaches the coordinator now; its answer reaches the page later."""
+    answer = route.fetch(max_redirects=0)
+    time.sleep(2 * POLL_SECONDS + 0.5)
+    route.fulfill(response=answer)
+
+
 def test_a_live_run_updates_and_is_cancelled_from_its_page(
     session: Any, page: Page, deployment: Deployment, screenshots: Path
 ) -> None:
@@ -183,6 +192,9 @@ def test_a_live_run_updates_and_is_cancelled_from_its_page(
     expect(branch.locator('[data-field="state"]')).to_have_text("RUNNING")
     accessible(run_page, screenshots, "run-live")
     run_page.fill("#reason", "opened by mistake")
+    # The cancel is stored before any remote is told, so the page's poll sees the run end
+    # while the form's answer is still on its way; held here for two polls to be sure.
+    run_page.route("**/cancel", answered_after_two_polls)
     run_page.click("form.cancel button")
     expect(run_page.locator(".notice")).to_contain_text("cancelled")
     expect(run_page.locator("#run-state")).to_have_text("cancelled")

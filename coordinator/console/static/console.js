@@ -4,6 +4,12 @@
 
 (function () {
   const POLL_MS = 1500;
+  // Once the operator submits a form, its answer is what the page shows next: a poll that
+  // saw the run end meanwhile must not navigate away and lose that answer (its notice).
+  let submitted = false;
+  document.addEventListener("submit", function () {
+    submitted = true;
+  });
 
   async function fetchJson(url) {
     let response;
@@ -89,7 +95,7 @@
             if (target) target.textContent = branch[field] || "-";
           }
         }
-        if (run.state !== initial) {
+        if (run.state !== initial && !submitted) {
           // ended: the whole page (timeline, artifacts) anew, by GET whatever showed it
           window.location.assign(main.dataset.runUrl);
           return;
