@@ -31,6 +31,8 @@ DATABASE_FILE = "federation.db"
 # long, so one a server or a proxy dropped meanwhile is never handed out.
 POOL_RECYCLE_SECONDS = 1800
 BUSY_TIMEOUT_SECONDS = 30.0
+# How long the idle checkpoint may hold writers back while it waits (see checkpoint).
+CHECKPOINT_BUSY_MS = 50
 _BEGIN_OPTION = "sqlite_begin"
 # The WAL is kept bounded: an automatic checkpoint every 4,000 pages (about 16 MB) and,
 # once a checkpoint has reset the WAL, the file is cut back to JOURNAL_SIZE_LIMIT bytes
@@ -123,20 +125,30 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-def checkpoint(engine: Engine) -> None:
-    """On SQLite, copy the whole WAL into the database and truncate it to nothing (waits
-    for readers up to the busy timeout); on PostgreSQL nothing to do."""
+def checkpoint(engine: Engine) -> bool:
+    """On SQLite, copy the whole WAL into the database and truncate it to nothing; on
+    PostgreSQL nothing to do. True if the WAL was truncated.
+
+    A TRUNCATE checkpoint holds the write lock while it waits for readers of an older
+    snapshot, so a reader in another process (a backup, an operator's sqlite3 shell) would
+    stall every write for the whole busy timeout. It waits CHECKPOINT_BUSY_MS at most and
+    otherwise gives up, leaving what it copied; the next idle checkpoint tries again."""
     if engine.dialect.name != "sqlite":
-        return
+        return True
     connection = engine.raw_connection()  # outside any transaction, as a checkpoint must be
     try:
         cursor = connection.cursor()
         try:
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cursor.execute(f"PRAGMA busy_timeout = {CHECKPOINT_BUSY_MS}")
+            try:
+                busy, _, _ = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:  # the connection goes back to the pool with the service's timeout
+                cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
         finally:
             cursor.close()
     finally:
         connection.close()
+    return not busy
 
 
 def writer_of(engine: Engine) -> Writer:
