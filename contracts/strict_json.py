@@ -125,3 +125,18 @@ def loads(data: bytes | str) -> Any:
 def dumps(value: Any) -> bytes:
     """Encode compactly, refusing non-finite floats rather than emitting ``NaN``."""
     return json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
+
+
+def json_equal(one: Any, other: Any) -> bool:
+    """Equality of two JSON values as JSON has it, not as Python does: a boolean is never
+    a number (``true`` is not ``1``), ``1`` and ``1.0`` are the same number, and objects
+    and arrays are equal member by member."""
+    if isinstance(one, bool) or isinstance(other, bool):
+        return type(one) is type(other) and one == other
+    if isinstance(one, int | float) and isinstance(other, int | float):
+        return one == other
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(json_equal(one[k], other[k]) for k in one)
+    if isinstance(one, list) and isinstance(other, list):
+        return len(one) == len(other) and all(map(json_equal, one, other))
+    return type(one) is type(other) and one == other

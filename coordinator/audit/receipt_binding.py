@@ -132,8 +132,9 @@ def _token_problem(
 
 def same_member(one: Mapping[str, Any], name: str, other: Mapping[str, Any], as_: str) -> bool:
     """``one[name]`` equals ``other[as_]``; a member that is absent equals nothing, not
-    even another absent member (docs/audit-bundle.md, "equals")."""
-    return name in one and as_ in other and one[name] == other[as_]
+    even another absent member, and values are equal as JSON values (docs/audit-bundle.md,
+    "equals")."""
+    return name in one and as_ in other and strict_json.json_equal(one[name], other[as_])
 
 
 def _final_state(record: Mapping[str, Any], records: Records) -> Mapping[str, Any]:

@@ -629,7 +629,20 @@ def final_state(record: dict[str, Any], records: dict[int, dict[str, Any]]) -> A
 def same_member(one: dict[str, Any], name: str, other: dict[str, Any], as_: str) -> bool:
     """``one[name]`` equals ``other[as_]``; an absent member equals nothing, not even
     another absent member."""
-    return name in one and as_ in other and one[name] == other[as_]
+    return name in one and as_ in other and json_equal(one[name], other[as_])
+
+
+def json_equal(one: Any, other: Any) -> bool:
+    """Equal as JSON values: a boolean is never a number, and 1 is 1.0."""
+    if isinstance(one, bool) or isinstance(other, bool):
+        return type(one) is type(other) and one == other
+    if isinstance(one, int | float) and isinstance(other, int | float):
+        return one == other
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(json_equal(one[k], other[k]) for k in one)
+    if isinstance(one, list) and isinstance(other, list):
+        return len(one) == len(other) and all(map(json_equal, one, other))
+    return type(one) is type(other) and one == other
 
 
 def check_receipt_artifacts(

@@ -52,3 +52,23 @@ def test_what_two_readers_could_read_differently_is_refused(document: bytes | st
     StrictJSONError."""
     with pytest.raises(strict_json.StrictJSONError):
         strict_json.loads(document)
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "equal"),
+    [
+        (True, 1, False),
+        (0, False, False),
+        (1, 1.0, True),
+        ("1", 1, False),
+        (None, None, True),
+        (None, False, False),
+        ({"a": [1, True]}, {"a": [1.0, True]}, True),
+        ({"a": [1, True]}, {"a": [1, 1]}, False),
+        ([1, 2], [1, 2, 3], False),
+        ({"a": 1}, {"a": 1, "b": None}, False),
+    ],
+)
+def test_json_values_are_equal_as_json_has_it(one: object, other: object, equal: bool) -> None:
+    assert strict_json.json_equal(one, other) is equal
+    assert strict_json.json_equal(other, one) is equal

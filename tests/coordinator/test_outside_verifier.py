@@ -427,3 +427,33 @@ def test_a_member_both_parties_leave_out_binds_nothing(
 ) -> None:
     forge, reason = ABSENT[case]
     assert agree(forge(genuine, tmp_path / "l.db")) == reason
+
+
+def _both_state(
+    claim: str, stated: Any, event_type: str, member: str, recorded: Any
+) -> Callable[[dict[str, Any], Path], dict[str, Any]]:
+    def forge(genuine: dict[str, Any], path: Path) -> dict[str, Any]:
+        records = [json.loads(entry["canonical"]) for entry in genuine["events"]]
+        for record in records:
+            if record["event_type"] == event_type:
+                record["data"][member] = recorded
+        return _relogged(records, {**built.claims(), claim: stated}, path)
+
+    return forge
+
+
+# Both parties lie with values that Python finds equal and JSON does not: true is not 1.
+UNEQUAL_AS_JSON: dict[str, Callable[[dict[str, Any], Path], dict[str, Any]]] = {
+    "req_digest true, bound 1": _both_state("req_digest", True, "grant.minted", "req_digest", 1),
+    "req_digest 1, bound true": _both_state("req_digest", 1, "grant.minted", "req_digest", True),
+    "state false, observed 0": _both_state(
+        "state", False, "remote.state_observed", "remote_state", 0
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNEQUAL_AS_JSON))
+def test_values_equal_in_python_but_not_in_json_bind_nothing(
+    case: str, genuine: dict[str, Any], tmp_path: Path
+) -> None:
+    assert agree(UNEQUAL_AS_JSON[case](genuine, tmp_path / "l.db")) == "receipt_mismatch"
