@@ -48,6 +48,7 @@ from starlette.applications import Starlette
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import SDK_FORM, SPEC_FORM
 from contracts.wire import AGENT_CARD_PATH
+from coordinator.authority.delegator import required_scopes
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registration, Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
@@ -233,3 +234,42 @@ def test_remote_risks_card_verifies_with_the_sdks_verifier() -> None:
     verifier(json_format.ParseDict(card, AgentCard()))
     (requirement,) = card["securityRequirements"]
     assert requirement["schemes"]["delegation"].get("list", []) == []
+
+
+def _unsigned_requirements_dropped(signed: AgentCard, *, card_level: bool) -> AgentCard:
+    """The signed card with its scope-less requirements taken out, signatures kept: what
+    the SDK's form does not sign, changed by someone on the path."""
+    changed = AgentCard()
+    changed.CopyFrom(signed)
+    changed.skills[0].ClearField("security_requirements")
+    if card_level:
+        changed.ClearField("security_requirements")
+    return changed
+
+
+@pytest.mark.parametrize("card_level", [False, True], ids=["skill", "skill_and_card"])
+def test_what_the_sdk_form_leaves_unsigned_changes_nothing_asked_without_approval(
+    card_level: bool, tmp_path: Path
+) -> None:
+    """The SDK's form signs no empty value, so a scope-less requirement can be taken out
+    of a card on the path without breaking its signature. Such a change still verifies,
+    but it can neither widen the scopes minted for the skill nor change what the agent
+    asks for unnoticed: a skill whose own requirement goes falls back to the card's (the
+    same), and a card whose every requirement goes is held for approval."""
+    port = free_port()
+    signed = sdk_card(f"http://127.0.0.1:{port}", SHAPES["bearer_without_scopes"]())
+    with running(Starlette(routes=create_agent_card_routes(signed)), port=port) as url:
+        first = register(url, tmp_path)
+    changed = _unsigned_requirements_dropped(signed, card_level=card_level)
+    with running(Starlette(routes=create_agent_card_routes(changed)), port=port) as url:
+        second = register(url, tmp_path)
+    assert second.agent.verified_form == SDK_FORM  # the signature did not notice
+    before = required_scopes(first.agent.agent_card, "echo")
+    assert before == frozenset()
+    if card_level:
+        assert second.status == "pending_approval"
+        kept = Registry(DataDir(tmp_path)).get("shapes")
+        assert kept.card == first.agent.card and kept.pending_card is not None
+    else:
+        assert second.status == "updated"
+        assert required_scopes(second.agent.agent_card, "echo") == before
