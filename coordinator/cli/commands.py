@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from agent_cards.edge.errors import JSONShapeError
+from agent_cards.edge.json_shape import check_json_shape
 from contracts import strict_json
 from coordinator.assessment import evaluate
 from coordinator.assessment.demo import demo_document
@@ -45,12 +47,17 @@ LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
     """A strict JSON object from ``path`` (``-``: standard input); ``what`` prefixes the
-    reason codes (``input_unreadable``, ``input_not_json``, ``input_not_object``)."""
+    reason codes (``input_unreadable``, ``input_not_json``, ``input_not_object``). It is
+    held to the rule the API's edge holds a body to (one spelling, depth, I-JSON numbers:
+    ``json_number_out_of_range`` and the others of :mod:`agent_cards.edge.json_shape`)."""
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+        check_json_shape(raw, max_depth=strict_json.MAX_DEPTH)
         value = strict_json.loads(raw)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}", f"{what}_unreadable") from None
+    except JSONShapeError as exc:
+        raise UsageError(f"{path}: {exc}", exc.reason) from None
     except ValueError as exc:
         raise UsageError(f"{path} is not strict JSON: {exc}", f"{what}_not_json") from None
     if not isinstance(value, dict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from coordinator.assessment import scenario
+from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.cli import parser as cli_parser
 from coordinator.cli.main import EXIT_CODES
 from coordinator.storage import DATABASE_FILE, datadir
 from coordinator.workspace import DATABASE_ENV
+from tests.processes import PAYLOAD, registered
 
 
 def federation(
@@ -159,3 +162,25 @@ def test_shell_completion_scripts(tmp_path: Path) -> None:
     checked = subprocess.run(["bash", "-n"], input=completed.stdout, text=True)
     assert checked.returncode == 0
     assert not (tmp_path / DATABASE_FILE).exists()
+
+
+@pytest.mark.parametrize("number", [2**60, -(2**53), "1e400"])
+def test_an_input_number_beyond_i_json_is_refused_before_anything_is_sent(
+    number: int | str, tmp_path: Path
+) -> None:
+    """The API's edge holds a delegation's input to I-JSON numbers; ``delegate --input``
+    read the file without that rule, and an integer beyond 2**53 - 1 reached the request
+    digest and ended the command with ``internal_error`` (exit 70). It is now the same
+    refusal as the API's, before any token is minted or anything sent."""
+    text = json.dumps({**PAYLOAD, "brief": {**PAYLOAD["brief"], "n": "NUMBER"}})
+    (tmp_path / "in.json").write_text(text.replace('"NUMBER"', str(number)))
+    with registered(tmp_path) as (data, remote):
+        completed = federation(
+            data.root,
+            *("delegate", "--to", "remote-risk", "--skill", RISK_SKILL),
+            *("--input", str(tmp_path / "in.json")),
+        )
+        one_error(completed, "json_number_out_of_range", 2)
+        with sqlite3.connect(remote.data_dir / "remote-risk.db") as connection:
+            [(tasks,)] = connection.execute("SELECT count(*) FROM remote_risk_tasks").fetchall()
+        assert tasks == 0
