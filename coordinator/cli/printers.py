@@ -117,8 +117,12 @@ def render_agent(agent: dict[str, Any]) -> str:
         f"binding: {_binding(agent)}; extended card: "
         + ("verified" if agent.get("extended_card") else "none"),
         f"card: {agent['card_url']}",
-        f"trust: {agent['trust']}; card signed by {agent['verified_kid']}; "
+        f"trust: {agent['trust']}; card signed by {agent['verified_kid']} "
+        f"({agent.get('verified_form') or 'form not recorded'}); "
         f"pinned keys: {', '.join(agent['pinned_kids']) or 'none'}",
+        f"identity (its tokens' audience): {agent.get('identity') or 'unknown: register again'}",
+        "origins allowed beside the card's: "
+        + (", ".join(agent.get("allowed_origins", [])) or "none"),
         f"registered at: {agent['registered_at']}",
         "skills:",
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
+from coordinator.errors import RegistryError
 from coordinator.remote.card_changes import card_diff, surface
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.v03.card import card_model
@@ -42,6 +43,9 @@ def agent_detail(agent: RegisteredAgent) -> AgentDetail:
         description=card.description,
         version=card.version,
         pinned_kids=pinned_kids(agent.pinned_jwks),
+        identity=identity(agent),
+        verified_form=agent.verified_form,
+        allowed_origins=list(agent.allowed_origins),
         skill_details=[
             SkillView(id=skill.id, name=skill.name, scopes=sorted(scopes[skill.id]))
             for skill in card.skills
@@ -66,6 +70,14 @@ def pending_card(agent: RegisteredAgent) -> PendingCard | None:
         diff=CardDiff.model_validate(card_diff(agent.agent_card, held)),
         approve=f"federation register {agent.card_url} --name {agent.name} --approve",
     )
+
+
+def identity(agent: RegisteredAgent) -> str | None:
+    """The agent's identity, or None for one stored before identities (no verified kid)."""
+    try:
+        return agent.agent_id
+    except RegistryError:
+        return None
 
 
 def pinned_kids(jwks: dict[str, object]) -> list[str]:

@@ -306,6 +306,12 @@ class AgentDetail(AgentView):
     description: str
     version: str
     pinned_kids: list[str] = Field(description="the keys its card must be signed with")
+    identity: str | None = Field(
+        description="the audience its tokens are minted for: the RFC 9278 thumbprint URI of "
+        "the pinned key that verified its card (null: register it again)"
+    )
+    verified_form: str | None = Field(description="the canonical form its signature was over")
+    allowed_origins: list[str] = Field(description="origins allowed beside the card's own")
     skill_details: list[SkillView]
     return_contracts: dict[str, dict[str, Any]] = Field(description="declared per skill")
     pending: PendingCard | None = Field(description="a changed card held for approval")

@@ -16,7 +16,9 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey
+from agent_cards.signing import SPEC_FORM
 from coordinator.cli.main import main
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
@@ -59,6 +61,12 @@ def test_show_pending_approve_and_remove(
     shown = json.loads(out)
     assert code == 0 and shown["pinned_kids"] == [KEY.kid] and shown["pending"] is None
     assert shown["skill_details"] == [{"id": SKILL, "name": "r", "scopes": ["risk:interpret"]}]
+    # Who its tokens are for: the pinned key that verified the card, not a URL it states.
+    assert shown["identity"] == identity_of(KEY.verification_key())
+    assert shown["verified_form"] == SPEC_FORM and shown["allowed_origins"] == []
+    text = cli(capsys, tmp_path, "agents", "show", "risk")[1]
+    assert f"identity (its tokens' audience): {shown['identity']}" in text
+    assert f"card signed by {KEY.kid} ({SPEC_FORM})" in text
     assert cli(capsys, tmp_path, "agents", "pending")[1].strip() == "no cards held for approval"
 
     new_key = SigningKey.generate()
@@ -90,6 +98,7 @@ def test_show_pending_approve_and_remove(
     assert approved["status"] == "approved" and approved["agent"]["verified_kid"] == new_key.kid
     shown = json.loads(cli(capsys, tmp_path, "agents", "show", "risk", "--json")[1])
     assert shown["pinned_kids"] == [new_key.kid] and shown["trust"] == "pinned_kid"
+    assert shown["identity"] == identity_of(new_key.verification_key())
     assert shown["pending"] is None
 
     code, out, _ = cli(capsys, tmp_path, "agents", "remove", "risk", "--json")
