@@ -213,6 +213,27 @@ def test_a_live_run_updates_and_is_cancelled_from_its_page(
     assert page.evaluate("window.__not_reloaded") is True
 
 
+def test_a_download_leaves_a_live_runs_page_following_the_run(
+    session: Any, deployment: Deployment
+) -> None:
+    """The proof bundle of a live run is downloaded from its page; the run is then
+    cancelled elsewhere (the API), and the page still follows it to its end and shows
+    the whole page anew, as it does when no form was used."""
+    run_id = deployment.submit_slow_run()
+    run_page = session.new_page()
+    run_page.goto(f"{deployment.console}/runs/{run_id}")
+    branch = run_page.locator("table.ownership tbody tr").first
+    expect(branch.locator('[data-field="remote_state"]')).to_have_text("TASK_STATE_WORKING")
+    with run_page.expect_download() as download:
+        run_page.click("text=Download the proof bundle")
+    assert json.loads(Path(download.value.path()).read_text())["format"]
+    cancelled = deployment.http.post(f"/v1/runs/{run_id}/cancel", json={"reason": "elsewhere"})
+    assert cancelled.status_code == 200, cancelled.text
+    expect(run_page.locator("#run-state")).to_have_text("cancelled")
+    expect(run_page.locator("form.cancel")).to_have_count(0)  # the page was shown anew
+    run_page.close()
+
+
 def test_a_held_cards_diff_is_shown_and_approved(
     page: Page, deployment: Deployment, screenshots: Path
 ) -> None:

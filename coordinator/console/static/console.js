@@ -6,9 +6,10 @@
   const POLL_MS = 1500;
   // Once the operator submits a form, its answer is what the page shows next: a poll that
   // saw the run end meanwhile must not navigate away and lose that answer (its notice).
+  // A download (data-download) leaves the page where it is, so it changes nothing.
   let submitted = false;
-  document.addEventListener("submit", function () {
-    submitted = true;
+  document.addEventListener("submit", function (event) {
+    if (!event.target.hasAttribute("data-download")) submitted = true;
   });
 
   async function fetchJson(url) {
