@@ -33,6 +33,7 @@ MAX_TOKEN_LENGTH = 4096
 MISSING = "audit_credential_missing"
 ORIGIN_CHANGED = "audit_credential_origin_changed"
 INVALID = "audit_credential_invalid"
+EXPOSED = "audit_credentials_exposed"
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class AuditCredentials:
         """``agent``'s credential, if it is still registered from the origin it was set
         for; else :class:`AuditCredentialError` (``audit_credential_missing``,
         ``audit_credential_origin_changed``)."""
+        self._check_private()
         entry = self._stored().get(agent.name)
         if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
             raise AuditCredentialError(
@@ -109,6 +111,24 @@ class AuditCredentials:
                 ORIGIN_CHANGED,
             )
         return AuditCredential(agent.name, origin, entry["token"])
+
+    def _check_private(self) -> None:
+        """Refuse to hand out any token from a file others can read (it is written 0600;
+        a later chmod or a copy kept with its mode exposes them): ``audit_credentials_exposed``
+        until the operator sets the credentials again, which writes the file 0600 anew."""
+        try:
+            mode = self.path.stat().st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise DataDirError(f"cannot read {CREDENTIALS_FILE}: {exc}") from None
+        if mode & 0o077:
+            raise AuditCredentialError(
+                f"{CREDENTIALS_FILE} is readable or writable by others (mode "
+                f"{mode & 0o777:o}): its tokens may have been read; rotate them with the "
+                "agents, then set each again (federation agents audit-credential)",
+                EXPOSED,
+            )
 
     def _stored(self) -> dict[str, Any]:
         if not self.path.exists():

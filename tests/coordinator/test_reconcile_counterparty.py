@@ -38,7 +38,7 @@ from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
-from coordinator.remote.audit_credentials import AuditCredentials
+from coordinator.remote.audit_credentials import CREDENTIALS_FILE, EXPOSED, AuditCredentials
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
 from coordinator.service.reconcile import Reconciliation
@@ -325,3 +325,26 @@ def test_an_audit_answer_of_the_wrong_shape_is_that_agents_typed_reason(tmp_path
         finally:
             ws.close()
     assert (checked["agree"], checked["reason"]) == (False, "audit_answer_invalid")
+
+
+def test_a_credentials_file_others_can_read_is_not_used(
+    federation_of_two: tuple[DataDir, RemoteRiskProcess, Rogue], tmp_path: Path
+) -> None:
+    """The credentials file is written 0600. If it is later made readable by others (a
+    careless chmod, a copy kept with its mode), its tokens may have been read: none is
+    sent, as ssh refuses a private key others can read, and each agent's report says why
+    until the operator sets them again (which writes the file 0600 anew)."""
+    data, _, rogue = federation_of_two
+    run_id = one_run_to(data, "rogue")
+    set_credential(data, "rogue", ROGUE_TOKEN, tmp_path)
+    credentials = data.path(CREDENTIALS_FILE)
+    credentials.chmod(0o644)
+    status, document, _ = reconcile(data, run_id)
+    assert rogue.audit_requests == []
+    assert [h["reason"] for h in by_agent(document, "handoffs")["rogue"]] == [EXPOSED]
+    assert status == 1
+
+    set_credential(data, "rogue", ROGUE_TOKEN, tmp_path)
+    assert credentials.stat().st_mode & 0o777 == 0o600
+    reconcile(data, run_id)
+    assert {auth for _, auth in rogue.audit_requests} == {f"Bearer {ROGUE_TOKEN}"}
