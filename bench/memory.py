@@ -31,7 +31,8 @@ from typing import Any
 
 import httpx
 
-from agent_cards.keys import load_key_set
+from agent_cards.identity import identity_of
+from agent_cards.keys import KeySet, SigningKey, load_key_set
 from bench import governed
 from bench.baselines import sdk_app
 from bench.loadgen import COMPLETED, send_message_body
@@ -101,12 +102,14 @@ async def in_memory_server(
 
 
 async def risk(args: argparse.Namespace) -> list[tuple[int, int]]:
-    minter, keys = TokenMinter.generated(BASE_URL + JSONRPC_PATH)
+    card_keys = KeySet(active=SigningKey.generate())
+    minter, keys = TokenMinter.generated(identity_of(card_keys.signing_key().verification_key()))
     with tempfile.TemporaryDirectory(prefix="bench-risk-") as root:
         settings = Settings(
             public_base_url=BASE_URL,
             trusted_issuers={DEFAULT_ISSUER: keys.trusted_keys()},
             data_dir=Path(root),
+            signing_keys=card_keys,
         )
         app = create_app(settings)
         minter.fill(sum(args.sizes) + 60)

@@ -14,11 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey, load_key_set, save_key_set
 from bench import procs
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from remote_risk.settings import JSONRPC_PATH
 from remote_risk.storage import DATABASE_FILE
+from remote_risk.trust.issuers import signing_keys
 
 STORE_NAME = f"SQLite {DATABASE_FILE} in the data directory (serve() default)"
 
@@ -89,8 +91,11 @@ def remote_risk(
         *extra,
     )
     url = f"http://{procs.HOST}:{port}"
+    # Its keys, created here as the service itself would: a token's audience is the
+    # identity of its card key (agent_cards.identity), never its URL.
+    audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
     with procs.server(command, port, env=env, log=root / f"{name}.log") as process:
-        yield Running(url, url + JSONRPC_PATH, process, data_dir)
+        yield Running(url, audience, process, data_dir)
 
 
 @contextmanager
