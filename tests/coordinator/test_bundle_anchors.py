@@ -598,6 +598,22 @@ def test_the_two_verifiers_agree_on_random_edits(tmp_path: Path) -> None:
 LIES = [None, 0, 2, "x", "task-1", "handoff-3", "jti-1", AUD, REQ, "TASK_STATE_FAILED", [], {}]
 
 
+def relogged(records: list[dict[str, Any]], stated: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The bundle of a ledger at ``path`` holding ``records`` again, each receipt event
+    re-signed by the remote over ``stated``: a lie each party signs with its own key."""
+    ledger = Ledger(open_engine(f"sqlite+pysqlite:///{path}"))
+    migrate(ledger.engine)
+    for record in records:
+        fields = {name: record[name] for name in CORRELATION_FIELDS if name != "recorded_at"}
+        data = record["data"]
+        if record["event_type"] == "handoff.receipt":
+            data = receipt_data(issue_receipt(stated, REMOTE))
+        ledger.append(AuditEvent(**fields, data=data))
+    forged = prove(ledger, artifacts=[CONTENT])
+    ledger.engine.dispose()
+    return forged
+
+
 def _insider_edit(
     records: list[dict[str, Any]], stated: dict[str, Any], rng: random.Random
 ) -> None:
@@ -632,16 +648,7 @@ def test_the_two_verifiers_agree_on_random_insider_lies(tmp_path: Path) -> None:
         records = [json.loads(entry["canonical"]) for entry in genuine["events"]]
         stated = claims()
         _insider_edit(records, stated, rng)
-        ledger = Ledger(open_engine(f"sqlite+pysqlite:///{tmp_path / f'{index}.db'}"))
-        migrate(ledger.engine)
-        for record in records:
-            fields = {name: record[name] for name in CORRELATION_FIELDS if name != "recorded_at"}
-            data = record["data"]
-            if record["event_type"] == "handoff.receipt":
-                data = receipt_data(issue_receipt(stated, REMOTE))
-            ledger.append(AuditEvent(**fields, data=data))
-        forged = prove(ledger, artifacts=[CONTENT])
-        ledger.engine.dispose()
+        forged = relogged(records, stated, tmp_path / f"{index}.db")
         ours = verify_proof_bundle(forged, ours_anchors)
         answer = theirs.verify(forged, their_anchors)
         assert (None if ours.ok else str(ours.kind)) == answer["reason"], (stated, ours, answer)

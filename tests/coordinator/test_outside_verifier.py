@@ -26,12 +26,8 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import issue_receipt
 from contracts import strict_json
 from coordinator.audit.anchors import Anchors
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proof_check import verify_proof_bundle
-from coordinator.audit.receipts import receipt_data
 from coordinator.audit.signing import public_jwk
-from coordinator.storage import migrate, open_engine
 from tests import outside_verifier as outside
 from tests.coordinator import test_bundle_anchors as built
 from tests.coordinator.test_audit_cli import forged_end_to_end
@@ -200,20 +196,6 @@ def test_random_edits_are_judged_alike(genuine: dict[str, Any]) -> None:
     assert len(reasons) >= 6
 
 
-def _relogged(records: list[dict[str, Any]], stated: dict[str, Any], path: Path) -> dict[str, Any]:
-    ledger = Ledger(open_engine(f"sqlite+pysqlite:///{path}"))
-    migrate(ledger.engine)
-    for record in records:
-        fields = {name: record[name] for name in CORRELATION_FIELDS if name != "recorded_at"}
-        data = record["data"]
-        if record["event_type"] == "handoff.receipt":
-            data = receipt_data(issue_receipt(stated, built.REMOTE))
-        ledger.append(AuditEvent(**fields, data=data))
-    forged = built.prove(ledger, artifacts=[built.CONTENT])
-    ledger.engine.dispose()
-    return forged
-
-
 def test_random_insider_lies_are_judged_alike(genuine: dict[str, Any], tmp_path: Path) -> None:
     """Thirty seeded lies, each signed by the party telling it: the remote re-signs its
     receipt, or the coordinator re-signs a head over its rewritten ledger."""
@@ -223,7 +205,7 @@ def test_random_insider_lies_are_judged_alike(genuine: dict[str, Any], tmp_path:
         records = [json.loads(entry["canonical"]) for entry in genuine["events"]]
         stated = built.claims()
         built._insider_edit(records, stated, rng)
-        reasons.add(agree(_relogged(records, stated, tmp_path / f"{index}.db")))
+        reasons.add(agree(built.relogged(records, stated, tmp_path / f"{index}.db")))
     assert {"receipt_mismatch", None} <= reasons
 
 
@@ -397,7 +379,7 @@ def _without(
         for record in records:
             if record["event_type"] == event_type:
                 record["data"] = {k: v for k, v in record["data"].items() if k not in members}
-        return _relogged(records, stated, path)
+        return built.relogged(records, stated, path)
 
     return forge
 
@@ -437,7 +419,7 @@ def _both_state(
         for record in records:
             if record["event_type"] == event_type:
                 record["data"][member] = recorded
-        return _relogged(records, {**built.claims(), claim: stated}, path)
+        return built.relogged(records, {**built.claims(), claim: stated}, path)
 
     return forge
 
