@@ -30,7 +30,6 @@ from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
 from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
-from coordinator.errors import RegistryError
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
@@ -112,16 +111,8 @@ def expectation_for(
         handoff_id=record.handoff_id,
         attempt=record.attempt,
         minted=MintedTokens(run, record),
-        audience=_identity(agent),
+        audience=agent.known_identity,  # what dispatch.grants mints tokens for
     )
-
-
-def _identity(agent: RegisteredAgent) -> str | None:
-    """The audience :mod:`coordinator.dispatch.grants` mints the agent's tokens for."""
-    try:
-        return agent.agent_id
-    except RegistryError:
-        return None
 
 
 def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, task: Task) -> None:

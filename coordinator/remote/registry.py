@@ -126,6 +126,15 @@ class RegisteredAgent(BaseModel):
         card states; computed on every read, so agents stored before it work unchanged."""
         return identity_of(self._verified_key())
 
+    @property
+    def known_identity(self) -> str | None:
+        """:attr:`agent_id`, or None for an agent stored before identities (no verified
+        kid): it has to be registered again before any token is minted for it."""
+        try:
+            return self.agent_id
+        except RegistryError:
+            return None
+
     def _verified_key(self) -> VerificationKey:
         key = _keys_from(self.pinned_jwks).get(self.verified_kid or "")
         if key is None:
@@ -138,11 +147,8 @@ class RegisteredAgent(BaseModel):
     def neighbour(self) -> Neighbour:
         """What another card may not name: this agent's endpoints and origin."""
         offered = tuple(i.url for i in self.agent_card.supported_interfaces)
-        try:
-            identity: str | None = self.agent_id
-        except RegistryError:
-            identity = None
-        return Neighbour(self.name, self.card_url, (self.endpoint, *offered), identity)
+        endpoints = (self.endpoint, *offered)
+        return Neighbour(self.name, self.card_url, endpoints, self.known_identity)
 
     def skill_ids(self) -> list[str]:
         return [skill.id for skill in self.agent_card.skills]

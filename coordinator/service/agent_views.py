@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
-from coordinator.errors import RegistryError
 from coordinator.remote.card_changes import card_diff, surface
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.v03.card import card_model
@@ -43,7 +42,7 @@ def agent_detail(agent: RegisteredAgent) -> AgentDetail:
         description=card.description,
         version=card.version,
         pinned_kids=pinned_kids(agent.pinned_jwks),
-        identity=identity(agent),
+        identity=agent.known_identity,
         verified_form=agent.verified_form,
         allowed_origins=list(agent.allowed_origins),
         skill_details=[
@@ -70,14 +69,6 @@ def pending_card(agent: RegisteredAgent) -> PendingCard | None:
         diff=CardDiff.model_validate(card_diff(agent.agent_card, held)),
         approve=f"federation register {agent.card_url} --name {agent.name} --approve",
     )
-
-
-def identity(agent: RegisteredAgent) -> str | None:
-    """The agent's identity, or None for one stored before identities (no verified kid)."""
-    try:
-        return agent.agent_id
-    except RegistryError:
-        return None
 
 
 def pinned_kids(jwks: dict[str, object]) -> list[str]:
