@@ -125,30 +125,29 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-def checkpoint(engine: Engine) -> bool:
+def checkpoint(engine: Engine) -> None:
     """On SQLite, copy the whole WAL into the database and truncate it to nothing; on
-    PostgreSQL nothing to do. True if the WAL was truncated.
+    PostgreSQL nothing to do.
 
     A TRUNCATE checkpoint holds the write lock while it waits for readers of an older
     snapshot, so a reader in another process (a backup, an operator's sqlite3 shell) would
     stall every write for the whole busy timeout. It waits CHECKPOINT_BUSY_MS at most and
     otherwise gives up, leaving what it copied; the next idle checkpoint tries again."""
     if engine.dialect.name != "sqlite":
-        return True
+        return
     connection = engine.raw_connection()  # outside any transaction, as a checkpoint must be
     try:
         cursor = connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {CHECKPOINT_BUSY_MS}")
             try:
-                busy, _, _ = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:  # the connection goes back to the pool with the service's timeout
                 cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
         finally:
             cursor.close()
     finally:
         connection.close()
-    return not busy
 
 
 def writer_of(engine: Engine) -> Writer:
