@@ -6,7 +6,7 @@
     ├── LimitsError       a limit set to something the edge cannot run with (at start)
     ├── JSONShapeError    a JSON body outside the accepted shape: json_not_utf8,
     │                     json_lone_surrogate, json_too_deep, json_number_out_of_range
-    └── WeakOperatorToken an operator token too short or too uniform to be a secret (at start)
+    └── WeakOperatorToken an operator token too short or too patterned to be a secret (at start)
 """
 
 from __future__ import annotations

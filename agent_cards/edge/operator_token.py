@@ -8,11 +8,8 @@ presented a wrong token too often (:class:`~agent_cards.edge.throttle.FailureThr
 The comparison is in constant time over both sides' hashes; the token is never repeated
 in an answer.
 
-:func:`check_strength` is the one rule every operator token of either service is held to
-before the service starts: at least :data:`MIN_TOKEN_CHARS` characters, of at least
-:data:`MIN_DISTINCT_CHARS` distinct ones (32 random hex digits already carry 128 bits),
-at most :data:`MAX_TOKEN_CHARS`. A weak token is refused (``operator_token_weak``) with a
-sentence saying how to generate one, never echoed.
+:func:`~agent_cards.edge.token_strength.check_strength` is the rule a configured token
+is held to before the service starts.
 """
 
 from __future__ import annotations
@@ -23,33 +20,8 @@ import hmac
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.throttle import THROTTLED, FailureThrottle, retry_after_header
-
-MIN_TOKEN_CHARS = 32
-MIN_DISTINCT_CHARS = 8
-MAX_TOKEN_CHARS = 4096
-GENERATE = 'generate one with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"'
-
-
-def weakness(token: str) -> str | None:
-    """What makes ``token`` too weak to be an operator's secret, or None."""
-    if len(token) > MAX_TOKEN_CHARS:
-        return f"is longer than {MAX_TOKEN_CHARS} characters"
-    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_DISTINCT_CHARS:
-        return (
-            f"must be at least {MIN_TOKEN_CHARS} characters of at least "
-            f"{MIN_DISTINCT_CHARS} distinct ones (128 bits)"
-        )
-    return None
-
-
-def check_strength(token: str, what: str) -> str:
-    """``token``, or :class:`WeakOperatorToken` naming ``what`` (never the token)."""
-    problem = weakness(token)
-    if problem is not None:
-        raise WeakOperatorToken(f"{what} {problem}; {GENERATE}")
-    return token
+from agent_cards.edge.token_strength import check_strength
 
 
 class OperatorToken:

@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent_cards.edge.operator_token import GENERATE, weakness
+from agent_cards.edge.token_strength import GENERATE, weakness
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.errors import ConfigurationError, describe_validation
 

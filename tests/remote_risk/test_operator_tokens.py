@@ -49,7 +49,9 @@ def _start(**env: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("variable", ["REMOTE_RISK_AUDIT_TOKEN", "REMOTE_RISK_METRICS_TOKEN"])
-@pytest.mark.parametrize("weak", ["x", "a" * 40, "short-but-not-that-short-1234"])
+@pytest.mark.parametrize(
+    "weak", ["x", "a" * 40, "short-but-not-that-short-1234", "abcdefgh12345678abcdefgh12345678"]
+)
 def test_remote_risk_refuses_to_start_with_a_weak_token(
     tmp_path: Path, variable: str, weak: str
 ) -> None:
