@@ -53,11 +53,8 @@ from remote_risk.audit.routes import audit_routes
 from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.errors import RemoteRiskError
 from remote_risk.server import limits, rest
-from remote_risk.server.auth import (
-    DecisionLog,
-    delegation_authorizer,
-    task_binding_of,
-)
+from remote_risk.server.auth import delegation_authorizer, task_binding_of
+from remote_risk.server.decisions import DecisionLog
 from remote_risk.server.grpc_binding import GRPCServer
 from remote_risk.server.health import health_routes
 from remote_risk.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous

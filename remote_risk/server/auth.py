@@ -22,18 +22,16 @@
 
 A refusal becomes :class:`~remote_risk.errors.DelegationRefused`: HTTP 401, 403 or 503
 with a ``WWW-Authenticate`` challenge and a JSON-RPC error whose ErrorInfo metadata holds
-the stable reason code. Every decision, allowed or not, goes to a :class:`DecisionLog`
-(bounded, in memory, and the logger) with the claims digest and ``jti`` when the signature
-verified; the token itself is never stored, logged or sent back.
+the stable reason code. Every decision goes to the
+:class:`~remote_risk.server.decisions.DecisionLog`, which enters one about a token whose
+signature verified (allowed or not, with its claims digest and ``jti``) in the decision
+log and only counts a stranger's refusal; the token is never stored, logged or sent back.
 """
 
 from __future__ import annotations
 
-import logging
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -42,8 +40,8 @@ from contracts import strict_json
 from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from remote_risk import errors
-from remote_risk.audit.log import DecisionLedger
 from remote_risk.server import observed
+from remote_risk.server.decisions import DecisionLog, allowed
 from remote_risk.server.jsonrpc import Authorize, CallContext
 from remote_risk.telemetry import tracing
 from remote_risk.trust.refresh import IssuerDirectory
@@ -57,8 +55,6 @@ from remote_risk.trust.verifier import (
     VerifiedDelegation,
 )
 
-logger = logging.getLogger(__name__)
-
 SECURITY_SCHEME = "delegation"
 # Where the HTTP edge leaves the token it authenticated from the headers (scope["state"]).
 AUTHENTICATED_STATE = "delegation.authenticated"
@@ -67,99 +63,7 @@ BODY_NOT_READ = "(body not read)"
 SEND_MESSAGE = "SendMessage"
 # Both may open a task, so both are checked as a send (one token, one task; the handoff).
 SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
-ALLOWED = "allowed"
-DECISION_ENTRY = "decision"
 _HIDDEN_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
-
-
-# --- the decision trace ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One authorization decision as recorded: never the token, only what identifies it."""
-
-    at: str
-    method: str
-    allowed: bool
-    reason: str
-    http_status: int
-    jti: str | None = None
-    claims_digest: str | None = None
-    owner: str | None = None
-    handoff_id: str | None = None
-    req_digest: str | None = None
-    # The request's trace (W3C trace id), so a decision can be found from a trace and back.
-    trace_id: str | None = field(default_factory=tracing.current_trace_id)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class DecisionLog:
-    """The last ``limit`` decisions in memory, each also written to the logger and, with
-    a ``ledger``, appended to the service's Merkle decision log (:mod:`remote_risk.audit.log`)."""
-
-    def __init__(self, limit: int = 1000, ledger: DecisionLedger | None = None) -> None:
-        if limit < 1:
-            raise ValueError("a decision log keeps at least one decision")
-        self._entries: deque[Decision] = deque(maxlen=limit)
-        self.ledger = ledger
-
-    def record(self, decision: Decision) -> None:
-        self._entries.append(decision)
-        if self.ledger is not None:
-            self.ledger.append_later(DECISION_ENTRY, decision.as_dict(), decision.handoff_id)
-        observed.token_decision(decision.method, decision.allowed, decision.reason)
-        logger.log(
-            logging.INFO if decision.allowed else logging.WARNING,
-            "delegation %s: method=%s reason=%s status=%d jti=%r digest=%s owner=%r trace=%s",
-            ALLOWED if decision.allowed else "denied",
-            decision.method,
-            decision.reason,
-            decision.http_status,
-            decision.jti,
-            decision.claims_digest,
-            decision.owner,
-            decision.trace_id,
-        )
-
-    def __iter__(self) -> Iterator[Decision]:
-        return iter(list(self._entries))
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def allowed(method: str, verified: VerifiedDelegation, owner: str) -> Decision:
-    return Decision(
-        at=_now(),
-        method=method,
-        allowed=True,
-        reason=ALLOWED,
-        http_status=200,
-        jti=verified.grant.jti,
-        claims_digest=verified.claims_digest,
-        owner=owner,
-        handoff_id=verified.grant.handoff.id,
-        req_digest=verified.grant.req_digest,
-    )
-
-
-def denied(method: str, denial: DelegationDenied) -> Decision:
-    return Decision(
-        at=_now(),
-        method=method,
-        allowed=False,
-        reason=denial.reason.value,
-        http_status=denial.http_status,
-        jti=denial.jti,
-        claims_digest=denial.claims_digest,
-    )
 
 
 # --- what a request asks for -----------------------------------------------------------------
@@ -304,7 +208,7 @@ class DelegationAuthorizer:
             with tracing.span(tracing.PREFIX + "verify_token", {"rpc.method": method}):
                 verified, creates_task = self._verified(request, method, params)
         except DelegationDenied as denial:
-            self.decisions.record(denied(method, denial))
+            self.decisions.refused(method, denial)
             raise refusal(denial) from None
         owner = owner_of(verified.grant)
         self.decisions.record(allowed(method, verified, owner))
@@ -331,7 +235,7 @@ class DelegationAuthorizer:
                 authenticated = await self._authenticate(bearer_token(request))
             except DelegationDenied as denial:
                 observed.checked_before_body(span, denial.reason.value)
-                self.decisions.record(denied(BODY_NOT_READ, denial))
+                self.decisions.refused(BODY_NOT_READ, denial)
                 raise refusal(denial) from None
             observed.checked_before_body(span, None)
             return authenticated
@@ -360,7 +264,7 @@ class DelegationAuthorizer:
                 with tracing.span(tracing.PREFIX + "claim_token"):
                     self._verifier.claim_task_creation(verified)
             except DelegationDenied as denial:
-                self.decisions.record(denied(method, denial))
+                self.decisions.refused(method, denial)
                 raise refusal(denial) from None
 
         return claim_task_creation

@@ -127,6 +127,11 @@ def token_decision(method: str, allowed: bool, reason: str) -> None:
         http.note(denial_reason=reason)
 
 
+def unauthenticated_refusal(reason: str) -> None:
+    """A stranger's refusal (no token its issuer's key verified): counted by reason."""
+    metrics.UNAUTHENTICATED_REFUSALS.labels(reason).inc()
+
+
 def ignored_fields(binding: str, paths: list[str]) -> None:
     """Request members the protocol does not define, ignored: counted and logged (debug),
     by path only, never with their values."""

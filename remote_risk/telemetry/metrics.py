@@ -50,6 +50,13 @@ TOKEN_REFUSALS = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+UNAUTHENTICATED_REFUSALS = Counter(
+    "remote_risk_unauthenticated_refusals_total",
+    "Requests refused before any known issuer's key verified their token (counted, not"
+    " entered in the decision log), by denial reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
 SKILL_SECONDS = Histogram(
     "remote_risk_skill_duration_seconds",
     "Skill work per task, by skill and outcome.",

@@ -123,6 +123,7 @@ class DelegationDenied(Exception):
         # Set only when the signature verified, so that audit can name the refused token.
         self.jti: str | None = None
         self.claims_digest: str | None = None
+        self._signed = False
         # For kid_unknown: the (unverified) issuer whose keys lacked the kid, so that a
         # caller may refresh that issuer's keys and try once more.
         self.issuer: str | None = None
@@ -130,6 +131,7 @@ class DelegationDenied(Exception):
 
     def signed(self, claims: Mapping[str, Any]) -> DelegationDenied:
         """This denial, noting the ``jti`` and digest of claims whose signature verified."""
+        self._signed = True
         jti = claims.get("jti")
         self.jti = jti if isinstance(jti, str) and _IDENTIFIER.fullmatch(jti) else None
         try:
@@ -137,6 +139,14 @@ class DelegationDenied(Exception):
         except Exception:  # e.g. an integer JCS cannot represent; the digest is optional
             self.claims_digest = None
         return self
+
+    @property
+    def of_authenticated_party(self) -> bool:
+        """Whether the refused token's signature verified with a known issuer's key:
+        :meth:`signed` noted its claims, or a check after the signature named its ``jti``
+        (every such check does). Only such a refusal is a decision the decision log keeps;
+        the rest are strangers' (:mod:`remote_risk.server.decisions`)."""
+        return self._signed or self.jti is not None
 
     def www_authenticate(self) -> str:
         """The RFC 6750 challenge for this denial."""

@@ -1,0 +1,149 @@
+"""Refusals of strangers cost nothing permanent; decisions about authenticated parties do.
+
+Before, every request remote_risk refused was appended to its decision log, a Merkle log
+nothing may ever prune: an outside test grew it by 900 entries (about 333 bytes each)
+with 900 requests carrying no token at all. Against a real token-checking service on
+loopback, with its log in SQLite, requests whose token no known issuer's key verified
+(none, malformed, a bad signature, an unknown issuer or kid, a garbage body) are refused
+on every binding, counted by reason and logged at a bounded rate, and the log does not
+grow; a token that did verify and is refused (audience, scope, replay) stays a decision
+about an authenticated party, entered in the log with its ``jti``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_cards.keys import b64url_decode
+from remote_risk.storage.schema import audit_log
+from remote_risk.telemetry.metrics import REGISTRY
+from tests import tokens
+from tests.remote_risk.delegated import ISSUER, SCOPE, Caller, delegated_service
+from tests.remote_risk.test_bindings_same_checks import over_grpc, over_jsonrpc, over_rest
+from tests.servers import free_port
+
+HANDOFF = "h-same"  # the handoff the bindings' shared message names
+ROUNDS = 4
+UNAUTHENTICATED = "remote_risk_unauthenticated_refusals_total"
+DECISIONS_LOGGER = "remote_risk.server.auth"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Caller, str, Any]]:
+    port = free_port()
+    data_dir: Path = tmp_path_factory.mktemp("risk")
+    with delegated_service(grpc_port=port, data_dir=data_dir) as (caller, app):
+        yield caller, f"127.0.0.1:{port}", app
+
+
+def claims(caller: Caller, **changes: Any) -> dict[str, Any]:
+    base = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=ISSUER,
+        audience=caller.audience,
+        scope=SCOPE,
+        handoff_id=HANDOFF,
+        jti=f"jti-{time.monotonic_ns()}",
+    )
+    return tokens.changed(base, **changes)
+
+
+Token = Callable[[Caller], str | None]
+STRANGERS: dict[str, Token] = {
+    "token_missing": lambda c: None,
+    "token_malformed": lambda c: "not.a-token.at-all!",
+    "signature_invalid": lambda c: tokens.alter_signature(c.token(HANDOFF)),
+    "issuer_unknown": lambda c: tokens.forge(tokens.header(), claims(c, iss="urn:stranger")),
+    "kid_unknown": lambda c: tokens.forge(tokens.header(tokens.ATTACKER_KEY), claims(c)),
+}
+AUTHENTICATED: dict[str, Token] = {
+    "audience_mismatch": lambda c: tokens.forge(
+        tokens.header(), claims(c, aud=c.audience + "/other")
+    ),
+    "scope_insufficient": lambda c: tokens.forge(tokens.header(), claims(c, scope="risk:read")),
+}
+BINDINGS = (over_jsonrpc, over_rest, over_grpc)
+
+
+def log_size(app: Any) -> int:
+    app.state.audit_log.flush()
+    size, _root = app.state.audit_log.current()
+    return int(size)
+
+
+def counted(reason: str) -> float:
+    return REGISTRY.get_sample_value(UNAUTHENTICATED, {"reason": reason}) or 0.0
+
+
+def garbage_without_token(caller: Caller) -> int:
+    response = httpx.post(
+        caller.base_url + "/a2a/jsonrpc",
+        content=b"{\x00 not json",
+        headers={"A2A-Version": "1.0", "Content-Type": "application/json"},
+        timeout=10,
+    )
+    return response.status_code
+
+
+def test_refusals_of_strangers_add_nothing_to_the_decision_log(
+    service: tuple[Caller, str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Five kinds of stranger, four rounds on each of the three bindings, plus garbage
+    bodies: each refused with its reason, each counted, at most a burst of log lines per
+    reason, and not one entry in the decision log (nor its in-memory view)."""
+    caller, address, app = service
+    size, recent = log_size(app), len(app.state.decisions)
+    before = {reason: counted(reason) for reason in STRANGERS}
+    with caplog.at_level(logging.WARNING, logger=DECISIONS_LOGGER):
+        for _ in range(ROUNDS):
+            for reason, token in STRANGERS.items():
+                for binding in BINDINGS:
+                    assert binding(caller, address, token(caller))[1] == reason
+            assert garbage_without_token(caller) == 401
+    assert log_size(app) == size
+    assert len(app.state.decisions) == recent
+    per_binding = ROUNDS * len(BINDINGS)
+    for reason in STRANGERS:
+        extra = ROUNDS if reason == "token_missing" else 0
+        assert counted(reason) - before[reason] == per_binding + extra, reason
+        lines = [r for r in caplog.records if f"reason={reason} " in r.getMessage()]
+        assert 1 <= len(lines) < per_binding, (reason, len(lines))
+
+
+def test_a_verified_token_refused_is_a_logged_decision(service: tuple[Caller, str, Any]) -> None:
+    """A token whose signature verified with the known issuer's key names an
+    authenticated party: its refusal (audience, scope, a replayed jti) is entered in the
+    decision log with the token's jti and claims digest, and is not counted as a stranger's."""
+    caller, address, app = service
+    for reason, make in AUTHENTICATED.items():
+        token = make(caller)
+        assert token is not None
+        size, strangers = log_size(app), counted(reason)
+        assert over_jsonrpc(caller, address, token)[1] == reason
+        (entry,) = decisions_after(app, size)
+        assert (entry["allowed"], entry["reason"]) == (False, reason)
+        assert entry["jti"] == json.loads(b64url_decode(token.split(".")[1]))["jti"]
+        assert counted(reason) == strangers
+    token = caller.token("h-replayed")
+    assert caller.send("run-1", "h-replayed", token=token).status_code == 200
+    size = log_size(app)
+    assert caller.send("run-1", "h-replayed", token=token, key="other").status_code == 401
+    # the call is allowed, then the task's creation refused: both are decisions about it
+    assert [e["reason"] for e in decisions_after(app, size)][-1] == "replayed_jti"
+
+
+def decisions_after(app: Any, size: int) -> list[dict[str, Any]]:
+    """The data of the decision entries appended after the first ``size`` (receipts aside)."""
+    log_size(app)
+    with app.state.durable_store.engine.connect() as connection:
+        query = audit_log.select().where(audit_log.c.seq > size).order_by(audit_log.c.seq)
+        records = [json.loads(row["canonical"]) for row in connection.execute(query).mappings()]
+    return [record["data"] for record in records if record["kind"] == "decision"]
