@@ -113,6 +113,7 @@ def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return_schemas=registration_schemas(args),
         return_finding=args.return_finding,
         allow_origins=args.allow_origin,
+        take_address_from=args.take_address_from,
     )
     answer = coordinator.register(registration)
     if args.json:

@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="an origin besides the card's own that its interfaces may be on (repeatable)",
     )
+    register.add_argument(
+        "--take-address-from",
+        metavar="NAME",
+        help="give this agent the address the registered agent NAME holds (NAME is removed)",
+    )
     return_options.add_register_options(register)
 
     commands.add_parser(

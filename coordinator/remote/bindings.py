@@ -82,7 +82,7 @@ def transport_for(client: A2AClient, interface: Interface, destinations: Destina
     """The transport that speaks ``interface``'s binding at its protocol version, once
     :func:`~coordinator.remote.destinations.check_destination` allows its URL for the
     agent (``destinations``): no transport exists for a host the rule refuses."""
-    check_destination(interface.url, destinations)
+    check_destination(interface.url, destinations, interface.binding)
     if interface.legacy:
         return V03Transport(client, interface)
     if interface.binding == HTTP_JSON:

@@ -83,6 +83,10 @@ class ClientLimits:
     # How many GetTask polls a second all the tasks this client follows may cost together;
     # with many tasks in flight each one polls less often instead of the client drowning.
     max_polls_per_second: float = 200.0
+    # A gRPC channel with no call in flight for this long drops its connection and stops
+    # reconnecting until the next call (gRPC's own default is 30 minutes), so a channel
+    # to an agent removed or re-registered elsewhere holds nothing open for long.
+    idle_channel_seconds: float = 30.0
 
     @property
     def max_requests(self) -> int:

@@ -13,6 +13,9 @@ numbers out of a ``Struct`` read as integers).
 
 The interface's URL is ``host:port``: plaintext to a loopback host, TLS otherwise;
 ``grpc://`` or ``http://`` asks for plaintext and ``grpcs://`` or ``https://`` for TLS.
+The channel dials the host and port :func:`~coordinator.remote.endpoints.grpc_target`
+read from it (the ones the destination rule checked), as ``dns:///host:port``; gRPC's
+own target syntax in a card is refused there, never handed to gRPC.
 """
 
 from __future__ import annotations
@@ -42,28 +45,21 @@ from contracts.wire import (
 from coordinator.errors import FederationError, ProtocolError, TransportError, translated
 from coordinator.remote import traced
 from coordinator.remote.client import A2AClient
+from coordinator.remote.endpoints import grpc_target
 from coordinator.remote.transport import GRPC, Interface
 from coordinator.remote.wire_errors import remote_error
 from coordinator.telemetry import tracing
 
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 ModelT = TypeVar("ModelT", bound=BaseModel)
 ProtoT = TypeVar("ProtoT", bound=Message)
 
 
 def channel_target(url: str) -> tuple[str, bool]:
-    """The ``host:port`` to dial and whether to use TLS."""
-    for scheme, tls in (
-        ("grpcs://", True),
-        ("https://", True),
-        ("grpc://", False),
-        ("http://", False),
-    ):
-        if url.startswith(scheme):
-            return url[len(scheme) :].rstrip("/"), tls
-    host = url.rsplit(":", 1)[0]
-    return url, host not in LOOPBACK
+    """The ``host:port`` to dial and whether to use TLS (``grpc_target_invalid`` for a URL
+    in any other form than A2A's)."""
+    target = grpc_target(url)
+    return target.authority, target.tls
 
 
 class GrpcTransport:
@@ -72,25 +68,36 @@ class GrpcTransport:
     def __init__(self, client: A2AClient, interface: Interface) -> None:
         self.client = client
         self.interface = interface
-        self._target, self._tls = channel_target(interface.url)
+        self._dialed = grpc_target(interface.url)
+        self._target, self._tls = self._dialed.authority, self._dialed.tls
 
     @property
     def endpoint(self) -> str:
         return self.interface.url
 
-    def _stub(self) -> a2a_pb2_grpc.A2AServiceStub:
+    def channel(self) -> grpc.aio.Channel:
+        """The client's channel to the checked target (made on first use, shared by the
+        interfaces of every agent at that target); idle after the client's
+        ``idle_channel_seconds`` without a call."""
+        limits = self.client.limits
+        options = [
+            ("grpc.max_receive_message_length", limits.max_response_bytes),
+            ("grpc.client_idle_timeout_ms", max(1000, int(limits.idle_channel_seconds * 1000))),
+        ]
+
         def make() -> grpc.aio.Channel:
-            options = [("grpc.max_receive_message_length", self.client.limits.max_response_bytes)]
             if self._tls:
                 credentials = grpc.ssl_channel_credentials()
-                return grpc.aio.secure_channel(self._target, credentials, options=options)
-            return grpc.aio.insecure_channel(self._target, options=options)
+                return grpc.aio.secure_channel(self._dialed.target, credentials, options=options)
+            return grpc.aio.insecure_channel(self._dialed.target, options=options)
 
         async def close(channel: grpc.aio.Channel) -> None:
             await channel.close()
 
-        channel = self.client.shared(f"grpc:{self._target}:{self._tls}", make, close)
-        return a2a_pb2_grpc.A2AServiceStub(channel)
+        return self.client.shared(f"grpc:{self._dialed.target}:{self._tls}", make, close)
+
+    def _stub(self) -> a2a_pb2_grpc.A2AServiceStub:
+        return a2a_pb2_grpc.A2AServiceStub(self.channel())
 
     def _request(self, request: Any, proto: type[ProtoT]) -> ProtoT:
         if self.interface.tenant and request.tenant is None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -54,8 +54,9 @@ from coordinator.errors import FederationError, ProtocolError, RegistryError
 from coordinator.remote.bindings import transport_for
 from coordinator.remote.card_changes import only_narrows, surface
 from coordinator.remote.client import A2AClient, FetchedCard
-from coordinator.remote.destinations import Destinations, Neighbour, authority_of, check_card
-from coordinator.remote.transport import JSONRPC, Interface, choose_interface
+from coordinator.remote.destinations import Destinations, Neighbour, allowances
+from coordinator.remote.destinations import check_card_resolved as check_card
+from coordinator.remote.transport import JSONRPC, Interface, accepted_interface
 from coordinator.remote.v03.card import card_model, is_v03_card
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore
@@ -183,16 +184,6 @@ def now_text() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def accepted_interface(card: AgentCard, expect_skill: str | None) -> Interface:
-    """The interface we will talk to, or a :class:`RegistryError` saying why there is none."""
-    interface = choose_interface(card)
-    if expect_skill is not None and card.skill(expect_skill) is None:
-        raise RegistryError(
-            f"card of {card.name!r} does not declare skill {expect_skill!r}", "skill_missing"
-        )
-    return interface
-
-
 def origin_of(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
@@ -294,16 +285,20 @@ class Registry:
         return_contracts: Mapping[str, ReturnContract] | None = None,
         caller: CardCaller | None = None,
         allow_origins: Sequence[str] = (),
+        take_address_from: str | None = None,
     ) -> Registration:
         """Fetch, verify, validate and keep a card; every step is in the ledger on return.
         ``return_contracts`` (per skill) are kept with it, added to any declared before;
         ``caller`` authenticates the fetch of an extended card; ``allow_origins`` are
         origins besides the card's own its interfaces may be on (kept with the agent,
-        added to those allowed before)."""
+        added to those allowed before); ``take_address_from`` names the registered agent
+        whose address the card may name, which then leaves the registry (the operator's
+        decision, see :mod:`coordinator.remote.destinations`)."""
         try:
             registration = await self._register(
-                client, url, name, expect_skill, anchor, approve, caller, allow_origins
-            )
+                client, url, name, expect_skill, anchor, approve, caller, allow_origins,
+                take_address_from,
+            )  # fmt: skip
             if return_contracts:
                 self._declare(registration.agent, return_contracts)
             # As stored: with the return contracts declared now and before.
@@ -337,6 +332,7 @@ class Registry:
         approve: bool = False,
         caller: CardCaller | None = None,
         allow_origins: Sequence[str] = (),
+        ceding: str | None = None,
     ) -> Registration:
         try:
             fetched = await _fetch(client, url)
@@ -356,9 +352,10 @@ class Registry:
             signed = _verified(fetched, trusted)
             kid = signed.kid
             interface = accepted_interface(fetched.card, expect_skill)
-            allowed = allowances(existing, allow_origins)
+            allowed = allowances(existing.allowed_origins if existing else (), allow_origins)
             others = self._others(name, identity_of(trusted_key(trusted, kid)))
-            check_card(fetched.card, Destinations(fetched.url, allowed), others)
+            places = Destinations(fetched.url, allowed)
+            ceded = await check_card(fetched.card, places, others, ceding)
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
@@ -383,7 +380,7 @@ class Registry:
             allowed_origins=allowed,
         )
         try:
-            agent = await self._with_extended(client, agent, caller)
+            agent = await self._with_extended(client, agent, caller, ceding)
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
@@ -417,10 +414,17 @@ class Registry:
                 }
             )
         self._save(agent)
+        if ceded is not None:
+            self.trail.emit("agent.address_taken", data={"agent": ceded.name, "by": name})
+            self.remove(ceded.name)
         return Registration(agent, status)
 
     async def _with_extended(
-        self, client: A2AClient, agent: RegisteredAgent, caller: CardCaller | None
+        self,
+        client: A2AClient,
+        agent: RegisteredAgent,
+        caller: CardCaller | None,
+        ceding: str | None,
     ) -> RegisteredAgent:
         """``agent`` with its extended card, fetched and verified, when its card has one."""
         if not agent.agent_card.capabilities.extended_agent_card:
@@ -441,19 +445,13 @@ class Registry:
             extended = card_model(document)
         except ValueError as exc:
             raise RegistryError(f"{what} is not an agent card: {exc}", "card_invalid") from None
-        check_card(extended, agent.destinations, self._others(agent.name, agent.agent_id))
+        others = self._others(agent.name, agent.agent_id)
+        await check_card(extended, agent.destinations, others, ceding)
         self.trail.emit(
             "card.extended_verified",
             data={"agent": agent.name, "kid": kid, "card_digest": _digest(document)},
         )
         return agent.model_copy(update={"extended_card": document})
-
-
-def allowances(existing: RegisteredAgent | None, given: Iterable[str]) -> tuple[str, ...]:
-    """The origins allowed for an agent: those given now and those allowed before, each as
-    ``host:port`` (``origin_invalid`` when one names no host)."""
-    before = existing.allowed_origins if existing is not None else ()
-    return tuple(sorted({*before, *(authority_of(origin) for origin in given)}))
 
 
 def trusted_key(trusted: TrustedKeys, kid: str) -> VerificationKey:

@@ -92,6 +92,16 @@ def choose_interface(card: AgentCard) -> Interface:
     )
 
 
+def accepted_interface(card: AgentCard, expect_skill: str | None) -> Interface:
+    """The interface we will talk to, or a :class:`RegistryError` saying why there is none."""
+    interface = choose_interface(card)
+    if expect_skill is not None and card.skill(expect_skill) is None:
+        raise RegistryError(
+            f"card of {card.name!r} does not declare skill {expect_skill!r}", "skill_missing"
+        )
+    return interface
+
+
 class Transport(Protocol):
     """One interface of one remote agent; every call raises our own error types."""
 

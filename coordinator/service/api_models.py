@@ -67,6 +67,13 @@ class RegisterRequest(StrictRequest):
         max_length=16,
         description="origins besides the card's own that its interfaces may be on",
     )
+    take_address_from: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="the registered agent whose address the card names, which the operator "
+        "gives to this agent: that agent is removed",
+    )
 
     @model_validator(mode="after")
     def one_anchor(self) -> RegisterRequest:

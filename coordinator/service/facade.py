@@ -123,7 +123,7 @@ class CoordinatorService:
             caller = card_caller(identity.coordinator_keys(self.ws.data), identity.issuer_id())
             registration = await registry.register(
                 client, request.url, request.name, request.skill, anchor, request.approve,
-                contracts, caller, request.allow_origins,
+                contracts, caller, request.allow_origins, request.take_address_from,
             )  # fmt: skip
         return RegistrationView(status=registration.status, agent=agent_view(registration.agent))
 
