@@ -1,12 +1,11 @@
 """A route of an operator, not of an A2A caller: guarded by a bearer token of its own.
 
-:class:`OperatorToken` holds the SHA-256 of the configured token (never the token) and
-answers, for a request, the refusal to send or None: 404 when no token is configured
-(nothing is exposed), 401 with a ``WWW-Authenticate`` challenge when none or another is
-presented, 429 with ``Retry-After`` (``token_throttled``) once a client address has
-presented a wrong token too often (:class:`~agent_cards.edge.throttle.FailureThrottle`).
-The comparison is in constant time over both sides' hashes; the token is never repeated
-in an answer.
+:class:`OperatorToken` answers, for a request, the refusal to send or None: 404 when no
+token is configured (nothing is exposed), 401 with a ``WWW-Authenticate`` challenge when
+none or another is presented, 429 with ``Retry-After`` (``token_throttled``) for a wrong
+token from an address, or of a fingerprint, that failed too often. What is right, wrong
+or throttled is :meth:`~agent_cards.edge.operator_secret.OperatorSecret.judge` (the right
+token always passes); the token is never repeated in an answer.
 
 :func:`~agent_cards.edge.token_strength.check_strength` is the rule a configured token
 is held to before the service starts.
@@ -14,13 +13,16 @@ is held to before the service starts.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from agent_cards.edge.throttle import THROTTLED, FailureThrottle, retry_after_header
+from agent_cards.edge.operator_secret import OperatorSecret
+from agent_cards.edge.throttle import (
+    THROTTLED,
+    THROTTLED_MESSAGE,
+    FailureThrottle,
+    retry_after_header,
+)
 from agent_cards.edge.token_strength import check_strength
 
 
@@ -34,28 +36,26 @@ class OperatorToken:
     ) -> None:
         if token is not None:
             check_strength(token, f"the {realm} token")
-        self._expected = hashlib.sha256(token.encode()).digest() if token else None
+        self._secret = OperatorSecret(token) if token else None
         self._realm = realm
         self._disabled = disabled_reason
         self._throttle = throttle or FailureThrottle()
 
     def refusal(self, request: Request) -> JSONResponse | None:
         """The answer refusing ``request``, or None when it holds the token."""
-        if self._expected is None:
+        if self._secret is None:
             return self._refused(404, self._disabled, "no operator token is configured")
-        client = request.client.host if request.client is not None else ""
-        wait = self._throttle.retry_after(client)
-        if wait is not None:
-            message = "too many wrong tokens from here; try again later"
-            return self._refused(429, THROTTLED, message, retry_after_header(wait))
         values = request.headers.getlist("authorization")
         scheme, _, presented = (values[0] if len(values) == 1 else "").partition(" ")
         if scheme.lower() != "bearer" or not presented:
             return self._refused(401, "token_missing", "an operator bearer token is required")
-        if not hmac.compare_digest(hashlib.sha256(presented.encode()).digest(), self._expected):
-            self._throttle.failed(client)
+        client = request.client.host if request.client is not None else ""
+        judged = self._secret.judge(presented.encode(), client, self._throttle)
+        if judged.retry_after is not None:
+            wait = retry_after_header(judged.retry_after)
+            return self._refused(429, THROTTLED, THROTTLED_MESSAGE, wait)
+        if not judged.passed:
             return self._refused(401, "token_invalid", "the operator token is not valid")
-        self._throttle.succeeded(client)
         return None
 
     def _refused(

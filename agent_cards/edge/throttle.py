@@ -1,10 +1,10 @@
-"""Failed presentations of a secret, counted per client address: past ``attempts``
-failures within ``window`` seconds, that address is refused (429 with ``Retry-After``)
-until the oldest failure leaves the window. The secrets are long and random, so this is
-not what keeps them from being guessed; it keeps a script from trying at the speed of
-the network. The table is bounded: past ``max_clients`` addresses the stalest is
-forgotten. One rule for every secret either service checks: the console's login form,
-the coordinator's API token, remote_risk's audit and metrics tokens.
+"""Failed presentations of a secret, counted per key: past ``attempts`` failures within
+``window`` seconds a key is held (429 with ``Retry-After``) until its oldest failure
+leaves the window. The keys are what :class:`~agent_cards.edge.operator_secret.OperatorSecret`
+counts a wrong token under: its client address and its fingerprint. The secrets are
+long and random, so this is not what keeps them from being guessed (the strength rule
+is); it keeps a script from trying wrong tokens at the speed of the network. The table
+is bounded: past ``max_clients`` keys the stalest is forgotten.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ DEFAULT_ATTEMPTS = 5
 DEFAULT_WINDOW_SECONDS = 60.0
 DEFAULT_MAX_CLIENTS = 1000
 THROTTLED = "token_throttled"
+THROTTLED_MESSAGE = "too many wrong tokens from here, or this one too often; try again later"
 
 
 @dataclass
@@ -28,27 +29,30 @@ class FailureThrottle:
     clock: Callable[[], float] = time.monotonic
     _failures: dict[str, list[float]] = field(default_factory=dict)
 
-    def retry_after(self, client: str) -> float | None:
-        """Seconds until ``client`` may try again, or None if it may now."""
-        recent = self._recent(client)
+    def retry_after(self, *keys: str) -> float | None:
+        """Seconds until none of ``keys`` is held, or None if none is held now."""
+        waits = [wait for wait in map(self._wait, keys) if wait is not None]
+        return max(waits) if waits else None
+
+    def failed(self, *keys: str) -> None:
+        """Count one failure under each of ``keys``."""
+        for key in keys:
+            recent = self._recent(key)
+            recent.append(self.clock())
+            self._failures[key] = recent[-self.attempts :]
+        while len(self._failures) > self.max_clients:
+            stalest = min(self._failures, key=lambda name: self._failures[name][-1])
+            del self._failures[stalest]
+
+    def _wait(self, key: str) -> float | None:
+        recent = self._recent(key)
         if len(recent) < self.attempts:
             return None
         return max(recent[0] + self.window - self.clock(), 0.0)
 
-    def failed(self, client: str) -> None:
-        recent = self._recent(client)
-        recent.append(self.clock())
-        self._failures[client] = recent[-self.attempts :]
-        if len(self._failures) > self.max_clients:
-            stalest = min(self._failures, key=lambda name: self._failures[name][-1])
-            del self._failures[stalest]
-
-    def succeeded(self, client: str) -> None:
-        self._failures.pop(client, None)
-
-    def _recent(self, client: str) -> list[float]:
+    def _recent(self, key: str) -> list[float]:
         now = self.clock()
-        return [at for at in self._failures.get(client, []) if now - at < self.window]
+        return [at for at in self._failures.get(key, []) if now - at < self.window]
 
 
 def retry_after_header(wait: float) -> dict[str, str]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from agent_cards.edge.operator_secret import OperatorSecret
 from coordinator.console.guard import Guard, SecurityHeaders
 from coordinator.console.routes import PREFIX, console_router
 from coordinator.console.sessions import SessionStore
 from coordinator.console.settings import load_console_settings
 from coordinator.service import CoordinatorService
-from coordinator.service.operator_token import OperatorToken
 
 
 class Console:
@@ -19,7 +19,7 @@ class Console:
 
     prefix = PREFIX
 
-    def install(self, app: FastAPI, service: CoordinatorService, token: OperatorToken) -> None:
+    def install(self, app: FastAPI, service: CoordinatorService, token: OperatorSecret) -> None:
         settings = load_console_settings()
         sessions = SessionStore(
             lifetime=settings.console_session_seconds, idle=settings.console_idle_seconds

@@ -20,6 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_cards.edge.operator_secret import OperatorSecret
 from agent_cards.edge.throttle import retry_after_header
 from coordinator.console.sessions import Session, SessionStore
 from coordinator.console.throttle import LoginThrottle
@@ -116,15 +117,19 @@ def client_of(request: Request) -> str:
     return request.client.host if request.client is not None else "unknown"
 
 
-def check_throttle(guard: Guard, request: Request) -> None:
-    wait = guard.logins.retry_after(client_of(request))
-    if wait is not None:
+def token_accepted(guard: Guard, request: Request, token: OperatorSecret, presented: str) -> bool:
+    """Whether the login form's token is the operator's, by the edge's one judgment: the
+    right token always passes; a wrong one is refused 429 once its address or itself
+    failed too often."""
+    judged = token.judge(presented.encode(), client_of(request), guard.logins)
+    if judged.retry_after is not None:
         raise ConsoleRefusal(
             429,
             "login_throttled",
-            "too many failed logins from here; try again later",
-            headers=retry_after_header(wait),
+            "too many failed logins from here, or with this token; try again later",
+            headers=retry_after_header(judged.retry_after),
         )
+    return judged.passed
 
 
 async def read_form(request: Request) -> dict[str, str]:

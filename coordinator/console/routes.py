@@ -22,15 +22,15 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from agent_cards.edge.operator_secret import OperatorSecret
 from coordinator.console import pages
-from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, check_throttle, client_of
+from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, token_accepted
 from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError, UsageError, describe_validation
 from coordinator.service import CoordinatorService
 from coordinator.service.api import error_response, status_of
 from coordinator.service.api_models import CancelRequest, RegisterRequest, StrictRequest
-from coordinator.service.operator_token import OperatorToken
 from coordinator.service.run_list import RunQuery
 
 PREFIX = "/console"
@@ -86,7 +86,7 @@ class Pages:
 
 
 def console_router(
-    service: CoordinatorService, token: OperatorToken, guard: Guard, settings: ConsoleSettings
+    service: CoordinatorService, token: OperatorSecret, guard: Guard, settings: ConsoleSettings
 ) -> APIRouter:
     router = APIRouter(prefix=PREFIX, include_in_schema=False)
     view = Pages()
@@ -163,11 +163,8 @@ def console_router(
         if anonymous is None:
             raise ConsoleRefusal(403, "csrf_missing", "open the login form first")
         fields = await guard.form(request, anonymous)
-        check_throttle(guard, request)
-        if not token.matches(fields.get("token", "").encode()):
-            guard.logins.failed(client_of(request))
+        if not token_accepted(guard, request, token, fields.get("token", "")):
             return login_page(request, anonymous, 401, failed=True)
-        guard.logins.succeeded(client_of(request))
         guard.sessions.close(old)
         cookie, _ = guard.sessions.open(authenticated=True)
         response = see("/runs")

@@ -28,7 +28,13 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_cards.edge.throttle import THROTTLED, FailureThrottle, retry_after_header
+from agent_cards.edge.operator_secret import OperatorSecret
+from agent_cards.edge.throttle import (
+    THROTTLED,
+    THROTTLED_MESSAGE,
+    FailureThrottle,
+    retry_after_header,
+)
 from contracts import strict_json
 from coordinator.authority import identity
 from coordinator.errors import (
@@ -66,7 +72,6 @@ from coordinator.service.api_models import (
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.faults import FaultBarrier, retry_after
 from coordinator.service.metrics_route import metrics_router
-from coordinator.service.operator_token import OperatorToken
 from coordinator.service.reference import render_reference
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
@@ -130,22 +135,22 @@ class AppExtension(Protocol):
 
     prefix: str
 
-    def install(self, app: FastAPI, service: CoordinatorService, token: OperatorToken) -> None: ...
+    def install(self, app: FastAPI, service: CoordinatorService, token: OperatorSecret) -> None: ...
 
 
 class OperatorAuth:
     """Refuse every request outside :data:`PUBLIC_PATHS` without the operator's token.
 
-    The presented token is compared with the configured one in constant time
-    (:class:`~coordinator.service.operator_token.OperatorToken`), and no answer ever
-    repeats it. A client address that presents a wrong token too often is refused 429
-    (``token_throttled``) for a while (:class:`~agent_cards.edge.throttle.FailureThrottle`).
-    Paths under ``exempt_prefixes`` belong to an :class:`AppExtension` that checks them
-    itself.
+    What is right, wrong or throttled is
+    :meth:`~agent_cards.edge.operator_secret.OperatorSecret.judge`, the one rule of both
+    services: the right token always passes; a wrong one from an address, or of a
+    fingerprint, that failed too often is refused 429 (``token_throttled``). No answer
+    repeats the token. Paths under ``exempt_prefixes`` belong to an :class:`AppExtension`
+    that checks them itself.
     """
 
     def __init__(
-        self, app: ASGIApp, token: OperatorToken, exempt_prefixes: Sequence[str] = ()
+        self, app: ASGIApp, token: OperatorSecret, exempt_prefixes: Sequence[str] = ()
     ) -> None:
         self.app = app
         self._token = token
@@ -163,19 +168,11 @@ class OperatorAuth:
             return
         client = scope["client"][0] if scope.get("client") else ""
         values = [v for k, v in scope["headers"] if k == b"authorization"]
-        refusal = self.throttled(client) or self.refusal(values, client)
+        refusal = self.refusal(values, client)
         if refusal is None:
             await self.app(scope, receive, send)
             return
         await refusal(scope, receive, send)
-
-    def throttled(self, client: str) -> JSONResponse | None:
-        wait = self._failures.retry_after(client)
-        if wait is None:
-            return None
-        http.note(denial_reason=THROTTLED)
-        message = "too many wrong tokens from here; try again later"
-        return error_response(429, THROTTLED, message, retry_after_header(wait))
 
     def refusal(self, values: list[bytes], client: str = "") -> JSONResponse | None:
         if not values:
@@ -185,10 +182,13 @@ class OperatorAuth:
         scheme, _, presented = values[0].partition(b" ")
         if scheme.lower() != b"bearer" or not presented or b" " in presented:
             return self._unauthorized("token_malformed", "expected Authorization: Bearer TOKEN")
-        if not self._token.matches(presented):
-            self._failures.failed(client)
+        judged = self._token.judge(presented, client, self._failures)
+        if judged.retry_after is not None:
+            http.note(denial_reason=THROTTLED)
+            wait = retry_after_header(judged.retry_after)
+            return error_response(429, THROTTLED, THROTTLED_MESSAGE, wait)
+        if not judged.passed:
             return self._unauthorized("token_invalid", "the operator token is not valid")
-        self._failures.succeeded(client)
         return None
 
     @staticmethod
@@ -506,7 +506,7 @@ def create_api(
 ) -> FastAPI:
     """The coordinator's app over ``ws``; refuses to exist without an operator token.
     ``extensions`` (the console) are installed beside the API."""
-    token = OperatorToken(settings.required_token("the coordinator API"))
+    token = OperatorSecret(settings.required_token("the coordinator API"))
     if settings.issuer != identity.issuer_id():
         raise ConfigurationError(
             f"the issuer must be set through {identity.ISSUER_ENV}", "issuer_mismatch"

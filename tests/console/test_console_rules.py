@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agent_cards.edge.operator_secret import WRONG, OperatorSecret
 from coordinator.audit.events import StoredEvent
 from coordinator.console.pages import shown_content
 from coordinator.console.sessions import ANONYMOUS_LIFETIME_SECONDS, SessionStore
@@ -166,7 +167,7 @@ def test_an_artifact_is_shown_part_by_part_as_text() -> None:
     assert shown_content("x" * 30_000).endswith("(cut to fit)")
 
 
-def test_failed_logins_are_throttled_per_client() -> None:
+def test_failed_logins_are_throttled_per_key() -> None:
     clock = Clock()
     throttle = LoginThrottle(attempts=3, window=60.0, max_clients=2, clock=clock)
     for _ in range(3):
@@ -175,14 +176,28 @@ def test_failed_logins_are_throttled_per_client() -> None:
         clock.now += 1
     assert throttle.retry_after("10.0.0.1") == pytest.approx(57.0)
     assert throttle.retry_after("10.0.0.2") is None  # another client is not held up
+    assert throttle.retry_after("10.0.0.2", "10.0.0.1") == pytest.approx(57.0)  # either key
     clock.now += 58
     assert throttle.retry_after("10.0.0.1") is None  # the first failure left the window
-    throttle.failed("10.0.0.2")
-    throttle.succeeded("10.0.0.2")
-    assert throttle.retry_after("10.0.0.2") is None
     for client in ("a", "b", "c"):
         throttle.failed(client)
     assert len(throttle._failures) <= 2
+
+
+def test_the_right_token_always_passes_and_resets_nothing() -> None:
+    """A wrong token is held once its address or its fingerprint failed too often; the
+    right one passes from a held address and leaves the count as it was."""
+    secret = OperatorSecret("console-operator-token-0123456789")
+    throttle = LoginThrottle(attempts=2, window=60.0, clock=Clock())
+    for guess in (b"one", b"two"):
+        assert secret.judge(guess, "10.0.0.1", throttle) == WRONG
+    assert secret.judge(b"three", "10.0.0.1", throttle).retry_after is not None
+    assert secret.judge(b"console-operator-token-0123456789", "10.0.0.1", throttle).passed
+    assert secret.judge(b"four", "10.0.0.1", throttle).retry_after is not None
+    assert secret.judge(b"stale", "10.0.0.2", throttle) == WRONG
+    assert secret.judge(b"stale", "10.0.0.3", throttle) == WRONG
+    assert secret.judge(b"stale", "10.0.0.4", throttle).retry_after is not None
+    assert "console-operator" not in repr(secret)
 
 
 @pytest.mark.parametrize(("scheme", "secure"), [("https", True), ("http", False)])
