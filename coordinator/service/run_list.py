@@ -99,14 +99,15 @@ def age(started_at: str, now: datetime) -> str:
 
 
 def query_since(value: str) -> str:
-    """``since`` as the stored form (ISO 8601 UTC with ``Z``); refused unless it parses."""
+    """``since`` as the stored form (ISO 8601 UTC with ``Z``); refused (``bad_since``)
+    unless it parses and stays within years 1 to 9999 once moved to UTC."""
     try:
         moment = datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    except (ValueError, OverflowError):
         raise UsageError(f"since must be an ISO 8601 time, not {value!r}", "bad_since") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def encode_cursor(key: tuple[str, str]) -> str:

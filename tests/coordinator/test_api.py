@@ -410,3 +410,22 @@ def test_delegations_of_a_serving_coordinator_share_one_connection_pool(
             assert answer.json()["local_state"] == "ACCEPTED", answer.text
     ports = watched[0].ports[registering:]
     assert len(ports) == 3 and len(set(ports)) == 1
+
+
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_since_beyond_the_calendar_is_a_typed_refusal(
+    deployment: Deployment,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    since: str,
+) -> None:
+    """A time that parses but leaves datetime's range once moved to UTC: 422 ``bad_since``
+    from the API (was a 500, OverflowError), and one line, exit 2, from the CLI, local or
+    through --server."""
+    answer = deployment.http.get("/v1/runs", params={"since": since})
+    assert answer.status_code == 422 and answer.json()["error"]["reason"] == "bad_since"
+    monkeypatch.setenv("FEDERATION_OPERATOR_TOKEN", TOKEN)
+    for where in (["--data-dir", str(deployment.data)], ["--server", deployment.api]):
+        assert main([*where, "runs", "--since", since]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("federation: error: bad_since: ") and err.count("\n") == 1, err

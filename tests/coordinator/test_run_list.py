@@ -105,6 +105,8 @@ def test_since_keeps_later_runs(store: RunStore) -> None:
         (RunQuery(limit=0), "bad_limit"),
         (RunQuery(limit=501), "bad_limit"),
         (RunQuery(since="yesterday"), "bad_since"),
+        (RunQuery(since="0001-01-01T00:00:00+01:00"), "bad_since"),
+        (RunQuery(since="9999-12-31T23:59:59-01:00"), "bad_since"),
         (RunQuery(cursor="not*a*cursor"), "bad_cursor"),
         (RunQuery(cursor="WzFd"), "bad_cursor"),
     ],
