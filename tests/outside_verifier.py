@@ -463,7 +463,10 @@ def _receipt_claims(receipt: Any, anchors: dict[str, Anchor], seq: int) -> dict[
     signing_input = f"{receipt['protected']}.{receipt['payload']}".encode("ascii")
     if not _signature_ok(anchor, header["alg"], receipt["signature"], signing_input):
         raise Refused("receipt_invalid", seq)
-    return _decoded_object(receipt["payload"], seq)
+    claims = _decoded_object(receipt["payload"], seq)
+    if claims.get("iss") != "urn:ietf:params:oauth:jwk-thumbprint:sha-256:" + kid:
+        raise Refused("receipt_issuer_mismatch", seq)
+    return claims
 
 
 def _decoded_object(part: str, seq: int) -> dict[str, Any]:

@@ -91,17 +91,21 @@ def sign_head(
     return head_from(claims, key.kid, sign_statement(claims, key, TREE_HEAD_TYP))
 
 
-def verify_head(jws: Any, keys: TrustedKeys) -> Head:
-    """The head ``jws`` states if one of ``keys`` signed it; else :class:`StatementInvalid`."""
-    claims = verify_statement(jws, keys, TREE_HEAD_TYP)
+def verify_head(jws: Any, keys: TrustedKeys, *, issuer: str | None = None) -> Head:
+    """The head ``jws`` states if one of ``keys`` signed it in its own name (``iss`` the
+    key's identity, or ``issuer`` when the caller chose ``keys`` by that name); else
+    :class:`StatementInvalid`."""
+    claims = verify_statement(jws, keys, TREE_HEAD_TYP, issuer=issuer)
     return head_from(claims, str(unverified_header(jws)["kid"]), jws)
 
 
-def verify_head_signer(jws: Any, keys: TrustedKeys) -> tuple[Head, str]:
+def verify_head_signer(
+    jws: Any, keys: TrustedKeys, *, issuer: str | None = None
+) -> tuple[Head, str]:
     """:func:`verify_head`, and who signed it: the RFC 7638 thumbprint computed from the
     key of ``keys`` that verified the signature (never a label the head states). What a
     witness keys the head by."""
-    head = verify_head(jws, keys)
+    head = verify_head(jws, keys, issuer=issuer)
     key = keys.get(head.kid)
     if key is None:  # verify_head found it: only a changed ``keys`` gets here
         raise StatementInvalid("untrusted_key", "the verifying key is no longer pinned")

@@ -35,7 +35,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_cards.keys import SigningKey
-from agent_cards.transparency.statements import StatementInvalid, sign_statement, verify_statement
+from agent_cards.transparency.statements import (
+    ISSUER_MISMATCH,
+    StatementInvalid,
+    sign_statement,
+    verify_statement,
+)
 from agent_cards.trusted import TrustedKeys
 from contracts.canonical import canonical_json
 
@@ -83,6 +88,17 @@ def issue_receipt(claims: Mapping[str, Any], key: SigningKey) -> str:
     return sign_statement(claims, key, RECEIPT_TYP)
 
 
+def verified_receipt(receipt: Any, keys: TrustedKeys) -> dict[str, Any]:
+    """The claims of ``receipt`` if one of ``keys`` signed it in its own name; else
+    ``receipt_issuer_mismatch`` (its ``iss`` is not the verifying key's identity) or
+    ``receipt_invalid`` (any other reason of :func:`verify_statement`)."""
+    try:
+        return verify_statement(receipt, keys, RECEIPT_TYP)
+    except StatementInvalid as exc:
+        reason = "receipt_issuer_mismatch" if exc.reason == ISSUER_MISMATCH else "receipt_invalid"
+        raise StatementInvalid(reason, f"the receipt {exc}") from None
+
+
 def receipt_of(metadata: Mapping[str, Any] | None) -> Any:
     """The receipt a task's (or a status event's) metadata carries, or None."""
     extension = (metadata or {}).get(RECEIPTS_EXTENSION_URI)
@@ -95,13 +111,11 @@ def check_receipt(
     """The receipt's claims, once it verifies with ``keys`` and states exactly the task
     returned (its id, artifacts and state) and ``expected`` (handoff, attempt, jti,
     req_digest); else :class:`StatementInvalid` with ``receipt_missing``,
-    ``receipt_invalid`` or ``receipt_mismatch``."""
+    ``receipt_invalid``, ``receipt_issuer_mismatch`` (its ``iss`` is not the identity of
+    the key that verified it) or ``receipt_mismatch``."""
     if receipt is None:
         raise StatementInvalid("receipt_missing", "the agent declares receipts; none came")
-    try:
-        claims = verify_statement(receipt, keys, RECEIPT_TYP)
-    except StatementInvalid as exc:
-        raise StatementInvalid("receipt_invalid", f"the receipt {exc}") from None
+    claims = verified_receipt(receipt, keys)
     status = task.get("status") or {}
     actual = {
         "task_id": task.get("id"),

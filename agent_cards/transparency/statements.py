@@ -4,6 +4,13 @@ The protected header is exactly ``{"alg", "kid", "typ"}``: ``alg`` the key's one
 algorithm (EdDSA or ES256), ``kid`` its RFC 7638 thumbprint, ``typ`` what the statement
 is. A verifier looks the ``kid`` up among the keys it pinned for the signer and nowhere
 else, and checks ``typ`` exactly. Receipts and signed tree heads are such statements.
+
+One rule holds for every statement: **a signature speaks only for the identity of the
+key that verified it.** The claims' ``iss`` must be that identity: by default the key's
+RFC 9278 thumbprint URI (:mod:`agent_cards.identity`), which is how an agent names
+itself; a caller that chose the keys by a named issuer (the coordinator's heads, keyed
+by the tokens' ``iss``) passes that name instead. So holding several parties' keys
+never lets one of them sign in another's name (``issuer_mismatch``).
 """
 
 from __future__ import annotations
@@ -13,10 +20,13 @@ from typing import Any
 
 import jwt
 
+from agent_cards.identity import identity_of
 from agent_cards.jwk import b64url_decode
 from agent_cards.keys import SigningKey
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
+
+ISSUER_MISMATCH = "issuer_mismatch"
 
 
 class StatementInvalid(ValueError):
@@ -45,9 +55,13 @@ def unverified_header(jws: str) -> dict[str, Any]:
     return header
 
 
-def verify_statement(jws: Any, keys: TrustedKeys, typ: str) -> dict[str, Any]:
-    """The claims of ``jws`` if one of ``keys`` signed it as a ``typ``; else
-    :class:`StatementInvalid` (``malformed``, ``untrusted_key``, ``signature_invalid``)."""
+def verify_statement(
+    jws: Any, keys: TrustedKeys, typ: str, *, issuer: str | None = None
+) -> dict[str, Any]:
+    """The claims of ``jws`` if one of ``keys`` signed it as a ``typ`` in its own name;
+    else :class:`StatementInvalid` (``malformed``, ``untrusted_key``,
+    ``signature_invalid``, ``issuer_mismatch``). Its ``iss`` must be ``issuer`` when
+    given (the name the caller chose ``keys`` by), else the verifying key's identity."""
     if not isinstance(jws, str) or jws.count(".") != 2:
         raise StatementInvalid("malformed", "not a compact JWS")
     header = unverified_header(jws)
@@ -64,4 +78,9 @@ def verify_statement(jws: Any, keys: TrustedKeys, typ: str) -> dict[str, Any]:
         raise StatementInvalid("signature_invalid", f"does not verify: {exc}") from None
     if not isinstance(claims, dict):
         raise StatementInvalid("malformed", "the payload is not a JSON object")
+    expected = issuer if issuer is not None else identity_of(key)
+    if claims.get("iss") != expected:
+        raise StatementInvalid(
+            ISSUER_MISMATCH, f"signed by {expected}, but its iss names {claims.get('iss')!r}"
+        )
     return claims

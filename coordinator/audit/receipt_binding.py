@@ -2,11 +2,13 @@
 
 Every ``handoff.receipt`` event among the bundle's verified events is checked, whether or
 not the bundle's ``receipts`` list names it: its signature with a remote key the reader
-holds (by computed thumbprint), then what it states against what the coordinator's
-ledger recorded (task, handoff, token, audience, final state), then its artifact digest
-against the exact artifacts the bundle carries. The coordinator's own check before
-return admission is :mod:`coordinator.handoff.receipt_check`; this one lets a third
-party catch either side lying afterwards.
+holds (by computed thumbprint), in the name of that key's identity and no other (its
+``iss``: holding several agents' keys never lets one sign for another), then what it
+states against what the coordinator's ledger recorded (task, handoff, token, audience,
+final state), then its artifact digest against the exact artifacts the bundle carries.
+The coordinator's own check before return admission is
+:mod:`coordinator.handoff.receipt_check`; this one lets a third party catch either side
+lying afterwards.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_cards.transparency.receipts import RECEIPT_TYP, artifact_digest
-from agent_cards.transparency.statements import StatementInvalid, verify_statement
+from agent_cards.transparency.statements import (
+    ISSUER_MISMATCH,
+    StatementInvalid,
+    verify_statement,
+)
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
@@ -79,13 +85,15 @@ def _verified(seq: int, record: Mapping[str, Any], remotes: TrustedKeys) -> dict
         if exc.reason == "untrusted_key":
             detail = "the receipt is not signed by a remote key given"
             raise BundleBroken(seq, Break.UNTRUSTED_KEY, detail) from None
+        if exc.reason == ISSUER_MISMATCH:
+            raise BundleBroken(seq, Break.RECEIPT_ISSUER_MISMATCH, f"the receipt {exc}") from None
         raise BundleBroken(seq, Break.RECEIPT_INVALID, f"the receipt {exc}") from None
 
 
 def _bound(
     seq: int, record: Mapping[str, Any], claims: Mapping[str, Any], records: Records
 ) -> None:
-    """6.3.2: the receipt states what the ledger recorded, checked in this order."""
+    """6.3.3: the receipt states what the ledger recorded, checked in this order."""
     attempt: Any = claims.get("attempt")
     ours: Any = record["attempt"]
     task_id = claims.get("task_id")
@@ -161,7 +169,7 @@ def _artifacts_match(
     content: str | None,
     records: Records,
 ) -> None:
-    """6.3.3: the exact artifacts carried hash to the receipt's digest (RFC 8785 form) and
+    """6.3.4: the exact artifacts carried hash to the receipt's digest (RFC 8785 form) and
     to the ``content_hash`` of the ledger's next ``artifact.*`` event of the task."""
     if content is None:
         raise BundleBroken(seq, Break.ARTIFACT_MISSING, "the bundle carries no artifacts for it")

@@ -66,6 +66,7 @@ class Break(StrEnum):
     MALFORMED = "malformed"  # a bundle that does not have the expected shape
     NO_ANCHOR = "no_anchor"  # a bundle checked with no key of the reader's: nothing proven
     RECEIPT_MISMATCH = "receipt_mismatch"  # a receipt contradicts the ledger it is kept in
+    RECEIPT_ISSUER_MISMATCH = "receipt_issuer_mismatch"  # iss is not the signing key's identity
     ARTIFACT_MISSING = "artifact_missing"  # a receipt's artifacts are not in the bundle
     ARTIFACT_MISMATCH = "artifact_mismatch"  # artifacts differ from the receipt or ledger
 

@@ -245,6 +245,10 @@ THUMBPRINT_MEMBERS = {"OKP": ("crv", "kty", "x"), "EC": ("crv", "kty", "x", "y")
 KEY_ALG = {("OKP", "Ed25519"): "EdDSA", ("EC", "P-256"): "ES256"}
 
 
+# An agent's identity: the RFC 9278 URI of its key's RFC 7638 thumbprint.
+IDENTITY_PREFIX = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:"
+
+
 def thumbprint(jwk: dict[str, Any]) -> str:
     """RFC 7638 thumbprint of an OKP (Ed25519) or EC (P-256) key."""
     members = {name: jwk[name] for name in THUMBPRINT_MEMBERS[jwk["kty"]]}
@@ -530,7 +534,8 @@ def check_receipts(
 def check_receipt_signature(
     seq: int, record: dict[str, Any], remotes: dict[str, Any]
 ) -> dict[str, Any]:
-    """6.3.1: a flattened JWS, header exactly alg/kid/typ, by a remote key given."""
+    """6.3.1 and 6.3.2: a flattened JWS, header exactly alg/kid/typ, by a remote key
+    given, in the name of that key's identity."""
     jws = record["data"].get("receipt")
     members = ("protected", "payload", "signature")
     if not (
@@ -560,13 +565,16 @@ def check_receipt_signature(
         raise Failed(seq, "receipt_invalid", f"the receipt does not verify: {exc!r}") from None
     if not isinstance(claims, dict):
         raise Failed(seq, "receipt_invalid", "the receipt's payload is not a JSON object")
+    if claims.get("iss") != IDENTITY_PREFIX + header["kid"]:
+        detail = "the receipt's iss is not the identity of the key that verified it"
+        raise Failed(seq, "receipt_issuer_mismatch", detail)
     return claims
 
 
 def check_receipt_binding(
     seq: int, record: dict[str, Any], claims: dict[str, Any], records: dict[int, dict[str, Any]]
 ) -> None:
-    """6.3.2: the receipt states what the ledger recorded, in this order."""
+    """6.3.3: the receipt states what the ledger recorded, in this order."""
     attempt: Any = claims.get("attempt")
     ours: Any = record["attempt"]
     task_id = claims.get("task_id")
@@ -652,7 +660,7 @@ def check_receipt_artifacts(
     content: str | None,
     records: dict[int, dict[str, Any]],
 ) -> None:
-    """6.3.3: the artifacts carried are those the receipt signed and the ledger received."""
+    """6.3.4: the artifacts carried are those the receipt signed and the ledger received."""
     if content is None:
         raise Failed(seq, "artifact_missing", "the bundle carries no artifacts for it")
     try:

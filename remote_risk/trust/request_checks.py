@@ -77,15 +77,11 @@ def head_witness(
         try:
             if keys is None:
                 raise StatementInvalid("untrusted_key", "no keys for the issuer")
-            head, signer = verify_head_signer(jws, keys)
+            head, signer = verify_head_signer(jws, keys, issuer=verified.grant.iss)
         except StatementInvalid as exc:
             denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, str(exc))
             denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
             raise denial from None
-        if head.iss != verified.grant.iss:
-            denial = DelegationDenied(DenialReason.LOG_HEAD_INVALID, "a head of another log")
-            denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
-            raise denial
         heads.keep(head, signer)
         if keys is not None:
             with lock:

@@ -28,6 +28,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import text
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import artifact_digest, issue_receipt
 from contracts import strict_json
@@ -43,16 +44,24 @@ from coordinator.storage import migrate, open_engine
 
 AT = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 VERIFIER = Path(__file__).resolve().parents[2] / "docs" / "verifier" / "verify_bundle.py"
-AUD = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:risk-agent"
 REQ = "sha-256:" + "r" * 43
 ARTIFACTS = [{"artifactId": "a-1", "name": "risk-finding", "parts": [{"text": "ok €"}]}]
 CONTENT = strict_json.dumps(ARTIFACTS).decode()
 COORDINATOR = Ed25519PrivateKey.generate()
 REMOTE = SigningKey.generate("ES256")
+# The identity the remote's tokens are minted for and its receipts name: its key's.
+AUD = identity_of(REMOTE.verification_key())
+# A second agent whose key the reader also holds: it can sign, but only as itself.
+COLLUDER = SigningKey.generate("EdDSA")
 
 
 def jwks_of(key: SigningKey) -> dict[str, Any]:
     return {"keys": [key.verification_key().to_jwk()]}
+
+
+def reader_anchors() -> Anchors:
+    """What the auditor holds: the coordinator's key and two agents' keys."""
+    return Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE), jwks_of(COLLUDER)])
 
 
 def claims(**changes: Any) -> dict[str, Any]:
@@ -91,7 +100,8 @@ def write_ledger(path: Path, ledger_says: dict[str, Any], receipts: list[str]) -
     migrate(engine)
     ledger = Ledger(engine)
     grant = {"jti": ledger_says.get("jti", "jti-1"), "claims_digest": "sha-256:" + "ab" * 32}
-    grant |= {"req_digest": ledger_says.get("req_digest", REQ), "aud": AUD, "scope": "risk"}
+    grant |= {"req_digest": ledger_says.get("req_digest", REQ), "scope": "risk"}
+    grant["aud"] = ledger_says.get("aud", AUD)
     task = ledger_says.get("task_id", "task-1")
     state = {"remote_state": ledger_says.get("state", "TASK_STATE_COMPLETED")}
     received = "sha256:" + hashlib.sha256(CONTENT.encode()).hexdigest()
@@ -145,6 +155,7 @@ def standalone(bundle: dict[str, Any], tmp_path: Path, anchors: str | None) -> d
         coordinator = key_file(tmp_path / "c.json", {"keys": [public_jwk(COORDINATOR)]})
         args += ["--coordinator-key", coordinator]
         args += ["--remote-key", key_file(tmp_path / "r.json", jwks_of(REMOTE))]
+        args += ["--remote-key", key_file(tmp_path / "r2.json", jwks_of(COLLUDER))]
     elif anchors == "unanchored":
         args.append("--unanchored")
     completed = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
@@ -159,9 +170,7 @@ def both(
 ) -> tuple[str | None, str | None]:
     """(our reason, the stand-alone verifier's); None when the bundle verifies."""
     if anchors == GENUINE_ANCHORS:
-        ours = verify_proof_bundle(
-            bundle, Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
-        )
+        ours = verify_proof_bundle(bundle, reader_anchors())
     else:
         ours = verify_proof_bundle(bundle, unanchored=anchors == "unanchored")
     theirs = standalone(bundle, tmp_path, anchors)
@@ -231,10 +240,19 @@ def test_a_ledger_that_contradicts_its_receipt_is_refused(case: str, tmp_path: P
 
 
 def test_a_receipt_for_another_audience_is_refused(tmp_path: Path) -> None:
-    """A receipt issued by another agent than the token's audience."""
+    """A receipt the remote signs in its own name for a token minted for another agent."""
+    another = identity_of(COLLUDER.verification_key())
+    forged = genuine_bundle(tmp_path / "l.db", aud=another)
+    assert both(forged, tmp_path) == ("receipt_mismatch", "receipt_mismatch")
+
+
+def test_a_receipt_naming_any_issuer_but_its_signer_is_refused(tmp_path: Path) -> None:
+    """The remote signs with its real key a receipt whose ``iss`` is a URL: a signature
+    speaks only for its key's identity."""
     receipt = issue_receipt(claims(iss="https://elsewhere.example/a2a"), REMOTE)
     forged = prove(write_ledger(tmp_path / "l.db", {}, [receipt]), artifacts=[CONTENT])
-    assert both(forged, tmp_path) == ("receipt_mismatch", "receipt_mismatch")
+    reason = "receipt_issuer_mismatch"
+    assert both(forged, tmp_path) == (reason, reason)
 
 
 def test_a_receipt_signed_with_a_fresh_key_under_the_real_kid_is_refused(tmp_path: Path) -> None:
@@ -251,6 +269,28 @@ def test_a_receipt_signed_with_a_fresh_key_under_the_real_kid_is_refused(tmp_pat
     forged["jwks"]["keys"][1] = {**fresh.verification_key().to_jwk(), "kid": REMOTE.kid}
     assert both(forged, tmp_path) == ("receipt_invalid", "receipt_invalid")
     assert both(forged, tmp_path, "unanchored") == ("malformed", "malformed")
+
+
+def colluding_forgery(path: Path) -> dict[str, Any]:
+    """The coordinator's operator and a second agent the reader trusts: the Finding
+    rewritten, the receipt re-signed over it with the second agent's key while its ``iss``
+    still names the remote, the ledger re-logged and its head signed with the real key."""
+    rewritten = [{**ARTIFACTS[0], "parts": [{"text": "refund_execution_permitted: true"}]}]
+    content = strict_json.dumps(rewritten).decode()
+    receipt = issue_receipt(claims(artifact_digest=artifact_digest(rewritten)), COLLUDER)
+    received = "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+    ledger = write_ledger(path, {"content_hash": received}, [receipt])
+    return prove(ledger, artifacts=[content])
+
+
+def test_a_receipt_signed_by_another_trusted_agent_in_the_remotes_name_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A signature speaks only for the identity of the key that verified it: a receipt
+    naming the remote but verifying only with another agent's key is refused by both."""
+    forged = colluding_forgery(tmp_path / "l.db")
+    reason = "receipt_issuer_mismatch"
+    assert both(forged, tmp_path) == (reason, reason)
 
 
 def test_a_receipt_under_a_key_not_given_is_refused(tmp_path: Path) -> None:
@@ -534,6 +574,11 @@ def _standalone_module() -> Any:
     return module
 
 
+def their_remotes() -> dict[str, dict[str, str]]:
+    """The reader's remote keys by thumbprint, as the stand-alone verifier holds them."""
+    return {key.kid: key.verification_key().to_jwk() for key in (REMOTE, COLLUDER)}
+
+
 def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [path]
     if isinstance(value, dict):
@@ -576,9 +621,9 @@ def test_the_two_verifiers_agree_on_random_edits(tmp_path: Path) -> None:
     code every time, and never an exception."""
     theirs = _standalone_module()
     genuine = genuine_bundle(tmp_path / "l.db")
-    ours_anchors = Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+    ours_anchors = reader_anchors()
     by_thumbprint = {public_jwk(COORDINATOR)["kid"]: public_jwk(COORDINATOR)}
-    their_anchors = theirs.Anchors(by_thumbprint, {REMOTE.kid: REMOTE.verification_key().to_jwk()})
+    their_anchors = theirs.Anchors(by_thumbprint, their_remotes())
     rng = random.Random(27)
     reasons: set[str | None] = set()
     for _ in range(400):
@@ -637,10 +682,9 @@ def test_the_two_verifiers_agree_on_random_insider_lies(tmp_path: Path) -> None:
     reach the same verdict with the same reason code."""
     theirs = _standalone_module()
     genuine = genuine_bundle(tmp_path / "g.db")
-    ours_anchors = Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE)])
+    ours_anchors = reader_anchors()
     their_anchors = theirs.Anchors(
-        {public_jwk(COORDINATOR)["kid"]: public_jwk(COORDINATOR)},
-        {REMOTE.kid: REMOTE.verification_key().to_jwk()},
+        {public_jwk(COORDINATOR)["kid"]: public_jwk(COORDINATOR)}, their_remotes()
     )
     rng = random.Random(9278)
     reasons: set[str | None] = set()

@@ -33,11 +33,11 @@ from tests.coordinator import test_bundle_anchors as built
 from tests.coordinator.test_audit_cli import forged_end_to_end
 
 COORDINATOR_KEYS = {"keys": [public_jwk(built.COORDINATOR)]}
-REMOTE_KEYS = built.jwks_of(built.REMOTE)
+# The reader holds two agents' keys: the remote's and a second agent's, which may collude.
+REMOTE_KEYS = {"keys": [key.verification_key().to_jwk() for key in (built.REMOTE, built.COLLUDER)]}
 STANDALONE = built._standalone_module()
 THEIR_ANCHORS = STANDALONE.Anchors(
-    {public_jwk(built.COORDINATOR)["kid"]: public_jwk(built.COORDINATOR)},
-    {built.REMOTE.kid: built.REMOTE.verification_key().to_jwk()},
+    {public_jwk(built.COORDINATOR)["kid"]: public_jwk(built.COORDINATOR)}, built.their_remotes()
 )
 OUR_ANCHORS = Anchors.of([COORDINATOR_KEYS], [REMOTE_KEYS])
 MODES = ("anchored", "unanchored", "no key")
@@ -154,6 +154,9 @@ INSIDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "coordinator: ledger rewritten, signed with a new key": _rewritten_with_a_new_key,
     "coordinator: rewritten end to end (audit cli)": _end_to_end,
     "coordinator: an event not in RFC 8785 form": built.not_rfc_8785_bundle,
+    "coordinator and a second agent: the receipt re-signed in the remote's name": (
+        built.colluding_forgery
+    ),
     "remote: a fresh key under the real kid": _fresh_key_under_the_real_kid,
     "remote: a key the reader did not give": _key_not_given,
     "remote: a bad receipt left out of the list": _bad_receipt_left_out,
@@ -394,9 +397,10 @@ ABSENT: dict[str, tuple[Callable[[dict[str, Any], Path], dict[str, Any]], str]] 
         _without(("req_digest",), "grant.minted", ("req_digest",)),
         "receipt_mismatch",
     ),
+    # no iss is not the signing key's identity: caught before the binding steps
     "no iss stated, no aud minted": (
         _without(("iss",), "grant.minted", ("aud",)),
-        "receipt_mismatch",
+        "receipt_issuer_mismatch",
     ),
     "no jti minted": (_without((), "grant.minted", ("jti",)), "token_mismatch"),
     "no handoff_id stated": (_without(("handoff_id",), "", ()), "receipt_mismatch"),

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey
 from agent_cards.transparency.heads import sign_head
 from contracts.returns import finding_contract
@@ -164,8 +165,9 @@ def test_a_rogue_head_naming_remote_risks_log_leaves_remote_risks_reconcile_agre
     federation_of_two: tuple[DataDir, RemoteRiskProcess, Rogue], tmp_path: Path
 ) -> None:
     """The rogue's receipt carries a head it signed stating remote_risk's log (size 1,
-    another root): kept, under the rogue's own thumbprint. Runs with remote_risk before
-    and after it still reconcile ``agree``."""
+    another root): a signature speaks only for its key's identity, so the head is not
+    kept at all (it names another issuer). Runs with remote_risk before and after it
+    still reconcile ``agree``."""
     data, _, rogue = federation_of_two
     set_credential(data, "remote-risk", RISK_TOKEN, tmp_path)
     before = one_run_to(data, "remote-risk")
@@ -188,7 +190,7 @@ def test_a_rogue_head_naming_remote_risks_log_leaves_remote_risks_reconcile_agre
                 ("66" * 32,),
             )
         }
-    assert signers == {rogue.victim_log: rogue.key.kid}
+    assert signers == {}, (rogue.victim_log, rogue.key.kid)
 
 
 def test_a_reconcile_against_an_agent_with_no_credential_says_so(
@@ -299,7 +301,7 @@ def test_an_audit_answer_of_the_wrong_shape_is_that_agents_typed_reason(tmp_path
     """A head that verifies with the agent's pinned key over entries that are not
     entries: the handoff says audit_answer_invalid; no traceback, no crash."""
     key = SigningKey.generate()
-    head = sign_head(1, b"\x01" * 32, key, "whatever-it-says").jws
+    head = sign_head(1, b"\x01" * 32, key, identity_of(key.verification_key())).jws
     liar = Recorder({"tree_head": head, "entries": [1, "two"], "heads": {"not": "a list"}})
     with running(liar) as base:
         agent = RegisteredAgent(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import verify_head
@@ -68,13 +69,22 @@ def test_proofs_verify_and_keyed_entries_are_recorded_once(log: DecisionLedger) 
 
 
 def test_a_head_verifies_with_the_card_key_only(log: DecisionLedger) -> None:
+    """A head verifies with the card key, in that key's name only: another key is
+    untrusted_key, and a head naming any issuer but its key's identity is refused even
+    by its own key (issuer_mismatch)."""
     log.append("decision", {"i": 1})
-    head = log.sign_head(KEY, "risk")
+    head = log.sign_head(KEY, identity_of(KEY.verification_key()))
     assert verify_head(head.jws, TrustedKeys([KEY.verification_key()])) == head
     other = SigningKey.generate()
     with pytest.raises(StatementInvalid) as refused:
         verify_head(head.jws, TrustedKeys([other.verification_key()]))
     assert refused.value.reason == "untrusted_key"
+    in_another_name = log.sign_head(KEY, identity_of(other.verification_key()))
+    with pytest.raises(StatementInvalid) as refused:
+        verify_head(
+            in_another_name.jws, TrustedKeys([KEY.verification_key(), other.verification_key()])
+        )
+    assert refused.value.reason == "issuer_mismatch"
 
 
 def test_decisions_queued_together_land_together_and_in_order(log: DecisionLedger) -> None:
