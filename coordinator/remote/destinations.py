@@ -165,13 +165,15 @@ def check_card(
     for interface in card.supported_interfaces:
         dialed = dialed_authority(interface.url, interface.protocol_binding)
         holders |= _holders(interface.url, places.of(dialed), own, neighbours, places)
+    taken = _ceded(holders, neighbours, ceded)
+    for interface in card.supported_interfaces:
         if not destinations.allows(interface.url, interface.protocol_binding):
             raise RegistryError(
                 f"the card's interface {_shown(interface.url)} is off the card's origin; "
                 "the operator allows another origin with --allow-origin URL",
                 INTERFACE_OFF_ORIGIN,
             )
-    return _ceded(holders, neighbours, ceded)
+    return taken
 
 
 def _ceded(holders: set[str], neighbours: list[Neighbour], ceded: str | None) -> Neighbour | None:
