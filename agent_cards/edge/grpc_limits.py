@@ -16,8 +16,9 @@ gives it:
 * keepalive pings: answered, but a client that pings without calls more often than
   every ``keep_alive_seconds`` is sent GOAWAY.
 
-gRPC core counts connections, not clients, so the per-client bound is on calls: a
-:class:`~agent_cards.edge.protocol.ConnectionGate` admits each call against
+gRPC core counts connections, not clients, so the per-client bound on connections is
+kept in front of it (:mod:`agent_cards.edge.grpc_front`), and on calls by a
+:class:`~agent_cards.edge.protocol.ConnectionGate` admitting each call against
 ``max_connections_per_client`` calls in flight from one client address
 (``too_many_client_connections``) and ``max_connections`` in all.
 """
@@ -39,6 +40,15 @@ def server_options(limits: EdgeLimits) -> list[tuple[str, int]]:
         ("grpc.http2.min_ping_interval_without_data_ms", keep_alive_ms),
         ("grpc.http2.max_ping_strikes", 2),
     ]
+
+
+def peer_address(peer: str) -> tuple[str, int] | None:
+    """The ``(host, port)`` of a gRPC peer string, or None when it names none."""
+    host = peer_host(peer)
+    port = peer.rpartition(":")[2]
+    if host == peer or not port.isdigit():
+        return None
+    return host, int(port)
 
 
 def peer_host(peer: str) -> str:

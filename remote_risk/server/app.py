@@ -52,7 +52,7 @@ from remote_risk.audit.receipts import ReceiptIssuer
 from remote_risk.audit.routes import audit_routes
 from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.errors import RemoteRiskError
-from remote_risk.server import limits, rest
+from remote_risk.server import limits, observed, rest
 from remote_risk.server.auth import delegation_authorizer, task_binding_of
 from remote_risk.server.decisions import DecisionLog
 from remote_risk.server.grpc_binding import GRPCServer
@@ -180,6 +180,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
             authenticate,
             address,
             limits=settings.edge_limits,
+            refused=observed.grpc_connection_refused,
         )
         if address is not None
         else None

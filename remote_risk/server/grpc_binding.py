@@ -12,8 +12,11 @@ streams of ``StreamResponse``. Fields a request carries that the proto does not 
 are ignored and counted (``remote_risk_ignored_fields_total{binding="grpc"}``), as on
 the other bindings.
 
-:class:`GRPCServer` runs a ``grpc.aio`` server on its own port in the service's process
-and event loop (started and stopped with the app's lifespan).
+:class:`GRPCServer` runs a ``grpc.aio`` server in the service's process and event loop
+(started and stopped with the app's lifespan), on a private loopback port behind
+:class:`~agent_cards.edge.grpc_front.GRPCFront` on the public one, which admits
+connections per client address as the HTTP edge does; calls in flight are counted per
+the client address the front says a connection stands for.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from starlette.requests import Request
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
 from agent_cards.bindings.protojson import proto_dict, to_proto, unknown_paths
 from agent_cards.bindings.status import grpc_code, status_proto
-from agent_cards.edge.grpc_limits import peer_host, server_options
+from agent_cards.edge.grpc_front import GRPCFront, split_address
+from agent_cards.edge.grpc_limits import peer_address, peer_host, server_options
 from agent_cards.edge.limits import EdgeLimits
 from agent_cards.edge.protocol import ConnectionGate
 from contracts.wire import VERSION_HEADER
@@ -48,6 +52,11 @@ BINDING = "grpc"
 SERVICE = "lf.a2a.v1.A2AService"
 STATUS_DETAILS = "grpc-status-details-bin"
 Authenticate = Callable[[Request], Awaitable[Any]]
+# The client address a gRPC peer string stands for (None: a connection no edge admitted).
+ClientOf = Callable[[str], str | None]
+NOT_ADMITTED = "connection_not_admitted"
+# The private port the gRPC server listens on, behind the front door.
+BACKEND_ADDRESS = "127.0.0.1:0"
 
 # What each RPC answers with (None: a stream of StreamResponse).
 RESPONSES: dict[str, type[ProtoMessage] | None] = {
@@ -91,20 +100,22 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         dispatcher: Dispatcher,
         authenticate: Authenticate | None,
         calls: ConnectionGate | None = None,
+        client_of: ClientOf = peer_host,
     ) -> None:
         self._dispatcher = dispatcher
         self._authenticate = authenticate
         self._calls = calls or ConnectionGate(EdgeLimits())
+        self._client_of = client_of
 
     @contextmanager
     def _admitted(self, context: grpc.aio.ServicerContext) -> Iterator[str | None]:
         """The call counted in against its client's calls in flight, or the reason not."""
-        client = peer_host(context.peer())
-        refused = self._calls.admit(client)
+        client = self._client_of(context.peer())
+        refused = NOT_ADMITTED if client is None else self._calls.admit(client)
         try:
             yield refused
         finally:
-            if refused is None:
+            if client is not None and refused is None:
                 self._calls.release(client)
 
     async def _result(
@@ -122,7 +133,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     ) -> ProtoMessage:
         response_type = RESPONSES[method]
         assert response_type is not None
-        with observed_call(method, context), self._admitted(context) as refused:
+        with self._observed(method, context), self._admitted(context) as refused:
             if refused is not None:
                 await too_many(context, refused)
             try:
@@ -140,7 +151,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     async def _stream(
         self, method: str, message: ProtoMessage, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[ProtoMessage]:
-        with observed_call(method, context), self._admitted(context) as refused:
+        with self._observed(method, context), self._admitted(context) as refused:
             if refused is not None:
                 await too_many(context, refused)
             try:
@@ -154,6 +165,11 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
             except Exception:
                 logger.exception("gRPC stream %s failed unexpectedly", method)
                 await abort(context, errors.InternalError("internal error"))
+
+    def _observed(
+        self, method: str, context: grpc.aio.ServicerContext
+    ) -> AbstractContextManager[None]:
+        return observed_call(method, context, self._client_of(context.peer()))
 
     async def SendMessage(self, request: Any, context: Any) -> Any:
         return await self._unary("SendMessage", request, context)
@@ -191,21 +207,27 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         return await self._unary("DeleteTaskPushNotificationConfig", request, context)
 
 
-def observed_call(method: str, context: grpc.aio.ServicerContext) -> AbstractContextManager[None]:
-    """The call's span, count and access line (:func:`remote_risk.telemetry.http.observed_rpc`)."""
+def observed_call(
+    method: str, context: grpc.aio.ServicerContext, client: str | None = None
+) -> AbstractContextManager[None]:
+    """The call's span, count and access line (:func:`remote_risk.telemetry.http.observed_rpc`),
+    naming ``client`` (the address the front door admitted) when known, else the peer."""
     metadata = {
         key.lower(): str(value)
         for key, value in context.invocation_metadata() or ()
         if not key.endswith("-bin")
     }
-    return http.observed_rpc(method, metadata, context.peer())
+    return http.observed_rpc(method, metadata, client or context.peer())
 
 
 async def too_many(context: grpc.aio.ServicerContext, reason: str) -> None:
-    """Refuse a call past the client's calls in flight (or all of them), as the HTTP edge
-    refuses a connection past its limits: RESOURCE_EXHAUSTED with the reason."""
+    """Refuse a call past the client's calls in flight (or all of them), or on a connection
+    the front door did not admit, as the HTTP edge refuses a connection past its limits:
+    RESOURCE_EXHAUSTED with the reason."""
     http.note(a2a_error=reason)
     message = f"{reason}: too many calls in flight; try again later"
+    if reason == NOT_ADMITTED:
+        message = f"{reason}: connect through the service's gRPC port"
     await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
@@ -223,7 +245,8 @@ async def abort(context: grpc.aio.ServicerContext, error: errors.A2AError) -> No
 
 
 class GRPCServer:
-    """The gRPC binding on ``address`` (host:port), in the running event loop."""
+    """The gRPC binding on ``address`` (host:port), in the running event loop: the front
+    door there, the gRPC server on a private loopback port behind it."""
 
     def __init__(
         self,
@@ -232,24 +255,49 @@ class GRPCServer:
         address: str,
         *,
         limits: EdgeLimits | None = None,
+        refused: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self._limits = limits or EdgeLimits()
-        self._servicer = A2AServicer(dispatcher, authenticate, ConnectionGate(self._limits))
+        self._dispatcher = dispatcher
+        self._authenticate = authenticate
+        self._refused = refused
         self.address = address
         self._server: grpc.aio.Server | None = None
+        self._front: GRPCFront | None = None
 
     async def start(self) -> None:
         """Listen under the HTTP edge's limits (:mod:`agent_cards.edge.grpc_limits`): a
-        request larger than its body limit is refused by gRPC itself with
-        RESOURCE_EXHAUSTED, and so is a call past a client's calls in flight."""
+        connection past a client's cap is refused by the front door, a request larger
+        than the body limit by gRPC itself with RESOURCE_EXHAUSTED, and so is a call
+        past a client's calls in flight."""
         server = grpc.aio.server(options=server_options(self._limits))
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(self._servicer, server)
-        if server.add_insecure_port(self.address) == 0:
-            raise OSError(f"cannot listen for gRPC on {self.address}")
+        port = server.add_insecure_port(BACKEND_ADDRESS)
+        if port == 0:
+            raise OSError(f"cannot listen for gRPC on {BACKEND_ADDRESS}")
+        backend = (split_address(BACKEND_ADDRESS)[0], port)
+        front = GRPCFront(self._limits, self.address, backend, self._refused)
+        servicer = A2AServicer(
+            self._dispatcher,
+            self._authenticate,
+            ConnectionGate(self._limits),
+            client_of=lambda peer: _client(front, peer),
+        )
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)
         await server.start()
         self._server = server
+        await front.start()
+        self._front = front
 
     async def stop(self) -> None:
+        if self._front is not None:
+            await self._front.stop()
+            self._front = None
         if self._server is not None:
             await self._server.stop(grace=1)
             self._server = None
+
+
+def _client(front: GRPCFront, peer: str) -> str | None:
+    """The client a backend peer (the relay's end of a connection) stands for."""
+    end = peer_address(peer)
+    return front.client_of(end) if end is not None else None

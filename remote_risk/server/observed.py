@@ -132,6 +132,11 @@ def unauthenticated_refusal(reason: str) -> None:
     metrics.UNAUTHENTICATED_REFUSALS.labels(reason).inc()
 
 
+def grpc_connection_refused(reason: str) -> None:
+    """A connection to the gRPC port refused by its front door: counted by reason."""
+    metrics.GRPC_CONNECTIONS_REFUSED.labels(reason).inc()
+
+
 def ignored_fields(binding: str, paths: list[str]) -> None:
     """Request members the protocol does not define, ignored: counted and logged (debug),
     by path only, never with their values."""

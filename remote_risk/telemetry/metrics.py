@@ -57,6 +57,13 @@ UNAUTHENTICATED_REFUSALS = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+GRPC_CONNECTIONS_REFUSED = Counter(
+    "remote_risk_grpc_connections_refused_total",
+    "Connections to the gRPC port refused before gRPC saw them, by reason"
+    " (too_many_client_connections, too_many_connections).",
+    ["reason"],
+    registry=REGISTRY,
+)
 SKILL_SECONDS = Histogram(
     "remote_risk_skill_duration_seconds",
     "Skill work per task, by skill and outcome.",

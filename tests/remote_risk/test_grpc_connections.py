@@ -3,9 +3,14 @@
 One client opened 300 TCP connections to remote_risk's gRPC port and sent nothing: all
 of them stayed open for 120 seconds (gRPC's default handshake timeout, no connection
 cap). Against a real remote_risk process with small limits, the connections past
-``max_connections`` are closed at once, the rest once ``header_timeout_seconds`` passes
-without a handshake, and a channel left idle after a call is sent away after
-``keep_alive_seconds``.
+``max_connections_per_client`` are closed at once, the rest once
+``header_timeout_seconds`` passes without a handshake, and a channel left idle after a
+call is sent away after ``keep_alive_seconds``.
+
+Later, one address opened 1,100 silent connections, held all 1,024 slots, and a
+legitimate call from another address got UNAVAILABLE: the per-client cap bounded calls
+in flight, not connections. Here one address (127.0.0.2) opens more connections than
+the whole port allows, and a call from another (127.0.0.1) is still served.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from agent_cards.edge.limits import EdgeLimits
 from tests.servers import free_port
 
 MAX_CONNECTIONS = 64
+PER_CLIENT = 16
+HOG = "127.0.0.2"  # another client address on loopback
 TIMEOUT_SECONDS = 2
 CLIENT_CONNECTIONS = 300
 READY = 2  # grpc_connectivity_state
@@ -40,7 +47,7 @@ def grpc_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         **inherited,
         "REMOTE_RISK_DATA_DIR": str(tmp_path_factory.mktemp("risk")),
         "REMOTE_RISK_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
-        "REMOTE_RISK_MAX_CONNECTIONS_PER_CLIENT": "16",
+        "REMOTE_RISK_MAX_CONNECTIONS_PER_CLIENT": str(PER_CLIENT),
         "REMOTE_RISK_HEADER_TIMEOUT_SECONDS": str(TIMEOUT_SECONDS),
         "REMOTE_RISK_KEEP_ALIVE_SECONDS": str(TIMEOUT_SECONDS),
     }
@@ -76,13 +83,14 @@ def _wait_listening(port: int) -> None:
 
 
 def _closed_by_server(sock: socket.socket) -> bool:
-    readable, _, _ = select.select([sock], [], [], 0)
-    if not readable:
-        return False
-    try:
-        return sock.recv(65536) == b""
-    except ConnectionResetError:
-        return True
+    """The server closed it (whatever it wrote first: a refusal's GOAWAY, say)."""
+    while select.select([sock], [], [], 0)[0]:
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except ConnectionResetError:
+            return True
+    return False
 
 
 def _still_open(socks: list[socket.socket], open_now: set[int]) -> set[int]:
@@ -97,7 +105,7 @@ def test_idle_connections_from_one_client_are_refused_and_closed(grpc_port: int)
     try:
         time.sleep(0.5)
         open_now = _still_open(socks, set(range(CLIENT_CONNECTIONS)))
-        assert len(open_now) <= MAX_CONNECTIONS, len(open_now)
+        assert len(open_now) <= PER_CLIENT, len(open_now)
         deadline = time.monotonic() + TIMEOUT_SECONDS + 5
         while open_now and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -105,6 +113,42 @@ def test_idle_connections_from_one_client_are_refused_and_closed(grpc_port: int)
         assert open_now == set(), f"{len(open_now)} idle connections still open"
     finally:
         for sock in socks:
+            sock.close()
+
+
+def _silent_connections(port: int, count: int, source: str) -> list[socket.socket]:
+    socks = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((source, 0))
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", port))
+        socks.append(sock)
+    return socks
+
+
+def test_one_address_cannot_hold_the_port_against_another(grpc_port: int) -> None:
+    """More silent connections from one address than the port takes in all: those past
+    its per-client cap are closed at once, and a call from another address is answered
+    (NOT_FOUND: served, not UNAVAILABLE) while the rest are still open."""
+    hog = _silent_connections(grpc_port, MAX_CONNECTIONS + 16, HOG)
+    try:
+        time.sleep(0.3)
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as answered:
+                stub.GetTask(
+                    a2a_pb2.GetTaskRequest(id="no-such-task"),
+                    metadata=[("a2a-version", "1.0")],
+                    timeout=1.5,
+                )
+        assert answered.value.code() == grpc.StatusCode.NOT_FOUND, answered.value
+        # a refused connection is told why: an HTTP/2 GOAWAY naming the reason
+        assert b"too_many_client_connections" in hog[-1].recv(65536)
+        open_now = _still_open(hog, set(range(len(hog))))
+        assert 0 < len(open_now) <= PER_CLIENT, len(open_now)
+    finally:
+        for sock in hog:
             sock.close()
 
 
