@@ -15,6 +15,7 @@ the whole port allows, and a call from another (127.0.0.1) is still served.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import socket
@@ -29,6 +30,9 @@ import pytest
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
 from agent_cards.edge.grpc_limits import peer_host, server_options
 from agent_cards.edge.limits import EdgeLimits
+from remote_risk.server.app import create_app
+from remote_risk.server.grpc_binding import GRPCServer
+from remote_risk.settings import Settings
 from tests.servers import free_port
 
 MAX_CONNECTIONS = 64
@@ -174,3 +178,27 @@ def test_the_options_follow_the_edge_limits() -> None:
     assert options["grpc.server_handshake_timeout_ms"] == 10_000
     assert peer_host("ipv4:127.0.0.1:5000") == "127.0.0.1"
     assert peer_host("ipv6:[::1]:5000") == "::1"
+
+
+def test_a_call_that_bypassed_the_front_door_stands_for_no_client() -> None:
+    """A local process dialling the gRPC server's private port directly (not through the
+    front door, so admitted by no per-client count) has each call refused."""
+    app = create_app(Settings(public_base_url="http://127.0.0.1:1"))
+    (route,) = [r for r in app.routes if getattr(r, "name", "") == "a2a_jsonrpc"]
+    dispatcher = route.endpoint.__self__.dispatcher  # type: ignore[attr-defined]
+
+    async def bypass() -> grpc.StatusCode:
+        server = GRPCServer(dispatcher, None, f"127.0.0.1:{free_port()}")
+        await server.start()
+        try:
+            backend = server._front._backend  # type: ignore[union-attr]
+            async with grpc.aio.insecure_channel(f"{backend[0]}:{backend[1]}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await stub.GetTask(a2a_pb2.GetTaskRequest(id="x"), timeout=5)
+                assert "connection_not_admitted" in (refused.value.details() or "")
+                return refused.value.code()
+        finally:
+            await server.stop()
+
+    assert asyncio.run(bypass()) == grpc.StatusCode.RESOURCE_EXHAUSTED
