@@ -5,13 +5,18 @@ constants ``NaN``, ``Infinity`` and ``-Infinity``. Either can make two parties r
 bytes differently, so both are refused here.
 
 It also recurses once per level of nesting, so a document of 20,000 ``[`` exhausts the
-interpreter's stack (``RecursionError``, not a ``ValueError``): every document is held to
-:data:`MAX_DEPTH` levels of arrays and objects before it is decoded, and refused with the
-reason ``json_too_deep``. This is the one depth rule: the HTTP edge's body check
+interpreter's stack (``RecursionError``, not a ``ValueError``), and it builds every value
+of a wide document, which under an 8 MB cap is millions (seconds of a service's time,
+and longer for whoever validates them next). So every document is held, before it is
+decoded, to :data:`MAX_DEPTH` levels of arrays and objects (``json_too_deep``), to
+:data:`MAX_VALUES` members and items in all (``json_too_wide``) and to
+:data:`MAX_MEMBERS` members or items in any one object or array (``json_too_wide``).
+This is the one rule of a document's shape: the HTTP edge's body check
 (:mod:`agent_cards.edge.json_shape`) and every parser of what another party sent (remote
 replies, stream events, push notifications, cards, JWK Sets, model replies, request
-bodies) come through :func:`check_depth`. (A gRPC message is protobuf, not JSON: the
-protobuf parser's own recursion limit of 100 messages keeps it under 64 JSON levels.)
+bodies) come through :func:`check_bounds`. (A gRPC message is protobuf, not JSON: the
+protobuf parser's own recursion limit of 100 messages keeps it under 64 JSON levels, and
+the gRPC message size cap bounds its width.)
 """
 
 from __future__ import annotations
@@ -22,12 +27,18 @@ from typing import Any
 
 # Levels of arrays and objects any document we read may nest (the edge's default too).
 MAX_DEPTH = 64
+# Members and items a document may hold in all, and in any one object or array: far
+# above what any message holds (a page of 500 runs, among the widest, holds about 7,000).
+MAX_VALUES = 100_000
+MAX_MEMBERS = 10_000
 NOT_JSON = "not_json"
 JSON_TOO_DEEP = "json_too_deep"
+JSON_TOO_WIDE = "json_too_wide"
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_NOT_SKELETON = bytes(set(range(256)) - set(b"[]{},"))
 _PAIR = re.compile(r"\[\]|\{\}")
+_INNERMOST = re.compile(r"\[,*\]|\{,*\}")
 
 
 class StrictJSONError(ValueError):
@@ -36,7 +47,11 @@ class StrictJSONError(ValueError):
     reason = NOT_JSON
 
 
-class JSONTooDeep(StrictJSONError):
+class JSONOutOfBounds(StrictJSONError):
+    """A document beyond one of the bounds of its shape (too deep or too wide)."""
+
+
+class JSONTooDeep(JSONOutOfBounds):
     """Arrays and objects nest deeper than the limit."""
 
     reason = JSON_TOO_DEEP
@@ -46,18 +61,65 @@ class JSONTooDeep(StrictJSONError):
         self.max_depth = max_depth
 
 
+class JSONTooWide(JSONOutOfBounds):
+    """More members and items than the limit, in all or in one object or array."""
+
+    reason = JSON_TOO_WIDE
+
+
+def check_bounds(text: str, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse ``text`` if it nests deeper than ``max_depth`` (:class:`JSONTooDeep`) or
+    holds more members and items than :data:`MAX_VALUES` in all or :data:`MAX_MEMBERS` in
+    one object or array (:class:`JSONTooWide`). Nothing is decoded; what is inside
+    strings does not count. A short document is let through at once."""
+    if len(text) <= MAX_MEMBERS and text.count("[") + text.count("{") <= max_depth:
+        return
+    skeleton = _skeleton(text)
+    _check_total(skeleton)
+    _check_depth_of(skeleton.replace(",", ""), max_depth)
+    _check_members(skeleton)
+
+
 def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
     """Refuse ``text`` (:class:`JSONTooDeep`) if its arrays and objects nest deeper than
-    ``max_depth``; brackets inside strings do not count. Nothing is decoded.
+    ``max_depth``; brackets inside strings do not count. Nothing is decoded."""
+    if text.count("[") + text.count("{") > max_depth:
+        _check_depth_of(_skeleton(text).replace(",", ""), max_depth)
 
-    Each pass removes the innermost empty pairs at C speed, which takes one level off
+
+def _skeleton(text: str) -> str:
+    """``text`` without its strings, of its brackets and commas only."""
+    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
+    return outside.translate(None, _NOT_SKELETON).decode("ascii")
+
+
+def _check_total(skeleton: str) -> None:
+    """Each member or item but a container's first follows a comma, so commas plus
+    containers count every one (an empty container counts one too)."""
+    count = skeleton.count(",") + skeleton.count("[") + skeleton.count("{")
+    if count > MAX_VALUES:
+        raise JSONTooWide(f"more than {MAX_VALUES} members and items")
+
+
+def _check_members(skeleton: str) -> None:
+    """Each pass removes the innermost objects and arrays (brackets around nothing but
+    commas), after measuring the widest of them; passes are at most the depth, already
+    bounded."""
+    if skeleton.count(",") < MAX_MEMBERS:
+        return
+    left = skeleton
+    while innermost := _INNERMOST.findall(left):
+        if max(map(len, innermost)) - 1 > MAX_MEMBERS:
+            raise JSONTooWide(f"more than {MAX_MEMBERS} members or items in one object or array")
+        left = _INNERMOST.sub("", left)
+
+
+def _check_depth_of(brackets: str, max_depth: int) -> None:
+    """Each pass removes the innermost empty pairs at C speed, which takes one level off
     every branch, so a wide document shrinks fast. Once a pass no longer halves what is
     left (a narrow, deep document, or brackets that do not pair up), the rest is counted
     one bracket at a time, with the levels already removed."""
-    if text.count("[") + text.count("{") <= max_depth:
-        return
-    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
-    left = outside.translate(None, _NOT_BRACKETS).decode("ascii")
+    left = brackets
     removed = 0
     while left and removed <= max_depth:
         shorter = _PAIR.sub("", left)
@@ -102,8 +164,8 @@ _DECODER = json.JSONDecoder(
 
 
 def loads(data: bytes | str) -> Any:
-    """Decode one JSON document, refusing duplicate keys, non-finite numbers and nesting
-    deeper than :data:`MAX_DEPTH`.
+    """Decode one JSON document, refusing duplicate keys, non-finite numbers and a shape
+    beyond :func:`check_bounds`.
 
     Text is taken as :func:`json.loads` takes it: bytes in the encoding their first bytes
     show (UTF-8, -16 or -32), a str that starts with a byte order mark refused."""
@@ -114,7 +176,7 @@ def loads(data: bytes | str) -> Any:
             text = data
         else:
             text = data.decode(json.detect_encoding(data), "surrogatepass")
-        check_depth(text)
+        check_bounds(text)
         return _DECODER.decode(text)
     except StrictJSONError:
         raise

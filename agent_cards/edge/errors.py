@@ -5,7 +5,8 @@
     EdgeError
     ├── LimitsError       a limit set to something the edge cannot run with (at start)
     ├── JSONShapeError    a JSON body outside the accepted shape: json_not_utf8,
-    │                     json_lone_surrogate, json_too_deep, json_number_out_of_range
+    │                     json_lone_surrogate, json_too_deep, json_too_wide,
+    │                     json_number_out_of_range
     └── WeakOperatorToken an operator token too short or too patterned to be a secret (at start)
 """
 

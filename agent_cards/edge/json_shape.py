@@ -6,9 +6,12 @@
 ``json_lone_surrogate``    a ``\\uD800``-style escape that is not half of a pair: no
                            UTF-8 can hold it, so it would fail later, deep in a handler
 ``json_too_deep``          arrays and objects nested deeper than the limit (the
-                           standard decoder recurses, and ~1,000 levels exhaust it);
-                           the rule is :func:`contracts.strict_json.check_depth`, the
-                           one every parser of received JSON runs
+                           standard decoder recurses, and ~1,000 levels exhaust it)
+``json_too_wide``          more members and items than any message holds, in all or
+                           in one object or array (decoding millions of them takes
+                           seconds); both rules are
+                           :func:`contracts.strict_json.check_bounds`, the one every
+                           parser of received JSON runs
 ``json_number_out_of_range``  an integer beyond +-(2**53 - 1), or a number that is not a
                            finite IEEE 754 double (``1e400``), per I-JSON (RFC 7493)
 
@@ -25,7 +28,7 @@ import re
 
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.limits import MAX_SAFE_INTEGER
-from contracts.strict_json import JSONTooDeep, check_depth
+from contracts.strict_json import JSONOutOfBounds, check_bounds
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -46,8 +49,8 @@ def check_json_shape(body: bytes, *, max_depth: int) -> None:
     except UnicodeDecodeError:
         raise JSONShapeError("json_not_utf8", "the body is not UTF-8") from None
     try:
-        check_depth(text, max_depth)
-    except JSONTooDeep as exc:
+        check_bounds(text, max_depth)
+    except JSONOutOfBounds as exc:
         raise JSONShapeError(exc.reason, str(exc)) from None
     strings = _STRING.findall(body)
     for string in strings:

@@ -72,3 +72,30 @@ def test_what_two_readers_could_read_differently_is_refused(document: bytes | st
 def test_json_values_are_equal_as_json_has_it(one: object, other: object, equal: bool) -> None:
     assert strict_json.json_equal(one, other) is equal
     assert strict_json.json_equal(other, one) is equal
+
+
+WIDE = [
+    "[" + "0," * strict_json.MAX_MEMBERS + "0]",  # one array past the per-container cap
+    "{" + ",".join(f'"k{n}":0' for n in range(strict_json.MAX_MEMBERS + 1)) + "}",
+    "[" + ",".join(["[" + "0," * 4_999 + "0]"] * 21) + "]",  # 105,000 in all
+    "[" + "[]," * strict_json.MAX_VALUES + "[]]",  # empty arrays count too
+]
+
+
+@pytest.mark.parametrize("text", WIDE, ids=["array", "object", "in-all", "empty-arrays"])
+def test_a_document_wider_than_any_message_is_refused_before_decoding(text: str) -> None:
+    with pytest.raises(strict_json.JSONTooWide) as refused:
+        strict_json.loads(text)
+    assert refused.value.reason == "json_too_wide"
+    assert isinstance(refused.value, strict_json.JSONOutOfBounds)
+
+
+def test_wide_documents_within_the_caps_decode() -> None:
+    """A container at the cap, 95,000 values in all, and commas inside strings (which do
+    not count) all decode."""
+    at_cap = "[" + "0," * (strict_json.MAX_MEMBERS - 1) + "0]"
+    assert len(strict_json.loads(at_cap)) == strict_json.MAX_MEMBERS
+    spread = "[" + ",".join(["[" + "0," * 4_999 + "0]"] * 19) + "]"
+    assert len(strict_json.loads(spread)) == 19
+    commas = strict_json.dumps(["," * 200_000, {"k": "[" * 100}])
+    assert strict_json.loads(commas)[0] == "," * 200_000

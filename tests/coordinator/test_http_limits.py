@@ -97,6 +97,11 @@ def test_the_operator_token_is_checked_before_the_body(api: str) -> None:
     assert status_of(response) == 401 and b"token_missing" in response
 
 
+# Under the body cap, but wider than any message: 3 million items (6 MB), 75,000 keys (1 MB).
+WIDE_ARRAY = "[" + "0," * 3_000_000 + "0]"
+WIDE_OBJECT = "{" + ",".join(f'"k{n:05d}":0' for n in range(75_000)) + "}"
+
+
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
@@ -106,8 +111,12 @@ def test_the_operator_token_is_checked_before_the_body(api: str) -> None:
         ("-1e400", "json_number_out_of_range"),
         ("123456789012345678901234567890", "json_number_out_of_range"),
         ("[" * 2000 + "]" * 2000, "json_too_deep"),
+        (WIDE_ARRAY, "json_too_wide"),
+        (WIDE_OBJECT, "json_too_wide"),
     ],
-)
+    ids=["surrogate", "low-surrogate", "1e400", "-1e400", "long-int", "deep", "wide-array",
+         "wide-object"],
+)  # fmt: skip
 def test_json_outside_the_shape_is_422_never_500(
     api: str, caplog: pytest.LogCaptureFixture, value: str, reason: str
 ) -> None:

@@ -217,6 +217,10 @@ def test_a_body_within_the_limit_still_works(edge: Edge) -> None:
 
 # --- JSON depth, numbers and spelling --------------------------------------------------------
 
+# Under the body cap (1 MB), but wider than any message: 450,000 items, 75,000 keys.
+WIDE_ARRAY = b"[" + b"0," * 450_000 + b"0]"
+WIDE_OBJECT = b"{" + b",".join(b'"k%05d":0' % n for n in range(75_000)) + b"}"
+
 
 @pytest.mark.parametrize(
     ("body", "code", "reason"),
@@ -224,6 +228,8 @@ def test_a_body_within_the_limit_still_works(edge: Edge) -> None:
         (send_body({"deep": "DEEP"}).replace(b'"DEEP"', b"[" * 1000 + b"]" * 1000), -32600,
          "json_too_deep"),
         (b"[" * 5000 + b"]" * 5000, -32600, "json_too_deep"),
+        (send_body({"wide": "WIDE"}).replace(b'"WIDE"', WIDE_ARRAY), -32600, "json_too_wide"),
+        (send_body({"wide": "WIDE"}).replace(b'"WIDE"', WIDE_OBJECT), -32600, "json_too_wide"),
         (send_body({**risk_input(), "n": 1e308 * 10}).replace(b"Infinity", b"1e400"),
          -32600, "json_number_out_of_range"),
         (send_body({**risk_input(), "n": 2**60}), -32600, "json_number_out_of_range"),
@@ -231,7 +237,8 @@ def test_a_body_within_the_limit_still_works(edge: Edge) -> None:
         (json.dumps({"jsonrpc": "2.0"}).encode("utf-16"), -32700, "json_not_utf8"),
         (b"\xef\xbb\xbf" + send_body(risk_input()), -32700, "json_not_utf8"),
     ],
-    ids=["deep-input", "deep-body", "1e400", "2**60", "lone-surrogate", "utf-16", "bom"],
+    ids=["deep-input", "deep-body", "wide-array", "wide-object", "1e400", "2**60",
+         "lone-surrogate", "utf-16", "bom"],
 )  # fmt: skip
 def test_json_outside_the_shape_is_a_typed_error_without_a_traceback(
     edge: Edge, caplog: pytest.LogCaptureFixture, body: bytes, code: int, reason: str
