@@ -11,8 +11,10 @@ names another agent's URL does not make its author that agent.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from agent_cards.jwk import PublicKey, thumbprint_of
+from agent_cards.keys import KeySet, SigningKey
 from agent_cards.trusted import VerificationKey
 
 THUMBPRINT_URI_PREFIX = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:"
@@ -31,3 +33,21 @@ def identity_of(key: VerificationKey) -> str:
 def identities_of(keys: Iterable[VerificationKey]) -> frozenset[str]:
     """The identities of every key in ``keys``: each one an agent may be known by."""
     return frozenset(identity_of(key) for key in keys)
+
+
+def signing_key_named(keys: KeySet, identity: object, now: datetime | None = None) -> SigningKey:
+    """The key of ``keys`` whose identity is ``identity``, while it still verifies (the
+    active key, the published one, or an earlier one in its grace); else the active key.
+
+    What an agent signs for a token is signed by the key the token was minted for, so a
+    coordinator that has not yet adopted a rotated key still verifies what comes back."""
+    current = keys.effective(now)
+    candidates = [current.active]
+    if current.published is not None:
+        candidates.append(current.published.key)
+    at = now or datetime.now(UTC)
+    candidates += [old.key for old in current.retired if at < old.not_after]
+    for key in candidates:
+        if identity_of(key.verification_key()) == identity:
+            return key
+    return current.active

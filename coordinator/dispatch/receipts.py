@@ -24,15 +24,18 @@ from sqlalchemy import Connection
 from agent_cards.transparency.heads import verify_head_signer
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from agent_cards.transparency.statements import StatementInvalid
+from agent_cards.transparency.succession import successions_in
 from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.events import timestamp, utc_now
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
+from coordinator.audit.trail import AuditTrail
 from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote import key_succession
+from coordinator.remote.registry import RegisteredAgent, Registry
 from coordinator.storage import driver
 from coordinator.storage.runs import Step
 from coordinator.storage.schema import artifacts
@@ -127,6 +130,21 @@ def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, tas
         run.emit(RECEIPT_REFUSED_EVENT, record, reason=checked)
         return
     keep_receipt(run, agent, record, checked)
+    follow_successions(run, agent, task)
+
+
+def follow_successions(run: Run, agent: RegisteredAgent, task: Task) -> None:
+    """After a verified receipt: adopt the next key the agent announces with it, if a key
+    pinned for it vouches for that key (:mod:`coordinator.remote.key_succession`), so the
+    next tokens are minted for it before the old key is retired."""
+    extension = (task.metadata or {}).get(RECEIPTS_EXTENSION_URI)
+    statements = successions_in(extension if isinstance(extension, Mapping) else None)
+    if not statements or run.data is None:
+        return
+    trail = AuditTrail(run.trail.ledger, actor="coordinator")
+    adopted = key_succession.follow(Registry(run.data, trail), agent.name, statements)
+    if adopted is not None:
+        logger.info("%s: adopted its next key %s", agent.name, adopted.verified_kid)
 
 
 def keep_receipt(

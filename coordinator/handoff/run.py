@@ -26,6 +26,7 @@ from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
 from coordinator.handoff.admission import ParentAuthority
 from coordinator.handoff.book import ArtifactRecord, HandoffBook
 from coordinator.handoff.envelope import BudgetEntry, model_totals
+from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore, local_driver_id
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
@@ -70,6 +71,9 @@ class Run:
     announce: bool = True
     kind: str = "pilot"
     driver: str | None = None
+    # The data directory the run's agents are registered in (None: nothing there is
+    # updated from what the run learns, such as an agent's next key).
+    data: DataDir | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         if self.trail.ledger is None:
@@ -234,6 +238,7 @@ def start_run(
         kind=kind,
         trail=ws.trail(),
         store=ws.run_store(),
+        data=ws.data,
     )
 
 

@@ -67,6 +67,7 @@ def restore_run(
         started_at=started_at,
         trail=ws.trail(),
         store=store,
+        data=ws.data,
         announce=False,
         kind=row["kind"],
         driver=driver,

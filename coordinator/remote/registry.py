@@ -45,6 +45,7 @@ from agent_cards.signing import (
     VerifiedCard,
     verify_card,
 )
+from agent_cards.transparency.succession import followed, successions_in
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.returns import ReturnContract, held_for_review
@@ -100,6 +101,9 @@ class RegisteredAgent(BaseModel):
     # Origins besides the card's own that the operator allowed this agent's interfaces on
     # (--allow-origin), as ``host:port``; see coordinator.remote.destinations.
     allowed_origins: tuple[str, ...] = ()
+    # The key-succession statements followed from the pinned keys to the agent's current
+    # key (coordinator.remote.key_succession), oldest first: what a proof bundle carries.
+    successions: tuple[str, ...] = ()
 
     def return_contract_for(self, skill: str) -> ReturnContract:
         """The declared contract for ``skill``, else the default that admits nothing."""
@@ -265,6 +269,10 @@ class Registry:
         others = (agent.neighbour() for agent in self.agents() if agent.name != name)
         return [other for other in others if other.identity != identity]
 
+    def keep(self, agent: RegisteredAgent) -> None:
+        """Store ``agent`` as it now is (an adopted key: coordinator.remote.key_succession)."""
+        self._save(agent)
+
     def _save(self, agent: RegisteredAgent) -> None:
         stored = self._stored()
         # A new version of the card keeps the return contracts declared for its skills.
@@ -349,6 +357,10 @@ class Registry:
         approve = approve and (held is None or held == fetched.document)
         try:
             trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
+            pinned = existing is not None and not (anchor and anchor.given)
+            trusted, vouched = (
+                await _followed(client, fetched, trusted) if pinned else (trusted, [])
+            )
             signed = _verified(fetched, trusted)
             kid = signed.kid
             interface = accepted_interface(fetched.card, expect_skill)
@@ -378,13 +390,14 @@ class Registry:
             verified_kid=kid,
             verified_form=signed.form,
             allowed_origins=allowed,
+            successions=(*(existing.successions if existing else ()), *vouched),
         )
         try:
             agent = await self._with_extended(client, agent, caller, ceding)
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
-        status = _status(existing, agent, approve)
+        status = _status(existing, agent, approve, pinned or kind == "trust_on_first_use")
         digest = _digest(fetched.document)
         self.trail.emit(f"card.{status}", data={**facts, "card_digest": digest})
         if self.store is not None and status != "unchanged":
@@ -471,6 +484,23 @@ def held_anchor(
     return TrustAnchor(keys=_keys_from(existing.pending_pins), kind=existing.pending_trust)
 
 
+async def _followed(
+    client: A2AClient, fetched: FetchedCard, pinned: TrustedKeys
+) -> tuple[TrustedKeys, list[str]]:
+    """``pinned``, and when the card is signed by none of them, the successors the
+    origin's JWK Set vouches for with them (coordinator.remote.key_succession)."""
+    try:
+        _verified(fetched, pinned)
+        return pinned, []
+    except RegistryError:
+        pass
+    try:
+        document = await client.fetch_json(origin_of(fetched.url) + JWKS_PATH, "JWK Set")
+    except FederationError:
+        return pinned, []
+    return followed(pinned, successions_in(document if isinstance(document, dict) else None))
+
+
 def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> VerifiedCard:
     return verified_card(fetched.document, trusted, f"card of {fetched.url}")
 
@@ -494,9 +524,15 @@ def _digest(document: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(strict_json.dumps(document)).hexdigest()
 
 
-def _status(existing: RegisteredAgent | None, new: RegisteredAgent, approve: bool) -> Status:
+def _status(
+    existing: RegisteredAgent | None, new: RegisteredAgent, approve: bool, pinned: bool
+) -> Status:
+    """What a registration does: a card verified by a key the operator gives anew (not a
+    key pinned before, nor one a pinned key vouched for) is held like a wider card."""
     if existing is None:
         return "registered"
+    if not pinned and new.verified_kid not in _keys_from(existing.pinned_jwks):
+        return "approved" if approve else "pending_approval"
     if surface(existing.agent_card) == surface(new.agent_card):
         return "unchanged" if existing.card == new.card else "updated"
     if only_narrows(existing.agent_card, new.agent_card):

@@ -3,10 +3,15 @@
 
 :meth:`ReceiptIssuer.stamp` is applied to every task snapshot that leaves the service
 (a send's answer, GetTask, CancelTask, the final status event of a stream or a push):
-a terminal task gets ``metadata[RECEIPTS_EXTENSION_URI].receipt``, signed with the card's
-active key, over the very artifacts it carries. The receipt's facts are recorded in the
-decision log once per task (``receipt`` entry), and the receipt carries the log's head
-signed after that entry.
+a terminal task gets ``metadata[RECEIPTS_EXTENSION_URI].receipt``, signed over the very
+artifacts it carries with the card key the task's token was minted for (its ``aud``: the
+active key, or during a rotation the key being replaced or the one announced), so the
+coordinator verifies it with the key it pins whichever side of a rotation it is on. The
+receipt's facts are recorded in the decision log once per task (``receipt`` entry), and
+the receipt carries the log's head signed after that entry by the same key. While the
+key set holds more than one key, the key-succession statements go with the receipt
+(:mod:`agent_cards.transparency.succession`), so the coordinator learns the next key from
+the key it pins, before that key signs anything for it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent_cards.keys import SigningKey
+from agent_cards.identity import identity_of, signing_key_named
+from agent_cards.keys import KeySet
 from agent_cards.transparency.receipts import (
     RECEIPT_KEY,
     RECEIPTS_EXTENSION_URI,
@@ -22,15 +28,16 @@ from agent_cards.transparency.receipts import (
     issue_receipt,
     receipt_claims,
 )
+from agent_cards.transparency.succession import SUCCESSIONS, successions_of
 from contracts.wire import TERMINAL_TASK_STATES, Task, to_wire
 from remote_risk.audit.log import DecisionLedger
 
 RECEIPT_ENTRY = "receipt"
 
 
-def bound_metadata(jti: str | None, req_digest: str | None) -> dict[str, Any]:
+def bound_metadata(jti: str | None, req_digest: str | None, aud: str | None) -> dict[str, Any]:
     """What a task keeps of the token that opened it, under the extension's key."""
-    return {RECEIPTS_EXTENSION_URI: {"jti": jti, "reqDigest": req_digest}}
+    return {RECEIPTS_EXTENSION_URI: {"jti": jti, "reqDigest": req_digest, "aud": aud}}
 
 
 def _bound(metadata: Mapping[str, Any]) -> Bound:
@@ -45,11 +52,11 @@ def _bound(metadata: Mapping[str, Any]) -> Bound:
 
 
 class ReceiptIssuer:
-    """Signs the receipt of each terminal task with the card key, as ``issuer``."""
+    """Signs the receipt of each terminal task with the card key its token was minted for,
+    in that key's name."""
 
-    def __init__(self, key: Callable[[], SigningKey], issuer: str, log: DecisionLedger) -> None:
-        self._key = key
-        self._issuer = issuer
+    def __init__(self, keys: Callable[[], KeySet], log: DecisionLedger) -> None:
+        self._keys = keys
         self.log = log
 
     def stamp(self, task: Task) -> Task:
@@ -60,13 +67,20 @@ class ReceiptIssuer:
         bound = _bound(metadata)
         kept = dict(metadata.get(RECEIPTS_EXTENSION_URI) or {})
         kept.pop(RECEIPT_KEY, None)
-        claims = receipt_claims(to_wire(task), bound, self._issuer)
+        kept.pop(SUCCESSIONS, None)
+        keys = self._keys()
+        key = signing_key_named(keys, kept.get("aud"))
+        issuer = identity_of(key.verification_key())
+        claims = receipt_claims(to_wire(task), bound, issuer)
         self.log.append(
             RECEIPT_ENTRY, claims, key=f"receipt:{task.id}", handoff_id=bound.handoff_id
         )
-        key = self._key()
-        claims["log_head"] = self.log.sign_head(key, self._issuer).jws
-        metadata[RECEIPTS_EXTENSION_URI] = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
+        claims["log_head"] = self.log.sign_head(key, issuer).jws
+        stamped = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
+        successions = successions_of(keys)
+        if successions:
+            stamped[SUCCESSIONS] = successions
+        metadata[RECEIPTS_EXTENSION_URI] = stamped
         return task.model_copy(update={"metadata": metadata})
 
 

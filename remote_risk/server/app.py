@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -45,6 +46,7 @@ from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey
 from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
+from agent_cards.transparency.succession import SUCCESSIONS, successions_of
 from contracts import strict_json
 from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
 from remote_risk.audit.log import DecisionLedger
@@ -124,8 +126,13 @@ def jwks_route(keys: KeySet) -> Route:
     """``GET /.well-known/jwks.json``: the unexpired public keys, active key first."""
 
     async def jwks(request: Request) -> Response:
+        # with the statements by which each earlier key vouches for the next one
+        document: dict[str, Any] = {**keys.public_jwks()}
+        successions = successions_of(keys)
+        if successions:
+            document[SUCCESSIONS] = successions
         return Response(
-            strict_json.dumps(keys.public_jwks()),
+            strict_json.dumps(document),
             media_type="application/json",
             headers={"Cache-Control": f"public, max-age={JWKS_MAX_AGE_SECONDS}"},
         )
@@ -145,7 +152,7 @@ def create_app(settings: Settings | None = None, *, authorize: Authorize | None 
     audit_log = DecisionLedger(durable.engine if durable else None)
     witnessed = WitnessedHeads(durable.engine if durable else None)
     decisions = DecisionLog(settings.decision_log_limit, audit_log)
-    receipts = ReceiptIssuer(lambda: keys.active, settings.agent_id, audit_log)
+    receipts = ReceiptIssuer(lambda: keys, audit_log)
     retention = timedelta(seconds=settings.idempotency_retention_seconds)
     store: TaskStoreProtocol = (
         durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)

@@ -461,7 +461,9 @@ def opened_metadata(message: Message, context: CallContext) -> dict[str, Any] | 
     binding = handoff_binding(message)
     if context.bound is None:
         return binding
-    bound = bound_metadata(context.bound.get("jti"), context.bound.get("req_digest"))
+    bound = bound_metadata(
+        context.bound.get("jti"), context.bound.get("req_digest"), context.bound.get("aud")
+    )
     return {**(binding or {}), **bound}
 
 

@@ -1,0 +1,124 @@
+"""A key rotation at remote_risk loses no delegation and needs no operator action.
+
+Real processes: remote_risk (its key set in its data directory) and the coordinator's
+CLI. remote_risk is stopped, its key rotated (the new key active, the old one in its
+grace) and started again; the coordinator, still pinning only the old key, delegates:
+
+* the first delegation's token names the old key's identity, so remote_risk signs its
+  receipt with the old key (ACCEPTED, where before it was REJECTED ``receipt_invalid``),
+  and the receipt carries the old key's statement vouching for the new key, which the
+  coordinator adopts (``agent.key_succeeded``);
+* the next delegation's token names the new key, and its receipt verifies with it;
+* registering the agent again needs no anchor: its card, now signed by the new key,
+  verifies with the keys the coordinator adopted.
+
+A new key no pinned key vouches for, offered with ``--expect-kid``, is held for approval
+as the README says, not adopted.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_cards.identity import identity_of
+from agent_cards.keys import load_key_set, load_or_create
+from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.remote.registry import Registry
+from coordinator.storage.datadir import DataDir
+from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered
+
+
+@pytest.fixture
+def federation_on_disk(tmp_path: Path) -> Iterator[tuple[DataDir, RemoteRiskProcess]]:
+    with registered(tmp_path) as (data, risk):
+        yield data, risk
+
+
+def delegate(data: DataDir, tmp_path: Path) -> dict[str, Any]:
+    payload = tmp_path / "input.json"
+    payload.write_text(json.dumps(PAYLOAD))
+    args = ["delegate", "--to", "remote-risk", "--skill", RISK_SKILL, "--input", str(payload)]
+    process = federation(data.root, *args, "--json")
+    out, err = process.communicate(timeout=120)
+    assert out, err
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+def rotate(risk: RemoteRiskProcess) -> tuple[str, str]:
+    """Stop remote_risk, rotate its key (the old one verifying for an hour), start it:
+    (old kid, new kid)."""
+    risk.stop()
+    keys = load_key_set(risk.data_dir / "keys")
+    rotated = keys.rotate(grace=timedelta(hours=1))
+    risk.start()
+    return keys.active.kid, rotated.active.kid
+
+
+def events(data: DataDir, event_type: str, run_id: str | None = None) -> list[dict[str, Any]]:
+    """The ``data`` of the ledger's events of ``event_type`` (of ``run_id``, if given)."""
+    with sqlite3.connect(data.path("federation.db")) as connection:
+        rows = connection.execute(
+            "SELECT canonical, run_id FROM audit_events WHERE event_type = ?", (event_type,)
+        ).fetchall()
+    return [json.loads(row[0])["data"] for row in rows if run_id in (None, row[1])]
+
+
+def test_a_remote_rotation_loses_no_delegation_and_needs_no_operator(
+    federation_on_disk: tuple[DataDir, RemoteRiskProcess], tmp_path: Path
+) -> None:
+    data, risk = federation_on_disk
+    assert delegate(data, tmp_path)["local_state"] == "ACCEPTED"
+    old, new = rotate(risk)
+
+    first = delegate(data, tmp_path)
+    assert first["local_state"] == "ACCEPTED", first
+    (succeeded,) = events(data, "agent.key_succeeded")
+    assert (succeeded["from_kid"], succeeded["kid"]) == (old, new)
+    agent = Registry(data).get("remote-risk")
+    assert agent.verified_kid == new and len(agent.successions) == 1
+    assert {key["kid"] for key in agent.pinned_jwks["keys"]} == {old, new}
+
+    second = delegate(data, tmp_path)
+    assert second["local_state"] == "ACCEPTED", second
+    (grant,) = events(data, "grant.minted", second["run_id"])
+    active = load_key_set(risk.data_dir / "keys").active
+    assert active.kid == new and grant["aud"] == identity_of(active.verification_key())
+
+    again = federation(data.root, "register", risk.base_url, "--json")
+    out, err = again.communicate(timeout=60)
+    assert again.returncode == 0, (out, err)
+    assert events(data, "agent.key_succeeded") == [succeeded]
+
+
+def test_a_new_key_nobody_vouches_for_is_held_not_adopted(
+    federation_on_disk: tuple[DataDir, RemoteRiskProcess], tmp_path: Path
+) -> None:
+    """remote_risk redeployed with a fresh key set (no statement by the pinned key):
+    registering again with ``--expect-kid`` of the new key is held (exit 1), and
+    delegations keep the old pins until the operator approves."""
+    data, risk = federation_on_disk
+    before = Registry(data).get("remote-risk")
+    risk.stop()
+    for path in (risk.data_dir / "keys").iterdir():
+        path.unlink()
+    risk.keys = load_or_create(risk.data_dir / "keys")
+    risk.start()
+    fresh = risk.keys.active.kid
+    again = federation(data.root, "register", risk.base_url, f"--expect-kid={fresh}", "--json")
+    out, err = again.communicate(timeout=60)
+    assert again.returncode == 1, (out, err)
+    held = Registry(data).get("remote-risk")
+    assert held.verified_kid == before.verified_kid and held.pinned_jwks == before.pinned_jwks
+    assert held.pending_kid == fresh
+    approved = federation(data.root, "register", risk.base_url, "--approve", "--json")
+    out, err = approved.communicate(timeout=60)
+    assert approved.returncode == 0, (out, err)
+    assert Registry(data).get("remote-risk").verified_kid == fresh
