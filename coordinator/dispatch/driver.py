@@ -502,6 +502,7 @@ class HandoffDriver:
         if admission.receipt is not None:
             receipts.keep_receipt(self.run, self.agent, returned, admission.receipt)
         self.outcome.admission = admission
+            receipts.follow_successions(self.run, self.agent, task)
         decision = self.run.book.receive(
             returned,
             admitted=admission.admitted,

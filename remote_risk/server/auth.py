@@ -219,7 +219,7 @@ class DelegationAuthorizer:
             claim_task_creation=self._claim(method, verified) if creates_task else None,
             lease_expires_at=grant.exp,
             budget=grant.handoff.budget,
-            bound={"jti": grant.jti, "req_digest": grant.req_digest},
+            bound={"jti": grant.jti, "req_digest": grant.req_digest, "aud": grant.aud},
         )
 
     async def authenticate(self, request: Request) -> Authenticated:
