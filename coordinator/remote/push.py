@@ -156,7 +156,7 @@ class PushReceiver:
         self._check_claims(claims, identity_of(key), self.webhook_url(name), body)
         try:
             event = StreamResponse.model_validate(strict_json.loads(body))
-        except strict_json.JSONTooDeep as exc:
+        except strict_json.JSONOutOfBounds as exc:
             raise PushRefused(400, exc.reason) from None
         except ValueError:
             raise PushRefused(400, "body_not_a_stream_response") from None
@@ -174,7 +174,7 @@ class PushReceiver:
     ) -> tuple[dict[str, Any], VerificationKey]:
         try:
             header = strict_json.loads(b64url_decode(token.split(".", 1)[0]))
-        except strict_json.JSONTooDeep as exc:
+        except strict_json.JSONOutOfBounds as exc:
             raise PushRefused(400, exc.reason) from None
         except ValueError:
             raise PushRefused(400, "signature_malformed") from None

@@ -593,8 +593,9 @@ async def _origin_keys(client: A2AClient, card_url: str) -> TrustedKeys:
 
 
 def _bounded(reason: str, otherwise: str) -> str:
-    """A document refused by the bounded parser keeps that reason (``json_too_deep``)."""
-    return reason if reason == strict_json.JSON_TOO_DEEP else otherwise
+    """A document refused by the bounded parser keeps that reason (``json_too_deep``,
+    ``json_too_wide``)."""
+    return reason if reason in (strict_json.JSON_TOO_DEEP, strict_json.JSON_TOO_WIDE) else otherwise
 
 
 def _keys_from(document: Any) -> TrustedKeys:

@@ -51,6 +51,8 @@ from tests.servers import free_port, running
 DEPTH = 20_000
 DEEP = b"[" * DEPTH + b"]" * DEPTH
 DEEP_OBJECT = b'{"a":' * DEPTH + b"1" + b"}" * DEPTH
+# Wider than any one array may be (10,000 items): refused json_too_wide, on every path.
+WIDE = b"[" + b"0," * 20_000 + b"0]"
 TOKEN = "operator-token-for-tests-0123456789abcdef"
 KEY = SigningKey.generate()
 
@@ -83,6 +85,10 @@ async def good_card(request: Request) -> Response:
     return Response(json.dumps(sign_card(card(base), KEY)), media_type="application/json")
 
 
+async def wide_card(request: Request) -> Response:
+    return Response(WIDE, media_type="application/json")
+
+
 async def deep_jwks(request: Request) -> Response:
     return _deep()
 
@@ -100,6 +106,7 @@ def rogue_app() -> Starlette:
         routes=[
             Route("/deep/.well-known/agent-card.json", deep_card),
             Route("/good/.well-known/agent-card.json", good_card),
+            Route("/wide/.well-known/agent-card.json", wide_card),
             Route("/.well-known/jwks.json", deep_jwks),
             Route("/rpc", deep_rpc, methods=["POST"]),
             Route("/stream", deep_event, methods=["POST"]),
@@ -138,6 +145,15 @@ def test_api_refuses_a_deep_card_with_a_typed_reason(api: str, rogue: str) -> No
     answer = httpx.post(api + "/v1/agents", json=body, headers=headers, timeout=30)
     assert 400 <= answer.status_code < 500, answer.text
     assert answer.json()["error"]["reason"] == "json_too_deep"
+
+
+def test_api_refuses_a_wide_card_with_its_own_reason(api: str, rogue: str) -> None:
+    """A card of 20,001 items: 4xx json_too_wide, the reason the parser gave."""
+    body = {"url": rogue + "/wide", "trust_key": KEY.public_jwk()}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    answer = httpx.post(api + "/v1/agents", json=body, headers=headers, timeout=30)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.json()["error"]["reason"] == "json_too_wide"
 
 
 def test_api_refuses_a_deep_jwks_with_a_typed_reason(api: str, rogue: str) -> None:
@@ -253,6 +269,24 @@ def test_deep_push_notification_is_refused(receiver: PushReceiver, rogue: str) -
     answer = _push(receiver, agent, DEEP_OBJECT, token)
     assert answer.status_code == 400
     assert answer.json() == {"refused": "json_too_deep"}
+
+
+def test_wide_push_notification_is_refused_with_its_own_reason(
+    receiver: PushReceiver, rogue: str
+) -> None:
+    """A registered agent signs a notification of 20,001 items: json_too_wide."""
+    agent = _agent(rogue)
+    token = sign_notification(
+        WIDE,
+        key=KEY,
+        issuer=identity_of(KEY.verification_key()),
+        audience=receiver.webhook_url(agent.name),
+        task_id="task-1",
+        jti="jti-wide",
+    )
+    answer = _push(receiver, agent, WIDE, token)
+    assert answer.status_code == 400
+    assert answer.json() == {"refused": "json_too_wide"}
 
 
 def test_deep_push_signature_header_is_refused(receiver: PushReceiver, rogue: str) -> None:
