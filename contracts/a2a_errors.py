@@ -81,6 +81,10 @@ DELEGATION_PERMISSION_DENIED = A2AErrorKind(
 )
 DELEGATION_UNAVAILABLE = A2AErrorKind("DelegationUnavailableError", -32092, "UNAVAILABLE", 503)
 PROJECT_KINDS = (DELEGATION_UNAUTHENTICATED, DELEGATION_PERMISSION_DENIED, DELEGATION_UNAVAILABLE)
+# Beside ``reason`` in a refusal's metadata, when the refusing side knows it: the whole
+# seconds after which the same request is worth sending again (e.g. ``kid_unknown`` while
+# the issuer's keys are fetched again). HTTP answers also carry it as ``Retry-After``.
+RETRY_AFTER_METADATA = "retryAfterSeconds"
 
 BY_CODE = {kind.code: kind for kind in (*ALL_KINDS, *PROJECT_KINDS)}
 
@@ -103,10 +107,24 @@ def error_object(
 
 def reason_of(error_data: Any) -> str | None:
     """The ErrorInfo reason inside a JSON-RPC ``error.data`` array, if there is one."""
+    reason = _error_info_of(error_data).get("reason")
+    return reason if isinstance(reason, str) else None
+
+
+def metadata_of(error_data: Any) -> dict[str, str]:
+    """The ErrorInfo metadata inside ``error.data`` (or a ``google.rpc.Status``'s
+    ``details``): its string entries; empty if there is none."""
+    metadata = _error_info_of(error_data).get("metadata")
+    if not isinstance(metadata, dict):
+        return {}
+    return {k: v for k, v in metadata.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _error_info_of(error_data: Any) -> dict[str, Any]:
+    """The first ErrorInfo of a list of details; empty if there is none."""
     if not isinstance(error_data, list):
-        return None
+        return {}
     for detail in error_data:
         if isinstance(detail, dict) and detail.get("@type") == ERROR_INFO_TYPE:
-            reason = detail.get("reason")
-            return reason if isinstance(reason, str) else None
-    return None
+            return detail
+    return {}

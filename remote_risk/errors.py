@@ -36,13 +36,14 @@ generic -32603 so that no exception text reaches the wire.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
 from contracts import a2a_errors
-from contracts.a2a_errors import A2AErrorKind
+from contracts.a2a_errors import RETRY_AFTER_METADATA, A2AErrorKind
 
 # More than this many problems in one request are summarised rather than listed.
 _MAX_LISTED_PROBLEMS = 5
@@ -160,15 +161,29 @@ _REFUSAL_KINDS = {
 
 class DelegationRefused(A2AError):
     """A request refused by the delegation check: an HTTP status other than 200, a challenge,
-    and a JSON-RPC error whose ErrorInfo metadata holds the stable ``reason`` code."""
+    and a JSON-RPC error whose ErrorInfo metadata holds the stable ``reason`` code. With
+    ``retry_after`` (seconds), when the same request is worth sending again: whole seconds,
+    rounded up, in the metadata as ``retryAfterSeconds`` (every binding carries it) and,
+    over HTTP, as ``Retry-After``."""
 
     def __init__(
-        self, http_status: int, reason: str, message: str, challenge: str | None = None
+        self,
+        http_status: int,
+        reason: str,
+        message: str,
+        challenge: str | None = None,
+        *,
+        retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, kind=_REFUSAL_KINDS[http_status], metadata={"reason": reason})
+        metadata = {"reason": reason}
+        headers = {"WWW-Authenticate": challenge} if challenge else {}
+        if retry_after is not None:
+            seconds = str(max(1, math.ceil(retry_after)))
+            metadata[RETRY_AFTER_METADATA] = headers["Retry-After"] = seconds
+        super().__init__(message, kind=_REFUSAL_KINDS[http_status], metadata=metadata)
         self.http_status = http_status
         self.reason = reason
-        self.headers = {"WWW-Authenticate": challenge} if challenge else {}
+        self.headers = headers
 
 
 class SkillFailure(RemoteRiskError):

@@ -22,7 +22,8 @@
 
 A refusal becomes :class:`~remote_risk.errors.DelegationRefused`: HTTP 401, 403 or 503
 with a ``WWW-Authenticate`` challenge and a JSON-RPC error whose ErrorInfo metadata holds
-the stable reason code. Every decision goes to the
+the stable reason code (and, for a ``kid_unknown`` of an issuer whose keys are refreshed,
+when to try again). Every decision goes to the
 :class:`~remote_risk.server.decisions.DecisionLog`, which enters one about a token whose
 signature verified (allowed or not, with its claims digest and ``jti``) in the decision
 log and only counts a stranger's refusal; the token is never stored, logged or sent back.
@@ -228,7 +229,9 @@ class DelegationAuthorizer:
 
         With an :class:`~remote_risk.trust.refresh.IssuerDirectory`, an expired issuer
         set is refreshed in the background, and a kid the issuer's keys lack makes one
-        refresh (rate-limited) and one more try. It runs in a span of its own,
+        refresh (rate-limited) and one more try; refused still, the answer says when to
+        try again (``Retry-After``, by when the issuer's set will have been fetched
+        again, whoever spent this interval's refresh). It runs in a span of its own,
         ``remote_risk.authenticate_token``, with the verdict and a denial's reason."""
         with tracing.span(tracing.PREFIX + "authenticate_token") as span:
             try:
@@ -253,8 +256,13 @@ class DelegationAuthorizer:
                 raise
             await directory.refresh(denial.issuer, unknown_kid=True)
             if directory.version == version:
-                raise
+                raise _come_back_later(denial, directory) from None
+        try:
             return self._verifier.authenticate(token)
+        except DelegationDenied as denial:
+            if denial.reason is DenialReason.KID_UNKNOWN and denial.issuer is not None:
+                raise _come_back_later(denial, directory) from None
+            raise
 
     def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
         """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""
@@ -297,6 +305,13 @@ class DelegationAuthorizer:
         return verified, creates_task
 
 
+def _come_back_later(denial: DelegationDenied, directory: IssuerDirectory) -> DelegationDenied:
+    """A ``kid_unknown`` denial that says when the issuer's keys will have been fetched again."""
+    assert denial.issuer is not None
+    denial.retry_after = directory.retry_after(denial.issuer)
+    return denial
+
+
 def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:
     """A message names the handoff (and, if it says, the attempt) its token is bound to."""
     detail = ""
@@ -329,6 +344,7 @@ def refusal(denial: DelegationDenied) -> errors.DelegationRefused:
         denial.reason.value,
         f"delegation token refused: {REASONS[denial.reason].meaning}",
         challenge,
+        retry_after=denial.retry_after,
     )
 
 

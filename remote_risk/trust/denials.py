@@ -127,6 +127,8 @@ class DelegationDenied(Exception):
         # For kid_unknown: the (unverified) issuer whose keys lacked the kid, so that a
         # caller may refresh that issuer's keys and try once more.
         self.issuer: str | None = None
+        # Seconds after which the same request is worth sending again, when known.
+        self.retry_after: float | None = None
         super().__init__(f"{reason.value}: {self.detail}")
 
     def signed(self, claims: Mapping[str, Any]) -> DelegationDenied:

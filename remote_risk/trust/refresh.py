@@ -11,10 +11,18 @@ an issuer configured with an ``http(s)://`` JWK Set (read once at start, see
   background of the request that notices (:meth:`IssuerDirectory.refresh_expired`);
 
 but at most once per ``min_interval`` seconds per issuer (``REMOTE_RISK_JWKS_MIN_REFRESH_SECONDS``,
-default 30), with ``If-None-Match`` when the server gave an ``ETag``. A refresh that
+default 10), with ``If-None-Match`` when the server gave an ``ETag``. A refresh that
 fails (unreachable, not 200, too large, or a set outside the profile, e.g. a kid that is
 not its thumbprint) keeps the last good set and is logged with its reason; one refresh
 is in flight per issuer at a time. Issuers read from a file never change.
+
+Anyone may name any kid under a trusted issuer, so a stranger's token can spend the
+refresh of an interval just before the issuer's real new key is first used. That refresh
+is not lost to the issuer: after a token naming a kid the keys lack is refused,
+:meth:`IssuerDirectory.retry_after` makes sure a fetch starts after that refusal, at the
+end of the current interval at the latest (in the background, whoever asks meanwhile),
+and says how long the refused caller should wait for it. A stranger can so delay a new
+key by one interval at most, and make no more fetches than one per interval.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -34,10 +43,12 @@ from contracts.strict_json import StrictJSONError
 logger = logging.getLogger(__name__)
 
 MIN_REFRESH_ENV_VAR = "REMOTE_RISK_JWKS_MIN_REFRESH_SECONDS"
-DEFAULT_MIN_INTERVAL_SECONDS = 30.0
+DEFAULT_MIN_INTERVAL_SECONDS = 10.0
 DEFAULT_MAX_AGE_SECONDS = 300.0
 MAX_CACHE_SECONDS = 86_400.0
 FETCH_TIMEOUT_SECONDS = 5.0
+# Added to the wait a refused caller is told: time for the due fetch to be made.
+RETRY_MARGIN_SECONDS = 1.0
 MAX_JWKS_BYTES = 64 * 1024
 _MAX_AGE = re.compile(r"(?:^|,)\s*max-age\s*=\s*(\d+)\s*(?:,|$)", re.IGNORECASE)
 
@@ -91,6 +102,8 @@ class IssuerSource:
     etag: str | None = None
     last_attempt: float = 0.0
     lock: asyncio.Lock | None = field(default=None, repr=False)
+    # The fetch due after a refused unknown kid (see IssuerDirectory.retry_after).
+    due: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
 class IssuerDirectory(Mapping[str, TrustedKeys]):
@@ -110,7 +123,7 @@ class IssuerDirectory(Mapping[str, TrustedKeys]):
         self._min_interval = min_interval
         self._fetch = fetcher
         self._clock = clock
-        self._background: set[asyncio.Task[bool]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
         self.version = 0  # bumped whenever an issuer's keys change
 
     def __getitem__(self, issuer: str) -> TrustedKeys:
@@ -159,9 +172,37 @@ class IssuerDirectory(Mapping[str, TrustedKeys]):
         """Start a background refresh of every URL issuer whose cached set has expired."""
         for issuer in self._sources:
             if self.may_refresh(issuer, unknown_kid=False):
-                task = asyncio.get_running_loop().create_task(self.refresh(issuer))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self._in_background(self.refresh(issuer))
+
+    def retry_after(self, issuer: str) -> float | None:
+        """After a token naming a kid ``issuer``'s keys lack was refused: seconds after
+        which it is worth sending again, since a fetch of the set that starts after now is
+        due by then (one is scheduled at the end of the current interval unless one is
+        already); None for an issuer whose keys never change."""
+        source = self._sources.get(issuer)
+        if source is None or source.url is None:
+            return None
+        refused_at = self._clock()
+        if source.due is None or source.due.done():
+            source.due = self._in_background(self._fetch_after(issuer, source, refused_at))
+        due = source.last_attempt + self._min_interval
+        return max(0.0, due - refused_at) + RETRY_MARGIN_SECONDS
+
+    async def _fetch_after(self, issuer: str, source: IssuerSource, refused_at: float) -> None:
+        """Refresh ``issuer`` as soon as allowed, unless a fetch starts after ``refused_at``
+        meanwhile (whoever asked for it: any fetch from then on holds what was published)."""
+        while source.last_attempt < refused_at:
+            wait = source.last_attempt + self._min_interval - self._clock()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            else:
+                await self.refresh(issuer, unknown_kid=True)
+
+    def _in_background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     async def _fetched(self, issuer: str, source: IssuerSource) -> Fetched | None:
         assert source.url is not None

@@ -10,6 +10,7 @@ coming; remote_risk, given the issuer's JWK Set by URL, refreshes it on an unkno
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import threading
 import time
@@ -35,7 +36,7 @@ from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.server.app import JSONRPC_PATH, create_app
-from remote_risk.settings import Settings
+from remote_risk.settings import REST_PATH, Settings
 from remote_risk.trust.issuers import load_trusted_issuers
 from tests import tokens
 from tests.remote_risk.conftest import risk_input
@@ -207,3 +208,76 @@ def test_an_expired_cache_is_refreshed_in_the_background(host: tuple[JWKSHost, s
             assert completed(send(base_url, A, app.state.settings.agent_id))
             time.sleep(0.1)
     assert jwks_host.hits > hits
+
+
+# --- a stranger cannot spend the refresh a new key needs (issue 31, 6) -----------------------
+
+
+def send_rest(base_url: str, key: SigningKey, audience: str) -> httpx.Response:
+    """The same send on the HTTP+JSON binding."""
+    claims = tokens.delegation_claims(
+        now=int(time.time()), issuer=DEFAULT_ISSUER, audience=audience,
+        scope="risk:interpret", jti=f"rot-{next(_jtis)}",
+    )  # fmt: skip
+    token = mint_token(Grant.model_validate(claims), key)
+    message = {
+        "messageId": f"m-{next(_jtis)}",
+        "role": "ROLE_USER",
+        "parts": [{"data": risk_input(), "mediaType": "application/json"}],
+        "metadata": {"handoffId": "handoff-7", "attempt": 1},
+    }
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
+    return httpx.post(
+        base_url + REST_PATH + "/message:send", json={"message": message}, headers=headers
+    )
+
+
+def test_a_key_refused_after_a_stranger_spent_the_refresh_is_fetched_by_the_time_it_says(
+    host: tuple[JWKSHost, str],
+) -> None:
+    """A stranger's token naming a fresh kid spends the interval's refresh; the issuer's
+    real new key, first used right after, is refused ``kid_unknown`` with when to come
+    back (Retry-After on HTTP, ``retryAfterSeconds`` in the ErrorInfo metadata on both
+    bindings), and the set is fetched again by then with nobody asking: one fetch per
+    interval, the stranger's and the one due after the refusal."""
+    jwks_host, url = host
+    jwks_host.document = {"keys": [A.public_jwk()]}
+    interval = 3
+    app, port = remote_trusting(url, min_interval=interval)
+    audience = app.state.settings.agent_id
+    with running(app, port=port) as base_url:
+        assert reason(send(base_url, SigningKey.generate(), audience)) == "kid_unknown"
+        spent = jwks_host.hits  # the fetch at start, and the stranger's unless it came too soon
+        jwks_host.document = {"keys": [A.public_jwk(), B.public_jwk()]}
+        answers = [send(base_url, B, audience), send_rest(base_url, B, audience)]
+        for answer in answers:
+            assert answer.status_code == 401
+            wait = int(answer.headers["Retry-After"])
+            assert 1 <= wait <= interval + 1
+        assert answers[0].json()["error"]["data"][0]["metadata"]["retryAfterSeconds"]
+        assert answers[1].json()["error"]["details"][0]["metadata"]["reason"] == "kid_unknown"
+        assert answers[1].json()["error"]["details"][0]["metadata"]["retryAfterSeconds"]
+        deadline = time.monotonic() + 30  # a failure guard only: the fetch is awaited as an event
+        while jwks_host.hits == spent:
+            assert time.monotonic() < deadline, "the fetch due after the refusal never came"
+            time.sleep(0.05)
+        assert completed(send(base_url, B, audience))
+    assert jwks_host.hits == spent + 1, "no fetch beyond the one due"
+
+
+def test_a_refused_unknown_kid_of_a_file_issuer_says_no_retry_after(tmp_path: Path) -> None:
+    """Keys read from a file never change: nothing to wait for, no Retry-After."""
+    pinned = tmp_path / "issuer.jwks.json"
+    pinned.write_text(json.dumps({"keys": [A.public_jwk()]}))
+    port = free_port()
+    settings = Settings(
+        public_base_url=f"http://127.0.0.1:{port}",
+        trusted_issuers=load_trusted_issuers([f"{DEFAULT_ISSUER}={pinned}"]),
+        signing_keys=KeySet(active=SigningKey.generate()),
+    )
+    app = create_app(settings)
+    with running(app, port=port) as base_url:
+        refused = send(base_url, B, app.state.settings.agent_id)
+    assert (refused.status_code, reason(refused)) == (401, "kid_unknown")
+    assert "Retry-After" not in refused.headers
+    assert "retryAfterSeconds" not in refused.json()["error"]["data"][0]["metadata"]
