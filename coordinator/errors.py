@@ -27,7 +27,8 @@
     ├── TransportError              the remote could not be reached or answered badly on HTTP
     ├── ProtocolError               the remote answered something that is not A2A v1.0
     │   └── ArtifactTooLarge        a streamed artifact grew past its limit
-    ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason)
+    ├── RemoteA2AError              the remote answered a JSON-RPC error (code, ErrorInfo reason;
+    │                               a token refusal by its code, e.g. kid_unknown)
     ├── PushRefused                 a push notification we refuse (its HTTP status)
     ├── ServerRefused               the coordinator's API answered an error (``--server``)
     ├── HandoffMovedOn              a handoff's ending lost to one another process committed
@@ -50,14 +51,20 @@ nothing above this module needs to know which library failed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import httpx
 import pydantic
 
-from contracts.a2a_errors import BY_CODE, A2AErrorKind
+from contracts.a2a_errors import BY_CODE, PROJECT_KINDS, RETRY_AFTER_METADATA, A2AErrorKind
 from contracts.strict_json import StrictJSONError
+
+# A remote's refusal code is ours to record only if it looks like one (it is the remote's text).
+_REFUSAL_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# The longest wait a remote may ask for that is kept as asked (longer is cut to this).
+MAX_RETRY_AFTER_SECONDS = 3600
 
 
 class FederationError(Exception):
@@ -107,14 +114,31 @@ class UnauditedRun(FederationError):
 
 
 class RemoteA2AError(FederationError):
-    """A JSON-RPC error answered by a remote agent."""
+    """A JSON-RPC error answered by a remote agent (on whichever binding).
 
-    def __init__(self, code: int, message: str, reason: str | None) -> None:
+    ``reason`` is the A2A error's name, or for a refusal of our delegation token the
+    refusal's stable code from the ErrorInfo metadata (``kid_unknown``, ``token_expired``);
+    ``retry_after`` is the wait in seconds the remote asked for before the same request,
+    when it said (``retryAfterSeconds``), at most :data:`MAX_RETRY_AFTER_SECONDS`."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        reason: str | None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
         self.code = code
         self.kind: A2AErrorKind | None = BY_CODE.get(code)
         self.error_info_reason = reason
+        metadata = metadata or {}
+        refusal = metadata.get("reason", "") if self.kind in PROJECT_KINDS else ""
+        self.refusal = refusal if _REFUSAL_CODE.fullmatch(refusal) else None
+        asked = metadata.get(RETRY_AFTER_METADATA, "")
+        seconds = int(asked) if asked.isascii() and asked.isdigit() and len(asked) < 7 else None
+        self.retry_after = None if seconds is None else float(min(seconds, MAX_RETRY_AFTER_SECONDS))
         name = self.kind.name if self.kind else "UnknownError"
-        super().__init__(f"remote answered {name} ({code}): {message}", name)
+        super().__init__(f"remote answered {name} ({code}): {message}", self.refusal or name)
 
 
 class RunCancelled(FederationError):

@@ -50,7 +50,7 @@ class RemoteRiskProcess:
     def __init__(
         self,
         data_dir: Path,
-        trusted_jwks: Path,
+        trusted_jwks: Path | str,
         *extra: str,
         port: int | None = None,
         database_url: str | None = None,

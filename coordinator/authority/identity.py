@@ -23,6 +23,12 @@ JWKS_FILE = "jwks.json"
 # A new key is published this long before it signs: twice the max-age both services send
 # with their JWK Set, so every verifier caching it has fetched the new key by then.
 DEFAULT_PUBLISH_SECONDS = 600
+# What an operator who activates a key at once is told: what remotes do meanwhile.
+AT_ONCE_NOTE = (
+    "note: a remote that has not fetched this key yet refuses it (kid_unknown) until it "
+    "fetches the JWK Set again; a handoff so refused is sent once more, after the wait the "
+    "remote asks for"
+)
 
 
 def issuer_id() -> str:

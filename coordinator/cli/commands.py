@@ -280,6 +280,7 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
         if args.activate:
             keys = identity.activate(data)
             print(f"active key is now {keys.active.kid}; the previous key verifies as scheduled")
+            print(identity.AT_ONCE_NOTE)
             return 0
         keys = identity.rotate(data, args.grace_seconds, args.publish_seconds)
         if keys.published is None:
@@ -287,6 +288,7 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
                 f"active key is now {keys.active.kid}; previous keys verify for "
                 f"{args.grace_seconds} s more; public keys in {data.path(identity.JWKS_FILE)}"
             )
+            print(identity.AT_ONCE_NOTE)
         else:
             print(
                 f"published key {keys.published.key.kid}; it signs from "

@@ -16,7 +16,13 @@ from coordinator.authority.delegator import Delegator
 from coordinator.dispatch.driver import Conclusion, HandoffDriver
 from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
-from coordinator.dispatch.retry import Cause, RetryPolicy, next_delay
+from coordinator.dispatch.retry import (
+    KID_UNKNOWN,
+    Cause,
+    RetryPolicy,
+    kid_unknown_delay,
+    next_delay,
+)
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
@@ -138,7 +144,8 @@ def retry_delay(driver: HandoffDriver) -> float | None:
     """How long to wait before another attempt, or None: only a failure that says nothing
     about the work (the remote unreachable, timing out, or not speaking JSON-RPC) is
     retried, by :mod:`coordinator.dispatch.retry`'s backoff, within the attempts allowed
-    and never past the lease, and never for a cancelled run."""
+    and never past the lease, and never for a cancelled run; a refusal of a key the remote
+    does not know yet (``kid_unknown``) once, after the wait the remote asked for."""
     record = driver.record
     if record.state is not HandoffState.FAILED or driver.run.book.cancelled:
         return None
@@ -146,8 +153,24 @@ def retry_delay(driver: HandoffDriver) -> float | None:
         return None
     reason = record.reason.removeprefix("dispatch_failed:")
     policy = RetryPolicy(max_attempts=driver.wait.max_attempts)
+    if reason == KID_UNKNOWN:
+        refused = _earlier_attempts_failed(driver, record.reason)
+        asked = driver.outcome.retry_after
+        return kid_unknown_delay(policy, record.attempt, refused, asked, driver.lease_left())
     cause = Cause(reason, reason in RETRYABLE)
     return next_delay(policy, record.attempt, cause, driver.lease_left())
+
+
+def _earlier_attempts_failed(driver: HandoffDriver, reason: str) -> int:
+    """How many earlier attempts of the driver's handoff failed for ``reason``."""
+    record = driver.record
+    return sum(
+        1
+        for earlier in driver.run.book.records.values()
+        if earlier.handoff_id == record.handoff_id
+        and earlier.attempt < record.attempt
+        and earlier.reason == reason
+    )
 
 
 async def cancel_branches(

@@ -38,7 +38,7 @@ from coordinator.dispatch.proposal import (
     idempotency_key,
     propose,
 )
-from coordinator.errors import FederationError, HandoffMovedOn
+from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
 from coordinator.handoff.question import remote_question
@@ -331,6 +331,7 @@ class HandoffDriver:
         except FederationError as exc:
             self.commit(S.FAILED, f"dispatch_failed:{exc.reason}")
             self.outcome.notes.append(str(exc))
+            self.outcome.retry_after = exc.retry_after if isinstance(exc, RemoteA2AError) else None
             return None, None
         if task is None:
             self.commit(S.FAILED, "remote_replied_without_task")
@@ -501,8 +502,8 @@ class HandoffDriver:
         )
         if admission.receipt is not None:
             receipts.keep_receipt(self.run, self.agent, returned, admission.receipt)
-        self.outcome.admission = admission
             receipts.follow_successions(self.run, self.agent, task)
+        self.outcome.admission = admission
         decision = self.run.book.receive(
             returned,
             admitted=admission.admitted,

@@ -25,6 +25,8 @@ class RemoteOutcome:
     sent_fields: tuple[str, ...] = ()
     grant: dict[str, object] | None = None
     notes: list[str] = field(default_factory=list)
+    # The wait (seconds) the remote asked for before the send is made again, when it said.
+    retry_after: float | None = None
 
     @property
     def finding(self) -> Finding | None:

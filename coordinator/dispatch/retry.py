@@ -20,6 +20,11 @@ One policy for every path (the CLI, the API with ``wait: true``, the workers, re
   wait, at least ``margin`` seconds of the lease are left; and at most ``max_attempts``
   attempts in all. Each retry is a new attempt of the same handoff under the same
   idempotency key, so a remote that did receive an earlier send answers the task it has.
+* **A key the remote does not know yet.** A send refused ``kid_unknown`` (our keys
+  rotated and the remote has not fetched them since, e.g. because a stranger spent its
+  refresh) is tried once more, after the ``Retry-After`` the remote gave (by when it will
+  have fetched our keys again) if that is at most :data:`MAX_KID_UNKNOWN_WAIT_SECONDS`;
+  a second ``kid_unknown`` of the same handoff is final (:func:`kid_unknown_delay`).
 
 :func:`next_delay` is the whole decision; :func:`attempt_event` is what the ledger
 records for every attempt (its number, its cause, whether and when it is retried).
@@ -41,6 +46,11 @@ RETRYABLE_TRANSPORT = frozenset({"unreachable", "timeout", "transport_error", "h
 RETRYABLE_PROTOCOL = frozenset({"not_json", "not_jsonrpc"})
 RETRYABLE_HTTP = frozenset({408, 429})
 RETRYABLE_JSONRPC = frozenset({-32603, -32092})  # InternalError, DelegationUnavailable
+KID_UNKNOWN = "kid_unknown"
+# The longest wait for a remote to fetch our keys again that is worth it: remote_risk
+# asks at most its interval between fetches (default 10 s) and 1 s; a longer wait would
+# outlast a default handoff lease (30 s) anyway.
+MAX_KID_UNKNOWN_WAIT_SECONDS = 30.0
 Random = Callable[[], float]
 
 
@@ -138,6 +148,24 @@ def next_delay(
     if lease_left - delay < policy.margin:
         return None
     return delay
+
+
+def kid_unknown_delay(
+    policy: RetryPolicy,
+    attempt: int,
+    refused_before: int,
+    retry_after: float | None,
+    lease_left: float,
+    rand: Random = random.random,
+) -> float | None:
+    """How long to wait before sending again a handoff whose attempt ``attempt`` was
+    refused ``kid_unknown`` (``refused_before``: how many of its earlier attempts were),
+    or None: only once, only if the wait asked for is not too long, within the lease."""
+    if refused_before > 0:
+        return None
+    if retry_after is not None and retry_after > MAX_KID_UNKNOWN_WAIT_SECONDS:
+        return None
+    return next_delay(policy, attempt, Cause(KID_UNKNOWN, True, retry_after), lease_left, rand)
 
 
 def attempt_event(attempt: int, cause: Cause, delay: float | None) -> dict[str, object]:

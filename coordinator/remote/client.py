@@ -36,7 +36,7 @@ import httpx
 from pydantic import BaseModel
 
 from contracts import strict_json
-from contracts.a2a_errors import reason_of
+from contracts.a2a_errors import metadata_of, reason_of
 from contracts.wire import (
     AGENT_CARD_PATH,
     PROTOCOL_VERSION,
@@ -435,7 +435,9 @@ def jsonrpc_result(document: dict[str, Any], request_id: int, method: str, endpo
     response = JSONRPCResponse.model_validate(document)
     if response.error is not None:
         error = response.error
-        raise RemoteA2AError(error.code, error.message, reason_of(error.data))
+        raise RemoteA2AError(
+            error.code, error.message, reason_of(error.data), metadata_of(error.data)
+        )
     if response.id != request_id:
         raise ProtocolError(f"{method} to {endpoint}: response id mismatch", "id_mismatch")
     return response.result

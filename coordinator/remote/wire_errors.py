@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from agent_cards.bindings.status import GRPC_CODES, kind_of_reason
-from contracts.a2a_errors import ERROR_INFO_TYPE, A2AErrorKind
+from contracts.a2a_errors import A2AErrorKind, metadata_of, reason_of
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
 
 # google.rpc.Code names the table gives to exactly one A2A error.
@@ -29,27 +29,16 @@ BY_STATUS_NAME: dict[str, A2AErrorKind] = {
 MAX_MESSAGE = 500
 
 
-def info_reason(details: Any) -> str | None:
-    """The reason of the first ``google.rpc.ErrorInfo`` among ``details``."""
-    if not isinstance(details, list):
-        return None
-    for detail in details:
-        if isinstance(detail, dict) and detail.get("@type") == ERROR_INFO_TYPE:
-            reason = detail.get("reason")
-            return reason if isinstance(reason, str) else None
-    return None
-
-
 def remote_error(status_name: str, message: str, details: Any, where: str) -> RemoteA2AError:
     """The error a ``google.rpc.Status`` (status name, message, details) stands for."""
-    reason = info_reason(details)
+    reason = reason_of(details)
     kind = kind_of_reason(reason) or BY_STATUS_NAME.get(status_name)
     if kind is None:
         raise ProtocolError(
             f"{where}: error {status_name or 'without a status'} names no A2A error",
             "error_info_missing",
         )
-    return RemoteA2AError(kind.code, message[:MAX_MESSAGE], reason)
+    return RemoteA2AError(kind.code, message[:MAX_MESSAGE], reason, metadata_of(details))
 
 
 def from_http_status_body(status: int, document: Any, where: str) -> RemoteA2AError:

@@ -80,3 +80,16 @@ def test_the_parser_default_publication_delay_is_the_identity_default() -> None:
     from coordinator.cli import parser
 
     assert parser.PUBLISH_SECONDS == identity.DEFAULT_PUBLISH_SECONDS
+
+
+def test_an_at_once_rotation_says_what_remotes_do_meanwhile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The operator's choice stands; the output says that a remote refuses the new key
+    (kid_unknown) until it fetches it, and that such a handoff is sent once more."""
+    argv = ["--data-dir", str(tmp_path), "keys", "rotate", "--publish-seconds", "0"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("active key is now ") and "kid_unknown" in out
+    assert main(["--data-dir", str(tmp_path), "keys", "rotate"]) == 0
+    assert "kid_unknown" not in capsys.readouterr().out, "a published key needs no such note"

@@ -171,7 +171,7 @@ def test_the_refusal_reaches_the_coordinator_as_a_failed_dispatch(
     refusal's text in the notes), and the model is asked nothing."""
     outcome = hand_off(risk, run_with(None), tmp_path)
     assert model.requests == []
-    assert outcome.record.reason == "dispatch_failed:DelegationPermissionDeniedError"
+    assert outcome.record.reason == "dispatch_failed:model_budget_unbounded"
     assert any("names no model_requests" in note for note in outcome.notes), outcome.notes
 
 

@@ -6,16 +6,21 @@ from datetime import UTC, datetime
 
 import pytest
 
+from contracts.a2a_errors import ERROR_INFO_TYPE
 from coordinator.dispatch.retry import (
+    MAX_KID_UNKNOWN_WAIT_SECONDS,
     Cause,
     RetryPolicy,
     attempt_event,
     backoff,
     cause_of,
+    kid_unknown_delay,
     next_delay,
     parse_retry_after,
 )
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
+from coordinator.remote.client import jsonrpc_result
+from coordinator.remote.wire_errors import remote_error
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 POLICY = RetryPolicy(first_backoff=0.5, multiplier=2, max_backoff=4, jitter=0.5, margin=0.5)
@@ -107,3 +112,52 @@ def test_a_policy_that_makes_no_sense_is_refused() -> None:
     for bad in ({"first_backoff": 0}, {"multiplier": 0.5}, {"jitter": 2}, {"max_attempts": 0}):
         with pytest.raises(ValueError):
             RetryPolicy(**bad)  # type: ignore[arg-type]
+
+
+# --- a key the remote does not know yet (issue 31, 6) ------------------------------------
+
+
+def test_a_kid_unknown_refusal_is_retried_once_after_the_wait_the_remote_asked_for() -> None:
+    """Once, after the remote's Retry-After (the backoff if it gave none); not a second
+    time, not when the wait asked for is too long, not past the lease."""
+    assert kid_unknown_delay(POLICY, 1, 0, 7.0, lease_left=30, rand=lambda: 1.0) == 7.0
+    assert kid_unknown_delay(POLICY, 1, 0, None, lease_left=30, rand=lambda: 1.0) == 0.5
+    assert kid_unknown_delay(POLICY, 3, 1, 7.0, lease_left=30) is None
+    too_long = MAX_KID_UNKNOWN_WAIT_SECONDS + 1
+    assert kid_unknown_delay(POLICY, 1, 0, too_long, lease_left=300) is None
+    assert kid_unknown_delay(POLICY, 1, 0, 7.0, lease_left=7.4) is None
+
+
+@pytest.mark.parametrize(
+    ("metadata", "reason", "retry_after"),
+    [
+        ({"reason": "kid_unknown", "retryAfterSeconds": "11"}, "kid_unknown", 11.0),
+        ({"reason": "kid_unknown"}, "kid_unknown", None),
+        ({"reason": "token_expired", "retryAfterSeconds": "9" * 9}, "token_expired", None),
+        ({"reason": "kid_unknown", "retryAfterSeconds": "²"}, "kid_unknown", None),
+        ({"reason": "kid_unknown", "retryAfterSeconds": "-3"}, "kid_unknown", None),
+        ({"reason": "Kid Unknown\n"}, "DelegationUnauthenticatedError", None),
+        ({}, "DelegationUnauthenticatedError", None),
+    ],
+)
+def test_a_token_refusal_is_named_by_its_code_on_every_binding(
+    metadata: dict[str, str], reason: str, retry_after: float | None
+) -> None:
+    """The refusal's code and the wait asked for are read from the ErrorInfo metadata the
+    same way whether it came in a JSON-RPC error or in a google.rpc.Status (HTTP+JSON, gRPC)."""
+    info = {"@type": ERROR_INFO_TYPE, "reason": "UNAUTHENTICATED", "metadata": metadata}
+    document = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32090, "message": "x", "data": [info]},
+    }
+    with pytest.raises(RemoteA2AError) as jsonrpc:
+        jsonrpc_result(document, 1, "SendMessage", "http://127.0.0.1:9")
+    status = remote_error("UNAUTHENTICATED", "x", [info], "SendMessage")
+    for error in (jsonrpc.value, status):
+        assert (error.reason, error.retry_after) == (reason, retry_after)
+
+
+def test_another_errors_metadata_reason_is_not_taken_for_a_refusal() -> None:
+    error = RemoteA2AError(-32602, "bad", "INVALID_PARAMS", {"reason": "kid_unknown"})
+    assert error.reason == "InvalidParamsError" and error.refusal is None
