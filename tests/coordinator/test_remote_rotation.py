@@ -18,20 +18,30 @@ as the README says, not adopted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_cards.identity import identity_of
-from agent_cards.keys import load_key_set, load_or_create
+from agent_cards.keys import KeySet, load_key_set, load_or_create, save_key_set
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.authority.delegator import Delegator, RunAuthority
+from coordinator.authority.identity import coordinator_keys, issuer_id
+from coordinator.dispatch.attempts import run_remote_handoff
+from coordinator.dispatch.driver import WaitPolicy, propose
+from coordinator.handoff.run import start_run
+from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered
 
 
@@ -122,3 +132,74 @@ def test_a_new_key_nobody_vouches_for_is_held_not_adopted(
     out, err = approved.communicate(timeout=60)
     assert approved.returncode == 0, (out, err)
     assert Registry(data).get("remote-risk").verified_kid == fresh
+
+
+# --- a scheduled rotation in a running remote_risk, with delegations in flight --------------
+
+SWITCH_SECONDS = 6.0
+
+
+async def _one_delegation(ws: Workspace, client: A2AClient, data: DataDir) -> str:
+    """One handoff to remote-risk, driven here, as the registry stands when it starts."""
+    authority = RunAuthority(scopes=frozenset({"risk:interpret"}))
+    run = start_run(ws, "operator", authority=authority, kind="delegation")
+    expires = int(run.book.parent.expires_at.timestamp())
+    keys = coordinator_keys(data)
+    delegator = Delegator(keys, authority, issuer_id(), run.run_id, expires, run.owner)
+    wait = WaitPolicy(deadline_seconds=30)
+    agent = Registry(data).get("remote-risk")
+    proposal = propose(run, agent, RISK_SKILL, PAYLOAD, wait)
+    outcome = await run_remote_handoff(
+        client, agent, proposal, PAYLOAD, run=run, wait=wait, delegator=delegator
+    )
+    run.trail.flush()
+    return f"{outcome.record.state.value} {outcome.record.reason or ''}".strip()
+
+
+async def _traffic_until(data: DataDir, until: float, in_flight: int) -> list[str]:
+    ws = Workspace(data)
+    ends: list[str] = []
+    try:
+        async with A2AClient() as client:
+            while time.monotonic() < until:
+                batch = [_one_delegation(ws, client, data) for _ in range(in_flight)]
+                ends += await asyncio.gather(*batch)
+    finally:
+        ws.close()
+    return ends
+
+
+def test_a_scheduled_rotation_mid_traffic_loses_no_delegation(tmp_path: Path) -> None:
+    """remote_risk starts with a key published to become active a few seconds later, and
+    the coordinator pins only the active one. Delegations run three at a time across the
+    switch: every one is ACCEPTED; the coordinator adopts the announced key once, from a
+    receipt, before the switch; tokens minted after that name it."""
+    data = DataDir(tmp_path / "coordinator")
+    coordinator_keys(data)
+    remote_keys = load_or_create(tmp_path / "remote" / "keys")
+    old = remote_keys.active
+    announced = remote_keys.publish(grace=timedelta(hours=1), delay=timedelta(seconds=30))
+    risk = RemoteRiskProcess(tmp_path / "remote", data.path("jwks.json"))
+    assert risk.keys.published is not None
+    new = risk.keys.published.key
+    assert announced.published is not None and announced.published.key.kid == new.kid
+    # the switch is scheduled from now, so that traffic surely spans it
+    switch_at = datetime.now(UTC) + timedelta(seconds=SWITCH_SECONDS)
+    rescheduled = replace(announced, published=replace(announced.published, activates_at=switch_at))
+    save_key_set(rescheduled, tmp_path / "remote" / "keys")
+    risk.keys = load_or_create(tmp_path / "remote" / "keys")
+    risk.start()
+    try:
+        risk.keys = KeySet(active=old)  # the operator pins only the key active now
+        risk.register_with(data)
+        until = time.monotonic() + SWITCH_SECONDS + 4
+        ends = asyncio.run(_traffic_until(data, until, in_flight=3))
+    finally:
+        risk.stop()
+    assert ends and set(ends) == {"ACCEPTED finding_admitted"}, ends
+    (succeeded,) = events(data, "agent.key_succeeded")
+    assert (succeeded["from_kid"], succeeded["kid"]) == (old.kid, new.kid)
+    auds = [grant["aud"] for grant in events(data, "grant.minted")]
+    assert auds[0] == identity_of(old.verification_key())
+    assert auds[-1] == identity_of(new.verification_key())
+    assert datetime.now(UTC) > switch_at
