@@ -285,6 +285,11 @@ def _check_shape(bundle: Any) -> None:
         raise Refused("malformed")
     if not all(isinstance(k, dict) and "d" not in k for k in jwks["keys"]):
         raise Refused("malformed")
+    successions = bundle.get("successions", [])
+    if not isinstance(successions, list) or len(successions) > 16:
+        raise Refused("malformed")
+    if not all(isinstance(statement, str) for statement in successions):
+        raise Refused("malformed")
 
 
 def _event_shape(event: Any) -> bool:
@@ -294,6 +299,66 @@ def _event_shape(event: Any) -> bool:
         return False
     proof = event.get("inclusion_proof")
     return isinstance(proof, list) and all(isinstance(p, str) and HEX64.fullmatch(p) for p in proof)
+
+
+# -- step 2.2: successions ------------------------------------------------------------
+
+IDENTITY = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:"
+
+
+def _follow(statements: list[str], remote: dict[str, Anchor]) -> dict[str, Anchor]:
+    """Passes over the statements, in order, until a pass follows none; each followed
+    statement adds its successor to the remote anchors (a copy: R)."""
+    reached = dict(remote)
+    followed: set[int] = set()
+    while True:
+        before = len(followed)
+        for index, statement in enumerate(statements):
+            if index in followed:
+                continue
+            successor = _successor(statement, reached)
+            if successor is not None:
+                followed.add(index)
+                reached.setdefault(thumbprint(successor), Anchor(successor["kty"], successor))
+        if len(followed) == before:
+            return reached
+
+
+def _successor(statement: str, reached: dict[str, Anchor]) -> dict[str, Any] | None:
+    """The successor JWK of a statement that 2.2.1 to 2.2.5 accept, else None."""
+    parts = statement.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        raw = [b64url_decode(part) for part in parts]
+        header = strict_json(raw[0])
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or set(header) != {"alg", "kid", "typ"}:
+        return None
+    kid = header["kid"]
+    anchor = reached.get(kid) if isinstance(kid, str) else None
+    if header["typ"] != "key-succession+jwt" or anchor is None:
+        return None
+    signing_input = f"{parts[0]}.{parts[1]}".encode("ascii")
+    if not _signature_ok(anchor, header["alg"], parts[2], signing_input):
+        return None
+    return _named_successor(raw[1], kid)
+
+
+def _named_successor(payload: bytes, kid: str) -> dict[str, Any] | None:
+    try:
+        claims = strict_json(payload)
+    except ValueError:
+        return None
+    if not isinstance(claims, dict) or claims.get("iss") != IDENTITY + kid:
+        return None
+    successor = claims.get("successor")
+    try:
+        _check_key(successor)
+    except (ValueError, TypeError, KeyError):
+        return None
+    return successor  # type: ignore[no-any-return]
 
 
 # -- step 3: tree head -----------------------------------------------------------------
@@ -464,7 +529,7 @@ def _receipt_claims(receipt: Any, anchors: dict[str, Anchor], seq: int) -> dict[
     if not _signature_ok(anchor, header["alg"], receipt["signature"], signing_input):
         raise Refused("receipt_invalid", seq)
     claims = _decoded_object(receipt["payload"], seq)
-    if claims.get("iss") != "urn:ietf:params:oauth:jwk-thumbprint:sha-256:" + kid:
+    if claims.get("iss") != IDENTITY + kid:
         raise Refused("receipt_issuer_mismatch", seq)
     return claims
 
@@ -615,6 +680,7 @@ def _run(
         coordinator = remote = _bundle_anchors(bundle)
     elif not coordinator:
         raise Refused("no_anchor")
+    remote = _follow(bundle.get("successions", []), remote)
     head = _check_head(bundle["tree_head"], coordinator, unanchored)
     records: dict[int, dict[str, Any]] = {}
     previous: dict[str, Any] | None = None

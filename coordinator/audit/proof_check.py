@@ -4,7 +4,9 @@ The steps, each failing with its :class:`~coordinator.audit.verification.Break` 
 
 1. shape (``malformed``);
 2. anchors: the reader's keys; none given is ``no_anchor`` unless a structure-only
-   check is asked for, which uses the bundle's own keys and proves nothing;
+   check is asked for, which uses the bundle's own keys and proves nothing; then the
+   key successions the bundle carries, followed from the remote anchors only
+   (:mod:`coordinator.audit.successions`);
 3. the signed tree head, by a coordinator key of the anchors (``untrusted_key``,
    ``head_invalid``);
 4. every event: its hash (``hash_mismatch``), its record exactly of the ledger's form,
@@ -33,6 +35,7 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import is_hash
 from contracts import strict_json
 from contracts.canonical import CanonicalizationError, canonical_json
+from coordinator.audit import successions
 from coordinator.audit.anchors import Anchors
 from coordinator.audit.bundles import BUNDLE_FORMAT, verify_bundle
 from coordinator.audit.events import GENESIS_HASH
@@ -103,6 +106,8 @@ def _shape(bundle: Mapping[str, Any]) -> None:
     for jwk in jwks["keys"]:
         if not isinstance(jwk, dict) or "d" in jwk:
             raise BundleBroken(0, Break.MALFORMED, "a JWK of the bundle is not a public key")
+    if not successions.well_formed(bundle):
+        raise BundleBroken(0, Break.MALFORMED, "successions is not an array of at most 16 strings")
 
 
 def _is_seq(value: Any) -> bool:
@@ -119,6 +124,12 @@ def _anchors(bundle: Mapping[str, Any], anchors: Anchors | None, unanchored: boo
         return Anchors.of_bundle(bundle["jwks"])
     except LedgerError as exc:
         raise BundleBroken(0, Break.MALFORMED, f"the bundle's keys: {exc}") from None
+
+
+def _followed(bundle: Mapping[str, Any], anchors: Anchors) -> tuple[Anchors, int]:
+    """Step 2.2: the remote anchors, extended by the successions the bundle carries."""
+    remotes, count = successions.extended(anchors.remotes, successions.carried(bundle))
+    return replace(anchors, remotes=remotes), count
 
 
 def _head(bundle: Mapping[str, Any], anchors: Anchors) -> TreeHead:
@@ -221,7 +232,7 @@ def verify_proof_bundle(
     report says it proves nothing (``anchored`` false)."""
     try:
         _shape(bundle)
-        keys = _anchors(bundle, anchors, unanchored)
+        keys, followed = _followed(bundle, _anchors(bundle, anchors, unanchored))
         head = _head(bundle, keys)
         records = _events(bundle, head)
         _tokens(bundle, records)
@@ -237,6 +248,7 @@ def verify_proof_bundle(
         root_hash=head.root_hash,
         tree_heads=1,
         anchored=keys.anchored,
+        successions=followed,
     )
 
 

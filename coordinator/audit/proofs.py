@@ -28,7 +28,9 @@ from sqlalchemy import select
 
 from agent_cards.transparency import merkle
 from agent_cards.transparency.receipts import artifact_digest
+from agent_cards.transparency.succession import MAX_SUCCESSIONS, SUCCESSIONS
 from contracts import strict_json
+from coordinator.audit import successions as succession_chains
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, protected_header
 from coordinator.audit.signing import public_jwk
@@ -153,6 +155,7 @@ def prove_run(
     issuer: str = "coordinator",
     keys: Mapping[str, Any] | None = None,
     remote_keys: Sequence[Mapping[str, Any]] = (),
+    successions: Sequence[str] = (),
     artifacts: Sequence[str] | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
@@ -160,8 +163,10 @@ def prove_run(
 
     ``keys`` (the coordinator's published JWK Set) lets the ledger check earlier heads'
     signatures first; ``remote_keys`` are the public JWKs pinned for the remotes, of which
-    those that signed one of the run's receipts go into the bundle; ``artifacts`` the
-    exact artifacts received in the run (default: those the run store kept).
+    those that signed one of the run's receipts, or start a chain of ``successions`` (the
+    key-succession statements the remotes' pins followed) to such a key, go into the
+    bundle with that chain; ``artifacts`` the exact artifacts received in the run
+    (default: those the run store kept).
     """
     head = sign_current_head(ledger, private_key, issuer=issuer, keys=keys, now=now)
     records = ledger.records(run_id, up_to=head.tree_size)
@@ -172,9 +177,9 @@ def prove_run(
         raise LedgerError("the ledger changed under the head just signed", "ledger_broken")
     events = [_event_entry(seq, digest, body, tree) for seq, digest, body in records]
     tokens, receipts = _facts(events)
-    kids = _receipt_kids(receipts)
+    chains, kids = _chains(remote_keys, successions, _receipt_kids(receipts))
     jwks = [public_jwk(private_key), *(k for k in remote_keys if k.get("kid") in kids)]
-    return {
+    bundle = {
         "format": PROOF_FORMAT,
         "run_id": run_id,
         "tree_head": head.jws,
@@ -186,6 +191,22 @@ def prove_run(
         ),
         "jwks": {"keys": [dict(key) for key in jwks]},
     }
+    return bundle | ({SUCCESSIONS: chains} if chains else {})
+
+
+def _chains(
+    remote_keys: Sequence[Mapping[str, Any]], statements: Sequence[str], kids: set[str]
+) -> tuple[list[str], set[str]]:
+    """The statements that lead from pinned keys to the receipts' keys, and the kids of
+    the keys the bundle names; more than a verifier follows is refused, not written."""
+    chains, needed = succession_chains.vouching(remote_keys, statements, kids)
+    if len(chains) > MAX_SUCCESSIONS:
+        raise LedgerError(
+            f"the run's receipts need {len(chains)} key-succession statements, more than "
+            f"the {MAX_SUCCESSIONS} a bundle may carry",
+            "successions_too_many",
+        )
+    return chains, needed
 
 
 def prove_consistency(ledger: Ledger, first: TreeHead, second: TreeHead) -> dict[str, Any]:

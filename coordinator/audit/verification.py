@@ -86,13 +86,16 @@ class VerifyReport:
     tree_heads: int = 0
     # False for a bundle checked against its own keys: consistent, but nothing proven.
     anchored: bool = True
+    # Key-succession statements a bundle carried that were followed (its receipts may be
+    # signed by keys the reader holds only through them).
+    successions: int = 0
 
     def __str__(self) -> str:
         if self.ok:
             heads = f", {self.tree_heads} signed tree heads" if self.tree_heads else ""
             text = (
                 f"ok: {self.checked} events, head {self.last_seq} {self.last_hash[:16]}, "
-                f"tree root {self.root_hash[:16]}{heads}"
+                f"tree root {self.root_hash[:16]}{heads}{_followed(self.successions)}"
             )
             return text if self.anchored else f"{UNANCHORED} ({text})"
         if self.kind is Break.NO_ANCHOR:
@@ -101,6 +104,12 @@ class VerifyReport:
 
 
 UNANCHORED = "unanchored: structure only, nothing proven"
+
+
+def _followed(count: int) -> str:
+    if not count:
+        return ""
+    return f", remote keys extended by {count} key-succession statement(s)"
 
 
 class BundleBroken(Exception):

@@ -306,18 +306,15 @@ class CoordinatorService:
         """The run's proof bundle against a tree head signed now (``audit prove``)."""
         self._events(run_id)
         keys = identity.coordinator_keys(self.ws.data)
-        remote_keys = [
-            key
-            for agent in Registry(self.ws.data).agents()
-            for key in agent.pinned_jwks.get("keys", [])
-        ]
+        agents = Registry(self.ws.data).agents()
         return proofs.prove_run(
             self.ws.ledger(),
             run_id,
             self._ledger_key(),
             issuer=identity.issuer_id(),
             keys=keys.public_jwks(),
-            remote_keys=remote_keys,
+            remote_keys=[key for agent in agents for key in agent.pinned_jwks.get("keys", [])],
+            successions=[jws for agent in agents for jws in agent.successions],
         )
 
     def audit_consistency(self, first: str | int, second: str | int) -> dict[str, Any]:

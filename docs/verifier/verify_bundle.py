@@ -11,7 +11,9 @@ nothing of the a2a-federation code, so that an auditor can read it in full::
 
 Each key file is a JWK or a JWK Set (what ``federation keys show`` prints, what a remote
 publishes); keys are matched by the RFC 7638 thumbprint computed here, never by a label,
-and the keys the bundle carries are never trusted. Without a key the answer is
+and the keys the bundle carries are never trusted; the key-succession statements it
+carries are followed from the remote keys given (a reader holding a remote's old key
+checks what its successors signed), never from the coordinator's. Without a key the answer is
 ``no_anchor``; ``--unanchored`` checks the structure against the bundle's own keys and
 says that nothing is proven. The third form checks the output of ``federation audit
 consistency --json``: both tree heads and the consistency proof between them. Exit
@@ -39,6 +41,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 FORMAT = "a2a-federation.audit-proof/2"
 TREE_HEAD_TYP = "ledger-tree-head+jwt"
 RECEIPT_TYP = "a2a-receipt+jwt"
+SUCCESSION_TYP = "key-succession+jwt"
+MAX_SUCCESSIONS = 16
 RECEIPT_EVENT = "handoff.receipt"
 GENESIS = "0" * 64
 BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
@@ -362,6 +366,11 @@ def check_shape(bundle: dict[str, Any]) -> None:
     for jwk in bundle["jwks"]["keys"]:
         if not isinstance(jwk, dict) or "d" in jwk:
             raise Failed(0, "malformed", "a JWK of the bundle is not a public key")
+    statements = bundle.get("successions", [])
+    if not isinstance(statements, list) or len(statements) > MAX_SUCCESSIONS:
+        raise Failed(0, "malformed", "successions is not an array of at most 16 strings")
+    if not all(isinstance(jws, str) for jws in statements):
+        raise Failed(0, "malformed", "successions is not an array of at most 16 strings")
 
 
 def check_anchors(bundle: dict[str, Any], anchors: Anchors | None, unanchored: bool) -> Anchors:
@@ -375,6 +384,45 @@ def check_anchors(bundle: dict[str, Any], anchors: Anchors | None, unanchored: b
     except (ValueError, KeyError, TypeError) as exc:
         raise Failed(0, "malformed", f"the bundle's keys: {exc}") from None
     return Anchors(own, own, anchored=False)
+
+
+def follow_successions(bundle: dict[str, Any], anchors: Anchors) -> tuple[Anchors, int]:
+    """Step 2.2: the remote anchors and every key the statements lead to from them, with
+    how many statements were followed. The coordinator anchors are never extended."""
+    remotes = dict(anchors.remotes)
+    pending = list(enumerate(bundle.get("successions", [])))
+    followed = 0
+    while True:
+        added = [(index, jws) for index, jws in pending if vouch(jws, remotes)]
+        if not added:
+            return Anchors(anchors.coordinator, remotes, anchors.anchored), followed
+        followed += len(added)
+        pending = [entry for entry in pending if entry not in added]
+
+
+def vouch(jws: str, remotes: dict[str, Any]) -> bool:
+    """Whether a key of ``remotes`` signed ``jws`` in its own name as a key-succession
+    statement naming a public key; if so its successor is added to ``remotes``."""
+    parts = jws.split(".")
+    try:
+        if len(parts) != 3:
+            return False
+        header = strict_object(strict_b64url(parts[0]))
+        if set(header) != {"alg", "kid", "typ"} or header["typ"] != SUCCESSION_TYP:
+            return False
+        key = remotes.get(header["kid"]) if isinstance(header["kid"], str) else None
+        if key is None or header["alg"] != KEY_ALG[(key["kty"], key["crv"])]:
+            return False
+        strict_b64url(parts[2])
+        verify_jws(parts[0], parts[1], parts[2], key, header["alg"])
+        claims = strict_object(strict_b64url(parts[1]))
+        if claims.get("iss") != IDENTITY_PREFIX + header["kid"]:
+            return False
+        kid = checked_key(claims.get("successor"))
+    except (InvalidSignature, ValueError, KeyError, TypeError):
+        return False
+    remotes.setdefault(kid, claims["successor"])
+    return True
 
 
 def check_tree_head(bundle: dict[str, Any], anchors: Anchors) -> tuple[int, bytes]:
@@ -688,7 +736,7 @@ def verify(bundle: Any, anchors: Anchors | None, unanchored: bool = False) -> di
         return {"ok": False, "reason": "malformed", "seq": 0, "detail": "not a JSON object"}
     try:
         check_shape(bundle)
-        keys = check_anchors(bundle, anchors, unanchored)
+        keys, followed = follow_successions(bundle, check_anchors(bundle, anchors, unanchored))
         size, root = check_tree_head(bundle, keys)
         records = check_events(bundle, size, root)
         check_tokens(bundle, records)
@@ -702,6 +750,7 @@ def verify(bundle: Any, anchors: Anchors | None, unanchored: bool = False) -> di
         "events": len(records),
         "tree_size": size,
         "root": root.hex(),
+        "successions": followed,
     }
 
 
@@ -773,6 +822,8 @@ def summary(result: dict[str, Any]) -> str:
         where = "refused" if result["reason"] == "no_anchor" else f"broken at event {result['seq']}"
         return f"{where}: {result['reason']} ({result['detail']})"
     text = f"ok: {result['events']} events included in the signed tree of {result['tree_size']}"
+    if result["successions"]:
+        text += f", remote keys extended by {result['successions']} key-succession statement(s)"
     return text if result["anchored"] else f"{UNANCHORED} ({text})"
 
 

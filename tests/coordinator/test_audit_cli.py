@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,14 +15,20 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from agent_cards.identity import identity_of
+from agent_cards.keys import SigningKey, load_or_create
+from agent_cards.transparency.receipts import artifact_digest, issue_receipt
+from agent_cards.transparency.succession import sign_succession
 from coordinator.audit.chain import Ledger
 from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proofs import prove_run
+from coordinator.audit.receipts import receipt_event
 from coordinator.cli.main import main
-from coordinator.remote.registry import Registry
+from coordinator.remote.registry import RegisteredAgent, Registry
 from coordinator.service.facade import CoordinatorService
-from coordinator.storage import migrate, open_engine
 from coordinator.storage.datadir import DataDir
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 from coordinator.workspace import Workspace
 
 
@@ -285,3 +292,70 @@ def test_the_standalone_verifier_takes_the_jwk_set_keys_show_prints(
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
+
+
+def _rotated_remote(data: DataDir, new: SigningKey) -> dict[str, Any]:
+    """remote_risk's first key vouches for ``new``, which the coordinator adopted (pinned
+    beside it, the statement kept); remote_risk's first keys as the auditor holds them."""
+    registry = Registry(data)
+    (risk,) = registry.agents()
+    old = load_or_create(data.path("demo", "remote-risk", "keys")).active
+    statement = sign_succession(old, new.verification_key())
+    adopted = {
+        **risk.model_dump(mode="json"),
+        "pinned_jwks": {"keys": [*risk.pinned_jwks["keys"], new.public_jwk()]},
+        "successions": [statement],
+    }
+    registry._save(RegisteredAgent.model_validate(adopted))
+    return risk.pinned_jwks
+
+
+def _run_answered_by(ledger: Ledger, signer: SigningKey) -> None:
+    """A run whose token was minted for ``signer``'s identity and whose receipt it signed."""
+    aud = identity_of(signer.verification_key())
+    bound = {"jti": "jti-1", "req_digest": "sha-256:" + "r" * 43}
+    grant = {**bound, "claims_digest": "sha-256:" + "ab" * 32, "aud": aud}
+    receipt = issue_receipt(
+        {
+            **bound, "iss": aud, "task_id": "task-1", "handoff_id": "handoff-1",
+            "attempt": 1, "artifact_digest": artifact_digest([]),
+            "state": "TASK_STATE_COMPLETED", "issued_at": "2025-05-01T12:00:00.000Z",
+        },
+        signer,
+    )  # fmt: skip
+    where = {"run_id": "run-rotated", "handoff_id": "handoff-1", "attempt": 1}
+    ledger.append(AuditEvent(event_type="grant.minted", actor="coordinator", **where, data=grant))
+    state = {"remote_state": "TASK_STATE_COMPLETED"}
+    ledger.append(
+        AuditEvent(event_type="remote.state_observed", actor="coordinator",
+                   remote_task_id="task-1", **where, data=state)
+    )  # fmt: skip
+    ledger.append(receipt_event(receipt, actor="coordinator", remote_task_id="task-1", **where))
+
+
+def test_a_bundle_carries_the_succession_of_a_rotated_remote(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """remote_risk rotated and the coordinator followed: `audit prove` carries the
+    statement it kept, and `audit verify --bundle` and the stand-alone verifier, holding
+    only remote_risk's first key, accept the new key's receipt and say that they followed
+    one statement; without it, both answer untrusted_key."""
+    shutil.copytree(demo_dir, tmp_path / "data")
+    data, new = DataDir(tmp_path / "data"), SigningKey.generate("EdDSA")
+    first = tmp_path / "risk-first-key.json"
+    first.write_text(json.dumps(_rotated_remote(data, new)))
+    _run_answered_by(Workspace.resolve(data, None).ledger(), new)
+    bundle = tmp_path / "proof.json"
+    code, out = cli(data.root, capsys, "audit", "prove", "run-rotated", "--output", str(bundle))
+    assert code == 0, out
+    document = json.loads(bundle.read_text())
+    assert len(document["successions"]) == 1
+    keys = [*coordinator_key(data.root, capsys, tmp_path), "--remote-key", str(first)]
+    code, out = cli(data.root, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
+    assert code == 0 and "remote keys extended by 1 key-succession statement(s)" in out, out
+    assert standalone(bundle, *keys)[1]["successions"] == 1
+    del document["successions"]
+    bundle.write_text(json.dumps(document))
+    code, out = cli(data.root, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
+    assert code == 1 and "untrusted_key" in out and "succession" not in out, out
+    assert standalone(bundle, *keys) == (1, {**standalone(bundle, *keys)[1], "ok": False})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.util
+import itertools
 import json
 import random
 import subprocess
@@ -31,6 +32,8 @@ from sqlalchemy import text
 from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import artifact_digest, issue_receipt
+from agent_cards.transparency.statements import sign_statement
+from agent_cards.transparency.succession import SUCCESSION_TYP, sign_succession
 from contracts import strict_json
 from coordinator.audit.anchors import Anchors
 from coordinator.audit.bundles import export_bundle
@@ -40,7 +43,9 @@ from coordinator.audit.proof_check import verify_document, verify_proof_bundle
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import receipt_data, receipt_event
 from coordinator.audit.signing import public_jwk
-from coordinator.storage import migrate, open_engine
+from coordinator.errors import LedgerError
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 
 AT = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 VERIFIER = Path(__file__).resolve().parents[2] / "docs" / "verifier" / "verify_bundle.py"
@@ -59,9 +64,9 @@ def jwks_of(key: SigningKey) -> dict[str, Any]:
     return {"keys": [key.verification_key().to_jwk()]}
 
 
-def reader_anchors() -> Anchors:
-    """What the auditor holds: the coordinator's key and two agents' keys."""
-    return Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(REMOTE), jwks_of(COLLUDER)])
+def reader_anchors(remotes: tuple[SigningKey, ...] = (REMOTE, COLLUDER)) -> Anchors:
+    """What the auditor holds: the coordinator's key and (by default) two agents' keys."""
+    return Anchors.of([{"keys": [public_jwk(COORDINATOR)]}], [jwks_of(key) for key in remotes])
 
 
 def claims(**changes: Any) -> dict[str, Any]:
@@ -147,15 +152,20 @@ def key_file(path: Path, document: dict[str, Any]) -> str:
 GENUINE_ANCHORS = "genuine"
 
 
-def standalone(bundle: dict[str, Any], tmp_path: Path, anchors: str | None) -> dict[str, Any]:
+def standalone(
+    bundle: dict[str, Any],
+    tmp_path: Path,
+    anchors: str | None,
+    remotes: tuple[SigningKey, ...] = (REMOTE, COLLUDER),
+) -> dict[str, Any]:
     path = tmp_path / "bundle.json"
     path.write_text(json.dumps(bundle))
     args = [sys.executable, str(VERIFIER), str(path), "--json"]
     if anchors == GENUINE_ANCHORS:
         coordinator = key_file(tmp_path / "c.json", {"keys": [public_jwk(COORDINATOR)]})
         args += ["--coordinator-key", coordinator]
-        args += ["--remote-key", key_file(tmp_path / "r.json", jwks_of(REMOTE))]
-        args += ["--remote-key", key_file(tmp_path / "r2.json", jwks_of(COLLUDER))]
+        for index, key in enumerate(remotes):
+            args += ["--remote-key", key_file(tmp_path / f"r{index}.json", jwks_of(key))]
     elif anchors == "unanchored":
         args.append("--unanchored")
     completed = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
@@ -166,16 +176,21 @@ def standalone(bundle: dict[str, Any], tmp_path: Path, anchors: str | None) -> d
 
 
 def both(
-    bundle: dict[str, Any], tmp_path: Path, anchors: str | None = GENUINE_ANCHORS
+    bundle: dict[str, Any],
+    tmp_path: Path,
+    anchors: str | None = GENUINE_ANCHORS,
+    remotes: tuple[SigningKey, ...] = (REMOTE, COLLUDER),
 ) -> tuple[str | None, str | None]:
-    """(our reason, the stand-alone verifier's); None when the bundle verifies."""
+    """(our reason, the stand-alone verifier's); None when the bundle verifies. The
+    reader holds the coordinator's key and the keys of ``remotes``."""
     if anchors == GENUINE_ANCHORS:
-        ours = verify_proof_bundle(bundle, reader_anchors())
+        ours = verify_proof_bundle(bundle, reader_anchors(remotes))
     else:
         ours = verify_proof_bundle(bundle, unanchored=anchors == "unanchored")
-    theirs = standalone(bundle, tmp_path, anchors)
+    theirs = standalone(bundle, tmp_path, anchors, remotes)
     if ours.ok:
         assert ours.anchored == theirs["anchored"] == (anchors == GENUINE_ANCHORS)
+        assert ours.successions == theirs["successions"]
     return (None if ours.ok else str(ours.kind)), theirs["reason"]
 
 
@@ -481,6 +496,21 @@ EDITS: dict[str, tuple[Tamper, str | None, str]] = {
         "malformed",
     ),
     "format changed": (lambda b: b.update(format="something/2"), "malformed", "malformed"),
+    # An optional member: absent is [], a statement that is no statement vouches for nothing.
+    "successions empty": (lambda b: b.update(successions=[]), None, None),
+    "successions holding no statement": (
+        lambda b: b.update(successions=["x", "a.b.c", "", "...", "\u00e9.\u00e9.\u00e9"]),
+        None,
+        None,
+    ),
+    "successions not an array": (lambda b: b.update(successions="a.b.c"), "malformed", "malformed"),
+    "successions null": (lambda b: b.update(successions=None), "malformed", "malformed"),
+    "a succession not a string": (
+        lambda b: b.update(successions=[{"protected": "a"}]),
+        "malformed",
+        "malformed",
+    ),
+    "seventeen successions": (lambda b: b.update(successions=["x"] * 17), "malformed", "malformed"),
 }
 
 
@@ -559,6 +589,223 @@ def test_a_run_bundle_of_audit_export_is_checked_against_the_readers_key_too(
     structure_only = verify_document(forged, unanchored=True)
     assert structure_only.ok and not structure_only.anchored
     assert str(structure_only).startswith("unanchored: structure only, nothing proven")
+
+
+# --- key successions: an auditor holding only the old key --------------------------------
+
+# The remote rotates its card key: REMOTE vouches for NEW, and NEW later for NEWER.
+NEW = SigningKey.generate("EdDSA")
+NEWER = SigningKey.generate("ES256")
+STRANGER = SigningKey.generate("EdDSA")
+
+
+def identity(key: SigningKey) -> str:
+    return identity_of(key.verification_key())
+
+
+def succession(old: SigningKey, new: SigningKey) -> str:
+    return sign_succession(old, new.verification_key(), AT)
+
+
+def vouching(signer: SigningKey, **claims: Any) -> str:
+    """A succession-typed statement ``signer`` signs over ``claims`` as it pleases."""
+    values = {"iss": identity(signer), "successor": NEW.public_jwk(), "issued_at": "2025Z"}
+    return sign_statement(values | claims, signer, SUCCESSION_TYP)
+
+
+def successor_bundle(
+    path: Path,
+    signer: SigningKey = NEW,
+    pinned: tuple[str, ...] | None = None,
+    *,
+    iss: str | None = None,
+    aud: str | None = None,
+    carried: list[str] | None = None,
+) -> dict[str, Any]:
+    """A run whose receipt ``signer`` signed (in ``iss``'s name, by default its own) for a
+    token the ledger minted for ``aud`` (by default the signer's identity), proved with
+    the remote's pinned key and the statements ``pinned`` (REMOTE -> NEW by default) as
+    the registry keeps them; ``carried`` replaces what the bundle carries (an insider
+    writes what it likes)."""
+    receipt = issue_receipt(claims(iss=iss or identity(signer)), signer)
+    ledger = write_ledger(path, {"aud": aud or identity(signer)}, [receipt])
+    statements = [succession(REMOTE, NEW)] if pinned is None else list(pinned)
+    bundle = prove(ledger, artifacts=[CONTENT], successions=statements)
+    if carried is not None:
+        bundle["successions"] = carried
+    return bundle
+
+
+def test_a_successors_receipt_verifies_for_a_reader_holding_only_the_old_key(
+    tmp_path: Path,
+) -> None:
+    """The remote's old key vouches for NEW, which signs the receipt in its own name for
+    a token minted for it: the bundle carries the statement and the old key it starts
+    from, and both verifiers accept it holding only that key, and say they followed it."""
+    statement = succession(REMOTE, NEW)
+    bundle = successor_bundle(tmp_path / "l.db", pinned=(statement,))
+    assert bundle["successions"] == [statement]
+    assert [k["kid"] for k in bundle["jwks"]["keys"]] == [
+        public_jwk(COORDINATOR)["kid"],
+        REMOTE.kid,
+    ]
+    assert both(bundle, tmp_path, remotes=(REMOTE,)) == (None, None)
+    assert both(bundle, tmp_path) == (None, None)
+    assert both(bundle, tmp_path, "unanchored") == (None, None)
+    report = verify_proof_bundle(bundle, reader_anchors((REMOTE,)))
+    assert report.successions == 1
+    assert "remote keys extended by 1 key-succession statement(s)" in str(report)
+
+
+def test_a_chain_of_successions_is_followed_in_any_order(tmp_path: Path) -> None:
+    """Two rotations (REMOTE -> NEW -> NEWER): a receipt by NEWER verifies for a reader
+    holding only REMOTE's key, whatever the order of the statements."""
+    chain = (succession(REMOTE, NEW), succession(NEW, NEWER))
+    bundle = successor_bundle(tmp_path / "l.db", NEWER, chain)
+    assert bundle["successions"] == list(chain)
+    assert both(bundle, tmp_path, remotes=(REMOTE,)) == (None, None)
+    bundle["successions"].reverse()
+    assert both(bundle, tmp_path, remotes=(REMOTE,)) == (None, None)
+
+
+def test_without_its_succession_a_successors_receipt_is_untrusted(tmp_path: Path) -> None:
+    """No statement, no key: the successor's receipt is untrusted_key for a reader holding
+    only the old key (and for one holding a second agent's key too)."""
+    bundle = successor_bundle(tmp_path / "l.db", pinned=())
+    assert "successions" not in bundle
+    assert both(bundle, tmp_path, remotes=(REMOTE,)) == ("untrusted_key", "untrusted_key")
+    assert both(bundle, tmp_path) == ("untrusted_key", "untrusted_key")
+
+
+def test_prove_writes_only_the_statements_a_receipt_needs(tmp_path: Path) -> None:
+    """A bundle whose receipts the pinned keys sign carries no successions member (the
+    bundles written before it existed read the same); statements leading to no receipt's
+    key, or from no pinned key, are left out."""
+    ledger = write_ledger(tmp_path / "l.db", {}, [issue_receipt(claims(), REMOTE)])
+    unrelated = [succession(REMOTE, NEW), succession(STRANGER, NEWER)]
+    bundle = prove(ledger, artifacts=[CONTENT], successions=unrelated)
+    assert "successions" not in bundle and both(bundle, tmp_path) == (None, None)
+    chained = successor_bundle(tmp_path / "c.db", NEW, (succession(STRANGER, NEW), *unrelated))
+    assert chained["successions"] == unrelated[:1]
+
+
+def test_prove_refuses_more_successions_than_a_bundle_may_carry(tmp_path: Path) -> None:
+    """Seventeen rotations between the pinned key and the receipt's: `audit prove` refuses
+    (successions_too_many) rather than write a bundle every verifier calls malformed."""
+    keys = [REMOTE, *(SigningKey.generate("EdDSA") for _ in range(17))]
+    chain = tuple(succession(old, new) for old, new in itertools.pairwise(keys))
+    with pytest.raises(LedgerError) as refused:
+        successor_bundle(tmp_path / "l.db", keys[-1], chain)
+    assert refused.value.reason == "successions_too_many"
+
+
+def _with_coordinator_successor(path: Path) -> dict[str, Any]:
+    """The coordinator's operator signs the head with a new key and carries a statement
+    by the coordinator's real key vouching for it."""
+    coordinator = SigningKey.from_private_key(COORDINATOR)
+    new_head_key = Ed25519PrivateKey.generate()
+    new = SigningKey.from_private_key(new_head_key)
+    ledger = write_ledger(path, {}, [issue_receipt(claims(), REMOTE)])
+    bundle = prove(ledger, new_head_key, artifacts=[CONTENT])
+    bundle["successions"] = [succession(coordinator, new)]
+    return bundle
+
+
+def test_the_coordinators_anchors_are_never_extended(tmp_path: Path) -> None:
+    """A tree head by a key the coordinator's key vouches for is untrusted_key, even for a
+    reader who also gave the coordinator's key as a remote one (the statement is then
+    followed, for receipts only)."""
+    bundle = _with_coordinator_successor(tmp_path / "l.db")
+    coordinator = SigningKey.from_private_key(COORDINATOR)
+    assert both(bundle, tmp_path, remotes=(REMOTE, coordinator)) == ("untrusted_key",) * 2
+
+
+def _colluder_vouches(path: Path, **receipt: str) -> dict[str, Any]:
+    return successor_bundle(path, pinned=(), carried=[succession(COLLUDER, NEW)], **receipt)
+
+
+# What a party may carry or sign to pass a key off as a remote's, and what the reader
+# holding the remote's and a second agent's keys answers.
+SUCCESSION_FORGERIES: dict[str, tuple[Callable[[Path], dict[str, Any]], str]] = {
+    "the colluder's successor signs for a token minted for the remote": (
+        lambda path: _colluder_vouches(path, aud=AUD),
+        "receipt_mismatch",
+    ),
+    "the colluder's successor signs in the remote's name": (
+        lambda path: _colluder_vouches(path, iss=AUD, aud=AUD),
+        "receipt_issuer_mismatch",
+    ),
+    "the colluder vouches in the remote's name": (
+        lambda path: successor_bundle(path, pinned=(), carried=[vouching(COLLUDER, iss=AUD)]),
+        "untrusted_key",
+    ),
+    "the colluder signs under the remote's kid": (
+        lambda path: successor_bundle(
+            path,
+            pinned=(),
+            carried=[
+                jwt.api_jws.encode(
+                    strict_json.dumps({"iss": AUD, "successor": NEW.public_jwk()}),
+                    COLLUDER.private_key,
+                    algorithm="EdDSA",
+                    headers={"kid": REMOTE.kid, "typ": SUCCESSION_TYP},
+                )
+            ],
+        ),
+        "untrusted_key",
+    ),
+    "a key not given vouches": (
+        lambda path: successor_bundle(path, pinned=(), carried=[succession(STRANGER, NEW)]),
+        "untrusted_key",
+    ),
+    "the successor vouches for itself": (
+        lambda path: successor_bundle(path, pinned=(), carried=[succession(NEW, NEW)]),
+        "untrusted_key",
+    ),
+    "the second link without the first": (
+        lambda path: successor_bundle(path, NEWER, (), carried=[succession(NEW, NEWER)]),
+        "untrusted_key",
+    ),
+    "the remote vouches for a private key": (
+        lambda path: successor_bundle(
+            path, pinned=(), carried=[vouching(REMOTE, successor={**NEW.public_jwk(), "d": "A"})]
+        ),
+        "untrusted_key",
+    ),
+    "the remote vouches for a key under another kid": (
+        lambda path: successor_bundle(
+            path,
+            pinned=(),
+            carried=[vouching(REMOTE, successor={**NEW.public_jwk(), "kid": REMOTE.kid})],
+        ),
+        "untrusted_key",
+    ),
+    "the remote signs a statement of another typ": (
+        lambda path: successor_bundle(
+            path,
+            pinned=(),
+            carried=[
+                sign_statement(
+                    {"iss": AUD, "successor": NEW.public_jwk()}, REMOTE, "a2a-receipt+jwt"
+                )
+            ],
+        ),
+        "untrusted_key",
+    ),
+    "the coordinator's head by a key its key vouches for": (
+        _with_coordinator_successor,
+        "untrusted_key",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUCCESSION_FORGERIES))
+def test_a_succession_speaks_only_for_its_signers_key(case: str, tmp_path: Path) -> None:
+    """A statement adds a key only when a key the reader holds (or reached) signed it in
+    its own name, and the key it adds signs only in its own name: every forgery is refused
+    alike by both verifiers."""
+    forge, reason = SUCCESSION_FORGERIES[case]
+    assert both(forge(tmp_path / "l.db"), tmp_path) == (reason, reason)
 
 
 # --- the two verifiers agree on arbitrary edits -----------------------------------------

@@ -171,6 +171,7 @@ INSIDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
         f"remote: states {name}": (lambda path, make=make: _kept(path, make()))
         for name, (make, _) in built.RECEIPT_LIES.items()
     },
+    **{f"succession: {name}": forge for name, (forge, _) in built.SUCCESSION_FORGERIES.items()},
 }
 
 
@@ -180,6 +181,76 @@ def test_every_insider_forged_variant_fails_alike(case: str, tmp_path: Path) -> 
     assert agree(forged) is not None
     for mode in MODES[1:]:
         agree(forged, mode)
+
+
+# --- key successions: a reader holding only the old key ---------------------------------
+
+
+def agree_holding_the_old_key(bundle: Any) -> str | None:
+    """All three verifiers, for a reader holding the coordinator's key and only the
+    remote's old key, reach the same reason (None: verified) and seq."""
+    jwk = built.REMOTE.verification_key().to_jwk()
+    ours = verify_proof_bundle(bundle, Anchors.of([COORDINATOR_KEYS], [{"keys": [jwk]}]))
+    only = STANDALONE.Anchors(THEIR_ANCHORS.coordinator, {built.REMOTE.kid: jwk})
+    theirs = STANDALONE.verify(bundle, only)
+    other = outside.verify_detailed(bundle, COORDINATOR_KEYS, {"keys": [jwk]})
+    our_reason = None if ours.ok else str(ours.kind)
+    assert our_reason == theirs["reason"] == other.reason, (ours, theirs, other)
+    assert theirs["reason"] is None or theirs["seq"] == other.seq
+    return our_reason
+
+
+@pytest.fixture(scope="module")
+def rotated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A bundle whose receipt NEWER signed, two rotations after the remote's pinned key."""
+    chain = (built.succession(built.REMOTE, built.NEW), built.succession(built.NEW, built.NEWER))
+    path = tmp_path_factory.mktemp("rotated") / "l.db"
+    return built.successor_bundle(path, built.NEWER, chain)
+
+
+def test_a_successors_receipt_verifies_alike_for_a_reader_holding_only_the_old_key(
+    rotated: dict[str, Any],
+) -> None:
+    """Two statements lead from the old key to the receipt's: all three follow them; the
+    one left out, the chain breaks (untrusted_key); structure-only, the same."""
+    assert agree_holding_the_old_key(rotated) is None
+    assert [agree(rotated, mode) for mode in MODES] == [None, None, "no_anchor"]
+    broken = {**rotated, "successions": rotated["successions"][1:]}
+    assert agree_holding_the_old_key(broken) == "untrusted_key"
+    assert agree(broken, "unanchored") == "untrusted_key"
+
+
+def test_random_edits_of_a_rotated_bundle_are_judged_alike(rotated: dict[str, Any]) -> None:
+    """Two hundred seeded random edits of a bundle that needs its successions (their
+    headers, payloads and signatures among what is edited), judged alike by all three,
+    holding only the old key and structure-only."""
+    rng = random.Random(7638)
+    reasons: set[str | None] = set()
+    for _ in range(200):
+        forged = copy.deepcopy(rotated)
+        for _ in range(rng.choice([1, 1, 2])):
+            _mutate_rotated(forged, rng)
+        reasons.add(agree_holding_the_old_key(forged))
+        agree(forged, "unanchored")
+    assert {None, "untrusted_key", "malformed"} <= reasons
+
+
+def _mutate_rotated(bundle: dict[str, Any], rng: random.Random) -> None:
+    """Half the time an edit of a statement (one character of it, or a part of it
+    swapped with another statement's), else any random edit."""
+    statements = bundle.get("successions")
+    if not (isinstance(statements, list) and statements and rng.random() < 0.5):
+        built._mutate(bundle, rng)
+        return
+    at = rng.randrange(len(statements))
+    parts = str(statements[at]).split(".")
+    if rng.random() < 0.5 and len(parts) == 3:
+        other = str(rng.choice(statements)).split(".")
+        index = rng.randrange(3)
+        parts[index] = other[index] if len(other) == 3 else parts[index]
+        statements[at] = ".".join(parts)
+    else:
+        built._mutate({"x": statements}, rng)
 
 
 # --- seeded random edits and lies -------------------------------------------------------
