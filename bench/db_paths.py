@@ -37,8 +37,10 @@ from bench.pg import fresh_schema
 from contracts.wire import Message, Part, Role, TaskState
 from coordinator.audit.chain import Append, Ledger
 from coordinator.audit.events import AuditEvent, seal
-from coordinator.storage import migrate, open_engine
-from remote_risk import storage as risk_storage
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
+from remote_risk.storage import engine as risk_engines
+from remote_risk.storage import migrations as risk_migrations
 from remote_risk.tasks.sql import SQLTaskStore
 
 SECONDS = float(os.environ.get("DB_SECONDS", "2"))
@@ -210,8 +212,8 @@ def main() -> None:
         engine = open_engine(sqlite_url)
         migrate(engine)
         measure("coordinator / SQLite", coordinator_jobs(engine, sqlite_url))
-        risk_engine = risk_storage.open_engine(f"sqlite+pysqlite:///{Path(tmp) / 'risk.db'}")
-        risk_storage.migrate(risk_engine)
+        risk_engine = risk_engines.open_engine(f"sqlite+pysqlite:///{Path(tmp) / 'risk.db'}")
+        risk_migrations.migrate(risk_engine)
         measure("remote_risk / SQLite", risk_jobs(risk_engine))
     with fresh_schema() as pg_url:
         if pg_url is None:
@@ -220,8 +222,8 @@ def main() -> None:
         engine = open_engine(pg_url)
         migrate(engine)
         measure("coordinator / PostgreSQL", coordinator_jobs(engine, pg_url))
-        risk_engine = risk_storage.open_engine(pg_url)
-        risk_storage.migrate(risk_engine)
+        risk_engine = risk_engines.open_engine(pg_url)
+        risk_migrations.migrate(risk_engine)
         measure("remote_risk / PostgreSQL", risk_jobs(risk_engine))
 
 

@@ -36,7 +36,8 @@ from coordinator.audit.ledger import (
     Ledger,
     verify,
 )
-from coordinator.storage import migrate, open_engine
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 from coordinator.storage.schema import audit_events
 
 _COMPARED = ("seq", "prev_hash", *CORRELATION_FIELDS)

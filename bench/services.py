@@ -19,7 +19,7 @@ from agent_cards.keys import KeySet, SigningKey, load_key_set, save_key_set
 from bench import procs
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from remote_risk.settings import JSONRPC_PATH
-from remote_risk.storage import DATABASE_FILE
+from remote_risk.storage.engine import DATABASE_FILE
 from remote_risk.trust.issuers import signing_keys
 
 STORE_NAME = f"SQLite {DATABASE_FILE} in the data directory (serve() default)"

@@ -26,7 +26,8 @@ from bench.ledger_verify import batches, sample_events
 from coordinator.audit.current_head import CurrentHead
 from coordinator.audit.ledger import Ledger
 from coordinator.audit.proofs import sign_current_head
-from coordinator.storage import migrate, open_engine
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 
 
 def one_run(count: int, appended: int) -> dict[str, float]:

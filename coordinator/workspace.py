@@ -14,8 +14,8 @@ from sqlalchemy import Engine
 from coordinator.audit.ledger import Ledger
 from coordinator.audit.trail import AuditTrail
 from coordinator.errors import UsageError
-from coordinator.storage import DATABASE_FILE, migrate, open_engine
 from coordinator.storage.datadir import DataDir
+from coordinator.storage.engine import DATABASE_FILE, open_engine
 from coordinator.storage.runs import RunStore
 
 DATABASE_ENV = "FEDERATION_DATABASE_URL"
@@ -42,6 +42,8 @@ class Workspace:
 
     def engine(self) -> Engine:
         if self._engine is None:
+            from coordinator.storage.migrations import migrate  # Alembic: only when opened
+
             engine = open_engine(self.database_url or self.data)
             migrate(engine)
             self._engine = engine

@@ -9,6 +9,4 @@ data), ``run_clock`` (a run's deadline), ``demo``, ``evaluate`` and ``evaluation
 (the commands of the same names and what evaluate prints).
 """
 
-from coordinator.assessment.pilot import PilotResult, run_pilot
-
-__all__ = ["PilotResult", "run_pilot"]
+__all__: list[str] = []

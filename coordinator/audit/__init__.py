@@ -10,8 +10,4 @@ bundle is checked against), ``receipt_binding`` (a bundle's receipts against its
 to the ledger), ``reconstruction`` (a run rebuilt from its events alone).
 """
 
-from coordinator.audit.ledger import AuditEvent, Ledger, StoredEvent
-from coordinator.audit.reconstruction import reconstruct
-from coordinator.audit.trail import AuditTrail
-
-__all__ = ["AuditEvent", "AuditTrail", "Ledger", "StoredEvent", "reconstruct"]
+__all__: list[str] = []

@@ -4,7 +4,4 @@
 ``identity`` (the coordinator's signing keys and issuer).
 """
 
-from coordinator.authority.delegator import Delegator, MintedGrant, RunAuthority
-from coordinator.authority.tokens import mint_token
-
-__all__ = ["Delegator", "MintedGrant", "RunAuthority", "mint_token"]
+__all__: list[str] = []

@@ -2,6 +2,4 @@
 command), ``backends`` (this data directory or a server), ``printers`` (every line it
 prints), ``api_client`` (the HTTP client of ``--server``)."""
 
-from coordinator.cli.main import main
-
-__all__ = ["main"]
+__all__: list[str] = []

@@ -475,7 +475,7 @@ def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
 
 def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
     if args.service == "coordinator":
-        from coordinator.console import Console
+        from coordinator.console.app import Console
         from coordinator.service.server import main as serve_coordinator
 
         # the operator console at /console, beside the API (issue 21)

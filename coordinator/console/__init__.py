@@ -8,6 +8,4 @@ service's documents), ``timeline`` (a run's ledger events across lanes), ``setti
 elsewhere).
 """
 
-from coordinator.console.app import Console
-
-__all__ = ["Console"]
+__all__: list[str] = []

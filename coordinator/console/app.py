@@ -10,7 +10,7 @@ from coordinator.console.guard import Guard, SecurityHeaders
 from coordinator.console.routes import PREFIX, console_router
 from coordinator.console.sessions import SessionStore
 from coordinator.console.settings import load_console_settings
-from coordinator.service import CoordinatorService
+from coordinator.service.facade import CoordinatorService
 
 
 class Console:

@@ -17,9 +17,9 @@ from typing import Any
 from coordinator.audit.events import StoredEvent
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.timeline import timeline
-from coordinator.service import CoordinatorService
 from coordinator.service.agent_views import diff_lines
 from coordinator.service.api_models import RunDocument
+from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import STATES, RunQuery, age
 from coordinator.service.run_list import run_state as summary_state
 

@@ -28,9 +28,9 @@ from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, token_accep
 from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError, UsageError, describe_validation
-from coordinator.service import CoordinatorService
 from coordinator.service.api import error_response, status_of
 from coordinator.service.api_models import CancelRequest, RegisterRequest, StrictRequest
+from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
 
 PREFIX = "/console"

@@ -9,6 +9,4 @@ registered agent, as ``federation delegate`` asks), ``faults`` (named pause poin
 crash tests use).
 """
 
-from coordinator.dispatch.delegate import DelegationOrder, delegate_once
-
-__all__ = ["DelegationOrder", "delegate_once"]
+__all__: list[str] = []

@@ -8,7 +8,4 @@ specialist may see), ``returns`` (return admission of what comes back, by the ha
 return contract), ``declared`` (return contracts as an operator declares them).
 """
 
-from coordinator.handoff.book import HandoffBook
-from coordinator.handoff.run import Run, RunLimits, start_run
-
-__all__ = ["HandoffBook", "Run", "RunLimits", "start_run"]
+__all__: list[str] = []

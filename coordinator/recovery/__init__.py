@@ -4,7 +4,4 @@
 handoffs from the shared database until stopped).
 """
 
-from coordinator.recovery.recover import recover
-from coordinator.recovery.worker import Worker
-
-__all__ = ["Worker", "recover"]
+__all__: list[str] = []

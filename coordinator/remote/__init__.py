@@ -4,7 +4,4 @@
 ``registry`` (verified, pinned agent cards), ``push`` (the push-notification receiver).
 """
 
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
-
-__all__ = ["A2AClient", "RegisteredAgent", "Registry", "TrustAnchor"]
+__all__: list[str] = []

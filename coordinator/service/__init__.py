@@ -4,6 +4,4 @@
 ``api`` and ``server`` (``federation serve coordinator``), ``settings``.
 """
 
-from coordinator.service.facade import CoordinatorService
-
-__all__ = ["CoordinatorService"]
+__all__: list[str] = []

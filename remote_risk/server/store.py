@@ -9,7 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from remote_risk.storage import migrate, open_engine
+from remote_risk.storage.engine import open_engine
+from remote_risk.storage.migrations import migrate
 from remote_risk.tasks.leases import DEFAULT_LEASE_SECONDS
 from remote_risk.tasks.retention import DEFAULT_RETENTION
 from remote_risk.tasks.sql import SQLTaskStore

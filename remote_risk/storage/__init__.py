@@ -6,9 +6,4 @@ selects PostgreSQL. The schema is owned by the Alembic revisions in
 applied on start by :func:`remote_risk.server.store.open_store`.
 """
 
-from __future__ import annotations
-
-from remote_risk.storage.engine import DATABASE_FILE, database_url_for, open_engine
-from remote_risk.storage.migrations import current_revision, migrate
-
-__all__ = ["DATABASE_FILE", "current_revision", "database_url_for", "migrate", "open_engine"]
+__all__: list[str] = []

@@ -22,7 +22,8 @@ from psycopg import sql
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from coordinator.storage import migrate, open_engine
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 
 POSTGRES_URL = os.environ.get(
     "FEDERATION_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

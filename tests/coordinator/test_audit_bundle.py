@@ -33,7 +33,9 @@ from coordinator.audit.tree_heads import (
     verify_tree_head,
 )
 from coordinator.audit.verification import Break, verify
-from coordinator.storage import LedgerError, migrate, open_engine
+from coordinator.errors import LedgerError
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 
 AT = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 VERIFIER = Path(__file__).resolve().parents[2] / "docs" / "verifier" / "verify_bundle.py"

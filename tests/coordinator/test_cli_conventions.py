@@ -17,7 +17,8 @@ from coordinator.assessment import scenario
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.cli import parser as cli_parser
 from coordinator.cli.main import EXIT_CODES
-from coordinator.storage import DATABASE_FILE, datadir
+from coordinator.storage import datadir
+from coordinator.storage.engine import DATABASE_FILE
 from coordinator.workspace import DATABASE_ENV
 from tests.processes import PAYLOAD, registered
 

@@ -35,8 +35,9 @@ from coordinator.audit.receipts import compact, receipt_data
 from coordinator.authority import identity
 from coordinator.remote.registry import RegisteredAgent, Registry
 from coordinator.service.facade import CoordinatorService
-from coordinator.storage import migrate, open_engine
 from coordinator.storage.datadir import DataDir
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 from coordinator.workspace import Workspace
 from tests.coordinator.test_audit_cli import anchors, cli, demo_dir, run_of  # noqa: F401
 

@@ -39,7 +39,8 @@ from coordinator.audit.ledger import (
     verify,
     verify_bundle,
 )
-from coordinator.storage import LedgerError, current_revision, migrate
+from coordinator.errors import LedgerError
+from coordinator.storage.migrations import current_revision, migrate
 from coordinator.storage.schema import metadata
 from tests.coordinator.conftest import EngineFactory
 

@@ -9,12 +9,13 @@ import threading
 import time
 from pathlib import Path
 
-from coordinator.storage import open_engine, write_transaction
 from coordinator.storage.engine import (
     BUSY_TIMEOUT_SECONDS,
     JOURNAL_SIZE_LIMIT,
     WAL_AUTOCHECKPOINT_PAGES,
     checkpoint,
+    open_engine,
+    write_transaction,
 )
 
 CHUNK = b"x" * 100_000

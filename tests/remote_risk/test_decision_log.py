@@ -20,7 +20,8 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import verify_head
 from agent_cards.transparency.statements import StatementInvalid
 from remote_risk.audit.log import DecisionLedger, entry_proofs
-from remote_risk.storage import migrate, open_engine
+from remote_risk.storage.engine import open_engine
+from remote_risk.storage.migrations import migrate
 
 KEY = SigningKey.generate()
 

@@ -14,8 +14,8 @@ from sqlalchemy import Engine, inspect, select
 
 from agent_cards.keys import KeySet, SigningKey
 from contracts.wire import Artifact, Message, Part, Role, TaskState, to_wire
-from remote_risk.storage import DATABASE_FILE, current_revision, migrate, open_engine
-from remote_risk.storage.engine import driver_errors
+from remote_risk.storage.engine import DATABASE_FILE, driver_errors, open_engine
+from remote_risk.storage.migrations import current_revision, migrate
 from remote_risk.storage.schema import VERSION_TABLE, metadata, tasks, used_tokens
 from remote_risk.tasks.sql import SQLTaskStore
 from remote_risk.trust.sql_replay import SQLReplayGuard

@@ -16,7 +16,8 @@ from remote_risk.server.jsonrpc import CallContext
 from remote_risk.server.push import PushConfigs
 from remote_risk.server.risk_agent import RiskAgentHandler
 from remote_risk.server.webhooks import Notification, PushDelivery, WebhookPolicy
-from remote_risk.storage import migrate, open_engine
+from remote_risk.storage.engine import open_engine
+from remote_risk.storage.migrations import migrate
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
 from remote_risk.tasks.sql import SQLTaskStore
 from tests.remote_risk.conftest import risk_input, user_message

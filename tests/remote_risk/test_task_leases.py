@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import Engine
 
 from contracts.wire import Message, Part, Role, TaskState
-from remote_risk.storage import migrate, open_engine
+from remote_risk.storage.engine import open_engine
+from remote_risk.storage.migrations import migrate
 from remote_risk.tasks.sql import SQLTaskStore
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from contracts.wire import Artifact, ListTasksRequest, Message, Part, Role, TaskState
 from remote_risk import errors
-from remote_risk.storage import migrate, open_engine
+from remote_risk.storage.engine import open_engine
+from remote_risk.storage.migrations import migrate
 from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol, new_id
 from remote_risk.tasks.retention import DEFAULT_RETENTION
 from remote_risk.tasks.sql import SQLTaskStore

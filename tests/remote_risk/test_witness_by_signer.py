@@ -24,7 +24,8 @@ from agent_cards.transparency.heads import sign_head
 from remote_risk.audit.witness import WitnessedHeads
 from remote_risk.server.app import create_app
 from remote_risk.settings import Settings
-from remote_risk.storage import migrate, open_engine
+from remote_risk.storage.engine import open_engine
+from remote_risk.storage.migrations import migrate
 from tests import tokens
 from tests.remote_risk.delegated import ISSUER, SCOPE, Caller
 from tests.remote_risk.test_auth_http import refusal

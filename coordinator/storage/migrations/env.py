@@ -11,7 +11,7 @@ from coordinator.storage.schema import metadata
 def run_migrations_online() -> None:
     connection = context.config.attributes.get("connection")
     if not isinstance(connection, Connection):
-        raise RuntimeError("run migrations through coordinator.storage.migrate(engine)")
+        raise RuntimeError("run migrations through coordinator.storage.migrations.migrate(engine)")
     context.configure(connection=connection, target_metadata=metadata)
     with context.begin_transaction():
         context.run_migrations()

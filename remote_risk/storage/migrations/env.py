@@ -11,7 +11,7 @@ from remote_risk.storage.schema import VERSION_TABLE, metadata
 def run_migrations_online() -> None:
     connection = context.config.attributes.get("connection")
     if not isinstance(connection, Connection):
-        raise RuntimeError("run migrations through remote_risk.storage.migrate(engine)")
+        raise RuntimeError("run migrations through remote_risk.storage.migrations.migrate(engine)")
     context.configure(connection=connection, target_metadata=metadata, version_table=VERSION_TABLE)
     with context.begin_transaction():
         context.run_migrations()
