@@ -21,7 +21,6 @@ from dataclasses import replace
 
 from remote_risk.errors import StorageUnavailable
 from remote_risk.risk.interpreter import model_config_from_env
-from remote_risk.server.app import ConfigurationError, check_secure, serve
 from remote_risk.settings import Settings
 from remote_risk.telemetry import logs
 from remote_risk.trust import issuers as trust
@@ -94,6 +93,8 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """Settings for the parsed flags, or a one-line :class:`trust.TrustConfigError`,
     :class:`ConfigurationError` or ``ValueError``."""
+    from remote_risk.server.app import check_secure
+
     trusted = trust.load_trusted_issuers(
         trust.issuer_entries(args.trust_issuer, environ),
         min_interval=trust.min_refresh_seconds(environ),
@@ -122,6 +123,9 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    # The server is imported once the arguments are read (``--help`` starts quickly).
+    from remote_risk.server.app import ConfigurationError, serve
+
     logs.setup_from(args, os.environ)
     try:
         settings = settings_from(args, os.environ)

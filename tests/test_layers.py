@@ -4,8 +4,9 @@ Imports are read from the source (``ast``), including those inside functions, so
 deferred import cannot hide an edge. Each package imports only from the layers listed
 before its own; ``contracts`` is pure data; ``remote_risk`` (the risk team's service)
 imports nothing of the coordinator, and the coordinator imports the risk team's code in
-exactly two places: the evaluation's single controller runs the risk rules in-process,
-and the CLI starts the service.
+exactly two places, each inside the function that needs it (never at import): the
+evaluation's single controller runs the risk rules in-process, and the CLI starts the
+service. A package's ``__init__`` imports nothing, so importing one loads no server.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ ALLOWED = {
     "coordinator": {"contracts", "agent_cards", "coordinator"},
     "remote_risk": {"contracts", "agent_cards", "remote_risk"},
 }
-# The two named crossings from the coordinator into the risk team's code.
+# The two named crossings from the coordinator into the risk team's code (deferred).
 CROSSINGS = {
     "coordinator.assessment.evaluate": ("remote_risk.risk.", "remote_risk.errors"),
     "coordinator.cli.commands": ("remote_risk.__main__",),
@@ -195,6 +196,48 @@ def test_the_crossings_are_the_only_ones() -> None:
         and any(t.startswith("remote_risk") for t in ALL_IMPORTS[name])
     }
     assert crossing <= set(CROSSINGS)
+
+
+def module_level_imports(path: Path) -> list[str]:
+    """What a module imports when it is imported: its top-level statements (inside a
+    top-level ``if`` or ``try`` too), not a function's body nor ``if TYPE_CHECKING:``."""
+    found: list[str] = []
+    pending: list[ast.stmt] = list(ast.parse(path.read_text()).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            pending.extend(node.orelse)
+        elif isinstance(node, ast.If | ast.Try):
+            pending.extend([*node.body, *node.orelse])
+            pending.extend(getattr(node, "finalbody", []))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            found.append("." * node.level + (node.module or ""))
+    return found
+
+
+def test_the_coordinator_loads_nothing_of_remote_risk_at_import() -> None:
+    """The crossings are deferred: no coordinator module imports remote_risk when it is
+    imported, so the coordinator starts without the risk team's code."""
+    early = {
+        name: [t for t in module_level_imports(FILES[name]) if t.startswith("remote_risk")]
+        for name in FILES
+        if name.startswith("coordinator")
+    }
+    assert {name: found for name, found in early.items() if found} == {}
+
+
+@pytest.mark.parametrize("package", ["coordinator", "remote_risk"])
+def test_package_inits_import_nothing(package: str) -> None:
+    """Importing a package loads none of its modules (a caller imports the module it
+    uses by name), so importing ``remote_risk`` or ``coordinator.service`` starts no
+    server's worth of modules."""
+    inits = [n for n, p in FILES.items() if n.startswith(package) and p.name == "__init__.py"]
+    importing = {name: module_level_imports(FILES[name]) for name in inits}
+    assert {name: found for name, found in importing.items() if found} == {}
 
 
 def packages() -> list[str]:

@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contracts.evidence import Assessment, AssessmentStatus, Finding, merge
 from coordinator.assessment import scenario, specialists
@@ -51,11 +51,9 @@ from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.errors import SkillFailure
-from remote_risk.risk import interpreter as model_skill
-from remote_risk.risk import skill
-from remote_risk.risk.model import ModelConfig as RiskModelConfig
-from remote_risk.risk.model import RiskModel
+
+if TYPE_CHECKING:  # the risk team's code is loaded only when the single controller runs
+    from remote_risk.risk.model import ModelConfig as RiskModelConfig
 
 __all__ = ["Row", "document", "examine", "run_evaluation", "single_controller", "summary"]
 logger = logging.getLogger(__name__)
@@ -126,6 +124,11 @@ async def _risk_rule(
     records: dict[str, Any], config: RiskModelConfig | None
 ) -> tuple[Finding, dict[str, Any] | None]:
     """The risk rule's Finding and, with a model, its request report."""
+    from remote_risk.errors import SkillFailure
+    from remote_risk.risk import interpreter as model_skill
+    from remote_risk.risk import skill
+    from remote_risk.risk.model import RiskModel
+
     if config is None:
         try:
             return skill.interpret_risk_policy(records), None
@@ -357,8 +360,10 @@ def run_evaluation(
     With ``model`` the risk role uses ``REMOTE_RISK_MODEL_*`` in every configuration (the
     child remote_risk and the single controller alike); without, no configuration does.
     """
+    from remote_risk.risk.interpreter import model_config_from_env
+
     trust = prepare_trust(data)
-    risk_model = model_skill.model_config_from_env() if model is not None else None
+    risk_model = model_config_from_env() if model is not None else None
     environment = child_environment(with_risk_model=risk_model is not None)
     with remote_risk_process(trust.remote_args, environment) as base_url:
         return asyncio.run(examine(data, ws, base_url, trust, model, repeat, risk_model))

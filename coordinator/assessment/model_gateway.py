@@ -33,11 +33,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
-import openai
 
 from coordinator.assessment.model_reply import (
     ModelReply,
@@ -60,6 +59,9 @@ from coordinator.errors import (
     ModelUnavailable,
 )
 from coordinator.telemetry import metrics
+
+if TYPE_CHECKING:  # openai is loaded only when a model is configured (a gateway is built)
+    import openai
 
 __all__ = [
     "LimitReached",
@@ -222,6 +224,8 @@ class ModelGateway:
     """One run's access to the model service: the shared budget and the record of calls."""
 
     def __init__(self, config: ModelConfig, budget: RequestBudget | None = None) -> None:
+        import openai
+
         self.config = config
         self.budget = budget or RequestBudget()
         self.calls: list[ModelCall] = []
@@ -291,6 +295,8 @@ class ModelGateway:
         self, messages: Sequence[Mapping[str, Any]], seconds: float, options: dict[str, Any]
     ) -> bytes:
         """The raw body of one request's reply (capped), within ``seconds`` in total."""
+        import openai
+
         try:
             async with asyncio.timeout(seconds):
                 raw = await self._client.chat.completions.with_raw_response.create(
@@ -337,6 +343,8 @@ class ModelGateway:
 
 
 def _translated(exc: openai.OpenAIError) -> ModelError:
+    import openai
+
     if isinstance(exc, openai.APIConnectionError):
         return ModelUnavailable("cannot connect to the model service")
     if isinstance(exc, openai.APIStatusError):

@@ -32,11 +32,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
-import openai
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
@@ -44,6 +43,9 @@ from contracts import strict_json
 from contracts.grant import Budget
 from remote_risk.errors import ModelConfigInvalid, ModelFailure
 from remote_risk.risk.bounded_transport import REPLY_MALFORMED, REPLY_TOO_LARGE, capped_transport
+
+if TYPE_CHECKING:  # openai is loaded only when a model is configured (a client is built)
+    import openai
 
 ENV_PREFIX = "REMOTE_RISK_MODEL"
 # Below the coordinator's default handoff lease (30 s), so a slow model is a model failure.
@@ -192,6 +194,8 @@ class RiskModel:
     def __init__(
         self, config: ModelConfig, request_limit: int = 1, grant: Budget | None = None
     ) -> None:
+        import openai
+
         self.config = config
         self.request_limit = request_limit
         self.grant = grant
@@ -269,6 +273,8 @@ class RiskModel:
     async def _send(
         self, messages: Sequence[Mapping[str, Any]], seconds: float, output_tokens: int
     ) -> bytes:
+        import openai
+
         try:
             async with asyncio.timeout(seconds):
                 raw = await self._client.chat.completions.with_raw_response.create(
@@ -292,6 +298,8 @@ class RiskModel:
 
 
 def _unavailable(exc: openai.OpenAIError) -> str:
+    import openai
+
     if isinstance(exc, openai.APIConnectionError):
         return "cannot connect to the model service"
     return f"the model service answered badly ({type(exc).__name__})"
