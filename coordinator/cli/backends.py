@@ -12,14 +12,15 @@ import asyncio
 import signal
 import sys
 from dataclasses import asdict
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.cli.api_client import CoordinatorClient
-from coordinator.dispatch.delegate import Interruption
 from coordinator.errors import LeftToRecovery, StillOnServer
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
-from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
+
+if TYPE_CHECKING:  # the service is loaded only for this data directory, never for --server
+    from coordinator.service.facade import CoordinatorService
 
 # Who a cancel from the command line is recorded as (the API records its own caller).
 CLI_OPERATOR = "operator (command line)"
@@ -78,6 +79,8 @@ class Local:
         """Driven in this process: the first Ctrl-C cancels the run (as ``federation
         cancel`` would) and the document says so; a second one stops at once and leaves
         the run to recovery (:class:`LeftToRecovery` names the command that ends it)."""
+        from coordinator.dispatch.delegate import Interruption
+
         order = self.service.order(request)
         interruption = Interruption()
 

@@ -16,33 +16,30 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pydantic
 
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.json_shape import check_json_shape
 from contracts import strict_json
-from coordinator.assessment import evaluate
-from coordinator.assessment.demo import demo_document
-from coordinator.assessment.model_gateway import ModelConfig
-from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
-from coordinator.audit.anchors import Anchors, read_anchor
-from coordinator.audit.proof_check import verify_document
 from coordinator.authority import identity
 from coordinator.cli import printers
 from coordinator.cli.backends import Coordinator, Local
-from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
 from coordinator.errors import LedgerError, UsageError, describe_validation
 from coordinator.service.api_models import DelegationRequest, RegisterRequest
-from coordinator.service.facade import CoordinatorService, verify_view
 from coordinator.service.run_list import RunQuery
+
+if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
+    from coordinator.assessment.model_gateway import ModelConfig
+    from coordinator.audit.anchors import Anchors
+    from coordinator.service.facade import CoordinatorService
 
 R = TypeVar("R", bound=pydantic.BaseModel)
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
 Shared = Callable[[argparse.Namespace, Coordinator], int]
-LocalOnly = Callable[[argparse.Namespace, CoordinatorService], int]
+LocalOnly = Callable[[argparse.Namespace, "CoordinatorService"], int]
 
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
@@ -185,6 +182,8 @@ def read_secret(path: Path) -> str:
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+
     delegation = request(
         DelegationRequest,
         to=args.to,
@@ -303,6 +302,9 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
 def cmd_verify_bundle(args: argparse.Namespace) -> int:
     """``audit verify --bundle``: checked here, offline, against the keys the operator
     gives (never those the bundle carries, nor a server's word)."""
+    from coordinator.audit.proof_check import verify_document
+    from coordinator.service.facade import verify_view
+
     bundle = read_object(args.bundle, "bundle")
     anchors = bundle_anchors(args.coordinator_key, args.remote_key)
     if anchors is not None and args.unanchored:
@@ -316,6 +318,8 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
 
 def bundle_anchors(coordinator_keys: list[Path], remote_keys: list[Path]) -> Anchors | None:
     """The trust anchors from key files, or None when none is given."""
+    from coordinator.audit.anchors import Anchors, read_anchor
+
     if not coordinator_keys and not remote_keys:
         return None
     if not coordinator_keys:
@@ -423,6 +427,8 @@ SHARED: dict[str, Shared] = {
 
 
 def _model_config() -> ModelConfig:
+    from coordinator.assessment.model_gateway import ModelConfig
+
     config = ModelConfig.from_env()
     if config is None:
         raise UsageError(
@@ -434,6 +440,9 @@ def _model_config() -> ModelConfig:
 
 
 def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
+    from coordinator.assessment.demo import demo_document
+    from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
+
     cases = list(CASES) if args.case == "all" else [args.case]
     if args.model:
         return _demo_with_model(args, service, cases)
@@ -462,12 +471,14 @@ def _demo_with_model(
 
 
 def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
+    from coordinator.assessment.evaluation_report import document
+
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1", "usage_error")
     config = _model_config() if args.model else None
     rows = service.evaluate(config, args.repeat)
     if args.json:
-        printers.print_json(evaluate.document(rows, config))
+        printers.print_json(document(rows, config))
     else:
         print(printers.render_evaluation(rows, config))
     return 0 if all(row.passed for row in rows) else 1

@@ -95,14 +95,9 @@ def exit_code(error: Exception) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from coordinator.cli.api_client import CoordinatorClient
-    from coordinator.cli.backends import Local, Remote
-    from coordinator.cli.commands import LOCAL_ONLY, SHARED
+    from coordinator.cli.commands import SHARED
     from coordinator.errors import UsageError
-    from coordinator.service.facade import CoordinatorService
     from coordinator.service.settings import load_client_settings
-    from coordinator.storage.datadir import DataDir
-    from coordinator.workspace import Workspace
 
     server = load_client_settings(server=args.server).server or None
     if server and (args.server or args.command in SHARED):
@@ -111,9 +106,30 @@ def dispatch(args: argparse.Namespace) -> int:
                 f"`federation {args.command}` works on a data directory only; drop --server",
                 "server_unsupported",
             )
-        token = load_client_settings().required_token("--server")
-        with CoordinatorClient(server, token) as client:
-            return SHARED[args.command](args, Remote(client))
+        return on_server(args, server)
+    return here(args)
+
+
+def on_server(args: argparse.Namespace, server: str) -> int:
+    """The command, through a running coordinator's API (nothing of the service loaded)."""
+    from coordinator.cli.api_client import CoordinatorClient
+    from coordinator.cli.backends import Remote
+    from coordinator.cli.commands import SHARED
+    from coordinator.service.settings import load_client_settings
+
+    token = load_client_settings().required_token("--server")
+    with CoordinatorClient(server, token) as client:
+        return SHARED[args.command](args, Remote(client))
+
+
+def here(args: argparse.Namespace) -> int:
+    """The command, on this machine's data directory (or ``--database-url``)."""
+    from coordinator.cli.backends import Local
+    from coordinator.cli.commands import LOCAL_ONLY, SHARED
+    from coordinator.service.facade import CoordinatorService
+    from coordinator.storage.datadir import DataDir
+    from coordinator.workspace import Workspace
+
     ws = Workspace.resolve(DataDir(data_directory(args)), args.database_url)
     if command_name(args) in READ_ONLY and not getattr(args, "bundle", None):
         ws.require_existing()

@@ -11,16 +11,15 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coordinator.assessment import evaluation_report
-from coordinator.assessment.evaluation_report import Row
-from coordinator.assessment.model_gateway import ModelConfig
-from coordinator.assessment.pilot import PilotResult
-from coordinator.assessment.supervisor import SupervisedResult
-from coordinator.handoff.run import ownership_rows
-from coordinator.service.agent_views import diff_lines
 from coordinator.service.run_list import age
+
+if TYPE_CHECKING:  # a printer imports what only it uses (start-up time)
+    from coordinator.assessment.evaluation_report import Row
+    from coordinator.assessment.model_gateway import ModelConfig
+    from coordinator.assessment.pilot import PilotResult
+    from coordinator.assessment.supervisor import SupervisedResult
 
 OWNERSHIP_COLUMNS = [
     "branch",
@@ -141,6 +140,8 @@ def render_agent(agent: dict[str, Any]) -> str:
 
 def render_pending(held: list[dict[str, Any]]) -> str:
     """``agents pending``: per held card, ``+`` what it asks for more, ``-`` what it drops."""
+    from coordinator.service.agent_views import diff_lines
+
     if not held:
         return "no cards held for approval"
     blocks = []
@@ -352,6 +353,8 @@ def render_reconstruction(view: dict[str, Any]) -> str:
 
 def render_case(result: PilotResult) -> str:
     """A readable trace of one case: fields sent, remote ids and states, findings, outcome."""
+    from coordinator.handoff.run import ownership_rows
+
     lines = [f"== case {result.case} (run {result.run.run_id})"]
     for c in result.consultations:
         where = "remote" if c.remote else "local"
@@ -425,6 +428,8 @@ def render_supervised(result: SupervisedResult) -> str:
 
 
 def render_evaluation(rows: Sequence[Row], model: ModelConfig | None) -> str:
+    from coordinator.assessment import evaluation_report
+
     header: tuple[str, ...] = (
         *("configuration", "case", "run", "status", "sources", "private", "pass", "ms"),
         *("boundary", "requests", "tokens"),

@@ -14,11 +14,13 @@ import binascii
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contracts import strict_json
 from coordinator.errors import UsageError
-from coordinator.storage.runs import RunStore
+
+if TYPE_CHECKING:  # the CLI's --server reads a page's documents with no database at hand
+    from coordinator.storage.runs import RunStore
 
 MAX_LIMIT = 500
 STATES = ("live", "cancelled", "finished")
