@@ -39,9 +39,9 @@ from coordinator.audit.chain import Append, Ledger
 from coordinator.audit.events import AuditEvent, seal
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate
-from remote_risk.storage import engine as risk_engines
-from remote_risk.storage import migrations as risk_migrations
-from remote_risk.tasks.sql import SQLTaskStore
+from member_kit.storage import engine as risk_engines
+from member_kit.storage import migrations as risk_migrations
+from member_kit.tasks.sql import SQLTaskStore
 
 SECONDS = float(os.environ.get("DB_SECONDS", "2"))
 ROUNDS = int(os.environ.get("DB_ROUNDS", "3"))

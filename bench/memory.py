@@ -40,7 +40,7 @@ from bench.procs import rss_bytes
 from bench.tokens import TokenMinter
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.remote.client import A2AClient
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import JSONRPC_PATH, Settings
 
 BASE_URL = "http://127.0.0.1:8000"

@@ -18,9 +18,9 @@ from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey, load_key_set, save_key_set
 from bench import procs
 from coordinator.authority.delegator import DEFAULT_ISSUER
+from member_kit.storage.engine import DATABASE_FILE
+from member_kit.trust.issuers import signing_keys
 from remote_risk.settings import JSONRPC_PATH
-from remote_risk.storage.engine import DATABASE_FILE
-from remote_risk.trust.issuers import signing_keys
 
 STORE_NAME = f"SQLite {DATABASE_FILE} in the data directory (serve() default)"
 

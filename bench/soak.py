@@ -40,7 +40,7 @@ from coordinator.storage.engine import (
     JOURNAL_SIZE_LIMIT,
     WAL_AUTOCHECKPOINT_PAGES,
 )
-from remote_risk.storage.schema import tasks as task_table
+from member_kit.storage.schema import tasks as task_table
 
 OBJECT_TOLERANCE = 0.02
 TASKS = task_table.name

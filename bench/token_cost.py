@@ -2,7 +2,7 @@
 
 Both verify the same freshly minted EdDSA token with the key already parsed: the bare
 side is ``jwt.decode`` (signature, ``exp``/``nbf``/``iat``, ``aud``); the governed side
-is :meth:`remote_risk.trust.verifier.DelegationVerifier.verify` with every check it makes
+is :meth:`member_kit.trust.verifier.DelegationVerifier.verify` with every check it makes
 (shape, strict header, issuer and kid lookup, signature, strict payload, claim types,
 times, audience, act chain, grant shape, request binding). The replay claim is left out
 on both sides (it is a database write, measured in figure 1). Each side is timed in
@@ -22,7 +22,7 @@ import jwt
 from agent_cards.keys import KeySet, SigningKey
 from bench.tokens import RISK_SCOPE, TokenMinter
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from remote_risk.trust.verifier import DelegationVerifier
+from member_kit.trust.verifier import DelegationVerifier
 
 AUDIENCE = "http://127.0.0.1:9/a2a/jsonrpc"
 

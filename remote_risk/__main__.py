@@ -19,11 +19,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from remote_risk.errors import StorageUnavailable
+from member_kit.errors import StorageUnavailable
+from member_kit.telemetry import logs
+from member_kit.trust import issuers as trust
 from remote_risk.risk.interpreter import model_config_from_env
 from remote_risk.settings import Settings
-from remote_risk.telemetry import logs
-from remote_risk.trust import issuers as trust
 
 DATABASE_URL_ENV_VAR = "REMOTE_RISK_DATABASE_URL"
 # The bearer token GET /metrics asks for; unset: /metrics is not served.
@@ -93,7 +93,7 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """Settings for the parsed flags, or a one-line :class:`trust.TrustConfigError`,
     :class:`ConfigurationError` or ``ValueError``."""
-    from remote_risk.server.app import check_secure
+    from member_kit.server.app import check_secure
 
     trusted = trust.load_trusted_issuers(
         trust.issuer_entries(args.trust_issuer, environ),
@@ -124,7 +124,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     # The server is imported once the arguments are read (``--help`` starts quickly).
-    from remote_risk.server.app import ConfigurationError, serve
+    from member_kit.server.app import ConfigurationError
+    from remote_risk.service import serve
 
     logs.setup_from(args, os.environ)
     try:

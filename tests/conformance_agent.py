@@ -1,10 +1,10 @@
 """A conformance agent for the A2A TCK, built on the same server layer as remote_risk.
 
-TEST FIXTURE, NOT A SERVICE. It runs the JSON-RPC endpoint (:mod:`remote_risk.server.jsonrpc`),
-the HTTP+JSON binding (:mod:`remote_risk.server.rest`), with ``--grpc-port`` the gRPC
-binding (:mod:`remote_risk.server.grpc_binding`),
-task store (:mod:`remote_risk.tasks.memory`), streams (:mod:`remote_risk.server.streams`) and push
-notifications (:mod:`remote_risk.server.push`, :mod:`remote_risk.server.webhooks`) that remote_risk
+TEST FIXTURE, NOT A SERVICE. It runs the JSON-RPC endpoint (:mod:`member_kit.server.jsonrpc`),
+the HTTP+JSON binding (:mod:`member_kit.server.rest`), with ``--grpc-port`` the gRPC
+binding (:mod:`member_kit.server.grpc_binding`),
+task store (:mod:`member_kit.tasks.memory`), streams (:mod:`member_kit.server.streams`) and push
+notifications (:mod:`member_kit.server.push`, :mod:`member_kit.server.webhooks`) that remote_risk
 runs, with a scripted executor in place of the risk skill, so that the A2A Technology
 Compatibility Kit can be pointed at our server code. It checks no delegation token (every
 caller is the anonymous owner), accepts webhooks on loopback (the kit's receiver listens
@@ -65,21 +65,21 @@ from contracts.wire import (
     StreamResponse,
     TaskState,
 )
-from remote_risk import errors
-from remote_risk.server.app import push_configs, signed_card
-from remote_risk.server.grpc_binding import GRPCServer
-from remote_risk.server.jsonrpc import (
+from member_kit import errors
+from member_kit.server.app import push_configs, signed_card
+from member_kit.server.grpc_binding import GRPCServer
+from member_kit.server.jsonrpc import (
     CallContext,
     JSONRPCEndpoint,
     anonymous,
 )
-from remote_risk.server.operations import TaskOperations
-from remote_risk.server.push import PushConfigs
-from remote_risk.server.rest import RESTEndpoint
-from remote_risk.server.streams import TaskEventBroker, TaskUpdates
-from remote_risk.server.webhooks import Resolver, resolve
+from member_kit.server.operations import TaskOperations
+from member_kit.server.push import PushConfigs
+from member_kit.server.rest import RESTEndpoint
+from member_kit.server.streams import TaskEventBroker, TaskUpdates
+from member_kit.server.webhooks import Resolver, resolve
+from member_kit.tasks.memory import TaskRecord, TaskStore
 from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
-from remote_risk.tasks.memory import TaskRecord, TaskStore
 from tests.conformance_scripts import ArtifactStep, Status, Step, Wait, new_id, script_for
 
 logger = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
-from remote_risk.trust.issuers import TRUST_ENV_VAR
+from member_kit.trust.issuers import TRUST_ENV_VAR
 from tests.servers import free_port
 
 # remote_risk answers with our Finding contract; the operator says so.

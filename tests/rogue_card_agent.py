@@ -29,7 +29,7 @@ from starlette.routing import Route
 from agent_cards.keys import SigningKey
 from agent_cards.signing import sign_card
 from contracts.wire import PROTOCOL_VERSION, AgentInterface, to_wire
-from remote_risk.server.app import risk_card
+from remote_risk.service import risk_card
 
 REST_PATH = "/a2a/rest"
 

@@ -16,9 +16,9 @@ from coordinator.service.server import build_serve_parser
 from coordinator.service.settings import ENV_PREFIX, CoordinatorSettings
 from coordinator.storage import datadir
 from coordinator.telemetry import logs as coordinator_logs
+from member_kit.telemetry import logs as risk_logs
+from member_kit.trust import issuers as trust
 from remote_risk import __main__ as remote_risk_main
-from remote_risk.telemetry import logs as risk_logs
-from remote_risk.trust import issuers as trust
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES = {"postgres", "coordinator", "remote-risk"}

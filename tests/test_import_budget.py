@@ -34,6 +34,7 @@ else:
 
 SERVERS = (
     "remote_risk",
+    "member_kit",
     "openai",
     "alembic",
     "uvicorn",
@@ -76,17 +77,18 @@ def heavy(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
     )
 
 
-RISK_SERVER = ("remote_risk.server", "fastapi", "uvicorn", "grpc", "openai", "alembic")
+RISK_SERVER = ("member_kit.server", "fastapi", "uvicorn", "grpc", "openai", "alembic")
 
 
 @pytest.mark.parametrize(
     ("target", "forbidden"),
     [
-        ("coordinator", ("remote_risk", "coordinator.", "sqlalchemy", "httpx")),
+        ("coordinator", ("remote_risk", "member_kit", "coordinator.", "sqlalchemy", "httpx")),
         ("coordinator.cli.main", CLIENT_ONLY),
         ("coordinator.workspace", SERVERS),
         ("coordinator.assessment.evaluate", SERVERS),
-        ("remote_risk", ("remote_risk.", "sqlalchemy", "httpx")),
+        ("remote_risk", ("remote_risk.", "member_kit", "sqlalchemy", "httpx")),
+        ("member_kit", ("member_kit.", "sqlalchemy", "httpx")),
         ("remote_risk.risk.model", RISK_SERVER),
     ],
 )

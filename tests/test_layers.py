@@ -1,12 +1,14 @@
-"""The architecture, checked: layer order, no import cycles, the two services kept apart.
+"""The architecture, checked: layer order, no import cycles, the services kept apart.
 
 Imports are read from the source (``ast``), including those inside functions, so a
 deferred import cannot hide an edge. Each package imports only from the layers listed
-before its own; ``contracts`` is pure data; ``remote_risk`` (the risk team's service)
-imports nothing of the coordinator, and the coordinator imports the risk team's code in
-exactly two places, each inside the function that needs it (never at import): the
-evaluation's single controller runs the risk rules in-process, and the CLI starts the
-service. A package's ``__init__`` imports nothing, so importing one loads no server.
+before its own; ``contracts`` is pure data; ``member_kit`` (the remote half of the
+federation, for any team) imports nothing of the coordinator nor of any member;
+``remote_risk`` (the risk team's member, built on the kit) imports nothing of the
+coordinator, and the coordinator imports the risk team's code in exactly two places,
+each inside the function that needs it (never at import): the evaluation's single
+controller runs the risk rules in-process, and the CLI starts the service. A package's
+``__init__`` imports nothing, so importing one loads no server.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("contracts", "agent_cards", "coordinator", "remote_risk")
+PACKAGES = ("contracts", "agent_cards", "member_kit", "coordinator", "remote_risk")
 
 # Lowest first: a module may import its own layer and the layers before it.
 LAYERS = {
@@ -42,19 +44,19 @@ LAYERS = {
         "__main__",
         "",
     ],
-    "remote_risk": [
+    "member_kit": [
         "errors",
+        "skill",
         "telemetry",
         "storage",
         "tasks",
         "audit",
         "trust",
-        "risk",
         "settings",
         "server",
-        "__main__",
         "",
     ],
+    "remote_risk": ["risk", "settings", "service", "__main__", ""],
 }
 # Which top-level packages each may import at all.
 ALLOWED = {
@@ -62,11 +64,13 @@ ALLOWED = {
     "agent_cards": {"contracts", "agent_cards"},
     # the bounded HTTP edge both services run behind; it knows neither
     "coordinator": {"contracts", "agent_cards", "coordinator"},
-    "remote_risk": {"contracts", "agent_cards", "remote_risk"},
+    # the kit knows neither the coordinator nor any member
+    "member_kit": {"contracts", "agent_cards", "member_kit"},
+    "remote_risk": {"contracts", "agent_cards", "member_kit", "remote_risk"},
 }
 # The two named crossings from the coordinator into the risk team's code (deferred).
 CROSSINGS = {
-    "coordinator.assessment.evaluate": ("remote_risk.risk.", "remote_risk.errors"),
+    "coordinator.assessment.evaluate": ("remote_risk.risk.", "member_kit.errors"),
     "coordinator.cli.commands": ("remote_risk.__main__",),
 }
 # Nothing left to cut: remote_risk has its own model adapter (remote_risk.risk.model).
@@ -188,14 +192,61 @@ def test_contracts_do_no_io() -> None:
 
 
 def test_the_crossings_are_the_only_ones() -> None:
-    """Exactly the named modules reach from the coordinator into remote_risk."""
+    """Exactly the named modules reach from the coordinator into remote_risk or the kit."""
     crossing = {
         name
         for name in FILES
         if name.startswith("coordinator")
-        and any(t.startswith("remote_risk") for t in ALL_IMPORTS[name])
+        and any(t.startswith(("remote_risk", "member_kit")) for t in ALL_IMPORTS[name])
     }
     assert crossing <= set(CROSSINGS)
+
+
+def test_the_kit_knows_neither_the_coordinator_nor_any_member() -> None:
+    """Another team's agent runs on the kit alone: nothing in it reaches further."""
+    reached = {
+        (name, target)
+        for name in FILES
+        if name.startswith("member_kit")
+        for target in ALL_IMPORTS[name]
+        if target.startswith(("coordinator", "remote_risk"))
+    }
+    assert reached == set()
+
+
+# The kit's shape: no module over 450 lines and no folder of more than 15 modules. These
+# are over today (moved from remote_risk as they were) and are to be split; the sets may
+# only shrink.
+MAX_MODULE_LINES, MAX_FOLDER_MODULES = 450, 15
+TOO_LONG_TODAY = {
+    "member_kit/server/agent.py",
+    "member_kit/tasks/memory.py",
+    "member_kit/tasks/sql.py",
+    "member_kit/trust/verifier.py",
+}
+TOO_FULL_TODAY = {"member_kit/server"}
+# What remote_risk keeps of its own (its skill, prose, figures, model, settings).
+MAX_REMOTE_RISK_LINES = 2500
+
+
+def test_the_kits_modules_and_folders_stay_small() -> None:
+    kit = [path for name, path in FILES.items() if name.startswith("member_kit")]
+    long = {
+        str(p.relative_to(ROOT)) for p in kit if len(p.read_text().splitlines()) > MAX_MODULE_LINES
+    }
+    assert long <= TOO_LONG_TODAY, long - TOO_LONG_TODAY
+    folders: dict[str, int] = {}
+    for path in kit:
+        folder = str(path.parent.relative_to(ROOT))
+        folders[folder] = folders.get(folder, 0) + 1
+    full = {folder for folder, count in folders.items() if count > MAX_FOLDER_MODULES}
+    assert full <= TOO_FULL_TODAY, full - TOO_FULL_TODAY
+
+
+def test_remote_risk_keeps_only_what_is_about_risk() -> None:
+    own = [path for name, path in FILES.items() if name.startswith("remote_risk")]
+    lines = sum(len(path.read_text().splitlines()) for path in own)
+    assert lines <= MAX_REMOTE_RISK_LINES, lines
 
 
 def module_level_imports(path: Path) -> list[str]:

@@ -124,7 +124,7 @@ async def _risk_rule(
     records: dict[str, Any], config: RiskModelConfig | None
 ) -> tuple[Finding, dict[str, Any] | None]:
     """The risk rule's Finding and, with a model, its request report."""
-    from remote_risk.errors import SkillFailure
+    from member_kit.errors import SkillFailure
     from remote_risk.risk import interpreter as model_skill
     from remote_risk.risk import skill
     from remote_risk.risk.model import RiskModel

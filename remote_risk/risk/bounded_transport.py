@@ -1,5 +1,5 @@
 """The risk service's model replies read under a byte cap: the shared transport
-(:mod:`agent_cards.bounded_replies`) refusing with :class:`~remote_risk.errors.ModelFailure`
+(:mod:`agent_cards.bounded_replies`) refusing with :class:`~member_kit.errors.ModelFailure`
 (``model_reply_too_large`` or ``model_reply_malformed``).
 """
 
@@ -9,7 +9,7 @@ import httpx
 
 from agent_cards.bounded_replies import REPLY_MALFORMED, REPLY_TOO_LARGE
 from agent_cards.bounded_replies import BoundedTransport as SharedTransport
-from remote_risk.errors import ModelFailure
+from member_kit.errors import ModelFailure
 
 __all__ = ["REPLY_MALFORMED", "REPLY_TOO_LARGE", "capped_transport"]
 

@@ -26,7 +26,7 @@ a summary with nothing left is replaced by the deterministic skill's.
 Any mismatch gives a ``failed`` Finding whose ``error_code`` is ``model_fact_mismatch``
 and whose summary says what did not match. A reply the adapter does not accept
 (:mod:`remote_risk.risk.model`: transport or shape failure, deadline, cap, truncation,
-refusal) is a :class:`~remote_risk.errors.ModelFailure`, and :func:`run_model_skill` ends
+refusal) is a :class:`~member_kit.errors.ModelFailure`, and :func:`run_model_skill` ends
 the task FAILED with its reason. The
 summary is still generated prose: the coordinator shows it as unverified remote text and
 never passes it to another model.
@@ -46,7 +46,7 @@ from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
 from contracts.grant import Budget
 from contracts.wire import TaskState
-from remote_risk.errors import ModelFailure, SkillFailure
+from member_kit.errors import ModelFailure, SkillFailure
 from remote_risk.risk import prose, skill
 from remote_risk.risk.figures import stray_figures
 from remote_risk.risk.model import (

@@ -18,7 +18,7 @@ What :meth:`RiskModel.answer` guarantees to the skill:
   capped on their decoded size (:mod:`remote_risk.risk.bounded_transport`);
 * the reply is data until it is parsed: a body that is not JSON, not a chat completion
   (``{"choices": [null]}``, ``"message": null``), empty, truncated or refused gives a
-  :class:`~remote_risk.errors.ModelFailure` with a stable ``error_code``, never another
+  :class:`~member_kit.errors.ModelFailure` with a stable ``error_code``, never another
   exception.
 
 This module shares no code with the coordinator's gateway on purpose: the risk service is
@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contracts import strict_json
 from contracts.grant import Budget
-from remote_risk.errors import ModelConfigInvalid, ModelFailure
+from member_kit.errors import ModelConfigInvalid, ModelFailure
 from remote_risk.risk.bounded_transport import REPLY_MALFORMED, REPLY_TOO_LARGE, capped_transport
 
 if TYPE_CHECKING:  # openai is loaded only when a model is configured (a client is built)

@@ -10,7 +10,7 @@ Input is the context the coordinator projects for risk, ``{"brief": {...},
 * ``needs_input`` when a record or a field the interpretation rests on is absent or not of
   the expected type; the missing paths are listed in ``facts["missing_inputs"]``. Nothing
   is ever guessed;
-* :class:`~remote_risk.errors.SkillFailure` with ``error_code`` ``policy_engine_unavailable``
+* :class:`~member_kit.errors.SkillFailure` with ``error_code`` ``policy_engine_unavailable``
   when ``policy_note.simulate_failure`` is ``true``: the documented way to exercise the
   failure path end to end.
 
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.evidence import Finding, FindingStatus
-from remote_risk.errors import SkillFailure
+from member_kit.errors import SkillFailure
 
 SKILL_ID = "interpret-risk-policy"
 ACCEPTED_KEYS = ("brief", "policy_note")

@@ -6,8 +6,8 @@ import pytest
 
 from agent_cards.documents import CardDocumentError, card_for, load_document, parse_card
 from contracts.wire import to_wire
+from member_kit.server.app import JSONRPC_PATH
 from remote_risk.risk.skill import SKILL_ID
-from remote_risk.server.app import JSONRPC_PATH
 
 
 def test_risk_document_is_a_v1_card() -> None:

@@ -34,9 +34,9 @@ from agent_cards.signing import canonical_card
 from contracts import strict_json
 from coordinator.audit import ledger, signing
 from coordinator.cli.main import main
-from remote_risk.server.app import create_app
+from member_kit.trust.issuers import TrustConfigError, load_trusted_issuers
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
-from remote_risk.trust.issuers import TrustConfigError, load_trusted_issuers
 from tests.servers import free_port, running
 
 REAL = SigningKey.generate()

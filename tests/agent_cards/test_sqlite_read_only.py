@@ -15,8 +15,8 @@ from sqlalchemy import Engine, text
 
 from coordinator.storage.engine import open_engine as coordinator_engine
 from coordinator.storage.engine import write_transaction as coordinator_write
-from remote_risk.storage.engine import open_engine as remote_engine
-from remote_risk.storage.engine import write_transaction as remote_write
+from member_kit.storage.engine import open_engine as remote_engine
+from member_kit.storage.engine import write_transaction as remote_write
 from tests.faults import database_files, immutable_flag_works, read_only
 
 ENGINES: dict[str, tuple[Callable[[Path], Engine], Callable[..., object], str]] = {

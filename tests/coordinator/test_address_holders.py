@@ -35,7 +35,7 @@ from coordinator.authority.identity import coordinator_keys
 from coordinator.errors import RegistryError
 from coordinator.remote.destinations import Destinations, Neighbour, check_card_resolved
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import risk_card
+from remote_risk.service import risk_card
 from tests.processes import RemoteRiskProcess, registered
 from tests.servers import free_port
 

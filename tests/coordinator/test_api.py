@@ -21,7 +21,7 @@ from coordinator.service.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.processes import PAYLOAD
 from tests.servers import free_port, running

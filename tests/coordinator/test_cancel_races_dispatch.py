@@ -21,7 +21,7 @@ from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.storage.engine import DATABASE_FILE
+from member_kit.storage.engine import DATABASE_FILE
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered, wait_for
 
 

@@ -47,7 +47,7 @@ from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.remote.registry import Registry
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import risk_card
+from remote_risk.service import risk_card
 from tests.processes import PAYLOAD, RemoteRiskProcess, registered
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port

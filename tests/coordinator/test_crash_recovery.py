@@ -30,7 +30,7 @@ from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.processes import PAYLOAD
 from tests.servers import free_port, running

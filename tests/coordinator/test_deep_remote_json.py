@@ -45,7 +45,7 @@ from coordinator.service.run_list import decode_cursor
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.webhooks import sign_notification
+from member_kit.server.webhooks import sign_notification
 from tests.servers import free_port, running
 
 DEPTH = 20_000

@@ -20,7 +20,7 @@ from coordinator.remote.destinations import (
     check_destination,
 )
 from coordinator.remote.registry import RegisteredAgent
-from remote_risk.server.app import risk_card
+from remote_risk.service import risk_card
 
 CARD_URL = "http://risk.example:8000/.well-known/agent-card.json"
 

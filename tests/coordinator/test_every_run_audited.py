@@ -28,7 +28,7 @@ from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.model_server import asks, says, scripted_model
 from tests.runs import scratch_workspace

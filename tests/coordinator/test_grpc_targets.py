@@ -46,7 +46,7 @@ from coordinator.remote.endpoints import GRPC_TARGET_INVALID, grpc_target
 from coordinator.remote.grpc_transport import GrpcTransport
 from coordinator.remote.transport import GRPC, Interface
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import risk_card
+from remote_risk.service import risk_card
 from tests.processes import PAYLOAD
 from tests.servers import free_port, running
 

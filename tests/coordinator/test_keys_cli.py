@@ -14,7 +14,7 @@ from coordinator.authority.identity import coordinator_keys
 from coordinator.authority.tokens import mint_token
 from coordinator.cli.main import main
 from coordinator.storage.datadir import DataDir
-from remote_risk.trust.verifier import DelegationVerifier
+from member_kit.trust.verifier import DelegationVerifier
 
 AUDIENCE = "http://127.0.0.1:9/a2a/jsonrpc"
 

@@ -33,7 +33,7 @@ from coordinator.dispatch.driver import RemoteOutcome
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.adversarial_model import AdversarialModel, adversarial_model, answer_reply, broken_json

@@ -20,7 +20,7 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.dispatch.driver import RemoteOutcome
 from coordinator.remote.client import A2AClient
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.adversarial_model import AdversarialModel, adversarial_model, hung
 from tests.coordinator.test_leases_and_cancel import (

@@ -19,7 +19,7 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.runs import new_run, scratch_workspace
 from tests.servers import free_port, running

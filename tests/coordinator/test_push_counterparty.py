@@ -17,7 +17,7 @@ from agent_cards.keys import SigningKey
 from contracts import strict_json
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
 from coordinator.remote.registry import RegisteredAgent
-from remote_risk.server.webhooks import sign_notification
+from member_kit.server.webhooks import sign_notification
 from tests.remote_risk.conftest import RiskPeer, risk_peer
 from tests.remote_risk.test_push import receiver, registered
 

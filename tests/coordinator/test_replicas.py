@@ -27,7 +27,7 @@ from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.processes import PAYLOAD
 from tests.servers import free_port, running

@@ -33,8 +33,8 @@ from coordinator.authority.identity import coordinator_keys
 from coordinator.authority.tokens import mint_token
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import JSONRPC_PATH
-from remote_risk.trust.refresh import MIN_REFRESH_ENV_VAR
+from member_kit.server.app import JSONRPC_PATH
+from member_kit.trust.refresh import MIN_REFRESH_ENV_VAR
 from tests import tokens
 from tests.coordinator.served import TOKEN, served
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, wait_for

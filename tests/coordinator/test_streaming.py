@@ -26,7 +26,7 @@ from coordinator.remote.streaming import (
     RemoteUpdates,
     TaskView,
 )
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port, running

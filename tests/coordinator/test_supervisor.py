@@ -18,7 +18,8 @@ from coordinator.assessment.supervisor import SupervisedResult, run_supervised
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.model_server import (
     Step,

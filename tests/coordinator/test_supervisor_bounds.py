@@ -15,7 +15,8 @@ from coordinator.assessment.supervisor import SupervisedResult, SupervisorLimits
 from coordinator.cli.printers import render_supervised as render
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.adversarial_model import adversarial_model, answer_reply, drip
 from tests.coordinator.test_supervisor import KEYS, TRUSTING_KEYS, risk_url

@@ -34,7 +34,7 @@ from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.schema import handoffs
 from coordinator.workspace import Workspace
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.processes import DECLARED, PAYLOAD, wait_for
 from tests.servers import free_port, running

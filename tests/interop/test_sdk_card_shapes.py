@@ -52,7 +52,7 @@ from coordinator.authority.delegator import required_scopes
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registration, Registry, TrustAnchor
 from coordinator.storage.datadir import DataDir
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port, running
 

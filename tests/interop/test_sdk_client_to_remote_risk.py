@@ -30,7 +30,8 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 from agent_cards.identity import identity_of
 from agent_cards.keys import TrustedKeys
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import REST_PATH, Settings
 from tests import tokens
 from tests.remote_risk.conftest import risk_input

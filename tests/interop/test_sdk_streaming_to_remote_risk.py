@@ -13,7 +13,7 @@ from a2a.helpers import get_data_parts
 from a2a.types import SendMessageRequest, SubscribeToTaskRequest, TaskState
 
 from agent_cards.keys import TrustedKeys
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.interop.test_sdk_client_to_remote_risk import (

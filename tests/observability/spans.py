@@ -1,7 +1,7 @@
 """In-memory span exporters on both services' tracer providers, for the length of a test.
 
 Each service has its own provider (see ``coordinator.telemetry.tracing`` and
-``remote_risk.telemetry.tracing``); one exporter is added to each for the whole test
+``member_kit.telemetry.tracing``); one exporter is added to each for the whole test
 process and cleared before every test that reads it.
 """
 
@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from coordinator.telemetry import tracing as coordinator_tracing
-from remote_risk.telemetry import tracing as risk_tracing
+from member_kit.telemetry import tracing as risk_tracing
 
 _exporters: dict[str, InMemorySpanExporter] = {}
 

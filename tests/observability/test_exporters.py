@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from coordinator.telemetry import tracing as coordinator_tracing
-from remote_risk.telemetry import tracing as risk_tracing
+from member_kit.telemetry import tracing as risk_tracing
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ import pytest
 from agent_cards.keys import SigningKey
 from contracts import strict_json
 from coordinator.telemetry import logs as coordinator_logs
-from remote_risk.server.app import JSONRPC_PATH
-from remote_risk.telemetry import logs as risk_logs
+from member_kit.server.app import JSONRPC_PATH
+from member_kit.telemetry import logs as risk_logs
 
 TOKEN = "operator-token-for-tests-0123456789"
 API_KEY = "sk-model-key-for-tests-9876543210"

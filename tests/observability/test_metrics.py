@@ -17,7 +17,8 @@ from coordinator.service.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.coordinator.test_api import PAYLOAD, SKILL, TOKEN
 from tests.observability.spans import eventually

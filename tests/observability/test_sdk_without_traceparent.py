@@ -10,7 +10,7 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_data_message
 from a2a.types import Role, SendMessageRequest, TaskState
 
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.observability.spans import Captured, eventually, parent_hex, trace_hex
 from tests.observability.test_trace_across_hop import Recorder

@@ -18,8 +18,9 @@ import httpx
 import pytest
 
 from coordinator.assessment.scenario import CONTEXT_KEYS, context_for
-from remote_risk.server.app import JSONRPC_PATH, create_app
-from remote_risk.server.jsonrpc import Authorize, anonymous
+from member_kit.server.app import JSONRPC_PATH
+from member_kit.server.jsonrpc import Authorize, anonymous
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.servers import free_port, running

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.remote_risk.conftest import risk_input

@@ -16,9 +16,9 @@ import pytest
 
 from agent_cards.identity import THUMBPRINT_URI_PREFIX, identity_of, thumbprint_uri
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
+from member_kit.trust.replay import InMemoryReplayGuard
+from member_kit.trust.verifier import DelegationDenied, DelegationVerifier
 from remote_risk.settings import Settings
-from remote_risk.trust.replay import InMemoryReplayGuard
-from remote_risk.trust.verifier import DelegationDenied, DelegationVerifier
 from tests import tokens
 from tests.tokens import ATTACKER_KEY, COORDINATOR_KEY, header
 

@@ -24,7 +24,8 @@ from agent_cards.signing import CardVerificationError, verify_card
 from contracts.grant import Grant
 from contracts.wire import AGENT_CARD_PATH
 from coordinator.authority.tokens import mint_token
-from remote_risk.server.app import JSONRPC_PATH, JWKS_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH, JWKS_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.remote_risk.conftest import binding_of, risk_input
@@ -402,7 +403,7 @@ def test_every_decision_is_recorded_without_the_token(
     """Allowed and denied decisions land in app.state.decisions and the log with the jti and
     claims digest, and no part of the token."""
     good, bad = service.token(), service.token(scope="risk:read")
-    with caplog.at_level("INFO", logger="remote_risk.server.auth"):
+    with caplog.at_level("INFO", logger="member_kit.server.auth"):
         service.send(good)
         service.send(bad)
     recent = list(service.app.state.decisions)[-2:]

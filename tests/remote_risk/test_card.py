@@ -7,7 +7,7 @@ import hashlib
 import httpx
 
 from contracts.wire import AGENT_CARD_PATH, AgentCard
-from remote_risk.server.app import JSONRPC_PATH
+from member_kit.server.app import JSONRPC_PATH
 from tests.remote_risk.conftest import RiskPeer, risk_peer
 
 

@@ -19,9 +19,9 @@ from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import verify_head
 from agent_cards.transparency.statements import StatementInvalid
-from remote_risk.audit.log import DecisionLedger, entry_proofs
-from remote_risk.storage.engine import open_engine
-from remote_risk.storage.migrations import migrate
+from member_kit.audit.log import DecisionLedger, entry_proofs
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
 
 KEY = SigningKey.generate()
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys, b64url_encode
-from remote_risk.server.app import create_app
+from remote_risk.service import create_app
 from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
 from tests.remote_risk.conftest import RiskPeer
 from tests.servers import free_port, running

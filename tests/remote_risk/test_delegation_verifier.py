@@ -18,8 +18,8 @@ import pytest
 from agent_cards.keys import SigningKey, TrustedKeys, b64url_decode, b64url_encode
 from contracts.grant import Grant
 from coordinator.authority.tokens import mint_token
-from remote_risk.trust.replay import InMemoryReplayGuard
-from remote_risk.trust.verifier import (
+from member_kit.trust.replay import InMemoryReplayGuard
+from member_kit.trust.verifier import (
     REASONS,
     DelegationDenied,
     DelegationVerifier,

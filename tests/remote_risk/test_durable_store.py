@@ -14,11 +14,11 @@ from sqlalchemy import Engine, inspect, select
 
 from agent_cards.keys import KeySet, SigningKey
 from contracts.wire import Artifact, Message, Part, Role, TaskState, to_wire
-from remote_risk.storage.engine import DATABASE_FILE, driver_errors, open_engine
-from remote_risk.storage.migrations import current_revision, migrate
-from remote_risk.storage.schema import VERSION_TABLE, metadata, tasks, used_tokens
-from remote_risk.tasks.sql import SQLTaskStore
-from remote_risk.trust.sql_replay import SQLReplayGuard
+from member_kit.storage.engine import DATABASE_FILE, driver_errors, open_engine
+from member_kit.storage.migrations import current_revision, migrate
+from member_kit.storage.schema import VERSION_TABLE, metadata, tasks, used_tokens
+from member_kit.tasks.sql import SQLTaskStore
+from member_kit.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 

@@ -138,7 +138,7 @@ def test_a_stream_is_server_streaming(service: tuple[Caller, str]) -> None:
 
 def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) -> None:
     """A field number the proto lacks (a newer peer's) does not refuse the send."""
-    from remote_risk.telemetry import metrics
+    from member_kit.telemetry import metrics
 
     def ignored() -> float:
         sample = metrics.REGISTRY.get_sample_value(
@@ -166,7 +166,7 @@ def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) ->
 
 def test_each_call_is_counted_with_its_outcome(service: tuple[Caller, str]) -> None:
     """As HTTP requests are: remote_risk_a2a_requests_total{method, outcome}."""
-    from remote_risk.telemetry import metrics
+    from member_kit.telemetry import metrics
 
     def count(method: str, outcome: str) -> float:
         labels = {"method": method, "outcome": outcome}

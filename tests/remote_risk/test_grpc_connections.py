@@ -30,8 +30,8 @@ import pytest
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
 from agent_cards.edge.grpc_limits import peer_host, server_options
 from agent_cards.edge.limits import EdgeLimits
-from remote_risk.server.app import create_app
-from remote_risk.server.grpc_binding import GRPCServer
+from member_kit.server.grpc_binding import GRPCServer
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.servers import free_port
 

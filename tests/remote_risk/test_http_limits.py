@@ -23,7 +23,8 @@ from agent_cards.edge.limits import EdgeLimits
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
 from contracts.wire import AGENT_CARD_PATH
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.edge_clients import (

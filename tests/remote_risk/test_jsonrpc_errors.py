@@ -9,7 +9,7 @@ import pytest
 from starlette.requests import Request
 
 from contracts.wire import JSONObject
-from remote_risk.server.jsonrpc import CallContext
+from member_kit.server.jsonrpc import CallContext
 from tests.remote_risk.conftest import (
     RiskPeer,
     error_of,

@@ -35,9 +35,10 @@ from coordinator.service.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from member_kit.trust.issuers import load_trusted_issuers
+from remote_risk.service import create_app
 from remote_risk.settings import REST_PATH, Settings
-from remote_risk.trust.issuers import load_trusted_issuers
 from tests import tokens
 from tests.remote_risk.conftest import risk_input
 from tests.servers import free_port, running
@@ -170,7 +171,7 @@ def test_a_refresh_with_a_wrong_kid_or_a_failure_keeps_the_last_good_set(
     audience = app.state.settings.agent_id
     with running(app, port=port) as base_url:
         jwks_host.document = {"keys": [A.public_jwk(), {**B.public_jwk(), "kid": A.kid}]}
-        with caplog.at_level(logging.WARNING, logger="remote_risk.trust.refresh"):
+        with caplog.at_level(logging.WARNING, logger="member_kit.trust.refresh"):
             refused = send(base_url, B, audience)
         assert (refused.status_code, reason(refused)) == (401, "kid_unknown")
         assert "kid_not_thumbprint" in caplog.text

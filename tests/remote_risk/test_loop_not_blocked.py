@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from coordinator.storage.datadir import DataDir
-from remote_risk.storage.schema import tasks
+from member_kit.storage.schema import tasks
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered, wait_for
 
 WAITING = (

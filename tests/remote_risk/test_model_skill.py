@@ -10,6 +10,9 @@ import pytest
 
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import SendMessageRequest, TaskState
+from member_kit.server.agent import AgentHandler
+from member_kit.server.jsonrpc import CallContext
+from member_kit.tasks.memory import TaskStore
 from remote_risk.risk.interpreter import (
     fact_problem,
     model_config_from_env,
@@ -17,9 +20,7 @@ from remote_risk.risk.interpreter import (
 )
 from remote_risk.risk.model import ModelConfig
 from remote_risk.risk.skill import interpret_risk_policy
-from remote_risk.server.jsonrpc import CallContext
-from remote_risk.server.risk_agent import RiskAgentHandler
-from remote_risk.tasks.memory import TaskStore
+from remote_risk.service import RiskSkill
 from tests.model_server import ModelServer, Step, completion, scripted_model
 from tests.remote_risk.conftest import risk_input, user_message
 
@@ -150,7 +151,7 @@ def test_handler_uses_the_model_when_configured() -> None:
     """A handler given a model configuration reports the model's checked Finding as a task."""
 
     async def go(config: ModelConfig) -> tuple[str, dict[str, Any]]:
-        handler = RiskAgentHandler(TaskStore(10), model=config)
+        handler = AgentHandler(TaskStore(10), RiskSkill(config))
         request = SendMessageRequest.model_validate({"message": user_message(risk_input("ok"))})
         response = await handler.send_message(request, CallContext(owner="tester"))
         task = response.task

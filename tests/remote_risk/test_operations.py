@@ -11,8 +11,9 @@ from starlette.requests import Request
 
 from contracts.evidence import Finding, FindingStatus
 from contracts.wire import JSONObject, ListTasksResponse, Task, TaskState
-from remote_risk.server.jsonrpc import CallContext
-from remote_risk.server.risk_agent import run_skill
+from member_kit.server.agent import run_skill
+from member_kit.server.jsonrpc import CallContext
+from remote_risk.service import RiskSkill
 from tests.remote_risk.conftest import (
     RiskPeer,
     error_of,
@@ -187,7 +188,7 @@ def test_requests_are_not_recorded_by_default(peer: RiskPeer) -> None:
 
 def test_finding_states_round_trip_as_task_states() -> None:
     """The three skill outcomes map to COMPLETED, INPUT_REQUIRED and FAILED."""
-    states = [run_skill(risk_input(case))[0] for case in ("ok", "missing", "failure")]
+    states = [run_skill(RiskSkill(), risk_input(case))[0] for case in ("ok", "missing", "failure")]
     assert states == [TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.FAILED]
 
 

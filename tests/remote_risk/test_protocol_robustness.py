@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import httpx
 
-from remote_risk.server.app import JSONRPC_PATH
-from remote_risk.telemetry import metrics
+from member_kit.server.app import JSONRPC_PATH
+from member_kit.telemetry import metrics
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, user_message
 
 HEADERS = {"A2A-Version": "1.0"}

@@ -19,7 +19,7 @@ from coordinator.remote.client import A2AClient
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
 from coordinator.remote.registry import RegisteredAgent
 from coordinator.remote.streaming import RemoteUpdates
-from remote_risk.server.webhooks import WebhookPolicy, WebhookRefused, sign_notification
+from member_kit.server.webhooks import WebhookPolicy, WebhookRefused, sign_notification
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, risk_peer
 from tests.servers import free_port, running
 

@@ -12,14 +12,15 @@ from typing import Any, cast
 import pytest
 
 from contracts.wire import SendMessageRequest
-from remote_risk.server.jsonrpc import CallContext
-from remote_risk.server.push import PushConfigs
-from remote_risk.server.risk_agent import RiskAgentHandler
-from remote_risk.server.webhooks import Notification, PushDelivery, WebhookPolicy
-from remote_risk.storage.engine import open_engine
-from remote_risk.storage.migrations import migrate
-from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol
-from remote_risk.tasks.sql import SQLTaskStore
+from member_kit.server.agent import AgentHandler
+from member_kit.server.jsonrpc import CallContext
+from member_kit.server.push import PushConfigs
+from member_kit.server.webhooks import Notification, PushDelivery, WebhookPolicy
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
+from member_kit.tasks.memory import TaskStore, TaskStoreProtocol
+from member_kit.tasks.sql import SQLTaskStore
+from remote_risk.service import RiskSkill
 from tests.remote_risk.conftest import risk_input, user_message
 
 WEBHOOK = "http://127.0.0.1:9/hook"
@@ -36,12 +37,12 @@ class QueuedOnly:
         self.queued.append(notification)
 
 
-def handler_with_push(store: TaskStoreProtocol) -> tuple[RiskAgentHandler, PushConfigs]:
+def handler_with_push(store: TaskStoreProtocol) -> tuple[AgentHandler, PushConfigs]:
     push = PushConfigs(store.get, cast(PushDelivery, QueuedOnly()))
-    return RiskAgentHandler(store, push=push), push
+    return AgentHandler(store, RiskSkill(), push=push), push
 
 
-def send_with_webhook(handler: RiskAgentHandler) -> Any:
+def send_with_webhook(handler: AgentHandler) -> Any:
     request = SendMessageRequest.model_validate(
         {
             "message": user_message(risk_input()),

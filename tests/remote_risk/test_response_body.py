@@ -11,7 +11,7 @@ import pytest
 from contracts import strict_json
 from contracts.wire import Message, Part, Role, SendMessageResponse, Task, TaskState, TaskStatus
 from contracts.wire import to_wire as wire_dict
-from remote_risk.server.jsonrpc import result_body
+from member_kit.server.jsonrpc import result_body
 
 TEXTS = [
     "plain",

@@ -189,8 +189,8 @@ def test_an_unfinished_task_whose_input_cannot_be_read_again_ends_failed(tmp_pat
     """A task left unfinished whose stored message holds no readable skill input is not
     left WORKING: the next start ends it FAILED with ``resume_input_unreadable``."""
     from contracts.wire import Message, Part, Role
-    from remote_risk.server.jsonrpc import ANONYMOUS_OWNER
-    from remote_risk.server.store import open_store
+    from member_kit.server.jsonrpc import ANONYMOUS_OWNER
+    from member_kit.server.store import open_store
     from tests.remote_risk.conftest import risk_peer
 
     left = open_store(10, data_dir=tmp_path)

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from contracts.wire import SendMessageRequest, StreamResponse, TaskState
-from remote_risk.server.jsonrpc import CallContext
-from remote_risk.server.risk_agent import RiskAgentHandler
-from remote_risk.server.streams import TaskEventBroker, TaskUpdates
-from remote_risk.tasks.memory import TaskStore
+from member_kit.server.agent import AgentHandler
+from member_kit.server.jsonrpc import CallContext
+from member_kit.server.streams import TaskEventBroker, TaskUpdates
+from member_kit.tasks.memory import TaskStore
+from remote_risk.service import RiskSkill
 from tests.remote_risk.conftest import risk_input, user_message
 
 WORKING = TaskState.WORKING
@@ -41,7 +42,7 @@ def described(event: StreamResponse) -> tuple[str, TaskState | None]:
     return ("artifact", None)
 
 
-async def send(handler: RiskAgentHandler, data: Any, *, immediately: bool) -> Any:
+async def send(handler: AgentHandler, data: Any, *, immediately: bool) -> Any:
     request = SendMessageRequest.model_validate(
         {"message": user_message(data), "configuration": {"returnImmediately": immediately}}
     )
@@ -63,7 +64,7 @@ def test_each_change_is_published_in_order(
 ) -> None:
     recorder = Recorder()
     store = TaskStore(10)
-    handler = RiskAgentHandler(store, updates=TaskUpdates(TaskEventBroker(), recorder))
+    handler = AgentHandler(store, RiskSkill(), updates=TaskUpdates(TaskEventBroker(), recorder))
     task = asyncio.run(send(handler, risk_input(case), immediately=immediately))
     assert [described(event) for event in recorder.events] == published
     final = recorder.events[-1].status_update
@@ -75,7 +76,7 @@ def test_each_change_is_published_in_order(
 def test_a_blocking_send_with_a_slow_skill_still_waits_for_its_worker() -> None:
     """With a skill delay the work stays in the background and the send waits for it."""
     store = TaskStore(10)
-    handler = RiskAgentHandler(store, skill_delay_seconds=0.01)
+    handler = AgentHandler(store, RiskSkill(), skill_delay_seconds=0.01)
     task = asyncio.run(send(handler, risk_input(), immediately=False))
     assert task.status.state is TaskState.COMPLETED
 
@@ -118,7 +119,9 @@ class CommitWatched(TaskStore):
 def test_nothing_is_published_when_the_sends_commit_fails() -> None:
     """A blocking send whose transaction does not commit announces none of its changes."""
     recorder = Recorder()
-    handler = RiskAgentHandler(CommitFails(10), updates=TaskUpdates(TaskEventBroker(), recorder))
+    handler = AgentHandler(
+        CommitFails(10), RiskSkill(), updates=TaskUpdates(TaskEventBroker(), recorder)
+    )
     with pytest.raises(OSError):
         asyncio.run(send(handler, risk_input(), immediately=False))
     assert recorder.events == []
@@ -132,8 +135,8 @@ def test_updates_are_published_after_the_sends_commit() -> None:
         def notify(self, owner: str, task_id: str, event: StreamResponse) -> None:
             log.append(described(event)[0])
 
-    handler = RiskAgentHandler(
-        CommitWatched(10, log), updates=TaskUpdates(TaskEventBroker(), Logged())
+    handler = AgentHandler(
+        CommitWatched(10, log), RiskSkill(), updates=TaskUpdates(TaskEventBroker(), Logged())
     )
     asyncio.run(send(handler, risk_input(), immediately=False))
     assert log == ["commit", "status", "artifact", "status"]

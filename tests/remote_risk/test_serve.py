@@ -16,8 +16,8 @@ from agent_cards.keys import SigningKey, TrustedKeys, load_or_create
 from agent_cards.signing import verify_card
 from contracts import strict_json
 from contracts.wire import AGENT_CARD_PATH
-from remote_risk.server.app import JSONRPC_PATH, JWKS_PATH
-from remote_risk.trust.issuers import TRUST_ENV_VAR
+from member_kit.server.app import JSONRPC_PATH, JWKS_PATH
+from member_kit.trust.issuers import TRUST_ENV_VAR
 
 
 @contextmanager

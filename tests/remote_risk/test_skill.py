@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from contracts.evidence import FindingStatus
-from remote_risk.errors import SkillFailure
+from member_kit.errors import SkillFailure
 from remote_risk.risk.skill import (
     POLICY_ENGINE_UNAVAILABLE,
     failed_finding,

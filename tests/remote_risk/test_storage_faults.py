@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from remote_risk.storage.engine import DATABASE_FILE
+from member_kit.storage.engine import DATABASE_FILE
 from tests.faults import database_files, immutable_flag_works, read_only
 from tests.processes import wait_for
 from tests.remote_risk.conftest import risk_input, risk_peer

@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 from agent_cards.keys import b64url_decode
-from remote_risk.storage.schema import audit_log
-from remote_risk.telemetry.metrics import REGISTRY
+from member_kit.storage.schema import audit_log
+from member_kit.telemetry.metrics import REGISTRY
 from tests import tokens
 from tests.remote_risk.delegated import ISSUER, SCOPE, Caller, delegated_service
 from tests.remote_risk.test_bindings_same_checks import over_grpc, over_jsonrpc, over_rest
@@ -33,7 +33,7 @@ from tests.servers import free_port
 HANDOFF = "h-same"  # the handoff the bindings' shared message names
 ROUNDS = 4
 UNAUTHENTICATED = "remote_risk_unauthenticated_refusals_total"
-DECISIONS_LOGGER = "remote_risk.server.auth"
+DECISIONS_LOGGER = "member_kit.server.auth"
 
 
 @pytest.fixture(scope="module")

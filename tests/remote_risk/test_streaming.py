@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from agent_cards.keys import TrustedKeys
-from remote_risk.server.app import JSONRPC_PATH, create_app
+from member_kit.server.app import JSONRPC_PATH
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
 from tests.remote_risk.conftest import RiskPeer, risk_input, risk_peer, user_message

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import Engine
 
 from contracts.wire import Message, Part, Role, TaskState
-from remote_risk.storage.engine import open_engine
-from remote_risk.storage.migrations import migrate
-from remote_risk.tasks.sql import SQLTaskStore
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
+from member_kit.tasks.sql import SQLTaskStore
 
 
 class Clock:

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from contracts.wire import Artifact, ListTasksRequest, Message, Part, Role, TaskState
-from remote_risk import errors
-from remote_risk.storage.engine import open_engine
-from remote_risk.storage.migrations import migrate
-from remote_risk.tasks.memory import TaskStore, TaskStoreProtocol, new_id
-from remote_risk.tasks.retention import DEFAULT_RETENTION
-from remote_risk.tasks.sql import SQLTaskStore
+from member_kit import errors
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
+from member_kit.tasks.memory import TaskStore, TaskStoreProtocol, new_id
+from member_kit.tasks.retention import DEFAULT_RETENTION
+from member_kit.tasks.sql import SQLTaskStore
 
 START = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
 

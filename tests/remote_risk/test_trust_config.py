@@ -13,9 +13,9 @@ from starlette.routing import Route
 
 from agent_cards.keys import SigningKey, TrustedKeys, load_or_create
 from contracts import strict_json
+from member_kit.trust import issuers as trust
+from member_kit.trust.issuers import TrustConfigError
 from remote_risk.__main__ import main
-from remote_risk.trust import issuers as trust
-from remote_risk.trust.issuers import TrustConfigError
 from tests.servers import running
 
 KEY = SigningKey.generate()

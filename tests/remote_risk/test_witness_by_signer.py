@@ -21,11 +21,11 @@ from sqlalchemy import text
 
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
 from agent_cards.transparency.heads import sign_head
-from remote_risk.audit.witness import WitnessedHeads
-from remote_risk.server.app import create_app
+from member_kit.audit.witness import WitnessedHeads
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
+from remote_risk.service import create_app
 from remote_risk.settings import Settings
-from remote_risk.storage.engine import open_engine
-from remote_risk.storage.migrations import migrate
 from tests import tokens
 from tests.remote_risk.delegated import ISSUER, SCOPE, Caller
 from tests.remote_risk.test_auth_http import refusal

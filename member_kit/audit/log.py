@@ -1,0 +1,298 @@
+"""The decision log as a transparency log: entries, an RFC 9162 Merkle tree, signed heads.
+
+Each entry is a JSON record ``{"seq", "recorded_at", "kind", "data"}`` (``kind``
+``decision``: an authorization decision; ``receipt``: a receipt issued). Its canonical
+bytes are its RFC 8785 form; its hash their SHA-256; leaf ``seq - 1`` of the tree is
+``SHA-256(0x00 || hash)``: the convention of the coordinator's ledger
+(docs/audit-bundle.md), so the same proofs and verifiers serve both logs.
+
+Appends are serialised by the database (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL a
+transaction-level advisory lock per schema, taken before the next ``seq`` is read, so
+replicas and threads queue for it instead of racing for the same ``seq``; the primary key
+stays the last guard, its violation a retry), or by the process when kept in memory.
+The root of the current tree is kept as a compact range and extended with the entries
+appended since (by any replica), so signing a head costs the new entries, not a pass
+over the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, select
+
+from agent_cards.keys import SigningKey
+from agent_cards.transparency import merkle
+from agent_cards.transparency.heads import Head, now_text, sign_head
+from contracts.canonical import canonical_json
+from member_kit.storage.engine import (
+    driver_errors,
+    driver_read,
+    driver_sql,
+    driver_write,
+    read_transaction,
+)
+from member_kit.storage.schema import audit_log
+
+_APPEND_RETRIES = 5
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    hash: str
+    canonical: str
+
+
+Later = tuple[str, dict[str, Any], str | None]
+"""An entry for the decision-log thread: kind, data, handoff id."""
+# At most this many decisions queued together are appended in one transaction.
+MAX_LATER_BATCH = 64
+
+
+class _Rows(Protocol):
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool: ...
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None: ...
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]: ...
+
+
+def sealed(record: dict[str, Any]) -> tuple[str, str]:
+    """The canonical text and hash (hex) of an entry record."""
+    canonical = canonical_json(record).decode("utf-8")
+    return canonical, hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class _MemoryRows:
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+        self._handoffs: list[str | None] = []
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
+        with self._lock:
+            if key is not None and key in self._keys:
+                return False
+            canonical, digest = sealed({**record, "seq": len(self._entries) + 1})
+            self._entries.append(Entry(len(self._entries) + 1, digest, canonical))
+            self._handoffs.append(handoff_id)
+            if key is not None:
+                self._keys.add(key)
+            return True
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
+        for record, handoff_id in records:
+            self.append(record, None, handoff_id)
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        return [e.hash for e in self._entries[after:up_to]]
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]:
+        return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
+
+
+# Fixed statements on the driver's own cursor (member_kit.storage.engine.driver_write):
+# a receipt's entry is appended on the send's path, so it pays no SQLAlchemy compile.
+_LOG = audit_log.name
+_BY_KEY = f"SELECT seq FROM {_LOG} WHERE entry_key = :key"
+_LAST_SEQ = f"SELECT max(seq) FROM {_LOG}"
+_INSERT = (
+    f"INSERT INTO {_LOG} (seq, hash, canonical, entry_key, handoff_id) "
+    "VALUES (:seq, :hash, :canonical, :entry_key, :handoff_id)"
+)
+_HASHES_AFTER = f"SELECT hash FROM {_LOG} WHERE seq > :after ORDER BY seq"
+# Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
+_APPEND_LOCK_CLASS = 0x52524C47
+_LOCK = "SELECT pg_advisory_xact_lock(:cls, hashtext(current_schema()))"
+
+
+class _SQLRows:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._integrity = driver_errors(engine).IntegrityError
+        self._locks = engine.dialect.name == "postgresql"
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with driver_write(self._engine) as cursor:
+                    self._lock(cursor)
+                    if key is not None:
+                        cursor.execute(self._sql(_BY_KEY), {"key": key})
+                        if cursor.fetchone() is not None:
+                            return False
+                    self._insert(cursor, [(record, handoff_id)], key)
+                return True
+            except self._integrity:
+                continue  # another replica took the seq (or the key) first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
+        """Entries without keys, consecutively, in one transaction."""
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with driver_write(self._engine) as cursor:
+                    self._lock(cursor)
+                    self._insert(cursor, records, None)
+                return
+            except self._integrity:
+                continue  # another replica took a seq first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
+    def _lock(self, cursor: Any) -> None:
+        """Queue for the log's end (held to the commit; SQLite holds its write lock)."""
+        if self._locks:
+            cursor.execute(self._sql(_LOCK), {"cls": _APPEND_LOCK_CLASS})
+
+    def _insert(
+        self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None
+    ) -> None:
+        cursor.execute(self._sql(_LAST_SEQ))
+        (last,) = cursor.fetchone()
+        rows = []
+        for seq, (record, handoff_id) in enumerate(records, start=int(last or 0) + 1):
+            canonical, digest = sealed({**record, "seq": seq})
+            rows.append(
+                {"seq": seq, "hash": digest, "canonical": canonical,
+                 "entry_key": key, "handoff_id": handoff_id}
+            )  # fmt: skip
+        cursor.executemany(self._sql(_INSERT), rows)
+
+    def _sql(self, sql: str) -> str:
+        return driver_sql(self._engine, sql)
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        if up_to is None:  # the receipt's path: what was appended since the kept range
+            with driver_read(self._engine) as cursor:
+                cursor.execute(self._sql(_HASHES_AFTER), {"after": after})
+                return [str(digest) for (digest,) in cursor.fetchall()]
+        c = audit_log.c
+        query = select(c.hash).where(c.seq > after, c.seq <= up_to).order_by(c.seq)
+        with read_transaction(self._engine) as connection:
+            return [str(digest) for (digest,) in connection.execute(query)]
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]:
+        c = audit_log.c
+        query = select(c.seq, c.hash, c.canonical).where(c.handoff_id == handoff_id)
+        with read_transaction(self._engine) as connection:
+            rows = connection.execute(query.order_by(c.seq)).all()
+        return [Entry(int(seq), str(digest), str(body)) for seq, digest, body in rows]
+
+
+class DecisionLedger:
+    """Append entries; sign heads; prove inclusion and consistency."""
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self._rows: _Rows = _SQLRows(engine) if engine is not None else _MemoryRows()
+        self._frontier = merkle.RootBuilder()
+        self._lock = threading.Lock()
+        self._later: queue.Queue[Later] | None = None
+        if engine is not None:
+            self._later = queue.Queue()
+            threading.Thread(target=self._write_later, name="decision-log", daemon=True).start()
+
+    def append_later(self, kind: str, data: Mapping[str, Any], handoff_id: str | None) -> None:
+        """Record an entry from a writer thread of its own: a decision may be taken while
+        the request's own transaction holds the database's write lock (a replayed token
+        is refused inside the task's insert), and must not wait for it nor be undone
+        with it. :meth:`flush` waits until every such entry is written."""
+        if self._later is None:
+            self.append(kind, data, handoff_id=handoff_id)
+        else:
+            self._later.put((kind, dict(data), handoff_id))
+
+    def flush(self) -> None:
+        if self._later is not None:
+            self._later.join()
+
+    def _write_later(self) -> None:
+        """The decision-log thread: what is queued together is appended together (one
+        transaction, so one turn at the database's write lock for many requests)."""
+        assert self._later is not None
+        while True:
+            taken = [self._later.get()]
+            while len(taken) < MAX_LATER_BATCH:
+                try:
+                    taken.append(self._later.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._append_later(taken)
+            finally:
+                for _ in taken:
+                    self._later.task_done()
+
+    def _append_later(self, taken: Sequence[Later]) -> None:
+        records = [
+            ({"recorded_at": now_text(), "kind": kind, "data": data}, handoff_id)
+            for kind, data, handoff_id in taken
+        ]
+        try:
+            self._rows.append_many(records)
+            return
+        except Exception:
+            if len(taken) == 1:
+                logger.exception("a %s entry could not be written to the decision log", taken[0][0])
+                return
+        for one in taken:  # one at a time, so one bad entry loses only itself
+            self._append_later([one])
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        handoff_id: str | None = None,
+    ) -> bool:
+        """Record one entry (once per ``key``, when given); False if ``key`` was recorded."""
+        record = {"recorded_at": now_text(), "kind": kind, "data": dict(data)}
+        return self._rows.append(record, key, handoff_id)
+
+    def current(self) -> tuple[int, bytes]:
+        """``(size, root)`` of the log now, extending the kept compact range."""
+        with self._lock:
+            fresh = self._rows.hashes(self._frontier.size)
+            self._frontier.add([bytes.fromhex(digest) for digest in fresh])
+            return self._frontier.size, self._frontier.root()
+
+    def sign_head(self, key: SigningKey, issuer: str) -> Head:
+        size, root = self.current()
+        return sign_head(size, root, key, issuer)
+
+    def tree(self, size: int) -> merkle.Tree:
+        """The tree of the first ``size`` entries."""
+        hashes = self._rows.hashes(0, size)
+        if len(hashes) != size:
+            raise ValueError(f"the log holds {len(hashes)} of {size} entries")
+        return merkle.Tree(merkle.leaf_hash(bytes.fromhex(digest)) for digest in hashes)
+
+    def of_handoff(self, handoff_id: str, size: int) -> list[Entry]:
+        return [entry for entry in self._rows.of_handoff(handoff_id) if entry.seq <= size]
+
+    def consistency(self, old_size: int, size: int) -> list[bytes]:
+        return self.tree(size).consistency_proof(old_size)
+
+
+def entry_proofs(entries: Sequence[Entry], tree: merkle.Tree) -> list[dict[str, Any]]:
+    """Each entry with its inclusion proof in ``tree`` (hex nodes)."""
+    return [
+        {
+            "seq": entry.seq,
+            "hash": entry.hash,
+            "canonical": entry.canonical,
+            "inclusion_proof": [node.hex() for node in tree.inclusion_proof(entry.seq - 1)],
+        }
+        for entry in entries
+    ]

@@ -1,0 +1,89 @@
+"""Receipts issued with every terminal task (the receipts extension,
+:mod:`agent_cards.transparency.receipts`; docs/receipts-extension.md).
+
+:meth:`ReceiptIssuer.stamp` is applied to every task snapshot that leaves the service
+(a send's answer, GetTask, CancelTask, the final status event of a stream or a push):
+a terminal task gets ``metadata[RECEIPTS_EXTENSION_URI].receipt``, signed over the very
+artifacts it carries with the card key the task's token was minted for (its ``aud``: the
+active key, or during a rotation the key being replaced or the one announced), so the
+coordinator verifies it with the key it pins whichever side of a rotation it is on. The
+receipt's facts are recorded in the decision log once per task (``receipt`` entry), and
+the receipt carries the log's head signed after that entry by the same key. While the
+key set holds more than one key, the key-succession statements go with the receipt
+(:mod:`agent_cards.transparency.succession`), so the coordinator learns the next key from
+the key it pins, before that key signs anything for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent_cards.identity import identity_of, signing_key_named
+from agent_cards.keys import KeySet
+from agent_cards.transparency.receipts import (
+    RECEIPT_KEY,
+    RECEIPTS_EXTENSION_URI,
+    Bound,
+    issue_receipt,
+    receipt_claims,
+)
+from agent_cards.transparency.succession import SUCCESSIONS, successions_of
+from contracts.wire import TERMINAL_TASK_STATES, Task, to_wire
+from member_kit.audit.log import DecisionLedger
+
+RECEIPT_ENTRY = "receipt"
+
+
+def bound_metadata(jti: str | None, req_digest: str | None, aud: str | None) -> dict[str, Any]:
+    """What a task keeps of the token that opened it, under the extension's key."""
+    return {RECEIPTS_EXTENSION_URI: {"jti": jti, "reqDigest": req_digest, "aud": aud}}
+
+
+def _bound(metadata: Mapping[str, Any]) -> Bound:
+    kept = metadata.get(RECEIPTS_EXTENSION_URI)
+    kept = kept if isinstance(kept, Mapping) else {}
+    return Bound(
+        handoff_id=metadata.get("handoffId"),
+        attempt=metadata.get("attempt"),
+        jti=kept.get("jti"),
+        req_digest=kept.get("reqDigest"),
+    )
+
+
+class ReceiptIssuer:
+    """Signs the receipt of each terminal task with the card key its token was minted for,
+    in that key's name."""
+
+    def __init__(self, keys: Callable[[], KeySet], log: DecisionLedger) -> None:
+        self._keys = keys
+        self.log = log
+
+    def stamp(self, task: Task) -> Task:
+        """``task`` with its receipt, when it is terminal; unchanged otherwise."""
+        if task.status.state not in TERMINAL_TASK_STATES:
+            return task
+        metadata = dict(task.metadata or {})
+        bound = _bound(metadata)
+        kept = dict(metadata.get(RECEIPTS_EXTENSION_URI) or {})
+        kept.pop(RECEIPT_KEY, None)
+        kept.pop(SUCCESSIONS, None)
+        keys = self._keys()
+        key = signing_key_named(keys, kept.get("aud"))
+        issuer = identity_of(key.verification_key())
+        claims = receipt_claims(to_wire(task), bound, issuer)
+        self.log.append(
+            RECEIPT_ENTRY, claims, key=f"receipt:{task.id}", handoff_id=bound.handoff_id
+        )
+        claims["log_head"] = self.log.sign_head(key, issuer).jws
+        stamped = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
+        successions = successions_of(keys)
+        if successions:
+            stamped[SUCCESSIONS] = successions
+        metadata[RECEIPTS_EXTENSION_URI] = stamped
+        return task.model_copy(update={"metadata": metadata})
+
+
+def no_receipt(task: Task) -> Task:
+    """The stamp of an agent without receipts: the task as it is."""
+    return task

@@ -1,0 +1,443 @@
+"""A member's service as an ASGI app, and the function that runs it as a process.
+
+The member brings its skill and its card (:class:`~member_kit.skill.Member`); everything
+else here is the kit's.
+
+Routes: ``GET /.well-known/agent-card.json`` (the card, signed with the service's active
+key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys),
+``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``/a2a/rest/...``
+(the HTTP+JSON binding, :mod:`member_kit.server.rest`), ``GET /healthz``
+(readiness: a real write to its database) and ``GET /livez`` (liveness); see
+:mod:`member_kit.server.health`. On start it resumes the unfinished tasks a stopped
+process left behind (see ``TaskOperations.start_background``). Push notifications are
+signed with the service's active key and sent by :func:`push_configs` (see
+:mod:`member_kit.server.webhooks`). ``authorize`` decides who may call and the task
+owner: with trusted issuers in the settings it is
+:func:`~member_kit.server.auth.delegation_authorizer` (every call needs a delegation token),
+without them every caller is the anonymous owner (library and test use; :func:`serve`
+refuses to run that way unless told it is insecure on purpose).
+
+Storage: when the settings name a data directory or a database URL, tasks and the record
+of used delegation tokens live in that database (:mod:`member_kit.storage`) and survive
+a restart; otherwise both are kept in memory. :func:`serve` always uses the database,
+by default ``remote-risk.db`` in the service's data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agent_cards.edge.errors import WeakOperatorToken
+from agent_cards.edge.operator_token import check_strength
+from agent_cards.edge.protocol import uvicorn_options
+from agent_cards.identity import identity_of
+from agent_cards.keys import KeySet, SigningKey
+from agent_cards.serving import card_route
+from agent_cards.signing import sign_card
+from agent_cards.transparency.succession import SUCCESSIONS, successions_of
+from contracts import strict_json
+from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
+from member_kit.audit.log import DecisionLedger
+from member_kit.audit.receipts import ReceiptIssuer
+from member_kit.audit.routes import audit_routes
+from member_kit.audit.witness import WitnessedHeads
+from member_kit.errors import RemoteRiskError
+from member_kit.server import limits, observed, rest
+from member_kit.server.agent import AgentHandler
+from member_kit.server.auth import delegation_authorizer, task_binding_of
+from member_kit.server.decisions import DecisionLog
+from member_kit.server.grpc_binding import GRPCServer
+from member_kit.server.health import health_routes
+from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
+from member_kit.server.metrics_route import metrics_route
+from member_kit.server.push import PushConfigs, TaskLookup
+from member_kit.server.store import DurableStore, open_store
+from member_kit.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
+from member_kit.settings import JSONRPC_PATH, REST_PATH, MemberSettings
+from member_kit.skill import Member
+from member_kit.tasks.memory import TaskStore, TaskStoreProtocol
+from member_kit.telemetry import logs
+from member_kit.telemetry.http import ObservedHTTP
+from member_kit.trust import issuers as trust
+from member_kit.trust.refresh import IssuerDirectory
+from member_kit.trust.replay import ReplayGuard
+from member_kit.trust.request_checks import head_witness
+from member_kit.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
+
+__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "serve"]
+
+JWKS_PATH = "/.well-known/jwks.json"
+JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
+JWKS_MAX_AGE_SECONDS = 300
+Configured = TypeVar("Configured", bound=MemberSettings)
+
+
+class ConfigurationError(RemoteRiskError):
+    """The service is configured in a way it must not run with."""
+
+
+def member_card(member: Member, public_base_url: str, grpc_address: str | None = None) -> AgentCard:
+    """The member's card as served from ``public_base_url`` (unsigned); with
+    ``grpc_address`` (host:port) the gRPC binding is listed last, after the HTTP ones."""
+    card = member.card(public_base_url)
+    if grpc_address is None:
+        return card
+    grpc_interface = AgentInterface(
+        url=grpc_address, protocol_binding="GRPC", protocol_version=PROTOCOL_VERSION
+    )
+    interfaces = [*card.supported_interfaces, grpc_interface]
+    return card.model_copy(update={"supported_interfaces": interfaces})
+
+
+def extended_card(card: AgentCard) -> AgentCard:
+    """What an authenticated caller sees: the card, saying how its tokens are held."""
+    note = (
+        " For authenticated callers: every binding takes the same delegation token (aud is"
+        " the RFC 9278 thumbprint URI of this card's signing key); one token opens at most"
+        " one task, and sees only the tasks of its handoff."
+    )
+    return card.model_copy(update={"description": card.description + note})
+
+
+def grpc_address(settings: MemberSettings) -> str | None:
+    if settings.grpc_port is None:
+        return None
+    host = settings.grpc_host
+    return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
+
+
+def signed_card(card: AgentCard, key: SigningKey) -> AgentCard:
+    """``card`` with a detached JWS by ``key`` over its final form (real URLs filled in)."""
+    return AgentCard.model_validate(sign_card(to_wire(card), key))
+
+
+def jwks_route(keys: KeySet) -> Route:
+    """``GET /.well-known/jwks.json``: the unexpired public keys, active key first."""
+
+    async def jwks(request: Request) -> Response:
+        # with the statements by which each earlier key vouches for the next one
+        document: dict[str, Any] = {**keys.public_jwks()}
+        successions = successions_of(keys)
+        if successions:
+            document[SUCCESSIONS] = successions
+        return Response(
+            strict_json.dumps(document),
+            media_type="application/json",
+            headers={"Cache-Control": f"public, max-age={JWKS_MAX_AGE_SECONDS}"},
+        )
+
+    return Route(JWKS_PATH, jwks, methods=["GET"], name="jwks")
+
+
+def create_app(
+    settings: MemberSettings, member: Member, *, authorize: Authorize | None = None
+) -> FastAPI:
+    """The app of ``member`` for ``settings``; ``authorize`` overrides the hook the
+    settings imply."""
+    settings = with_keys(settings)
+    keys = settings.signing_keys
+    assert keys is not None
+    unsigned = member_card(member, settings.public_base_url, grpc_address(settings))
+    _check_interface_url(unsigned, settings)
+    card = signed_card(unsigned, keys.active)
+    durable = durable_store(settings)
+    audit_log = DecisionLedger(durable.engine if durable else None)
+    witnessed = WitnessedHeads(durable.engine if durable else None)
+    decisions = DecisionLog(settings.decision_log_limit, audit_log)
+    receipts = ReceiptIssuer(lambda: keys, audit_log)
+    retention = timedelta(seconds=settings.idempotency_retention_seconds)
+    store: TaskStoreProtocol = (
+        durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
+    )
+    if authorize is None:
+        replay_guard = durable.replay_guard if durable else None
+        authorize = _default_authorize(
+            settings, card, decisions, replay_guard, store, witnessed, member.skill.needs_budget
+        )
+    push = push_configs(settings, keys, store.get)
+    handler = AgentHandler(
+        store,
+        member.skill,
+        skill_delay_seconds=settings.skill_delay_seconds,
+        push=push,
+        extended_card=signed_card(extended_card(unsigned), keys.active),
+        stamp=receipts.stamp,
+    )
+    received: deque[bytes] | None = (
+        deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
+    )
+    endpoint = JSONRPCEndpoint(
+        handler,
+        authorize=authorize,
+        max_body_bytes=settings.edge_limits.max_body_bytes,
+        record_body=received.append if received is not None else None,
+    )
+
+    authenticate = getattr(authorize, "authenticate", None)
+    address = grpc_address(settings)
+    grpc_server = (
+        GRPCServer(
+            endpoint.dispatcher,
+            authenticate,
+            address,
+            limits=settings.edge_limits,
+            refused=observed.grpc_connection_refused,
+        )
+        if address is not None
+        else None
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            handler.start_background()  # resumes what a stopped process left unfinished
+            if grpc_server is not None:
+                await grpc_server.start()
+            yield
+            if grpc_server is not None:
+                await grpc_server.stop()
+            await handler.aclose()
+        finally:
+            if durable is not None:
+                durable.close()
+        await push.delivery.aclose()
+
+    app = FastAPI(
+        title=member.name,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+        routes=[
+            card_route(card, settings.card_max_age_seconds),
+            jwks_route(keys),
+            Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+            # the same endpoint, not a redirect: clients joining "/" to the URL post here
+            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_slash"),
+            Route(
+                REST_PATH + "/{path:path}",
+                rest.RESTEndpoint(endpoint.dispatcher).handle,
+                methods=["GET", "POST", "DELETE"],
+                name="a2a_rest",
+            ),
+            *health_routes(durable.engine if durable else None),
+            metrics_route(settings.metrics_token),
+            *audit_routes(
+                settings.audit_token, audit_log, witnessed, lambda: keys.active, settings.agent_id
+            ),
+        ],
+    )
+    guards = (
+        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
+        limits.Guard(rest.covers(REST_PATH), rest.refusal),
+    )
+    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
+    # outermost: requests the edge refuses get their span and access line too
+    app.add_middleware(ObservedHTTP)
+    app.state.settings = settings
+    app.state.card = card
+    app.state.signing_keys = keys
+    app.state.decisions = decisions
+    app.state.audit_log = audit_log
+    app.state.witnessed_heads = witnessed
+    app.state.task_store = store
+    app.state.durable_store = durable
+    app.state.push = push
+    app.state.received_bodies = received
+    return app
+
+
+def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
+    """Push configs whose notifications are signed by the active key, ``iss`` the identity
+    that key proves (its RFC 9278 thumbprint URI, :mod:`agent_cards.identity`)."""
+    policy = WebhookPolicy.from_strings(
+        settings.push_allowed_networks, allow_public=settings.push_allow_public
+    )
+    retry = RetryPolicy(
+        attempts=settings.push_attempts, first_backoff=settings.push_first_backoff_seconds
+    )
+    delivery = PushDelivery(
+        key=lambda: keys.active,
+        issuer=identity_of(keys.active.verification_key()),
+        policy=policy,
+        retry=retry,
+    )
+    return PushConfigs(lookup, delivery)
+
+
+def durable_store(settings: MemberSettings) -> DurableStore | None:
+    """The migrated database the settings name, or None to keep everything in memory."""
+    if settings.database_url is None and settings.data_dir is None:
+        return None
+    return open_store(
+        settings.task_capacity,
+        database_url=settings.database_url,
+        data_dir=settings.data_dir,
+        leeway=DEFAULT_LEEWAY,
+        lease_seconds=settings.task_lease_seconds,
+        retention=timedelta(seconds=settings.idempotency_retention_seconds),
+    )
+
+
+def _default_authorize(
+    settings: MemberSettings,
+    card: AgentCard,
+    decisions: DecisionLog,
+    replay_guard: ReplayGuard | None = None,
+    store: TaskStoreProtocol | None = None,
+    witnessed: WitnessedHeads | None = None,
+    needs_budget: bool = False,
+) -> Authorize:
+    if not settings.trusted_issuers:
+        return anonymous
+    verifier = DelegationVerifier(
+        settings.trusted_issuers,
+        settings.audiences,
+        replay_guard=replay_guard,
+        require_model_budget=needs_budget,
+    )
+    binding = task_binding_of(store.get) if store is not None else None
+    issuers = settings.trusted_issuers
+    directory = issuers if isinstance(issuers, IssuerDirectory) else None
+    return delegation_authorizer(
+        verifier,
+        card,
+        decisions=decisions,
+        task_binding=binding,
+        issuers=directory,
+        require_request_digest=settings.require_request_digest,
+        witness=head_witness(issuers, witnessed) if witnessed is not None else None,
+    )
+
+
+def with_keys(settings: Configured) -> Configured:
+    """``settings`` with the card-signing keys its identity is derived from (an in-memory
+    key generated when none are given)."""
+    if settings.signing_keys is not None:
+        return settings
+    return replace(settings, signing_keys=KeySet(active=SigningKey.generate()))
+
+
+def _check_interface_url(card: AgentCard, settings: MemberSettings) -> None:
+    interface = card.jsonrpc_interface()
+    if interface is None or interface.url != settings.jsonrpc_url:
+        raise ConfigurationError("the card's JSON-RPC interface URL must be under public_base_url")
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    public_base_url: str | None = None,
+    settings: MemberSettings,
+    member: Member,
+) -> None:
+    """Run the service until interrupted; port 0 picks a free port.
+
+    The first line on stdout is ``NAME listening on http://HOST:PORT`` (NAME the member's) with the
+    real port, printed once the socket accepts connections. The card advertises
+    ``public_base_url`` if given, else that listening URL. Every log line, the access
+    log's included, goes to stderr, so a parent reading stdout is never blocked by a full
+    pipe (see :mod:`member_kit.telemetry.logs`).
+
+    Without a trusted issuer the service would accept any caller, so it refuses to start
+    (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
+    says so on stderr. Tasks and used tokens are kept in the database the settings name,
+    else in ``remote-risk.db`` in the default data directory.
+    """
+    check_secure(settings)
+    if settings.edge is None:
+        edge = limits.risk_limits(os.environ, max_body_bytes=settings.max_body_bytes)
+        settings = replace(settings, edge=edge, max_body_bytes=edge.max_body_bytes)
+    if settings.database_url is None and settings.data_dir is None:
+        settings = replace(settings, data_dir=trust.data_dir(None, os.environ))
+    sock = listening_socket(host, port)
+    listening_url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
+    settings = replace(settings, public_base_url=public_base_url or listening_url)
+    try:
+        app = create_app(settings, member)
+    except BaseException:
+        sock.close()
+        raise
+    config = uvicorn.Config(
+        app,
+        log_level="info",
+        access_log=False,
+        lifespan="on",
+        **uvicorn_options(settings.edge_limits),
+    )
+    if not settings.trusted_issuers:
+        print(INSECURE_WARNING, file=sys.stderr, flush=True)
+    print(f"{member.name} listening on {listening_url}", flush=True)
+    # What the coordinator's operator pins: the card's signing kid and where the keys are.
+    kid = app.state.signing_keys.signing_key().kid
+    jwks_url = f"{settings.public_base_url}{JWKS_PATH}"
+    print(f"card signed with kid {kid}; public keys at {jwks_url}", flush=True)
+    logs.adopt_uvicorn()
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+INSECURE_WARNING = (
+    "WARNING: remote_risk runs with --insecure-anonymous: no delegation token is checked and "
+    "every caller is accepted. For development only."
+)
+
+
+def check_secure(settings: MemberSettings) -> None:
+    """Refuse a configuration that would serve every caller without a token by accident."""
+    if not settings.trusted_issuers and not settings.insecure_anonymous:
+        raise ConfigurationError(
+            "no trusted issuer configured; pass --trust-issuer ISSUER=JWKS_FILE_OR_URL "
+            "(or REMOTE_RISK_TRUST_ISSUERS), or --insecure-anonymous for development"
+        )
+    check_operator_tokens(settings)
+
+
+def check_operator_tokens(settings: MemberSettings) -> None:
+    """Refuse an audit or metrics token too weak to be a secret (never echoing it)."""
+    tokens = (
+        ("REMOTE_RISK_AUDIT_TOKEN", settings.audit_token),
+        ("REMOTE_RISK_METRICS_TOKEN", settings.metrics_token),
+    )
+    for name, token in tokens:
+        try:
+            if token is not None:
+                check_strength(token, name)
+        except WeakOperatorToken as exc:
+            raise ConfigurationError(f"{exc.reason}: {exc.message}") from None
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
+    # and accepted connections inherit it; without it Nagle and delayed ACKs stall replies.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,379 @@
+"""The delegation check in front of every JSON-RPC call: may this caller ask this, and as whom.
+
+:func:`delegation_authorizer` builds the ``authorize`` hook of
+:class:`~member_kit.server.jsonrpc.JSONRPCEndpoint`. For each request it
+
+1. takes the Bearer token from ``Authorization`` (none, or another scheme: ``token_missing``);
+2. works out what the request asks for: for ``SendMessage`` the skill
+   (``message.metadata.skillId``, default the card's only skill), the handoff
+   (``message.metadata.handoffId``, required), the attempt, and whether it creates a task
+   (no ``message.taskId``); for every other method a lookup under the default skill;
+3. has :class:`~member_kit.trust.verifier.DelegationVerifier` check the token against that;
+   a continuation (``message.taskId``) must carry the handoff binding (id and attempt) of
+   the task it continues, else ``continuation_mismatch``; its principal is the task's
+   owner, since another principal's task reads as not found;
+4. answers with the :class:`~member_kit.server.jsonrpc.CallContext` whose owner is the token's
+   principal ``(iss, sub, tenant)`` with its handoff id (:func:`owner_of`). The task
+   store is scoped by owner, so another principal's task, or a task of another handoff,
+   reads as not found. For a request that may create a task the context
+   carries ``claim_task_creation``, which claims the token's ``jti`` (one token, one task);
+   the handler calls it only once it knows a task will be created, so a retried send
+   answered with its existing task (same idempotency key) does not count as a replay.
+
+A refusal becomes :class:`~member_kit.errors.DelegationRefused`: HTTP 401, 403 or 503
+with a ``WWW-Authenticate`` challenge and a JSON-RPC error whose ErrorInfo metadata holds
+the stable reason code (and, for a ``kid_unknown`` of an issuer whose keys are refreshed,
+when to try again). Every decision goes to the
+:class:`~member_kit.server.decisions.DecisionLog`, which enters one about a token whose
+signature verified (allowed or not, with its claims digest and ``jti``) in the decision
+log and only counts a stranger's refusal; the token is never stored, logged or sent back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from contracts import strict_json
+from contracts.grant import Grant, SkillAuthority
+from contracts.wire import AgentCard, JSONObject
+from member_kit import errors
+from member_kit.server import observed
+from member_kit.server.decisions import DecisionLog, allowed
+from member_kit.server.jsonrpc import Authorize, CallContext
+from member_kit.telemetry import tracing
+from member_kit.trust.refresh import IssuerDirectory
+from member_kit.trust.request_checks import check_request_digest
+from member_kit.trust.verifier import (
+    REASONS,
+    Authenticated,
+    DelegationDenied,
+    DelegationVerifier,
+    DenialReason,
+    VerifiedDelegation,
+)
+
+SECURITY_SCHEME = "delegation"
+# Where the HTTP edge leaves the token it authenticated from the headers (scope["state"]).
+AUTHENTICATED_STATE = "delegation.authenticated"
+# The method of a request refused before its body was read is not known.
+BODY_NOT_READ = "(body not read)"
+SEND_MESSAGE = "SendMessage"
+# Both may open a task, so both are checked as a send (one token, one task; the handoff).
+SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
+_HIDDEN_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+# --- what a request asks for -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The facts of one request that a token must cover."""
+
+    skill: SkillAuthority
+    creates_task: bool = False
+    handoff_id: str | None = None
+    attempt: Any = None
+    names_handoff: bool = False
+    tenant: str | None = None
+    continues: str | None = None
+
+
+def skill_authorities(card: AgentCard) -> dict[str, SkillAuthority]:
+    """Each skill of ``card`` with the scopes its ``delegation`` requirement lists.
+
+    Every skill of this service only reads (it decides and changes nothing), so each is
+    read-only: a token with an effect budget above 0 is refused.
+    """
+    skills: dict[str, SkillAuthority] = {}
+    for skill in card.skills:
+        scopes = {
+            scope
+            for requirement in skill.security_requirements or []
+            for name, listed in requirement.schemes.items()
+            if name == SECURITY_SCHEME
+            for scope in listed.list
+        }
+        if not scopes:
+            raise ValueError(f"skill {skill.id} declares no {SECURITY_SCHEME} scope")
+        skills[skill.id] = SkillAuthority(id=skill.id, scopes=frozenset(scopes), read_only=True)
+    if not skills:
+        raise ValueError("the card declares no skill")
+    return skills
+
+
+def bearer_token(request: Request) -> str:
+    """The RFC 6750 Bearer token of ``request``, or a ``token_missing`` denial."""
+    values = request.headers.getlist("authorization")
+    if len(values) > 1:
+        raise DelegationDenied(DenialReason.TOKEN_MALFORMED, "more than one Authorization header")
+    scheme, _, token = (values[0] if values else "").partition(" ")
+    token = token.lstrip(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise DelegationDenied(DenialReason.TOKEN_MISSING)
+    return token
+
+
+def asked(method: str, params: JSONObject, skills: Mapping[str, SkillAuthority]) -> Asked:
+    """What ``method`` with ``params`` asks for; raw params are read defensively."""
+    default = next(iter(skills.values()))
+    tenant = params.get("tenant")
+    tenant = tenant if isinstance(tenant, str) and tenant else None
+    if method not in SENDING_METHODS:
+        return Asked(skill=default, tenant=tenant)
+    message = _object(params.get("message"))
+    metadata = _object(message.get("metadata"))
+    skill_id = metadata.get("skillId", default.id)
+    skill = skills.get(skill_id) if isinstance(skill_id, str) else None
+    if skill is None:
+        raise errors.InvalidParams(
+            "params.message.metadata.skillId: this agent offers only " + ", ".join(sorted(skills))
+        )
+    handoff_id = metadata.get("handoffId")
+    named = isinstance(handoff_id, str) and bool(handoff_id)
+    task_id = message.get("taskId")
+    return Asked(
+        continues=task_id if isinstance(task_id, str) else None,
+        skill=skill,
+        creates_task=message.get("taskId") is None,
+        handoff_id=handoff_id if named else None,
+        attempt=metadata.get("attempt"),
+        names_handoff=named,
+        tenant=tenant,
+    )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+# The handoff binding a task was opened under (its metadata), or None when the owner has
+# no such task (the operation then answers TaskNotFound itself).
+TaskBinding = Callable[[str, str], Mapping[str, Any] | None]
+
+
+def task_binding_of(get: Callable[[str, str], Any]) -> TaskBinding:
+    """A :data:`TaskBinding` reading a task store's ``get(owner, task_id)``."""
+
+    def binding(owner: str, task_id: str) -> Mapping[str, Any] | None:
+        try:
+            record = get(owner, task_id)
+        except errors.TaskNotFound:
+            return None
+        metadata = getattr(record, "metadata", None)
+        return metadata if isinstance(metadata, Mapping) else {}
+
+    return binding
+
+
+def owner_of(grant: Grant) -> str:
+    """The task owner for a grant: its principal ``(iss, sub, tenant)`` and the handoff it
+    is bound to, as a JSON array. Every task operation (get, list, cancel, subscribe,
+    push configs, an idempotent resend) is scoped by owner, so a token for handoff H sees
+    only the tasks opened under H: never another run's, nor another handoff's of its run."""
+    return strict_json.dumps([grant.iss, grant.sub, grant.tenant, grant.handoff.id]).decode()
+
+
+# --- the hook --------------------------------------------------------------------------------
+
+
+class DelegationAuthorizer:
+    """The ``authorize`` hook: verify the delegation token, decide the owner, record it."""
+
+    def __init__(
+        self,
+        verifier: DelegationVerifier,
+        skills: Mapping[str, SkillAuthority],
+        decisions: DecisionLog,
+        task_binding: TaskBinding | None = None,
+        issuers: IssuerDirectory | None = None,
+        require_request_digest: bool = False,
+        witness: Callable[[VerifiedDelegation], None] | None = None,
+    ) -> None:
+        if not skills:
+            raise ValueError("the authorizer needs at least one skill")
+        self._verifier = verifier
+        self._skills = dict(skills)
+        self.decisions = decisions
+        self._task_binding = task_binding
+        self._issuers = issuers
+        self._require_digest = require_request_digest
+        self._witness = witness
+
+    def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
+        try:
+            with tracing.span(tracing.PREFIX + "verify_token", {"rpc.method": method}):
+                verified, creates_task = self._verified(request, method, params)
+        except DelegationDenied as denial:
+            self.decisions.refused(method, denial)
+            raise refusal(denial) from None
+        owner = owner_of(verified.grant)
+        self.decisions.record(allowed(method, verified, owner))
+        grant = verified.grant
+        return CallContext(
+            owner=owner,
+            headers=_visible_headers(request),
+            claim_task_creation=self._claim(method, verified) if creates_task else None,
+            lease_expires_at=grant.exp,
+            budget=grant.handoff.budget,
+            bound={"jti": grant.jti, "req_digest": grant.req_digest, "aud": grant.aud},
+        )
+
+    async def authenticate(self, request: Request) -> Authenticated:
+        """The token of ``request`` checked from its headers alone, before any body is
+        read; a refusal is recorded (its method unknown yet) and raised for the wire.
+
+        With an :class:`~member_kit.trust.refresh.IssuerDirectory`, an expired issuer
+        set is refreshed in the background, and a kid the issuer's keys lack makes one
+        refresh (rate-limited) and one more try; refused still, the answer says when to
+        try again (``Retry-After``, by when the issuer's set will have been fetched
+        again, whoever spent this interval's refresh). It runs in a span of its own,
+        ``remote_risk.authenticate_token``, with the verdict and a denial's reason."""
+        with tracing.span(tracing.PREFIX + "authenticate_token") as span:
+            try:
+                authenticated = await self._authenticate(bearer_token(request))
+            except DelegationDenied as denial:
+                observed.checked_before_body(span, denial.reason.value)
+                self.decisions.refused(BODY_NOT_READ, denial)
+                raise refusal(denial) from None
+            observed.checked_before_body(span, None)
+            return authenticated
+
+    async def _authenticate(self, token: str | None) -> Authenticated:
+        directory = self._issuers
+        if directory is None:
+            return self._verifier.authenticate(token)
+        directory.refresh_expired()
+        version = directory.version
+        try:
+            return self._verifier.authenticate(token)
+        except DelegationDenied as denial:
+            if denial.reason is not DenialReason.KID_UNKNOWN or denial.issuer is None:
+                raise
+            await directory.refresh(denial.issuer, unknown_kid=True)
+            if directory.version == version:
+                raise _come_back_later(denial, directory) from None
+        try:
+            return self._verifier.authenticate(token)
+        except DelegationDenied as denial:
+            if denial.reason is DenialReason.KID_UNKNOWN and denial.issuer is not None:
+                raise _come_back_later(denial, directory) from None
+            raise
+
+    def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
+        """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""
+
+        def claim_task_creation() -> None:
+            try:
+                with tracing.span(tracing.PREFIX + "claim_token"):
+                    self._verifier.claim_task_creation(verified)
+            except DelegationDenied as denial:
+                self.decisions.refused(method, denial)
+                raise refusal(denial) from None
+
+        return claim_task_creation
+
+    def _verified(
+        self, request: Request, method: str, params: JSONObject
+    ) -> tuple[VerifiedDelegation, bool]:
+        """The verified token and whether the request may create a task (jti not claimed)."""
+        token = bearer_token(request)
+        facts = asked(method, params, self._skills)
+        creates_task = facts.creates_task and facts.names_handoff
+        state = request.scope.get("state") or {}
+        verified = self._verifier.verify(
+            token,
+            skill_id=facts.skill.id,
+            required_scopes=facts.skill.scopes,
+            handoff_id=facts.handoff_id,
+            read_only=facts.skill.read_only,
+            tenant=facts.tenant,
+            authenticated=state.get(AUTHENTICATED_STATE),
+        )
+        if method in SENDING_METHODS:
+            _check_binding(facts, verified)
+            check_request_digest(params, verified, self._require_digest)
+            if self._witness is not None:
+                self._witness(verified)
+            if facts.continues is not None and self._task_binding is not None:
+                bound = self._task_binding(owner_of(verified.grant), facts.continues)
+                _check_continuation(bound, verified)
+        return verified, creates_task
+
+
+def _come_back_later(denial: DelegationDenied, directory: IssuerDirectory) -> DelegationDenied:
+    """A ``kid_unknown`` denial that says when the issuer's keys will have been fetched again."""
+    assert denial.issuer is not None
+    denial.retry_after = directory.retry_after(denial.issuer)
+    return denial
+
+
+def _check_binding(facts: Asked, verified: VerifiedDelegation) -> None:
+    """A message names the handoff (and, if it says, the attempt) its token is bound to."""
+    detail = ""
+    if not facts.names_handoff:
+        detail = "the message names no handoff (metadata.handoffId)"
+    elif facts.attempt is not None and facts.attempt != verified.grant.handoff.attempt:
+        detail = "metadata.attempt differs from the attempt the token is bound to"
+    if detail:
+        denial = DelegationDenied(DenialReason.HANDOFF_MISMATCH, detail)
+        denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+        raise denial
+
+
+def _check_continuation(bound: Mapping[str, Any] | None, verified: VerifiedDelegation) -> None:
+    """The continued task was opened under the token's handoff id and attempt."""
+    if bound is None:
+        return
+    handoff = verified.grant.handoff
+    if bound.get("handoffId") != handoff.id or bound.get("attempt") != handoff.attempt:
+        denial = DelegationDenied(DenialReason.CONTINUATION_MISMATCH)
+        denial.jti, denial.claims_digest = verified.grant.jti, verified.claims_digest
+        raise denial
+
+
+def refusal(denial: DelegationDenied) -> errors.DelegationRefused:
+    """The wire form of a denial; its message is the fixed text of the reason's row."""
+    challenge = denial.www_authenticate() if denial.http_status in (401, 403) else None
+    return errors.DelegationRefused(
+        denial.http_status,
+        denial.reason.value,
+        f"delegation token refused: {REASONS[denial.reason].meaning}",
+        challenge,
+        retry_after=denial.retry_after,
+    )
+
+
+def _visible_headers(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.lower() not in _HIDDEN_HEADERS}
+
+
+def delegation_authorizer(
+    verifier: DelegationVerifier,
+    card: AgentCard,
+    *,
+    decisions: DecisionLog | None = None,
+    task_binding: TaskBinding | None = None,
+    issuers: IssuerDirectory | None = None,
+    require_request_digest: bool = False,
+    witness: Callable[[VerifiedDelegation], None] | None = None,
+) -> Authorize:
+    """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares;
+    with ``task_binding`` a continuation is held to the binding of the task it continues;
+    with ``issuers`` the keys of issuers given by URL follow their rotation; with
+    ``require_request_digest`` a send under a token that binds no request is refused;
+    ``witness`` keeps the issuer's tree head a send's token carries (or refuses it)."""
+    log = decisions if decisions is not None else DecisionLog()
+    return DelegationAuthorizer(
+        verifier,
+        skill_authorities(card),
+        log,
+        task_binding,
+        issuers,
+        require_request_digest,
+        witness,
+    )

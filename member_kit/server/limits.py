@@ -1,0 +1,133 @@
+"""remote_risk behind the bounded HTTP edge: the token first, then the body, then the app.
+
+A ``POST`` to the JSON-RPC endpoint goes through, in this order:
+
+1. the connection limits of :mod:`agent_cards.edge.protocol` (header bytes and time, body time,
+   connections per client and in total), set when :func:`member_kit.server.app.serve`
+   starts uvicorn;
+2. :class:`TokenFirst` (for every A2A route of every binding, each :class:`Guard`
+   answering in its binding's error form): the delegation token is authenticated from the
+   headers alone
+   (:meth:`~member_kit.server.auth.DelegationAuthorizer.authenticate`: signature, times,
+   audience, claims); a refusal is answered before one byte of the body is read, so an
+   unauthenticated caller never reaches a parser. Its JSON-RPC error has ``id: null``,
+   since the request's id was deliberately not read (JSON-RPC 2.0 section 5);
+3. :class:`agent_cards.edge.body.BodyGuard`: at most ``max_body_bytes`` streamed in (413), and a
+   JSON body in UTF-8 within the depth and number range (-32700 / -32600);
+4. the JSON-RPC endpoint, which parses the body and holds the already authenticated token
+   against what the request asks (skill, handoff, tenant, continuation).
+
+The limits are :class:`agent_cards.edge.limits.EdgeLimits`, read from ``REMOTE_RISK_*``
+variables by :func:`risk_limits` (see the README's "Limits").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agent_cards.edge.body import BODY_TOO_LARGE, BodyGuard
+from agent_cards.edge.limits import EdgeLimits
+from contracts import strict_json
+from member_kit import errors
+from member_kit.server.auth import AUTHENTICATED_STATE
+from member_kit.trust.verifier import Authenticated
+
+ENV_PREFIX = "REMOTE_RISK_"
+JSON_MEDIA_TYPE = "application/json"
+# Bodies that are not UTF-8 JSON text are parse errors; the rest is valid JSON we refuse.
+PARSE_ERROR_REASONS = frozenset({"json_not_utf8", "json_lone_surrogate"})
+
+Authenticate = Callable[[Request], Awaitable[Authenticated]]
+
+
+def risk_limits(environ: Mapping[str, str], *, max_body_bytes: int) -> EdgeLimits:
+    """The service's limits: the defaults, ``max_body_bytes`` from its settings, then
+    every ``REMOTE_RISK_*`` limit variable on top."""
+    return EdgeLimits.from_env(ENV_PREFIX, environ, EdgeLimits(max_body_bytes=max_body_bytes))
+
+
+def jsonrpc_error(error: errors.A2AError, status: int = 200) -> Response:
+    """A JSON-RPC error answer to a request whose id was not read."""
+    body = {"jsonrpc": "2.0", "id": None, "error": error.error_object()}
+    headers = {**getattr(error, "headers", {}), "Connection": "close"}
+    return Response(strict_json.dumps(body), status, headers, media_type=JSON_MEDIA_TYPE)
+
+
+def body_refusal(status: int, reason: str, message: str) -> ASGIApp:
+    """How :class:`~agent_cards.edge.body.BodyGuard` refusals look here: typed JSON-RPC errors."""
+    metadata = {"reason": reason}
+    if reason == BODY_TOO_LARGE:
+        return jsonrpc_error(errors.InvalidRequest(message, metadata=metadata), 413)
+    if reason in PARSE_ERROR_REASONS:
+        return jsonrpc_error(errors.ParseError(message, metadata=metadata))
+    return jsonrpc_error(errors.InvalidRequest(message, metadata=metadata))
+
+
+# Which requests a guard covers (by HTTP method and path) and how it answers a refusal.
+Covers = Callable[[str, str], bool]
+Refuse = Callable[[errors.DelegationRefused], Response]
+
+
+def jsonrpc_refusal(refused: errors.DelegationRefused) -> Response:
+    return jsonrpc_error(refused, refused.http_status)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Token-first for the requests ``covers`` names; ``refuse`` renders a refusal in the
+    binding's own error form."""
+
+    covers: Covers
+    refuse: Refuse = jsonrpc_refusal
+
+
+def posts_to(paths: frozenset[str]) -> Covers:
+    return lambda method, path: method == "POST" and path in paths
+
+
+class TokenFirst:
+    """Authenticate the delegation token of a request a guard covers before its body is
+    read."""
+
+    def __init__(
+        self, app: ASGIApp, *, guards: tuple[Guard, ...], authenticate: Authenticate
+    ) -> None:
+        self.app = app
+        self._guards = guards
+        self._authenticate = authenticate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        guard = self._guard(scope)
+        if guard is not None:
+            try:
+                authenticated = await self._authenticate(Request(scope))
+            except errors.DelegationRefused as refused:
+                await guard.refuse(refused)(scope, receive, send)
+                return
+            scope.setdefault("state", {})[AUTHENTICATED_STATE] = authenticated
+        await self.app(scope, receive, send)
+
+    def _guard(self, scope: Scope) -> Guard | None:
+        if scope["type"] != "http":
+            return None
+        return next((g for g in self._guards if g.covers(scope["method"], scope["path"])), None)
+
+
+def install(
+    app: Starlette,
+    limits: EdgeLimits,
+    *,
+    guards: tuple[Guard, ...],
+    authenticate: Authenticate | None,
+) -> None:
+    """Put ``app`` behind the body guard and, when tokens are checked, the token check
+    (added last, so it runs first)."""
+    app.add_middleware(BodyGuard, limits=limits, refuse=body_refusal)
+    if authenticate is not None:
+        app.add_middleware(TokenFirst, guards=guards, authenticate=authenticate)

@@ -1,0 +1,53 @@
+"""The service's durable store: its tasks and its record of used tokens in one database,
+opened and migrated on start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
+from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS
+from member_kit.tasks.retention import DEFAULT_RETENTION
+from member_kit.tasks.sql import SQLTaskStore
+from member_kit.trust.sql_replay import SQLReplayGuard
+
+
+@dataclass(frozen=True)
+class DurableStore:
+    """The task store and replay guard of one service, over one migrated engine."""
+
+    engine: Engine
+    tasks: SQLTaskStore
+    replay_guard: SQLReplayGuard
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(
+    capacity: int,
+    *,
+    database_url: str | None = None,
+    data_dir: Path | None = None,
+    leeway: timedelta = timedelta(seconds=30),
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    retention: timedelta = DEFAULT_RETENTION,
+) -> DurableStore:
+    """Open (and migrate) the database named by ``database_url``, else the one in
+    ``data_dir``; raises :class:`~member_kit.errors.StorageUnavailable`."""
+    engine = open_engine(database_url, data_dir)
+    try:
+        migrate(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return DurableStore(
+        engine,
+        SQLTaskStore(engine, capacity, lease_seconds=lease_seconds, retention=retention),
+        SQLReplayGuard(engine, leeway=leeway),
+    )

@@ -1,0 +1,126 @@
+"""remote_risk's tables, as SQLAlchemy Core objects.
+
+The Alembic revisions in :mod:`member_kit.storage.migrations` own the real schema; these
+objects mirror it for queries, and a test checks that the two agree. Every name starts
+with ``remote_risk_`` so that the service can share a PostgreSQL database (or schema) with
+the coordinator without a collision.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+VERSION_TABLE = "remote_risk_alembic_version"
+TASK_SEQUENCE = "task_sequence"
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# One row per task. Messages and artifacts are their A2A wire JSON; ``changed_at_ms`` is
+# the status timestamp in epoch milliseconds and ``sequence`` breaks ties between equal
+# timestamps (the sort key of ListTasks and its page tokens).
+tasks = Table(
+    "remote_risk_tasks",
+    metadata,
+    Column("id", String(128), nullable=False),
+    Column("owner", String(2048), nullable=False),
+    Column("context_id", Text, nullable=False),
+    Column("state", String(64), nullable=False),
+    Column("changed_at_ms", BigInteger, nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("status_message", Text, nullable=True),
+    Column("history", Text, nullable=False),
+    Column("artifacts", Text, nullable=False),
+    Column("task_metadata", Text, nullable=True),
+    Column("idempotency_key", String(512), nullable=True),
+    # The replica working an unfinished task and until when (epoch ms); see tasks.leases.
+    Column("worker", String(64), nullable=True),
+    Column("lease_until_ms", BigInteger, nullable=True),
+    PrimaryKeyConstraint("id", name="pk_remote_risk_tasks"),
+    UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_tasks_idempotency"),
+    Index("ix_remote_risk_tasks_owner_changed", "owner", "changed_at_ms", "sequence"),
+    Index("ix_remote_risk_tasks_state_changed", "state", "changed_at_ms", "sequence"),
+)
+
+# One row per idempotency key, kept for the retention window whether or not its task is
+# still stored; ``retained_task`` holds the task's final row (JSON) once it was evicted.
+idempotency_keys = Table(
+    "remote_risk_idempotency_keys",
+    metadata,
+    Column("owner", String(2048), nullable=False),
+    Column("idempotency_key", String(512), nullable=False),
+    Column("task_id", String(128), nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False),
+    Column("retained_task", Text, nullable=True),
+    PrimaryKeyConstraint("owner", "idempotency_key", name="pk_remote_risk_idempotency_keys"),
+    Index("ix_remote_risk_idempotency_keys_expires_at_ms", "expires_at_ms"),
+    Index("ix_remote_risk_idempotency_keys_task_id", "task_id"),
+)
+
+# One row per delegation token that created a task, kept until it expires (plus leeway).
+used_tokens = Table(
+    "remote_risk_used_tokens",
+    metadata,
+    Column("issuer", String(1024), nullable=False),
+    Column("jti", String(256), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("issuer", "jti", name="pk_remote_risk_used_tokens"),
+    Index("ix_remote_risk_used_tokens_expires_at", "expires_at"),
+)
+
+# Named counters; ``task_sequence`` numbers status changes across restarts and replicas.
+counters = Table(
+    "remote_risk_counters",
+    metadata,
+    Column("name", String(64), nullable=False),
+    Column("value", BigInteger, nullable=False),
+    PrimaryKeyConstraint("name", name="pk_remote_risk_counters"),
+)
+
+# The decision log (member_kit.audit.log): one row per entry, ``canonical`` its RFC 8785
+# bytes and ``hash`` their SHA-256; leaf ``seq - 1`` of the log's Merkle tree is
+# SHA-256(0x00 || hash). ``entry_key`` makes an entry recorded once (a task's receipt).
+audit_log = Table(
+    "remote_risk_audit_log",
+    metadata,
+    Column("seq", BigInteger, nullable=False),
+    Column("entry_key", String(512), nullable=True),
+    Column("handoff_id", String(256), nullable=True),
+    Column("hash", String(64), nullable=False),
+    Column("canonical", Text, nullable=False),
+    PrimaryKeyConstraint("seq", name="pk_remote_risk_audit_log"),
+    UniqueConstraint("entry_key", name="uq_remote_risk_audit_log_entry_key"),
+    Index("ix_remote_risk_audit_log_handoff_id", "handoff_id"),
+)
+
+# Signed tree heads of other logs this service was shown (the coordinator's, in tokens),
+# each under its signer (rr0005): the RFC 7638 thumbprint of the pinned key that verified it.
+witnessed_heads = Table(
+    "remote_risk_witnessed_heads",
+    metadata,
+    Column("signer", String(128), nullable=False),
+    Column("log_id", String(1024), nullable=False),
+    Column("tree_size", BigInteger, nullable=False),
+    Column("root_hash", String(64), nullable=False),
+    Column("kid", String(128), nullable=False),
+    Column("jws", Text, nullable=False),
+    Column("recorded_at", String(32), nullable=False),
+    PrimaryKeyConstraint(
+        "signer", "log_id", "tree_size", "root_hash", name="pk_remote_risk_witnessed_heads"
+    ),
+)

@@ -1,0 +1,499 @@
+"""The task store in a database: the same rules as the in-memory one, surviving a restart.
+
+Bounds, owner scoping, eviction (in batches, down to a low-water mark) and ListTasks
+paging follow :class:`member_kit.tasks.memory.TaskStore` exactly (the same tests run against
+both). Every change is one write transaction that
+applies the same pure step as the in-memory store (:func:`~member_kit.tasks.memory.move`) and
+writes the columns it changed; the status sequence comes from a counter row, so it keeps
+growing across restarts and replicas, and every change gives the row a new one.
+
+Records handed out are kept (weakly) by id, and every later read or change of that task
+updates the same object in place. A change starts from a copy of that object when the row
+still holds its sequence (one small read instead of decoding the whole row again); when
+another process changed the row meanwhile, the change starts from the row.
+
+So a SendMessage waiting on its record is woken by the background worker's change in this
+process; a change made by another process (a replica on the same PostgreSQL) is seen by
+polling the row while waiting.
+
+Creating a task, changing it and reading one row run fixed SQL on the driver's connection
+(:func:`~member_kit.storage.engine.driver_write`); only ListTasks builds its query from
+its filters with SQLAlchemy Core. Creating a task is one transaction: the idempotency key
+lookup, making room, the caller's ``claim`` (the delegation token's one-task claim, which
+joins this transaction) and the insert, so a token is used up exactly when its task is
+stored. Inside :meth:`SQLTaskStore.transaction` every change joins one outer transaction
+(a blocking send of an immediate skill stores its task, the claim and the outcome with
+one commit); creating a task there keeps a savepoint, so that losing an idempotency key
+race to another process undoes only the insert and the claim.
+
+Calls are synchronous and short (one small transaction). A send's transaction is handed
+to the process's database writer thread (:meth:`SQLTaskStore.run_transaction`), so a slow
+or locked database holds that send only, never the event loop; the settled signals of the
+records it changed are given on the event loop once it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.engine.interfaces import DBAPICursor
+
+from contracts.wire import (
+    TERMINAL_TASK_STATES,
+    Artifact,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Task,
+    TaskState,
+)
+from member_kit import errors
+from member_kit.storage.engine import (
+    driver_errors,
+    driver_read,
+    driver_sql,
+    driver_write,
+    read_transaction,
+)
+from member_kit.storage.schema import TASK_SEQUENCE, counters, tasks
+from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS, TaskLeases, worker_id
+from member_kit.tasks.memory import (
+    DEFAULT_PAGE_SIZE,
+    SETTLED_STATES,
+    BoundedStore,
+    Clock,
+    TaskRecord,
+    bound,
+    check_cancelable,
+    check_resumable,
+    decode_page_token,
+    encode_page_token,
+    evictions_due,
+    move,
+    new_id,
+    parse_timestamp,
+    utc_now,
+)
+from member_kit.tasks.off_loop import run_off_loop, signal_or_defer
+from member_kit.tasks.retention import DEFAULT_RETENTION
+from member_kit.tasks.sql_keys import SQLKeyBook
+from member_kit.tasks.sql_rows import (
+    COLUMNS,
+    artifacts_json,
+    below,
+    copy_state,
+    epoch_milliseconds,
+    filters,
+    history_json,
+    only_row,
+    record_of,
+    row_values,
+    status_values,
+    update_sql,
+)
+
+# While waiting, the row is read again this often to notice another process's change.
+SETTLE_POLL_SECONDS = 1.0
+_TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
+_BY_ID = f"{_SELECT} WHERE id = :id"
+_BY_KEY = f"{_SELECT} WHERE owner = :owner AND idempotency_key = :key"
+_SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
+_COUNT = f"SELECT count(*) FROM {tasks.name}"
+_TERMINAL_LIST = ", ".join(f"'{state}'" for state in _TERMINAL)
+_EVICT_OLDEST_FINISHED = (
+    f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
+    f"WHERE state IN ({_TERMINAL_LIST}) ORDER BY changed_at_ms, sequence LIMIT :count) "
+    f"RETURNING {', '.join(COLUMNS)}, idempotency_key"
+)
+_INSERT = (
+    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key, worker, lease_until_ms) "
+    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, :worker, :until)"
+)
+_LEASE = f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until WHERE id = :id"
+_BUMP_SEQUENCE = (
+    f"UPDATE {counters.name} SET value = value + :count "
+    f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
+)
+
+Evicted = list[tuple[str, str]]
+"""The ``(owner, id)`` of tasks evicted by one statement or transaction."""
+
+T = TypeVar("T")
+# The evictions of the transaction() open in this context, announced once it commits.
+_pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar(
+    "remote_risk_pending_evictions", default=None
+)
+
+
+class SQLTaskStore(BoundedStore):
+    """A bounded, owner-scoped task store in the database behind ``engine`` (migrated)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        capacity: int,
+        *,
+        clock: Clock = utc_now,
+        new_id: Callable[[], str] = new_id,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        retention: timedelta = DEFAULT_RETENTION,
+    ) -> None:
+        super().__init__(capacity, clock, new_id)
+        self._engine = engine
+        self._keys = SQLKeyBook(engine, retention)
+        self.leases = TaskLeases(engine, worker_id(), lease_seconds, clock)
+        self.lease_seconds = lease_seconds
+        self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
+        self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
+
+    def __len__(self) -> int:
+        with read_transaction(self._engine) as connection:
+            return int(connection.scalar(select(func.count()).select_from(tasks)) or 0)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def create(
+        self,
+        owner: str,
+        message: Message,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        claim: Callable[[], None] | None = None,
+    ) -> TaskRecord:
+        """Open a SUBMITTED task; with an ``idempotency_key`` the owner's task for that key
+        is returned instead if there is one (also when another process created it first).
+        ``claim`` runs only when a task is created, in the same transaction as its insert:
+        if it raises nothing is created, and if the insert fails its writes are undone."""
+        try:
+            with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
+                record = self._keyed(cursor, owner, idempotency_key)
+                evicted: Evicted = []
+                if record is None:
+                    evicted = self._make_room(cursor)
+                    if claim is not None:
+                        claim()
+                    record = self._insert(
+                        cursor, owner, message, context_id, metadata, idempotency_key
+                    )
+        except self._integrity_error:
+            if idempotency_key is None:
+                raise
+            found = self.find_by_idempotency_key(owner, idempotency_key)
+            if found is None:
+                raise
+            return found
+        self._evicted(evicted)
+        return self._publish(record)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction that every change made inside joins: they are stored
+        together or not at all. A record changed inside may be ahead of the database if
+        the commit fails; its sequence then differs from the row's, so the next change or
+        read starts from the row. Evictions made inside are announced after the commit."""
+        if self._pending() is not None:
+            with driver_write(self._engine):
+                yield
+            return
+        evicted: Evicted = []
+        token = _pending_evictions.set((self, evicted))
+        try:
+            with driver_write(self._engine):
+                yield
+        finally:
+            _pending_evictions.reset(token)
+        self._announce(evicted)
+
+    async def run_transaction(self, work: Callable[[], T]) -> T:
+        """``work()`` inside :meth:`transaction`, off the event loop (see
+        :mod:`~member_kit.tasks.off_loop`)."""
+        return await run_off_loop(self._engine, self.transaction, work)
+
+    def find_by_idempotency_key(self, owner: str, key: str) -> TaskRecord | None:
+        """The owner's task created under ``key`` (as it ended, if it was evicted) while
+        the key is retained; raises IdempotencyKeyExpired after its retention window."""
+        with driver_read(self._engine) as cursor:
+            record = self._keyed(cursor, owner, key)
+        return self._publish(record) if record is not None else None
+
+    def resume(self, record: TaskRecord, message: Message) -> None:
+        """Take a further message for an interrupted task and submit it again."""
+        with driver_write(self._engine) as cursor:
+            current = self._current(cursor, record.id)
+            if current is None:
+                raise errors.TaskNotFound(record.id)
+            check_resumable(current)
+            current.history.append(bound(message, current))
+            self._move(cursor, current, TaskState.SUBMITTED, None, history=True)
+            self._lease(cursor, current.id)
+        self._publish(current)
+
+    def advance(
+        self,
+        task_id: str,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> bool:
+        """Move a live task on; False if it is gone or already terminal (e.g. cancelled)."""
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.terminal:
+                return False
+            if artifacts:
+                record.artifacts.extend(artifacts)
+            self._move(cursor, record, state, message, artifacts=bool(artifacts))
+        self._publish(record)
+        return True
+
+    def advance_through(
+        self,
+        task_id: str,
+        through: TaskState,
+        state: TaskState,
+        message: Message | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Task | None:
+        """Move a live task into ``through`` and on to ``state`` with one write; the task
+        as it was in ``through`` (for its update), None if it is gone or already terminal."""
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.terminal:
+                return None
+            sequence = self._next_sequence(cursor, 2)
+            move(record, through, None, self._now(), sequence - 1)
+            passed = record.snapshot()
+            if artifacts:
+                record.artifacts.extend(artifacts)
+            move(record, state, message, self._now(), sequence)
+            self._write(cursor, record, history=message is not None, artifacts=bool(artifacts))
+        self._publish(record)
+        return passed
+
+    def cancel(self, owner: str, task_id: str) -> TaskRecord:
+        with driver_write(self._engine) as cursor:
+            record = self._current(cursor, task_id)
+            if record is None or record.owner != owner:
+                raise errors.TaskNotFound(task_id)
+            check_cancelable(record)
+            self._move(cursor, record, TaskState.CANCELED, None)
+        return self._publish(record)
+
+    async def wait_settled(self, record: TaskRecord) -> None:
+        """Return once the task is terminal or waiting for input or authorization."""
+        while record.state not in SETTLED_STATES:
+            try:
+                await asyncio.wait_for(record.settled.wait(), SETTLE_POLL_SECONDS)
+            except TimeoutError:
+                current = self._read(record.id)
+                if current is None:
+                    return
+                self._publish(current)
+
+    # --- work leases (member_kit.tasks.leases) ---------------------------------------------
+
+    def renew(self, task_ids: Collection[str]) -> set[str]:
+        return self.leases.renew(task_ids)
+
+    def claim(self, task_id: str) -> bool:
+        return self.leases.claim(task_id)
+
+    def take_over(self, limit: int) -> list[TaskRecord]:
+        taken = (self._read(task_id) for task_id in self.leases.take_over(limit))
+        return [self._publish(record) for record in taken if record is not None]
+
+    def release(self) -> None:
+        self.leases.release()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def get(self, owner: str, task_id: str) -> TaskRecord:
+        record = self._read(task_id)
+        if record is None or record.owner != owner:
+            raise errors.TaskNotFound(task_id)
+        return self._publish(record)
+
+    def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse:
+        """The owner's tasks matching ``query``, newest status change first, one page."""
+        changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
+        conditions = filters(owner, query, changed_after)
+        page_size = query.page_size or DEFAULT_PAGE_SIZE
+        after = decode_page_token(query.page_token) if query.page_token else None
+        page_query = (
+            select(*(tasks.c[name] for name in COLUMNS))
+            .where(*conditions, *below(after))
+            .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
+            .limit(page_size + 1)
+        )
+        with read_transaction(self._engine) as connection:
+            total = connection.scalar(select(func.count()).select_from(tasks).where(*conditions))
+            rows = connection.execute(page_query).all()
+        page = [record_of(row) for row in rows[:page_size]]
+        more = len(rows) > page_size
+        return ListTasksResponse(
+            tasks=[
+                record.snapshot(query.history_length, bool(query.include_artifacts))
+                for record in page
+            ],
+            next_page_token=encode_page_token(page[-1].sort_key) if more else "",
+            page_size=page_size,
+            total_size=int(total or 0),
+        )
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _sql(self, sql: str) -> str:
+        return driver_sql(self._engine, sql)
+
+    def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
+        """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
+        cursor.execute(self._sql(_BUMP_SEQUENCE), {"count": count})
+        return int(only_row(cursor)[0])
+
+    def _insert(
+        self,
+        cursor: DBAPICursor,
+        owner: str,
+        message: Message,
+        context_id: str | None,
+        metadata: dict[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> TaskRecord:
+        record = TaskRecord(
+            id=self._new_id(),
+            owner=owner,
+            context_id=context_id or self._new_id(),
+            state=TaskState.SUBMITTED,
+            changed_at=self._now(),
+            sequence=self._next_sequence(cursor, 1),
+            metadata=metadata,
+        )
+        record.history.append(bound(message, record))
+        row = {"id": record.id, "owner": owner, **row_values(record)}
+        lease = {"worker": self.leases.worker, "until": self.leases.until()}
+        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key, **lease})
+        if idempotency_key is not None:
+            now_ms = epoch_milliseconds(record.changed_at)
+            self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
+        return record
+
+    def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
+        """Take the work lease of a task this process is about to work on again."""
+        lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
+        cursor.execute(self._sql(_LEASE), lease)
+
+    def _make_room(self, cursor: DBAPICursor) -> Evicted:
+        """Evict down to the low-water mark if the store is full (one statement per
+        batch, see :func:`~member_kit.tasks.memory.evictions_due`); the evicted tasks'
+        ``(owner, id)``."""
+        cursor.execute(self._sql(_COUNT))
+        (stored,) = only_row(cursor)
+        if stored < self.capacity:
+            return []
+        due = {"count": evictions_due(stored, self.capacity)}
+        cursor.execute(self._sql(_EVICT_OLDEST_FINISHED), due)
+        rows = cursor.fetchall()
+        if not rows:
+            raise errors.TaskStoreFull(self.capacity)
+        self._keys.retain(cursor, [(row[0], row[: len(COLUMNS)]) for row in rows if row[-1]])
+        return [(row[1], row[0]) for row in rows]
+
+    def _evicted(self, evicted: Evicted) -> None:
+        """Announce stored evictions now, or when the open transaction() commits."""
+        if not evicted:
+            return
+        pending = self._pending()
+        if pending is None:
+            self._announce(evicted)
+        else:
+            pending.extend(evicted)
+
+    def _pending(self) -> Evicted | None:
+        """The evictions of this store's open transaction(), if one is open here."""
+        open_transaction = _pending_evictions.get()
+        if open_transaction is None or open_transaction[0] is not self:
+            return None
+        return open_transaction[1]
+
+    def _move(
+        self,
+        cursor: DBAPICursor,
+        record: TaskRecord,
+        state: TaskState,
+        message: Message | None,
+        *,
+        history: bool = False,
+        artifacts: bool = False,
+    ) -> None:
+        """Move ``record`` on and write the columns that changed."""
+        move(record, state, message, self._now(), self._next_sequence(cursor, 1))
+        self._write(cursor, record, history=history or message is not None, artifacts=artifacts)
+
+    def _write(
+        self, cursor: DBAPICursor, record: TaskRecord, *, history: bool, artifacts: bool
+    ) -> None:
+        """Write the status of ``record``, and its history and artifacts if they grew."""
+        values = status_values(record)
+        if history:
+            values["history"] = history_json(record)
+        if artifacts:
+            values["artifacts"] = artifacts_json(record)
+        cursor.execute(self._sql(update_sql(tuple(values))), {**values, "id": record.id})
+
+    def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        """The task to change: a copy of this process's record when the row still holds
+        its sequence, else the row itself; None if the task is gone."""
+        known = self._live.get(task_id)
+        if known is None:
+            return self._load(cursor, task_id)
+        cursor.execute(self._sql(_SEQUENCE_OF), {"id": task_id})
+        stored = cursor.fetchone()
+        if stored is None:
+            return None
+        if stored[0] != known.sequence:
+            return self._load(cursor, task_id)
+        return replace(known, history=list(known.history), artifacts=list(known.artifacts))
+
+    def _keyed(self, cursor: DBAPICursor, owner: str, key: str | None) -> TaskRecord | None:
+        """The owner's task created under ``key`` (none without a key), as it ended if it
+        was evicted; raises IdempotencyKeyExpired after the key's retention window."""
+        if key is None:
+            return None
+        known = self._keys.lookup(cursor, owner, key, epoch_milliseconds(self._now()))
+        if known is not None:
+            task_id, retained = known
+            return record_of(retained) if retained is not None else self._load(cursor, task_id)
+        cursor.execute(self._sql(_BY_KEY), {"owner": owner, "key": key})
+        row = cursor.fetchone()
+        return record_of(row) if row is not None else None
+
+    def _read(self, task_id: str) -> TaskRecord | None:
+        with driver_read(self._engine) as cursor:
+            return self._load(cursor, task_id)
+
+    def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        cursor.execute(self._sql(_BY_ID), {"id": task_id})
+        row = cursor.fetchone()
+        return record_of(row) if row is not None else None
+
+    def _publish(self, fresh: TaskRecord) -> TaskRecord:
+        """The one object for this task in this process, brought up to date with ``fresh``."""
+        live = self._live.get(fresh.id)
+        if live is None:
+            self._live[fresh.id] = live = fresh
+        else:
+            copy_state(fresh, live)
+        signal_or_defer(live)
+        return live

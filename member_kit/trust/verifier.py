@@ -1,0 +1,452 @@
+"""The delegation-token check a remote specialist runs on every request.
+
+:meth:`DelegationVerifier.verify` takes the compact token and the facts of the request
+(which skill, which scopes it needs, which handoff the message names, whether the skill
+only reads) and returns a :class:`VerifiedDelegation` or raises :class:`DelegationDenied`
+with a stable reason code and an HTTP status: 401 when there is no usable token, 403 when
+the token is sound but does not allow this request.
+
+The checks run in a fixed order, cheapest and least trusting first:
+
+1. size cap and charset of the raw token (three base64url segments, no padding);
+2. the unverified header, UTF-8 without a byte order mark, parsed with duplicate
+   members refused: only ``alg``, ``typ``
+   and ``kid`` may appear, ``alg`` is EdDSA or ES256, ``typ`` is ``delegation+jwt``,
+   ``kid`` is a plain string;
+3. the payload, UTF-8 without BOM, parsed once with duplicate members refused; its
+   ``iss`` read (not yet
+   trusted) only to choose that issuer's pinned keys, then ``kid`` looked up among those
+   keys and nowhere else;
+4. the signature over the exact header and payload segments, with the one algorithm that
+   key is bound to (PyJWT's algorithm object, with the key already parsed); only then
+   are the claims parsed in step 3 trusted, as they are those very bytes;
+5. (no second parse: the signed bytes are the ones step 3 parsed strictly);
+6. presence and JSON types of every claim (a NumericDate is an integer, never a string
+   or a boolean), then ``iss`` equal to the issuer whose key verified;
+7. ``exp``, ``nbf`` and ``iat`` with the leeway, then the window itself
+   (``iat <= nbf < exp``: a token that can never be valid is refused), and the maximum
+   lifetime;
+8. ``aud`` one of this service's identities (a single string; an array is refused):
+   the RFC 9278 thumbprint URI of one of its own card-signing keys, which the service
+   derives from its keys (:meth:`member_kit.settings.MemberSettings.audiences`), never from a
+   URL in a card;
+9. ``act`` depth, then the full grant shape (a service that spends model requests
+   requires the budget claim to name ``model_requests``);
+10. tenant, scope, effect budget and handoff binding against the request;
+11. for a request that creates a task, the ``jti`` claimed once in the replay guard.
+
+Tokens are never logged or put into messages; :func:`claims_digest` gives a stable
+reference for audit records instead.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import jwt
+
+from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, VerificationKey, b64url_decode
+from contracts import strict_json
+from contracts.grant import (
+    DEFAULT_MAX_ACT_DEPTH,
+    Grant,
+    act_depth,
+    claims_digest,
+)
+from member_kit.trust.denials import (
+    REASONS,
+    DelegationDenied,
+    DenialReason,
+    ReasonInfo,
+    denial_from,
+    deny,
+)
+from member_kit.trust.denials import DenialReason as R
+from member_kit.trust.replay import (
+    Clock,
+    InMemoryReplayGuard,
+    ReplayGuard,
+    utc_now,
+)
+
+DELEGATION_TOKEN_TYPE = "delegation+jwt"
+ALLOWED_HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
+REQUIRED_CLAIMS = (
+    "iss",
+    "sub",
+    "aud",
+    "iat",
+    "nbf",
+    "exp",
+    "jti",
+    "act",
+    "scope",
+    "tenant",
+    "handoff",
+)
+NUMERIC_DATE_CLAIMS = ("iat", "nbf", "exp")
+STRING_CLAIMS = ("iss", "sub", "jti", "scope", "tenant")
+OBJECT_CLAIMS = ("act", "handoff")
+DEFAULT_MAX_TOKEN_BYTES = 8192
+DEFAULT_MAX_LIFETIME = timedelta(minutes=10)
+DEFAULT_LEEWAY = timedelta(seconds=30)
+MAX_LEEWAY = timedelta(minutes=2)
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
+
+# This service's identities at a time: every aud a token for it may name.
+Audiences = Callable[[datetime], Set[str]]
+
+__all__ = [
+    "REASONS",
+    "Authenticated",
+    "DelegationDenied",
+    "DelegationVerifier",
+    "DenialReason",
+    "ReasonInfo",
+    "VerifiedDelegation",
+    "claims_digest",
+]
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The facts of the request a token is checked against."""
+
+    skill_id: str
+    scopes: frozenset[str]
+    handoff_id: str | None
+    read_only: bool
+    tenant: str | None
+    creates_task: bool
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    """A token whose signature, times, audience and claims passed, not yet held against
+    any request (see :meth:`DelegationVerifier.authenticate`)."""
+
+    token: str = field(repr=False)
+    grant: Grant
+    key: VerificationKey
+    claims_digest: str
+
+
+@dataclass(frozen=True)
+class VerifiedDelegation:
+    """A token that passed every check, with what the service needs to act and to audit."""
+
+    grant: Grant
+    kid: str
+    alg: str
+    skill_id: str
+    claims_digest: str
+
+    @property
+    def current_actor(self) -> str:
+        """RFC 8693: only the outermost actor counts for access decisions."""
+        assert self.grant.act is not None
+        return self.grant.act.sub
+
+
+class DelegationVerifier:
+    """Checks delegation tokens minted by trusted issuers for one audience (this service)."""
+
+    def __init__(
+        self,
+        trusted_issuers: Mapping[str, TrustedKeys],
+        audience: str | Audiences,
+        *,
+        clock: Clock = utc_now,
+        max_lifetime: timedelta = DEFAULT_MAX_LIFETIME,
+        leeway: timedelta = DEFAULT_LEEWAY,
+        max_act_depth: int = DEFAULT_MAX_ACT_DEPTH,
+        max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+        replay_guard: ReplayGuard | None = None,
+        require_model_budget: bool = False,
+    ) -> None:
+        """``require_model_budget``: this service spends model requests on the work, so a
+        token must bound them (``handoff.budget.model_requests``); a budget claim without
+        that limit is wider than any grant that has one, and is refused."""
+        if not trusted_issuers or not all(
+            isinstance(k, TrustedKeys) for k in trusted_issuers.values()
+        ):
+            raise ValueError("trusted_issuers maps each issuer to its TrustedKeys")
+        if not audience:
+            raise ValueError("the verifier needs this service's audience identifier")
+        if not timedelta(0) <= leeway <= MAX_LEEWAY:
+            raise ValueError(f"leeway must be between 0 and {MAX_LEEWAY}")
+        if max_lifetime <= timedelta(0) or max_act_depth < 1 or max_token_bytes < 1:
+            raise ValueError("max_lifetime, max_act_depth and max_token_bytes must be positive")
+        # kept as given: an IssuerDirectory changes its keys when it refreshes them
+        self._issuers = trusted_issuers
+        self._audiences = audience if callable(audience) else _fixed(audience)
+        self._clock = clock
+        self._max_lifetime = int(max_lifetime.total_seconds())
+        self._leeway = int(leeway.total_seconds())
+        self._max_act_depth = max_act_depth
+        self._max_token_bytes = max_token_bytes
+        if replay_guard is None:
+            replay_guard = InMemoryReplayGuard(clock, leeway=leeway)
+        self._replay = replay_guard
+        self._require_model_budget = require_model_budget
+
+    def authenticate(self, token: str | None) -> Authenticated:
+        """Every check that does not depend on the request (steps 1 to 9 and the grant's
+        shape), or :class:`DelegationDenied`. The HTTP edge calls this on the headers
+        alone, before any body is read; :meth:`verify` then takes the result."""
+        try:
+            return self._authenticate(token)
+        except Exception as exc:
+            raise denial_from(exc) from None
+
+    def verify(
+        self,
+        token: str | None,
+        *,
+        skill_id: str,
+        required_scopes: Iterable[str],
+        handoff_id: str | None,
+        read_only: bool,
+        tenant: str | None = None,
+        creates_task: bool = False,
+        authenticated: Authenticated | None = None,
+    ) -> VerifiedDelegation:
+        """The verified delegation for this request, or :class:`DelegationDenied`.
+
+        ``handoff_id`` is the handoff named in the message (``None`` when the request
+        names none, e.g. a task lookup); ``tenant``, when given, must equal the token's.
+        ``creates_task`` claims the token's ``jti`` so it can create one task only; a
+        caller that decides later whether a task is created passes ``False`` and calls
+        :meth:`claim_task_creation` then. ``authenticated``, the result of
+        :meth:`authenticate` for this very token, spares checking the signature twice.
+        """
+        scopes = frozenset(required_scopes)
+        if not scopes:
+            raise ValueError("a skill must require at least one scope")
+        request = _Request(skill_id, scopes, handoff_id, read_only, tenant, creates_task)
+        try:
+            if authenticated is None or authenticated.token != token:
+                authenticated = self._authenticate(token)
+            return self._for_request(authenticated, request)
+        except Exception as exc:
+            raise denial_from(exc) from None
+
+    def _authenticate(self, token: str | None) -> Authenticated:
+        now = self._clock()
+        token = self._shaped(token)
+        header_segment, payload_segment, signature_segment = token.split(".")
+        alg, kid = _checked_header(_json_object(header_segment))
+        claims = _json_object(payload_segment)
+        issuer = self._issuer_of(claims)
+        key = self._key(issuer, kid, alg, now)
+        _check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
+        try:
+            grant = self._admit(claims, issuer, now)
+            return Authenticated(token, grant, key, claims_digest(claims))
+        except Exception as exc:
+            raise denial_from(exc).signed(claims) from None
+
+    def _admit(self, claims: dict[str, Any], issuer: str, now: datetime) -> Grant:
+        """The steps after the signature: types, times, audience, act depth, grant shape."""
+        _check_claim_types(claims)
+        if claims["iss"] != issuer:
+            raise deny(R.ISSUER_MISMATCH)
+        self._check_times(claims, int(now.timestamp()))
+        if claims["aud"] not in self._audiences(now):
+            raise deny(R.AUDIENCE_MISMATCH, "the token is meant for another service")
+        if _act_depth(claims["act"]) > self._max_act_depth:
+            raise deny(R.ACT_CHAIN_TOO_DEEP, f"limit is {self._max_act_depth}")
+        grant = Grant.model_validate(claims)
+        if self._require_model_budget and grant.handoff.budget.model_requests is None:
+            raise deny(R.MODEL_BUDGET_UNBOUNDED, "a missing model-request limit counts as wider")
+        return grant
+
+    def _for_request(self, authenticated: Authenticated, request: _Request) -> VerifiedDelegation:
+        """The request binding: tenant, scopes, effects, handoff; then the jti claim."""
+        grant, key = authenticated.grant, authenticated.key
+        try:
+            _check_request(
+                grant, request.scopes, request.handoff_id, request.read_only, request.tenant
+            )
+            verified = VerifiedDelegation(
+                grant, key.kid, key.alg, request.skill_id, authenticated.claims_digest
+            )
+            if request.creates_task:
+                self._claim(verified)
+        except Exception as exc:
+            denial = denial_from(exc)
+            denial.jti, denial.claims_digest = grant.jti, authenticated.claims_digest
+            raise denial from None
+        return verified
+
+    def claim_task_creation(self, verified: VerifiedDelegation) -> None:
+        """Claim a verified token's ``jti`` for creating one task, or raise
+        :class:`DelegationDenied` (``replayed_jti``, or ``replay_guard_unavailable``)."""
+        try:
+            self._claim(verified)
+        except Exception as exc:
+            grant = verified.grant
+            denial = denial_from(exc)
+            denial.jti, denial.claims_digest = grant.jti, verified.claims_digest
+            raise denial from None
+
+    def _claim(self, verified: VerifiedDelegation) -> None:
+        grant = verified.grant
+        if not self._replay.claim_task_creation(grant.jti, grant.exp, issuer=grant.iss):
+            raise deny(R.REPLAYED_JTI)
+
+    def _shaped(self, token: str | None) -> str:
+        if not token:
+            raise deny(R.TOKEN_MISSING)
+        if not isinstance(token, str):
+            raise deny(R.TOKEN_MALFORMED, "the token is not text")
+        if len(token) > self._max_token_bytes:
+            raise deny(R.TOKEN_TOO_LARGE, f"cap is {self._max_token_bytes} bytes")
+        if not _TOKEN_SHAPE.fullmatch(token):
+            raise deny(R.TOKEN_MALFORMED, "not three unpadded base64url segments")
+        return token
+
+    def _issuer_of(self, unverified: dict[str, Any]) -> str:
+        issuer = unverified.get("iss")
+        if issuer is None:
+            raise deny(R.CLAIM_MISSING, "iss")
+        if not isinstance(issuer, str):
+            raise deny(R.CLAIM_TYPE_INVALID, "iss must be a string")
+        if issuer not in self._issuers:
+            raise deny(R.ISSUER_UNKNOWN)
+        return issuer
+
+    def _key(self, issuer: str, kid: str, alg: str, now: datetime) -> VerificationKey:
+        key = self._issuers[issuer].get(kid, at=now)
+        if key is None:
+            denial = deny(R.KID_UNKNOWN, "not a pinned, unexpired key of this issuer")
+            denial.issuer = issuer
+            raise denial
+        if key.alg != alg:
+            raise deny(R.ALGORITHM_NOT_ALLOWED, f"this key signs with {key.alg} only")
+        return key
+
+    def _check_times(self, claims: Mapping[str, Any], now: int) -> None:
+        if claims["exp"] <= now - self._leeway:
+            raise deny(R.TOKEN_EXPIRED)
+        if claims["nbf"] > now + self._leeway:
+            raise deny(R.TOKEN_NOT_YET_VALID)
+        if claims["iat"] > now + self._leeway:
+            raise deny(R.ISSUED_IN_FUTURE)
+        if not claims["iat"] <= claims["nbf"] < claims["exp"]:
+            raise deny(R.VALIDITY_WINDOW_INVALID, "the token can never be valid")
+        if claims["exp"] - claims["iat"] > self._max_lifetime:
+            raise deny(R.LIFETIME_TOO_LONG, f"limit is {self._max_lifetime} s")
+
+
+def _fixed(audience: str) -> Audiences:
+    """One identity, whatever the time (a verifier whose caller names it)."""
+    identities = frozenset({audience})
+    return lambda _now: identities
+
+
+def _act_depth(act: Mapping[str, Any]) -> int:
+    try:
+        return act_depth(act)
+    except TypeError:
+        raise deny(R.CLAIM_TYPE_INVALID, "every act level must be an object") from None
+
+
+_BYTE_ORDER_MARKS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def _utf8_text(data: bytes) -> str:
+    """A segment's bytes as UTF-8 text: one spelling only (RFC 7515 section 5.1, RFC 8259
+    section 8.1), so no byte order mark, no UTF-16 or UTF-32 (their ASCII shows as NUL
+    bytes, which strict JSON never holds raw), and no encoded surrogate."""
+    if data.startswith(_BYTE_ORDER_MARKS):
+        raise deny(R.TOKEN_ENCODING_INVALID, "a byte order mark")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise deny(R.TOKEN_ENCODING_INVALID, "not UTF-8") from None
+    if "\x00" in text:
+        raise deny(R.TOKEN_ENCODING_INVALID, "a NUL byte (UTF-16 or UTF-32?)")
+    return text
+
+
+def _json_object(segment: str) -> dict[str, Any]:
+    value = strict_json.loads(_utf8_text(b64url_decode(segment)))
+    if not isinstance(value, dict):
+        raise deny(R.TOKEN_MALFORMED, "a segment is not a JSON object")
+    return value
+
+
+def _checked_header(header: dict[str, Any]) -> tuple[str, str]:
+    extra = sorted(set(header) - ALLOWED_HEADER_MEMBERS)
+    if extra:
+        raise deny(R.HEADER_NOT_ALLOWED, f"not allowed: {', '.join(extra)}")
+    alg = header.get("alg")
+    if not isinstance(alg, str) or alg not in ALGORITHMS:
+        raise deny(R.ALGORITHM_NOT_ALLOWED, "alg must be EdDSA or ES256")
+    if header.get("typ") != DELEGATION_TOKEN_TYPE:
+        raise deny(R.TYPE_MISMATCH, f"typ must be {DELEGATION_TOKEN_TYPE}")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid):
+        raise deny(R.KID_INVALID)
+    return alg, kid
+
+
+_JWS = jwt.PyJWS()  # only to look up PyJWT's algorithm objects
+
+
+def _check_signature(signing_input: str, signature_segment: str, key: VerificationKey) -> None:
+    """The JWS signature over ``header.payload`` verifies with ``key`` and its one algorithm.
+
+    The segments were already decoded strictly (canonical unpadded base64url, strict JSON)
+    and the header checked, which is everything PyJWS's ``decode_complete`` would do again
+    before the same algorithm object's ``verify``.
+    """
+    algorithm = _JWS.get_algorithm_by_name(key.alg)
+    prepared = algorithm.prepare_key(key.public_key)
+    signature = b64url_decode(signature_segment)
+    if not algorithm.verify(signing_input.encode("ascii"), prepared, signature):
+        raise deny(R.SIGNATURE_INVALID)
+
+
+def _check_claim_types(claims: Mapping[str, Any]) -> None:
+    for name in REQUIRED_CLAIMS:
+        if name not in claims:
+            raise deny(R.CLAIM_MISSING, name)
+    for name in NUMERIC_DATE_CLAIMS:
+        value = claims[name]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise deny(R.CLAIM_TYPE_INVALID, f"{name} must be an integer NumericDate")
+    for name in STRING_CLAIMS:
+        if not isinstance(claims[name], str):
+            raise deny(R.CLAIM_TYPE_INVALID, f"{name} must be a string")
+    for name in OBJECT_CLAIMS:
+        if not isinstance(claims[name], dict):
+            raise deny(R.CLAIM_TYPE_INVALID, f"{name} must be an object")
+    if isinstance(claims["aud"], list):
+        raise deny(R.AUDIENCE_MISMATCH, "aud must be one string, not an array")
+    if not isinstance(claims["aud"], str):
+        raise deny(R.CLAIM_TYPE_INVALID, "aud must be a string")
+
+
+def _check_request(
+    grant: Grant,
+    scopes: frozenset[str],
+    handoff_id: str | None,
+    read_only: bool,
+    tenant: str | None,
+) -> None:
+    if tenant is not None and grant.tenant != tenant:
+        raise deny(R.TENANT_MISMATCH)
+    missing = sorted(scopes - grant.scopes)
+    if missing:
+        raise deny(R.SCOPE_INSUFFICIENT, f"missing: {' '.join(missing)}")
+    if read_only and grant.handoff.budget.effects != 0:
+        raise deny(R.EFFECTS_NOT_ALLOWED)
+    if handoff_id is not None and grant.handoff.id != handoff_id:
+        raise deny(R.HANDOFF_MISMATCH)

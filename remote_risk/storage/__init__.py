@@ -1,9 +1,0 @@
-"""remote_risk's durable store: its tasks and its record of used tokens in one database.
-
-SQLite (a ``remote-risk.db`` file in the data directory) is the default; a database URL
-selects PostgreSQL. The schema is owned by the Alembic revisions in
-:mod:`remote_risk.storage.migrations` (version table ``remote_risk_alembic_version``),
-applied on start by :func:`remote_risk.server.store.open_store`.
-"""
-
-__all__: list[str] = []
