@@ -1,8 +1,10 @@
-"""The risk service behind its delegation check, attacked and used over real loopback HTTP.
+"""Each member behind its delegation check, attacked and used over real loopback HTTP.
 
 Each attack is a SendMessage (or a lookup) carrying a forged or misused token; each must be
 refused with its reason code at ``error.data[0].metadata.reason``, its HTTP status, and an
-RFC 6750 challenge, before any task exists.
+RFC 6750 challenge, before any task exists. Every test here runs against remote_risk and
+against the terms member built on the kit (``tests/members.py``): the same table, the
+same reasons; a valid send carries that member's own skill, scope and input.
 """
 
 from __future__ import annotations
@@ -25,10 +27,9 @@ from contracts.grant import Grant
 from contracts.wire import AGENT_CARD_PATH
 from coordinator.authority.tokens import mint_token
 from member_kit.server.app import JSONRPC_PATH, JWKS_PATH
-from remote_risk.service import create_app
-from remote_risk.settings import Settings
 from tests import tokens
-from tests.remote_risk.conftest import binding_of, risk_input
+from tests.members import MEMBERS, MemberUnderTest
+from tests.remote_risk.conftest import binding_of
 from tests.servers import free_port, running
 from tests.tokens import (
     ATTACKER_KEY,
@@ -43,19 +44,18 @@ from tests.tokens import (
 
 ISSUER = "urn:a2a-federation:coordinator"
 OTHER_ISSUER = "urn:a2a-federation:ops"
-SCOPE = "risk:interpret"
-SKILL = "interpret-risk-policy"
 HANDOFF = "handoff-7"
 _ids = itertools.count(1)
 _jtis = itertools.count(1)
 
 
 class Service:
-    """A running, token-checking risk service and a raw JSON-RPC caller."""
+    """A running, token-checking member and a raw JSON-RPC caller."""
 
-    def __init__(self, base_url: str, app: Any) -> None:
+    def __init__(self, base_url: str, app: Any, member: MemberUnderTest) -> None:
         self.base_url = base_url
         self.app = app
+        self.member = member
         self.agent_id = app.state.settings.agent_id
 
     def claims(self, **changes: Any) -> dict[str, Any]:
@@ -64,7 +64,7 @@ class Service:
             now=int(time.time()),
             issuer=ISSUER,
             audience=self.agent_id,
-            scope=SCOPE,
+            scope=self.member.scope,
             handoff_id=HANDOFF,
             jti=f"jti-{next(_jtis)}",
         )
@@ -83,29 +83,29 @@ class Service:
         return httpx.post(self.base_url + JSONRPC_PATH, json=body, headers=sent, timeout=10)
 
     def send(self, token: str | None, **metadata: Any) -> httpx.Response:
-        return self.post("SendMessage", send_params(**metadata), token)
+        return self.post("SendMessage", self.send_params(**metadata), token)
+
+    def send_params(self, **metadata: Any) -> dict[str, Any]:
+        """A send of its own, of this member's skill and a valid input: a fresh idempotency
+        key, so that no send is taken for a retry."""
+        key = f"k-{next(_ids)}"
+        skill = self.member.skill
+        meta = {"handoffId": HANDOFF, "attempt": 1, "skillId": skill, "idempotencyKey": key}
+        message: dict[str, Any] = {
+            "messageId": f"m-{next(_ids)}",
+            "role": "ROLE_USER",
+            "parts": [{"data": self.member.valid_input(), "mediaType": "application/json"}],
+            "metadata": tokens.changed(meta, **metadata),
+        }
+        return {"message": message}
 
 
-def send_params(task_id: str | None = None, **metadata: Any) -> dict[str, Any]:
-    """A send of its own: a fresh idempotency key, so that no send is taken for a retry."""
-    key = f"k-{next(_ids)}"
-    meta = {"handoffId": HANDOFF, "attempt": 1, "skillId": SKILL, "idempotencyKey": key}
-    meta = tokens.changed(meta, **metadata)
-    message: dict[str, Any] = {
-        "messageId": f"m-{next(_ids)}",
-        "role": "ROLE_USER",
-        "parts": [{"data": risk_input(), "mediaType": "application/json"}],
-        "metadata": meta,
-    }
-    if task_id is not None:
-        message["taskId"] = task_id
-    return {"message": message}
-
-
-@pytest.fixture(scope="module")
-def service() -> Iterator[Service]:
+@pytest.fixture(scope="module", params=sorted(MEMBERS))
+def service(request: pytest.FixtureRequest) -> Iterator[Service]:
+    """Each member in turn, trusting two issuers (two keys of the coordinator's)."""
+    member = MEMBERS[request.param]
     port = free_port()
-    settings = Settings(
+    app = member.create_app(
         public_base_url=f"http://127.0.0.1:{port}",
         trusted_issuers={
             ISSUER: TrustedKeys(
@@ -115,9 +115,8 @@ def service() -> Iterator[Service]:
         },
         signing_keys=KeySet(active=SigningKey.generate()),
     )
-    app = create_app(settings)
     with running(app, port=port) as url:
-        yield Service(url, app)
+        yield Service(url, app, member)
 
 
 def refusal(response: httpx.Response) -> tuple[int, str, dict[str, Any]]:
@@ -200,7 +199,7 @@ ATTACKS = [
     Attack("signature_altered", lambda s: tokens.alter_signature(s.token()),
            "signature_invalid", 401),
     Attack("payload_swapped",
-           lambda s: tokens.swap_payload(s.token(), s.claims(scope="risk:interpret admin")),
+           lambda s: tokens.swap_payload(s.token(), s.claims(scope=s.member.scope + " admin")),
            "signature_invalid", 401),
     Attack("signature_padded", lambda s: s.token() + "==", "token_malformed", 401),
     Attack("expired",
@@ -237,14 +236,16 @@ ATTACKS = [
            metadata={"handoffId": DROP}),
     Attack("message_names_another_attempt", lambda s: s.token(), "handoff_mismatch", 403,
            metadata={"attempt": 2}),
-    Attack("scope_too_narrow", lambda s: s.token(scope="risk:read"), "scope_insufficient", 403),
+    Attack("scope_too_narrow", lambda s: s.token(scope=s.member.narrow_scope),
+           "scope_insufficient", 403),
     Attack("effects_above_zero", lambda s: _budget(s, effects=1), "effects_not_allowed", 403),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[attack.name for attack in ATTACKS])
 def test_attack_is_refused_over_http(service: Service, attack: Attack) -> None:
-    """Each forged or misused token is refused with its reason code, status and challenge."""
+    """Each forged or misused token is refused with its reason code, status and challenge:
+    the table's, on every member."""
     token = attack.token(service)
     if attack.replay_first:
         assert service.send(token).status_code == 200
@@ -322,7 +323,7 @@ def test_two_authorization_headers_are_refused(service: Service) -> None:
 
 def test_tenant_in_the_request_must_match_the_token(service: Service) -> None:
     """A request naming another tenant than its token is refused with 403 tenant_mismatch."""
-    params = {**send_params(), "tenant": "tenant-b"}
+    params = {**service.send_params(), "tenant": "tenant-b"}
     response = service.post("SendMessage", params, service.token())
     assert refusal(response)[:2] == (403, "tenant_mismatch")
 
@@ -402,7 +403,7 @@ def test_every_decision_is_recorded_without_the_token(
 ) -> None:
     """Allowed and denied decisions land in app.state.decisions and the log with the jti and
     claims digest, and no part of the token."""
-    good, bad = service.token(), service.token(scope="risk:read")
+    good, bad = service.token(), service.token(scope=service.member.narrow_scope)
     with caplog.at_level("INFO", logger="member_kit.server.auth"):
         service.send(good)
         service.send(bad)
@@ -453,7 +454,9 @@ def test_card_advertises_the_delegation_scheme(service: Service) -> None:
     card = httpx.get(service.base_url + AGENT_CARD_PATH, timeout=10).json()
     assert card["securitySchemes"]["delegation"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
     (skill,) = card["skills"]
-    assert skill["securityRequirements"] == [{"schemes": {"delegation": {"list": [SCOPE]}}}]
+    scopes = [service.member.scope]
+    assert skill["id"] == service.member.skill
+    assert skill["securityRequirements"] == [{"schemes": {"delegation": {"list": scopes}}}]
 
 
 def test_a_tampered_card_does_not_verify(service: Service) -> None:

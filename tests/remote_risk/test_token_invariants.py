@@ -7,6 +7,10 @@
 * a continuation (``message.taskId``) carries the handoff binding of the task it continues
   (``continuation_mismatch`` otherwise) and its principal (another principal's task is not
   found).
+
+The window and the spelling are checked on every member of ``tests/members.py`` (the
+``service`` fixture of test_auth_http); the continuation only on remote_risk, the one
+member whose skill leaves a task waiting for input.
 """
 
 from __future__ import annotations
@@ -21,13 +25,17 @@ import pytest
 
 from agent_cards.keys import b64url_encode
 from tests import tokens
+from tests.members import RISK
 from tests.remote_risk.conftest import binding_of, risk_input
-from tests.remote_risk.test_auth_http import SKILL, Service, refusal, service
+from tests.remote_risk.test_auth_http import Service, refusal, service
 from tests.tokens import COORDINATOR_KEY, header
 
 __all__ = ["service"]
 
 _ids = itertools.count(1)
+# remote_risk only: a continuation needs a task waiting for input, and the terms member's
+# skill answers every acceptable input at once (COMPLETED), never INPUT_REQUIRED.
+risk_only = pytest.mark.parametrize("service", [RISK.name], indirect=True)
 
 
 def _now() -> int:
@@ -127,7 +135,7 @@ def message(
         "messageId": f"inv-m-{next(_ids)}",
         "role": "ROLE_USER",
         "parts": [{"data": data, "mediaType": "application/json"}],
-        "metadata": {"handoffId": handoff, "attempt": attempt, "skillId": SKILL},
+        "metadata": {"handoffId": handoff, "attempt": attempt, "skillId": RISK.skill},
     }
     if task_id is not None:
         body["taskId"] = task_id
@@ -149,6 +157,7 @@ def waiting_task(service: Service, handoff: str) -> dict[str, Any]:
     return task
 
 
+@risk_only
 def test_a_token_of_another_handoff_cannot_continue_the_task(service: Service) -> None:
     """The observed attack: a token bound to handoff Y continues X's task. Refused (a
     token sees only its own handoff's tasks, so X's is not found), and the task is
@@ -163,6 +172,7 @@ def test_a_token_of_another_handoff_cannot_continue_the_task(service: Service) -
     assert len(after["result"].get("history", [])) == len(task.get("history", []))
 
 
+@risk_only
 def test_the_message_cannot_name_the_task_handoff_with_another_token(service: Service) -> None:
     task = waiting_task(service, "handoff-x2")
     params = message(risk_input(), "handoff-x2", task_id=task["id"])
@@ -170,6 +180,7 @@ def test_the_message_cannot_name_the_task_handoff_with_another_token(service: Se
     assert refusal(response)[:2] == (403, "handoff_mismatch")
 
 
+@risk_only
 def test_another_attempt_cannot_continue_the_task(service: Service) -> None:
     task = waiting_task(service, "handoff-x3")
     params = message(risk_input(), "handoff-x3", attempt=2, task_id=task["id"])
@@ -177,6 +188,7 @@ def test_another_attempt_cannot_continue_the_task(service: Service) -> None:
     assert refusal(response)[:2] == (403, "continuation_mismatch")
 
 
+@risk_only
 def test_another_principal_cannot_continue_the_task(service: Service) -> None:
     """The same handoff under another subject or tenant does not find the task."""
     task = waiting_task(service, "handoff-x4")
@@ -186,6 +198,7 @@ def test_another_principal_cannot_continue_the_task(service: Service) -> None:
         assert answer.status_code == 200 and answer.json()["error"]["code"] == -32001
 
 
+@risk_only
 def test_the_same_binding_continues_the_task(service: Service) -> None:
     task = waiting_task(service, "handoff-x5")
     params = message(risk_input(), "handoff-x5", task_id=task["id"])

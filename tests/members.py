@@ -1,0 +1,75 @@
+"""The members the token-attack suite holds to the same refusals.
+
+``remote_risk`` (the risk team's member, :mod:`remote_risk.service`) and ``terms`` (the
+legal team's member, built on the kit in one file: ``examples/terms_member.py``, loaded
+here by path since ``examples/`` is no package). Each says what a valid send to it
+carries (its skill, the scope that skill requires, an input it accepts) and builds its
+app from settings, so that one attack table runs against both.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tests.remote_risk.conftest import risk_input
+
+TERMS_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "terms_member.py"
+TERMS_MODULE = "examples_terms_member"
+
+
+@dataclass(frozen=True)
+class MemberUnderTest:
+    """One member: its skill, the scope it requires, a narrower scope of the same member
+    (not enough for the skill), an input it completes on, and its app from settings."""
+
+    name: str
+    skill: str
+    scope: str
+    narrow_scope: str
+    valid_input: Callable[[], dict[str, Any]]
+    create_app: Callable[..., Any]
+
+
+@cache
+def terms_example() -> ModuleType:
+    """examples/terms_member.py as a module, loaded once."""
+    spec = importlib.util.spec_from_file_location(TERMS_MODULE, TERMS_EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[TERMS_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _risk_app(**settings: Any) -> Any:
+    from remote_risk.service import create_app
+    from remote_risk.settings import Settings
+
+    return create_app(Settings(**settings))
+
+
+def _terms_app(**settings: Any) -> Any:
+    from member_kit.server.app import create_app
+    from member_kit.settings import MemberSettings
+
+    return create_app(MemberSettings(**settings), terms_example().MEMBER)
+
+
+def _terms_input() -> dict[str, Any]:
+    return {"text": "Refunds are handled by the support team.", "terms": ["refund", "warranty"]}
+
+
+RISK = MemberUnderTest(
+    "remote_risk", "interpret-risk-policy", "risk:interpret", "risk:read", risk_input, _risk_app
+)
+TERMS = MemberUnderTest(
+    "terms", "check-terms", "terms:check", "terms:read", _terms_input, _terms_app
+)
+MEMBERS = {member.name: member for member in (RISK, TERMS)}
