@@ -1,7 +1,9 @@
 """A token-checking risk service on loopback and a caller that sends as the coordinator does.
 
 Each send carries ``handoffId``, ``attempt`` and ``idempotencyKey`` in its metadata and a
-fresh delegation token bound to that handoff attempt (unless a token is given).
+fresh delegation token bound to that handoff attempt (unless a token is given). Another
+member of ``tests/members.py`` is served and called the same way when named (its skill,
+scope and input); remote_risk by default.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ import httpx
 
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
 from member_kit.server.app import JSONRPC_PATH
-from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
-from tests.remote_risk.conftest import risk_input
+from tests.members import RISK, MemberUnderTest
 from tests.servers import free_port, running
 from tests.tokens import COORDINATOR_KEY, header
 
@@ -32,28 +33,34 @@ _ids = itertools.count(1)
 def trusted_settings(public_base_url: str, **changes: Any) -> Settings:
     """Settings trusting the test coordinator's key, with a card key of its own (unless
     ``changes`` give one: the service's identity is derived from it)."""
+    return Settings(**trusted_changes(public_base_url, **changes))
+
+
+def trusted_changes(public_base_url: str, **changes: Any) -> dict[str, Any]:
+    """The settings' fields of :func:`trusted_settings`, for any member's settings."""
     changes.setdefault("signing_keys", KeySet(active=SigningKey.generate()))
-    return Settings(
-        public_base_url=public_base_url,
-        trusted_issuers={ISSUER: TrustedKeys([COORDINATOR_KEY.verification_key()])},
-        **changes,
-    )
+    trusted = {ISSUER: TrustedKeys([COORDINATOR_KEY.verification_key()])}
+    return dict(public_base_url=public_base_url, trusted_issuers=trusted, **changes)
 
 
 class Caller:
-    """One principal ``(ISSUER, sub, tenant-a)`` calling the service at ``base_url``."""
+    """One principal ``(ISSUER, sub, tenant-a)`` calling the service at ``base_url``,
+    which is ``member`` (remote_risk unless told)."""
 
-    def __init__(self, base_url: str, audience: str, sub: str = "alice") -> None:
+    def __init__(
+        self, base_url: str, audience: str, sub: str = "alice", member: MemberUnderTest = RISK
+    ) -> None:
         self.base_url = base_url
         self.audience = audience
         self.sub = sub
+        self.member = member
 
     def token(self, handoff_id: str, attempt: int = 1, jti: str | None = None) -> str:
         claims = tokens.delegation_claims(
             now=int(time.time()),
             issuer=ISSUER,
             audience=self.audience,
-            scope=SCOPE,
+            scope=self.member.scope,
             handoff_id=handoff_id,
             jti=jti or f"jti-{next(_ids)}",
             sub=self.sub,
@@ -81,13 +88,13 @@ class Caller:
         metadata = {
             "handoffId": handoff_id,
             "attempt": attempt,
-            "skillId": SKILL,
+            "skillId": self.member.skill,
             "idempotencyKey": key or f"{run_id}:{handoff_id}",
         }
         message = {
             "messageId": f"m-{next(_ids)}",
             "role": "ROLE_USER",
-            "parts": [{"data": risk_input(), "mediaType": "application/json"}],
+            "parts": [{"data": self.member.valid_input(), "mediaType": "application/json"}],
             "metadata": metadata,
         }
         params: dict[str, Any] = {"message": message}
@@ -115,11 +122,16 @@ def refusal_reason(response: httpx.Response) -> tuple[int, str]:
 
 @contextmanager
 def delegated_service(
-    port: int | None = None, public_base_url: str | None = None, **changes: Any
+    port: int | None = None,
+    public_base_url: str | None = None,
+    *,
+    member: MemberUnderTest = RISK,
+    **changes: Any,
 ) -> Iterator[tuple[Caller, Any]]:
-    """A running token-checking service and a caller for it; ``changes`` go to Settings."""
+    """A running token-checking ``member`` and a caller for it; ``changes`` go to its
+    settings."""
     port = port or free_port()
     public_base_url = public_base_url or f"http://127.0.0.1:{port}"
-    app = create_app(trusted_settings(public_base_url, **changes))
+    app = member.create_app(**trusted_changes(public_base_url, **changes))
     with running(app, port=port) as url:
-        yield Caller(url, app.state.settings.agent_id), app
+        yield Caller(url, app.state.settings.agent_id, member=member), app

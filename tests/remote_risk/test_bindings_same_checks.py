@@ -1,9 +1,11 @@
 """One place per guarantee: each bad token gets the same refusal on every binding.
 
-The same SendMessage, with the same bad token, is sent over JSON-RPC, HTTP+JSON and
-gRPC to one token-checking service; the stable reason code is the same on each, and
-each binding's status says the same thing (HTTP 401/403, gRPC UNAUTHENTICATED /
-PERMISSION_DENIED).
+The same SendMessage, with the same bad token, is sent over every binding the member's
+served card lists (JSON-RPC, HTTP+JSON and gRPC, at the addresses the card gives) to one
+token-checking service; the stable reason code is the same on each, and each binding's
+status says the same thing (HTTP 401/403, gRPC UNAUTHENTICATED / PERMISSION_DENIED).
+Each member of ``tests/members.py`` is held to it: remote_risk and the terms member built
+on the kit, with the same reasons.
 """
 
 from __future__ import annotations
@@ -20,21 +22,30 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
-from remote_risk.settings import REST_PATH
+from contracts.wire import AGENT_CARD_PATH
 from tests import tokens
-from tests.remote_risk.conftest import risk_input
-from tests.remote_risk.delegated import ISSUER, SCOPE, SKILL, Caller, delegated_service
+from tests.members import MEMBERS
+from tests.remote_risk.delegated import ISSUER, Caller, delegated_service
 from tests.servers import free_port
 
 HANDOFF = "h-same"
 GRPC_TO_HTTP = {"UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
+# Each binding a card may list: where on the interface's URL a send goes
+Interfaces = dict[str, str]
 
 
-@pytest.fixture(scope="module")
-def service() -> Iterator[tuple[Caller, str]]:
-    port = free_port()
-    with delegated_service(grpc_port=port) as (caller, _app):
-        yield caller, f"127.0.0.1:{port}"
+@pytest.fixture(scope="module", params=sorted(MEMBERS))
+def service(request: pytest.FixtureRequest) -> Iterator[tuple[Caller, Interfaces]]:
+    """Each member in turn, with gRPC on a port of its own; and the bindings its served
+    card lists, each at the URL the card gives."""
+    with delegated_service(member=MEMBERS[request.param], grpc_port=free_port()) as (caller, _):
+        yield caller, served_interfaces(caller)
+
+
+def served_interfaces(caller: Caller) -> Interfaces:
+    """Each binding the member's served card lists, and its URL (for gRPC, host:port)."""
+    card = httpx.get(caller.base_url + AGENT_CARD_PATH, timeout=10).json()
+    return {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
 
 
 def claims(caller: Caller, **changes: Any) -> dict[str, Any]:
@@ -42,7 +53,7 @@ def claims(caller: Caller, **changes: Any) -> dict[str, Any]:
         now=int(time.time()),
         issuer=ISSUER,
         audience=caller.audience,
-        scope=SCOPE,
+        scope=caller.member.scope,
         handoff_id=HANDOFF,
         jti=f"jti-{time.monotonic_ns()}",
     )
@@ -61,13 +72,15 @@ CASES: dict[str, BadToken] = {
 }
 
 
-def message() -> dict[str, Any]:
+def message(caller: Caller) -> dict[str, Any]:
+    """A send of the member's skill with an input it accepts."""
+    data = caller.member.valid_input()
     return {
         "message": {
             "messageId": f"m-{time.monotonic_ns()}",
             "role": "ROLE_USER",
-            "parts": [{"data": risk_input(), "mediaType": "application/json"}],
-            "metadata": {"handoffId": HANDOFF, "attempt": 1, "skillId": SKILL},
+            "parts": [{"data": data, "mediaType": "application/json"}],
+            "metadata": {"handoffId": HANDOFF, "attempt": 1, "skillId": caller.member.skill},
         }
     }
 
@@ -77,19 +90,17 @@ def headers(token: str | None) -> dict[str, str]:
     return found | ({"Authorization": f"Bearer {token}"} if token else {})
 
 
-def over_jsonrpc(caller: Caller, _address: str, token: str | None) -> tuple[int, str]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message()}
-    response = httpx.post(
-        caller.base_url + "/a2a/jsonrpc", json=body, headers=headers(token), timeout=10
-    )
+def over_jsonrpc(caller: Caller, url: str, token: str | None) -> tuple[int, str]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message(caller)}
+    response = httpx.post(url, json=body, headers=headers(token), timeout=10)
     (info,) = response.json()["error"]["data"]
     return response.status_code, info["metadata"]["reason"]
 
 
-def over_rest(caller: Caller, _address: str, token: str | None) -> tuple[int, str]:
+def over_rest(caller: Caller, url: str, token: str | None) -> tuple[int, str]:
     response = httpx.post(
-        caller.base_url + REST_PATH + "/message:send",
-        json=message(),
+        url + "/message:send",
+        json=message(caller),
         headers=headers(token) | {"Content-Type": "application/a2a+json"},
         timeout=10,
     )
@@ -97,8 +108,8 @@ def over_rest(caller: Caller, _address: str, token: str | None) -> tuple[int, st
     return response.status_code, info["metadata"]["reason"]
 
 
-def over_grpc(_caller: Caller, address: str, token: str | None) -> tuple[int, str]:
-    request = json_format.ParseDict(message(), a2a_pb2.SendMessageRequest())
+def over_grpc(caller: Caller, address: str, token: str | None) -> tuple[int, str]:
+    request = json_format.ParseDict(message(caller), a2a_pb2.SendMessageRequest())
     pairs = [(k.lower(), v) for k, v in headers(token).items()]
 
     async def send() -> Any:
@@ -116,14 +127,23 @@ def over_grpc(_caller: Caller, address: str, token: str | None) -> tuple[int, st
     return GRPC_TO_HTTP[raised.value.code().name], info.metadata["reason"]
 
 
+BINDINGS = {"JSONRPC": over_jsonrpc, "HTTP+JSON": over_rest, "GRPC": over_grpc}
+
+
+def test_the_card_lists_every_binding_served(service: tuple[Caller, Interfaces]) -> None:
+    """The card names the three bindings (none this test cannot speak), so that the test
+    below covers every binding the member serves."""
+    assert set(service[1]) == set(BINDINGS)
+
+
 @pytest.mark.parametrize("reason", sorted(CASES))
 def test_each_binding_refuses_a_bad_token_for_the_same_reason(
-    service: tuple[Caller, str], reason: str
+    service: tuple[Caller, Interfaces], reason: str
 ) -> None:
-    caller, address = service
+    caller, listed = service
     outcomes = {
-        binding.__name__: binding(caller, address, CASES[reason](caller))
-        for binding in (over_jsonrpc, over_rest, over_grpc)
+        binding: BINDINGS[binding](caller, url, CASES[reason](caller))
+        for binding, url in listed.items()
     }
     statuses = {status for status, _ in outcomes.values()}
     assert {found for _, found in outcomes.values()} == {reason}, outcomes

@@ -7,7 +7,9 @@ loopback, with its log in SQLite, requests whose token no known issuer's key ver
 (none, malformed, a bad signature, an unknown issuer or kid, a garbage body) are refused
 on every binding, counted by reason and logged at a bounded rate, and the log does not
 grow; a token that did verify and is refused (audience, scope, replay) stays a decision
-about an authenticated party, entered in the log with its ``jti``.
+about an authenticated party, entered in the log with its ``jti``. Held against each
+member of ``tests/members.py`` (remote_risk and the terms member built on the kit), on
+every binding its card lists.
 """
 
 from __future__ import annotations
@@ -26,22 +28,28 @@ from agent_cards.keys import b64url_decode
 from member_kit.storage.schema import audit_log
 from member_kit.telemetry.metrics import REGISTRY
 from tests import tokens
-from tests.remote_risk.delegated import ISSUER, SCOPE, Caller, delegated_service
-from tests.remote_risk.test_bindings_same_checks import over_grpc, over_jsonrpc, over_rest
+from tests.members import MEMBERS
+from tests.remote_risk.delegated import ISSUER, Caller, delegated_service
+from tests.remote_risk.test_bindings_same_checks import BINDINGS, Interfaces, served_interfaces
 from tests.servers import free_port
 
 HANDOFF = "h-same"  # the handoff the bindings' shared message names
 ROUNDS = 4
+# The kit's metric, under this name for every member built on it (the terms member too).
 UNAUTHENTICATED = "remote_risk_unauthenticated_refusals_total"
 DECISIONS_LOGGER = "member_kit.server.auth"
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Caller, str, Any]]:
-    port = free_port()
-    data_dir: Path = tmp_path_factory.mktemp("risk")
-    with delegated_service(grpc_port=port, data_dir=data_dir) as (caller, app):
-        yield caller, f"127.0.0.1:{port}", app
+@pytest.fixture(scope="module", params=sorted(MEMBERS))
+def service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Caller, Interfaces, Any]]:
+    """Each member in turn, its decision log in SQLite, gRPC on a port of its own."""
+    data_dir: Path = tmp_path_factory.mktemp(request.param)
+    member = MEMBERS[request.param]
+    with delegated_service(member=member, grpc_port=free_port(), data_dir=data_dir) as served:
+        caller, app = served
+        yield caller, served_interfaces(caller), app
 
 
 def claims(caller: Caller, **changes: Any) -> dict[str, Any]:
@@ -49,7 +57,7 @@ def claims(caller: Caller, **changes: Any) -> dict[str, Any]:
         now=int(time.time()),
         issuer=ISSUER,
         audience=caller.audience,
-        scope=SCOPE,
+        scope=caller.member.scope,
         handoff_id=HANDOFF,
         jti=f"jti-{time.monotonic_ns()}",
     )
@@ -68,9 +76,10 @@ AUTHENTICATED: dict[str, Token] = {
     "audience_mismatch": lambda c: tokens.forge(
         tokens.header(), claims(c, aud=c.audience + "/other")
     ),
-    "scope_insufficient": lambda c: tokens.forge(tokens.header(), claims(c, scope="risk:read")),
+    "scope_insufficient": lambda c: tokens.forge(
+        tokens.header(), claims(c, scope=c.member.narrow_scope)
+    ),
 }
-BINDINGS = (over_jsonrpc, over_rest, over_grpc)
 
 
 def log_size(app: Any) -> int:
@@ -94,19 +103,20 @@ def garbage_without_token(caller: Caller) -> int:
 
 
 def test_refusals_of_strangers_add_nothing_to_the_decision_log(
-    service: tuple[Caller, str, Any], caplog: pytest.LogCaptureFixture
+    service: tuple[Caller, Interfaces, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Five kinds of stranger, four rounds on each of the three bindings, plus garbage
     bodies: each refused with its reason, each counted, at most a burst of log lines per
     reason, and not one entry in the decision log (nor its in-memory view)."""
-    caller, address, app = service
+    caller, listed, app = service
+    assert set(listed) == set(BINDINGS)
     size, recent = log_size(app), len(app.state.decisions)
     before = {reason: counted(reason) for reason in STRANGERS}
     with caplog.at_level(logging.WARNING, logger=DECISIONS_LOGGER):
         for _ in range(ROUNDS):
             for reason, token in STRANGERS.items():
-                for binding in BINDINGS:
-                    assert binding(caller, address, token(caller))[1] == reason
+                for binding, url in listed.items():
+                    assert BINDINGS[binding](caller, url, token(caller))[1] == reason
             assert garbage_without_token(caller) == 401
     assert log_size(app) == size
     assert len(app.state.decisions) == recent
@@ -118,16 +128,18 @@ def test_refusals_of_strangers_add_nothing_to_the_decision_log(
         assert 1 <= len(lines) < per_binding, (reason, len(lines))
 
 
-def test_a_verified_token_refused_is_a_logged_decision(service: tuple[Caller, str, Any]) -> None:
+def test_a_verified_token_refused_is_a_logged_decision(
+    service: tuple[Caller, Interfaces, Any],
+) -> None:
     """A token whose signature verified with the known issuer's key names an
     authenticated party: its refusal (audience, scope, a replayed jti) is entered in the
     decision log with the token's jti and claims digest, and is not counted as a stranger's."""
-    caller, address, app = service
+    caller, listed, app = service
     for reason, make in AUTHENTICATED.items():
         token = make(caller)
         assert token is not None
         size, strangers = log_size(app), counted(reason)
-        assert over_jsonrpc(caller, address, token)[1] == reason
+        assert BINDINGS["JSONRPC"](caller, listed["JSONRPC"], token)[1] == reason
         (entry,) = decisions_after(app, size)
         assert (entry["allowed"], entry["reason"]) == (False, reason)
         assert entry["jti"] == json.loads(b64url_decode(token.split(".")[1]))["jti"]
