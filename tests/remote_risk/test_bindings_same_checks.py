@@ -39,12 +39,12 @@ def service(request: pytest.FixtureRequest) -> Iterator[tuple[Caller, Interfaces
     """Each member in turn, with gRPC on a port of its own; and the bindings its served
     card lists, each at the URL the card gives."""
     with delegated_service(member=MEMBERS[request.param], grpc_port=free_port()) as (caller, _):
-        yield caller, served_interfaces(caller)
+        yield caller, served_interfaces(caller.base_url)
 
 
-def served_interfaces(caller: Caller) -> Interfaces:
+def served_interfaces(base_url: str) -> Interfaces:
     """Each binding the member's served card lists, and its URL (for gRPC, host:port)."""
-    card = httpx.get(caller.base_url + AGENT_CARD_PATH, timeout=10).json()
+    card = httpx.get(base_url + AGENT_CARD_PATH, timeout=10).json()
     return {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
 
 
@@ -90,17 +90,22 @@ def headers(token: str | None) -> dict[str, str]:
     return found | ({"Authorization": f"Bearer {token}"} if token else {})
 
 
-def over_jsonrpc(caller: Caller, url: str, token: str | None) -> tuple[int, str]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message(caller)}
+# Each binding's refusal of a SendMessage with ``params`` (its JSON-RPC params, the same
+# for the others) under ``token``: the status (gRPC's as HTTP's) and the reason code.
+Refusal = Callable[[str, dict[str, Any], str | None], tuple[int, str]]
+
+
+def over_jsonrpc(url: str, params: dict[str, Any], token: str | None) -> tuple[int, str]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
     response = httpx.post(url, json=body, headers=headers(token), timeout=10)
     (info,) = response.json()["error"]["data"]
     return response.status_code, info["metadata"]["reason"]
 
 
-def over_rest(caller: Caller, url: str, token: str | None) -> tuple[int, str]:
+def over_rest(url: str, params: dict[str, Any], token: str | None) -> tuple[int, str]:
     response = httpx.post(
         url + "/message:send",
-        json=message(caller),
+        json=params,
         headers=headers(token) | {"Content-Type": "application/a2a+json"},
         timeout=10,
     )
@@ -108,8 +113,8 @@ def over_rest(caller: Caller, url: str, token: str | None) -> tuple[int, str]:
     return response.status_code, info["metadata"]["reason"]
 
 
-def over_grpc(caller: Caller, address: str, token: str | None) -> tuple[int, str]:
-    request = json_format.ParseDict(message(caller), a2a_pb2.SendMessageRequest())
+def over_grpc(address: str, params: dict[str, Any], token: str | None) -> tuple[int, str]:
+    request = json_format.ParseDict(params, a2a_pb2.SendMessageRequest())
     pairs = [(k.lower(), v) for k, v in headers(token).items()]
 
     async def send() -> Any:
@@ -120,14 +125,17 @@ def over_grpc(caller: Caller, address: str, token: str | None) -> tuple[int, str
 
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         asyncio.run(send())
+    code = raised.value.code().name
     trailers = dict(raised.value.trailing_metadata() or ())
+    if "grpc-status-details-bin" not in trailers:  # refused by gRPC core, not by the member
+        return GRPC_TO_HTTP.get(code, 0), f"no reason ({code})"
     status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
     info = error_details_pb2.ErrorInfo()
     status.details[0].Unpack(info)
-    return GRPC_TO_HTTP[raised.value.code().name], info.metadata["reason"]
+    return GRPC_TO_HTTP[code], info.metadata["reason"]
 
 
-BINDINGS = {"JSONRPC": over_jsonrpc, "HTTP+JSON": over_rest, "GRPC": over_grpc}
+BINDINGS: dict[str, Refusal] = {"JSONRPC": over_jsonrpc, "HTTP+JSON": over_rest, "GRPC": over_grpc}
 
 
 def test_the_card_lists_every_binding_served(service: tuple[Caller, Interfaces]) -> None:
@@ -142,7 +150,7 @@ def test_each_binding_refuses_a_bad_token_for_the_same_reason(
 ) -> None:
     caller, listed = service
     outcomes = {
-        binding: BINDINGS[binding](caller, url, CASES[reason](caller))
+        binding: BINDINGS[binding](url, message(caller), CASES[reason](caller))
         for binding, url in listed.items()
     }
     statuses = {status for status, _ in outcomes.values()}

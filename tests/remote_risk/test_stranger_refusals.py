@@ -30,7 +30,12 @@ from member_kit.telemetry.metrics import REGISTRY
 from tests import tokens
 from tests.members import MEMBERS
 from tests.remote_risk.delegated import ISSUER, Caller, delegated_service
-from tests.remote_risk.test_bindings_same_checks import BINDINGS, Interfaces, served_interfaces
+from tests.remote_risk.test_bindings_same_checks import (
+    BINDINGS,
+    Interfaces,
+    message,
+    served_interfaces,
+)
 from tests.servers import free_port
 
 HANDOFF = "h-same"  # the handoff the bindings' shared message names
@@ -49,7 +54,7 @@ def service(
     member = MEMBERS[request.param]
     with delegated_service(member=member, grpc_port=free_port(), data_dir=data_dir) as served:
         caller, app = served
-        yield caller, served_interfaces(caller), app
+        yield caller, served_interfaces(caller.base_url), app
 
 
 def claims(caller: Caller, **changes: Any) -> dict[str, Any]:
@@ -116,7 +121,7 @@ def test_refusals_of_strangers_add_nothing_to_the_decision_log(
         for _ in range(ROUNDS):
             for reason, token in STRANGERS.items():
                 for binding, url in listed.items():
-                    assert BINDINGS[binding](caller, url, token(caller))[1] == reason
+                    assert BINDINGS[binding](url, message(caller), token(caller))[1] == reason
             assert garbage_without_token(caller) == 401
     assert log_size(app) == size
     assert len(app.state.decisions) == recent
@@ -139,7 +144,7 @@ def test_a_verified_token_refused_is_a_logged_decision(
         token = make(caller)
         assert token is not None
         size, strangers = log_size(app), counted(reason)
-        assert BINDINGS["JSONRPC"](caller, listed["JSONRPC"], token)[1] == reason
+        assert BINDINGS["JSONRPC"](listed["JSONRPC"], message(caller), token)[1] == reason
         (entry,) = decisions_after(app, size)
         assert (entry["allowed"], entry["reason"]) == (False, reason)
         assert entry["jti"] == json.loads(b64url_decode(token.split(".")[1]))["jti"]
