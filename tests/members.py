@@ -27,13 +27,15 @@ TERMS_MODULE = "examples_terms_member"
 @dataclass(frozen=True)
 class MemberUnderTest:
     """One member: its skill, the scope it requires, a narrower scope of the same member
-    (not enough for the skill), an input it completes on, and its app from settings."""
+    (not enough for the skill), an input it completes on, where in that input free text
+    is, and its app from settings."""
 
     name: str
     skill: str
     scope: str
     narrow_scope: str
     valid_input: Callable[[], dict[str, Any]]
+    text_path: tuple[str, ...]
     create_app: Callable[..., Any]
 
 
@@ -67,9 +69,21 @@ def _terms_input() -> dict[str, Any]:
 
 
 RISK = MemberUnderTest(
-    "remote_risk", "interpret-risk-policy", "risk:interpret", "risk:read", risk_input, _risk_app
+    name="remote_risk",
+    skill="interpret-risk-policy",
+    scope="risk:interpret",
+    narrow_scope="risk:read",
+    valid_input=risk_input,
+    text_path=("brief", "summary"),
+    create_app=_risk_app,
 )
 TERMS = MemberUnderTest(
-    "terms", "check-terms", "terms:check", "terms:read", _terms_input, _terms_app
+    name="terms",
+    skill="check-terms",
+    scope="terms:check",
+    narrow_scope="terms:read",
+    valid_input=_terms_input,
+    text_path=("text",),
+    create_app=_terms_app,
 )
 MEMBERS = {member.name: member for member in (RISK, TERMS)}
