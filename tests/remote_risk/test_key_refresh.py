@@ -5,6 +5,8 @@ restarted, since the new key signed at once and remote_risk read an issuer's key
 start. Here the coordinator's keys rotate while remote_risk runs and requests keep
 coming; remote_risk, given the issuer's JWK Set by URL, refreshes it on an unknown kid
 (rate-limited), honours its cache time, and keeps the last good set when a refresh fails.
+The refresh policy and a stranger's made-up kid are held against each member of
+``tests/members.py`` (remote_risk and the terms member built on the kit) alike.
 """
 
 from __future__ import annotations
@@ -37,30 +39,41 @@ from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from member_kit.server.app import JSONRPC_PATH
 from member_kit.trust.issuers import load_trusted_issuers
-from remote_risk.service import create_app
-from remote_risk.settings import REST_PATH, Settings
+from remote_risk.settings import REST_PATH
 from tests import tokens
-from tests.remote_risk.conftest import risk_input
+from tests.members import MEMBERS, RISK, MemberUnderTest
 from tests.servers import free_port, running
 
 _jtis = itertools.count(1)
 
 
-def send(base_url: str, key: SigningKey, audience: str) -> httpx.Response:
+@pytest.fixture(params=sorted(MEMBERS))
+def member(request: pytest.FixtureRequest) -> MemberUnderTest:
+    return MEMBERS[request.param]
+
+
+def minted(key: SigningKey, audience: str, member: MemberUnderTest) -> tuple[str, dict[str, Any]]:
+    """A token signed by ``key`` for ``member``, and a message of its skill's default."""
     claims = tokens.delegation_claims(
         now=int(time.time()),
         issuer=DEFAULT_ISSUER,
         audience=audience,
-        scope="risk:interpret",
+        scope=member.scope,
         jti=f"rot-{next(_jtis)}",
     )
-    token = mint_token(Grant.model_validate(claims), key)
     message = {
         "messageId": f"m-{next(_jtis)}",
         "role": "ROLE_USER",
-        "parts": [{"data": risk_input(), "mediaType": "application/json"}],
+        "parts": [{"data": member.valid_input(), "mediaType": "application/json"}],
         "metadata": {"handoffId": "handoff-7", "attempt": 1},
     }
+    return mint_token(Grant.model_validate(claims), key), message
+
+
+def send(
+    base_url: str, key: SigningKey, audience: str, member: MemberUnderTest = RISK
+) -> httpx.Response:
+    token, message = minted(key, audience, member)
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
     headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
     return httpx.post(base_url + JSONRPC_PATH, json=body, headers=headers, timeout=30)
@@ -77,15 +90,17 @@ def reason(response: httpx.Response) -> str:
     return str(response.json()["error"]["data"][0]["metadata"]["reason"])
 
 
-def remote_trusting(jwks_url: str, min_interval: float) -> Any:
+def remote_trusting(
+    jwks_url: str, min_interval: float, member: MemberUnderTest = RISK
+) -> tuple[Any, int]:
     port = free_port()
     directory = load_trusted_issuers([f"{DEFAULT_ISSUER}={jwks_url}"], min_interval=min_interval)
-    settings = Settings(
+    app = member.create_app(
         public_base_url=f"http://127.0.0.1:{port}",
         trusted_issuers=directory,
         signing_keys=KeySet(active=SigningKey.generate()),
     )
-    return create_app(settings), port
+    return app, port
 
 
 # --- rotation under load, against the real coordinator's JWK Set ----------------------------
@@ -103,6 +118,8 @@ def coordinator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tup
     ws.close()
 
 
+# remote_risk only: this follows the real coordinator's rotation under load (no attack); the
+# kit's refresh it relies on is held on every member by the tests below.
 @pytest.mark.parametrize("publish_seconds", [1, 0], ids=["published-first", "at-once"])
 def test_rotation_under_load_fails_no_delegation(
     coordinator: tuple[DataDir, str], publish_seconds: int
@@ -163,50 +180,54 @@ B = SigningKey.generate()
 
 
 def test_a_refresh_with_a_wrong_kid_or_a_failure_keeps_the_last_good_set(
-    host: tuple[JWKSHost, str], caplog: pytest.LogCaptureFixture
+    host: tuple[JWKSHost, str], caplog: pytest.LogCaptureFixture, member: MemberUnderTest
 ) -> None:
     jwks_host, url = host
     jwks_host.document = {"keys": [A.public_jwk()]}
-    app, port = remote_trusting(url, min_interval=0.0)
+    app, port = remote_trusting(url, min_interval=0.0, member=member)
     audience = app.state.settings.agent_id
     with running(app, port=port) as base_url:
         jwks_host.document = {"keys": [A.public_jwk(), {**B.public_jwk(), "kid": A.kid}]}
         with caplog.at_level(logging.WARNING, logger="member_kit.trust.refresh"):
-            refused = send(base_url, B, audience)
+            refused = send(base_url, B, audience, member)
         assert (refused.status_code, reason(refused)) == (401, "kid_unknown")
         assert "kid_not_thumbprint" in caplog.text
-        assert completed(send(base_url, A, audience))
+        assert completed(send(base_url, A, audience, member))
         jwks_host.status = 500
-        assert reason(send(base_url, B, audience)) == "kid_unknown"
-        assert completed(send(base_url, A, audience))
+        assert reason(send(base_url, B, audience, member)) == "kid_unknown"
+        assert completed(send(base_url, A, audience, member))
         jwks_host.status = 200
         jwks_host.document = {"keys": [A.public_jwk(), B.public_jwk()]}
-        assert completed(send(base_url, B, audience))
+        assert completed(send(base_url, B, audience, member))
 
 
-def test_unknown_kids_refresh_at_most_once_per_interval(host: tuple[JWKSHost, str]) -> None:
+def test_unknown_kids_refresh_at_most_once_per_interval(
+    host: tuple[JWKSHost, str], member: MemberUnderTest
+) -> None:
     jwks_host, url = host
     jwks_host.document = {"keys": [A.public_jwk()]}
-    app, port = remote_trusting(url, min_interval=60.0)
+    app, port = remote_trusting(url, min_interval=60.0, member=member)
     with running(app, port=port) as base_url:
         jwks_host.document = {"keys": [A.public_jwk(), B.public_jwk()]}
         for _ in range(5):
-            assert reason(send(base_url, B, app.state.settings.agent_id)) == "kid_unknown"
+            assert reason(send(base_url, B, app.state.settings.agent_id, member)) == "kid_unknown"
     assert jwks_host.hits == 1, "only the fetch at start, within the minimum interval"
 
 
-def test_an_expired_cache_is_refreshed_in_the_background(host: tuple[JWKSHost, str]) -> None:
+def test_an_expired_cache_is_refreshed_in_the_background(
+    host: tuple[JWKSHost, str], member: MemberUnderTest
+) -> None:
     jwks_host, url = host
     jwks_host.document = {"keys": [A.public_jwk()]}
     jwks_host.cache_control = "max-age=1"
-    app, port = remote_trusting(url, min_interval=0.0)
+    app, port = remote_trusting(url, min_interval=0.0, member=member)
     with running(app, port=port) as base_url:
-        assert completed(send(base_url, A, app.state.settings.agent_id))
+        assert completed(send(base_url, A, app.state.settings.agent_id, member))
         hits = jwks_host.hits
         time.sleep(1.2)
         deadline = time.monotonic() + 10
         while jwks_host.hits == hits and time.monotonic() < deadline:
-            assert completed(send(base_url, A, app.state.settings.agent_id))
+            assert completed(send(base_url, A, app.state.settings.agent_id, member))
             time.sleep(0.1)
     assert jwks_host.hits > hits
 
@@ -214,19 +235,11 @@ def test_an_expired_cache_is_refreshed_in_the_background(host: tuple[JWKSHost, s
 # --- a stranger cannot spend the refresh a new key needs (issue 31, 6) -----------------------
 
 
-def send_rest(base_url: str, key: SigningKey, audience: str) -> httpx.Response:
+def send_rest(
+    base_url: str, key: SigningKey, audience: str, member: MemberUnderTest
+) -> httpx.Response:
     """The same send on the HTTP+JSON binding."""
-    claims = tokens.delegation_claims(
-        now=int(time.time()), issuer=DEFAULT_ISSUER, audience=audience,
-        scope="risk:interpret", jti=f"rot-{next(_jtis)}",
-    )  # fmt: skip
-    token = mint_token(Grant.model_validate(claims), key)
-    message = {
-        "messageId": f"m-{next(_jtis)}",
-        "role": "ROLE_USER",
-        "parts": [{"data": risk_input(), "mediaType": "application/json"}],
-        "metadata": {"handoffId": "handoff-7", "attempt": 1},
-    }
+    token, message = minted(key, audience, member)
     headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
     return httpx.post(
         base_url + REST_PATH + "/message:send", json={"message": message}, headers=headers
@@ -234,7 +247,7 @@ def send_rest(base_url: str, key: SigningKey, audience: str) -> httpx.Response:
 
 
 def test_a_key_refused_after_a_stranger_spent_the_refresh_is_fetched_by_the_time_it_says(
-    host: tuple[JWKSHost, str],
+    host: tuple[JWKSHost, str], member: MemberUnderTest
 ) -> None:
     """A stranger's token naming a fresh kid spends the interval's refresh; the issuer's
     real new key, first used right after, is refused ``kid_unknown`` with when to come
@@ -244,13 +257,13 @@ def test_a_key_refused_after_a_stranger_spent_the_refresh_is_fetched_by_the_time
     jwks_host, url = host
     jwks_host.document = {"keys": [A.public_jwk()]}
     interval = 3
-    app, port = remote_trusting(url, min_interval=interval)
+    app, port = remote_trusting(url, min_interval=interval, member=member)
     audience = app.state.settings.agent_id
     with running(app, port=port) as base_url:
-        assert reason(send(base_url, SigningKey.generate(), audience)) == "kid_unknown"
+        assert reason(send(base_url, SigningKey.generate(), audience, member)) == "kid_unknown"
         spent = jwks_host.hits  # the fetch at start, and the stranger's unless it came too soon
         jwks_host.document = {"keys": [A.public_jwk(), B.public_jwk()]}
-        answers = [send(base_url, B, audience), send_rest(base_url, B, audience)]
+        answers = [send(base_url, B, audience, member), send_rest(base_url, B, audience, member)]
         for answer in answers:
             assert answer.status_code == 401
             wait = int(answer.headers["Retry-After"])
@@ -262,23 +275,24 @@ def test_a_key_refused_after_a_stranger_spent_the_refresh_is_fetched_by_the_time
         while jwks_host.hits == spent:
             assert time.monotonic() < deadline, "the fetch due after the refusal never came"
             time.sleep(0.05)
-        assert completed(send(base_url, B, audience))
+        assert completed(send(base_url, B, audience, member))
     assert jwks_host.hits == spent + 1, "no fetch beyond the one due"
 
 
-def test_a_refused_unknown_kid_of_a_file_issuer_says_no_retry_after(tmp_path: Path) -> None:
+def test_a_refused_unknown_kid_of_a_file_issuer_says_no_retry_after(
+    tmp_path: Path, member: MemberUnderTest
+) -> None:
     """Keys read from a file never change: nothing to wait for, no Retry-After."""
     pinned = tmp_path / "issuer.jwks.json"
     pinned.write_text(json.dumps({"keys": [A.public_jwk()]}))
     port = free_port()
-    settings = Settings(
+    app = member.create_app(
         public_base_url=f"http://127.0.0.1:{port}",
         trusted_issuers=load_trusted_issuers([f"{DEFAULT_ISSUER}={pinned}"]),
         signing_keys=KeySet(active=SigningKey.generate()),
     )
-    app = create_app(settings)
     with running(app, port=port) as base_url:
-        refused = send(base_url, B, app.state.settings.agent_id)
+        refused = send(base_url, B, app.state.settings.agent_id, member)
     assert (refused.status_code, reason(refused)) == (401, "kid_unknown")
     assert "Retry-After" not in refused.headers
     assert "retryAfterSeconds" not in refused.json()["error"]["data"][0]["metadata"]
