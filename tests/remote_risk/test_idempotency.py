@@ -1,6 +1,7 @@
 """Retried sends over real loopback HTTP: one idempotency key, one task, one claimed token.
 
-Each test runs against the in-memory store and the SQLite store.
+Each test runs against the in-memory store and the SQLite store, on each member of
+``tests/members.py`` (remote_risk and the terms member built on the kit).
 """
 
 from __future__ import annotations
@@ -11,14 +12,22 @@ from typing import Any
 
 import pytest
 
+from tests.members import MEMBERS
 from tests.remote_risk.conftest import binding_of
 from tests.remote_risk.delegated import Caller, delegated_service, refusal_reason
 
 
+@pytest.fixture(params=sorted(MEMBERS))
+def member(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(params=["memory", "sqlite"])
-def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Caller, Any]]:
+def service(
+    request: pytest.FixtureRequest, tmp_path: Path, member: str
+) -> Iterator[tuple[Caller, Any]]:
     changes = {"data_dir": tmp_path} if request.param == "sqlite" else {}
-    with delegated_service(**changes) as running:
+    with delegated_service(member=MEMBERS[member], **changes) as running:
         yield running
 
 
@@ -58,7 +67,7 @@ def test_the_same_key_from_another_principal_is_independent(
 ) -> None:
     """Keys are scoped by owner: another subject's send with the key opens its own task."""
     alice, app = service
-    bob = Caller(alice.base_url, alice.audience, sub="bob")
+    bob = Caller(alice.base_url, alice.audience, sub="bob", member=alice.member)
     mine = alice.task_of(alice.send("run-1", "h-1"))
     theirs = bob.task_of(bob.send("run-1", "h-1"))
     assert theirs["id"] != mine["id"]
