@@ -33,6 +33,11 @@ def server_options(limits: EdgeLimits) -> list[tuple[str, int]]:
     keep_alive_ms = int(limits.keep_alive_seconds * 1000)
     return [
         ("grpc.max_receive_message_length", limits.max_body_bytes),
+        # call metadata held to the HTTP edge's header cap, one cap with no random band
+        # (gRPC's own defaults refuse at random from 8 KiB, below the token size cap, so a
+        # long token would be refused without its reason, token_too_large)
+        ("grpc.max_metadata_size", limits.max_header_bytes),
+        ("grpc.absolute_max_metadata_size", limits.max_header_bytes),
         ("grpc.max_allowed_incoming_connections", limits.max_connections),
         ("grpc.server_handshake_timeout_ms", int(limits.header_timeout_seconds * 1000)),
         ("grpc.max_connection_idle_ms", keep_alive_ms),
