@@ -54,6 +54,7 @@ LAYERS = {
         "trust",
         "settings",
         "server",
+        "guard",
         "",
     ],
     "remote_risk": ["risk", "settings", "service", "__main__", ""],

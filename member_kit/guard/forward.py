@@ -1,0 +1,97 @@
+"""The operations the guard serves, each forwarded to the upstream once authorized.
+
+It is an :class:`~member_kit.server.jsonrpc.OperationTable`, so the kit's endpoint
+(JSON-RPC and HTTP+JSON, one dispatcher) runs the kit's authorizer before any of it. Then:
+
+* ``SendMessage``: a continuation must name a task of the caller's (else TaskNotFound);
+  a new task's delegation token is claimed (one token, one task) before the upstream is
+  asked, so a replayed token never reaches it. The upstream's task is kept as the
+  caller's with the handoff binding and what the token binds (:mod:`.tasks`);
+* ``GetTask``, ``CancelTask``: only for a task of the caller's, else TaskNotFound
+  without asking the upstream.
+
+Every task that goes back carries in its metadata the handoff binding and what the token
+binds (the upstream never echoes them; what it says under those keys is replaced), and,
+when terminal, the receipt the kit's issuer signs over exactly the task returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
+from contracts.wire import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    Task,
+    to_wire,
+)
+from member_kit import errors
+from member_kit.guard.tasks import GuardedTasks
+from member_kit.guard.upstream import MALFORMED, Upstream
+from member_kit.server.agent import HANDOFF_BINDING_KEYS, opened_metadata
+from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
+
+_OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
+
+
+class ForwardingHandler:
+    """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks."""
+
+    def __init__(
+        self, upstream: Upstream, tasks: GuardedTasks, stamp: Callable[[Task], Task]
+    ) -> None:
+        self._upstream = upstream
+        self.tasks = tasks
+        self._stamp = stamp
+
+    def operations(self) -> Mapping[str, AnyOperation]:
+        return {
+            "SendMessage": Operation(SendMessageRequest, self.send_message),
+            "GetTask": Operation(GetTaskRequest, self.get_task),
+            "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
+        }
+
+    async def send_message(
+        self, request: SendMessageRequest, context: CallContext
+    ) -> SendMessageResponse:
+        continued = request.message.task_id
+        if continued is not None:
+            metadata = self.tasks.get(context.owner, continued).metadata
+        else:
+            metadata = opened_metadata(request.message, context) or {}
+            if context.claim_task_creation is not None:
+                context.claim_task_creation()
+        answer = await self._upstream.call("SendMessage", to_wire(request), SendMessageResponse)
+        if answer.task is None:
+            return answer
+        self.tasks.remember(answer.task.id, context.owner, metadata)
+        return SendMessageResponse(task=self._returned(answer.task, metadata))
+
+    async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
+        return await self._forward("GetTask", request, request.id, context)
+
+    async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
+        return await self._forward("CancelTask", request, request.id, context)
+
+    async def _forward(
+        self,
+        method: str,
+        request: GetTaskRequest | CancelTaskRequest,
+        task_id: str,
+        context: CallContext,
+    ) -> Task:
+        metadata = self.tasks.get(context.owner, task_id).metadata
+        task = await self._upstream.call(method, to_wire(request), Task)
+        if task.id != task_id:
+            raise errors.UpstreamFailure(MALFORMED, f"the upstream's {method} names another task")
+        return self._returned(task, metadata)
+
+    def _returned(self, task: Task, metadata: Mapping[str, Any]) -> Task:
+        """``task`` with the guard's metadata in place of the upstream's, then stamped."""
+        kept = {k: v for k, v in (task.metadata or {}).items() if k not in _OURS}
+        merged = {**kept, **metadata}
+        return self._stamp(task.model_copy(update={"metadata": merged or None}))
