@@ -1,0 +1,41 @@
+"""``federation serve guard``: the coordinator's CLI hands over to the kit's guard, whose
+configuration errors end with one line and exit status 2, before any upstream is asked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def serve_guard(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "coordinator", "serve", "guard", *args]
+    env = {**os.environ, "FEDERATION_DATA_DIR": str(tmp_path / "coordinator")}
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, check=False)
+
+
+def test_the_cli_runs_the_guard_s_own_options(tmp_path: Path) -> None:
+    done = serve_guard(tmp_path, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--upstream" in done.stdout and "--skill-scope" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((), "no trusted issuer"),
+        (("--skill-scope", "summarize"), "is not SKILL=SCOPE"),
+    ],
+    ids=["no-issuer", "bad-scope"],
+)
+def test_a_configuration_error_is_one_line_and_status_2(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    upstream = ("--upstream", "http://127.0.0.1:9", "--data-dir", str(tmp_path / "guard"))
+    done = serve_guard(tmp_path, *upstream, *args)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("guard: error: ") and said in line, line
