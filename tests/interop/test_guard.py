@@ -1,0 +1,200 @@
+"""An unmodified a2a-sdk 1.3 agent joins the federation behind ``federation serve guard``.
+
+Real processes: the stock SDK agent (tests/interop/quickstart_agent.py: no token, no
+handoff, no receipt), the guard in front of it as its own process started by the
+coordinator's CLI, and the coordinator's CLI for every operator step. The guard is
+registered with its key pinned (``--expect-kid``) and a return schema matching what the
+agent answers; a delegation is ACCEPTED with a receipt by the guard's key; ``audit
+reconcile`` agrees with the guard's decision log; a proof bundle verifies with the
+guard's key. A forged token is refused with the kit's reason, and the agent never sees
+the request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+
+from agent_cards.identity import identity_of
+from agent_cards.keys import SigningKey, load_key_set
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.identity import coordinator_keys
+from coordinator.storage.datadir import DataDir
+from tests import tokens
+from tests.processes import federation
+
+ROOT = Path(__file__).resolve().parents[2]
+VERIFIER = ROOT / "docs" / "verifier" / "verify_bundle.py"
+AUDIT_TOKEN = secrets.token_urlsafe(32)
+SCOPE = "text:summarize"
+ANSWER_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["words", "first"],
+    "additionalProperties": False,
+    "properties": {"words": {"type": "integer", "minimum": 0}, "first": {"type": "string"}},
+}
+UPSTREAM_CALLS = "POST /a2a/jsonrpc"
+
+
+@dataclass
+class Federation:
+    data: DataDir
+    guard_url: str
+    guard_dir: Path
+    agent_log: Path
+
+    def upstream_calls(self) -> int:
+        """How many JSON-RPC requests the agent received (uvicorn's access log)."""
+        return self.agent_log.read_text().count(UPSTREAM_CALLS)
+
+
+def _start(args: list[str], out: IO[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=out, text=True, env=env, cwd=ROOT)
+
+
+def _first_line(process: subprocess.Popen[str], expected: str) -> str:
+    assert process.stdout is not None
+    first = process.stdout.readline().strip()
+    assert first.startswith(expected), first
+    return first.rpartition(" ")[2]
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[Federation]:
+    data = DataDir(tmp_path / "coordinator")
+    coordinator_keys(data)
+    agent_log = tmp_path / "agent.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with agent_log.open("w") as log:
+        agent = _start([sys.executable, "-m", "tests.interop.quickstart_agent"], log, env)
+    try:
+        agent_url = _first_line(agent, "agent listening on ")
+        guard_dir = tmp_path / "guard"
+        guard_args = [
+            sys.executable, "-m", "coordinator", "serve", "guard", "--upstream", agent_url,
+            "--skill-scope", f"summarize={SCOPE}", "--data-dir", str(guard_dir),
+            "--trust-issuer", f"{DEFAULT_ISSUER}={data.path('jwks.json')}",
+        ]  # fmt: skip
+        guard_env = {**env, "FEDERATION_DATA_DIR": str(data.root), "GUARD_AUDIT_TOKEN": AUDIT_TOKEN}
+        with (tmp_path / "guard.log").open("w") as log:
+            guard = _start(guard_args, log, guard_env)
+        try:
+            guard_url = _first_line(guard, "guard listening on ")
+            yield Federation(data, guard_url, guard_dir, agent_log)
+        finally:
+            _stop(guard)
+    finally:
+        _stop(agent)
+
+
+def cli(data: DataDir, *args: str) -> tuple[int, str, str]:
+    process = federation(data.root, *args)
+    out, err = process.communicate(timeout=120)
+    return process.returncode, out, err
+
+
+def test_an_unmodified_agent_behind_the_guard_joins_and_is_audited(
+    guarded: Federation, tmp_path: Path
+) -> None:
+    data = guarded.data
+    kid = load_key_set(guarded.guard_dir / "keys").active.kid
+    schema = tmp_path / "answer.schema.json"
+    schema.write_text(json.dumps(ANSWER_SCHEMA))
+    code, out, err = cli(
+        data, "register", guarded.guard_url, "--name", "counter", f"--expect-kid={kid}",
+        "--return-schema", f"summarize={schema}",
+    )  # fmt: skip
+    assert code == 0, (out, err)
+
+    payload = tmp_path / "input.json"
+    payload.write_text(json.dumps({"text": "the quick brown fox"}))
+    code, out, err = cli(
+        data, "delegate", "--to", "counter", "--skill", "summarize", "--input", str(payload),
+        "--json",
+    )  # fmt: skip
+    document: dict[str, Any] = json.loads(out)
+    assert (code, document["local_state"]) == (0, "ACCEPTED"), (document, err)
+    (branch,) = document["branches"]
+    assert branch["reason"] == "schema_matched"
+    assert guarded.upstream_calls() >= 1  # the access log the other test counts on
+    run_id = document["run_id"]
+
+    secret = tmp_path / "audit.token"
+    secret.write_text(AUDIT_TOKEN + "\n")
+    assert cli(data, "agents", "audit-credential", "counter", "--token-file", str(secret))[0] == 0
+    code, out, err = cli(data, "audit", "reconcile", run_id, "--json")
+    report = json.loads(out)
+    assert (code, report["agree"]) == (0, True), (report, err)
+    (handoff,) = report["handoffs"]
+    assert handoff["agent"] == "counter" and handoff["agree"] is True
+
+    bundle = tmp_path / "bundle.json"
+    assert cli(data, "audit", "prove", run_id, "--output", str(bundle))[0] == 0
+    assert "handoff.receipt" in bundle.read_text()
+    coordinator_key = tmp_path / "coordinator.json"
+    coordinator_key.write_text(json.dumps(coordinator_keys(data).public_jwks()))
+    guard_key = tmp_path / "guard.json"
+    guard_key.write_text(json.dumps(load_key_set(guarded.guard_dir / "keys").public_jwks()))
+    verdict = _standalone(bundle, "--coordinator-key", str(coordinator_key), "--remote-key",
+                          str(guard_key))  # fmt: skip
+    assert verdict["ok"] is True and verdict["anchored"] is True, verdict
+    without = _standalone(bundle, "--coordinator-key", str(coordinator_key))
+    assert without["reason"] == "untrusted_key"
+
+
+def test_a_forged_token_is_refused_before_the_agent_is_asked(guarded: Federation) -> None:
+    """A token for the guard, in the coordinator's name and with its kid, signed by
+    another key: refused with the kit's reason; the agent receives nothing."""
+    guard_key = load_key_set(guarded.guard_dir / "keys").active
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=DEFAULT_ISSUER,
+        audience=identity_of(guard_key.verification_key()),
+        scope=SCOPE,
+    )
+    header = tokens.header(coordinator_keys(guarded.data).active)
+    forged = tokens.forge(header, claims, key=SigningKey.generate().private_key)
+    message = {
+        "messageId": "m-1",
+        "role": "ROLE_USER",
+        "parts": [{"data": {"text": "the quick brown fox"}}],
+        "metadata": {"skillId": "summarize", "handoffId": "handoff-7", "attempt": 1},
+    }
+    answer = httpx.post(
+        f"{guarded.guard_url}/a2a/jsonrpc",
+        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}},
+        headers={"Authorization": f"Bearer {forged}", "A2A-Version": "1.0"},
+        timeout=30,
+    )
+    assert answer.status_code == 401
+    (info,) = answer.json()["error"]["data"]
+    assert info["metadata"]["reason"] == "signature_invalid", answer.json()
+    assert guarded.upstream_calls() == 0
+
+
+def _standalone(bundle: Path, *keys: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(VERIFIER), str(bundle), "--json", *keys],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
