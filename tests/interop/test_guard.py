@@ -28,6 +28,7 @@ import pytest
 
 from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, load_key_set
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
@@ -173,22 +174,76 @@ def test_a_forged_token_is_refused_before_the_agent_is_asked(guarded: Federation
     )
     header = tokens.header(coordinator_keys(guarded.data).active)
     forged = tokens.forge(header, claims, key=SigningKey.generate().private_key)
-    message = {
-        "messageId": "m-1",
-        "role": "ROLE_USER",
-        "parts": [{"data": {"text": "the quick brown fox"}}],
-        "metadata": {"skillId": "summarize", "handoffId": "handoff-7", "attempt": 1},
-    }
     answer = httpx.post(
         f"{guarded.guard_url}/a2a/jsonrpc",
-        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}},
+        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": _send("handoff-7")},
         headers={"Authorization": f"Bearer {forged}", "A2A-Version": "1.0"},
         timeout=30,
     )
     assert answer.status_code == 401
-    (info,) = answer.json()["error"]["data"]
-    assert info["metadata"]["reason"] == "signature_invalid", answer.json()
+    assert _reason(answer.json()) == "signature_invalid", answer.json()
     assert guarded.upstream_calls() == 0
+
+
+def _token(federation: Federation, handoff_id: str, jti: str) -> str:
+    """A valid delegation token of the coordinator for the guard, bound to ``handoff_id``."""
+    guard_key = load_key_set(federation.guard_dir / "keys").active
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=DEFAULT_ISSUER,
+        audience=identity_of(guard_key.verification_key()),
+        scope=SCOPE,
+        handoff_id=handoff_id,
+        jti=jti,
+    )
+    key = coordinator_keys(federation.data).active
+    return tokens.forge(tokens.header(key), claims, key=key.private_key)
+
+
+def _call(federation: Federation, token: str, method: str, params: dict[str, Any]) -> Any:
+    answer = httpx.post(
+        f"{federation.guard_url}/a2a/jsonrpc",
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"Authorization": f"Bearer {token}", "A2A-Version": "1.0"},
+        timeout=30,
+    )
+    return answer.json()
+
+
+def _send(handoff_id: str) -> dict[str, Any]:
+    return {
+        "message": {
+            "messageId": f"m-{handoff_id}",
+            "role": "ROLE_USER",
+            "parts": [{"data": {"text": "one two"}}],
+            "metadata": {"skillId": "summarize", "handoffId": handoff_id, "attempt": 1},
+        }
+    }
+
+
+def _reason(answer: Any) -> str:
+    (info,) = answer["error"]["data"]
+    return str(info["metadata"]["reason"])
+
+
+def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Federation) -> None:
+    """The guard keeps whose each upstream task is: another handoff's token gets
+    TaskNotFound for it, and the agent is not asked; a token opens at most one task."""
+    mine = _token(guarded, "handoff-a", "jti-a")
+    opened = _call(guarded, mine, "SendMessage", _send("handoff-a"))["result"]["task"]
+    assert opened["metadata"]["handoffId"] == "handoff-a"
+    assert opened["metadata"][RECEIPTS_EXTENSION_URI]["jti"] == "jti-a"
+    assert "receipt" in opened["metadata"][RECEIPTS_EXTENSION_URI]
+    task_id = opened["id"]
+    assert _call(guarded, mine, "GetTask", {"id": task_id})["result"]["id"] == task_id
+    calls = guarded.upstream_calls()
+
+    theirs = _token(guarded, "handoff-b", "jti-b")
+    for method in ("GetTask", "CancelTask"):
+        answer = _call(guarded, theirs, method, {"id": task_id})
+        assert answer["error"]["code"] == -32001, answer
+    assert _reason(_call(guarded, mine, "SendMessage", _send("handoff-a"))) == "replayed_jti"
+    assert guarded.upstream_calls() == calls
 
 
 def _standalone(bundle: Path, *keys: str) -> dict[str, Any]:
