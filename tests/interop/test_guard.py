@@ -246,6 +246,24 @@ def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Feder
     assert guarded.upstream_calls() == calls
 
 
+def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> None:
+    """The card's HTTP+JSON interface reaches the same authorizer and forwarding."""
+    rest = f"{guarded.guard_url}/a2a/rest"
+    token = _token(guarded, "handoff-r", "jti-r")
+    headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+    sent = httpx.post(f"{rest}/message:send", json=_send("handoff-r"), headers=headers, timeout=30)
+    assert sent.status_code == 200, sent.text
+    task = sent.json()["task"]
+    assert task["metadata"]["handoffId"] == "handoff-r"
+    assert "receipt" in task["metadata"][RECEIPTS_EXTENSION_URI]
+    got = httpx.get(f"{rest}/tasks/{task['id']}", headers=headers, timeout=30)
+    assert got.json()["id"] == task["id"]
+    calls = guarded.upstream_calls()
+    other = {**headers, "Authorization": f"Bearer {_token(guarded, 'handoff-s', 'jti-s')}"}
+    assert httpx.get(f"{rest}/tasks/{task['id']}", headers=other, timeout=30).status_code == 404
+    assert guarded.upstream_calls() == calls
+
+
 def _standalone(bundle: Path, *keys: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(VERIFIER), str(bundle), "--json", *keys],
