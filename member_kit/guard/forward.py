@@ -3,10 +3,12 @@
 It is an :class:`~member_kit.server.jsonrpc.OperationTable`, so the kit's endpoint
 (JSON-RPC and HTTP+JSON, one dispatcher) runs the kit's authorizer before any of it. Then:
 
-* ``SendMessage``: a continuation must name a task of the caller's (else TaskNotFound);
-  a new task's delegation token is claimed (one token, one task) before the upstream is
-  asked, so a replayed token never reaches it. The upstream's task is kept as the
-  caller's with the handoff binding and what the token binds (:mod:`.tasks`);
+* ``SendMessage``: a send retried under the idempotency key of a task the caller opened
+  is answered with that task (GetTask upstream), as the kit's handler does; a
+  continuation must name a task of the caller's (else TaskNotFound); a new task's
+  delegation token is claimed (one token, one task) before the upstream is asked, so a
+  replayed token never reaches it. The upstream's task is kept as the caller's with the
+  handoff binding and what the token binds (:mod:`.tasks`);
 * ``GetTask``, ``CancelTask``: only for a task of the caller's, else TaskNotFound
   without asking the upstream.
 
@@ -32,7 +34,7 @@ from contracts.wire import (
 from member_kit import errors
 from member_kit.guard.tasks import GuardedTasks
 from member_kit.guard.upstream import MALFORMED, Upstream
-from member_kit.server.agent import HANDOFF_BINDING_KEYS, opened_metadata
+from member_kit.server.agent import HANDOFF_BINDING_KEYS, idempotency_key_of, opened_metadata
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
 
 _OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
@@ -59,6 +61,10 @@ class ForwardingHandler:
         self, request: SendMessageRequest, context: CallContext
     ) -> SendMessageResponse:
         continued = request.message.task_id
+        key = idempotency_key_of(request.message) if continued is None else None
+        opened = self.tasks.opened_under(context.owner, key) if key is not None else None
+        if opened is not None:  # a retried send: the task it opened, nothing sent again
+            return SendMessageResponse(task=await self._task("GetTask", {"id": opened}, context))
         if continued is not None:
             metadata = self.tasks.get(context.owner, continued).metadata
         else:
@@ -68,24 +74,20 @@ class ForwardingHandler:
         answer = await self._upstream.call("SendMessage", to_wire(request), SendMessageResponse)
         if answer.task is None:
             return answer
-        self.tasks.remember(answer.task.id, context.owner, metadata)
+        self.tasks.remember(answer.task.id, context.owner, metadata, key)
         return SendMessageResponse(task=self._returned(answer.task, metadata))
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
-        return await self._forward("GetTask", request, request.id, context)
+        return await self._task("GetTask", to_wire(request), context)
 
     async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
-        return await self._forward("CancelTask", request, request.id, context)
+        return await self._task("CancelTask", to_wire(request), context)
 
-    async def _forward(
-        self,
-        method: str,
-        request: GetTaskRequest | CancelTaskRequest,
-        task_id: str,
-        context: CallContext,
-    ) -> Task:
+    async def _task(self, method: str, params: dict[str, Any], context: CallContext) -> Task:
+        """``method`` on the caller's task ``params["id"]`` (else TaskNotFound, unasked)."""
+        task_id = params["id"]
         metadata = self.tasks.get(context.owner, task_id).metadata
-        task = await self._upstream.call(method, to_wire(request), Task)
+        task = await self._upstream.call(method, params, Task)
         if task.id != task_id:
             raise errors.UpstreamFailure(MALFORMED, f"the upstream's {method} names another task")
         return self._returned(task, metadata)

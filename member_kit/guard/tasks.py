@@ -6,8 +6,12 @@ principal and handoff) and the metadata the kit's own handler would have given i
 handoff binding and what the token binds, :func:`~member_kit.server.agent.opened_metadata`).
 A task of another owner reads as not found, as in the kit's task stores.
 
-Kept in memory, at most ``capacity`` tasks, the oldest forgotten first; a task forgotten
-(or opened before the guard restarted) reads as not found.
+A task opened under an idempotency key (``metadata.idempotencyKey`` of its message) is
+found again by its owner and key, so that a send retried under the same key is answered
+with the task it opened instead of opening another (:meth:`GuardedTasks.opened_under`).
+
+Kept in memory, at most ``capacity`` tasks, the oldest forgotten first (with its key); a
+task forgotten (or opened before the guard restarted) reads as not found.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from member_kit import errors
 class GuardedTask:
     owner: str
     metadata: Mapping[str, Any]
+    idempotency_key: str | None = None
 
 
 class GuardedTasks:
@@ -34,13 +39,21 @@ class GuardedTasks:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._tasks: OrderedDict[str, GuardedTask] = OrderedDict()
+        self._keys: dict[tuple[str, str], str] = {}
 
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def remember(self, task_id: str, owner: str, metadata: Mapping[str, Any]) -> GuardedTask:
-        """Keep ``task_id`` as ``owner``'s; a task already another owner's stays theirs
-        (an upstream that names the same task twice is answered as failing)."""
+    def remember(
+        self,
+        task_id: str,
+        owner: str,
+        metadata: Mapping[str, Any],
+        idempotency_key: str | None = None,
+    ) -> GuardedTask:
+        """Keep ``task_id`` as ``owner``'s (opened under ``idempotency_key``, if any); a
+        task already another owner's stays theirs (an upstream that names the same task
+        twice is answered as failing)."""
         known = self._tasks.get(task_id)
         if known is not None:
             if known.owner != owner:
@@ -48,10 +61,18 @@ class GuardedTasks:
                     "upstream_task_reused", "the upstream answered with another caller's task"
                 )
             return known
-        self._tasks[task_id] = GuardedTask(owner, dict(metadata))
+        self._tasks[task_id] = GuardedTask(owner, dict(metadata), idempotency_key)
+        if idempotency_key is not None:
+            self._keys[(owner, idempotency_key)] = task_id
         while len(self._tasks) > self.capacity:
-            self._tasks.popitem(last=False)
+            _, forgotten = self._tasks.popitem(last=False)
+            if forgotten.idempotency_key is not None:
+                self._keys.pop((forgotten.owner, forgotten.idempotency_key), None)
         return self._tasks[task_id]
+
+    def opened_under(self, owner: str, idempotency_key: str) -> str | None:
+        """The id of ``owner``'s task opened under ``idempotency_key``, if one is kept."""
+        return self._keys.get((owner, idempotency_key))
 
     def get(self, owner: str, task_id: str) -> GuardedTask:
         """``owner``'s task ``task_id``, else :class:`~member_kit.errors.TaskNotFound`."""

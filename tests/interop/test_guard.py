@@ -246,6 +246,19 @@ def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Feder
     assert guarded.upstream_calls() == calls
 
 
+def test_a_send_retried_under_its_idempotency_key_gets_the_task_it_opened(
+    guarded: Federation,
+) -> None:
+    """As a restarted coordinator resends a handoff (a new token, the same key): the
+    guard answers with the task the first send opened and opens none."""
+    first = _send("handoff-k")
+    first["message"]["metadata"]["idempotencyKey"] = "run-1:handoff-k"
+    opened = _call(guarded, _token(guarded, "handoff-k", "jti-k1"), "SendMessage", first)
+    retried = _call(guarded, _token(guarded, "handoff-k", "jti-k2"), "SendMessage", first)
+    assert retried["result"]["task"]["id"] == opened["result"]["task"]["id"]
+    assert retried["result"]["task"]["metadata"][RECEIPTS_EXTENSION_URI]["jti"] == "jti-k1"
+
+
 def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> None:
     """The card's HTTP+JSON interface reaches the same authorizer and forwarding."""
     rest = f"{guarded.guard_url}/a2a/rest"
