@@ -10,7 +10,9 @@ It is an :class:`~member_kit.server.jsonrpc.OperationTable`, so the kit's endpoi
   replayed token never reaches it. The upstream's task is kept as the caller's with the
   handoff binding and what the token binds (:mod:`.tasks`);
 * ``GetTask``, ``CancelTask``: only for a task of the caller's, else TaskNotFound
-  without asking the upstream.
+  without asking the upstream;
+* a send asking for push notifications is refused (PushNotificationNotSupported): the
+  upstream would call the webhook itself, past the guard.
 
 Every task that goes back carries in its metadata the handoff binding and what the token
 binds (the upstream never echoes them; what it says under those keys is replaced), and,
@@ -60,6 +62,7 @@ class ForwardingHandler:
     async def send_message(
         self, request: SendMessageRequest, context: CallContext
     ) -> SendMessageResponse:
+        _check_no_push(request)
         continued = request.message.task_id
         key = idempotency_key_of(request.message) if continued is None else None
         opened = self.tasks.opened_under(context.owner, key) if key is not None else None
@@ -97,3 +100,13 @@ class ForwardingHandler:
         kept = {k: v for k, v in (task.metadata or {}).items() if k not in _OURS}
         merged = {**kept, **metadata}
         return self._stamp(task.model_copy(update={"metadata": merged or None}))
+
+
+def _check_no_push(request: SendMessageRequest) -> None:
+    """A webhook the upstream would call itself, past the guard (no receipt, any
+    address): refused, as the guard's card offers no push notifications."""
+    configuration = request.configuration
+    if configuration is not None and configuration.task_push_notification_config is not None:
+        raise errors.PushNotificationNotSupported(
+            "this agent sends no push notifications; poll the task with GetTask"
+        )

@@ -228,7 +228,9 @@ def _reason(answer: Any) -> str:
 
 def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Federation) -> None:
     """The guard keeps whose each upstream task is: another handoff's token gets
-    TaskNotFound for it, and the agent is not asked; a token opens at most one task."""
+    TaskNotFound for it, and the agent is not asked; a token opens at most one task; a
+    send asking for push notifications (the agent would call the webhook itself) is
+    refused before the agent is asked."""
     mine = _token(guarded, "handoff-a", "jti-a")
     opened = _call(guarded, mine, "SendMessage", _send("handoff-a"))["result"]["task"]
     assert opened["metadata"]["handoffId"] == "handoff-a"
@@ -243,6 +245,12 @@ def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Feder
         answer = _call(guarded, theirs, method, {"id": task_id})
         assert answer["error"]["code"] == -32001, answer
     assert _reason(_call(guarded, mine, "SendMessage", _send("handoff-a"))) == "replayed_jti"
+    push = {
+        **_send("handoff-p"),
+        "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}},
+    }
+    answer = _call(guarded, _token(guarded, "handoff-p", "jti-p"), "SendMessage", push)
+    assert answer["error"]["code"] == -32003, answer
     assert guarded.upstream_calls() == calls
 
 
