@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from agent_cards.edge.errors import WeakOperatorToken
+from agent_cards.edge.token_strength import check_strength
 from member_kit.errors import StorageUnavailable
 from member_kit.guard.settings import GuardSettings, parse_skill_scopes
 from member_kit.telemetry import logs
@@ -70,6 +72,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
         min_interval=trust.min_refresh_seconds(environ),
     )
     directory = Path(args.data_dir).expanduser()
+    for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
+        _check_strength(environ.get(name), name)
     settings = GuardSettings(
         upstream_url=args.upstream,
         skill_scopes=parse_skill_scopes(args.skill_scope),
@@ -82,6 +86,15 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
     )
     check_secure(settings)
     return replace(settings, signing_keys=trust.signing_keys(args.key_file, directory))
+
+
+def _check_strength(token: str | None, name: str) -> None:
+    """An operator token too weak to be a secret is refused, named by its variable."""
+    try:
+        if token:
+            check_strength(token, name)
+    except WeakOperatorToken as exc:
+        raise ValueError(f"{exc.reason}: {exc.message}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 
-def serve_guard(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def serve_guard(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "coordinator", "serve", "guard", *args]
-    env = {**os.environ, "FEDERATION_DATA_DIR": str(tmp_path / "coordinator")}
+    env = {**os.environ, "FEDERATION_DATA_DIR": str(tmp_path / "coordinator"), **extra}
     return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, check=False)
 
 
@@ -21,6 +21,14 @@ def test_the_cli_runs_the_guard_s_own_options(tmp_path: Path) -> None:
     done = serve_guard(tmp_path, "--help")
     assert done.returncode == 0, done.stderr
     assert "--upstream" in done.stdout and "--skill-scope" in done.stdout
+
+
+def test_a_weak_audit_token_is_refused_by_its_name(tmp_path: Path) -> None:
+    args = ("--upstream", "http://127.0.0.1:9", "--data-dir", str(tmp_path / "guard"))
+    done = serve_guard(tmp_path, *args, GUARD_AUDIT_TOKEN="password1234")
+    assert done.returncode == 2, done.stderr
+    assert "operator_token_weak" in done.stderr and "GUARD_AUDIT_TOKEN" in done.stderr
+    assert "password1234" not in done.stderr
 
 
 @pytest.mark.parametrize(
