@@ -4,7 +4,8 @@ Routes, as a kit member serves them: ``GET /.well-known/agent-card.json`` (the u
 card rewritten, :mod:`.card`, signed with the guard's active key), ``GET
 /.well-known/jwks.json`` (the guard's keys, with their successions), ``POST /a2a/jsonrpc``
 and ``/a2a/rest/...`` (the operations of :mod:`.forward`, behind the kit's edge limits,
-token-first check and authorizer), ``GET /healthz``, ``/livez``, ``/metrics`` and the
+token-first check and authorizer; with ``grpc_port`` the gRPC binding too, over the
+same dispatcher), ``GET /healthz``, ``/livez``, ``/metrics`` and the
 audit routes ``federation audit reconcile`` reads. The decision log, the replay record
 and the coordinator heads witnessed live in the guard's database, as a member's do.
 """
@@ -28,17 +29,19 @@ from member_kit.guard.forward import ForwardingHandler
 from member_kit.guard.settings import GuardSettings
 from member_kit.guard.tasks import GuardedTasks
 from member_kit.guard.upstream import Upstream, fetch_card, jsonrpc_url
-from member_kit.server import limits, rest
+from member_kit.server import limits, observed, rest
 from member_kit.server.app import (
     JSONRPC_PATHS,
     default_authorize,
     durable_store,
+    grpc_address,
     jwks_route,
     serve_app,
     signed_card,
     with_keys,
 )
 from member_kit.server.decisions import DecisionLog
+from member_kit.server.grpc_binding import GRPCServer
 from member_kit.server.health import health_routes
 from member_kit.server.jsonrpc import JSONRPCEndpoint
 from member_kit.server.metrics_route import metrics_route
@@ -53,7 +56,8 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
     settings = with_keys(settings)
     keys = settings.signing_keys
     assert keys is not None
-    card = guarded_card(upstream_card, settings.public_base_url, settings.skill_scopes)
+    address = grpc_address(settings)
+    card = guarded_card(upstream_card, settings.public_base_url, settings.skill_scopes, address)
     upstream = Upstream(
         jsonrpc_url(upstream_card, settings.upstream_url),
         max_bytes=settings.upstream_max_bytes,
@@ -71,11 +75,27 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
     endpoint = JSONRPCEndpoint(
         handler, authorize=authorize, max_body_bytes=settings.edge_limits.max_body_bytes
     )
+    authenticate = getattr(authorize, "authenticate", None)
+    grpc_server = (
+        GRPCServer(
+            endpoint.dispatcher,
+            authenticate,
+            address,
+            limits=settings.edge_limits,
+            refused=observed.grpc_connection_refused,
+        )
+        if address is not None
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
+            if grpc_server is not None:
+                await grpc_server.start()
             yield
+            if grpc_server is not None:
+                await grpc_server.stop()
             await upstream.aclose()
         finally:
             if durable is not None:
@@ -105,7 +125,6 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
         limits.Guard(limits.posts_to(JSONRPC_PATHS)),
         limits.Guard(rest.covers(REST_PATH), rest.refusal),
     )
-    authenticate = getattr(authorize, "authenticate", None)
     limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
     app.add_middleware(ObservedHTTP)
     app.state.settings = settings
@@ -113,7 +132,9 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
     app.state.signing_keys = keys
     app.state.decisions = decisions
     app.state.audit_log = audit_log
-    app.state.guarded_tasks = tasks
+    app.state.witnessed_heads = witnessed
+    app.state.task_store = tasks
+    app.state.durable_store = durable
     return app
 
 

@@ -3,10 +3,11 @@
 What the upstream says about itself (name, description, version, provider, modes, its
 skills' names, descriptions and examples) is kept. What is about reaching it and
 trusting it is the guard's: the interfaces are the guard's own (JSON-RPC and HTTP+JSON
-under its public URL), the only security scheme is the delegation Bearer scheme, each
-skill asks for the scope the operator gave it, the receipts extension is declared, and
-what the guard does not forward (streaming, push notifications, an extended card) is
-not offered. Every skill of the upstream needs a scope, and every scope a skill.
+under its public URL, and gRPC when it serves it), the only security scheme is the
+delegation Bearer scheme, each skill asks for the scope the operator gave it, the
+receipts extension is declared, and what the guard does not forward (streaming, push
+notifications, an extended card) is not offered. Every skill of the upstream needs a
+scope, and every scope a skill.
 """
 
 from __future__ import annotations
@@ -45,10 +46,25 @@ RECEIPTS_DESCRIPTION = (
 GUARD_NOTE = " (Served by a guard that checks every delegation token before the agent is asked.)"
 
 
-def guarded_card(upstream: AgentCard, public_base_url: str, scopes: Mapping[str, str]) -> AgentCard:
-    """``upstream`` as the guard at ``public_base_url`` serves it, with ``scopes`` by skill."""
+def guarded_card(
+    upstream: AgentCard,
+    public_base_url: str,
+    scopes: Mapping[str, str],
+    grpc_address: str | None = None,
+) -> AgentCard:
+    """``upstream`` as the guard at ``public_base_url`` serves it, with ``scopes`` by skill;
+    with ``grpc_address`` (host:port) the gRPC binding is listed last."""
     _check_scopes(upstream, scopes)
     base = public_base_url.rstrip("/")
+    grpc = (
+        [
+            AgentInterface(
+                url=grpc_address, protocol_binding="GRPC", protocol_version=PROTOCOL_VERSION
+            )
+        ]
+        if grpc_address is not None
+        else []
+    )
     return upstream.model_copy(
         update={
             "description": upstream.description + GUARD_NOTE,
@@ -63,6 +79,7 @@ def guarded_card(upstream: AgentCard, public_base_url: str, scopes: Mapping[str,
                     protocol_binding="HTTP+JSON",
                     protocol_version=PROTOCOL_VERSION,
                 ),
+                *grpc,
             ],
             "capabilities": _capabilities(),
             "security_schemes": {SECURITY_SCHEME: _scheme()},

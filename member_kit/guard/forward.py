@@ -11,6 +11,8 @@ It is an :class:`~member_kit.server.jsonrpc.OperationTable`, so the kit's endpoi
   handoff binding and what the token binds (:mod:`.tasks`);
 * ``GetTask``, ``CancelTask``: only for a task of the caller's, else TaskNotFound
   without asking the upstream;
+* ``ListTasks``: the caller's tasks, each read from the upstream (GetTask), filtered by
+  context and state and paged by the guard, without receipts (as the kit lists them);
 * a send asking for push notifications is refused (PushNotificationNotSupported): the
   upstream would call the webhook itself, past the guard.
 
@@ -28,6 +30,8 @@ from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts.wire import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
     SendMessageRequest,
     SendMessageResponse,
     Task,
@@ -40,6 +44,10 @@ from member_kit.server.agent import HANDOFF_BINDING_KEYS, idempotency_key_of, op
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
 
 _OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
+# ListTasks reads at most this many of the caller's tasks (one token opens one task, so
+# an owner, a principal's handoff, has few), each from the upstream.
+MAX_LISTED = 100
+DEFAULT_PAGE_SIZE = 50
 
 
 class ForwardingHandler:
@@ -57,6 +65,7 @@ class ForwardingHandler:
             "SendMessage": Operation(SendMessageRequest, self.send_message),
             "GetTask": Operation(GetTaskRequest, self.get_task),
             "CancelTask": Operation(CancelTaskRequest, self.cancel_task),
+            "ListTasks": Operation(ListTasksRequest, self.list_tasks),
         }
 
     async def send_message(
@@ -86,6 +95,39 @@ class ForwardingHandler:
     async def cancel_task(self, request: CancelTaskRequest, context: CallContext) -> Task:
         return await self._task("CancelTask", to_wire(request), context)
 
+    async def list_tasks(
+        self, request: ListTasksRequest, context: CallContext
+    ) -> ListTasksResponse:
+        """The caller's tasks (its most recent :data:`MAX_LISTED`), each read from the
+        upstream, filtered and paged here; without receipts, as the kit lists them."""
+        if request.status_timestamp_after is not None:
+            raise errors.InvalidParams("params.statusTimestampAfter: not supported by this agent")
+        matching = [
+            task
+            for task_id in self.tasks.owned_by(context.owner, MAX_LISTED)
+            if _listed(task := await self._read(task_id, request, context), request)
+        ]
+        start, size = _offset(request.page_token), request.page_size or DEFAULT_PAGE_SIZE
+        page = matching[start : start + size]
+        more = start + size < len(matching)
+        return ListTasksResponse(
+            tasks=page,
+            next_page_token=str(start + size) if more else "",
+            page_size=size,
+            total_size=len(matching),
+        )
+
+    async def _read(self, task_id: str, request: ListTasksRequest, context: CallContext) -> Task:
+        params: dict[str, Any] = {"id": task_id}
+        if request.history_length is not None:
+            params["historyLength"] = request.history_length
+        metadata = self.tasks.get(context.owner, task_id).metadata
+        task = await self._upstream.call("GetTask", params, Task)
+        kept = {k: v for k, v in (task.metadata or {}).items() if k not in _OURS}
+        artifacts = task.artifacts if request.include_artifacts else None
+        update = {"metadata": {**kept, **metadata} or None, "artifacts": artifacts}
+        return task.model_copy(update=update)
+
     async def _task(self, method: str, params: dict[str, Any], context: CallContext) -> Task:
         """``method`` on the caller's task ``params["id"]`` (else TaskNotFound, unasked)."""
         task_id = params["id"]
@@ -110,3 +152,19 @@ def _check_no_push(request: SendMessageRequest) -> None:
         raise errors.PushNotificationNotSupported(
             "this agent sends no push notifications; poll the task with GetTask"
         )
+
+
+def _listed(task: Task, request: ListTasksRequest) -> bool:
+    """``task`` matches the filters of ``request``."""
+    if request.context_id is not None and task.context_id != request.context_id:
+        return False
+    return request.status is None or task.status.state == request.status
+
+
+def _offset(page_token: str | None) -> int:
+    """Where a page starts: its token is the offset of its first task."""
+    if not page_token:
+        return 0
+    if not page_token.isdigit() or len(page_token) > 6:
+        raise errors.InvalidParams("params.pageToken: not a page token of this agent")
+    return int(page_token)

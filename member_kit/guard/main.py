@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
+    parser.add_argument(
+        "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
+    )
     parser.add_argument("--data-dir", required=True, help="keys and database of the guard")
     parser.add_argument("--database-url", help="the database instead of DATA_DIR's")
     parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
@@ -81,6 +84,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
         insecure_anonymous=args.insecure_anonymous,
         data_dir=directory,
         database_url=args.database_url,
+        grpc_port=args.grpc_port,
+        grpc_host=args.host,
         audit_token=environ.get(AUDIT_TOKEN_ENV_VAR) or None,
         metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
     )

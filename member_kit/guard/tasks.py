@@ -81,6 +81,11 @@ class GuardedTasks:
             raise errors.TaskNotFound(task_id)
         return known
 
+    def owned_by(self, owner: str, limit: int) -> list[str]:
+        """The ids of ``owner``'s tasks, most recently opened first, at most ``limit``."""
+        owned = (task_id for task_id, task in reversed(self._tasks.items()) if task.owner == owner)
+        return [task_id for task_id, _ in zip(owned, range(limit), strict=False)]
+
     def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
         """The :data:`~member_kit.server.auth.TaskBinding` the authorizer checks a
         continuation against (None: no such task of this owner)."""
