@@ -3,12 +3,16 @@ configuration errors end with one line and exit status 2, before any upstream is
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from agent_cards.keys import KeySet, SigningKey
+from tests.servers import free_port
 
 
 def serve_guard(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -47,3 +51,18 @@ def test_a_configuration_error_is_one_line_and_status_2(
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("guard: error: ") and said in line, line
+
+
+def test_an_upstream_that_cannot_be_reached_stops_the_guard_at_start(tmp_path: Path) -> None:
+    """The card is fetched before the guard listens: no card, no guard (status 2)."""
+    jwks = tmp_path / "issuer.jwks.json"
+    jwks.write_text(json.dumps(KeySet(active=SigningKey.generate()).public_jwks()))
+    done = serve_guard(
+        tmp_path,
+        *("--upstream", f"http://127.0.0.1:{free_port()}", "--data-dir", str(tmp_path / "g")),
+        *("--skill-scope", "summarize=text:summarize", "--trust-issuer", f"issuer={jwks}"),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("guard: error: cannot fetch http://127.0.0.1:"), line
