@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
+from contracts import a2a_errors
 from contracts.wire import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -102,11 +103,10 @@ class ForwardingHandler:
         upstream, filtered and paged here; without receipts, as the kit lists them."""
         if request.status_timestamp_after is not None:
             raise errors.InvalidParams("params.statusTimestampAfter: not supported by this agent")
-        matching = [
-            task
-            for task_id in self.tasks.owned_by(context.owner, MAX_LISTED)
-            if _listed(task := await self._read(task_id, request, context), request)
+        read = [
+            await self._read(i, request) for i in self.tasks.owned_by(context.owner, MAX_LISTED)
         ]
+        matching = [task for task in read if task is not None and _listed(task, request)]
         start, size = _offset(request.page_token), request.page_size or DEFAULT_PAGE_SIZE
         page = matching[start : start + size]
         more = start + size < len(matching)
@@ -117,12 +117,20 @@ class ForwardingHandler:
             total_size=len(matching),
         )
 
-    async def _read(self, task_id: str, request: ListTasksRequest, context: CallContext) -> Task:
+    async def _read(self, task_id: str, request: ListTasksRequest) -> Task | None:
+        """A listed task as the upstream has it now; None if it no longer has it."""
         params: dict[str, Any] = {"id": task_id}
         if request.history_length is not None:
             params["historyLength"] = request.history_length
-        metadata = self.tasks.get(context.owner, task_id).metadata
-        task = await self._upstream.call("GetTask", params, Task)
+        metadata = self.tasks.metadata_of(task_id)
+        try:
+            task = await self._upstream.call("GetTask", params, Task)
+        except errors.A2AError as error:
+            if error.kind is a2a_errors.TASK_NOT_FOUND:
+                return None
+            raise
+        if task.id != task_id:
+            raise errors.UpstreamFailure(MALFORMED, "the upstream's GetTask names another task")
         kept = {k: v for k, v in (task.metadata or {}).items() if k not in _OURS}
         artifacts = task.artifacts if request.include_artifacts else None
         update = {"metadata": {**kept, **metadata} or None, "artifacts": artifacts}

@@ -86,6 +86,11 @@ class GuardedTasks:
         owned = (task_id for task_id, task in reversed(self._tasks.items()) if task.owner == owner)
         return [task_id for task_id, _ in zip(owned, range(limit), strict=False)]
 
+    def metadata_of(self, task_id: str) -> Mapping[str, Any]:
+        """The metadata a listed task (one of :meth:`owned_by`) was opened with."""
+        known = self._tasks.get(task_id)
+        return known.metadata if known is not None else {}
+
     def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
         """The :data:`~member_kit.server.auth.TaskBinding` the authorizer checks a
         continuation against (None: no such task of this owner)."""

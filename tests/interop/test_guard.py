@@ -238,12 +238,16 @@ def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Feder
     assert "receipt" in opened["metadata"][RECEIPTS_EXTENSION_URI]
     task_id = opened["id"]
     assert _call(guarded, mine, "GetTask", {"id": task_id})["result"]["id"] == task_id
+    listed = _call(guarded, mine, "ListTasks", {"includeArtifacts": True})["result"]["tasks"]
+    assert [(t["id"], t["metadata"]["handoffId"]) for t in listed] == [(task_id, "handoff-a")]
+    assert listed[0]["artifacts"] == opened["artifacts"]
     calls = guarded.upstream_calls()
 
     theirs = _token(guarded, "handoff-b", "jti-b")
     for method in ("GetTask", "CancelTask"):
         answer = _call(guarded, theirs, method, {"id": task_id})
         assert answer["error"]["code"] == -32001, answer
+    assert _call(guarded, theirs, "ListTasks", {})["result"]["tasks"] == []
     assert _reason(_call(guarded, mine, "SendMessage", _send("handoff-a"))) == "replayed_jti"
     push = {
         **_send("handoff-p"),
