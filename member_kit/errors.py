@@ -18,8 +18,11 @@
     │   ├── UnsupportedOperation          -32004
     │   ├── ContentTypeNotSupported       -32005
     │   ├── VersionNotSupported           -32009
-    │   └── DelegationRefused             -32090 / -32091 / -32092, answered with HTTP
-    │                                     401 / 403 / 503 and a WWW-Authenticate challenge
+    │   ├── DelegationRefused             -32090 / -32091 / -32092, answered with HTTP
+    │   │                                 401 / 403 / 503 and a WWW-Authenticate challenge
+    │   └── UpstreamFailure               -32006: the agent behind the guard gave no usable
+    │                                     reply (upstream_unreachable, upstream_timeout,
+    │                                     upstream_reply_too_large, upstream_reply_malformed)
     ├── SkillFailure              the skill could not do its work; the task ends FAILED with a
     │   │                         controlled error code, never as a JSON-RPC error
     │   └── ModelFailure          the risk model gave no usable reply; ``error_code`` is one of
@@ -28,7 +31,9 @@
     │                             limit_reached
     ├── ModelConfigInvalid        REMOTE_RISK_MODEL_* is incomplete or out of range (at start;
     │                             also a ValueError)
-    └── StorageUnavailable        the durable store cannot be opened or migrated (at start)
+    ├── StorageUnavailable        the durable store cannot be opened or migrated (at start)
+    └── UpstreamCardInvalid       the guard cannot serve the upstream's card (at start; also
+                                  a ValueError)
 
 Anything else that escapes a handler is a bug: the JSON-RPC layer logs it and answers a
 generic -32603 so that no exception text reaches the wire.
@@ -186,6 +191,17 @@ class DelegationRefused(A2AError):
         self.headers = headers
 
 
+class UpstreamFailure(A2AError):
+    """The agent behind the guard could not be reached in time or answered what is no
+    A2A reply; ``reason`` is the stable code, also in the ErrorInfo metadata."""
+
+    default_kind = a2a_errors.INVALID_AGENT_RESPONSE
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message, metadata={"reason": reason})
+        self.reason = reason
+
+
 class SkillFailure(RemoteRiskError):
     """The skill tried and could not finish; ``error_code`` is a stable, documented token."""
 
@@ -208,6 +224,10 @@ class ModelConfigInvalid(RemoteRiskError, ValueError):
 
 class StorageUnavailable(RemoteRiskError):
     """The durable store cannot be opened or migrated; the service must not start."""
+
+
+class UpstreamCardInvalid(RemoteRiskError, ValueError):
+    """The guard cannot fetch the upstream's card, or cannot serve it as asked."""
 
 
 def invalid_params_from(exc: ValidationError, root: str = "params") -> InvalidParams:

@@ -1,15 +1,19 @@
 """The members the token-attack suite holds to the same refusals.
 
-``remote_risk`` (the risk team's member, :mod:`remote_risk.service`) and ``terms`` (the
+``remote_risk`` (the risk team's member, :mod:`remote_risk.service`), ``terms`` (the
 legal team's member, built on the kit in one file: ``examples/terms_member.py``, loaded
-here by path since ``examples/`` is no package). Each says what a valid send to it
+here by path since ``examples/`` is no package) and ``guard`` (the kit's guard,
+:mod:`member_kit.guard.app`, in front of a stock a2a-sdk agent run as its own process
+once for the session: ``tests/interop/quickstart_agent.py``). Each says what a valid send to it
 carries (its skill, the scope that skill requires, an input it accepts) and builds its
 app from settings, so that one attack table runs against both.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,6 +68,40 @@ def _terms_app(**settings: Any) -> Any:
     return create_app(MemberSettings(**settings), terms_example().MEMBER)
 
 
+@cache
+def quickstart_agent() -> str:
+    """The base URL of the stock a2a-sdk agent the guard stands in front of, started once
+    (and stopped when the test process ends)."""
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "tests.interop.quickstart_agent"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=TERMS_EXAMPLE.parents[1],
+    )
+    atexit.register(_stop, agent)
+    assert agent.stdout is not None
+    first = agent.stdout.readline().strip()
+    assert first.startswith("agent listening on "), first
+    return first.rpartition(" ")[2]
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def _guard_app(**settings: Any) -> Any:
+    from member_kit.guard.app import create_guard_app
+    from member_kit.guard.settings import GuardSettings
+    from member_kit.guard.upstream import fetch_card
+
+    upstream = quickstart_agent()
+    scopes = {"summarize": "text:summarize"}
+    guard = GuardSettings(**settings, upstream_url=upstream, skill_scopes=scopes)
+    return create_guard_app(guard, fetch_card(upstream, max_bytes=100_000, timeout=10))
+
+
 def _terms_input() -> dict[str, Any]:
     return {"text": "Refunds are handled by the support team.", "terms": ["refund", "warranty"]}
 
@@ -86,4 +124,13 @@ TERMS = MemberUnderTest(
     text_path=("text",),
     create_app=_terms_app,
 )
-MEMBERS = {member.name: member for member in (RISK, TERMS)}
+GUARD = MemberUnderTest(
+    name="guard",
+    skill="summarize",
+    scope="text:summarize",
+    narrow_scope="text:read",
+    valid_input=lambda: {"text": "the quick brown fox"},
+    text_path=("text",),
+    create_app=_guard_app,
+)
+MEMBERS = {member.name: member for member in (RISK, TERMS, GUARD)}

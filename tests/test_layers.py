@@ -54,6 +54,7 @@ LAYERS = {
         "trust",
         "settings",
         "server",
+        "guard",
         "",
     ],
     "remote_risk": ["risk", "settings", "service", "__main__", ""],
@@ -68,10 +69,11 @@ ALLOWED = {
     "member_kit": {"contracts", "agent_cards", "member_kit"},
     "remote_risk": {"contracts", "agent_cards", "member_kit", "remote_risk"},
 }
-# The two named crossings from the coordinator into the risk team's code (deferred).
+# The named crossings from the coordinator into the risk team's code and the kit
+# (deferred): the risk rules in the evaluation, and the CLI starting a service.
 CROSSINGS = {
     "coordinator.assessment.evaluate": ("remote_risk.risk.", "member_kit.errors"),
-    "coordinator.cli.commands": ("remote_risk.__main__",),
+    "coordinator.cli.commands": ("remote_risk.__main__", "member_kit.guard.main"),
 }
 # Nothing left to cut: remote_risk has its own model adapter (remote_risk.risk.model).
 NOT_YET_CUT: dict[str, tuple[str, ...]] = {}

@@ -491,6 +491,12 @@ def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
 
         # the operator console at /console, beside the API (issue 21)
         return serve_coordinator(args.service_args, service.ws, [Console()])
+    if args.service == "guard":
+        # the kit's guard sidecar in front of an A2A agent (its own --data-dir)
+        from member_kit.guard.main import main as serve_guard
+
+        serve_guard(args.service_args)
+        return 0
     # Starting the risk team's service is the one place the CLI reaches into it.
     from remote_risk.__main__ import main as serve_risk
 

@@ -70,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run a service in the foreground",
         description="Run a service in the foreground. Options after the service name are "
-        "the service's own (see `federation serve risk --help`).",
+        "the service's own (see `federation serve risk --help`, `federation serve guard "
+        "--help`).",
     )
-    serve.add_argument("service", choices=["risk", "coordinator"], help="which service")
+    serve.add_argument("service", choices=["risk", "coordinator", "guard"], help="which service")
     serve.add_argument("service_args", nargs=argparse.REMAINDER, help="the service's own options")
 
     register = commands.add_parser("register", help="fetch, validate and keep an agent card")

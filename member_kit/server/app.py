@@ -26,10 +26,9 @@ by default ``remote-risk.db`` in the service's data directory.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
@@ -42,6 +41,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_cards.edge.errors import WeakOperatorToken
+from agent_cards.edge.listening import listening_socket, url_host
 from agent_cards.edge.operator_token import check_strength
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.identity import identity_of
@@ -58,7 +58,7 @@ from member_kit.audit.witness import WitnessedHeads
 from member_kit.errors import RemoteRiskError
 from member_kit.server import limits, observed, rest
 from member_kit.server.agent import AgentHandler
-from member_kit.server.auth import delegation_authorizer, task_binding_of
+from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
 from member_kit.server.decisions import DecisionLog
 from member_kit.server.grpc_binding import GRPCServer
 from member_kit.server.health import health_routes
@@ -165,8 +165,9 @@ def create_app(
     )
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
-        authorize = _default_authorize(
-            settings, card, decisions, replay_guard, store, witnessed, member.skill.needs_budget
+        binding = task_binding_of(store.get)
+        authorize = default_authorize(
+            settings, card, decisions, replay_guard, binding, witnessed, member.skill.needs_budget
         )
     push = push_configs(settings, keys, store.get)
     handler = AgentHandler(
@@ -293,15 +294,18 @@ def durable_store(settings: MemberSettings) -> DurableStore | None:
     )
 
 
-def _default_authorize(
+def default_authorize(
     settings: MemberSettings,
     card: AgentCard,
     decisions: DecisionLog,
     replay_guard: ReplayGuard | None = None,
-    store: TaskStoreProtocol | None = None,
+    binding: TaskBinding | None = None,
     witnessed: WitnessedHeads | None = None,
     needs_budget: bool = False,
 ) -> Authorize:
+    """The ``authorize`` hook the settings imply: the kit's delegation authorizer for the
+    skills of ``card`` when issuers are trusted, else :func:`anonymous`; ``binding`` is
+    what a continuation is held to (the handoff its task was opened under)."""
     if not settings.trusted_issuers:
         return anonymous
     verifier = DelegationVerifier(
@@ -310,7 +314,6 @@ def _default_authorize(
         replay_guard=replay_guard,
         require_model_budget=needs_budget,
     )
-    binding = task_binding_of(store.get) if store is not None else None
     issuers = settings.trusted_issuers
     directory = issuers if isinstance(issuers, IssuerDirectory) else None
     return delegation_authorizer(
@@ -346,9 +349,30 @@ def serve(
     settings: MemberSettings,
     member: Member,
 ) -> None:
-    """Run the service until interrupted; port 0 picks a free port.
+    """Run ``member``'s service until interrupted (:func:`serve_app`)."""
+    serve_app(
+        member.name,
+        lambda final: create_app(final, member),
+        host,
+        port,
+        public_base_url=public_base_url,
+        settings=settings,
+    )
 
-    The first line on stdout is ``NAME listening on http://HOST:PORT`` (NAME the member's) with the
+
+def serve_app(
+    name: str,
+    build: Callable[[Configured], FastAPI],
+    host: str,
+    port: int,
+    *,
+    public_base_url: str | None,
+    settings: Configured,
+) -> None:
+    """Run the app ``build`` makes of the final settings (real URL, edge limits, data
+    directory) until interrupted; port 0 picks a free port.
+
+    The first line on stdout is ``NAME listening on http://HOST:PORT`` (NAME: ``name``) with the
     real port, printed once the socket accepts connections. The card advertises
     ``public_base_url`` if given, else that listening URL. Every log line, the access
     log's included, goes to stderr, so a parent reading stdout is never blocked by a full
@@ -366,10 +390,10 @@ def serve(
     if settings.database_url is None and settings.data_dir is None:
         settings = replace(settings, data_dir=trust.data_dir(None, os.environ))
     sock = listening_socket(host, port)
-    listening_url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
+    listening_url = f"http://{url_host(host)}:{sock.getsockname()[1]}"
     settings = replace(settings, public_base_url=public_base_url or listening_url)
     try:
-        app = create_app(settings, member)
+        app = build(settings)
     except BaseException:
         sock.close()
         raise
@@ -382,7 +406,7 @@ def serve(
     )
     if not settings.trusted_issuers:
         print(INSECURE_WARNING, file=sys.stderr, flush=True)
-    print(f"{member.name} listening on {listening_url}", flush=True)
+    print(f"{name} listening on {listening_url}", flush=True)
     # What the coordinator's operator pins: the card's signing kid and where the keys are.
     kid = app.state.signing_keys.signing_key().kid
     jwks_url = f"{settings.public_base_url}{JWKS_PATH}"
@@ -422,22 +446,3 @@ def check_operator_tokens(settings: MemberSettings) -> None:
                 check_strength(token, name)
         except WeakOperatorToken as exc:
             raise ConfigurationError(f"{exc.reason}: {exc.message}") from None
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
-    # and accepted connections inherit it; without it Nagle and delayed ACKs stall replies.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,119 @@
+"""``federation serve guard --upstream URL``: run the guard in front of an A2A agent.
+
+``--skill-scope SKILL=SCOPE`` (repeatable) gives the scope each of the upstream's skills
+asks of a delegation token; every skill needs one. ``--trust-issuer ISSUER=JWKS_FILE_OR_URL``
+(repeatable) names whose delegation tokens are accepted; without one the guard refuses
+to start unless ``--insecure-anonymous`` is given. Own keys: ``--key-file FILE``, else
+``DATA_DIR/keys``; the decision log, replay record and witnessed heads:
+``DATA_DIR/remote-risk.db`` (or ``--database-url``). The audit routes and ``/metrics``
+ask for the bearer tokens in ``GUARD_AUDIT_TOKEN`` and ``GUARD_METRICS_TOKEN`` (unset:
+not served). Configuration errors end with one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from agent_cards.edge.errors import WeakOperatorToken
+from agent_cards.edge.token_strength import check_strength
+from member_kit.errors import StorageUnavailable
+from member_kit.guard.settings import GuardSettings, parse_skill_scopes
+from member_kit.telemetry import logs
+from member_kit.trust import issuers as trust
+
+AUDIT_TOKEN_ENV_VAR = "GUARD_AUDIT_TOKEN"
+METRICS_TOKEN_ENV_VAR = "GUARD_METRICS_TOKEN"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="federation serve guard", description=(__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
+    parser.add_argument(
+        "--skill-scope",
+        action="append",
+        default=[],
+        metavar="SKILL=SCOPE",
+        help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
+    parser.add_argument(
+        "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
+    )
+    parser.add_argument("--data-dir", required=True, help="keys and database of the guard")
+    parser.add_argument("--database-url", help="the database instead of DATA_DIR's")
+    parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
+    parser.add_argument(
+        "--trust-issuer",
+        action="append",
+        metavar="ISSUER=JWKS_FILE_OR_URL",
+        help="accept delegation tokens of ISSUER (repeatable)",
+    )
+    parser.add_argument(
+        "--insecure-anonymous",
+        action="store_true",
+        help="DEVELOPMENT ONLY: run without trusted issuers, accepting every caller",
+    )
+    logs.add_arguments(parser)
+    return parser
+
+
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> GuardSettings:
+    """Settings for the parsed flags, or a one-line ``ValueError`` / ``ConfigurationError``."""
+    from member_kit.server.app import check_secure
+
+    trusted = trust.load_trusted_issuers(
+        trust.issuer_entries(args.trust_issuer, {}),
+        min_interval=trust.min_refresh_seconds(environ),
+    )
+    directory = Path(args.data_dir).expanduser()
+    for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
+        _check_strength(environ.get(name), name)
+    settings = GuardSettings(
+        upstream_url=args.upstream,
+        skill_scopes=parse_skill_scopes(args.skill_scope),
+        trusted_issuers=trusted,
+        insecure_anonymous=args.insecure_anonymous,
+        data_dir=directory,
+        database_url=args.database_url,
+        grpc_port=args.grpc_port,
+        grpc_host=args.host,
+        audit_token=environ.get(AUDIT_TOKEN_ENV_VAR) or None,
+        metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
+    )
+    check_secure(settings)
+    return replace(settings, signing_keys=trust.signing_keys(args.key_file, directory))
+
+
+def _check_strength(token: str | None, name: str) -> None:
+    """An operator token too weak to be a secret is refused, named by its variable."""
+    try:
+        if token:
+            check_strength(token, name)
+    except WeakOperatorToken as exc:
+        raise ValueError(f"{exc.reason}: {exc.message}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    # The server is imported once the arguments are read (``--help`` starts quickly).
+    from member_kit.guard.app import serve
+    from member_kit.server.app import ConfigurationError
+
+    logs.setup_from(args, os.environ)
+    try:
+        settings = settings_from(args, os.environ)
+        serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
+    except (ValueError, ConfigurationError, StorageUnavailable) as exc:
+        print(f"guard: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    finally:
+        logs.reset()

@@ -1,0 +1,98 @@
+"""Whose each upstream task is, and the handoff binding it was opened under.
+
+The upstream knows nothing of owners or handoffs, so the guard keeps, for every task it
+saw opened, the owner of the token that opened it (:func:`~member_kit.server.auth.owner_of`:
+principal and handoff) and the metadata the kit's own handler would have given it (the
+handoff binding and what the token binds, :func:`~member_kit.server.agent.opened_metadata`).
+A task of another owner reads as not found, as in the kit's task stores.
+
+A task opened under an idempotency key (``metadata.idempotencyKey`` of its message) is
+found again by its owner and key, so that a send retried under the same key is answered
+with the task it opened instead of opening another (:meth:`GuardedTasks.opened_under`).
+
+Kept in memory, at most ``capacity`` tasks, the oldest forgotten first (with its key); a
+task forgotten (or opened before the guard restarted) reads as not found.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from member_kit import errors
+
+
+@dataclass(frozen=True)
+class GuardedTask:
+    owner: str
+    metadata: Mapping[str, Any]
+    idempotency_key: str | None = None
+
+
+class GuardedTasks:
+    """A bounded map of upstream task id to :class:`GuardedTask`."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self._tasks: OrderedDict[str, GuardedTask] = OrderedDict()
+        self._keys: dict[tuple[str, str], str] = {}
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def remember(
+        self,
+        task_id: str,
+        owner: str,
+        metadata: Mapping[str, Any],
+        idempotency_key: str | None = None,
+    ) -> GuardedTask:
+        """Keep ``task_id`` as ``owner``'s (opened under ``idempotency_key``, if any); a
+        task already another owner's stays theirs (an upstream that names the same task
+        twice is answered as failing)."""
+        known = self._tasks.get(task_id)
+        if known is not None:
+            if known.owner != owner:
+                raise errors.UpstreamFailure(
+                    "upstream_task_reused", "the upstream answered with another caller's task"
+                )
+            return known
+        self._tasks[task_id] = GuardedTask(owner, dict(metadata), idempotency_key)
+        if idempotency_key is not None:
+            self._keys[(owner, idempotency_key)] = task_id
+        while len(self._tasks) > self.capacity:
+            _, forgotten = self._tasks.popitem(last=False)
+            if forgotten.idempotency_key is not None:
+                self._keys.pop((forgotten.owner, forgotten.idempotency_key), None)
+        return self._tasks[task_id]
+
+    def opened_under(self, owner: str, idempotency_key: str) -> str | None:
+        """The id of ``owner``'s task opened under ``idempotency_key``, if one is kept."""
+        return self._keys.get((owner, idempotency_key))
+
+    def get(self, owner: str, task_id: str) -> GuardedTask:
+        """``owner``'s task ``task_id``, else :class:`~member_kit.errors.TaskNotFound`."""
+        known = self._tasks.get(task_id)
+        if known is None or known.owner != owner:
+            raise errors.TaskNotFound(task_id)
+        return known
+
+    def owned_by(self, owner: str, limit: int) -> list[str]:
+        """The ids of ``owner``'s tasks, most recently opened first, at most ``limit``."""
+        owned = (task_id for task_id, task in reversed(self._tasks.items()) if task.owner == owner)
+        return [task_id for task_id, _ in zip(owned, range(limit), strict=False)]
+
+    def metadata_of(self, task_id: str) -> Mapping[str, Any]:
+        """The metadata a listed task (one of :meth:`owned_by`) was opened with."""
+        known = self._tasks.get(task_id)
+        return known.metadata if known is not None else {}
+
+    def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
+        """The :data:`~member_kit.server.auth.TaskBinding` the authorizer checks a
+        continuation against (None: no such task of this owner)."""
+        known = self._tasks.get(task_id)
+        return known.metadata if known is not None and known.owner == owner else None

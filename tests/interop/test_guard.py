@@ -1,0 +1,298 @@
+"""An unmodified a2a-sdk 1.3 agent joins the federation behind ``federation serve guard``.
+
+Real processes: the stock SDK agent (tests/interop/quickstart_agent.py: no token, no
+handoff, no receipt), the guard in front of it as its own process started by the
+coordinator's CLI, and the coordinator's CLI for every operator step. The guard is
+registered with its key pinned (``--expect-kid``) and a return schema matching what the
+agent answers; a delegation is ACCEPTED with a receipt by the guard's key; ``audit
+reconcile`` agrees with the guard's decision log; a proof bundle verifies with the
+guard's key. A forged token is refused with the kit's reason, and the agent never sees
+the request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+
+from agent_cards.identity import identity_of
+from agent_cards.keys import SigningKey, load_key_set
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.authority.identity import coordinator_keys
+from coordinator.storage.datadir import DataDir
+from tests import tokens
+from tests.processes import federation
+
+ROOT = Path(__file__).resolve().parents[2]
+VERIFIER = ROOT / "docs" / "verifier" / "verify_bundle.py"
+AUDIT_TOKEN = secrets.token_urlsafe(32)
+SCOPE = "text:summarize"
+ANSWER_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["words", "first"],
+    "additionalProperties": False,
+    "properties": {"words": {"type": "integer", "minimum": 0}, "first": {"type": "string"}},
+}
+UPSTREAM_CALLS = "POST /a2a/jsonrpc"
+
+
+@dataclass
+class Federation:
+    data: DataDir
+    guard_url: str
+    guard_dir: Path
+    agent_log: Path
+
+    def upstream_calls(self) -> int:
+        """How many JSON-RPC requests the agent received (uvicorn's access log)."""
+        return self.agent_log.read_text().count(UPSTREAM_CALLS)
+
+
+def _start(args: list[str], out: IO[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=out, text=True, env=env, cwd=ROOT)
+
+
+def _first_line(process: subprocess.Popen[str], expected: str) -> str:
+    assert process.stdout is not None
+    first = process.stdout.readline().strip()
+    assert first.startswith(expected), first
+    return first.rpartition(" ")[2]
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[Federation]:
+    data = DataDir(tmp_path / "coordinator")
+    coordinator_keys(data)
+    agent_log = tmp_path / "agent.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with agent_log.open("w") as log:
+        agent = _start([sys.executable, "-m", "tests.interop.quickstart_agent"], log, env)
+    try:
+        agent_url = _first_line(agent, "agent listening on ")
+        guard_dir = tmp_path / "guard"
+        guard_args = [
+            sys.executable, "-m", "coordinator", "serve", "guard", "--upstream", agent_url,
+            "--skill-scope", f"summarize={SCOPE}", "--data-dir", str(guard_dir),
+            "--trust-issuer", f"{DEFAULT_ISSUER}={data.path('jwks.json')}",
+        ]  # fmt: skip
+        guard_env = {**env, "FEDERATION_DATA_DIR": str(data.root), "GUARD_AUDIT_TOKEN": AUDIT_TOKEN}
+        with (tmp_path / "guard.log").open("w") as log:
+            guard = _start(guard_args, log, guard_env)
+        try:
+            guard_url = _first_line(guard, "guard listening on ")
+            yield Federation(data, guard_url, guard_dir, agent_log)
+        finally:
+            _stop(guard)
+    finally:
+        _stop(agent)
+
+
+def cli(data: DataDir, *args: str) -> tuple[int, str, str]:
+    process = federation(data.root, *args)
+    out, err = process.communicate(timeout=120)
+    return process.returncode, out, err
+
+
+def test_an_unmodified_agent_behind_the_guard_joins_and_is_audited(
+    guarded: Federation, tmp_path: Path
+) -> None:
+    data = guarded.data
+    kid = load_key_set(guarded.guard_dir / "keys").active.kid
+    schema = tmp_path / "answer.schema.json"
+    schema.write_text(json.dumps(ANSWER_SCHEMA))
+    code, out, err = cli(
+        data, "register", guarded.guard_url, "--name", "counter", f"--expect-kid={kid}",
+        "--return-schema", f"summarize={schema}",
+    )  # fmt: skip
+    assert code == 0, (out, err)
+
+    payload = tmp_path / "input.json"
+    payload.write_text(json.dumps({"text": "the quick brown fox"}))
+    code, out, err = cli(
+        data, "delegate", "--to", "counter", "--skill", "summarize", "--input", str(payload),
+        "--json",
+    )  # fmt: skip
+    document: dict[str, Any] = json.loads(out)
+    assert (code, document["local_state"]) == (0, "ACCEPTED"), (document, err)
+    (branch,) = document["branches"]
+    assert branch["reason"] == "schema_matched"
+    assert guarded.upstream_calls() >= 1  # the access log the other test counts on
+    run_id = document["run_id"]
+
+    secret = tmp_path / "audit.token"
+    secret.write_text(AUDIT_TOKEN + "\n")
+    assert cli(data, "agents", "audit-credential", "counter", "--token-file", str(secret))[0] == 0
+    code, out, err = cli(data, "audit", "reconcile", run_id, "--json")
+    report = json.loads(out)
+    assert (code, report["agree"]) == (0, True), (report, err)
+    (handoff,) = report["handoffs"]
+    assert handoff["agent"] == "counter" and handoff["agree"] is True
+
+    bundle = tmp_path / "bundle.json"
+    assert cli(data, "audit", "prove", run_id, "--output", str(bundle))[0] == 0
+    assert "handoff.receipt" in bundle.read_text()
+    coordinator_key = tmp_path / "coordinator.json"
+    coordinator_key.write_text(json.dumps(coordinator_keys(data).public_jwks()))
+    guard_key = tmp_path / "guard.json"
+    guard_key.write_text(json.dumps(load_key_set(guarded.guard_dir / "keys").public_jwks()))
+    verdict = _standalone(bundle, "--coordinator-key", str(coordinator_key), "--remote-key",
+                          str(guard_key))  # fmt: skip
+    assert verdict["ok"] is True and verdict["anchored"] is True, verdict
+    without = _standalone(bundle, "--coordinator-key", str(coordinator_key))
+    assert without["reason"] == "untrusted_key"
+
+
+def test_a_forged_token_is_refused_before_the_agent_is_asked(guarded: Federation) -> None:
+    """A token for the guard, in the coordinator's name and with its kid, signed by
+    another key: refused with the kit's reason; the agent receives nothing."""
+    guard_key = load_key_set(guarded.guard_dir / "keys").active
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=DEFAULT_ISSUER,
+        audience=identity_of(guard_key.verification_key()),
+        scope=SCOPE,
+    )
+    header = tokens.header(coordinator_keys(guarded.data).active)
+    forged = tokens.forge(header, claims, key=SigningKey.generate().private_key)
+    answer = httpx.post(
+        f"{guarded.guard_url}/a2a/jsonrpc",
+        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": _send("handoff-7")},
+        headers={"Authorization": f"Bearer {forged}", "A2A-Version": "1.0"},
+        timeout=30,
+    )
+    assert answer.status_code == 401
+    assert _reason(answer.json()) == "signature_invalid", answer.json()
+    assert guarded.upstream_calls() == 0
+
+
+def _token(federation: Federation, handoff_id: str, jti: str) -> str:
+    """A valid delegation token of the coordinator for the guard, bound to ``handoff_id``."""
+    guard_key = load_key_set(federation.guard_dir / "keys").active
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=DEFAULT_ISSUER,
+        audience=identity_of(guard_key.verification_key()),
+        scope=SCOPE,
+        handoff_id=handoff_id,
+        jti=jti,
+    )
+    key = coordinator_keys(federation.data).active
+    return tokens.forge(tokens.header(key), claims, key=key.private_key)
+
+
+def _call(federation: Federation, token: str, method: str, params: dict[str, Any]) -> Any:
+    answer = httpx.post(
+        f"{federation.guard_url}/a2a/jsonrpc",
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"Authorization": f"Bearer {token}", "A2A-Version": "1.0"},
+        timeout=30,
+    )
+    return answer.json()
+
+
+def _send(handoff_id: str) -> dict[str, Any]:
+    return {
+        "message": {
+            "messageId": f"m-{handoff_id}",
+            "role": "ROLE_USER",
+            "parts": [{"data": {"text": "one two"}}],
+            "metadata": {"skillId": "summarize", "handoffId": handoff_id, "attempt": 1},
+        }
+    }
+
+
+def _reason(answer: Any) -> str:
+    (info,) = answer["error"]["data"]
+    return str(info["metadata"]["reason"])
+
+
+def test_a_token_sees_only_the_tasks_of_its_handoff_and_opens_one(guarded: Federation) -> None:
+    """The guard keeps whose each upstream task is: another handoff's token gets
+    TaskNotFound for it, and the agent is not asked; a token opens at most one task; a
+    send asking for push notifications (the agent would call the webhook itself) is
+    refused before the agent is asked."""
+    mine = _token(guarded, "handoff-a", "jti-a")
+    opened = _call(guarded, mine, "SendMessage", _send("handoff-a"))["result"]["task"]
+    assert opened["metadata"]["handoffId"] == "handoff-a"
+    assert opened["metadata"][RECEIPTS_EXTENSION_URI]["jti"] == "jti-a"
+    assert "receipt" in opened["metadata"][RECEIPTS_EXTENSION_URI]
+    task_id = opened["id"]
+    assert _call(guarded, mine, "GetTask", {"id": task_id})["result"]["id"] == task_id
+    listed = _call(guarded, mine, "ListTasks", {"includeArtifacts": True})["result"]["tasks"]
+    assert [(t["id"], t["metadata"]["handoffId"]) for t in listed] == [(task_id, "handoff-a")]
+    assert listed[0]["artifacts"] == opened["artifacts"]
+    calls = guarded.upstream_calls()
+
+    theirs = _token(guarded, "handoff-b", "jti-b")
+    for method in ("GetTask", "CancelTask"):
+        answer = _call(guarded, theirs, method, {"id": task_id})
+        assert answer["error"]["code"] == -32001, answer
+    assert _call(guarded, theirs, "ListTasks", {})["result"]["tasks"] == []
+    assert _reason(_call(guarded, mine, "SendMessage", _send("handoff-a"))) == "replayed_jti"
+    push = {
+        **_send("handoff-p"),
+        "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}},
+    }
+    answer = _call(guarded, _token(guarded, "handoff-p", "jti-p"), "SendMessage", push)
+    assert answer["error"]["code"] == -32003, answer
+    assert guarded.upstream_calls() == calls
+
+
+def test_a_send_retried_under_its_idempotency_key_gets_the_task_it_opened(
+    guarded: Federation,
+) -> None:
+    """As a restarted coordinator resends a handoff (a new token, the same key): the
+    guard answers with the task the first send opened and opens none."""
+    first = _send("handoff-k")
+    first["message"]["metadata"]["idempotencyKey"] = "run-1:handoff-k"
+    opened = _call(guarded, _token(guarded, "handoff-k", "jti-k1"), "SendMessage", first)
+    retried = _call(guarded, _token(guarded, "handoff-k", "jti-k2"), "SendMessage", first)
+    assert retried["result"]["task"]["id"] == opened["result"]["task"]["id"]
+    assert retried["result"]["task"]["metadata"][RECEIPTS_EXTENSION_URI]["jti"] == "jti-k1"
+
+
+def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> None:
+    """The card's HTTP+JSON interface reaches the same authorizer and forwarding."""
+    rest = f"{guarded.guard_url}/a2a/rest"
+    token = _token(guarded, "handoff-r", "jti-r")
+    headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+    sent = httpx.post(f"{rest}/message:send", json=_send("handoff-r"), headers=headers, timeout=30)
+    assert sent.status_code == 200, sent.text
+    task = sent.json()["task"]
+    assert task["metadata"]["handoffId"] == "handoff-r"
+    assert "receipt" in task["metadata"][RECEIPTS_EXTENSION_URI]
+    got = httpx.get(f"{rest}/tasks/{task['id']}", headers=headers, timeout=30)
+    assert got.json()["id"] == task["id"]
+    calls = guarded.upstream_calls()
+    other = {**headers, "Authorization": f"Bearer {_token(guarded, 'handoff-s', 'jti-s')}"}
+    assert httpx.get(f"{rest}/tasks/{task['id']}", headers=other, timeout=30).status_code == 404
+    assert guarded.upstream_calls() == calls
+
+
+def _standalone(bundle: Path, *keys: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(VERIFIER), str(bundle), "--json", *keys],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
