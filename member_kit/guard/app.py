@@ -16,37 +16,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.routing import Route
 
-from agent_cards.serving import card_route
 from contracts.wire import AgentCard
-from member_kit.audit.log import DecisionLedger
 from member_kit.audit.receipts import ReceiptIssuer
-from member_kit.audit.routes import audit_routes
-from member_kit.audit.witness import WitnessedHeads
 from member_kit.guard.card import guarded_card
 from member_kit.guard.forward import ForwardingHandler
 from member_kit.guard.settings import GuardSettings
 from member_kit.guard.tasks import GuardedTasks
 from member_kit.guard.upstream import Upstream, fetch_card, jsonrpc_url
-from member_kit.server import limits, observed, rest
 from member_kit.server.app import (
-    JSONRPC_PATHS,
     default_authorize,
-    durable_store,
-    grpc_address,
     jwks_route,
     serve_app,
     signed_card,
     with_keys,
 )
-from member_kit.server.decisions import DecisionLog
-from member_kit.server.grpc_binding import GRPCServer
-from member_kit.server.health import health_routes
+from member_kit.server.assembly import grpc_address, grpc_server_of, member_app, open_ledgers
 from member_kit.server.jsonrpc import JSONRPCEndpoint
-from member_kit.server.metrics_route import metrics_route
-from member_kit.settings import JSONRPC_PATH, REST_PATH
-from member_kit.telemetry.http import ObservedHTTP
 
 NAME = "guard"
 
@@ -64,29 +50,21 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
         timeout=settings.upstream_timeout_seconds,
         connections=settings.upstream_connections,
     )
-    durable = durable_store(settings)
-    engine = durable.engine if durable else None
-    audit_log, witnessed = DecisionLedger(engine), WitnessedHeads(engine)
-    decisions = DecisionLog(settings.decision_log_limit, audit_log)
+    ledgers = open_ledgers(settings)
+    durable = ledgers.durable
     tasks = GuardedTasks(settings.task_capacity)
     replay_guard = durable.replay_guard if durable else None
-    authorize = default_authorize(settings, card, decisions, replay_guard, tasks.binding, witnessed)
-    handler = ForwardingHandler(upstream, tasks, ReceiptIssuer(lambda: keys, audit_log).stamp)
+    authorize = default_authorize(
+        settings, card, ledgers.decisions, replay_guard, tasks.binding, ledgers.witnessed
+    )
+    handler = ForwardingHandler(
+        upstream, tasks, ReceiptIssuer(lambda: keys, ledgers.audit_log).stamp
+    )
     endpoint = JSONRPCEndpoint(
         handler, authorize=authorize, max_body_bytes=settings.edge_limits.max_body_bytes
     )
     authenticate = getattr(authorize, "authenticate", None)
-    grpc_server = (
-        GRPCServer(
-            endpoint.dispatcher,
-            authenticate,
-            address,
-            limits=settings.edge_limits,
-            refused=observed.grpc_connection_refused,
-        )
-        if address is not None
-        else None
-    )
+    grpc_server = grpc_server_of(endpoint, authenticate, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -101,41 +79,10 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
             if durable is not None:
                 durable.close()
 
-    rest_endpoint = rest.RESTEndpoint(endpoint.dispatcher).handle
-    app = FastAPI(
-        title=NAME,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-        routes=[
-            card_route(signed_card(card, keys.active), settings.card_max_age_seconds),
-            jwks_route(keys),
-            Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
-            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"]),
-            Route(REST_PATH + "/{path:path}", rest_endpoint, methods=["GET", "POST", "DELETE"]),
-            *health_routes(engine),
-            metrics_route(settings.metrics_token),
-            *audit_routes(
-                settings.audit_token, audit_log, witnessed, lambda: keys.active, settings.agent_id
-            ),
-        ],
+    served = (signed_card(card, keys.active), keys, jwks_route(keys))
+    return member_app(
+        NAME, lifespan, settings, served, endpoint, ledgers, authenticate, task_store=tasks
     )
-    guards = (
-        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
-        limits.Guard(rest.covers(REST_PATH), rest.refusal),
-    )
-    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
-    app.add_middleware(ObservedHTTP)
-    app.state.settings = settings
-    app.state.card = card
-    app.state.signing_keys = keys
-    app.state.decisions = decisions
-    app.state.audit_log = audit_log
-    app.state.witnessed_heads = witnessed
-    app.state.task_store = tasks
-    app.state.durable_store = durable
-    return app
 
 
 def build(settings: GuardSettings) -> FastAPI:

@@ -41,8 +41,8 @@ from contracts.wire import (
 from member_kit import errors
 from member_kit.guard.tasks import GuardedTasks
 from member_kit.guard.upstream import MALFORMED, Upstream
-from member_kit.server.agent import HANDOFF_BINDING_KEYS, idempotency_key_of, opened_metadata
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
+from member_kit.server.messages import HANDOFF_BINDING_KEYS, idempotency_key_of, opened_metadata
 
 _OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
 # ListTasks reads at most this many of the caller's tasks (one token opens one task, so

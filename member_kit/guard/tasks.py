@@ -3,7 +3,7 @@
 The upstream knows nothing of owners or handoffs, so the guard keeps, for every task it
 saw opened, the owner of the token that opened it (:func:`~member_kit.server.auth.owner_of`:
 principal and handoff) and the metadata the kit's own handler would have given it (the
-handoff binding and what the token binds, :func:`~member_kit.server.agent.opened_metadata`).
+handoff binding and what the token binds, :func:`~member_kit.server.messages.opened_metadata`).
 A task of another owner reads as not found, as in the kit's task stores.
 
 A task opened under an idempotency key (``metadata.idempotencyKey`` of its message) is
