@@ -22,7 +22,8 @@ from member_kit.audit.receipts import ReceiptIssuer
 from member_kit.guard.card import guarded_card
 from member_kit.guard.forward import ForwardingHandler
 from member_kit.guard.settings import GuardSettings
-from member_kit.guard.tasks import GuardedTasks
+from member_kit.guard.sql_tasks import SQLGuardedTasks
+from member_kit.guard.tasks import GuardedTasks, TaskOwners
 from member_kit.guard.upstream import Upstream, fetch_card, jsonrpc_url
 from member_kit.server.app import (
     default_authorize,
@@ -52,7 +53,11 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
     )
     ledgers = open_ledgers(settings)
     durable = ledgers.durable
-    tasks = GuardedTasks(settings.task_capacity)
+    tasks: TaskOwners = (
+        SQLGuardedTasks(durable.engine, settings.task_capacity)
+        if durable is not None
+        else GuardedTasks(settings.task_capacity)
+    )
     replay_guard = durable.replay_guard if durable else None
     authorize = default_authorize(
         settings, card, ledgers.decisions, replay_guard, tasks.binding, ledgers.witnessed

@@ -39,7 +39,7 @@ from contracts.wire import (
     to_wire,
 )
 from member_kit import errors
-from member_kit.guard.tasks import GuardedTasks
+from member_kit.guard.tasks import TaskOwners
 from member_kit.guard.upstream import MALFORMED, Upstream
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
 from member_kit.server.messages import HANDOFF_BINDING_KEYS, idempotency_key_of, opened_metadata
@@ -55,7 +55,7 @@ class ForwardingHandler:
     """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks."""
 
     def __init__(
-        self, upstream: Upstream, tasks: GuardedTasks, stamp: Callable[[Task], Task]
+        self, upstream: Upstream, tasks: TaskOwners, stamp: Callable[[Task], Task]
     ) -> None:
         self._upstream = upstream
         self.tasks = tasks

@@ -18,7 +18,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -55,10 +55,18 @@ class Federation:
     guard_url: str
     guard_dir: Path
     agent_log: Path
+    guard: subprocess.Popen[str]
+    start_guard: Callable[[], subprocess.Popen[str]]
 
     def upstream_calls(self) -> int:
         """How many JSON-RPC requests the agent received (uvicorn's access log)."""
         return self.agent_log.read_text().count(UPSTREAM_CALLS)
+
+    def restart_guard(self) -> None:
+        """Stop the guard and start it again on the same data directory."""
+        _stop(self.guard)
+        self.guard = self.start_guard()
+        self.guard_url = _first_line(self.guard, "guard listening on ")
 
 
 def _start(args: list[str], out: IO[str], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -96,13 +104,18 @@ def guarded(tmp_path: Path) -> Iterator[Federation]:
             "--trust-issuer", f"{DEFAULT_ISSUER}={data.path('jwks.json')}",
         ]  # fmt: skip
         guard_env = {**env, "FEDERATION_DATA_DIR": str(data.root), "GUARD_AUDIT_TOKEN": AUDIT_TOKEN}
-        with (tmp_path / "guard.log").open("w") as log:
-            guard = _start(guard_args, log, guard_env)
+
+        def start_guard() -> subprocess.Popen[str]:
+            with (tmp_path / "guard.log").open("a") as log:
+                return _start(guard_args, log, guard_env)
+
+        guard = start_guard()
+        federation = Federation(data, "", guard_dir, agent_log, guard, start_guard)
         try:
-            guard_url = _first_line(guard, "guard listening on ")
-            yield Federation(data, guard_url, guard_dir, agent_log)
+            federation.guard_url = _first_line(guard, "guard listening on ")
+            yield federation
         finally:
-            _stop(guard)
+            _stop(federation.guard)
     finally:
         _stop(agent)
 
@@ -269,6 +282,25 @@ def test_a_send_retried_under_its_idempotency_key_gets_the_task_it_opened(
     retried = _call(guarded, _token(guarded, "handoff-k", "jti-k2"), "SendMessage", first)
     assert retried["result"]["task"]["id"] == opened["result"]["task"]["id"]
     assert retried["result"]["task"]["metadata"][RECEIPTS_EXTENSION_URI]["jti"] == "jti-k1"
+
+
+def test_a_restarted_guard_still_knows_whose_each_task_is(guarded: Federation) -> None:
+    """The guard keeps its record of tasks in its database: after a restart the owner
+    reads its task, another handoff's token still finds nothing, and a send retried under
+    its idempotency key gets the task it opened without the agent being asked again."""
+    first = _send("handoff-r")
+    first["message"]["metadata"]["idempotencyKey"] = "run-1:handoff-r"
+    mine = _token(guarded, "handoff-r", "jti-r1")
+    task_id = _call(guarded, mine, "SendMessage", first)["result"]["task"]["id"]
+
+    guarded.restart_guard()
+    assert _call(guarded, mine, "GetTask", {"id": task_id})["result"]["id"] == task_id
+    theirs = _token(guarded, "handoff-s", "jti-s")
+    assert _call(guarded, theirs, "GetTask", {"id": task_id})["error"]["code"] == -32001
+    calls = guarded.upstream_calls()
+    retried = _call(guarded, _token(guarded, "handoff-r", "jti-r2"), "SendMessage", first)
+    assert retried["result"]["task"]["id"] == task_id
+    assert guarded.upstream_calls() == calls + 1  # the task read again, none opened
 
 
 def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> None:
