@@ -12,11 +12,14 @@ and the coordinator heads witnessed live in the guard's database, as a member's 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI
-from starlette.routing import Route
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
 
 from agent_cards.serving import card_route
 from contracts.wire import AgentCard
@@ -25,7 +28,7 @@ from member_kit.audit.receipts import ReceiptIssuer
 from member_kit.audit.routes import audit_routes
 from member_kit.audit.witness import WitnessedHeads
 from member_kit.guard.card import guarded_card
-from member_kit.guard.forward import ForwardingHandler
+from member_kit.guard.forward import Agent, ForwardingHandler
 from member_kit.guard.settings import GuardSettings
 from member_kit.guard.tasks import GuardedTasks
 from member_kit.guard.upstream import Upstream, fetch_card, jsonrpc_url
@@ -51,19 +54,47 @@ from member_kit.telemetry.http import ObservedHTTP
 NAME = "guard"
 
 
+@dataclass(frozen=True)
+class GuardedParts:
+    """What governs an agent, to put in any Starlette app: its ``routes``, the
+    ``lifespan`` that starts and stops the gRPC binding and the stores, and ``install``,
+    which puts the app behind the edge limits and the token-first check and gives it the
+    parts in ``app.state``."""
+
+    routes: list[BaseRoute]
+    lifespan: Callable[[Any], AbstractAsyncContextManager[None]]
+    install: Callable[[Starlette], None]
+
+
 def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastAPI:
     """The guard for ``settings`` in front of the agent whose card is ``upstream_card``."""
     settings = with_keys(settings)
-    keys = settings.signing_keys
-    assert keys is not None
-    address = grpc_address(settings)
-    card = guarded_card(upstream_card, settings.public_base_url, settings.skill_scopes, address)
     upstream = Upstream(
         jsonrpc_url(upstream_card, settings.upstream_url),
         max_bytes=settings.upstream_max_bytes,
         timeout=settings.upstream_timeout_seconds,
         connections=settings.upstream_connections,
     )
+    parts = guarded_parts(settings, upstream_card, upstream)
+    app = FastAPI(
+        title=NAME,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=parts.lifespan,
+        routes=parts.routes,
+    )
+    parts.install(app)
+    return app
+
+
+def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) -> GuardedParts:
+    """The parts that govern ``agent`` (whose card is ``agent_card``) for ``settings``."""
+    settings = with_keys(settings)
+    keys = settings.signing_keys
+    assert keys is not None
+    address = grpc_address(settings)
+    card = guarded_card(agent_card, settings.public_base_url, settings.skill_scopes, address)
     durable = durable_store(settings)
     engine = durable.engine if durable else None
     audit_log, witnessed = DecisionLedger(engine), WitnessedHeads(engine)
@@ -71,7 +102,7 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
     tasks = GuardedTasks(settings.task_capacity)
     replay_guard = durable.replay_guard if durable else None
     authorize = default_authorize(settings, card, decisions, replay_guard, tasks.binding, witnessed)
-    handler = ForwardingHandler(upstream, tasks, ReceiptIssuer(lambda: keys, audit_log).stamp)
+    handler = ForwardingHandler(agent, tasks, ReceiptIssuer(lambda: keys, audit_log).stamp)
     endpoint = JSONRPCEndpoint(
         handler, authorize=authorize, max_body_bytes=settings.edge_limits.max_body_bytes
     )
@@ -89,53 +120,48 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
     )
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: Any) -> AsyncIterator[None]:
         try:
             if grpc_server is not None:
                 await grpc_server.start()
             yield
             if grpc_server is not None:
                 await grpc_server.stop()
-            await upstream.aclose()
+            await agent.aclose()
         finally:
             if durable is not None:
                 durable.close()
 
+    def install(app: Starlette) -> None:
+        guards = (
+            limits.Guard(limits.posts_to(JSONRPC_PATHS)),
+            limits.Guard(rest.covers(REST_PATH), rest.refusal),
+        )
+        limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
+        app.add_middleware(ObservedHTTP)
+        app.state.settings = settings
+        app.state.card = card
+        app.state.signing_keys = keys
+        app.state.decisions = decisions
+        app.state.audit_log = audit_log
+        app.state.witnessed_heads = witnessed
+        app.state.task_store = tasks
+        app.state.durable_store = durable
+
     rest_endpoint = rest.RESTEndpoint(endpoint.dispatcher).handle
-    app = FastAPI(
-        title=NAME,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-        routes=[
-            card_route(signed_card(card, keys.active), settings.card_max_age_seconds),
-            jwks_route(keys),
-            Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
-            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"]),
-            Route(REST_PATH + "/{path:path}", rest_endpoint, methods=["GET", "POST", "DELETE"]),
-            *health_routes(engine),
-            metrics_route(settings.metrics_token),
-            *audit_routes(
-                settings.audit_token, audit_log, witnessed, lambda: keys.active, settings.agent_id
-            ),
-        ],
-    )
-    guards = (
-        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
-        limits.Guard(rest.covers(REST_PATH), rest.refusal),
-    )
-    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
-    app.add_middleware(ObservedHTTP)
-    app.state.settings = settings
-    app.state.card = card
-    app.state.signing_keys = keys
-    app.state.decisions = decisions
-    app.state.audit_log = audit_log
-    app.state.witnessed_heads = witnessed
-    app.state.task_store = tasks
-    app.state.durable_store = durable
-    return app
+    routes: list[BaseRoute] = [
+        card_route(signed_card(card, keys.active), settings.card_max_age_seconds),
+        jwks_route(keys),
+        Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+        Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"]),
+        Route(REST_PATH + "/{path:path}", rest_endpoint, methods=["GET", "POST", "DELETE"]),
+        *health_routes(engine),
+        metrics_route(settings.metrics_token),
+        *audit_routes(
+            settings.audit_token, audit_log, witnessed, lambda: keys.active, settings.agent_id
+        ),
+    ]
+    return GuardedParts(routes, lifespan, install)
 
 
 def build(settings: GuardSettings) -> FastAPI:

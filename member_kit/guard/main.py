@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.token_strength import check_strength
@@ -30,18 +31,23 @@ AUDIT_TOKEN_ENV_VAR = "GUARD_AUDIT_TOKEN"
 METRICS_TOKEN_ENV_VAR = "GUARD_METRICS_TOKEN"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "federation serve guard", description: str | None = None, *, upstream: bool = True
+) -> argparse.ArgumentParser:
+    """The guard's flags; without ``upstream`` (an agent governed in-process,
+    :mod:`member_kit.sdk`) no ``--upstream`` nor ``--skill-scope``."""
     parser = argparse.ArgumentParser(
-        prog="federation serve guard", description=(__doc__ or "").splitlines()[0]
+        prog=prog, description=description or (__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
-    parser.add_argument(
-        "--skill-scope",
-        action="append",
-        default=[],
-        metavar="SKILL=SCOPE",
-        help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
-    )
+    if upstream:
+        parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
+        parser.add_argument(
+            "--skill-scope",
+            action="append",
+            default=[],
+            metavar="SKILL=SCOPE",
+            help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
+        )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
@@ -77,9 +83,10 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
     directory = Path(args.data_dir).expanduser()
     for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
         _check_strength(environ.get(name), name)
+    upstream = {"upstream_url": args.upstream} if "upstream" in args else {}
     settings = GuardSettings(
-        upstream_url=args.upstream,
-        skill_scopes=parse_skill_scopes(args.skill_scope),
+        **upstream,
+        skill_scopes=parse_skill_scopes(getattr(args, "skill_scope", [])),
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
         data_dir=directory,
@@ -105,15 +112,30 @@ def _check_strength(token: str | None, name: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     # The server is imported once the arguments are read (``--help`` starts quickly).
-    from member_kit.guard.app import serve
-    from member_kit.server.app import ConfigurationError
+    from member_kit.guard.app import build
+
+    run("guard", build, args)
+
+
+def run(name: str, build: Callable[[GuardSettings], Any], args: argparse.Namespace) -> None:
+    """Serve the app ``build`` makes of the settings of ``args`` until interrupted
+    (:func:`~member_kit.server.app.serve_app`); a configuration error ends with one line on
+    stderr and exit status 2."""
+    from member_kit.server.app import ConfigurationError, serve_app
 
     logs.setup_from(args, os.environ)
     try:
         settings = settings_from(args, os.environ)
-        serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
+        serve_app(
+            name,
+            build,
+            args.host,
+            args.port,
+            public_base_url=args.public_base_url,
+            settings=settings,
+        )
     except (ValueError, ConfigurationError, StorageUnavailable) as exc:
-        print(f"guard: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         logs.reset()
