@@ -88,7 +88,7 @@ from member_kit.sdk import govern, serve_member  # noqa: E402
 SCOPES = {"shout": "text:shout"}
 
 
-def member_app(settings):  # type: ignore[no-untyped-def]
+def member_app(settings):
     member = govern(agent_handler(agent_card()), agent_card(), settings, SCOPES)
     app = Starlette(routes=member.routes, lifespan=member.lifespan)
     member.install(app)
