@@ -33,6 +33,7 @@ import httpx
 
 from agent_cards.identity import identity_of
 from bench import procs
+from bench.loadgen import send_message_body
 from bench.services import Issuer
 from bench.stats import Figure, Spread, figure, machine, markdown
 from bench.tokens import delegation_claims
@@ -43,6 +44,7 @@ from member_kit.trust.issuers import signing_keys
 EXAMPLE = procs.REPO / "examples" / "sdk_member.py"
 SKILL, SCOPE = "shout", "text:shout"
 RPC = "/a2a/jsonrpc"
+TEXT = {"text": "the quick brown fox"}
 GOAL_MS = "<= 0.3"
 _ids = itertools.count(1)
 
@@ -67,28 +69,6 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total / tick
 
 
-def _body(handoff_id: str) -> bytes:
-    request_id = next(_ids)
-    message = {
-        "messageId": f"m-{request_id}",
-        "role": "ROLE_USER",
-        "parts": [{"data": {"text": "the quick brown fox"}, "mediaType": "application/json"}],
-        "metadata": {
-            "handoffId": handoff_id,
-            "attempt": 1,
-            "skillId": SKILL,
-            "idempotencyKey": f"bench:{handoff_id}",
-        },
-    }
-    document = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "SendMessage",
-        "params": {"message": message},
-    }
-    return json.dumps(document, separators=(",", ":")).encode()
-
-
 def _requests(target: Target, issuer: Issuer, count: int) -> list[tuple[bytes, dict[str, str]]]:
     """``count`` sends, each for a handoff of its own, with its token when governed."""
     prepared = []
@@ -98,7 +78,7 @@ def _requests(target: Target, issuer: Issuer, count: int) -> list[tuple[bytes, d
         if target.audience is not None:
             claims = {**delegation_claims(target.audience, handoff_id), "scope": SCOPE}
             headers["Authorization"] = "Bearer " + mint_token(claims, issuer.keys.active)
-        prepared.append((_body(handoff_id), headers))
+        prepared.append((send_message_body(handoff_id, SKILL, TEXT), headers))
     return prepared
 
 
@@ -133,10 +113,19 @@ def started(root: Path, issuer: Issuer) -> Iterator[dict[str, Target]]:
             )
         )
         guard_args = procs.python(
-            "coordinator", "serve", "guard", "--upstream", f"http://{procs.HOST}:{agent_port}",
-            "--skill-scope", f"{SKILL}={SCOPE}", "--port", str(guard_port),
-            "--data-dir", str(guard_dir), *trust,
-        )  # fmt: skip
+            "coordinator",
+            "serve",
+            "guard",
+            "--upstream",
+            f"http://{procs.HOST}:{agent_port}",
+            "--skill-scope",
+            f"{SKILL}={SCOPE}",
+            "--port",
+            str(guard_port),
+            "--data-dir",
+            str(guard_dir),
+            *trust,
+        )
         guard = stack.enter_context(procs.server(guard_args, guard_port, log=root / "guard.log"))
         yield {
             "agent": Target(_url(agent_port), (agent.pid,), None),
@@ -188,25 +177,20 @@ def figures(found: dict[str, list[float]]) -> list[Figure]:
             note="warm key cache, server process CPU, same run as the agent alone",
         ),
         figure(
-            "(10) kit member (agent in-process) vs the agent alone",
-            Spread.of(found["kit"]),
-            per,
-            baseline=agent,
-            baseline_name=base_name,
-        ),
-        figure(
             "(10) CPU added per request by the guard sidecar, in front of the same agent",
             added["guard"],
             per,
             note="guard process plus the agent's",
         ),
+    ] + [
         figure(
-            "(10) guard + agent vs the agent alone",
-            Spread.of(found["guard"]),
+            f"(10) {label} vs the agent alone",
+            Spread.of(found[name]),
             per,
             baseline=agent,
             baseline_name=base_name,
-        ),
+        )
+        for name, label in (("kit", "kit member (agent in-process)"), ("guard", "guard + agent"))
     ]
 
 

@@ -14,7 +14,6 @@ run against the same example in-process on JSON-RPC, HTTP+JSON and gRPC
 from __future__ import annotations
 
 import ast
-import json
 import os
 import secrets
 import sys
@@ -24,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_cards.keys import load_key_set
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
-from tests.interop.test_guard import _first_line, _standalone, _start, _stop, cli
+from tests.interop.membership import joins_and_is_audited
+from tests.interop.test_guard import _first_line, _start, _stop
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sdk_member.py"
@@ -73,49 +72,9 @@ def member(tmp_path: Path) -> Iterator[Member]:
 def test_a_stock_sdk_agent_with_the_kit_joins_and_is_audited(
     member: Member, tmp_path: Path
 ) -> None:
-    data = member.data
-    keys = load_key_set(member.directory / "keys")
-    schema = tmp_path / "answer.schema.json"
-    schema.write_text(json.dumps(ANSWER_SCHEMA))
-    code, out, err = cli(
-        data, "register", member.url, "--name", "shouter", f"--expect-kid={keys.active.kid}",
-        "--return-schema", f"shout={schema}",
-    )  # fmt: skip
-    assert code == 0, (out, err)
-
-    payload = tmp_path / "input.json"
-    payload.write_text(json.dumps({"text": "the quick brown fox"}))
-    code, out, err = cli(
-        data, "delegate", "--to", "shouter", "--skill", "shout", "--input", str(payload), "--json"
-    )
-    document = json.loads(out)
-    assert (code, document["local_state"]) == (0, "ACCEPTED"), (document, err)
-    (branch,) = document["branches"]
-    assert branch["reason"] == "schema_matched"
-    run_id = document["run_id"]
-
-    secret = tmp_path / "audit.token"
-    secret.write_text(AUDIT_TOKEN + "\n")
-    assert cli(data, "agents", "audit-credential", "shouter", "--token-file", str(secret))[0] == 0
-    code, out, err = cli(data, "audit", "reconcile", run_id, "--json")
-    report = json.loads(out)
-    assert (code, report["agree"]) == (0, True), (report, err)
-    (handoff,) = report["handoffs"]
-    assert handoff["agent"] == "shouter" and handoff["agree"] is True
-
-    bundle = tmp_path / "bundle.json"
-    assert cli(data, "audit", "prove", run_id, "--output", str(bundle))[0] == 0
-    assert "handoff.receipt" in bundle.read_text()
-    coordinator_key = tmp_path / "coordinator.json"
-    coordinator_key.write_text(json.dumps(coordinator_keys(data).public_jwks()))
-    member_key = tmp_path / "member.json"
-    member_key.write_text(json.dumps(keys.public_jwks()))
-    verdict = _standalone(
-        bundle, "--coordinator-key", str(coordinator_key), "--remote-key", str(member_key)
-    )
-    assert verdict["ok"] is True and verdict["anchored"] is True, verdict
-    without = _standalone(bundle, "--coordinator-key", str(coordinator_key))
-    assert without["reason"] == "untrusted_key"
+    skill = ("shout", ANSWER_SCHEMA, {"text": "the quick brown fox"})
+    keys = member.directory / "keys"
+    joins_and_is_audited(member.data, member.url, keys, skill, AUDIT_TOKEN, tmp_path)
 
 
 def glue_lines(source: str) -> list[str]:
