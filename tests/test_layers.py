@@ -56,6 +56,7 @@ LAYERS = {
         "server",
         "command",
         "guard",
+        "sdk",
         "",
     ],
     "remote_risk": ["risk", "settings", "service", "__main__", ""],
@@ -215,6 +216,24 @@ def test_the_kit_knows_neither_the_coordinator_nor_any_member() -> None:
         if target.startswith(("coordinator", "remote_risk"))
     }
     assert reached == set()
+
+
+# The one product package that may import the a2a-sdk (an optional extra): the kit's
+# in-process integration for a2a-sdk agents.
+SDK_INTEGRATION = "member_kit.sdk"
+
+
+def test_only_the_kits_sdk_integration_imports_the_a2a_sdk() -> None:
+    """The coordinator, agent_cards, contracts, remote_risk and the rest of the kit never
+    import ``a2a`` (deferred imports included), so none needs the SDK installed."""
+    importing = {
+        name
+        for name in FILES
+        if any(target.partition(".")[0] == "a2a" for target in ALL_IMPORTS[name])
+    }
+    outside = {n for n in importing if not (n + ".").startswith(SDK_INTEGRATION + ".")}
+    assert outside == set()
+    assert importing, "the check reads no a2a import at all: it would not catch one"
 
 
 # The kit's shape: no module over 450 lines and no folder of more than 15 modules.

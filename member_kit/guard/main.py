@@ -28,18 +28,23 @@ AUDIT_TOKEN_ENV_VAR = "GUARD_AUDIT_TOKEN"
 METRICS_TOKEN_ENV_VAR = "GUARD_METRICS_TOKEN"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "federation serve guard", description: str | None = None, *, upstream: bool = True
+) -> argparse.ArgumentParser:
+    """The guard's flags; without ``upstream`` (an agent governed in-process,
+    :mod:`member_kit.sdk`) no ``--upstream`` nor ``--skill-scope``."""
     parser = argparse.ArgumentParser(
-        prog="federation serve guard", description=(__doc__ or "").splitlines()[0]
+        prog=prog, description=description or (__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
-    parser.add_argument(
-        "--skill-scope",
-        action="append",
-        default=[],
-        metavar="SKILL=SCOPE",
-        help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
-    )
+    if upstream:
+        parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
+        parser.add_argument(
+            "--skill-scope",
+            action="append",
+            default=[],
+            metavar="SKILL=SCOPE",
+            help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
+        )
     add_listening_arguments(parser)
     add_trust_arguments(parser, data_dir_required=True)
     parser.add_argument("--database-url", help="the database instead of DATA_DIR's")
@@ -58,9 +63,10 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
     directory = Path(args.data_dir).expanduser()
     for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
         _check_strength(environ.get(name), name)
+    upstream = {"upstream_url": args.upstream} if "upstream" in args else {}
     settings = GuardSettings(
-        upstream_url=args.upstream,
-        skill_scopes=parse_skill_scopes(args.skill_scope),
+        **upstream,
+        skill_scopes=parse_skill_scopes(getattr(args, "skill_scope", [])),
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
         data_dir=directory,

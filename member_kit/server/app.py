@@ -59,6 +59,7 @@ from member_kit.server.assembly import (
     grpc_address,
     grpc_server_of,
     member_app,
+    member_parts,
     open_ledgers,
 )
 from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
@@ -203,8 +204,7 @@ def create_app(
         await push.delivery.aclose()
 
     served = (card, keys, jwks_route(keys))
-    return member_app(
-        member.name,
+    parts = member_parts(
         lifespan,
         settings,
         served,
@@ -215,6 +215,7 @@ def create_app(
         push=push,
         received_bodies=received,
     )
+    return member_app(member.name, parts)
 
 
 def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:

@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
+from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
 from agent_cards.keys import KeySet
@@ -40,7 +41,7 @@ from member_kit.trust.decisions import DecisionLog
 from member_kit.trust.verifier import DEFAULT_LEEWAY
 
 JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
-Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
 Authenticate = Callable[..., Any] | None
 
 
@@ -105,8 +106,19 @@ def grpc_address(settings: MemberSettings) -> str | None:
     return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
 
 
-def member_app(
-    title: str,
+@dataclass(frozen=True)
+class MemberParts:
+    """What makes an app a governed member, to put in any Starlette app: its ``routes``,
+    the ``lifespan`` that starts and stops what runs beside it, and ``install``, which
+    puts the app behind the edge's limits and the token-first check, observes it, and
+    gives it the parts in ``app.state``."""
+
+    routes: list[BaseRoute]
+    lifespan: Lifespan
+    install: Callable[[Starlette], None]
+
+
+def member_parts(
     lifespan: Lifespan,
     settings: MemberSettings,
     served: tuple[AgentCard, KeySet, Route],
@@ -114,27 +126,11 @@ def member_app(
     ledgers: Ledgers,
     authenticate: Authenticate,
     **state: Any,
-) -> FastAPI:
-    """The app serving ``endpoint`` and the member's routes behind the edge's limits;
-    ``served`` is the signed card, the keys and the JWK Set route; ``authenticate`` is
-    the authorizer's token-first check, if it has one. ``app.state`` holds
-    the settings, card, keys and ledgers, and each further ``state`` item."""
+) -> MemberParts:
+    """The parts serving ``endpoint``; ``served`` is the signed card, the keys and the JWK
+    Set route; ``authenticate`` is the authorizer's token-first check, if it has one.
+    ``app.state`` gets the settings, card, keys and ledgers, and each further ``state``."""
     card, keys, jwks = served
-    app = FastAPI(
-        title=title,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-        routes=_routes(settings, card, keys, jwks, endpoint, ledgers),
-    )
-    guards = (
-        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
-        limits.Guard(rest.covers(REST_PATH), rest.refusal),
-    )
-    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
-    # outermost: requests the edge refuses get their span and access line too
-    app.add_middleware(ObservedHTTP)
     fields = {
         "settings": settings,
         "card": card,
@@ -145,8 +141,33 @@ def member_app(
         "durable_store": ledgers.durable,
         **state,
     }
-    for name, value in fields.items():
-        setattr(app.state, name, value)
+
+    def install(app: Starlette) -> None:
+        guards = (
+            limits.Guard(limits.posts_to(JSONRPC_PATHS)),
+            limits.Guard(rest.covers(REST_PATH), rest.refusal),
+        )
+        limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
+        # outermost: requests the edge refuses get their span and access line too
+        app.add_middleware(ObservedHTTP)
+        for name, value in fields.items():
+            setattr(app.state, name, value)
+
+    routes = _routes(settings, card, keys, jwks, endpoint, ledgers)
+    return MemberParts(routes, lifespan, install)
+
+
+def member_app(title: str, parts: MemberParts) -> FastAPI:
+    """The parts as one FastAPI app (no API docs: the card says what it serves)."""
+    app = FastAPI(
+        title=title,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=parts.lifespan,
+        routes=parts.routes,
+    )
+    parts.install(app)
     return app
 
 
