@@ -238,3 +238,16 @@ def test_no_page_says_a_token_is_for_a_url() -> None:
     said = re.compile(r"(?is)audience[^.]{0,80}\bis\b[^.]{0,80}(?:JSON-RPC URL|card's URL)")
     wrong = [page.name for page in PAGES if said.search(page.read_text(encoding="utf-8"))]
     assert not wrong, wrong
+
+
+def test_compose_paths_stay_in_the_compose_page() -> None:
+    """A command outside the compose page uses no compose secret's path (the metrics example
+    once read `secrets/operator_token` where the coordinator was started by hand)."""
+    wrong = [
+        f"{page.name}: {line.strip()}"
+        for page in PAGES
+        if page.name != "compose.md"
+        for line in shell_lines(page.read_text(encoding="utf-8"))
+        if "secrets/" in line.split("#", 1)[0]
+    ]
+    assert not wrong, wrong
