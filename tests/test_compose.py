@@ -208,8 +208,8 @@ def test_every_runtime_dependency_is_pinned() -> None:
     while pending:
         requirement = pending.pop()
         name = canonicalize_name(requirement.name)
-        if name not in pins:
-            unpinned.append(name)
+        if name not in pins:  # said as the line to add, at the version installed here
+            unpinned.append(f"{name}=={metadata.version(name)}")
             continue
         if not requirement.specifier.contains(pins[name], prereleases=True):
             unsatisfied.append(f"{requirement} (pinned {pins[name]})")
