@@ -8,7 +8,6 @@ written once. The rest work on this machine's workspace through the same service
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import json
 import os
@@ -18,24 +17,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import pydantic
-
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.json_shape import check_json_shape
 from contracts import strict_json
-from coordinator.authority import identity
 from coordinator.cli import printers
 from coordinator.cli.backends import Coordinator, Local
 from coordinator.errors import LedgerError, UsageError, describe_validation
-from coordinator.service.api_models import DelegationRequest, RegisterRequest
-from coordinator.service.run_list import RunQuery
 
 if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
+    import pydantic
+
     from coordinator.assessment.model_gateway import ModelConfig
     from coordinator.audit.anchors import Anchors
     from coordinator.service.facade import CoordinatorService
 
-R = TypeVar("R", bound=pydantic.BaseModel)
+R = TypeVar("R", bound="pydantic.BaseModel")
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
 Shared = Callable[[argparse.Namespace, Coordinator], int]
@@ -65,6 +61,8 @@ def read_object(path: Path, what: str) -> dict[str, Any]:
 def request(model: type[R], **fields: Any) -> R:
     """The API's request document from the command's arguments; bad values are usage
     errors (``--timeout -5`` is refused here, before anything is recorded)."""
+    import pydantic
+
     try:
         return model(**fields)
     except pydantic.ValidationError as exc:
@@ -95,6 +93,8 @@ def delegation_schema(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.service.api_models import RegisterRequest
+
     trust_key = None
     if args.trust_key is not None:
         trust_key = read_object(args.trust_key, "trust_key")
@@ -182,7 +182,7 @@ def read_secret(path: Path) -> str:
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+    from coordinator.service.api_models import DelegationRequest
 
     delegation = request(
         DelegationRequest,
@@ -196,6 +196,9 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return_schema=delegation_schema(args),
     )
     document = coordinator.delegate(delegation)
+    # loaded once answered (the service has it by then; a bad input never needs it)
+    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+
     if args.json:
         printers.print_json(document)
     else:
@@ -214,6 +217,8 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.service.run_list import RunQuery
+
     query = RunQuery(state=args.state, since=args.since, limit=args.limit, cursor=args.cursor)
     printers.print_runs(coordinator.runs(query), as_json=args.json)
     return 0
@@ -270,6 +275,8 @@ def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.authority import identity
+
     if args.keys_command == "rotate":
         if not isinstance(coordinator, Local):
             raise UsageError(
@@ -302,13 +309,14 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
 def cmd_verify_bundle(args: argparse.Namespace) -> int:
     """``audit verify --bundle``: checked here, offline, against the keys the operator
     gives (never those the bundle carries, nor a server's word)."""
-    from coordinator.audit.proof_check import verify_document
-    from coordinator.service.facade import verify_view
-
     bundle = read_object(args.bundle, "bundle")
     anchors = bundle_anchors(args.coordinator_key, args.remote_key)
     if anchors is not None and args.unanchored:
         raise UsageError("--unanchored goes with no key", "anchor_conflict")
+    # the checker is loaded once the input is read: a bad file is reported at once
+    from coordinator.audit.proof_check import verify_document
+    from coordinator.service.api_models import verify_view
+
     report = verify_document(bundle, anchors, unanchored=args.unanchored)
     if args.json:
         printers.print_json({**verify_view(report).model_dump(), "anchored": report.anchored})
@@ -440,6 +448,8 @@ def _model_config() -> ModelConfig:
 
 
 def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
+    import asyncio
+
     from coordinator.assessment.demo import demo_document
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 
@@ -460,6 +470,8 @@ def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
 def _demo_with_model(
     args: argparse.Namespace, service: CoordinatorService, cases: list[str]
 ) -> int:
+    import asyncio
+
     config = _model_config()
     base_url, results = asyncio.run(service.supervised_demo(cases, config, parallel=args.parallel))
     if args.json:
@@ -514,6 +526,8 @@ def risk_arguments(given: list[str], default_dir: Path) -> list[str]:
 
 
 def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
+    import asyncio
+
     worker = service.worker(args.lease_seconds)
     print(f"worker {worker.driver} driving handoffs", flush=True)
 
@@ -529,6 +543,8 @@ def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
 
 
 def cmd_recover(args: argparse.Namespace, service: CoordinatorService) -> int:
+    import asyncio
+
     outcomes = asyncio.run(service.recover())
     if not outcomes:
         print("nothing in flight")
