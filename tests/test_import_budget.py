@@ -198,6 +198,26 @@ def test_a_command_failing_on_its_input_loads_no_service(
     assert not (tmp_path / "data").exists()
 
 
+def test_checking_a_bundle_offline_builds_no_service(tmp_path: Path) -> None:
+    """``audit verify --bundle`` checks the file here, with the operator's keys: the
+    proof checker is loaded, no service, dispatch or server (a malformed bundle: exit 1)."""
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text("{}")
+    local = ("--data-dir", str(tmp_path / "data"))
+    argv = ("audit", "verify", "--bundle", str(bundle), "--unanchored")
+    modules = loaded(tmp_path, "-m", "coordinator", *local, *argv)
+    assert "exit:1" in modules
+    assert "coordinator.audit.proof_check" in modules
+    offline = (
+        *SERVERS,
+        "coordinator.service.facade",
+        "coordinator.dispatch",
+        "coordinator.workspace",
+    )
+    assert heavy(modules, offline) == []
+    assert not (tmp_path / "data").exists()
+
+
 def test_the_risk_service_help_loads_no_server(tmp_path: Path) -> None:
     modules = loaded(tmp_path, "-m", "remote_risk", "--help")
     assert "exit:0" in modules
