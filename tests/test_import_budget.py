@@ -180,14 +180,16 @@ def test_a_delegation_sent_to_a_server_loads_its_request_model_only(tmp_path: Pa
         ("register", "http://127.0.0.1:1", "--trust-key", "{missing}"),
         ("audit", "verify", "--bundle", "{missing}"),
         ("audit", "verify", "--bundle", "{missing}", "--coordinator-key", "{missing}"),
+        ("evaluate", "--repeat", "0"),
     ],
 )
 def test_a_command_failing_on_its_input_loads_no_service(
     tmp_path: Path, argv: tuple[str, ...]
 ) -> None:
-    """A local command whose input file is missing says so (exit 2) before the service
-    is built: no database opened, no server, model client or risk code loaded, and no
-    more modules than reading the file and checking the arguments takes."""
+    """A local command whose input file is missing, or an option out of range, says so
+    (exit 2) before the service is built: no database opened, no server, model client or
+    risk code loaded, and no more modules than reading the file and checking the
+    arguments takes."""
     missing = str(tmp_path / "missing.json")
     local = ("--data-dir", str(tmp_path / "data"))
     argv = tuple(arg.replace("{missing}", missing) for arg in argv)

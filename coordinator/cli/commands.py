@@ -29,13 +29,13 @@ if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
 
     from coordinator.assessment.model_gateway import ModelConfig
     from coordinator.audit.anchors import Anchors
-    from coordinator.service.facade import CoordinatorService
 
 R = TypeVar("R", bound="pydantic.BaseModel")
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
 Shared = Callable[[argparse.Namespace, Coordinator], int]
-LocalOnly = Callable[[argparse.Namespace, "CoordinatorService"], int]
+# the service is opened when a command first uses it, after its own checks
+LocalOnly = Callable[[argparse.Namespace, Local], int]
 
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
@@ -447,16 +447,17 @@ def _model_config() -> ModelConfig:
     return config
 
 
-def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
+def cmd_demo(args: argparse.Namespace, local: Local) -> int:
     import asyncio
 
-    from coordinator.assessment.demo import demo_document
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 
     cases = list(CASES) if args.case == "all" else [args.case]
     if args.model:
-        return _demo_with_model(args, service, cases)
-    base_url, results = asyncio.run(service.demo(cases, parallel=args.parallel))
+        return _demo_with_model(args, local, cases)
+    from coordinator.assessment.demo import demo_document
+
+    base_url, results = asyncio.run(local.service.demo(cases, parallel=args.parallel))
     expected = [r.assessment.status.value == EXPECTED_STATUS[r.case] for r in results]
     if args.json:
         printers.print_json({**demo_document(results), "as_expected": sum(expected)})
@@ -467,13 +468,13 @@ def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0 if all(expected) else 1
 
 
-def _demo_with_model(
-    args: argparse.Namespace, service: CoordinatorService, cases: list[str]
-) -> int:
+def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -> int:
     import asyncio
 
     config = _model_config()
-    base_url, results = asyncio.run(service.supervised_demo(cases, config, parallel=args.parallel))
+    base_url, results = asyncio.run(
+        local.service.supervised_demo(cases, config, parallel=args.parallel)
+    )
     if args.json:
         printers.print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
     else:
@@ -482,13 +483,13 @@ def _demo_with_model(
     return 0
 
 
-def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
-    from coordinator.assessment.evaluation_report import document
-
+def cmd_evaluate(args: argparse.Namespace, local: Local) -> int:
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1", "usage_error")
+    from coordinator.assessment.evaluation_report import document
+
     config = _model_config() if args.model else None
-    rows = service.evaluate(config, args.repeat)
+    rows = local.service.evaluate(config, args.repeat)
     if args.json:
         printers.print_json(document(rows, config))
     else:
@@ -496,13 +497,13 @@ def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0 if all(row.passed for row in rows) else 1
 
 
-def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
+def cmd_serve(args: argparse.Namespace, local: Local) -> int:
     if args.service == "coordinator":
         from coordinator.console.app import Console
         from coordinator.service.server import main as serve_coordinator
 
         # the operator console at /console, beside the API (issue 21)
-        return serve_coordinator(args.service_args, service.ws, [Console()])
+        return serve_coordinator(args.service_args, local.service.ws, [Console()])
     if args.service == "guard":
         # the kit's guard sidecar in front of an A2A agent (its own --data-dir)
         from member_kit.guard.main import main as serve_guard
@@ -512,7 +513,7 @@ def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
     # Starting the risk team's service is the one place the CLI reaches into it.
     from remote_risk.__main__ import main as serve_risk
 
-    serve_risk(risk_arguments(args.service_args, service.ws.data.path("remote-risk")))
+    serve_risk(risk_arguments(args.service_args, local.service.ws.data.path("remote-risk")))
     return 0
 
 
@@ -525,10 +526,10 @@ def risk_arguments(given: list[str], default_dir: Path) -> list[str]:
     return [*given, "--data-dir", str(default_dir)]
 
 
-def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
+def cmd_worker(args: argparse.Namespace, local: Local) -> int:
     import asyncio
 
-    worker = service.worker(args.lease_seconds)
+    worker = local.service.worker(args.lease_seconds)
     print(f"worker {worker.driver} driving handoffs", flush=True)
 
     async def work() -> None:
@@ -542,10 +543,10 @@ def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0
 
 
-def cmd_recover(args: argparse.Namespace, service: CoordinatorService) -> int:
+def cmd_recover(args: argparse.Namespace, local: Local) -> int:
     import asyncio
 
-    outcomes = asyncio.run(service.recover())
+    outcomes = asyncio.run(local.service.recover())
     if not outcomes:
         print("nothing in flight")
     for outcome in outcomes:

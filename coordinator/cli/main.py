@@ -126,15 +126,16 @@ def on_server(args: argparse.Namespace, server: str) -> int:
 
 
 def here(args: argparse.Namespace) -> int:
-    """The command, on this machine's data directory (or ``--database-url``). A shared
-    command opens the service when it first asks it something, after it has read and
-    checked its own input (a missing file is reported without loading the service)."""
+    """The command, on this machine's data directory (or ``--database-url``). It opens
+    the service when it first asks it something, after it has read and checked its own
+    input (a missing file or a bad option is reported without loading the service)."""
     from coordinator.cli.backends import Local
     from coordinator.cli.commands import LOCAL_ONLY, SHARED
 
+    local = Local(lambda: open_service(args))
     if args.command in SHARED:
-        return SHARED[args.command](args, Local(lambda: open_service(args)))
-    return LOCAL_ONLY[args.command](args, open_service(args))
+        return SHARED[args.command](args, local)
+    return LOCAL_ONLY[args.command](args, local)
 
 
 def open_service(args: argparse.Namespace) -> CoordinatorService:
