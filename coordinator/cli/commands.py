@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
 R = TypeVar("R", bound=pydantic.BaseModel)
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
+# `audit reconcile`: its verdict's exit code (see README, exit codes).
+RECONCILE_EXIT_CODES = {"agree": 0, "disagree": 1, "not_checked": 5}
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 LocalOnly = Callable[[argparse.Namespace, "CoordinatorService"], int]
 
@@ -401,7 +403,7 @@ def cmd_audit_reconcile(args: argparse.Namespace, coordinator: Coordinator) -> i
         printers.print_json(document)
     else:
         printers.print_reconcile(document)
-    return 0 if document["agree"] else 1
+    return RECONCILE_EXIT_CODES[document["verdict"]]
 
 
 AUDIT_PROOFS: dict[str, Shared] = {

@@ -476,32 +476,55 @@ def _cells(row: Row) -> tuple[str, ...]:
     )
 
 
+RECONCILE_HEADLINES = {
+    "agree": "both sides agree",
+    "disagree": "DISAGREE",
+    "not_checked": "NOT CHECKED",
+}
+WITNESS_TITLES = (
+    ("its log extends the heads we hold", "remote_log_extends_heads_we_hold"),
+    ("our ledger extends the heads it holds", "our_ledger_extends_heads_it_holds"),
+)
+
+
 def print_reconcile(document: dict[str, Any]) -> None:
-    """``audit reconcile``: per handoff, each field on both sides; then each witness check.
-    A remote not asked (no credential, refused, unreachable) is shown with its reason."""
-    print(f"run {document['run_id']}: {'both sides agree' if document['agree'] else 'DISAGREE'}")
+    """``audit reconcile``: the verdict (agree, DISAGREE, NOT CHECKED), what was not
+    checked and why per agent, then per handoff each field on both sides, then each
+    witness check."""
+    headline = RECONCILE_HEADLINES[document["verdict"]]
+    if document.get("reason"):
+        headline += f": {document['reason']} ({document.get('detail')})"
+    print(f"run {document['run_id']}: {headline}")
+    for entry in document.get("not_checked", []):
+        print(f"  not checked: {entry['agent']}: {entry['reason']}: {entry['detail']}")
     for note in document.get("notes", []):
         print(f"  note: {note}")
     for handoff in document["handoffs"]:
-        if handoff.get("reason"):
-            print(f"  {handoff['handoff_id']} ({handoff['agent']}): NOT CHECKED: "
-                  f"{handoff['reason']}: {handoff.get('detail', '')}")  # fmt: skip
-            continue
-        mark = "agree" if handoff["agree"] else "DISAGREE"
-        proven = "" if handoff["proven"] else " (an entry is not proven in the remote's head)"
-        print(f"  {handoff['handoff_id']} ({handoff['agent']}): {mark}{proven}")
-        for name, field in handoff["fields"].items():
-            sign = "=" if field["agree"] else "!="
-            print(f"    {name:<16} {field['coordinator']} {sign} {field['remote']}")
+        print_reconciled_handoff(handoff)
     for witness in document["witnesses"]:
         if witness.get("reason"):
-            print(f"  {witness['agent']}: witness checks NOT MADE: {witness['reason']}")
+            print(f"  {witness['agent']}: witness checks not made: {witness['reason']}")
             continue
-        for title, key in (
-            ("its log extends the heads we hold", "remote_log_extends_heads_we_hold"),
-            ("our ledger extends the heads it holds", "our_ledger_extends_heads_it_holds"),
-        ):
+        for title, key in WITNESS_TITLES:
             checks = witness[key]
             bad = [c for c in checks if not c["consistent"]]
             verdict = "yes" if not bad else f"NO ({len(bad)} inconsistent: a fork or rewrite)"
             print(f"  {witness['agent']}: {title} ({len(checks)} heads): {verdict}")
+
+
+def print_reconciled_handoff(handoff: dict[str, Any]) -> None:
+    if handoff.get("reason"):
+        print(f"  {handoff['handoff_id']} ({handoff['agent']}): not checked: {handoff['reason']}")
+        return
+    mark = "agree" if handoff["agree"] else "DISAGREE"
+    if handoff.get("differing"):
+        mark += f" on {', '.join(handoff['differing'])}"
+    proven = "" if handoff["proven"] else " (an entry is not proven in the remote's head)"
+    print(f"  {handoff['handoff_id']} ({handoff['agent']}): {mark}{proven}")
+    for name, field in handoff["fields"].items():
+        sign = "=" if field["agree"] else "!="
+        print(f"    {name:<16} {_or_none(field['coordinator'])} {sign} {_or_none(field['remote'])}")
+
+
+def _or_none(value: Any) -> str:
+    return "(none)" if value is None else str(value)
