@@ -305,6 +305,7 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
     """``audit verify --bundle``: checked here, offline, against the keys the operator
     gives (never those the bundle carries, nor a server's word)."""
     from coordinator.audit.proof_check import verify_document
+    from coordinator.cli.audit_printers import print_bundle_check
     from coordinator.service.facade import verify_view
 
     bundle = read_object(args.bundle, "bundle")
@@ -315,7 +316,7 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
     if args.json:
         printers.print_json({**verify_view(report).model_dump(), "anchored": report.anchored})
         return 0 if report.ok else 1
-    return printers.print_verify(verify_view(report).model_dump(), f"bundle {args.bundle}")
+    return print_bundle_check(verify_view(report).model_dump(), f"bundle {args.bundle}")
 
 
 def bundle_anchors(coordinator_keys: list[Path], remote_keys: list[Path]) -> Anchors | None:
@@ -398,11 +399,13 @@ def cmd_audit_consistency(args: argparse.Namespace, coordinator: Coordinator) ->
 
 
 def cmd_audit_reconcile(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.cli.audit_printers import print_reconcile
+
     document = coordinator.audit_reconcile(args.run_id)
     if args.json:
         printers.print_json(document)
     else:
-        printers.print_reconcile(document)
+        print_reconcile(document)
     return RECONCILE_EXIT_CODES[document["verdict"]]
 
 

@@ -355,6 +355,17 @@ class RunList(BaseModel):
     next_cursor: str | None = Field(description="pass as cursor for the next page; null at the end")
 
 
+class CheckedReceipt(BaseModel):
+    """A receipt a bundle check verified: its event, handoff, the agent the coordinator
+    sent the handoff to, the kid (RFC 7638 thumbprint) of the key that verified it."""
+
+    seq: int
+    handoff_id: str | None
+    agent: str | None
+    kid: str | None
+    iss: str | None
+
+
 class VerifyView(BaseModel):
     ok: bool
     checked: int
@@ -364,6 +375,12 @@ class VerifyView(BaseModel):
     kind: str | None
     detail: str
     summary: str
+    # What a bundle check did (empty for the ledger's own chain): its steps, the kid of
+    # the key that signed the head, the tokens matched, the receipts verified.
+    steps: list[str] = []
+    head_kid: str | None = None
+    tokens: int = 0
+    receipts: list[CheckedReceipt] = []
 
 
 class Health(BaseModel):

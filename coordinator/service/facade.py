@@ -53,6 +53,7 @@ from coordinator.service.agent_views import agent_detail, agent_view, pending_ca
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,
+    CheckedReceipt,
     DelegationRequest,
     PendingCard,
     RegisterRequest,
@@ -89,6 +90,10 @@ def verify_view(report: ledger.VerifyReport) -> VerifyView:
         kind=str(report.kind) if report.kind is not None else None,
         detail=report.detail,
         summary=str(report),
+        steps=list(report.steps),
+        head_kid=report.head_kid,
+        tokens=report.tokens,
+        receipts=[CheckedReceipt.model_validate(dict(r)) for r in report.receipts],
     )
 
 
