@@ -164,7 +164,8 @@ def print_delegation(document: dict[str, Any]) -> None:
     print(f"remote task {document['remote_task_id'] or '-'}: {document['remote_state'] or '-'}")
     print(f"local state: {document['local_state']} ({document['reason']})")
     contract = document.get("return_contract") or {}
-    print(f"return contract: {contract.get('kind', '-')}; verdict: {document.get('verdict')}")
+    verdict = document.get("verdict") or "none (no answer was judged)"
+    print(f"return contract: {contract.get('kind', '-')}; verdict: {verdict}")
     if document.get("remote_question"):
         print("\n".join(question_lines(document["remote_question"])))
     for note in document["notes"]:
@@ -292,9 +293,15 @@ def _model_line(model: dict[str, Any] | None) -> list[str]:
 
 
 def _units(value: Any) -> str:
+    """A budget's units; one the run names no limit of (``None``) says so."""
     if not isinstance(value, dict):
         return str(value)
-    return ", ".join(f"{name} {amount}" for name, amount in value.items()) or "-"
+    return (
+        ", ".join(
+            f"{name} {'no limit' if amount is None else amount}" for name, amount in value.items()
+        )
+        or "-"
+    )
 
 
 def describe_authority(authority: dict[str, Any] | None) -> str:

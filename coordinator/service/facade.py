@@ -156,8 +156,17 @@ class CoordinatorService:
     # --- delegation -----------------------------------------------------------------------
 
     def order(self, request: DelegationRequest) -> DelegationOrder:
+        """The delegation to drive or submit; an unknown agent or skill is refused here,
+        before any run exists (admission still checks the skill for every other path)."""
+        agent = self.agent(request.to)
+        if request.skill not in agent.skill_ids():
+            known = ", ".join(agent.skill_ids()) or "none"
+            raise UsageError(
+                f"{agent.name} declares no skill {request.skill!r} (its skills: {known})",
+                "unknown_skill",
+            )
         return DelegationOrder(
-            agent=self.agent(request.to),
+            agent=agent,
             skill=request.skill,
             payload=request.input,
             timeout=request.timeout,

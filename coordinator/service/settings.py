@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,6 +36,8 @@ class _OperatorCredential(BaseSettings):
 
     operator_token: SecretStr | None = None
     operator_token_file: Path | None = None
+    # The flag, if any, that gives the token file where these settings are read.
+    TOKEN_FLAG: ClassVar[str] = ""
 
     def token(self) -> str | None:
         """The token in force, checked; None when neither variable nor flag gives one."""
@@ -53,9 +56,10 @@ class _OperatorCredential(BaseSettings):
     def required_token(self, purpose: str) -> str:
         token = self.token()
         if token is None:
+            flag = f" (or {self.TOKEN_FLAG} FILE)" if self.TOKEN_FLAG else ""
             raise ConfigurationError(
                 f"{purpose} needs an operator token: set FEDERATION_OPERATOR_TOKEN or "
-                "FEDERATION_OPERATOR_TOKEN_FILE (or --operator-token-file)",
+                f"FEDERATION_OPERATOR_TOKEN_FILE{flag}",
                 "operator_token_missing",
             )
         return token
@@ -63,6 +67,8 @@ class _OperatorCredential(BaseSettings):
 
 class CoordinatorSettings(_OperatorCredential):
     """What ``federation serve coordinator`` runs with."""
+
+    TOKEN_FLAG: ClassVar[str] = "--operator-token-file"  # serve coordinator's own
 
     data_dir: Path | None = None
     database_url: str | None = Field(default=None, repr=False)
