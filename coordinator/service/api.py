@@ -430,7 +430,10 @@ def api_router(service: CoordinatorService) -> APIRouter:
     def audit_reconcile(run_id: str) -> dict[str, Any]:
         """Both sides of each handoff compared, and each log against the heads the other
         holds (``federation audit reconcile``; each agent asked with its own audit
-        credential, at its registered origin; one with none says audit_credential_missing)."""
+        credential, at its registered origin). ``verdict`` is ``agree``, ``disagree``
+        (each handoff names its ``differing`` fields) or ``not_checked`` (``not_checked``
+        lists each agent's reason: audit_credential_missing, agent_keeps_no_receipts,
+        remote_audit_not_found, remote_unavailable, ...); 200 whichever it is."""
         return service.audit_reconcile(run_id)
 
     return router

@@ -74,6 +74,8 @@ from coordinator.service.reconcile_verdict import (
 # Read by nothing any more: named so that the report can say it was ignored.
 TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
 FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
+# What both sides state before any receipt: the token the remote accepted, and for what.
+DECISION_FIELDS = ("jti", "req_digest")
 # What a remote's status code says of its audit routes: not a disagreement, a check not made.
 REFUSED_BY_STATUS = {401: "remote_audit_refused", 403: "remote_audit_refused",
                      404: "remote_audit_not_found"}  # fmt: skip
@@ -168,7 +170,7 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
             mine["state"] = remote_state
         if event.event_type == RECEIPT_EVENT:
             claims = _receipt_claims(event.data["receipt"])
-            mine.update({name: claims.get(name) for name in FIELDS})
+            mine.update({name: claims.get(name) for name in FIELDS}, receipted=True)
     return facts
 
 
@@ -208,15 +210,17 @@ def their_facts(remote: RemoteAudit, handoff_id: str) -> dict[str, Any]:
         if record.get("kind") == "decision" and data.get("allowed") and data.get("req_digest"):
             theirs.update(jti=data.get("jti"), req_digest=data.get("req_digest"))
         if record.get("kind") == "receipt":
-            theirs.update({name: data.get(name) for name in FIELDS})
+            theirs.update({name: data.get(name) for name in FIELDS}, receipted=True)
     return theirs
 
 
 def compared(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
     """Each field on both sides, and the handoff's verdict (see :mod:`.reconcile_verdict`)."""
-    fields = {name: field(ours.get(name), theirs.get(name)) for name in FIELDS}
+    receipted = bool(ours.get("receipted") or theirs.get("receipted"))
+    names = FIELDS if receipted else DECISION_FIELDS
+    fields = {name: field(ours.get(name), theirs.get(name)) for name in names}
     proven = bool(theirs.get("proven"))
-    return {"fields": fields, "proven": proven, **handoff_verdict(fields, proven)}
+    return {"fields": fields, "proven": proven, **handoff_verdict(fields, proven, receipted)}
 
 
 # --- each side witnesses the other -----------------------------------------------------------

@@ -28,6 +28,7 @@ NO_HANDOFFS = "no_handoffs"
 NO_RECEIPTS = "agent_keeps_no_receipts"
 NOT_REGISTERED = "agent_not_registered"
 NOTHING_RECORDED = "nothing_recorded"
+NO_RECEIPT_YET = "no_receipt_yet"
 WITNESS_CHECKS = ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
 
 
@@ -36,15 +37,21 @@ def field(ours: Any, theirs: Any) -> dict[str, Any]:
     return {"coordinator": ours, "remote": theirs, "agree": json_equal(ours, theirs)}
 
 
-def handoff_verdict(fields: Mapping[str, Mapping[str, Any]], proven: bool) -> dict[str, Any]:
-    """``disagree`` (with the fields that differ), ``not_checked`` when neither side
-    recorded any of the fields, else ``agree``."""
+def handoff_verdict(
+    fields: Mapping[str, Mapping[str, Any]], proven: bool, receipted: bool = True
+) -> dict[str, Any]:
+    """``disagree`` (with the fields that differ); ``not_checked`` when neither side
+    recorded any of the fields, or when neither holds a receipt yet (a task still
+    running: only the token could be compared, and it agrees); else ``agree``."""
     differing = sorted(name for name, value in fields.items() if not value["agree"])
     if differing or not proven:
         return {"verdict": DISAGREE, "agree": False, "differing": differing, "reason": None}
     if all(value["coordinator"] is None for value in fields.values()):
         detail = "neither side recorded a token, task, digest or state of this handoff"
         return not_checked(NOTHING_RECORDED, detail)
+    if not receipted:
+        detail = "no receipt on either side yet (the task may still run): the token agrees"
+        return not_checked(NO_RECEIPT_YET, detail)
     return {"verdict": AGREE, "agree": True, "differing": [], "reason": None}
 
 

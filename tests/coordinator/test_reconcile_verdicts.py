@@ -19,9 +19,10 @@ import pytest
 
 from coordinator.service.reconcile_verdict import field, handoff_verdict, run_verdict
 from coordinator.storage.datadir import DataDir
+from tests.coordinator.test_api import deployed
 from tests.coordinator.test_reconcile_counterparty import one_run_to, set_credential
 from tests.interop.test_coordinator_to_sdk_server import ECHO_SCHEMA, SDK_KEY, sdk_app
-from tests.processes import federation, registered
+from tests.processes import federation, registered, wait_for
 from tests.servers import free_port, running
 
 TOKEN = "audit-operator-token-for-verdict-tests-0123"
@@ -136,6 +137,10 @@ def test_disagree_names_the_fields_that_differ_and_outweighs_not_checked() -> No
     assert handoff_verdict({"jti": field("j", "j")}, proven=False)["verdict"] == "disagree"
     assert handoff_verdict({"jti": field(None, None)}, proven=True)["verdict"] == "not_checked"
     assert handoff_verdict({"jti": field("j", "j")}, proven=True)["verdict"] == "agree"
+    running = handoff_verdict({"jti": field("j", "j")}, proven=True, receipted=False)
+    assert (running["verdict"], running["reason"]) == ("not_checked", "no_receipt_yet")
+    forged = handoff_verdict({"jti": field("j", "k")}, proven=True, receipted=False)
+    assert forged["verdict"] == "disagree"
     agree, skipped = {"verdict": "agree"}, {"verdict": "not_checked"}
     assert run_verdict([agree, skipped, judged], []) == "disagree"
     assert run_verdict([agree, skipped], []) == "not_checked"
@@ -149,3 +154,36 @@ def test_the_exit_codes_of_the_verdicts_are_the_clis_table() -> None:
 
     assert set(RECONCILE_EXIT_CODES.values()) <= set(EXIT_CODES)
     assert "reconcile" in EXIT_CODES[NOT_CHECKED_EXIT]
+
+
+def test_a_handoff_still_running_is_not_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reconciled (through the API) while remote_risk still works on the task: neither
+    side holds a receipt and the token agrees, so not checked (``no_receipt_yet``), not a
+    disagreement on a task and state only one side could state yet. Once the task has
+    ended, the same run agrees."""
+    for name in ("FEDERATION_SERVER", "FEDERATION_OPERATOR_TOKEN", "FEDERATION_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with deployed(DataDir(tmp_path / "data"), skill_delay_seconds=4, audit_token=TOKEN) as api:
+        assert api.register().status_code == 200
+        path = "/v1/agents/remote-risk/audit-credential"
+        assert api.http.put(path, json={"token": TOKEN}).status_code == 200
+        run_id = api.delegate(wait=False).json()["run_id"]
+        reconcile_path = f"/v1/audit/runs/{run_id}/reconcile"
+        seen: list[dict[str, Any]] = []
+
+        def dispatched() -> bool:
+            seen.append(api.http.post(reconcile_path).json())
+            return any(h["fields"].get("jti", {}).get("coordinator") for h in seen[-1]["handoffs"])
+
+        wait_for(dispatched, 30, "the token minted")
+        assert (seen[-1]["verdict"], not_checked(seen[-1])) == (
+            "not_checked", [("remote-risk", "no_receipt_yet")]
+        ), seen[-1]  # fmt: skip
+
+        def ended() -> bool:
+            return not api.http.get(f"/v1/runs/{run_id}").json().get("live_branches")
+
+        wait_for(ended, 30, "the handoff to end")
+        assert api.http.post(reconcile_path).json()["verdict"] == "agree"
