@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError
 from agent_cards.edge.writer import Writer
 from agent_cards.edge.writer import writer_of as shared_writer
 from agent_cards.sqlite import replace_read_only
-from coordinator.errors import StorageError
+from coordinator.errors import DataDirError, StorageError
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.faults import install_fault_handling
 
@@ -63,12 +63,12 @@ def _url_of(target: str | os.PathLike[str] | DataDir) -> str:
         target = target.root
     if isinstance(target, str) and "://" in target:
         return target
-    root = Path(target)
+    data = DataDir(Path(target))
     try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StorageError(f"cannot create the data directory: {exc}") from None
-    return database_url_for(root)
+        data.create_private(DATABASE_FILE)  # 0600: SQLite gives its WAL files this mode
+    except DataDirError as exc:
+        raise StorageError(str(exc)) from None
+    return database_url_for(data.root)
 
 
 def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
