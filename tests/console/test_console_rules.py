@@ -10,12 +10,13 @@ import pytest
 
 from agent_cards.edge.operator_secret import WRONG, OperatorSecret
 from coordinator.audit.events import StoredEvent
-from coordinator.console.pages import shown_content
+from coordinator.console.pages import CONTENT_CHARS
 from coordinator.console.sessions import ANONYMOUS_LIFETIME_SECONDS, SessionStore
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.throttle import LoginThrottle
 from coordinator.console.timeline import timeline
 from coordinator.errors import ConfigurationError
+from coordinator.service.artifact_content import shown
 
 JAEGER = "http://127.0.0.1:16686/trace/"
 
@@ -157,14 +158,14 @@ def test_an_artifact_is_shown_part_by_part_as_text() -> None:
             "parts": [{"text": "<b>hi</b>"}, {"data": {"k": "<i>"}}, {"url": "http://x"}],
         }
     ]
-    assert shown_content(content).splitlines() == [
+    assert shown(content, CONTENT_CHARS).splitlines() == [
         "artifact a1 (result):",
         "  text: <b>hi</b>",
         '  data: {"k": "<i>"}',
         '  part: {"url": "http://x"}',
     ]
-    assert shown_content({"not": "artifacts"}) == '{"not": "artifacts"}'
-    assert shown_content("x" * 30_000).endswith("(cut to fit)")
+    assert shown({"not": "artifacts"}, CONTENT_CHARS) == '{"not": "artifacts"}'
+    assert shown("x" * 30_000, CONTENT_CHARS).endswith("(cut to fit)")
 
 
 def test_failed_logins_are_throttled_per_key() -> None:
