@@ -355,7 +355,7 @@ def api_router(service: CoordinatorService) -> APIRouter:
         """One run's document (``federation run show``), live or finished."""
         return RunDocument.model_validate(service.run(run_id))
 
-    router.include_router(artifact_router(service))
+    router.include_router(artifact_router(service.artifact))
 
     @router.post(
         "/runs/{run_id}/cancel",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from fastapi import APIRouter
     from starlette.responses import Response
 
-    from coordinator.service.facade import CoordinatorService
     from coordinator.storage.runs import RunStore
 
 # An admitted artifact's content the run view carries whole (a return contract admits at
@@ -173,9 +172,11 @@ def untrusted_lines(artifact: Mapping[str, Any], limit: int, whole_hint: str) ->
     return lines
 
 
-def artifact_router(service: CoordinatorService) -> APIRouter:
-    """``GET /runs/{run_id}/artifacts/{number}``, for the API's ``/v1`` router."""
+def artifact_router(artifact: Callable[[str, int], str]) -> APIRouter:
+    """``GET /runs/{run_id}/artifacts/{number}``, for the API's ``/v1`` router, answered
+    by ``artifact`` (the service's :meth:`~.facade.CoordinatorService.artifact`)."""
     from fastapi import APIRouter
+    from fastapi.responses import PlainTextResponse
 
     router = APIRouter(tags=["runs"])
     errors: dict[int | str, dict[str, Any]] = {
@@ -183,12 +184,17 @@ def artifact_router(service: CoordinatorService) -> APIRouter:
         409: {"description": "the kept text no longer hashes to the ledger's content_hash"},
     }
 
-    @router.get("/runs/{run_id}/artifacts/{number}", responses=errors)
-    def artifact(run_id: str, number: int) -> Response:
+    @router.get(
+        "/runs/{run_id}/artifacts/{number}",
+        response_class=PlainTextResponse,
+        response_model=None,
+        responses=errors,
+    )
+    def whole_artifact(run_id: str, number: int) -> Response:
         """The run's ``number``-th artifact (from 1, as ``run show`` numbers them), the
         exact JSON text received, checked against the ledger's hash first; untrusted,
-        served as plain text (``federation run show RUN --artifact N``)."""
-        return plain_text(service.artifact(run_id, number), file_name(run_id, number))
+        served as a plain-text attachment never sniffed."""
+        return plain_text(artifact(run_id, number), file_name(run_id, number))
 
     return router
 
