@@ -79,10 +79,10 @@ def _verdict(signed: str, kid: Any, pinned: Mapping[str, TrustedKeys]) -> tuple[
         try:
             verified_receipt(signed, pinned[name])
         except StatementInvalid as exc:
-            failure = f"{exc.reason} with the key pinned for {name}"
+            failure = f"against the key pinned for {name}, {exc}"
             continue
         return True, f"verified with the key pinned for {name}"
-    return False, f"not verified now: {failure}"
+    return False, f"not verified now {failure}"
 
 
 def _text(value: Any) -> str:
