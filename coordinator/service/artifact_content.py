@@ -100,10 +100,18 @@ def with_content(document: dict[str, Any], rows: Iterable[Kept]) -> dict[str, An
         if artifact.get("decision") != "admitted" or row is None or row.text is None:
             continue
         cut = len(row.text.encode()) > VIEW_BYTES
-        readable = check == VERIFIED and not cut
-        artifact["content"] = strict_json.loads(row.text) if readable else None
+        artifact["content"] = _parsed(row.text) if check == VERIFIED and not cut else None
         artifact["content_cut"] = cut
     return {**document, "artifacts": artifacts}
+
+
+def _parsed(text: str) -> Any:
+    """The kept text as JSON (it was received as JSON); None if it cannot be read as such
+    (its whole is still served as text)."""
+    try:
+        return strict_json.loads(text)
+    except ValueError:
+        return None
 
 
 def whole(document: Mapping[str, Any], rows: Iterable[Kept], number: int) -> str:

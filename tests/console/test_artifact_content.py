@@ -20,7 +20,15 @@ from typing import Any
 import httpx
 import pytest
 
-from coordinator.service.artifact_content import shown
+from coordinator.errors import FederationError
+from coordinator.service.artifact_content import (
+    VIEW_BYTES,
+    Kept,
+    shown,
+    whole,
+    whole_content,
+    with_content,
+)
 from tests.console.conftest import TOKEN, Deployment, environment
 from tests.console.peer import ADMITTED_LINES, LONG_TAIL
 
@@ -150,3 +158,53 @@ def test_shown_text_escapes_every_control_and_bidirectional_character() -> None:
     named = shown([{"artifactId": "x\ny", "name": "\u202en", "parts": []}], 1_000)
     assert named == "artifact x\\x0ay (\\u202en):"
     assert shown("z" * 50, 10) == '"' + "z" * 9 + "\n… (cut to fit)"  # not artifacts: JSON
+
+
+def kept_row(branch: str, decision: str, text: str | None, digest: str | None = None) -> Kept:
+    real = "sha256:" + sha256((text or "").encode()).hexdigest()
+    return Kept(branch, decision, digest or real, text)
+
+
+def test_each_artifact_is_matched_to_its_own_kept_row_and_checked() -> None:
+    """By branch, decision and hash, each row once; a receipt's row is no artifact's."""
+    small, long = (
+        '[{"parts":[{"text":"hi"}]}]',
+        json.dumps([{"parts": [{"text": "x" * VIEW_BYTES}]}]),
+    )
+    rows = [
+        kept_row("h/1", "covered_by_receipt", small),
+        kept_row("h/1", "admitted", small),
+        kept_row("h/2", "admitted", long),
+        kept_row("h/3", "admitted", small, digest="sha256:" + "0" * 64),
+        kept_row("h/4", "rejected", small),
+    ]
+    document = {
+        "run_id": "run-1",
+        "artifacts": [
+            {"branch": r.branch, "decision": r.decision, "content_hash": r.content_hash}
+            for r in rows[1:]
+        ]
+        + [{"branch": "h/5", "decision": "admitted", "content_hash": "sha256:1"}],
+    }
+    document["artifacts"][3]["content"] = "as the document holds it"
+    view = with_content(document, rows)["artifacts"]
+    assert [a["number"] for a in view] == [1, 2, 3, 4, 5]
+    assert [a["content_check"] for a in view] == [
+        "verified", "verified", "hash_mismatch", "verified", "not_kept",
+    ]  # fmt: skip
+    assert view[0]["content"] == json.loads(small) and view[0]["content_cut"] is False
+    assert view[1]["content"] is None and view[1]["content_cut"] is True
+    assert view[2]["content"] is None
+    assert view[3]["content"] == "as the document holds it"  # a refused one, as before
+    assert whole(document, rows, 2) == long
+    for number, reason in (
+        (6, "unknown_artifact"),
+        (5, "artifact_not_kept"),
+        (3, "artifact_hash_mismatch"),
+    ):
+        with pytest.raises(FederationError) as refused:
+            whole(document, rows, number)
+        assert refused.value.reason == reason
+    with pytest.raises(FederationError) as too_long:
+        whole_content({**document, "artifacts": view}, 2)
+    assert too_long.value.reason == "artifact_too_long"
