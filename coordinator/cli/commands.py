@@ -228,7 +228,9 @@ def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 def cmd_run(args: argparse.Namespace, coordinator: Coordinator) -> int:
     document = coordinator.run(args.run_id)
-    if args.json:
+    if args.artifact is not None:
+        print(printers.whole_artifact(document, args.artifact))
+    elif args.json:
         printers.print_json(document)
     else:
         print(printers.render_document(document))

@@ -143,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     show = run_commands.add_parser("show", help="ownership, artifacts, budget, pending")
     show.add_argument("run_id", help="the run's id, as `federation runs` lists it")
     show.add_argument("--json", action="store_true", help="print the run's document")
+    show.add_argument(
+        "--artifact",
+        type=int,
+        metavar="N",
+        help="print artifact N (as numbered in run show) whole, as JSON (untrusted)",
+    )
 
     cancel = commands.add_parser(
         "cancel", help="cancel every live branch of a run (CancelTask to each remote)"

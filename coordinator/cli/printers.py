@@ -32,7 +32,9 @@ OWNERSHIP_COLUMNS = [
     "remote_state",
     "contract",
 ]
-ARTIFACT_COLUMNS = ["branch", "contract", "decision", "reason", "content_hash", "size"]
+ARTIFACT_COLUMNS = ["number", "branch", "contract", "decision", "reason", "content_hash", "size"]
+# Characters of an artifact's content ``run show`` prints (``--artifact N``: all of it).
+ARTIFACT_CHARS = 2_000
 UNIT_COLUMNS = [
     "branch",
     "kind",
@@ -229,7 +231,25 @@ def render_document(document: dict[str, Any]) -> str:
     for branch in document.get("branches", []):
         if branch.get("remote_question"):
             lines += ["", *question_lines(branch["remote_question"], branch["branch"])]
+    for artifact in document.get("artifacts", []):
+        lines += artifact_lines(artifact, document["run_id"])
     return "\n".join(lines)
+
+
+def artifact_lines(artifact: dict[str, Any], run_id: str) -> list[str]:
+    """An artifact's content for ``run show``, set apart and marked untrusted."""
+    from coordinator.service import artifact_content  # a pure rule: no server, no driver
+
+    whole = f"federation run show {run_id} --artifact {artifact.get('number')}"
+    return artifact_content.untrusted_lines(artifact, ARTIFACT_CHARS, whole)
+
+
+def whole_artifact(document: dict[str, Any], number: int) -> str:
+    """``run show --artifact N``: all of it, as JSON with every non-ASCII character
+    escaped; the exact bytes received are ``GET /v1/runs/{id}/artifacts/N``."""
+    from coordinator.service import artifact_content
+
+    return json.dumps(artifact_content.whole_content(document, number), indent=2)
 
 
 def cancellation_line(cancellation: dict[str, Any]) -> str:

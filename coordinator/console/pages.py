@@ -10,15 +10,19 @@ passed on as strings and escaped where the template prints it.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_cards.trusted import TrustedKeys
 from coordinator.audit.events import StoredEvent
+from coordinator.audit.receipts import RECEIPT_EVENT
+from coordinator.console.receipts import ReceiptView, receipt_view
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.timeline import timeline
+from coordinator.remote.registry import Registry
 from coordinator.service.agent_views import diff_lines
 from coordinator.service.api_models import RunDocument
+from coordinator.service.artifact_content import shown
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import STATES, RunQuery, age
 from coordinator.service.run_list import run_state as summary_state
@@ -44,34 +48,24 @@ def runs_page(service: CoordinatorService, query: RunQuery) -> dict[str, Any]:
     }
 
 
-def shown_content(content: Any) -> str:
-    """An artifact as received, one part a line: text parts as their text, other parts as
-    JSON (cut to fit a page). What is not a list of artifacts is shown as JSON whole."""
-    if isinstance(content, list) and all(_is_artifact(item) for item in content):
-        lines = []
-        for artifact in content:
-            lines.append(f"artifact {artifact.get('artifactId')} ({artifact.get('name') or '-'}):")
-            lines += [f"  {_part_line(part)}" for part in artifact["parts"]]
-        text = "\n".join(lines)
-    else:
-        text = _json(content)
-    return text if len(text) <= CONTENT_CHARS else text[:CONTENT_CHARS] + "\n… (cut to fit)"
+def pinned_keys(service: CoordinatorService) -> dict[str, TrustedKeys]:
+    """The keys pinned for each registered agent (to check their receipts with)."""
+    return {
+        agent.name: TrustedKeys.from_json(agent.pinned_jwks)
+        for agent in Registry(service.ws.data).agents()
+        if agent.pinned_jwks.get("keys")
+    }
 
 
-def _is_artifact(item: Any) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("parts"), list)
-
-
-def _part_line(part: Any) -> str:
-    if isinstance(part, dict) and isinstance(part.get("text"), str):
-        return f"text: {part['text']}"
-    if isinstance(part, dict) and "data" in part:
-        return f"data: {_json(part['data'])}"
-    return f"part: {_json(part)}"
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+def receipts_of(
+    events: list[StoredEvent], pinned: dict[str, TrustedKeys]
+) -> dict[int, ReceiptView]:
+    """Each receipt event of the run (by its seq), decoded and checked."""
+    return {
+        event.seq: receipt_view(event.data, pinned)
+        for event in events
+        if event.event_type == RECEIPT_EVENT
+    }
 
 
 def run_state(document: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +114,7 @@ def run_page(
     events = service.ws.ledger().events(run_id)
     lanes, rows = timeline(document, events)
     artifacts = [
-        {**artifact, "shown": shown_content(artifact.get("content"))}
+        {**artifact, "shown": shown(artifact.get("content"), CONTENT_CHARS)}
         for artifact in document.get("artifacts") or []
     ]
     trace_id = document.get("trace_id")
@@ -129,6 +123,7 @@ def run_page(
         **_state_of(document),
         "lanes": lanes,
         "rows": rows,
+        "receipts": receipts_of(events, pinned_keys(service)) if events else {},
         "artifacts": artifacts,
         "budget": document.get("budget"),
         "trace_id": trace_id,

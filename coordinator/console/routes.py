@@ -28,6 +28,7 @@ from coordinator.console.guard import COOKIE, ConsoleRefusal, Guard, token_accep
 from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError, UsageError, describe_validation
+from coordinator.service import artifact_content
 from coordinator.service.api import error_response, status_of
 from coordinator.service.api_models import CancelRequest, RegisterRequest, StrictRequest
 from coordinator.service.facade import CoordinatorService
@@ -252,6 +253,14 @@ def console_router(
         guard.session(request)
         bundle = await run_in_threadpool(service.audit_export, run_id)
         return download(bundle, f"{run_id}.bundle.json")
+
+    @router.get("/runs/{run_id}/artifacts/{number}")
+    @answered
+    async def artifact(request: Request, run_id: str, number: int) -> Response:
+        """The artifact whole, exactly as kept (its hash checked), as a plain-text file."""
+        guard.session(request)
+        text = await run_in_threadpool(service.artifact, run_id, number)
+        return artifact_content.plain_text(text, artifact_content.file_name(run_id, number))
 
     # --- agents ---------------------------------------------------------------------------
 

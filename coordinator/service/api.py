@@ -70,6 +70,7 @@ from coordinator.service.api_models import (
     VerifyRequest,
     VerifyView,
 )
+from coordinator.service.artifact_content import artifact_router
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.faults import FaultBarrier, retry_after
 from coordinator.service.metrics_route import metrics_router
@@ -94,6 +95,9 @@ STATUS_BY_REASON: dict[str, int] = {
     "unknown_run": 404,
     "unknown_agent": 404,
     "unknown_head": 404,
+    "unknown_artifact": 404,
+    "artifact_not_kept": 404,
+    "artifact_hash_mismatch": 409,
     "ledger_broken": 409,
     "run_ended": 409,
     "no_pending_card": 409,
@@ -363,6 +367,8 @@ def api_router(service: CoordinatorService) -> APIRouter:
     def run(run_id: str) -> RunDocument:
         """One run's document (``federation run show``), live or finished."""
         return RunDocument.model_validate(service.run(run_id))
+
+    router.include_router(artifact_router(service.artifact))
 
     @router.post(
         "/runs/{run_id}/cancel",

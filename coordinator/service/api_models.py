@@ -173,6 +173,17 @@ class ArtifactView(BaseModel):
     size: int | None = None
     received_at: str | None = None
     content: Any = Field(default=None, description="the artifact as received (untrusted)")
+    number: int | None = Field(
+        default=None, description="its place in the run's list, from 1: GET .../artifacts/N"
+    )
+    untrusted: bool = Field(default=True, description="content is the remote's, not ours")
+    content_check: str | None = Field(
+        default=None,
+        description="verified (the kept text hashes to content_hash), hash_mismatch, not_kept",
+    )
+    content_cut: bool | None = Field(
+        default=None, description="too long for the run view: GET .../artifacts/N has it whole"
+    )
 
 
 class CancellationView(BaseModel):

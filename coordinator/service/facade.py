@@ -48,7 +48,7 @@ from coordinator.recovery.worker import Worker
 from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
-from coordinator.service import reconcile, reconcile_verdict, run_list
+from coordinator.service import artifact_content, reconcile, reconcile_verdict, run_list
 from coordinator.service.agent_views import agent_detail, agent_view, pending_card
 from coordinator.service.api_models import (
     AgentDetail,
@@ -64,6 +64,7 @@ from coordinator.service.api_models import (
 )
 from coordinator.service.cancel import cancel_run
 from coordinator.service.run_list import RunQuery
+from coordinator.storage.runs import RunStore
 from coordinator.workspace import Workspace
 
 
@@ -93,6 +94,14 @@ def current_branches(document: dict[str, Any], records: Sequence[HandoffRecord])
     ]
     live = [branch["branch"] for branch in branches if branch.get("live")]
     return {**document, "branches": branches, "live_branches": live}
+
+
+def _stored_document(store: RunStore, run_id: str) -> dict[str, Any]:
+    row = store.run(run_id)
+    if row is None:
+        raise UsageError(f"no run {run_id!r} in the database", "unknown_run")
+    document: dict[str, Any] = row["document"]
+    return document
 
 
 @dataclass
@@ -260,15 +269,19 @@ class CoordinatorService:
 
     def run(self, run_id: str) -> dict[str, Any]:
         """The run's document; while it has live branches, each branch as its handoff
-        record stands now (the driver keeps records current, the document at its steps)."""
+        record stands now (the driver keeps records current, the document at its steps);
+        each artifact with its content as kept (see :mod:`.artifact_content`)."""
         store = self.ws.run_store()
-        row = store.run(run_id)
-        if row is None:
-            raise UsageError(f"no run {run_id!r} in the database", "unknown_run")
-        document: dict[str, Any] = row["document"]
+        document = _stored_document(store, run_id)
         if document.get("live_branches"):
             document = current_branches(document, store.run_records(run_id))
-        return document
+        return artifact_content.with_content(document, artifact_content.kept(store, run_id))
+
+    def artifact(self, run_id: str, number: int) -> str:
+        """The exact text of the run's ``number``-th artifact as kept, its hash checked."""
+        store = self.ws.run_store()
+        document = _stored_document(store, run_id)
+        return artifact_content.whole(document, artifact_content.kept(store, run_id), number)
 
     def audit_verify(self, bundle: dict[str, Any] | None = None) -> VerifyView:
         """The ledger, or a bundle checked against this coordinator's own keys and the

@@ -2,9 +2,10 @@
 
 ``deployment`` (once per session): ``federation demo`` run on a data directory (its five
 cases), a hostile a2a-sdk peer registered twice and then changed so that both its
-registrations hold a card for approval, a delegation to it whose artifact is refused, a
-slow remote_risk as a process of its own, and ``federation serve coordinator`` serving
-that directory as a process of its own. Everything listens on 127.0.0.1.
+registrations hold a card for approval, a delegation to it whose artifact is refused and
+one whose equally hostile artifact is admitted, a slow remote_risk as a process of its
+own, and ``federation serve coordinator`` serving that directory as a process of its own.
+Everything listens on 127.0.0.1.
 
 ``browser`` (once per module): Debian's Chromium driven by Playwright with the system
 executable; nothing is downloaded. Without Chromium the browser tests are skipped, or
@@ -71,6 +72,7 @@ class Deployment:
     url: str
     cases: dict[str, dict[str, Any]]
     refused_run: str
+    admitted_run: str
     slow: RemoteRiskProcess
     peer: HostilePeer
     http: httpx.Client = field(repr=False)
@@ -114,14 +116,15 @@ def register_peer(data: Path, peer: HostilePeer, name: str, *, held: bool = Fals
         assert done.returncode == 1 and "pending" in done.stdout + done.stderr, done
 
 
-def refused_delegation(data: Path) -> str:
-    """A delegation to the hostile peer: its text part is outside the contract, REJECTED."""
+def hostile_delegation(data: Path, ends_as: str) -> str:
+    """A delegation to the hostile peer, ending as ``ends_as``: REJECTED (its text part
+    is outside the contract) or ACCEPTED (its one data part matches the echo schema)."""
     input_file = data.parent / "echo-input.json"
     input_file.write_text(json.dumps({"question": "ping"}))
     args = ["delegate", "--to", "hostile", "--skill", "echo", "--input", str(input_file)]
     done = federation(data, *args, "--json", check=False)
     document = json.loads(done.stdout)
-    assert document["local_state"] == "REJECTED", document
+    assert document["local_state"] == ends_as, document
     run_id: str = document["run_id"]
     return run_id
 
@@ -180,7 +183,10 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     with running(peer.app(), port=port), running(peer_b.app(), port=port_b):
         register_peer(data, peer, "hostile")
         register_peer(data, peer_b, "hostile-b")
-        refused_run = refused_delegation(data)
+        refused_run = hostile_delegation(data, "REJECTED")
+        peer.admissible = True
+        admitted_run = hostile_delegation(data, "ACCEPTED")
+        peer.admissible = False
         peer.asks_for_more = peer_b.asks_for_more = True
         register_peer(data, peer, "hostile", held=True)
         register_peer(data, peer_b, "hostile-b", held=True)
@@ -191,7 +197,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         headers = {"Authorization": f"Bearer {TOKEN}"}
         try:
             with httpx.Client(base_url=url, headers=headers, timeout=30) as http:
-                yield Deployment(data, url, cases, refused_run, slow, peer, http)
+                yield Deployment(data, url, cases, refused_run, admitted_run, slow, peer, http)
         finally:
             stop(process)
             slow.stop()

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.console.conftest import REQUIRED, TOKEN, TRACE_TEMPLATE, Deployment
-from tests.console.peer import MARKUP
+from tests.console.peer import LONG_TAIL, MARKUP
 
 if not REQUIRED:
     pytest.importorskip("playwright", reason="playwright is a test dependency (.[test])")
@@ -274,3 +275,102 @@ def test_the_audit_page_verifies_and_exports(
     proof = json.loads(Path(download.value.path()).read_text())
     verified = deployment.http.post("/v1/audit/verify", json={"bundle": proof}).json()
     assert verified["ok"] is True, verified
+
+
+def in_view(page: Page, selector: str) -> bool:
+    """The element's box lies wholly inside the window and inside every box that clips it
+    (an ancestor whose overflow is not visible): it can be seen without scrolling."""
+    return bool(
+        page.eval_on_selector(
+            selector,
+            """element => {
+                const box = element.getBoundingClientRect();
+                if (box.width === 0 || box.left < 0 || box.right > window.innerWidth) return false;
+                for (let up = element.parentElement; up; up = up.parentElement) {
+                    if (getComputedStyle(up).overflowX === "visible") continue;
+                    const clip = up.getBoundingClientRect();
+                    if (box.left < clip.left - 0.5 || box.right > clip.right + 0.5) return false;
+                }
+                return true;
+            }""",
+        )
+    )
+
+
+@pytest.mark.parametrize("width", [1920, 1360])
+def test_every_lane_of_the_timeline_fits_a_wide_window(
+    session: Any, deployment: Deployment, width: int
+) -> None:
+    """The handoff run's four lanes are all in view, none clipped by the page's width."""
+    page = session.new_page()
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.goto(f"{deployment.console}/runs/{deployment.cases['handoff']['run_id']}")
+    expect(page.locator("table.timeline thead th.lane")).to_have_count(4)
+    assert in_view(page, "table.timeline thead th.lane:nth-of-type(4)")
+    assert in_view(page, "table.timeline thead th.lane:last-child")
+    page.close()
+
+
+def test_log_out_is_in_view_on_a_phone(session: Any, deployment: Deployment) -> None:
+    """At 390 px the bar wraps: Log out stays on the screen, and no page scrolls sideways."""
+    page = session.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    for path in ("/runs", "/agents", "/audit", f"/runs/{deployment.cases['handoff']['run_id']}"):
+        page.goto(deployment.console + path)
+        expect(page.locator("form.logout button")).to_be_visible()
+        assert in_view(page, "form.logout button"), path
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+    page.close()
+
+
+def test_a_receipt_in_the_timeline_is_shown_decoded(
+    page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    """The remote's signed receipt reads as its fields and whether it verifies with the
+    key pinned for the agent, not as base64."""
+    page.goto(f"{deployment.console}/runs/{deployment.cases['ok']['run_id']}")
+    receipt = page.locator("table.timeline tbody tr", has_text="handoff.receipt").first
+    fields = receipt.locator("dl.receipt")
+    expect(fields).to_contain_text("task_id")
+    expect(fields).to_contain_text("artifact_digest")
+    expect(fields).to_contain_text("TASK_STATE_COMPLETED")
+    expect(receipt.locator(".receipt-verdict")).to_contain_text("verified with the key pinned")
+    expect(receipt).not_to_contain_text('"protected"')
+    expect(receipt).not_to_contain_text("eyJ")
+    accessible(page, screenshots, "run-receipt")
+
+
+def test_an_admitted_artifact_is_shown_as_untrusted_text(
+    page: Page, deployment: Deployment, screenshots: Path
+) -> None:
+    """A hostile artifact that was admitted is shown, marked untrusted, as inert text:
+    no script, no link, control and bidirectional characters as escapes, the long tail
+    cut with a link to the whole, which is served as plain text never sniffed."""
+    run_id = deployment.admitted_run
+    page.goto(f"{deployment.console}/runs/{run_id}")
+    artifact = page.locator("article.artifact.decision-admitted")
+    expect(artifact.locator(".untrusted-label")).to_contain_text("untrusted")
+    content = artifact.locator("pre.content")
+    # a data part is shown as JSON: its quotes and C0 controls escaped as JSON escapes them
+    expect(content).to_contain_text('<script>window.__pwned = \\"script\\"')
+    expect(content).to_contain_text("javascript:alert(3)")
+    expect(content).to_contain_text("escape\\u001b[31mred")
+    expect(content).to_contain_text("nul\\u0000 del\\x7f")
+    expect(content).to_contain_text("invoice \\u202efdp.exe\\u202c done")
+    expect(content).to_contain_text("(cut to fit)")
+    assert content.locator("a").count() == 0
+    assert "\u202e" not in content.inner_text()
+    page.wait_for_timeout(300)
+    no_markup_ran(page)
+    accessible(page, screenshots, "run-admitted")
+
+    whole = artifact.locator("a.whole")
+    expect(whole).to_have_attribute("href", f"/console/runs/{run_id}/artifacts/1")
+    answer = page.request.get(deployment.url + str(whole.get_attribute("href")))
+    assert answer.status == 200
+    assert answer.headers["content-type"] == "text/plain; charset=utf-8"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    body = answer.body()
+    document = deployment.http.get(f"/v1/runs/{run_id}").json()
+    assert document["artifacts"][0]["content_hash"] == "sha256:" + sha256(body).hexdigest()
+    assert LONG_TAIL.encode() in body

@@ -3,19 +3,27 @@ setting, the timeline's lanes and arrows, how an artifact is shown."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from agent_cards.edge.operator_secret import WRONG, OperatorSecret
+from agent_cards.identity import identity_of
+from agent_cards.jwk import b64url_encode
+from agent_cards.keys import SigningKey, TrustedKeys
+from agent_cards.transparency.receipts import issue_receipt
 from coordinator.audit.events import StoredEvent
-from coordinator.console.pages import shown_content
+from coordinator.audit.receipts import receipt_data
+from coordinator.console.pages import CONTENT_CHARS
+from coordinator.console.receipts import receipt_view
 from coordinator.console.sessions import ANONYMOUS_LIFETIME_SECONDS, SessionStore
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.throttle import LoginThrottle
 from coordinator.console.timeline import timeline
 from coordinator.errors import ConfigurationError
+from coordinator.service.artifact_content import shown
 
 JAEGER = "http://127.0.0.1:16686/trace/"
 
@@ -157,14 +165,14 @@ def test_an_artifact_is_shown_part_by_part_as_text() -> None:
             "parts": [{"text": "<b>hi</b>"}, {"data": {"k": "<i>"}}, {"url": "http://x"}],
         }
     ]
-    assert shown_content(content).splitlines() == [
+    assert shown(content, CONTENT_CHARS).splitlines() == [
         "artifact a1 (result):",
         "  text: <b>hi</b>",
         '  data: {"k": "<i>"}',
         '  part: {"url": "http://x"}',
     ]
-    assert shown_content({"not": "artifacts"}) == '{"not": "artifacts"}'
-    assert shown_content("x" * 30_000).endswith("(cut to fit)")
+    assert shown({"not": "artifacts"}, CONTENT_CHARS) == '{"not": "artifacts"}'
+    assert shown("x" * 30_000, CONTENT_CHARS).endswith("(cut to fit)")
 
 
 def test_failed_logins_are_throttled_per_key() -> None:
@@ -213,3 +221,26 @@ def test_the_session_cookie_is_secure_over_tls(scheme: str, secure: bool) -> Non
     cookie = response.headers["set-cookie"]
     assert ("; secure" in cookie.lower()) is secure
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+
+
+def test_a_receipt_is_shown_as_its_fields_and_checked_with_the_pinned_keys() -> None:
+    """Verified with the key pinned for its agent; not verified once that key is pinned
+    for no agent, nor when its payload was changed."""
+    key = SigningKey.generate()
+    claims = {"iss": identity_of(key.verification_key()), "task_id": "t-1", "attempt": 1}
+    data = receipt_data(issue_receipt(claims, key))
+    pinned = {"other": TrustedKeys([SigningKey.generate().verification_key()])}
+    pinned["risk"] = TrustedKeys([key.verification_key()])
+
+    view = receipt_view(data, pinned)
+    assert view.verified and view.verdict == "verified with the key pinned for risk"
+    assert dict(view.fields)["task_id"] == "t-1" and dict(view.fields)["attempt"] == "1"
+    assert dict(view.fields)["kid"] == key.kid
+
+    assert not receipt_view(data, {"other": pinned["other"]}).verified
+    payload = b64url_encode(json.dumps({**claims, "task_id": "t-2"}).encode())
+    changed = {**data, "receipt": {**data["receipt"], "payload": payload}}
+    refused = receipt_view(changed, pinned)
+    assert not refused.verified and "does not verify" in refused.verdict
+    assert dict(refused.fields)["task_id"] == "t-2"  # shown, as what it claims
+    assert receipt_view({"kid": "x"}, pinned).verdict.startswith("not verified")
