@@ -105,10 +105,6 @@ def timestamp(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 # --- processors -----------------------------------------------------------------------
 
 _SECRET_NAME = re.compile(r"token|authorization|password|passwd|secret|api[_-]?key", re.I)

@@ -33,9 +33,10 @@ import uuid
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
+from agent_cards.clock import utc_now
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
@@ -71,10 +72,6 @@ EvictionListener = Callable[[str, str], None]
 DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def new_id() -> str:

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
+from agent_cards.clock import utc_now
 from contracts.wire import (
     TERMINAL_TASK_STATES,
     Artifact,
@@ -80,7 +81,6 @@ from member_kit.tasks.memory import (
     move,
     new_id,
     parse_timestamp,
-    utc_now,
 )
 from member_kit.tasks.off_loop import run_off_loop, signal_or_defer
 from member_kit.tasks.retention import DEFAULT_RETENTION

@@ -50,6 +50,7 @@ from typing import Any
 
 import jwt
 
+from agent_cards.clock import utc_now
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, VerificationKey, b64url_decode
 from contracts import strict_json
 from contracts.grant import (
@@ -71,7 +72,6 @@ from member_kit.trust.replay import (
     Clock,
     InMemoryReplayGuard,
     ReplayGuard,
-    utc_now,
 )
 
 DELEGATION_TOKEN_TYPE = "delegation+jwt"
