@@ -46,7 +46,8 @@
         └── ModelReplyTooLarge          model_reply_too_large (over the byte cap, decoded)
 
 httpx, pydantic and JSON decoding errors are turned into these by :func:`translated`, so
-nothing above this module needs to know which library failed.
+nothing above this module needs to know which library failed; the shared layer's errors
+(:mod:`agent_cards.errors`) by :func:`from_shared`, keeping their reason.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from contextlib import contextmanager
 import httpx
 import pydantic
 
+from agent_cards.errors import ModelFailure, SharedError, StorageFailure
 from contracts.a2a_errors import BY_CODE, PROJECT_KINDS, RETRY_AFTER_METADATA, A2AErrorKind
 from contracts.strict_json import StrictJSONError
 
@@ -257,6 +259,27 @@ def describe_validation(error: pydantic.ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+def from_shared(error: SharedError) -> FederationError:
+    """The coordinator's error for one the shared layer raised, with the same reason."""
+    kinds = [k for k in _SHARED_KINDS if k.default_reason == error.reason]
+    if kinds:
+        return kinds[0](error.message)
+    if isinstance(error, StorageFailure):
+        return StorageError(error.message, error.reason)
+    if isinstance(error, ModelFailure):
+        return ModelError(error.message, error.reason)
+    return FederationError(error.message, error.reason)
+
+
+@contextmanager
+def shared_translated() -> Iterator[None]:
+    """Raise the coordinator's error for any the shared layer raises inside."""
+    try:
+        yield
+    except SharedError as exc:
+        raise from_shared(exc) from exc.__cause__
+
+
 @contextmanager
 def translated(what: str, url: str | None = None) -> Iterator[None]:
     """Translate foreign exceptions raised while doing ``what`` into our hierarchy."""
@@ -313,3 +336,13 @@ class StillOnServer(FederationError):
             "stopped waiting; the server still drives the run: find it with "
             "`federation runs --state live` and stop it with `federation cancel RUN_ID`"
         )
+
+
+# The coordinator's errors for the shared layer's reasons (see from_shared).
+_SHARED_KINDS: tuple[type[FederationError], ...] = (
+    ModelConfigError,
+    ModelTimeout,
+    ModelUnavailable,
+    ModelReplyMalformed,
+    ModelReplyTooLarge,
+)

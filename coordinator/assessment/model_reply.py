@@ -1,7 +1,7 @@
 """A model reply read as data: the body is parsed and shape-checked before anyone uses it.
 
 :func:`read_reply` takes the raw bytes of a chat-completions response (already capped by
-:mod:`coordinator.assessment.model_transport`) and returns a :class:`ModelReply` only for
+:mod:`agent_cards.models.client`) and returns a :class:`ModelReply` only for
 a complete answer. A body that is not JSON, or not a chat completion (``{"choices":
 [null]}``, ``"message": null``, a tool call that is not an object), is
 :class:`~coordinator.errors.ModelReplyMalformed`; no choices, an empty or truncated reply

@@ -14,7 +14,6 @@ import os
 
 from sqlalchemy import Engine
 
-from agent_cards.errors import StorageFailure
 from agent_cards.storage.engine import (
     BUSY_TIMEOUT_SECONDS,
     JOURNAL_SIZE_LIMIT,
@@ -26,7 +25,7 @@ from agent_cards.storage.engine import (
 )
 from agent_cards.storage.writer import Writer
 from agent_cards.storage.writer import writer_of as shared_writer
-from coordinator.errors import StorageError
+from coordinator.errors import shared_translated
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.faults import install_fault_handling
 
@@ -57,13 +56,11 @@ def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
     """An engine for a database URL, or for ``federation.db`` in a data directory."""
     if isinstance(target, DataDir):
         target = target.root
-    try:
+    with shared_translated():
         if isinstance(target, str) and "://" in target:
             engine = DATABASE.open(target)
         else:
             engine = DATABASE.open(database_url_for(created(target)))
-    except StorageFailure as exc:
-        raise StorageError(exc.message, exc.reason) from None
     install_fault_handling(engine)
     return engine
 

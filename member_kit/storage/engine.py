@@ -25,7 +25,6 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.engine.interfaces import DBAPICursor
 
-from agent_cards.errors import StorageFailure
 from agent_cards.storage.driver import styled
 from agent_cards.storage.engine import (
     BUSY_TIMEOUT_SECONDS,
@@ -34,7 +33,7 @@ from agent_cards.storage.engine import (
     read_transaction,
     write_transaction,
 )
-from member_kit.errors import StorageUnavailable
+from member_kit.errors import shared_translated
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
@@ -66,14 +65,12 @@ def database_url_for(data_dir: str | os.PathLike[str]) -> str:
 
 def open_engine(database_url: str | None = None, data_dir: Path | None = None) -> Engine:
     """An engine for ``database_url``, else for ``remote-risk.db`` in ``data_dir``."""
-    try:
+    with shared_translated():
         if database_url is None:
             if data_dir is None:
                 raise ValueError("open_engine needs a database URL or a data directory")
             database_url = database_url_for(created(data_dir))
         return DATABASE.open(database_url)
-    except StorageFailure as exc:
-        raise StorageUnavailable(exc.message) from None
 
 
 @contextmanager

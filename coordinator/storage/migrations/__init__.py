@@ -12,9 +12,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from agent_cards.errors import StorageFailure
 from agent_cards.storage.migrator import Migrations
-from coordinator.errors import StorageError
+from coordinator.errors import shared_translated
 
 MIGRATIONS_DIR = Path(__file__).parent
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for migrations.
@@ -23,10 +22,8 @@ MIGRATIONS = Migrations(MIGRATIONS_DIR, lock_class=0x4D494752)
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the database up to ``revision``; a database already there is left alone."""
-    try:
+    with shared_translated():
         MIGRATIONS.migrate(engine, revision)
-    except StorageFailure as exc:
-        raise StorageError(f"{exc.message}: {exc.__cause__}", exc.reason) from exc.__cause__
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from agent_cards.errors import StorageFailure
 from agent_cards.storage.migrator import Migrations
-from member_kit.errors import StorageUnavailable
+from member_kit.errors import shared_translated
 from member_kit.storage.schema import VERSION_TABLE
 
 MIGRATIONS_DIR = Path(__file__).parent
@@ -24,10 +23,8 @@ MIGRATIONS = Migrations(MIGRATIONS_DIR, lock_class=0x52524D47, version_table=VER
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the database up to ``revision``; a database already there is left alone."""
-    try:
+    with shared_translated():
         MIGRATIONS.migrate(engine, revision)
-    except StorageFailure as exc:
-        raise StorageUnavailable(exc.message) from exc.__cause__
 
 
 def current_revision(engine: Engine) -> str | None:
