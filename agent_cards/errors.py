@@ -20,6 +20,9 @@ an error it did not name.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 __all__ = [
     "BAD_DATABASE_URL",
     "MIGRATION_FAILED",
@@ -28,6 +31,7 @@ __all__ = [
     "ModelFailure",
     "SharedError",
     "StorageFailure",
+    "translated_by",
 ]
 
 BAD_DATABASE_URL = "bad_database_url"
@@ -51,3 +55,13 @@ class StorageFailure(SharedError):
 
 class ModelFailure(SharedError):
     """A model's configuration cannot be used, or its request gave no usable reply."""
+
+
+@contextmanager
+def translated_by(convert: Callable[[SharedError], Exception]) -> Iterator[None]:
+    """Raise ``convert(error)`` (a service's own error) for any :class:`SharedError`
+    raised inside, caused by what caused it."""
+    try:
+        yield
+    except SharedError as exc:
+        raise convert(exc) from exc.__cause__

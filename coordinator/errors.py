@@ -54,12 +54,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import httpx
 import pydantic
 
-from agent_cards.errors import ModelFailure, SharedError, StorageFailure
+from agent_cards.errors import ModelFailure, SharedError, StorageFailure, translated_by
 from contracts.a2a_errors import BY_CODE, PROJECT_KINDS, RETRY_AFTER_METADATA, A2AErrorKind
 from contracts.strict_json import StrictJSONError
 
@@ -271,13 +271,9 @@ def from_shared(error: SharedError) -> FederationError:
     return FederationError(error.message, error.reason)
 
 
-@contextmanager
-def shared_translated() -> Iterator[None]:
+def shared_translated() -> AbstractContextManager[None]:
     """Raise the coordinator's error for any the shared layer raises inside."""
-    try:
-        yield
-    except SharedError as exc:
-        raise from_shared(exc) from exc.__cause__
+    return translated_by(from_shared)
 
 
 @contextmanager

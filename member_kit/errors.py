@@ -43,13 +43,13 @@ layer logs it and answers a generic -32603 so that no exception text reaches the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from agent_cards.errors import MODEL_CONFIG_INVALID, SharedError, StorageFailure
+from agent_cards.errors import MODEL_CONFIG_INVALID, SharedError, StorageFailure, translated_by
 from contracts import a2a_errors
 from contracts.a2a_errors import RETRY_AFTER_METADATA, A2AErrorKind
 
@@ -275,10 +275,6 @@ def from_shared(error: SharedError) -> RemoteRiskError:
     return ModelFailure(error.reason, error.message)
 
 
-@contextmanager
-def shared_translated() -> Iterator[None]:
+def shared_translated() -> AbstractContextManager[None]:
     """Raise the kit's error for any the shared layer raises inside."""
-    try:
-        yield
-    except SharedError as exc:
-        raise from_shared(exc) from exc.__cause__
+    return translated_by(from_shared)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import httpx
 
@@ -27,7 +28,7 @@ from agent_cards.models.settings import ModelSettings
 if TYPE_CHECKING:  # openai is loaded only when a model is configured (a client is built)
     import openai
 
-__all__ = ["MODEL_TIMEOUT", "MODEL_UNAVAILABLE", "ModelClient"]
+__all__ = ["MODEL_TIMEOUT", "MODEL_UNAVAILABLE", "ModelClient", "ModelSession"]
 
 MODEL_TIMEOUT = "model_timeout"
 MODEL_UNAVAILABLE = "model_unavailable"
@@ -82,6 +83,26 @@ class ModelClient:
             raise ModelFailure(MODEL_TIMEOUT, message) from None
         except openai.OpenAIError as exc:
             raise ModelFailure(MODEL_UNAVAILABLE, _unavailable(exc)) from None
+
+
+class ModelSession:
+    """What a service's model adapter is: an async context that closes its client."""
+
+    _client: ModelClient
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
 
 def _unavailable(exc: openai.OpenAIError) -> str:

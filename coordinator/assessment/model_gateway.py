@@ -31,10 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, cast
 
-from agent_cards.models.client import ModelClient
+from agent_cards.models.client import ModelClient, ModelSession
 from agent_cards.models.settings import ModelSettings
 from coordinator.assessment.model_reply import (
     ModelReply,
@@ -152,7 +151,7 @@ class ModelCall:
         }
 
 
-class ModelGateway:
+class ModelGateway(ModelSession):
     """One run's access to the model service: the shared budget and the record of calls."""
 
     def __init__(self, config: ModelConfig, budget: RequestBudget | None = None) -> None:
@@ -163,20 +162,6 @@ class ModelGateway:
 
     def __repr__(self) -> str:
         return f"ModelGateway(model={self.config.model!r}, budget={self.budget!r})"
-
-    async def __aenter__(self) -> ModelGateway:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     async def complete(
         self,

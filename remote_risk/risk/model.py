@@ -31,14 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, ClassVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from agent_cards.bounded_replies import REPLY_MALFORMED, REPLY_TOO_LARGE
-from agent_cards.models.client import MODEL_TIMEOUT, MODEL_UNAVAILABLE, ModelClient
+from agent_cards.models.client import MODEL_TIMEOUT, MODEL_UNAVAILABLE, ModelClient, ModelSession
 from agent_cards.models.settings import ModelSettings
 from contracts import strict_json
 from contracts.grant import Budget
@@ -129,7 +128,7 @@ class _Completion(BaseModel):
     usage: dict[str, Any] | None = None
 
 
-class RiskModel:
+class RiskModel(ModelSession):
     """The risk skill's access to its model: a bounded client and a count of requests."""
 
     def __init__(
@@ -144,17 +143,6 @@ class RiskModel:
 
     def __repr__(self) -> str:
         return f"RiskModel(model={self.config.model!r}, requests={self.requests})"
-
-    async def __aenter__(self) -> RiskModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._client.aclose()
 
     def usage(self) -> dict[str, Any]:
         """Requests sent and tokens reported (``None`` when any reply did not say)."""
