@@ -3,15 +3,15 @@
 ::
 
     SharedError                 reason: a stable code, message: one readable line
+    ├── EdgeError               the HTTP edge's limits and bodies (agent_cards.edge.errors)
     ├── StorageFailure          the database cannot be opened or migrated
     │     reasons: bad_database_url, storage_unavailable, migration_failed
     └── ModelFailure            a model is misconfigured or gave no usable reply
           reasons: model_config_invalid, model_unavailable, model_timeout,
                    model_reply_malformed, model_reply_too_large
 
-The shared layer raises only these (and, for the parts with a tree of their own, the
-errors beside them: :mod:`agent_cards.edge.errors` for the HTTP edge,
-:class:`agent_cards.jwk.KeyMaterialError` for keys,
+The shared layer raises only these (and, for the parts older than this tree, the errors
+beside them: :class:`agent_cards.jwk.KeyMaterialError` for keys,
 :class:`agent_cards.transparency.statements.StatementInvalid` for signed statements).
 Each service turns a :class:`SharedError` into its own at its boundary
 (``coordinator.errors``, ``member_kit.errors``), so nothing above that boundary sees
