@@ -93,10 +93,10 @@ RISK_SERVER = ("member_kit.server", "fastapi", "uvicorn", "grpc", "openai", "ale
         ("agent_cards", ("agent_cards.", "sqlalchemy", "httpx")),
         ("agent_cards.models.settings", ("openai", "httpx", "sqlalchemy")),
         ("agent_cards.models.client", ("openai", "sqlalchemy", "alembic")),
-        ("agent_cards.storage.engine", ("alembic", "openai", "httpx")),
+        ("agent_cards.storage.engine", ("alembic", "openai", "httpx", "psycopg")),
         ("coordinator.assessment.model_gateway", SERVERS),
         ("coordinator.storage.engine", SERVERS),
-        ("member_kit.storage.engine", ("member_kit.server", *SERVERS[2:])),
+        ("member_kit.storage.engine", ("member_kit.server", "psycopg", *SERVERS[2:])),
     ],
 )
 def test_importing_loads_no_server(tmp_path: Path, target: str, forbidden: tuple[str, ...]) -> None:

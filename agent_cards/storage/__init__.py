@@ -5,8 +5,8 @@
   by URL; write and read transactions; the idle checkpoint;
 * :mod:`agent_cards.storage.migrator`: Alembic run in code over a service's revisions,
   under a lock so two processes never migrate one database twice;
-* :mod:`agent_cards.storage.driver`: SQL with ``:name`` placeholders in the driver's
-  style, and telling a database fault from a bug;
+* :mod:`agent_cards.storage.driver`: SQL with ``:name`` placeholders in the driver's style;
+* :mod:`agent_cards.storage.faults`: telling a database fault from a bug;
 * :mod:`agent_cards.storage.writer`: one writer thread per process, with group commit;
 * :mod:`agent_cards.storage.sqlite`: a connection SQLite opened read-only is not kept.
 

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy import exc as sa_exc
 
-from agent_cards.storage import driver as shared_faults
+from agent_cards.storage import faults as shared_faults
 from coordinator.errors import StorageError
 
 # How long a caller is asked to wait before retrying after a storage fault.
@@ -31,7 +31,7 @@ RETRY_AFTER_SECONDS = 2
 
 def is_storage_fault(error: BaseException) -> bool:
     """Whether ``error`` (or what caused it) is the database failing, not a bug: one of
-    the shared faults (:mod:`agent_cards.storage.driver`), a connection SQLAlchemy saw
+    the shared faults (:mod:`agent_cards.storage.faults`), a connection SQLAlchemy saw
     invalidated, or a :class:`StorageError` with the default reason."""
     return shared_faults.is_storage_fault(error, _is_own_fault)
 

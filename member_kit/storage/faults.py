@@ -8,6 +8,6 @@ is resumed once the database is back (see :mod:`member_kit.tasks.leases`).
 
 from __future__ import annotations
 
-from agent_cards.storage.driver import is_storage_fault
+from agent_cards.storage.faults import is_storage_fault
 
 __all__ = ["is_storage_fault"]
