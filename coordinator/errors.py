@@ -337,6 +337,8 @@ class StillOnServer(FederationError):
 # The coordinator's errors for the shared layer's reasons (see from_shared).
 _SHARED_KINDS: tuple[type[FederationError], ...] = (
     ModelConfigError,
+    ModelIncomplete,
+    ModelRefused,
     ModelTimeout,
     ModelUnavailable,
     ModelReplyMalformed,

@@ -33,13 +33,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import pydantic
-from pydantic import BaseModel, ConfigDict
-
 from agent_cards.bounded_replies import REPLY_MALFORMED, REPLY_TOO_LARGE
 from agent_cards.models.client import MODEL_TIMEOUT, MODEL_UNAVAILABLE, ModelClient, ModelSession
+from agent_cards.models.reply import (
+    MODEL_INCOMPLETE,
+    MODEL_REFUSED,
+    Completion,
+    check_ending,
+    empty,
+    read_completion,
+    usage_of,
+)
 from agent_cards.models.settings import ModelSettings
-from contracts import strict_json
 from contracts.grant import Budget
 from member_kit.errors import ModelConfigInvalid, ModelFailure, shared_translated
 
@@ -52,8 +57,6 @@ DEFAULT_LEASE_MARGIN_SECONDS = 8.0
 # Requests one task may make: the interpretation, and as many retries of an unusable reply.
 DEFAULT_REQUESTS_PER_TASK = 1
 
-MODEL_INCOMPLETE = "model_incomplete"
-MODEL_REFUSED = "model_refused"
 LIMIT_REACHED = "limit_reached"
 MODEL_BUDGET_EXHAUSTED = "model_budget_exhausted"
 _JSON_MODE = {"response_format": {"type": "json_object"}}
@@ -110,24 +113,6 @@ class ModelAnswer:
     total_tokens: int | None
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    content: str | None = None
-    refusal: str | None = None
-
-
-class _Choice(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    message: _Message
-    finish_reason: str | None = None
-
-
-class _Completion(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    choices: list[_Choice]
-    usage: dict[str, Any] | None = None
-
-
 class RiskModel(ModelSession):
     """The risk skill's access to its model: a bounded client and a count of requests."""
 
@@ -164,9 +149,11 @@ class RiskModel(ModelSession):
             raise ModelFailure(LIMIT_REACHED, f"the budget of {self.request_limit} is spent")
         self.requests += 1
         body = await self._send(messages, seconds, output_tokens)
-        reply = parsed(body)
-        self.tokens.append(_total_tokens(reply))
-        return ModelAnswer(complete_text(reply), _total_tokens(reply))
+        with shared_translated():
+            reply = read_completion(body, Completion)
+            total_tokens = _total_tokens(reply)
+            self.tokens.append(total_tokens)
+            return ModelAnswer(complete_text(reply), total_tokens)
 
     def _within_grant(self) -> int:
         """The output-token limit of the next request, if the grant's model budget covers
@@ -197,31 +184,15 @@ class RiskModel(ModelSession):
             return await self._client.send(messages, seconds, output_tokens, _JSON_MODE)
 
 
-def parsed(body: bytes) -> _Completion:
-    """The chat completion in ``body``, or ``model_reply_malformed``."""
-    try:
-        return _Completion.model_validate(strict_json.loads(body))
-    except (ValueError, pydantic.ValidationError):
-        raise ModelFailure(REPLY_MALFORMED, "the model reply is not a chat completion") from None
-
-
-def complete_text(reply: _Completion) -> str:
-    """The text of the first choice if the reply ended normally, else a ModelFailure."""
-    if not reply.choices:
-        raise ModelFailure(MODEL_INCOMPLETE, "the model reply holds no choices")
-    choice = reply.choices[0]
-    if choice.message.refusal or choice.finish_reason == "content_filter":
-        raise ModelFailure(MODEL_REFUSED, "the model refused to answer")
-    if choice.finish_reason == "length":
-        raise ModelFailure(MODEL_INCOMPLETE, "the reply was cut off at the output-token limit")
-    if choice.finish_reason != "stop":
-        raise ModelFailure(MODEL_INCOMPLETE, f"the reply ended with {choice.finish_reason}")
-    text = choice.message.content
+def complete_text(reply: Completion) -> str:
+    """The text of the first choice if the reply ended normally, else a shared failure."""
+    check_ending(reply, ("stop",))
+    text = reply.choices[0].message.content
     if text is None or not text.strip():
-        raise ModelFailure(MODEL_INCOMPLETE, "the reply was empty")
+        raise empty()
     return text
 
 
-def _total_tokens(reply: _Completion) -> int | None:
-    value = (reply.usage or {}).get("total_tokens")
-    return value if type(value) is int and value >= 0 else None
+def _total_tokens(reply: Completion) -> int | None:
+    usage = usage_of(reply.usage)
+    return usage.total_tokens if usage else None
