@@ -268,6 +268,22 @@ def test_the_kits_modules_and_folders_stay_small() -> None:
     assert full <= TOO_FULL_TODAY, full - TOO_FULL_TODAY
 
 
+def test_the_shared_layer_stays_small() -> None:
+    """agent_cards (what both services share) keeps the same shape as the kit, generated
+    protobuf modules aside."""
+    shared = [
+        path
+        for name, path in FILES.items()
+        if name.startswith("agent_cards") and "_pb2" not in path.name
+    ]
+    long = [p for p in shared if len(p.read_text().splitlines()) > MAX_MODULE_LINES]
+    assert long == []
+    folders: dict[Path, int] = {}
+    for path in shared:
+        folders[path.parent] = folders.get(path.parent, 0) + 1
+    assert {f: n for f, n in folders.items() if n > MAX_FOLDER_MODULES} == {}
+
+
 def test_remote_risk_keeps_only_what_is_about_risk() -> None:
     own = [path for name, path in FILES.items() if name.startswith("remote_risk")]
     lines = sum(len(path.read_text().splitlines()) for path in own)
@@ -306,7 +322,7 @@ def test_the_coordinator_loads_nothing_of_remote_risk_at_import() -> None:
     assert {name: found for name, found in early.items() if found} == {}
 
 
-@pytest.mark.parametrize("package", ["agent_cards", "coordinator", "remote_risk"])
+@pytest.mark.parametrize("package", ["agent_cards", "coordinator", "member_kit", "remote_risk"])
 def test_package_inits_import_nothing(package: str) -> None:
     """Importing a package loads none of its modules (a caller imports the module it
     uses by name), so importing ``remote_risk`` or ``coordinator.service`` starts no
