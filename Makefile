@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean bench soak conformance conformance-risk proto browser
+.PHONY: demo test docs lint typecheck check clean bench soak conformance conformance-risk proto browser
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/federation demo --case all
 
-test: $(STAMP) browser lint typecheck
+test: $(STAMP) docs browser lint typecheck
 	$(BIN)/python -m pytest -q
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or anchor,
+# or a page left out of the navigation, fails the build. Offline: no web fonts, no social cards.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The console's browser tests (tests/console) drive Debian's chromium through Playwright,
 # never a browser downloaded by Playwright. Installed here when missing and run as root

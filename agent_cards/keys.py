@@ -22,6 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,14 @@ class SigningKey:
         raise KeyMaterialError(f"algorithm {alg!r} is not allowed")
 
     def verification_key(self, not_after: datetime | None = None) -> VerificationKey:
-        return VerificationKey(self.kid, self.alg, self.private_key.public_key(), not_after)
+        if not_after is None:
+            return self._verification_key
+        return VerificationKey(self.kid, self.alg, self._verification_key.public_key, not_after)
+
+    @cached_property
+    def _verification_key(self) -> VerificationKey:
+        """Derived once: a receipt asks for it several times (its issuer, its key)."""
+        return VerificationKey(self.kid, self.alg, self.private_key.public_key())
 
     def public_jwk(self) -> dict[str, str]:
         return self.verification_key().to_jwk()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import procs, remote_side, scale_out, services, tracing_cost
+from bench import member_overhead, procs, remote_side, scale_out, services, tracing_cost
 from bench.stats import Figure, Spread, figure, machine, write_results
 
 OUT = Path(__file__).resolve().parent
@@ -216,10 +216,18 @@ def fanout_figures(root: Path, issuer: services.Issuer) -> list[Figure]:
     ]
 
 
+def member_overhead_figures(timing: Timing) -> list[Figure]:
+    """Figure (10): sends per window scale with ``BENCH_SECONDS`` (about 100 a second)."""
+    requests = str(max(50, int(timing.seconds * 100)))
+    rounds = str(max(3, timing.runs))
+    result = procs.run_load("bench.member_overhead", "--requests", requests, "--rounds", rounds)
+    return member_overhead.figures(result["runs"])
+
+
 def main() -> None:
     timing = Timing.from_env()
     levels = [int(level) for level in os.environ.get("BENCH_LEVELS", "1,8,32").split(",")]
-    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6,7,9").split(","))
+    only = set(os.environ.get("BENCH_ONLY", "1,2,3,4,5,6,7,9,10").split(","))
     machine_line = machine()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
@@ -234,6 +242,7 @@ def main() -> None:
             ("6", lambda: fanout_figures(root, issuer)),
             ("7", lambda: tracing_cost.figures(root, issuer, timing.seconds, timing.warmup)),
             ("9", lambda: scale_out.figures(root, issuer, timing.args())),
+            ("10", lambda: member_overhead_figures(timing)),
         ]
         for number, step in steps:
             if number in only:

@@ -32,16 +32,21 @@ COMPLETED = b"TASK_STATE_COMPLETED"
 _ids = itertools.count(1)
 
 
-def send_message_body(handoff_id: str) -> bytes:
+def send_message_body(
+    handoff_id: str, skill: str = "interpret-risk-policy", data: Any = None
+) -> bytes:
+    """A SendMessage of ``skill`` (the risk skill's brief unless ``data`` is given)."""
     request_id = next(_ids)
     message = {
         "messageId": f"m-{request_id}",
         "role": "ROLE_USER",
-        "parts": [{"data": risk_payload(), "mediaType": "application/json"}],
+        "parts": [
+            {"data": risk_payload() if data is None else data, "mediaType": "application/json"}
+        ],
         "metadata": {
             "handoffId": handoff_id,
             "attempt": 1,
-            "skillId": "interpret-risk-policy",
+            "skillId": skill,
             "idempotencyKey": f"bench:{handoff_id}",
         },
     }

@@ -55,13 +55,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-
-import httpx
-import pydantic
+from typing import TYPE_CHECKING
 
 from agent_cards.errors import ModelFailure, SharedError, StorageFailure, translated_by
 from contracts.a2a_errors import BY_CODE, PROJECT_KINDS, RETRY_AFTER_METADATA, A2AErrorKind
 from contracts.strict_json import StrictJSONError
+
+if TYPE_CHECKING:  # the libraries are loaded by the code that calls them (start-up time)
+    import pydantic
 
 # A remote's refusal code is ours to record only if it looks like one (it is the remote's text).
 _REFUSAL_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -276,26 +277,45 @@ def shared_translated() -> AbstractContextManager[None]:
     return translated_by(from_shared)
 
 
+# httpx's exceptions by name (httpx is imported only where they are checked), first match.
+TRANSPORT_FAILURES = (
+    ("TimeoutException", "timed out", "timeout"),
+    ("ConnectError", "cannot connect", "unreachable"),
+    ("UnsupportedProtocol", "not an http(s) URL", "bad_url"),
+    ("InvalidURL", "invalid URL", "bad_url"),
+)
+
+
 @contextmanager
 def translated(what: str, url: str | None = None) -> Iterator[None]:
     """Translate foreign exceptions raised while doing ``what`` into our hierarchy."""
-    place = f" {url}" if url else ""
     try:
         yield
-    except httpx.TimeoutException:
-        raise TransportError(f"{what}{place}: timed out", "timeout") from None
-    except httpx.ConnectError:
-        raise TransportError(f"{what}{place}: cannot connect", "unreachable") from None
-    except httpx.UnsupportedProtocol:
-        raise TransportError(f"{what}{place}: not an http(s) URL", "bad_url") from None
-    except httpx.InvalidURL:
-        raise TransportError(f"{what}{place}: invalid URL", "bad_url") from None
-    except httpx.HTTPError as exc:
-        raise TransportError(f"{what}{place}: {type(exc).__name__}", "transport_error") from None
-    except StrictJSONError as exc:
-        raise ProtocolError(f"{what}{place}: {exc}", exc.reason) from None
-    except pydantic.ValidationError as exc:
-        raise ProtocolError(f"{what}{place}: {describe_validation(exc)}", "invalid_shape") from None
+    except Exception as exc:
+        ours = foreign(exc, f"{what} {url}" if url else what)
+        if ours is None:
+            raise
+        raise ours from None
+
+
+def foreign(exc: Exception, what: str) -> FederationError | None:
+    """Ours for an httpx, pydantic or strict JSON error, else None (the caller re-raises).
+    httpx and pydantic are imported here, not at the top: code that raised one of theirs
+    has loaded them already, and a command that uses neither does not pay for them."""
+    if isinstance(exc, StrictJSONError):
+        return ProtocolError(f"{what}: {exc}", exc.reason)
+    import httpx
+
+    for name, said, reason in TRANSPORT_FAILURES:
+        if isinstance(exc, getattr(httpx, name)):
+            return TransportError(f"{what}: {said}", reason)
+    if isinstance(exc, httpx.HTTPError):
+        return TransportError(f"{what}: {type(exc).__name__}", "transport_error")
+    import pydantic
+
+    if isinstance(exc, pydantic.ValidationError):
+        return ProtocolError(f"{what}: {describe_validation(exc)}", "invalid_shape")
+    return None
 
 
 class HandoffMovedOn(FederationError):

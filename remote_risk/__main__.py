@@ -14,12 +14,10 @@ line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from member_kit.errors import StorageUnavailable
+from member_kit.command import Serve, add_listening_arguments, add_trust_arguments, run_member
 from member_kit.telemetry import logs
 from member_kit.trust import issuers as trust
 from remote_risk.risk.interpreter import model_config_from_env
@@ -39,12 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="remote_risk", description=(__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
-    parser.add_argument(
-        "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
-    )
+    add_listening_arguments(parser)
     parser.add_argument("--task-capacity", type=int, default=Settings.task_capacity)
     parser.add_argument("--skill-delay-seconds", type=float, default=Settings.skill_delay_seconds)
     parser.add_argument(
@@ -65,29 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"keep tasks and used tokens in this database instead of DATA_DIR/remote-risk.db "
         f"(env {DATABASE_URL_ENV_VAR})",
     )
-    add_trust_arguments(parser)
+    add_trust_arguments(parser, data_dir_required=False)
     logs.add_arguments(parser)
     return parser
-
-
-def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
-    """The trust and key flags, shared with ``federation serve risk``."""
-    parser.add_argument(
-        "--trust-issuer",
-        action="append",
-        metavar="ISSUER=JWKS_FILE_OR_URL",
-        help=f"accept delegation tokens of ISSUER (repeatable; env {trust.TRUST_ENV_VAR})",
-    )
-    parser.add_argument(
-        "--data-dir",
-        help=f"where the service keeps its keys and database (env {trust.DATA_DIR_ENV_VAR})",
-    )
-    parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
-    parser.add_argument(
-        "--insecure-anonymous",
-        action="store_true",
-        help="DEVELOPMENT ONLY: run without trusted issuers, accepting every caller",
-    )
 
 
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -122,21 +95,13 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    # The server is imported once the arguments are read (``--help`` starts quickly).
-    from member_kit.server.app import ConfigurationError
+    run_member("remote_risk", build_parser(), argv, settings_from, _serve)
+
+
+def _serve() -> Serve:
     from remote_risk.service import serve
 
-    logs.setup_from(args, os.environ)
-    try:
-        settings = settings_from(args, os.environ)
-        serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
-    # TrustConfigError is a ValueError
-    except (ValueError, ConfigurationError, StorageUnavailable) as exc:
-        print(f"remote_risk: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    finally:  # the set-up lasts as long as the service (main may run inside another program)
-        logs.reset()
+    return serve
 
 
 if __name__ == "__main__":

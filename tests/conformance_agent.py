@@ -78,7 +78,8 @@ from member_kit.server.push import PushConfigs
 from member_kit.server.rest import RESTEndpoint
 from member_kit.server.streams import TaskEventBroker, TaskUpdates
 from member_kit.server.webhooks import Resolver, resolve
-from member_kit.tasks.memory import TaskRecord, TaskStore
+from member_kit.tasks.memory import TaskStore
+from member_kit.tasks.record import TaskRecord
 from remote_risk.settings import JSONRPC_PATH, REST_PATH, Settings
 from tests.conformance_scripts import ArtifactStep, Status, Step, Wait, new_id, script_for
 

@@ -4,9 +4,10 @@
 legal team's member, built on the kit in one file: ``examples/terms_member.py``, loaded
 here by path since ``examples/`` is no package) and ``guard`` (the kit's guard,
 :mod:`member_kit.guard.app`, in front of a stock a2a-sdk agent run as its own process
-once for the session: ``tests/interop/quickstart_agent.py``). Each says what a valid send to it
-carries (its skill, the scope that skill requires, an input it accepts) and builds its
-app from settings, so that one attack table runs against both.
+once for the session: ``tests/interop/quickstart_agent.py``) and ``sdk`` (a stock
+a2a-sdk agent governed by the kit in-process: ``examples/sdk_member.py``). Each says
+what a valid send to it carries (its skill, the scope that skill requires, an input it
+accepts) and builds its app from settings, so that one attack table runs against all.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from tests.remote_risk.conftest import risk_input
 
 TERMS_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "terms_member.py"
 TERMS_MODULE = "examples_terms_member"
+SDK_EXAMPLE = TERMS_EXAMPLE.with_name("sdk_member.py")
+SDK_MODULE = "examples_sdk_member"
 
 
 @dataclass(frozen=True)
@@ -44,14 +47,24 @@ class MemberUnderTest:
 
 
 @cache
-def terms_example() -> ModuleType:
-    """examples/terms_member.py as a module, loaded once."""
-    spec = importlib.util.spec_from_file_location(TERMS_MODULE, TERMS_EXAMPLE)
+def example(name: str, path: Path) -> ModuleType:
+    """The example at ``path`` as the module ``name``, loaded once."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[TERMS_MODULE] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def terms_example() -> ModuleType:
+    """examples/terms_member.py as a module, loaded once."""
+    return example(TERMS_MODULE, TERMS_EXAMPLE)
+
+
+def sdk_example() -> ModuleType:
+    """examples/sdk_member.py (a stock a2a-sdk agent, the kit in-process), loaded once."""
+    return example(SDK_MODULE, SDK_EXAMPLE)
 
 
 def _risk_app(**settings: Any) -> Any:
@@ -102,6 +115,12 @@ def _guard_app(**settings: Any) -> Any:
     return create_guard_app(guard, fetch_card(upstream, max_bytes=100_000, timeout=10))
 
 
+def _sdk_app(**settings: Any) -> Any:
+    from member_kit.guard.settings import GuardSettings
+
+    return sdk_example().member_app(GuardSettings(**settings))
+
+
 def _terms_input() -> dict[str, Any]:
     return {"text": "Refunds are handled by the support team.", "terms": ["refund", "warranty"]}
 
@@ -133,4 +152,13 @@ GUARD = MemberUnderTest(
     text_path=("text",),
     create_app=_guard_app,
 )
-MEMBERS = {member.name: member for member in (RISK, TERMS, GUARD)}
+SDK = MemberUnderTest(
+    name="sdk",
+    skill="shout",
+    scope="text:shout",
+    narrow_scope="text:read",
+    valid_input=lambda: {"text": "the quick brown fox"},
+    text_path=("text",),
+    create_app=_sdk_app,
+)
+MEMBERS = {member.name: member for member in (RISK, TERMS, GUARD, SDK)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import remote_side, services
+from bench import member_overhead, remote_side, services
 from bench.__main__ import Timing
 
 
@@ -20,3 +20,15 @@ def test_figure_one_drives_remote_risk_without_a_failed_request(tmp_path: Path) 
     [window] = result["runs"]
     assert window["errors"] == 0, window["first_error"]
     assert window["rps"] > 0
+
+
+def test_figure_ten_drives_the_agent_the_kit_member_and_the_guard(tmp_path: Path) -> None:
+    """Every send of figure (10) completes, on the bare agent, the kit member and the
+    guard (a failed one raises), and the CPU of each is read."""
+    found = member_overhead.measure(tmp_path, requests=5, rounds=1, warmup=2)
+    assert {name: len(values) for name, values in found.items()} == {
+        "agent": 1,
+        "kit": 1,
+        "guard": 1,
+    }
+    assert all(value >= 0 for values in found.values() for value in values)

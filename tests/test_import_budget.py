@@ -4,7 +4,10 @@ Each case runs in a fresh interpreter and lists ``sys.modules`` as the process e
 module imported anywhere on the way (a package ``__init__``, a printer, a command the
 user did not ask for) is seen. The servers (both services' apps, uvicorn, the console),
 the risk team's code, Alembic and ``openai`` are loaded only by the commands that use
-them.
+them. A command that needs no service (help, one request to a running coordinator, a
+bad input file) loads none of the service's code and stays under a module count: a
+ceiling some way above what it loads today, so a new heavy import shows, a small
+helper does not.
 """
 
 from __future__ import annotations
@@ -46,6 +49,28 @@ SERVERS = (
 )
 # What a command answered by one HTTP request (or by argparse alone) has no use for.
 CLIENT_ONLY = (*SERVERS, "grpc", "sqlalchemy", "coordinator.service.facade")
+# ... nor has a command that fails on its own input, nor one request to a coordinator:
+# no service code or storage, no signing (jwt, cryptography), no settings framework, and
+# not httpx's own command-line client (rich, click, pygments).
+NO_SERVICE = (
+    *CLIENT_ONLY,
+    "coordinator.service.",
+    "coordinator.storage",
+    "coordinator.workspace",
+    "coordinator.dispatch",
+    "coordinator.authority.delegator",
+    "coordinator.authority.identity",
+    "psycopg",
+    "opentelemetry",
+    "jwt",
+    "cryptography",
+    "pydantic_settings",
+    "rich",
+    "click",
+    "pygments",
+)
+# Argument parsing alone: not even the HTTP client or the documents' models.
+PARSER_ONLY = (*NO_SERVICE, "coordinator.service", "httpx", "pydantic", "asyncio")
 
 
 def loaded(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> set[str]:
@@ -108,33 +133,98 @@ def test_importing_loads_no_server(tmp_path: Path, target: str, forbidden: tuple
     assert heavy(modules, forbidden) == []
 
 
-def test_help_loads_only_the_parser(tmp_path: Path) -> None:
-    modules = loaded(tmp_path, "-m", "coordinator", "--help")
+@pytest.mark.parametrize("argv", [("--help",), ("agents", "--help"), ("audit", "verify", "-h")])
+def test_help_loads_only_the_parser(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    modules = loaded(tmp_path, "-m", "coordinator", *argv)
     assert "exit:0" in modules
     assert "coordinator.cli.parser" in modules
-    assert heavy(modules, CLIENT_ONLY) == []
+    assert heavy(modules, PARSER_ONLY) == []
+    assert len(modules) < 150  # 100 today: the interpreter, argparse and the parser
 
 
-def test_a_command_on_a_server_loads_only_the_client(tmp_path: Path) -> None:
+SERVER = {"FEDERATION_SERVER": "http://127.0.0.1:1"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        (("--server", "http://127.0.0.1:1", "agents", "--json"), {}),
+        (("agents", "show", "x"), SERVER),
+        (("run", "show", "run-x"), SERVER),
+    ],
+)
+def test_a_command_on_a_server_loads_only_the_client(
+    tmp_path: Path, argv: tuple[str, ...], env: dict[str, str]
+) -> None:
     """``federation --server URL agents`` is one HTTP request (refused here: nothing
     listens on port 1): the client and the printers, no service, database or server."""
-    token = {"FEDERATION_OPERATOR_TOKEN": secrets.token_urlsafe(32)}
-    argv = ("--server", "http://127.0.0.1:1", "agents", "--json")
+    token = {"FEDERATION_OPERATOR_TOKEN": secrets.token_urlsafe(32), **env}
     modules = loaded(tmp_path, "-m", "coordinator", *argv, env=token)
     assert "exit:3" in modules  # it got as far as the request: unavailable
     assert "coordinator.cli.api_client" in modules
-    assert heavy(modules, CLIENT_ONLY) == []
+    assert heavy(modules, (*NO_SERVICE, "coordinator.service", "pydantic")) == []
+    assert len(modules) < 320  # 259 today, 100 of them the parser's
 
 
-def test_a_command_failing_on_its_input_loads_no_server(tmp_path: Path) -> None:
-    """A local ``delegate`` whose input file is missing fails before any database is
-    opened or any server, model client or risk code is loaded."""
-    missing = tmp_path / "missing.json"
-    argv = ("--data-dir", str(tmp_path / "data"), "delegate", "--to", "x", "--skill", "y")
-    modules = loaded(tmp_path, "-m", "coordinator", *argv, "--input", str(missing))
+def test_a_delegation_sent_to_a_server_loads_its_request_model_only(tmp_path: Path) -> None:
+    """``delegate`` checks its arguments with the API's own request model before it
+    sends them; nothing else of the service is loaded."""
+    given = tmp_path / "input.json"
+    given.write_text('{"amount": 1}')
+    token = {"FEDERATION_OPERATOR_TOKEN": secrets.token_urlsafe(32), **SERVER}
+    argv = ("delegate", "--to", "x", "--skill", "y", "--input", str(given))
+    modules = loaded(tmp_path, "-m", "coordinator", *argv, env=token)
+    assert "exit:3" in modules
+    assert "coordinator.service.api_models" in modules
+    assert heavy(modules, NO_SERVICE) == ["coordinator.service.api_models"]
+    assert len(modules) < 420  # 341 today
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("delegate", "--to", "x", "--skill", "y", "--input", "{missing}"),
+        ("register", "http://127.0.0.1:1", "--trust-key", "{missing}"),
+        ("audit", "verify", "--bundle", "{missing}"),
+        ("audit", "verify", "--bundle", "{missing}", "--coordinator-key", "{missing}"),
+        ("evaluate", "--repeat", "0"),
+    ],
+)
+def test_a_command_failing_on_its_input_loads_no_service(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """A local command whose input file is missing, or an option out of range, says so
+    (exit 2) before the service is built: no database opened, no server, model client or
+    risk code loaded, and no more modules than reading the file and checking the
+    arguments takes."""
+    missing = str(tmp_path / "missing.json")
+    local = ("--data-dir", str(tmp_path / "data"))
+    argv = tuple(arg.replace("{missing}", missing) for arg in argv)
+    modules = loaded(tmp_path, "-m", "coordinator", *local, *argv)
     assert "exit:2" in modules
-    assert "coordinator.service.facade" in modules  # it ran as a local command
-    assert heavy(modules, SERVERS) == []
+    assert heavy(modules, NO_SERVICE) in ([], ["coordinator.service.api_models"])
+    assert len(modules) < 320  # 252 today for delegate (its request model), 139 for verify
+    assert not (tmp_path / "data").exists()
+
+
+def test_checking_a_bundle_offline_builds_no_service(tmp_path: Path) -> None:
+    """``audit verify --bundle`` checks the file here, with the operator's keys: the
+    proof checker is loaded, no service, dispatch or server (a malformed bundle: exit 1)."""
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text("{}")
+    local = ("--data-dir", str(tmp_path / "data"))
+    argv = ("audit", "verify", "--bundle", str(bundle), "--unanchored")
+    modules = loaded(tmp_path, "-m", "coordinator", *local, *argv)
+    assert "exit:1" in modules
+    assert "coordinator.audit.proof_check" in modules
+    offline = (
+        *SERVERS,
+        "coordinator.service.facade",
+        "coordinator.dispatch",
+        "coordinator.workspace",
+    )
+    assert heavy(modules, offline) == []
+    assert not (tmp_path / "data").exists()
 
 
 def test_the_risk_service_help_loads_no_server(tmp_path: Path) -> None:

@@ -8,14 +8,19 @@ prints it exactly as it would print a local error.
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httpx
-
 from contracts import strict_json
 from coordinator.errors import FederationError, ProtocolError, ServerRefused, UsageError, translated
+
+# httpx imports its own command-line client (click, rich, pygments) whenever those are
+# installed, which costs more than the rest of a --server command; this process never
+# runs it, so it is marked absent and httpx keeps its stub (unless httpx came first).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+import httpx  # noqa: E402
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 # a delegation with wait answers when the handoff ends; its own deadline bounds that

@@ -8,19 +8,20 @@ command is written once and printed by one set of printers
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from coordinator.cli.api_client import CoordinatorClient
 from coordinator.errors import LeftToRecovery, StillOnServer
-from coordinator.service.api_models import DelegationRequest, RegisterRequest
-from coordinator.service.run_list import RunQuery
 
 if TYPE_CHECKING:  # the service is loaded only for this data directory, never for --server
+    from coordinator.cli.api_client import CoordinatorClient
+    from coordinator.service.api_models import DelegationRequest, RegisterRequest
     from coordinator.service.facade import CoordinatorService
+    from coordinator.service.run_list import RunQuery
 
 # Who a cancel from the command line is recorded as (the API records its own caller).
 CLI_OPERATOR = "operator (command line)"
@@ -52,12 +53,20 @@ class Coordinator(Protocol):
 
 
 class Local:
-    """The service over this process's data directory (or ``--database-url``)."""
+    """The service over this process's data directory (or ``--database-url``), opened
+    by ``open_service`` when a command first asks it something (asyncio too is imported
+    only by the methods that run the service's loop: ``--server`` never needs it)."""
 
-    def __init__(self, service: CoordinatorService) -> None:
-        self.service = service
+    def __init__(self, open_service: Callable[[], CoordinatorService]) -> None:
+        self.open_service = open_service
+
+    @cached_property
+    def service(self) -> CoordinatorService:
+        return self.open_service()
 
     def register(self, request: RegisterRequest) -> dict[str, Any]:
+        import asyncio
+
         return asyncio.run(self.service.register(request)).model_dump()
 
     def agents(self) -> list[dict[str, Any]]:
@@ -79,6 +88,8 @@ class Local:
         """Driven in this process: the first Ctrl-C cancels the run (as ``federation
         cancel`` would) and the document says so; a second one stops at once and leaves
         the run to recovery (:class:`LeftToRecovery` names the command that ends it)."""
+        import asyncio
+
         from coordinator.dispatch.delegate import Interruption
 
         order = self.service.order(request)
@@ -114,6 +125,8 @@ class Local:
         return self.service.run(run_id)
 
     def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]:
+        import asyncio
+
         return asyncio.run(self.service.cancel(run_id, reason, CLI_OPERATOR))
 
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,7 +8,6 @@ written once. The rest work on this machine's workspace through the same service
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import json
 import os
@@ -18,28 +17,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import pydantic
-
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.json_shape import check_json_shape
 from contracts import strict_json
-from coordinator.authority import identity
 from coordinator.cli import printers
 from coordinator.cli.backends import Coordinator, Local
 from coordinator.errors import LedgerError, UsageError, describe_validation
-from coordinator.service.api_models import DelegationRequest, RegisterRequest
-from coordinator.service.run_list import RunQuery
 
 if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
+    import pydantic
+
     from coordinator.assessment.model_gateway import ModelConfig
     from coordinator.audit.anchors import Anchors
-    from coordinator.service.facade import CoordinatorService
 
-R = TypeVar("R", bound=pydantic.BaseModel)
+R = TypeVar("R", bound="pydantic.BaseModel")
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
 Shared = Callable[[argparse.Namespace, Coordinator], int]
-LocalOnly = Callable[[argparse.Namespace, "CoordinatorService"], int]
+# the service is opened when a command first uses it, after its own checks
+LocalOnly = Callable[[argparse.Namespace, Local], int]
 
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
@@ -65,6 +61,8 @@ def read_object(path: Path, what: str) -> dict[str, Any]:
 def request(model: type[R], **fields: Any) -> R:
     """The API's request document from the command's arguments; bad values are usage
     errors (``--timeout -5`` is refused here, before anything is recorded)."""
+    import pydantic
+
     try:
         return model(**fields)
     except pydantic.ValidationError as exc:
@@ -95,6 +93,8 @@ def delegation_schema(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.service.api_models import RegisterRequest
+
     trust_key = None
     if args.trust_key is not None:
         trust_key = read_object(args.trust_key, "trust_key")
@@ -182,7 +182,7 @@ def read_secret(path: Path) -> str:
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+    from coordinator.service.api_models import DelegationRequest
 
     delegation = request(
         DelegationRequest,
@@ -196,6 +196,9 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return_schema=delegation_schema(args),
     )
     document = coordinator.delegate(delegation)
+    # loaded once answered (the service has it by then; a bad input never needs it)
+    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+
     if args.json:
         printers.print_json(document)
     else:
@@ -214,6 +217,8 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.service.run_list import RunQuery
+
     query = RunQuery(state=args.state, since=args.since, limit=args.limit, cursor=args.cursor)
     printers.print_runs(coordinator.runs(query), as_json=args.json)
     return 0
@@ -270,6 +275,8 @@ def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
 
 
 def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.authority import identity
+
     if args.keys_command == "rotate":
         if not isinstance(coordinator, Local):
             raise UsageError(
@@ -302,13 +309,14 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
 def cmd_verify_bundle(args: argparse.Namespace) -> int:
     """``audit verify --bundle``: checked here, offline, against the keys the operator
     gives (never those the bundle carries, nor a server's word)."""
-    from coordinator.audit.proof_check import verify_document
-    from coordinator.service.facade import verify_view
-
     bundle = read_object(args.bundle, "bundle")
     anchors = bundle_anchors(args.coordinator_key, args.remote_key)
     if anchors is not None and args.unanchored:
         raise UsageError("--unanchored goes with no key", "anchor_conflict")
+    # the checker is loaded once the input is read: a bad file is reported at once
+    from coordinator.audit.proof_check import verify_document
+    from coordinator.service.api_models import verify_view
+
     report = verify_document(bundle, anchors, unanchored=args.unanchored)
     if args.json:
         printers.print_json({**verify_view(report).model_dump(), "anchored": report.anchored})
@@ -439,14 +447,17 @@ def _model_config() -> ModelConfig:
     return config
 
 
-def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
-    from coordinator.assessment.demo import demo_document
+def cmd_demo(args: argparse.Namespace, local: Local) -> int:
+    import asyncio
+
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 
     cases = list(CASES) if args.case == "all" else [args.case]
     if args.model:
-        return _demo_with_model(args, service, cases)
-    base_url, results = asyncio.run(service.demo(cases, parallel=args.parallel))
+        return _demo_with_model(args, local, cases)
+    from coordinator.assessment.demo import demo_document
+
+    base_url, results = asyncio.run(local.service.demo(cases, parallel=args.parallel))
     expected = [r.assessment.status.value == EXPECTED_STATUS[r.case] for r in results]
     if args.json:
         printers.print_json({**demo_document(results), "as_expected": sum(expected)})
@@ -457,11 +468,13 @@ def cmd_demo(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0 if all(expected) else 1
 
 
-def _demo_with_model(
-    args: argparse.Namespace, service: CoordinatorService, cases: list[str]
-) -> int:
+def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -> int:
+    import asyncio
+
     config = _model_config()
-    base_url, results = asyncio.run(service.supervised_demo(cases, config, parallel=args.parallel))
+    base_url, results = asyncio.run(
+        local.service.supervised_demo(cases, config, parallel=args.parallel)
+    )
     if args.json:
         printers.print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
     else:
@@ -470,13 +483,13 @@ def _demo_with_model(
     return 0
 
 
-def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
-    from coordinator.assessment.evaluation_report import document
-
+def cmd_evaluate(args: argparse.Namespace, local: Local) -> int:
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1", "usage_error")
+    from coordinator.assessment.evaluation_report import document
+
     config = _model_config() if args.model else None
-    rows = service.evaluate(config, args.repeat)
+    rows = local.service.evaluate(config, args.repeat)
     if args.json:
         printers.print_json(document(rows, config))
     else:
@@ -484,13 +497,13 @@ def cmd_evaluate(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0 if all(row.passed for row in rows) else 1
 
 
-def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
+def cmd_serve(args: argparse.Namespace, local: Local) -> int:
     if args.service == "coordinator":
         from coordinator.console.app import Console
         from coordinator.service.server import main as serve_coordinator
 
         # the operator console at /console, beside the API (issue 21)
-        return serve_coordinator(args.service_args, service.ws, [Console()])
+        return serve_coordinator(args.service_args, local.service.ws, [Console()])
     if args.service == "guard":
         # the kit's guard sidecar in front of an A2A agent (its own --data-dir)
         from member_kit.guard.main import main as serve_guard
@@ -500,7 +513,7 @@ def cmd_serve(args: argparse.Namespace, service: CoordinatorService) -> int:
     # Starting the risk team's service is the one place the CLI reaches into it.
     from remote_risk.__main__ import main as serve_risk
 
-    serve_risk(risk_arguments(args.service_args, service.ws.data.path("remote-risk")))
+    serve_risk(risk_arguments(args.service_args, local.service.ws.data.path("remote-risk")))
     return 0
 
 
@@ -513,8 +526,10 @@ def risk_arguments(given: list[str], default_dir: Path) -> list[str]:
     return [*given, "--data-dir", str(default_dir)]
 
 
-def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
-    worker = service.worker(args.lease_seconds)
+def cmd_worker(args: argparse.Namespace, local: Local) -> int:
+    import asyncio
+
+    worker = local.service.worker(args.lease_seconds)
     print(f"worker {worker.driver} driving handoffs", flush=True)
 
     async def work() -> None:
@@ -528,8 +543,10 @@ def cmd_worker(args: argparse.Namespace, service: CoordinatorService) -> int:
     return 0
 
 
-def cmd_recover(args: argparse.Namespace, service: CoordinatorService) -> int:
-    outcomes = asyncio.run(service.recover())
+def cmd_recover(args: argparse.Namespace, local: Local) -> int:
+    import asyncio
+
+    outcomes = asyncio.run(local.service.recover())
     if not outcomes:
         print("nothing in flight")
     for outcome in outcomes:

@@ -16,8 +16,12 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coordinator.cli.parser import READ_ONLY, build_parser
+
+if TYPE_CHECKING:
+    from coordinator.service.facade import CoordinatorService
 
 EXIT_CODES = {
     0: "the command did what was asked",
@@ -82,8 +86,7 @@ def joined_values(argv: Sequence[str]) -> list[str]:
 
 
 def exit_code(error: Exception) -> int:
-    from coordinator.cli.api_client import ServerRefused
-    from coordinator.errors import StorageError, TransportError
+    from coordinator.errors import ServerRefused, StorageError, TransportError
 
     if isinstance(error, TransportError | StorageError):
         return 3
@@ -95,9 +98,9 @@ def exit_code(error: Exception) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    from coordinator.authority.operator_credential import load_client_settings
     from coordinator.cli.commands import SHARED
     from coordinator.errors import UsageError
-    from coordinator.service.settings import load_client_settings
 
     server = load_client_settings(server=args.server).server or None
     if server and (args.server or args.command in SHARED):
@@ -112,10 +115,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def on_server(args: argparse.Namespace, server: str) -> int:
     """The command, through a running coordinator's API (nothing of the service loaded)."""
+    from coordinator.authority.operator_credential import load_client_settings
     from coordinator.cli.api_client import CoordinatorClient
     from coordinator.cli.backends import Remote
     from coordinator.cli.commands import SHARED
-    from coordinator.service.settings import load_client_settings
 
     token = load_client_settings().required_token("--server")
     with CoordinatorClient(server, token) as client:
@@ -123,9 +126,21 @@ def on_server(args: argparse.Namespace, server: str) -> int:
 
 
 def here(args: argparse.Namespace) -> int:
-    """The command, on this machine's data directory (or ``--database-url``)."""
+    """The command, on this machine's data directory (or ``--database-url``). It opens
+    the service when it first asks it something, after it has read and checked its own
+    input (a missing file or a bad option is reported without loading the service)."""
     from coordinator.cli.backends import Local
     from coordinator.cli.commands import LOCAL_ONLY, SHARED
+
+    local = Local(lambda: open_service(args))
+    if args.command in SHARED:
+        return SHARED[args.command](args, local)
+    return LOCAL_ONLY[args.command](args, local)
+
+
+def open_service(args: argparse.Namespace) -> CoordinatorService:
+    """The service over this data directory; a command that only reads refuses one where
+    nothing was recorded (``no_ledger``) rather than create a database to report on."""
     from coordinator.service.facade import CoordinatorService
     from coordinator.storage.datadir import DataDir
     from coordinator.workspace import Workspace
@@ -133,10 +148,7 @@ def here(args: argparse.Namespace) -> int:
     ws = Workspace.resolve(DataDir(data_directory(args)), args.database_url)
     if command_name(args) in READ_ONLY and not getattr(args, "bundle", None):
         ws.require_existing()
-    service = CoordinatorService(ws)
-    if args.command in SHARED:
-        return SHARED[args.command](args, Local(service))
-    return LOCAL_ONLY[args.command](args, service)
+    return CoordinatorService(ws)
 
 
 def data_directory(args: argparse.Namespace) -> Path:

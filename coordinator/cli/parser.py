@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from coordinator.cli import return_options
 
@@ -22,17 +23,28 @@ READ_ONLY = frozenset({"runs", "run show", "audit show", "audit verify", "audit 
 
 
 def version() -> str:
+    from importlib import metadata  # read only when --version is asked (start-up time)
+
     try:
         return metadata.version("a2a-federation")
     except metadata.PackageNotFoundError:
         return "unknown"
 
 
+class PrintVersion(argparse.Action):
+    """``--version``: argparse's own action, with the version looked up when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"federation {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="federation", description=DESCRIPTION)
-    parser.add_argument(
-        "--version", action="version", version=f"federation {version()}", help="print the version"
-    )
+    parser.add_argument("--version", action=PrintVersion, help="print the version")
     parser.add_argument("--data-dir", help=f"where state is kept (env {DATA_DIR_ENV})")
     parser.add_argument(
         "--database-url",

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from coordinator.service.run_list import age
-
 if TYPE_CHECKING:  # a printer imports what only it uses (start-up time)
     from coordinator.assessment.evaluation_report import Row
     from coordinator.assessment.model_gateway import ModelConfig
@@ -183,6 +181,8 @@ RUN_COLUMNS = ["run_id", "kind", "state", "age", "targets", "reason"]
 
 def print_runs(page: dict[str, Any], *, as_json: bool, now: datetime | None = None) -> None:
     """``federation runs``, from this data directory or a coordinator's API."""
+    from coordinator.service.run_list import age
+
     if as_json:
         print_json(page)
         return

@@ -6,11 +6,14 @@ fields beyond those named here.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.grant import Identifier
+
+if TYPE_CHECKING:
+    from coordinator.audit.verification import VerifyReport
 
 MAX_TIMEOUT_SECONDS = 3600.0
 
@@ -364,6 +367,19 @@ class VerifyView(BaseModel):
     kind: str | None
     detail: str
     summary: str
+
+
+def verify_view(report: VerifyReport) -> VerifyView:
+    return VerifyView(
+        ok=report.ok,
+        checked=report.checked,
+        last_seq=report.last_seq,
+        last_hash=report.last_hash,
+        seq=report.seq,
+        kind=str(report.kind) if report.kind is not None else None,
+        detail=report.detail,
+        summary=str(report),
+    )
 
 
 class Health(BaseModel):

@@ -60,6 +60,7 @@ from coordinator.service.api_models import (
     RunList,
     Submitted,
     VerifyView,
+    verify_view,
 )
 from coordinator.service.cancel import cancel_run
 from coordinator.service.run_list import RunQuery
@@ -77,19 +78,6 @@ def trust_anchor(request: RegisterRequest) -> TrustAnchor:
                 key_reason(exc, "trust_key_unusable"),
             ) from None
     return TrustAnchor(keys, request.expect_kid, request.trust_on_first_use)
-
-
-def verify_view(report: ledger.VerifyReport) -> VerifyView:
-    return VerifyView(
-        ok=report.ok,
-        checked=report.checked,
-        last_seq=report.last_seq,
-        last_hash=report.last_hash,
-        seq=report.seq,
-        kind=str(report.kind) if report.kind is not None else None,
-        detail=report.detail,
-        summary=str(report),
-    )
 
 
 def current_branches(document: dict[str, Any], records: Sequence[HandoffRecord]) -> dict[str, Any]:

@@ -24,13 +24,14 @@ when terminal, the receipt the kit's issuer signs over exactly the task returned
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts import a2a_errors
 from contracts.wire import (
     CancelTaskRequest,
     GetTaskRequest,
+    JSONObject,
     ListTasksRequest,
     ListTasksResponse,
     SendMessageRequest,
@@ -39,10 +40,10 @@ from contracts.wire import (
     to_wire,
 )
 from member_kit import errors
-from member_kit.guard.tasks import GuardedTasks
-from member_kit.guard.upstream import MALFORMED, Upstream
-from member_kit.server.agent import HANDOFF_BINDING_KEYS, idempotency_key_of, opened_metadata
+from member_kit.guard.tasks import TaskOwners
+from member_kit.guard.upstream import MALFORMED, Model
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
+from member_kit.server.messages import HANDOFF_BINDING_KEYS, idempotency_key_of, opened_metadata
 
 _OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
 # ListTasks reads at most this many of the caller's tasks (one token opens one task, so
@@ -51,12 +52,19 @@ MAX_LISTED = 100
 DEFAULT_PAGE_SIZE = 50
 
 
+class Agent(Protocol):
+    """The agent governed: the guard's :class:`~.upstream.Upstream` over HTTP, or the
+    in-process adapter of :mod:`member_kit.sdk`; an A2A error it answers passes on."""
+
+    async def call(self, method: str, params: JSONObject, result_type: type[Model]) -> Model: ...
+
+    async def aclose(self) -> None: ...
+
+
 class ForwardingHandler:
     """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks."""
 
-    def __init__(
-        self, upstream: Upstream, tasks: GuardedTasks, stamp: Callable[[Task], Task]
-    ) -> None:
+    def __init__(self, upstream: Agent, tasks: TaskOwners, stamp: Callable[[Task], Task]) -> None:
         self._upstream = upstream
         self.tasks = tasks
         self._stamp = stamp

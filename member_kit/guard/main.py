@@ -13,15 +13,13 @@ not served). Configuration errors end with one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.token_strength import check_strength
-from member_kit.errors import StorageUnavailable
+from member_kit.command import Serve, add_listening_arguments, add_trust_arguments, run_member
 from member_kit.guard.settings import GuardSettings, parse_skill_scopes
 from member_kit.telemetry import logs
 from member_kit.trust import issuers as trust
@@ -30,38 +28,26 @@ AUDIT_TOKEN_ENV_VAR = "GUARD_AUDIT_TOKEN"
 METRICS_TOKEN_ENV_VAR = "GUARD_METRICS_TOKEN"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "federation serve guard", description: str | None = None, *, upstream: bool = True
+) -> argparse.ArgumentParser:
+    """The guard's flags; without ``upstream`` (an agent governed in-process,
+    :mod:`member_kit.sdk`) no ``--upstream`` nor ``--skill-scope``."""
     parser = argparse.ArgumentParser(
-        prog="federation serve guard", description=(__doc__ or "").splitlines()[0]
+        prog=prog, description=description or (__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
-    parser.add_argument(
-        "--skill-scope",
-        action="append",
-        default=[],
-        metavar="SKILL=SCOPE",
-        help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--public-base-url", help="URL the card advertises (default: listen URL)")
-    parser.add_argument(
-        "--grpc-port", type=int, help="also serve the gRPC binding on this port (same host)"
-    )
-    parser.add_argument("--data-dir", required=True, help="keys and database of the guard")
+    if upstream:
+        parser.add_argument("--upstream", required=True, help="the guarded agent's base URL")
+        parser.add_argument(
+            "--skill-scope",
+            action="append",
+            default=[],
+            metavar="SKILL=SCOPE",
+            help="the scope a token needs for SKILL (repeatable; one per upstream skill)",
+        )
+    add_listening_arguments(parser)
+    add_trust_arguments(parser, data_dir_required=True)
     parser.add_argument("--database-url", help="the database instead of DATA_DIR's")
-    parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
-    parser.add_argument(
-        "--trust-issuer",
-        action="append",
-        metavar="ISSUER=JWKS_FILE_OR_URL",
-        help="accept delegation tokens of ISSUER (repeatable)",
-    )
-    parser.add_argument(
-        "--insecure-anonymous",
-        action="store_true",
-        help="DEVELOPMENT ONLY: run without trusted issuers, accepting every caller",
-    )
     logs.add_arguments(parser)
     return parser
 
@@ -77,9 +63,10 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
     directory = Path(args.data_dir).expanduser()
     for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
         _check_strength(environ.get(name), name)
+    upstream = {"upstream_url": args.upstream} if "upstream" in args else {}
     settings = GuardSettings(
-        upstream_url=args.upstream,
-        skill_scopes=parse_skill_scopes(args.skill_scope),
+        **upstream,
+        skill_scopes=parse_skill_scopes(getattr(args, "skill_scope", [])),
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
         data_dir=directory,
@@ -103,17 +90,10 @@ def _check_strength(token: str | None, name: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    # The server is imported once the arguments are read (``--help`` starts quickly).
-    from member_kit.guard.app import serve
-    from member_kit.server.app import ConfigurationError
+    run_member("guard", build_parser(), argv, settings_from, _serve)
 
-    logs.setup_from(args, os.environ)
-    try:
-        settings = settings_from(args, os.environ)
-        serve(args.host, args.port, public_base_url=args.public_base_url, settings=settings)
-    except (ValueError, ConfigurationError, StorageUnavailable) as exc:
-        print(f"guard: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    finally:
-        logs.reset()
+
+def _serve() -> Serve:
+    from member_kit.guard.app import serve
+
+    return serve

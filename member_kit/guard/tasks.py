@@ -3,15 +3,17 @@
 The upstream knows nothing of owners or handoffs, so the guard keeps, for every task it
 saw opened, the owner of the token that opened it (:func:`~member_kit.server.auth.owner_of`:
 principal and handoff) and the metadata the kit's own handler would have given it (the
-handoff binding and what the token binds, :func:`~member_kit.server.agent.opened_metadata`).
+handoff binding and what the token binds, :func:`~member_kit.server.messages.opened_metadata`).
 A task of another owner reads as not found, as in the kit's task stores.
 
 A task opened under an idempotency key (``metadata.idempotencyKey`` of its message) is
 found again by its owner and key, so that a send retried under the same key is answered
 with the task it opened instead of opening another (:meth:`GuardedTasks.opened_under`).
 
-Kept in memory, at most ``capacity`` tasks, the oldest forgotten first (with its key); a
-task forgotten (or opened before the guard restarted) reads as not found.
+At most ``capacity`` tasks are kept, the oldest forgotten first (with its key); a task
+forgotten reads as not found. :class:`GuardedTasks` keeps them in memory (a guard without
+a database); :class:`~member_kit.guard.sql_tasks.SQLGuardedTasks` in the guard's database,
+across a restart.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from member_kit import errors
 
@@ -29,6 +31,42 @@ class GuardedTask:
     owner: str
     metadata: Mapping[str, Any]
     idempotency_key: str | None = None
+
+
+class TaskOwners(Protocol):
+    """What the forwarding handler and the authorizer ask of the record of tasks."""
+
+    capacity: int
+
+    def __len__(self) -> int: ...
+
+    def remember(
+        self,
+        task_id: str,
+        owner: str,
+        metadata: Mapping[str, Any],
+        idempotency_key: str | None = None,
+    ) -> GuardedTask: ...
+
+    def opened_under(self, owner: str, idempotency_key: str) -> str | None: ...
+
+    def get(self, owner: str, task_id: str) -> GuardedTask: ...
+
+    def owned_by(self, owner: str, limit: int) -> list[str]: ...
+
+    def metadata_of(self, task_id: str) -> Mapping[str, Any]: ...
+
+    def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None: ...
+
+
+def check_same_owner(known: GuardedTask, owner: str) -> GuardedTask:
+    """A task already another owner's stays theirs: an upstream that names the same task
+    to two callers is answered as failing."""
+    if known.owner != owner:
+        raise errors.UpstreamFailure(
+            "upstream_task_reused", "the upstream answered with another caller's task"
+        )
+    return known
 
 
 class GuardedTasks:
@@ -56,11 +94,7 @@ class GuardedTasks:
         twice is answered as failing)."""
         known = self._tasks.get(task_id)
         if known is not None:
-            if known.owner != owner:
-                raise errors.UpstreamFailure(
-                    "upstream_task_reused", "the upstream answered with another caller's task"
-                )
-            return known
+            return check_same_owner(known, owner)
         self._tasks[task_id] = GuardedTask(owner, dict(metadata), idempotency_key)
         if idempotency_key is not None:
             self._keys[(owner, idempotency_key)] = task_id

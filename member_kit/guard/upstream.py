@@ -67,10 +67,21 @@ def fetch_card(upstream_url: str, *, max_bytes: int, timeout: float) -> AgentCar
     if response.status_code != 200:
         raise errors.UpstreamCardInvalid(f"{url} answered HTTP {response.status_code}")
     try:
-        known, _ = known_part(AgentCard, strict_json.loads(body))
-        return AgentCard.model_validate(known)
-    except (StrictJSONError, ValidationError) as exc:
+        document = strict_json.loads(body)
+    except StrictJSONError as exc:
         message = f"{url} is no A2A v1.0 Agent Card: {type(exc).__name__}"
+        raise errors.UpstreamCardInvalid(message) from None
+    return card_of(document, url)
+
+
+def card_of(document: Any, source: str) -> AgentCard:
+    """``document`` as an Agent Card (its unknown members set aside), or
+    ``UpstreamCardInvalid`` naming ``source``."""
+    try:
+        known, _ = known_part(AgentCard, document)
+        return AgentCard.model_validate(known)
+    except ValidationError as exc:
+        message = f"{source} is no A2A v1.0 Agent Card: {type(exc).__name__}"
         raise errors.UpstreamCardInvalid(message) from None
 
 
@@ -117,13 +128,7 @@ class Upstream:
 
     async def call(self, method: str, params: JSONObject, result_type: type[Model]) -> Model:
         """The result of ``method`` as ``result_type``; an error as described above."""
-        result = await self._result(method, params)
-        known, _ = known_part(result_type, result)
-        try:
-            return result_type.model_validate(known)
-        except ValidationError:
-            message = f"the upstream's {method} result is no {result_type.__name__}"
-            raise errors.UpstreamFailure(MALFORMED, message) from None
+        return result_of(method, await self._result(method, params), result_type)
 
     async def _result(self, method: str, params: JSONObject) -> Any:
         request_id = next(self._ids)
@@ -144,6 +149,17 @@ class Upstream:
         await self._client.aclose()
 
 
+def result_of(method: str, result: Any, result_type: type[Model]) -> Model:
+    """The ``result`` of ``method`` as ``result_type`` (its unknown members set aside), or
+    an ``UpstreamFailure``."""
+    known, _ = known_part(result_type, result)
+    try:
+        return result_type.model_validate(known)
+    except ValidationError:
+        message = f"the upstream's {method} result is no {result_type.__name__}"
+        raise errors.UpstreamFailure(MALFORMED, message) from None
+
+
 def _reply_result(response: httpx.Response, request_id: int) -> Any:
     try:
         document = strict_json.loads(response.content)
@@ -152,13 +168,13 @@ def _reply_result(response: httpx.Response, request_id: int) -> Any:
     if not isinstance(document, dict) or document.get("id") != request_id:
         raise errors.UpstreamFailure(MALFORMED, "the upstream's reply is no answer to the call")
     if "error" in document:
-        raise _passed_on(document["error"])
+        raise passed_on(document["error"])
     if "result" not in document:
         raise errors.UpstreamFailure(MALFORMED, "the upstream's reply holds no result")
     return document["result"]
 
 
-def _passed_on(error: Any) -> errors.A2AError:
+def passed_on(error: Any) -> errors.A2AError:
     """The upstream's A2A error as ours, or an ``UpstreamFailure`` for anything else."""
     code = error.get("code") if isinstance(error, dict) else None
     kind = a2a_errors.BY_CODE.get(code) if code in _PASSED_ON else None

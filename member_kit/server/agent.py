@@ -38,8 +38,6 @@ from contracts.wire import (
     AgentCard,
     Artifact,
     Message,
-    Part,
-    Role,
     SendMessageConfiguration,
     SendMessageRequest,
     SendMessageResponse,
@@ -48,30 +46,35 @@ from contracts.wire import (
     TaskState,
 )
 from member_kit import errors
-from member_kit.audit.receipts import bound_metadata
-from member_kit.server import observed
 from member_kit.server.jsonrpc import (
-    JSON_MEDIA_TYPE,
     CallContext,
+)
+from member_kit.server.messages import (
+    agent_message,
+    check_configuration,
+    check_same_handoff,
+    idempotency_key_of,
+    last_user_message,
+    opened_by,
+    opened_metadata,
+    outcome_artifact,
+    skill_input_of,
 )
 from member_kit.server.operations import TaskOperations
 from member_kit.server.push import PushConfigs
 from member_kit.server.streams import TaskEventBroker, TaskUpdates
 from member_kit.skill import Outcome, Skill, internal_failure, run_now
 from member_kit.storage.faults import is_storage_fault
-from member_kit.tasks.memory import TaskRecord, TaskStoreProtocol, new_id
-from member_kit.telemetry import tracing
+from member_kit.tasks.protocol import TaskStoreProtocol
+from member_kit.tasks.record import TaskRecord
+from member_kit.telemetry import observed, tracing
 
 logger = logging.getLogger(__name__)
 
 RESUME_FAILURE_CODE = "resume_input_unreadable"
-HANDOFF_BINDING_KEYS = ("handoffId", "attempt")
-IDEMPOTENCY_KEY = "idempotencyKey"
-MAX_IDEMPOTENCY_KEY_LENGTH = 512
 # The model requests and tokens behind an outcome, reported with it so the caller can
 # count them in its run's budget (usage reporting is not yet part of A2A; see A2A issue 1155).
 MODEL_USAGE_KEY = "modelUsage"
-_JSON_RANGES = frozenset({JSON_MEDIA_TYPE, "application/*", "*/*"})
 _UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
@@ -362,142 +365,3 @@ def run_skill(skill: Skill, skill_input: Mapping[str, Any]) -> Outcome:
     """An immediate run of ``skill``, in its span, a failure as a FAILED outcome."""
     with observed.skill_span(skill.skill_id) as seen:
         return seen(run_now(skill, skill_input))
-
-
-# --- reading the request ---------------------------------------------------------------------
-
-
-def check_configuration(configuration: SendMessageConfiguration) -> None:
-    modes = configuration.accepted_output_modes
-    if modes and not any(_media_type(mode) in _JSON_RANGES for mode in modes):
-        raise errors.ContentTypeNotSupported(
-            f"this agent answers only in {JSON_MEDIA_TYPE}, which acceptedOutputModes "
-            f"({', '.join(modes)}) excludes"
-        )
-    if configuration.history_length is not None and configuration.history_length < 0:
-        raise errors.InvalidParams("params.configuration.historyLength: must be 0 or more")
-
-
-def skill_input_of(message: Message, skill: Skill) -> dict[str, Any]:
-    """The one data part of ``message``, checked to be an acceptable input of ``skill``."""
-    data_parts = [(i, part) for i, part in enumerate(message.parts) if _is_data(part)]
-    if not data_parts:
-        raise errors.ContentTypeNotSupported(
-            f"the skill reads one {JSON_MEDIA_TYPE} data part{skill.input_hint}; "
-            "this message has none"
-        )
-    if len(data_parts) > 1:
-        raise errors.InvalidParams(
-            f"params.message.parts: expected exactly one data part, found {len(data_parts)}"
-        )
-    index, part = data_parts[0]
-    if part.media_type and _media_type(part.media_type) != JSON_MEDIA_TYPE:
-        raise errors.ContentTypeNotSupported(
-            f"params.message.parts[{index}].mediaType {part.media_type} is not supported; "
-            f"use {JSON_MEDIA_TYPE}"
-        )
-    problems = skill.input_problems(part.data)
-    if problems:
-        raise errors.InvalidParams(
-            "; ".join(f"params.message.parts[{index}].data: {problem}" for problem in problems)
-        )
-    skill_input: dict[str, Any] = part.data
-    return skill_input
-
-
-def opened_by(record: TaskRecord, message: Message) -> bool:
-    """Whether ``message`` opened (or resumed) ``record`` just now, so that this process
-    holds its work lease, rather than finding it again (a retried send)."""
-    latest = last_user_message(record)
-    return latest.message_id == message.message_id
-
-
-def last_user_message(record: TaskRecord) -> Message:
-    """The task's latest message from the caller: its current, complete input."""
-    for message in reversed(record.history):
-        if message.role is Role.USER:
-            return message
-    return record.history[0]
-
-
-def handoff_binding(message: Message) -> dict[str, Any] | None:
-    """``handoffId`` and ``attempt`` of the message metadata, echoed into the task it opens
-    so that the delegating side can tell which handoff a returned task belongs to."""
-    metadata = message.metadata or {}
-    binding = {key: metadata[key] for key in HANDOFF_BINDING_KEYS if key in metadata}
-    return binding or None
-
-
-def opened_metadata(message: Message, context: CallContext) -> dict[str, Any] | None:
-    """A new task's metadata: the message's handoff binding and, under the receipts
-    extension's key, what the caller's token binds (its jti and request digest)."""
-    binding = handoff_binding(message)
-    if context.bound is None:
-        return binding
-    bound = bound_metadata(
-        context.bound.get("jti"), context.bound.get("req_digest"), context.bound.get("aud")
-    )
-    return {**(binding or {}), **bound}
-
-
-def idempotency_key_of(message: Message) -> str | None:
-    """``metadata.idempotencyKey`` of the message, if it names one."""
-    key = (message.metadata or {}).get(IDEMPOTENCY_KEY)
-    if key is None:
-        return None
-    if not isinstance(key, str) or not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
-        raise errors.InvalidParams(
-            f"params.message.metadata.{IDEMPOTENCY_KEY}: must be a string of 1 to "
-            f"{MAX_IDEMPOTENCY_KEY_LENGTH} characters"
-        )
-    return key
-
-
-def check_same_handoff(record: TaskRecord, message: Message) -> None:
-    """A retried send names the handoff its key's task serves."""
-    named = (message.metadata or {}).get("handoffId")
-    if named != (record.metadata or {}).get("handoffId"):
-        raise errors.InvalidParams(
-            f"params.message.metadata.{IDEMPOTENCY_KEY}: the key belongs to a task of "
-            "another handoff"
-        )
-
-
-def _is_data(part: Part) -> bool:
-    return "data" in part.model_fields_set
-
-
-def _media_type(value: str) -> str:
-    return value.split(";", 1)[0].strip().lower()
-
-
-# --- building the answer ---------------------------------------------------------------------
-
-
-def data_part(data: dict[str, Any]) -> Part:
-    return Part(data=data, media_type=JSON_MEDIA_TYPE)
-
-
-def outcome_artifact(
-    skill: Skill, data: dict[str, Any], metadata: dict[str, Any] | None = None
-) -> Artifact:
-    return Artifact(
-        artifact_id=new_id(),
-        name=skill.artifact_name,
-        description=skill.artifact_description,
-        parts=[data_part(data)],
-        metadata=metadata,
-    )
-
-
-def agent_message(
-    record: TaskRecord, data: dict[str, Any], metadata: dict[str, Any] | None = None
-) -> Message:
-    return Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=[data_part(data)],
-        task_id=record.id,
-        context_id=record.context_id,
-        metadata=metadata,
-    )

@@ -8,7 +8,7 @@ key, cacheable), ``GET /.well-known/jwks.json`` (the service's public keys),
 ``POST /a2a/jsonrpc`` (A2A v1.0 JSON-RPC, with SSE for streaming), ``/a2a/rest/...``
 (the HTTP+JSON binding, :mod:`member_kit.server.rest`), ``GET /healthz``
 (readiness: a real write to its database) and ``GET /livez`` (liveness); see
-:mod:`member_kit.server.health`. On start it resumes the unfinished tasks a stopped
+:mod:`member_kit.storage.health`. On start it resumes the unfinished tasks a stopped
 process left behind (see ``TaskOperations.start_background``). Push notifications are
 signed with the service's active key and sent by :func:`push_configs` (see
 :mod:`member_kit.server.webhooks`). ``authorize`` decides who may call and the task
@@ -46,37 +46,37 @@ from agent_cards.edge.operator_token import check_strength
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey
-from agent_cards.serving import card_route
 from agent_cards.signing import sign_card
 from agent_cards.transparency.succession import SUCCESSIONS, successions_of
 from contracts import strict_json
 from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
-from member_kit.audit.log import DecisionLedger
 from member_kit.audit.receipts import ReceiptIssuer
-from member_kit.audit.routes import audit_routes
 from member_kit.audit.witness import WitnessedHeads
 from member_kit.errors import RemoteRiskError
-from member_kit.server import limits, observed, rest
+from member_kit.server import limits
 from member_kit.server.agent import AgentHandler
+from member_kit.server.assembly import (
+    grpc_address,
+    grpc_server_of,
+    member_app,
+    member_parts,
+    open_ledgers,
+)
 from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
-from member_kit.server.decisions import DecisionLog
-from member_kit.server.grpc_binding import GRPCServer
-from member_kit.server.health import health_routes
 from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
-from member_kit.server.metrics_route import metrics_route
 from member_kit.server.push import PushConfigs, TaskLookup
-from member_kit.server.store import DurableStore, open_store
 from member_kit.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
-from member_kit.settings import JSONRPC_PATH, REST_PATH, MemberSettings
+from member_kit.settings import JSONRPC_PATH, MemberSettings
 from member_kit.skill import Member
-from member_kit.tasks.memory import TaskStore, TaskStoreProtocol
+from member_kit.tasks.memory import TaskStore
+from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.telemetry import logs
-from member_kit.telemetry.http import ObservedHTTP
 from member_kit.trust import issuers as trust
+from member_kit.trust.decisions import DecisionLog
 from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.replay import ReplayGuard
 from member_kit.trust.request_checks import head_witness
-from member_kit.trust.verifier import DEFAULT_LEEWAY, DelegationVerifier
+from member_kit.trust.verifier import DelegationVerifier
 
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "serve"]
 
@@ -113,13 +113,6 @@ def extended_card(card: AgentCard) -> AgentCard:
     return card.model_copy(update={"description": card.description + note})
 
 
-def grpc_address(settings: MemberSettings) -> str | None:
-    if settings.grpc_port is None:
-        return None
-    host = settings.grpc_host
-    return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
-
-
 def signed_card(card: AgentCard, key: SigningKey) -> AgentCard:
     """``card`` with a detached JWS by ``key`` over its final form (real URLs filled in)."""
     return AgentCard.model_validate(sign_card(to_wire(card), key))
@@ -154,11 +147,9 @@ def create_app(
     unsigned = member_card(member, settings.public_base_url, grpc_address(settings))
     _check_interface_url(unsigned, settings)
     card = signed_card(unsigned, keys.active)
-    durable = durable_store(settings)
-    audit_log = DecisionLedger(durable.engine if durable else None)
-    witnessed = WitnessedHeads(durable.engine if durable else None)
-    decisions = DecisionLog(settings.decision_log_limit, audit_log)
-    receipts = ReceiptIssuer(lambda: keys, audit_log)
+    ledgers = open_ledgers(settings)
+    durable = ledgers.durable
+    receipts = ReceiptIssuer(lambda: keys, ledgers.audit_log)
     retention = timedelta(seconds=settings.idempotency_retention_seconds)
     store: TaskStoreProtocol = (
         durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
@@ -167,7 +158,13 @@ def create_app(
         replay_guard = durable.replay_guard if durable else None
         binding = task_binding_of(store.get)
         authorize = default_authorize(
-            settings, card, decisions, replay_guard, binding, witnessed, member.skill.needs_budget
+            settings,
+            card,
+            ledgers.decisions,
+            replay_guard,
+            binding,
+            ledgers.witnessed,
+            member.skill.needs_budget,
         )
     push = push_configs(settings, keys, store.get)
     handler = AgentHandler(
@@ -189,18 +186,7 @@ def create_app(
     )
 
     authenticate = getattr(authorize, "authenticate", None)
-    address = grpc_address(settings)
-    grpc_server = (
-        GRPCServer(
-            endpoint.dispatcher,
-            authenticate,
-            address,
-            limits=settings.edge_limits,
-            refused=observed.grpc_connection_refused,
-        )
-        if address is not None
-        else None
-    )
+    grpc_server = grpc_server_of(endpoint, authenticate, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -217,49 +203,19 @@ def create_app(
                 durable.close()
         await push.delivery.aclose()
 
-    app = FastAPI(
-        title=member.name,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-        routes=[
-            card_route(card, settings.card_max_age_seconds),
-            jwks_route(keys),
-            Route(JSONRPC_PATH, endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
-            # the same endpoint, not a redirect: clients joining "/" to the URL post here
-            Route(JSONRPC_PATH + "/", endpoint.handle, methods=["POST"], name="a2a_jsonrpc_slash"),
-            Route(
-                REST_PATH + "/{path:path}",
-                rest.RESTEndpoint(endpoint.dispatcher).handle,
-                methods=["GET", "POST", "DELETE"],
-                name="a2a_rest",
-            ),
-            *health_routes(durable.engine if durable else None),
-            metrics_route(settings.metrics_token),
-            *audit_routes(
-                settings.audit_token, audit_log, witnessed, lambda: keys.active, settings.agent_id
-            ),
-        ],
+    served = (card, keys, jwks_route(keys))
+    parts = member_parts(
+        lifespan,
+        settings,
+        served,
+        endpoint,
+        ledgers,
+        authenticate,
+        task_store=store,
+        push=push,
+        received_bodies=received,
     )
-    guards = (
-        limits.Guard(limits.posts_to(JSONRPC_PATHS)),
-        limits.Guard(rest.covers(REST_PATH), rest.refusal),
-    )
-    limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
-    # outermost: requests the edge refuses get their span and access line too
-    app.add_middleware(ObservedHTTP)
-    app.state.settings = settings
-    app.state.card = card
-    app.state.signing_keys = keys
-    app.state.decisions = decisions
-    app.state.audit_log = audit_log
-    app.state.witnessed_heads = witnessed
-    app.state.task_store = store
-    app.state.durable_store = durable
-    app.state.push = push
-    app.state.received_bodies = received
-    return app
+    return member_app(member.name, parts)
 
 
 def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
@@ -278,20 +234,6 @@ def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> 
         retry=retry,
     )
     return PushConfigs(lookup, delivery)
-
-
-def durable_store(settings: MemberSettings) -> DurableStore | None:
-    """The migrated database the settings name, or None to keep everything in memory."""
-    if settings.database_url is None and settings.data_dir is None:
-        return None
-    return open_store(
-        settings.task_capacity,
-        database_url=settings.database_url,
-        data_dir=settings.data_dir,
-        leeway=DEFAULT_LEEWAY,
-        lease_seconds=settings.task_lease_seconds,
-        retention=timedelta(seconds=settings.idempotency_retention_seconds),
-    )
 
 
 def default_authorize(

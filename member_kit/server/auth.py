@@ -24,7 +24,7 @@ A refusal becomes :class:`~member_kit.errors.DelegationRefused`: HTTP 401, 403 o
 with a ``WWW-Authenticate`` challenge and a JSON-RPC error whose ErrorInfo metadata holds
 the stable reason code (and, for a ``kid_unknown`` of an issuer whose keys are refreshed,
 when to try again). Every decision goes to the
-:class:`~member_kit.server.decisions.DecisionLog`, which enters one about a token whose
+:class:`~member_kit.trust.decisions.DecisionLog`, which enters one about a token whose
 signature verified (allowed or not, with its claims digest and ``jti``) in the decision
 log and only counts a stranger's refusal; the token is never stored, logged or sent back.
 """
@@ -41,10 +41,9 @@ from contracts import strict_json
 from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from member_kit import errors
-from member_kit.server import observed
-from member_kit.server.decisions import DecisionLog, allowed
 from member_kit.server.jsonrpc import Authorize, CallContext
-from member_kit.telemetry import tracing
+from member_kit.telemetry import observed, tracing
+from member_kit.trust.decisions import DecisionLog, allowed
 from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.request_checks import check_request_digest
 from member_kit.trust.verifier import (

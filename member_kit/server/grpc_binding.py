@@ -41,10 +41,9 @@ from agent_cards.edge.limits import EdgeLimits
 from agent_cards.edge.protocol import ConnectionGate
 from contracts.wire import VERSION_HEADER
 from member_kit import errors
-from member_kit.server import observed
 from member_kit.server.auth import AUTHENTICATED_STATE
 from member_kit.server.jsonrpc import Dispatcher, check_version
-from member_kit.telemetry import http
+from member_kit.telemetry import http, observed
 
 logger = logging.getLogger(__name__)
 

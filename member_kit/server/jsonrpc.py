@@ -57,8 +57,7 @@ from contracts.grant import Budget
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from member_kit import errors
-from member_kit.server import observed
-from member_kit.telemetry import http
+from member_kit.telemetry import http, observed
 
 logger = logging.getLogger(__name__)
 

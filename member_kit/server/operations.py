@@ -39,7 +39,8 @@ from member_kit.server.jsonrpc import (
 )
 from member_kit.server.push import PushConfigs
 from member_kit.server.streams import SUBSCRIPTION_END_STATES, TaskUpdates
-from member_kit.tasks.memory import TaskRecord, TaskStoreProtocol
+from member_kit.tasks.protocol import TaskStoreProtocol
+from member_kit.tasks.record import TaskRecord
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 * :class:`WebhookPolicy` decides whether a URL may receive notifications: http(s) only, no
   user or password in the URL, and every address the host resolves to inside what the
-  operator allowed, judged by :class:`~member_kit.server.addresses.AddressPolicy` (the
+  operator allowed, judged by :class:`~member_kit.trust.addresses.AddressPolicy` (the
   one address policy: every IPv4 spelling, trailing dots, IPv6 forms that carry an IPv4
   address). Public (globally routable) addresses are allowed unless switched off;
   loopback, private, link-local and other special ranges only when their network is
@@ -47,15 +47,14 @@ from agent_cards.keys import SigningKey, b64url_encode
 from contracts import strict_json
 from contracts.wire import StreamResponse, TaskPushNotificationConfig, to_wire
 from member_kit import errors
-from member_kit.server import observed
-from member_kit.server.addresses import (
+from member_kit.telemetry import observed, tracing
+from member_kit.trust.addresses import (
     AddressPolicy,
     IPAddress,
     IPNetwork,
     host_address,
     is_localhost_name,
 )
-from member_kit.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 

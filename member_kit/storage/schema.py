@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Index,
+    Integer,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -118,4 +119,20 @@ witnessed_heads = Table(
     PrimaryKeyConstraint(
         "signer", "log_id", "tree_size", "root_hash", name="pk_remote_risk_witnessed_heads"
     ),
+)
+
+# The guard's record of whose each upstream task is (member_kit.guard.tasks): the owner of
+# the token that opened it, the metadata it was opened with (JSON), its idempotency key;
+# ``seq`` orders them (newest last) so the oldest beyond capacity go first (rr0006).
+guarded_tasks = Table(
+    "remote_risk_guarded_tasks",
+    metadata,
+    Column("seq", Integer, nullable=False, autoincrement=True),
+    Column("task_id", String(128), nullable=False),
+    Column("owner", String(2048), nullable=False),
+    Column("task_metadata", Text, nullable=False),
+    Column("idempotency_key", String(512), nullable=True),
+    PrimaryKeyConstraint("seq", name="pk_remote_risk_guarded_tasks"),
+    UniqueConstraint("task_id", name="uq_remote_risk_guarded_tasks_task_id"),
+    UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_guarded_tasks_key"),
 )

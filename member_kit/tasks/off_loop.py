@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from member_kit.tasks.memory import TaskRecord, signal_settled
+from member_kit.tasks.record import TaskRecord, signal_settled
 
 T = TypeVar("T")
 # Within SQLAlchemy's default pool (5 connections), so a thread never waits for one.

@@ -1,35 +1,30 @@
 """The task store in a database: the same rules as the in-memory one, surviving a restart.
 
-Bounds, owner scoping, eviction (in batches, down to a low-water mark) and ListTasks
-paging follow :class:`member_kit.tasks.memory.TaskStore` exactly (the same tests run against
-both). Every change is one write transaction that
-applies the same pure step as the in-memory store (:func:`~member_kit.tasks.memory.move`) and
-writes the columns it changed; the status sequence comes from a counter row, so it keeps
-growing across restarts and replicas, and every change gives the row a new one.
+Bounds, owner scoping, eviction and ListTasks paging follow
+:class:`member_kit.tasks.memory.TaskStore` exactly (the same tests run against both).
+Every change is one write transaction that applies the same pure step
+(:func:`~member_kit.tasks.record.move`) and writes the columns it changed; the status
+sequence comes from a counter row, so it keeps growing across restarts and replicas.
 
 Records handed out are kept (weakly) by id, and every later read or change of that task
-updates the same object in place. A change starts from a copy of that object when the row
-still holds its sequence (one small read instead of decoding the whole row again); when
-another process changed the row meanwhile, the change starts from the row.
-
-So a SendMessage waiting on its record is woken by the background worker's change in this
-process; a change made by another process (a replica on the same PostgreSQL) is seen by
-polling the row while waiting.
+updates the same object in place: a change starts from a copy of it when the row still
+holds its sequence, else from the row. So a SendMessage waiting on its record is woken by
+the background worker's change in this process; another process's change (a replica on
+the same PostgreSQL) is seen by polling the row while waiting.
 
 Creating a task, changing it and reading one row run fixed SQL on the driver's connection
-(:func:`~member_kit.storage.engine.driver_write`); only ListTasks builds its query from
-its filters with SQLAlchemy Core. Creating a task is one transaction: the idempotency key
-lookup, making room, the caller's ``claim`` (the delegation token's one-task claim, which
-joins this transaction) and the insert, so a token is used up exactly when its task is
-stored. Inside :meth:`SQLTaskStore.transaction` every change joins one outer transaction
-(a blocking send of an immediate skill stores its task, the claim and the outcome with
-one commit); creating a task there keeps a savepoint, so that losing an idempotency key
-race to another process undoes only the insert and the claim.
+(:mod:`~member_kit.tasks.sql_statements`); only ListTasks builds its query with
+SQLAlchemy Core. Creating a task is one transaction: the idempotency key lookup, making
+room, the caller's ``claim`` (the token's one-task claim) and the insert, so a token is
+used up exactly when its task is stored. Inside :meth:`SQLTaskStore.transaction` every
+change joins one outer transaction (a blocking send of an immediate skill stores its task,
+the claim and the outcome with one commit); creating a task there keeps a savepoint, so
+losing an idempotency key race to another process undoes only the insert and the claim.
 
-Calls are synchronous and short (one small transaction). A send's transaction is handed
-to the process's database writer thread (:meth:`SQLTaskStore.run_transaction`), so a slow
-or locked database holds that send only, never the event loop; the settled signals of the
-records it changed are given on the event loop once it returns.
+A send's transaction is handed to the process's database writer thread
+(:meth:`SQLTaskStore.run_transaction`), so a slow or locked database holds that send only,
+never the event loop; the settled signals of the records it changed are given on the
+event loop once it returns.
 """
 
 from __future__ import annotations
@@ -48,7 +43,6 @@ from sqlalchemy.engine.interfaces import DBAPICursor
 
 from agent_cards.clock import utc_now
 from contracts.wire import (
-    TERMINAL_TASK_STATES,
     Artifact,
     ListTasksRequest,
     ListTasksResponse,
@@ -64,67 +58,41 @@ from member_kit.storage.engine import (
     driver_write,
     read_transaction,
 )
-from member_kit.storage.schema import TASK_SEQUENCE, counters, tasks
+from member_kit.storage.schema import tasks
+from member_kit.tasks import sql_statements as statements
 from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS, TaskLeases, worker_id
-from member_kit.tasks.memory import (
-    DEFAULT_PAGE_SIZE,
+from member_kit.tasks.off_loop import run_off_loop, signal_or_defer
+from member_kit.tasks.pages import decode_page_token, parse_timestamp
+from member_kit.tasks.protocol import BoundedStore
+from member_kit.tasks.record import (
     SETTLED_STATES,
-    BoundedStore,
     Clock,
     TaskRecord,
     bound,
     check_cancelable,
     check_resumable,
-    decode_page_token,
-    encode_page_token,
     evictions_due,
     move,
     new_id,
-    parse_timestamp,
+    page_of,
+    page_size_of,
 )
-from member_kit.tasks.off_loop import run_off_loop, signal_or_defer
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql_keys import SQLKeyBook
 from member_kit.tasks.sql_rows import (
     COLUMNS,
-    artifacts_json,
-    below,
+    changed_values,
     copy_state,
     epoch_milliseconds,
     filters,
-    history_json,
     only_row,
+    page_select,
     record_of,
     row_values,
-    status_values,
     update_sql,
 )
 
-# While waiting, the row is read again this often to notice another process's change.
-SETTLE_POLL_SECONDS = 1.0
-_TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
-
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
-_BY_ID = f"{_SELECT} WHERE id = :id"
-_BY_KEY = f"{_SELECT} WHERE owner = :owner AND idempotency_key = :key"
-_SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
-_COUNT = f"SELECT count(*) FROM {tasks.name}"
-_TERMINAL_LIST = ", ".join(f"'{state}'" for state in _TERMINAL)
-_EVICT_OLDEST_FINISHED = (
-    f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
-    f"WHERE state IN ({_TERMINAL_LIST}) ORDER BY changed_at_ms, sequence LIMIT :count) "
-    f"RETURNING {', '.join(COLUMNS)}, idempotency_key"
-)
-_INSERT = (
-    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key, worker, lease_until_ms) "
-    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, :worker, :until)"
-)
-_LEASE = f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until WHERE id = :id"
-_BUMP_SEQUENCE = (
-    f"UPDATE {counters.name} SET value = value + :count "
-    f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
-)
-
+SETTLE_POLL_SECONDS = 1.0  # how often a waiter reads the row for another process's change
 Evicted = list[tuple[str, str]]
 """The ``(owner, id)`` of tasks evicted by one statement or transaction."""
 
@@ -329,28 +297,13 @@ class SQLTaskStore(BoundedStore):
         """The owner's tasks matching ``query``, newest status change first, one page."""
         changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
         conditions = filters(owner, query, changed_after)
-        page_size = query.page_size or DEFAULT_PAGE_SIZE
+        page_size = page_size_of(query)
         after = decode_page_token(query.page_token) if query.page_token else None
-        page_query = (
-            select(*(tasks.c[name] for name in COLUMNS))
-            .where(*conditions, *below(after))
-            .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
-            .limit(page_size + 1)
-        )
         with read_transaction(self._engine) as connection:
             total = connection.scalar(select(func.count()).select_from(tasks).where(*conditions))
-            rows = connection.execute(page_query).all()
+            rows = connection.execute(page_select(conditions, after, page_size + 1)).all()
         page = [record_of(row) for row in rows[:page_size]]
-        more = len(rows) > page_size
-        return ListTasksResponse(
-            tasks=[
-                record.snapshot(query.history_length, bool(query.include_artifacts))
-                for record in page
-            ],
-            next_page_token=encode_page_token(page[-1].sort_key) if more else "",
-            page_size=page_size,
-            total_size=int(total or 0),
-        )
+        return page_of(page, len(rows) > page_size, query, int(total or 0))
 
     # --- internals ------------------------------------------------------------------------
 
@@ -359,7 +312,7 @@ class SQLTaskStore(BoundedStore):
 
     def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
         """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
-        cursor.execute(self._sql(_BUMP_SEQUENCE), {"count": count})
+        cursor.execute(self._sql(statements.BUMP_SEQUENCE), {"count": count})
         return int(only_row(cursor)[0])
 
     def _insert(
@@ -383,7 +336,9 @@ class SQLTaskStore(BoundedStore):
         record.history.append(bound(message, record))
         row = {"id": record.id, "owner": owner, **row_values(record)}
         lease = {"worker": self.leases.worker, "until": self.leases.until()}
-        cursor.execute(self._sql(_INSERT), {**row, "idempotency_key": idempotency_key, **lease})
+        cursor.execute(
+            self._sql(statements.INSERT), {**row, "idempotency_key": idempotency_key, **lease}
+        )
         if idempotency_key is not None:
             now_ms = epoch_milliseconds(record.changed_at)
             self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
@@ -392,18 +347,18 @@ class SQLTaskStore(BoundedStore):
     def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
         """Take the work lease of a task this process is about to work on again."""
         lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
-        cursor.execute(self._sql(_LEASE), lease)
+        cursor.execute(self._sql(statements.LEASE), lease)
 
     def _make_room(self, cursor: DBAPICursor) -> Evicted:
         """Evict down to the low-water mark if the store is full (one statement per
-        batch, see :func:`~member_kit.tasks.memory.evictions_due`); the evicted tasks'
+        batch, see :func:`~member_kit.tasks.record.evictions_due`); the evicted tasks'
         ``(owner, id)``."""
-        cursor.execute(self._sql(_COUNT))
+        cursor.execute(self._sql(statements.COUNT))
         (stored,) = only_row(cursor)
         if stored < self.capacity:
             return []
         due = {"count": evictions_due(stored, self.capacity)}
-        cursor.execute(self._sql(_EVICT_OLDEST_FINISHED), due)
+        cursor.execute(self._sql(statements.EVICT_OLDEST_FINISHED), due)
         rows = cursor.fetchall()
         if not rows:
             raise errors.TaskStoreFull(self.capacity)
@@ -445,11 +400,7 @@ class SQLTaskStore(BoundedStore):
         self, cursor: DBAPICursor, record: TaskRecord, *, history: bool, artifacts: bool
     ) -> None:
         """Write the status of ``record``, and its history and artifacts if they grew."""
-        values = status_values(record)
-        if history:
-            values["history"] = history_json(record)
-        if artifacts:
-            values["artifacts"] = artifacts_json(record)
+        values = changed_values(record, history=history, artifacts=artifacts)
         cursor.execute(self._sql(update_sql(tuple(values))), {**values, "id": record.id})
 
     def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
@@ -458,7 +409,7 @@ class SQLTaskStore(BoundedStore):
         known = self._live.get(task_id)
         if known is None:
             return self._load(cursor, task_id)
-        cursor.execute(self._sql(_SEQUENCE_OF), {"id": task_id})
+        cursor.execute(self._sql(statements.SEQUENCE_OF), {"id": task_id})
         stored = cursor.fetchone()
         if stored is None:
             return None
@@ -475,7 +426,7 @@ class SQLTaskStore(BoundedStore):
         if known is not None:
             task_id, retained = known
             return record_of(retained) if retained is not None else self._load(cursor, task_id)
-        cursor.execute(self._sql(_BY_KEY), {"owner": owner, "key": key})
+        cursor.execute(self._sql(statements.BY_KEY), {"owner": owner, "key": key})
         row = cursor.fetchone()
         return record_of(row) if row is not None else None
 
@@ -484,7 +435,7 @@ class SQLTaskStore(BoundedStore):
             return self._load(cursor, task_id)
 
     def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
-        cursor.execute(self._sql(_BY_ID), {"id": task_id})
+        cursor.execute(self._sql(statements.BY_ID), {"id": task_id})
         row = cursor.fetchone()
         return record_of(row) if row is not None else None
 

@@ -10,12 +10,12 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
-from sqlalchemy import and_, or_
+from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from contracts.wire import Artifact, ListTasksRequest, Message, TaskState
 from member_kit.storage.schema import tasks
-from member_kit.tasks.memory import TaskRecord
+from member_kit.tasks.record import TaskRecord
 
 # History and artifacts are stored as their wire JSON, written in one pass by pydantic.
 MESSAGES = TypeAdapter(list[Message])
@@ -77,6 +77,29 @@ def below(after: tuple[datetime, int] | None) -> list[Any]:
 
 
 # --- rows and records ------------------------------------------------------------------------
+
+
+def page_select(
+    conditions: list[Any], after: tuple[datetime, int] | None, limit: int
+) -> Select[Any]:
+    """Up to ``limit`` tasks meeting ``conditions`` below the page token's ``after``,
+    newest status change first (the order ListTasks pages in)."""
+    return (
+        select(*(tasks.c[name] for name in COLUMNS))
+        .where(*conditions, *below(after))
+        .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
+        .limit(limit)
+    )
+
+
+def changed_values(record: TaskRecord, *, history: bool, artifacts: bool) -> dict[str, Any]:
+    """The columns a change writes: the status, and history and artifacts if they grew."""
+    values = status_values(record)
+    if history:
+        values["history"] = history_json(record)
+    if artifacts:
+        values["artifacts"] = artifacts_json(record)
+    return values
 
 
 def row_values(record: TaskRecord) -> dict[str, Any]:

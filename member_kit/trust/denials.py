@@ -147,7 +147,7 @@ class DelegationDenied(Exception):
         """Whether the refused token's signature verified with a known issuer's key:
         :meth:`signed` noted its claims, or a check after the signature named its ``jti``
         (every such check does). Only such a refusal is a decision the decision log keeps;
-        the rest are strangers' (:mod:`member_kit.server.decisions`)."""
+        the rest are strangers' (:mod:`member_kit.trust.decisions`)."""
         return self._signed or self.jti is not None
 
     def www_authenticate(self) -> str:

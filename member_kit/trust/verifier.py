@@ -41,24 +41,20 @@ reference for audit records instead.
 
 from __future__ import annotations
 
-import codecs
-import re
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import jwt
-
 from agent_cards.clock import utc_now
-from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, VerificationKey, b64url_decode
-from contracts import strict_json
+from agent_cards.keys import TrustedKeys, VerificationKey
 from contracts.grant import (
     DEFAULT_MAX_ACT_DEPTH,
     Grant,
     act_depth,
     claims_digest,
 )
+from member_kit.trust import token_format
 from member_kit.trust.denials import (
     REASONS,
     DelegationDenied,
@@ -74,29 +70,10 @@ from member_kit.trust.replay import (
     ReplayGuard,
 )
 
-DELEGATION_TOKEN_TYPE = "delegation+jwt"
-ALLOWED_HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
-REQUIRED_CLAIMS = (
-    "iss",
-    "sub",
-    "aud",
-    "iat",
-    "nbf",
-    "exp",
-    "jti",
-    "act",
-    "scope",
-    "tenant",
-    "handoff",
-)
-NUMERIC_DATE_CLAIMS = ("iat", "nbf", "exp")
-STRING_CLAIMS = ("iss", "sub", "jti", "scope", "tenant")
-OBJECT_CLAIMS = ("act", "handoff")
 DEFAULT_MAX_TOKEN_BYTES = 8192
 DEFAULT_MAX_LIFETIME = timedelta(minutes=10)
 DEFAULT_LEEWAY = timedelta(seconds=30)
 MAX_LEEWAY = timedelta(minutes=2)
-_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 # This service's identities at a time: every aud a token for it may name.
 Audiences = Callable[[datetime], Set[str]]
@@ -240,11 +217,11 @@ class DelegationVerifier:
         now = self._clock()
         token = self._shaped(token)
         header_segment, payload_segment, signature_segment = token.split(".")
-        alg, kid = _checked_header(_json_object(header_segment))
-        claims = _json_object(payload_segment)
+        alg, kid = token_format.checked_header(token_format.json_object(header_segment))
+        claims = token_format.json_object(payload_segment)
         issuer = self._issuer_of(claims)
         key = self._key(issuer, kid, alg, now)
-        _check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
+        token_format.check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
         try:
             grant = self._admit(claims, issuer, now)
             return Authenticated(token, grant, key, claims_digest(claims))
@@ -253,7 +230,7 @@ class DelegationVerifier:
 
     def _admit(self, claims: dict[str, Any], issuer: str, now: datetime) -> Grant:
         """The steps after the signature: types, times, audience, act depth, grant shape."""
-        _check_claim_types(claims)
+        token_format.check_claim_types(claims)
         if claims["iss"] != issuer:
             raise deny(R.ISSUER_MISMATCH)
         self._check_times(claims, int(now.timestamp()))
@@ -307,7 +284,7 @@ class DelegationVerifier:
             raise deny(R.TOKEN_MALFORMED, "the token is not text")
         if len(token) > self._max_token_bytes:
             raise deny(R.TOKEN_TOO_LARGE, f"cap is {self._max_token_bytes} bytes")
-        if not _TOKEN_SHAPE.fullmatch(token):
+        if not token_format.TOKEN_SHAPE.fullmatch(token):
             raise deny(R.TOKEN_MALFORMED, "not three unpadded base64url segments")
         return token
 
@@ -355,83 +332,6 @@ def _act_depth(act: Mapping[str, Any]) -> int:
         return act_depth(act)
     except TypeError:
         raise deny(R.CLAIM_TYPE_INVALID, "every act level must be an object") from None
-
-
-_BYTE_ORDER_MARKS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-
-
-def _utf8_text(data: bytes) -> str:
-    """A segment's bytes as UTF-8 text: one spelling only (RFC 7515 section 5.1, RFC 8259
-    section 8.1), so no byte order mark, no UTF-16 or UTF-32 (their ASCII shows as NUL
-    bytes, which strict JSON never holds raw), and no encoded surrogate."""
-    if data.startswith(_BYTE_ORDER_MARKS):
-        raise deny(R.TOKEN_ENCODING_INVALID, "a byte order mark")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise deny(R.TOKEN_ENCODING_INVALID, "not UTF-8") from None
-    if "\x00" in text:
-        raise deny(R.TOKEN_ENCODING_INVALID, "a NUL byte (UTF-16 or UTF-32?)")
-    return text
-
-
-def _json_object(segment: str) -> dict[str, Any]:
-    value = strict_json.loads(_utf8_text(b64url_decode(segment)))
-    if not isinstance(value, dict):
-        raise deny(R.TOKEN_MALFORMED, "a segment is not a JSON object")
-    return value
-
-
-def _checked_header(header: dict[str, Any]) -> tuple[str, str]:
-    extra = sorted(set(header) - ALLOWED_HEADER_MEMBERS)
-    if extra:
-        raise deny(R.HEADER_NOT_ALLOWED, f"not allowed: {', '.join(extra)}")
-    alg = header.get("alg")
-    if not isinstance(alg, str) or alg not in ALGORITHMS:
-        raise deny(R.ALGORITHM_NOT_ALLOWED, "alg must be EdDSA or ES256")
-    if header.get("typ") != DELEGATION_TOKEN_TYPE:
-        raise deny(R.TYPE_MISMATCH, f"typ must be {DELEGATION_TOKEN_TYPE}")
-    kid = header.get("kid")
-    if not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid):
-        raise deny(R.KID_INVALID)
-    return alg, kid
-
-
-_JWS = jwt.PyJWS()  # only to look up PyJWT's algorithm objects
-
-
-def _check_signature(signing_input: str, signature_segment: str, key: VerificationKey) -> None:
-    """The JWS signature over ``header.payload`` verifies with ``key`` and its one algorithm.
-
-    The segments were already decoded strictly (canonical unpadded base64url, strict JSON)
-    and the header checked, which is everything PyJWS's ``decode_complete`` would do again
-    before the same algorithm object's ``verify``.
-    """
-    algorithm = _JWS.get_algorithm_by_name(key.alg)
-    prepared = algorithm.prepare_key(key.public_key)
-    signature = b64url_decode(signature_segment)
-    if not algorithm.verify(signing_input.encode("ascii"), prepared, signature):
-        raise deny(R.SIGNATURE_INVALID)
-
-
-def _check_claim_types(claims: Mapping[str, Any]) -> None:
-    for name in REQUIRED_CLAIMS:
-        if name not in claims:
-            raise deny(R.CLAIM_MISSING, name)
-    for name in NUMERIC_DATE_CLAIMS:
-        value = claims[name]
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise deny(R.CLAIM_TYPE_INVALID, f"{name} must be an integer NumericDate")
-    for name in STRING_CLAIMS:
-        if not isinstance(claims[name], str):
-            raise deny(R.CLAIM_TYPE_INVALID, f"{name} must be a string")
-    for name in OBJECT_CLAIMS:
-        if not isinstance(claims[name], dict):
-            raise deny(R.CLAIM_TYPE_INVALID, f"{name} must be an object")
-    if isinstance(claims["aud"], list):
-        raise deny(R.AUDIENCE_MISMATCH, "aud must be one string, not an array")
-    if not isinstance(claims["aud"], str):
-        raise deny(R.CLAIM_TYPE_INVALID, "aud must be a string")
 
 
 def _check_request(

@@ -17,7 +17,8 @@ import pytest
 
 from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.token_strength import check_strength, estimated_bits, weakness
-from coordinator.service.settings import ConfigurationError, check_token
+from coordinator.authority.operator_credential import check_token
+from coordinator.errors import ConfigurationError
 
 PATTERNED = [
     "abcdefgh12345678abcdefgh12345678",  # a half repeated

@@ -52,9 +52,9 @@ def cli(capsys: pytest.CaptureFixture[str], data: Path, *argv: str) -> tuple[int
 def test_show_pending_approve_and_remove(
     host: CardHost, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's path after a redeploy: a wider card signed by a new key is held; the
-    operator sees what it asks for more, approves it without repeating the pin, and can
-    remove the agent."""
+    """The path after a redeploy in docs/operations.md: a wider card signed by a new key
+    is held; the operator sees what it asks for more, approves it without repeating the
+    pin, and can remove the agent."""
     code, _, _ = cli(capsys, tmp_path, "register", host.base, f"--expect-kid={KEY.kid}")
     assert code == 0
     code, out, _ = cli(capsys, tmp_path, "agents", "show", "risk", "--json")

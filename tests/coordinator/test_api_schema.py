@@ -41,7 +41,7 @@ def api_schema(
 
 # A cursor is an opaque token: the schema can only say "a string", so a made-up one is
 # schema-valid and still refused (422 bad_cursor). Likewise the HTTP edge holds every
-# JSON number to the I-JSON range (README, "Limits"), which the schema of a free-form
+# JSON number to the I-JSON range (docs/limits.md), which the schema of a free-form
 # object such as a delegation's input cannot state, and a signed tree head is a string
 # that must verify (head_invalid, untrusted_key). Those are the refusals of
 # schema-valid data allowed here; schemathesis's own check would count them.
@@ -58,7 +58,7 @@ def refused_valid_data(case: schemathesis.Case, response: Any) -> None:
 
 
 # What a request with a wrong operator token may be answered: refused as unauthenticated,
-# or, once that wrong token has missed five times, throttled (README, "Limits"). The
+# or, once that wrong token has missed five times, throttled (docs/limits.md). The
 # same wrong token is sent for every case, so it is throttled after its fifth miss.
 WRONG_TOKEN_ANSWERS = {401, 403, 429}
 

@@ -139,9 +139,9 @@ def test_an_unreachable_remote_is_exit_3(tmp_path: Path) -> None:
 
 
 def test_the_exit_codes_are_documented() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
     for code in EXIT_CODES:
-        assert f"| {code} |" in readme
+        assert f"| {code} |" in reference
 
 
 def test_a_kid_that_begins_with_a_dash_is_a_value() -> None:

@@ -13,7 +13,7 @@ grace) and started again; the coordinator, still pinning only the old key, deleg
   verifies with the keys the coordinator adopted.
 
 A new key no pinned key vouches for, offered with ``--expect-kid``, is held for approval
-as the README says, not adopted.
+as docs/trust.md says, not adopted.
 """
 
 from __future__ import annotations

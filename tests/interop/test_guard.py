@@ -12,13 +12,12 @@ the request.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,10 +32,9 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.storage.datadir import DataDir
 from tests import tokens
-from tests.processes import federation
+from tests.interop.membership import joins_and_is_audited
 
 ROOT = Path(__file__).resolve().parents[2]
-VERIFIER = ROOT / "docs" / "verifier" / "verify_bundle.py"
 AUDIT_TOKEN = secrets.token_urlsafe(32)
 SCOPE = "text:summarize"
 ANSWER_SCHEMA = {
@@ -55,10 +53,18 @@ class Federation:
     guard_url: str
     guard_dir: Path
     agent_log: Path
+    guard: subprocess.Popen[str]
+    start_guard: Callable[[], subprocess.Popen[str]]
 
     def upstream_calls(self) -> int:
         """How many JSON-RPC requests the agent received (uvicorn's access log)."""
         return self.agent_log.read_text().count(UPSTREAM_CALLS)
+
+    def restart_guard(self) -> None:
+        """Stop the guard and start it again on the same data directory."""
+        _stop(self.guard)
+        self.guard = self.start_guard()
+        self.guard_url = _first_line(self.guard, "guard listening on ")
 
 
 def _start(args: list[str], out: IO[str], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -96,70 +102,29 @@ def guarded(tmp_path: Path) -> Iterator[Federation]:
             "--trust-issuer", f"{DEFAULT_ISSUER}={data.path('jwks.json')}",
         ]  # fmt: skip
         guard_env = {**env, "FEDERATION_DATA_DIR": str(data.root), "GUARD_AUDIT_TOKEN": AUDIT_TOKEN}
-        with (tmp_path / "guard.log").open("w") as log:
-            guard = _start(guard_args, log, guard_env)
+
+        def start_guard() -> subprocess.Popen[str]:
+            with (tmp_path / "guard.log").open("a") as log:
+                return _start(guard_args, log, guard_env)
+
+        guard = start_guard()
+        federation = Federation(data, "", guard_dir, agent_log, guard, start_guard)
         try:
-            guard_url = _first_line(guard, "guard listening on ")
-            yield Federation(data, guard_url, guard_dir, agent_log)
+            federation.guard_url = _first_line(guard, "guard listening on ")
+            yield federation
         finally:
-            _stop(guard)
+            _stop(federation.guard)
     finally:
         _stop(agent)
-
-
-def cli(data: DataDir, *args: str) -> tuple[int, str, str]:
-    process = federation(data.root, *args)
-    out, err = process.communicate(timeout=120)
-    return process.returncode, out, err
 
 
 def test_an_unmodified_agent_behind_the_guard_joins_and_is_audited(
     guarded: Federation, tmp_path: Path
 ) -> None:
-    data = guarded.data
-    kid = load_key_set(guarded.guard_dir / "keys").active.kid
-    schema = tmp_path / "answer.schema.json"
-    schema.write_text(json.dumps(ANSWER_SCHEMA))
-    code, out, err = cli(
-        data, "register", guarded.guard_url, "--name", "counter", f"--expect-kid={kid}",
-        "--return-schema", f"summarize={schema}",
-    )  # fmt: skip
-    assert code == 0, (out, err)
-
-    payload = tmp_path / "input.json"
-    payload.write_text(json.dumps({"text": "the quick brown fox"}))
-    code, out, err = cli(
-        data, "delegate", "--to", "counter", "--skill", "summarize", "--input", str(payload),
-        "--json",
-    )  # fmt: skip
-    document: dict[str, Any] = json.loads(out)
-    assert (code, document["local_state"]) == (0, "ACCEPTED"), (document, err)
-    (branch,) = document["branches"]
-    assert branch["reason"] == "schema_matched"
-    assert guarded.upstream_calls() >= 1  # the access log the other test counts on
-    run_id = document["run_id"]
-
-    secret = tmp_path / "audit.token"
-    secret.write_text(AUDIT_TOKEN + "\n")
-    assert cli(data, "agents", "audit-credential", "counter", "--token-file", str(secret))[0] == 0
-    code, out, err = cli(data, "audit", "reconcile", run_id, "--json")
-    report = json.loads(out)
-    assert (code, report["agree"]) == (0, True), (report, err)
-    (handoff,) = report["handoffs"]
-    assert handoff["agent"] == "counter" and handoff["agree"] is True
-
-    bundle = tmp_path / "bundle.json"
-    assert cli(data, "audit", "prove", run_id, "--output", str(bundle))[0] == 0
-    assert "handoff.receipt" in bundle.read_text()
-    coordinator_key = tmp_path / "coordinator.json"
-    coordinator_key.write_text(json.dumps(coordinator_keys(data).public_jwks()))
-    guard_key = tmp_path / "guard.json"
-    guard_key.write_text(json.dumps(load_key_set(guarded.guard_dir / "keys").public_jwks()))
-    verdict = _standalone(bundle, "--coordinator-key", str(coordinator_key), "--remote-key",
-                          str(guard_key))  # fmt: skip
-    assert verdict["ok"] is True and verdict["anchored"] is True, verdict
-    without = _standalone(bundle, "--coordinator-key", str(coordinator_key))
-    assert without["reason"] == "untrusted_key"
+    skill = ("summarize", ANSWER_SCHEMA, {"text": "the quick brown fox"})
+    keys = guarded.guard_dir / "keys"
+    joins_and_is_audited(guarded.data, guarded.guard_url, keys, skill, AUDIT_TOKEN, tmp_path)
+    assert guarded.upstream_calls() >= 1  # the access log the other tests count on
 
 
 def test_a_forged_token_is_refused_before_the_agent_is_asked(guarded: Federation) -> None:
@@ -271,6 +236,25 @@ def test_a_send_retried_under_its_idempotency_key_gets_the_task_it_opened(
     assert retried["result"]["task"]["metadata"][RECEIPTS_EXTENSION_URI]["jti"] == "jti-k1"
 
 
+def test_a_restarted_guard_still_knows_whose_each_task_is(guarded: Federation) -> None:
+    """The guard keeps its record of tasks in its database: after a restart the owner
+    reads its task, another handoff's token still finds nothing, and a send retried under
+    its idempotency key gets the task it opened without the agent being asked again."""
+    first = _send("handoff-r")
+    first["message"]["metadata"]["idempotencyKey"] = "run-1:handoff-r"
+    mine = _token(guarded, "handoff-r", "jti-r1")
+    task_id = _call(guarded, mine, "SendMessage", first)["result"]["task"]["id"]
+
+    guarded.restart_guard()
+    assert _call(guarded, mine, "GetTask", {"id": task_id})["result"]["id"] == task_id
+    theirs = _token(guarded, "handoff-s", "jti-s")
+    assert _call(guarded, theirs, "GetTask", {"id": task_id})["error"]["code"] == -32001
+    calls = guarded.upstream_calls()
+    retried = _call(guarded, _token(guarded, "handoff-r", "jti-r2"), "SendMessage", first)
+    assert retried["result"]["task"]["id"] == task_id
+    assert guarded.upstream_calls() == calls + 1  # the task read again, none opened
+
+
 def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> None:
     """The card's HTTP+JSON interface reaches the same authorizer and forwarding."""
     rest = f"{guarded.guard_url}/a2a/rest"
@@ -287,12 +271,3 @@ def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> N
     other = {**headers, "Authorization": f"Bearer {_token(guarded, 'handoff-s', 'jti-s')}"}
     assert httpx.get(f"{rest}/tasks/{task['id']}", headers=other, timeout=30).status_code == 404
     assert guarded.upstream_calls() == calls
-
-
-def _standalone(bundle: Path, *keys: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(VERIFIER), str(bundle), "--json", *keys],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result

@@ -21,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from member_kit.server.addresses import AddressPolicy, embedded_ipv4, host_address
 from member_kit.server.webhooks import Target, WebhookPolicy, WebhookRefused, pinned_url
+from member_kit.trust.addresses import AddressPolicy, embedded_ipv4, host_address
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, risk_peer
 from tests.servers import free_port, running
 

@@ -18,7 +18,8 @@ from member_kit.server.push import PushConfigs
 from member_kit.server.webhooks import Notification, PushDelivery, WebhookPolicy
 from member_kit.storage.engine import open_engine
 from member_kit.storage.migrations import migrate
-from member_kit.tasks.memory import TaskStore, TaskStoreProtocol
+from member_kit.tasks.memory import TaskStore
+from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.tasks.sql import SQLTaskStore
 from remote_risk.service import RiskSkill
 from tests.remote_risk.conftest import risk_input, user_message

@@ -19,7 +19,9 @@ from contracts.wire import Artifact, ListTasksRequest, Message, Part, Role, Task
 from member_kit import errors
 from member_kit.storage.engine import open_engine
 from member_kit.storage.migrations import migrate
-from member_kit.tasks.memory import TaskStore, TaskStoreProtocol, new_id
+from member_kit.tasks.memory import TaskStore
+from member_kit.tasks.protocol import TaskStoreProtocol
+from member_kit.tasks.record import new_id
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql import SQLTaskStore
 

@@ -24,8 +24,7 @@ from typing import Any
 
 from agent_cards.edge.rate_limited_log import RateLimitedLog
 from member_kit.audit.log import DecisionLedger
-from member_kit.server import observed
-from member_kit.telemetry import tracing
+from member_kit.telemetry import observed, tracing
 from member_kit.trust.verifier import DelegationDenied, VerifiedDelegation
 
 # The logger operators already filter decisions on (its module was the authorizer's).
