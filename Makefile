@@ -13,8 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The demo's runs stay readable in .demo/ (e.g. `federation --data-dir .demo runs`) until
+# the next `make demo` replaces them; nothing piles up elsewhere.
 demo: $(STAMP)
-	$(BIN)/federation demo --case all
+	rm -rf .demo
+	$(BIN)/federation --data-dir .demo demo --case all
 
 test: $(STAMP) docs browser lint typecheck
 	$(BIN)/python -m pytest -q
@@ -56,7 +59,7 @@ proto: $(STAMP)
 	$(BIN)/python -m agent_cards.bindings.regenerate
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo site
 
 # Runs the A2A TCK (a local checkout, see README) against the conformance agent, a test fixture
 # (tests/conformance_agent.py: no token checked, loopback only), once per binding.

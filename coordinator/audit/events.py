@@ -107,15 +107,32 @@ def timestamp(at: datetime) -> str:
 
 # --- processors -----------------------------------------------------------------------
 
-_SECRET_NAME = re.compile(r"token|authorization|password|passwd|secret|api[_-]?key", re.I)
+# The one list of the fields whose values are secrets, matched whole, in any case, with
+# "-" read as "_". A count is not a secret: ``model_tokens`` and ``total_tokens`` stay in
+# the tamper-evident record (a substring rule hid them). A field that carries a secret is
+# added here, and nowhere else.
+SECRET_FIELDS = frozenset(
+    {
+        "authorization", "proxy_authorization", "cookie", "set_cookie",
+        "token", "access_token", "refresh_token", "id_token", "bearer_token", "auth_token",
+        "api_token", "delegation_token", "operator_token", "audit_token", "metrics_token",
+        "subject_token", "actor_token", "client_assertion",
+        "password", "passwd", "secret", "client_secret", "api_key", "apikey", "x_api_key",
+        "private_key", "credential", "credentials",
+    }
+)  # fmt: skip
 _BEARER_VALUE = re.compile(r"^\s*(bearer|basic)\s+\S", re.I)
 _JWT_VALUE = re.compile(r"^eyJ[\w-]*\.[\w-]+\.[\w-]*$")
+
+
+def is_secret_field(name: object) -> bool:
+    return str(name).lower().replace("-", "_") in SECRET_FIELDS
 
 
 def _redacted(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {
-            key: REDACTED if _SECRET_NAME.search(str(key)) else _redacted(item)
+            key: REDACTED if is_secret_field(key) else _redacted(item)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
@@ -126,11 +143,9 @@ def _redacted(value: Any) -> Any:
 
 
 def redact_secrets(record: dict[str, Any]) -> dict[str, Any]:
-    """Replace anything in ``data`` named like a credential, or shaped like one, by a marker.
-
-    Keys containing ``token``, ``authorization``, ``password``, ``secret`` or ``api_key``
-    (any case, at any depth) and string values that look like ``Bearer ...`` or a JWT are
-    replaced by ``"[redacted]"``. It errs on the side of hiding: ``token_count`` goes too.
+    """Replace anything in ``data`` that is a secret by a marker: the value of a field of
+    :data:`SECRET_FIELDS` (at any depth), and any string that looks like ``Bearer ...``
+    or a JWT, whatever its field. Counts named like tokens (``model_tokens``) are kept.
     """
     record["data"] = _redacted(record["data"])
     return record

@@ -50,6 +50,22 @@ NO_ANCHOR_DETAIL = (
     "no key of the reader's was given, so nothing is proven: pass the coordinator's key "
     "(as `federation keys show` prints it) and each remote's, or ask for a structure-only check"
 )
+# The steps of a proof bundle check, as ``audit verify --bundle`` names them.
+PROOF_STEPS = (
+    "shape",
+    "anchors: the keys given, and the key successions followed from them",
+    "tree head: signed by a coordinator key given",
+    "events: hash, ledger form, RFC 8785, chain link, inclusion in the tree head",
+    "tokens: each the one an included grant.minted event records",
+    "receipts: every handoff.receipt event signed by a remote key given, in that key's "
+    "name, stating what the ledger recorded, over the artifacts the bundle carries",
+)
+EXPORT_STEPS = (
+    "shape",
+    "head and attestation: signed by a coordinator key given",
+    "events: hash chain and links up to the signed head, the attestation's digest",
+    "receipts: not checked by an export bundle (`audit prove` makes one that is)",
+)
 # A ledger record's members and their JSON types (None: null allowed).
 _TEXT, _TEXT_OR_NULL = (str,), (str, type(None))
 RECORD_MEMBERS: dict[str, tuple[type, ...]] = {
@@ -132,8 +148,8 @@ def _followed(bundle: Mapping[str, Any], anchors: Anchors) -> tuple[Anchors, int
     return replace(anchors, remotes=remotes), count
 
 
-def _head(bundle: Mapping[str, Any], anchors: Anchors) -> TreeHead:
-    """Step 3: the tree head, signed by a coordinator key of the anchors."""
+def _head(bundle: Mapping[str, Any], anchors: Anchors) -> tuple[TreeHead, str]:
+    """Step 3: the tree head, signed by a coordinator key of the anchors (and its kid)."""
     key = key_for(bundle["tree_head"], anchors.coordinator_jwks())
     if key is None and anchors.anchored:
         raise BundleBroken(0, Break.UNTRUSTED_KEY, "the tree head is not signed by a key given")
@@ -145,7 +161,7 @@ def _head(bundle: Mapping[str, Any], anchors: Anchors) -> TreeHead:
         raise BundleBroken(0, Break.HEAD_INVALID, str(exc)) from None
     if head.tree_size < 1:
         raise BundleBroken(0, Break.HEAD_INVALID, "the tree head is of an empty tree")
-    return head
+    return head, str(key["kid"])
 
 
 def _record(entry: Mapping[str, Any], run_id: str) -> dict[str, Any]:
@@ -233,10 +249,10 @@ def verify_proof_bundle(
     try:
         _shape(bundle)
         keys, followed = _followed(bundle, _anchors(bundle, anchors, unanchored))
-        head = _head(bundle, keys)
+        head, head_kid = _head(bundle, keys)
         records = _events(bundle, head)
         _tokens(bundle, records)
-        check_receipts(bundle, records, keys.remotes)
+        receipts = check_receipts(bundle, records, keys.remotes)
     except BundleBroken as failed:
         return failed.report()
     last: Mapping[str, Any] = bundle["events"][-1]
@@ -249,6 +265,10 @@ def verify_proof_bundle(
         tree_heads=1,
         anchored=keys.anchored,
         successions=followed,
+        steps=PROOF_STEPS,
+        head_kid=head_kid,
+        tokens=len(bundle["tokens"]),
+        receipts=tuple(receipts),
     )
 
 
@@ -262,10 +282,10 @@ def verify_document(
     if anchors is None and not unanchored:
         return BundleBroken(0, Break.NO_ANCHOR, NO_ANCHOR_DETAIL).report()
     if anchors is None:
-        return replace(verify_bundle(bundle), anchored=False)
+        return replace(verify_bundle(bundle), anchored=False, steps=EXPORT_STEPS)
     head = bundle.get("head")
     key = key_for(head, anchors.coordinator_jwks()) if isinstance(head, str) else None
     if key is None:
         detail = "the bundle's head is not signed by a key given"
         return BundleBroken(0, Break.UNTRUSTED_KEY, detail).report()
-    return verify_bundle(bundle, key)
+    return replace(verify_bundle(bundle, key), steps=EXPORT_STEPS, head_kid=str(key["kid"]))

@@ -22,6 +22,7 @@ from agent_cards.transparency.receipts import RECEIPT_TYP, artifact_digest
 from agent_cards.transparency.statements import (
     ISSUER_MISMATCH,
     StatementInvalid,
+    unverified_header,
     verify_statement,
 )
 from agent_cards.trusted import TrustedKeys
@@ -31,20 +32,47 @@ from coordinator.audit.verification import Break, BundleBroken
 
 Records = Mapping[int, Mapping[str, Any]]
 STATE_EVENT = "remote.state_observed"
+ADMITTED_EVENT = "handoff.admitted"
 _JWS_MEMBERS = {"protected", "payload", "signature"}
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def check_receipts(bundle: Mapping[str, Any], records: Records, remotes: TrustedKeys) -> None:
-    """Steps 6.1 to 6.3: the list, the artifacts' entries, then every receipt event."""
+def check_receipts(
+    bundle: Mapping[str, Any], records: Records, remotes: TrustedKeys
+) -> list[dict[str, Any]]:
+    """Steps 6.1 to 6.3: the list, the artifacts' entries, then every receipt event; what
+    was checked of each receipt (its event, handoff, agent, the kid that verified it)."""
     for entry in bundle["receipts"]:
         _listed(entry, records)
     artifacts = _artifact_entries(bundle["artifacts"], records)
+    checked = []
     for seq in sorted(records):
         if records[seq]["event_type"] == RECEIPT_EVENT:
             claims = _verified(seq, records[seq], remotes)
             _bound(seq, records[seq], claims, records)
             _artifacts_match(seq, records[seq], claims, artifacts.get(seq), records)
+            checked.append(_described(seq, records, claims))
+    return checked
+
+
+def _described(seq: int, records: Records, claims: Mapping[str, Any]) -> dict[str, Any]:
+    """A verified receipt for its reader: the kid in its header is the thumbprint of the
+    key that verified it (keys are found by thumbprint); the agent is the name the
+    coordinator admitted the handoff for, as its ledger recorded it."""
+    record = records[seq]
+    admitted = [
+        r["data"].get("contract")
+        for r in records.values()
+        if r["event_type"] == ADMITTED_EVENT and r["handoff_id"] == record["handoff_id"]
+    ]
+    agent = next((c.get("target") for c in admitted if isinstance(c, dict)), None)
+    return {
+        "seq": seq,
+        "handoff_id": record["handoff_id"],
+        "agent": agent,
+        "kid": unverified_header(compact(record["data"]["receipt"])).get("kid"),
+        "iss": claims.get("iss"),
+    }
 
 
 def _listed(entry: Mapping[str, Any], records: Records) -> None:

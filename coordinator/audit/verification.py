@@ -89,6 +89,13 @@ class VerifyReport:
     # Key-succession statements a bundle carried that were followed (its receipts may be
     # signed by keys the reader holds only through them).
     successions: int = 0
+    # What a bundle check did, for its reader: the steps, the kid (the RFC 7638
+    # thumbprint) of the key that signed the head, the tokens matched, and each receipt
+    # with the agent it came from and the key that verified it.
+    steps: tuple[str, ...] = ()
+    head_kid: str | None = None
+    tokens: int = 0
+    receipts: tuple[Mapping[str, Any], ...] = ()
 
     def __str__(self) -> str:
         if self.ok:

@@ -39,6 +39,7 @@ def coordinator_keys(data: DataDir) -> KeySet:
     """The key set as it is now: a published key whose activation time has passed is the
     active one (computed on every load, so nothing is rewritten by readers), and
     ``jwks.json`` lists what verifies now."""
+    data.ensure()  # owner-only, before the keys directory is made inside it
     try:
         keys = load_or_create(data.path("keys")).effective()
     except (KeyMaterialError, OSError) as exc:

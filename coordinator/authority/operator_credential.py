@@ -36,11 +36,14 @@ def operator_token(token: str | None, token_file: Path | None) -> str | None:
     return None
 
 
-def required(token: str | None, purpose: str) -> str:
+def required(token: str | None, purpose: str, flag: str | None = None) -> str:
+    """``token``, else a one-line error naming where it can be given: the variables,
+    and ``flag`` where the command at hand has one (``serve coordinator`` does)."""
     if token is None:
+        also = f" (or {flag} FILE)" if flag else ""
         raise ConfigurationError(
             f"{purpose} needs an operator token: set FEDERATION_OPERATOR_TOKEN or "
-            "FEDERATION_OPERATOR_TOKEN_FILE (or --operator-token-file)",
+            f"FEDERATION_OPERATOR_TOKEN_FILE{also}",
             "operator_token_missing",
         )
     return token

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
 R = TypeVar("R", bound="pydantic.BaseModel")
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
+# `audit reconcile`: its verdict's exit code (see README, exit codes).
+RECONCILE_EXIT_CODES = {"agree": 0, "disagree": 1, "not_checked": 5}
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 # the service is opened when a command first uses it, after its own checks
 LocalOnly = Callable[[argparse.Namespace, Local], int]
@@ -315,13 +317,14 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
         raise UsageError("--unanchored goes with no key", "anchor_conflict")
     # the checker is loaded once the input is read: a bad file is reported at once
     from coordinator.audit.proof_check import verify_document
+    from coordinator.cli.audit_printers import print_bundle_check
     from coordinator.service.api_models import verify_view
 
     report = verify_document(bundle, anchors, unanchored=args.unanchored)
     if args.json:
         printers.print_json({**verify_view(report).model_dump(), "anchored": report.anchored})
         return 0 if report.ok else 1
-    return printers.print_verify(verify_view(report).model_dump(), f"bundle {args.bundle}")
+    return print_bundle_check(verify_view(report).model_dump(), f"bundle {args.bundle}")
 
 
 def bundle_anchors(coordinator_keys: list[Path], remote_keys: list[Path]) -> Anchors | None:
@@ -404,12 +407,14 @@ def cmd_audit_consistency(args: argparse.Namespace, coordinator: Coordinator) ->
 
 
 def cmd_audit_reconcile(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.cli.audit_printers import print_reconcile
+
     document = coordinator.audit_reconcile(args.run_id)
     if args.json:
         printers.print_json(document)
     else:
-        printers.print_reconcile(document)
-    return 0 if document["agree"] else 1
+        print_reconcile(document)
+    return RECONCILE_EXIT_CODES[document["verdict"]]
 
 
 AUDIT_PROOFS: dict[str, Shared] = {

@@ -29,6 +29,7 @@ EXIT_CODES = {
     2: "usage or input error, or a refusal (the message says which)",
     3: "a remote, the coordinator's server or the database is unavailable",
     4: "the remote asked for input or authorisation (shown, marked untrusted); handoff closed",
+    5: "`audit reconcile`: not checked: nothing compared, or an agent not asked (says why)",
     70: "an internal error",
     130: "interrupted",
     141: "the output pipe was closed (quiet)",

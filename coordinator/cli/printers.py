@@ -162,7 +162,8 @@ def print_delegation(document: dict[str, Any]) -> None:
     print(f"remote task {document['remote_task_id'] or '-'}: {document['remote_state'] or '-'}")
     print(f"local state: {document['local_state']} ({document['reason']})")
     contract = document.get("return_contract") or {}
-    print(f"return contract: {contract.get('kind', '-')}; verdict: {document.get('verdict')}")
+    verdict = document.get("verdict") or "none (no answer was judged)"
+    print(f"return contract: {contract.get('kind', '-')}; verdict: {verdict}")
     if document.get("remote_question"):
         print("\n".join(question_lines(document["remote_question"])))
     for note in document["notes"]:
@@ -292,9 +293,15 @@ def _model_line(model: dict[str, Any] | None) -> list[str]:
 
 
 def _units(value: Any) -> str:
+    """A budget's units; one the run names no limit of (``None``) says so."""
     if not isinstance(value, dict):
         return str(value)
-    return ", ".join(f"{name} {amount}" for name, amount in value.items()) or "-"
+    return (
+        ", ".join(
+            f"{name} {'no limit' if amount is None else amount}" for name, amount in value.items()
+        )
+        or "-"
+    )
 
 
 def describe_authority(authority: dict[str, Any] | None) -> str:
@@ -474,34 +481,3 @@ def _cells(row: Row) -> tuple[str, ...]:
         str(row.model_requests),
         "unknown" if row.model_tokens is None else str(row.model_tokens),
     )
-
-
-def print_reconcile(document: dict[str, Any]) -> None:
-    """``audit reconcile``: per handoff, each field on both sides; then each witness check.
-    A remote not asked (no credential, refused, unreachable) is shown with its reason."""
-    print(f"run {document['run_id']}: {'both sides agree' if document['agree'] else 'DISAGREE'}")
-    for note in document.get("notes", []):
-        print(f"  note: {note}")
-    for handoff in document["handoffs"]:
-        if handoff.get("reason"):
-            print(f"  {handoff['handoff_id']} ({handoff['agent']}): NOT CHECKED: "
-                  f"{handoff['reason']}: {handoff.get('detail', '')}")  # fmt: skip
-            continue
-        mark = "agree" if handoff["agree"] else "DISAGREE"
-        proven = "" if handoff["proven"] else " (an entry is not proven in the remote's head)"
-        print(f"  {handoff['handoff_id']} ({handoff['agent']}): {mark}{proven}")
-        for name, field in handoff["fields"].items():
-            sign = "=" if field["agree"] else "!="
-            print(f"    {name:<16} {field['coordinator']} {sign} {field['remote']}")
-    for witness in document["witnesses"]:
-        if witness.get("reason"):
-            print(f"  {witness['agent']}: witness checks NOT MADE: {witness['reason']}")
-            continue
-        for title, key in (
-            ("its log extends the heads we hold", "remote_log_extends_heads_we_hold"),
-            ("our ledger extends the heads it holds", "our_ledger_extends_heads_it_holds"),
-        ):
-            checks = witness[key]
-            bad = [c for c in checks if not c["consistent"]]
-            verdict = "yes" if not bad else f"NO ({len(bad)} inconsistent: a fork or rewrite)"
-            print(f"  {witness['agent']}: {title} ({len(checks)} heads): {verdict}")

@@ -26,6 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_cards.edge.operator_secret import OperatorSecret
@@ -163,7 +164,7 @@ class OperatorAuth:
         return any(path == prefix or path.startswith(prefix + "/") for prefix in self._exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.exempt(scope["path"]):
+        if scope["type"] != "http" or self.exempt(scope["path"]) or not routed(scope):
             await self.app(scope, receive, send)
             return
         client = scope["client"][0] if scope.get("client") else ""
@@ -199,6 +200,18 @@ class OperatorAuth:
             challenge += ', error="invalid_token"'
         headers = {"WWW-Authenticate": challenge, "Cache-Control": "no-store"}
         return error_response(401, reason, message, headers)
+
+
+def routed(scope: Scope) -> bool:
+    """Whether the path is one the app serves, by any method. A path it does not serve is
+    answered 404 ``not_found`` to anyone, token or not (a 401 there read as an auth
+    problem); a path it serves needs the token before anything else, so an
+    unauthenticated caller learns only which paths exist, which the public
+    ``/openapi.json`` lists already, never whether a run or an agent does."""
+    router = getattr(scope.get("app"), "router", None)
+    if router is None:
+        return True  # cannot tell: guarded
+    return any(route.matches(scope)[0] is not Match.NONE for route in router.routes)
 
 
 async def strict_body(request: Request) -> None:
@@ -417,7 +430,10 @@ def api_router(service: CoordinatorService) -> APIRouter:
     def audit_reconcile(run_id: str) -> dict[str, Any]:
         """Both sides of each handoff compared, and each log against the heads the other
         holds (``federation audit reconcile``; each agent asked with its own audit
-        credential, at its registered origin; one with none says audit_credential_missing)."""
+        credential, at its registered origin). ``verdict`` is ``agree``, ``disagree``
+        (each handoff names its ``differing`` fields) or ``not_checked`` (``not_checked``
+        lists each agent's reason: audit_credential_missing, agent_keeps_no_receipts,
+        remote_audit_not_found, remote_unavailable, ...); 200 whichever it is."""
         return service.audit_reconcile(run_id)
 
     return router

@@ -358,6 +358,17 @@ class RunList(BaseModel):
     next_cursor: str | None = Field(description="pass as cursor for the next page; null at the end")
 
 
+class CheckedReceipt(BaseModel):
+    """A receipt a bundle check verified: its event, handoff, the agent the coordinator
+    sent the handoff to, the kid (RFC 7638 thumbprint) of the key that verified it."""
+
+    seq: int
+    handoff_id: str | None
+    agent: str | None
+    kid: str | None
+    iss: str | None
+
+
 class VerifyView(BaseModel):
     ok: bool
     checked: int
@@ -367,6 +378,12 @@ class VerifyView(BaseModel):
     kind: str | None
     detail: str
     summary: str
+    # What a bundle check did (empty for the ledger's own chain): its steps, the kid of
+    # the key that signed the head, the tokens matched, the receipts verified.
+    steps: list[str] = []
+    head_kid: str | None = None
+    tokens: int = 0
+    receipts: list[CheckedReceipt] = []
 
 
 def verify_view(report: VerifyReport) -> VerifyView:
@@ -379,6 +396,10 @@ def verify_view(report: VerifyReport) -> VerifyView:
         kind=str(report.kind) if report.kind is not None else None,
         detail=report.detail,
         summary=str(report),
+        steps=list(report.steps),
+        head_kid=report.head_kid,
+        tokens=report.tokens,
+        receipts=[CheckedReceipt.model_validate(dict(r)) for r in report.receipts],
     )
 
 

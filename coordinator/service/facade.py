@@ -48,7 +48,7 @@ from coordinator.recovery.worker import Worker
 from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
-from coordinator.service import reconcile, run_list
+from coordinator.service import reconcile, reconcile_verdict, run_list
 from coordinator.service.agent_views import agent_detail, agent_view, pending_card
 from coordinator.service.api_models import (
     AgentDetail,
@@ -139,8 +139,17 @@ class CoordinatorService:
     # --- delegation -----------------------------------------------------------------------
 
     def order(self, request: DelegationRequest) -> DelegationOrder:
+        """The delegation to drive or submit; an unknown agent or skill is refused here,
+        before any run exists (admission still checks the skill for every other path)."""
+        agent = self.agent(request.to)
+        if request.skill not in agent.skill_ids():
+            known = ", ".join(agent.skill_ids()) or "none"
+            raise UsageError(
+                f"{agent.name} declares no skill {request.skill!r} (its skills: {known})",
+                "unknown_skill",
+            )
         return DelegationOrder(
-            agent=self.agent(request.to),
+            agent=agent,
             skill=request.skill,
             payload=request.input,
             timeout=request.timeout,
@@ -338,15 +347,13 @@ class CoordinatorService:
         handoffs = []
         for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):
             agent = reconcile.target_of(ours, agents)
-            if agent is not None and declares_receipts(agent):
+            if agent is None or not declares_receipts(agent):
+                handoffs.append(reconcile.skipped(handoff_id, ours, agent))
+            else:
                 handoffs.append(checks.handoff(handoff_id, agent, ours))
-        witnesses = checks.witnesses()
         return {
-            "run_id": run_id,
-            "agree": reconcile.agreed(handoffs, witnesses),
+            **reconcile_verdict.report(run_id, handoffs, checks.witnesses()),
             "tree_head": current.as_dict(),
-            "handoffs": handoffs,
-            "witnesses": witnesses,
             **reconcile.ignored_environment(os.environ),
         }
 

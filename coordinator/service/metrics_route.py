@@ -2,8 +2,10 @@
 
 The route is not in ``PUBLIC_PATHS``, so :class:`~coordinator.service.api.OperatorAuth`
 guards it like every other operator route (a scraper sends the operator token as a
-bearer token). The ledger's chain length is read when the metrics are scraped: one
-``max(seq)`` query, so it is right across replicas sharing a database.
+bearer token). The ledger's chain length and the handoffs by state are read from the
+database when the metrics are scraped (a ``max(seq)`` and a ``group by``), so they are
+right across replicas sharing a database and count the handoffs a CLI process drove;
+the counters are this process's own, and their HELP text says so.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from fastapi import APIRouter, Response
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from coordinator.storage.schema import audit_events
+from coordinator.storage.schema import audit_events, handoffs
 from coordinator.telemetry import metrics
 from coordinator.workspace import Workspace
 
@@ -26,6 +28,15 @@ def chain_length(ws: Workspace) -> int | None:
     return int(value or 0)
 
 
+def handoff_states(ws: Workspace) -> dict[str, int] | None:
+    query = select(handoffs.c.state, func.count()).group_by(handoffs.c.state)
+    try:
+        with ws.engine().connect() as connection:
+            return {str(state): int(count) for state, count in connection.execute(query)}
+    except SQLAlchemyError:
+        return None
+
+
 def metrics_router(ws: Workspace) -> APIRouter:
     router = APIRouter()
 
@@ -34,6 +45,9 @@ def metrics_router(ws: Workspace) -> APIRouter:
         length = chain_length(ws)
         if length is not None:
             metrics.LEDGER_LENGTH.set(length)
+        states = handoff_states(ws)
+        if states is not None:
+            metrics.recorded_handoffs(states)
         return Response(metrics.exposition(), headers={"Content-Type": metrics.CONTENT_TYPE})
 
     return router

@@ -61,11 +61,24 @@ from coordinator.errors import (
 )
 from coordinator.remote.audit_credentials import AuditCredential, AuditCredentials
 from coordinator.remote.registry import RegisteredAgent
+from coordinator.service.reconcile_verdict import (
+    NO_RECEIPTS,
+    NOT_REGISTERED,
+    WITNESS_CHECKS,
+    field,
+    handoff_verdict,
+    not_checked,
+    witness_verdict,
+)
 
 # Read by nothing any more: named so that the report can say it was ignored.
 TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
 FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
-WITNESS_CHECKS = ("remote_log_extends_heads_we_hold", "our_ledger_extends_heads_it_holds")
+# What both sides state before any receipt: the token the remote accepted, and for what.
+DECISION_FIELDS = ("jti", "req_digest")
+# What a remote's status code says of its audit routes: not a disagreement, a check not made.
+REFUSED_BY_STATUS = {401: "remote_audit_refused", 403: "remote_audit_refused",
+                     404: "remote_audit_not_found"}  # fmt: skip
 _NO_REQUEST = request_digest({})  # what a cancel token binds
 ADMITTED_EVENT = "handoff.admitted"  # its contract names the target agent
 
@@ -100,9 +113,7 @@ class RemoteAudit:
         except httpx.HTTPError as exc:
             raise TransportError(f"{self.agent.name}: {exc}", "remote_unavailable") from None
         if response.status_code != 200:
-            reason = (
-                "remote_audit_refused" if response.status_code in (401, 404) else "remote_error"
-            )
+            reason = REFUSED_BY_STATUS.get(response.status_code, "remote_error")
             raise ProtocolError(
                 f"{self.agent.name} answered {response.status_code} for {path}", reason
             )
@@ -156,7 +167,7 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
             mine["state"] = remote_state
         if event.event_type == RECEIPT_EVENT:
             claims = _receipt_claims(event.data["receipt"])
-            mine.update({name: claims.get(name) for name in FIELDS})
+            mine.update({name: claims.get(name) for name in FIELDS}, receipted=True)
     return facts
 
 
@@ -196,21 +207,17 @@ def their_facts(remote: RemoteAudit, handoff_id: str) -> dict[str, Any]:
         if record.get("kind") == "decision" and data.get("allowed") and data.get("req_digest"):
             theirs.update(jti=data.get("jti"), req_digest=data.get("req_digest"))
         if record.get("kind") == "receipt":
-            theirs.update({name: data.get(name) for name in FIELDS})
+            theirs.update({name: data.get(name) for name in FIELDS}, receipted=True)
     return theirs
 
 
 def compared(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
-    fields = {
-        name: {
-            "coordinator": ours.get(name),
-            "remote": theirs.get(name),
-            "agree": ours.get(name) == theirs.get(name) and ours.get(name) is not None,
-        }
-        for name in FIELDS
-    }
-    agree = all(field["agree"] for field in fields.values()) and bool(theirs.get("proven"))
-    return {"fields": fields, "proven": theirs.get("proven"), "agree": agree}
+    """Each field on both sides, and the handoff's verdict (see :mod:`.reconcile_verdict`)."""
+    receipted = bool(ours.get("receipted") or theirs.get("receipted"))
+    names = FIELDS if receipted else DECISION_FIELDS
+    fields = {name: field(ours.get(name), theirs.get(name)) for name in names}
+    proven = bool(theirs.get("proven"))
+    return {"fields": fields, "proven": proven, **handoff_verdict(fields, proven, receipted)}
 
 
 # --- each side witnesses the other -----------------------------------------------------------
@@ -314,9 +321,13 @@ class Reconciliation:
             return {**head, **_refused(exc)}
         except MALFORMED:
             return {**head, **_refused(_malformed(agent.name))}
-        return {**head, **compared(ours, theirs), "reason": None}
+        return {**head, **compared(ours, theirs)}
 
     def witness(self, name: str) -> dict[str, Any]:
+        witness = self._witness(name)
+        return {**witness, "verdict": witness_verdict(witness)}
+
+    def _witness(self, name: str) -> dict[str, Any]:
         remote = self.remotes[name]
         if isinstance(remote, FederationError):
             return {"agent": name, **_no_checks(), **_refused(remote)}
@@ -343,6 +354,20 @@ class Reconciliation:
 
     def witnesses(self) -> list[dict[str, Any]]:
         return [self.witness(name) for name in sorted(self.remotes)]
+
+
+def skipped(
+    handoff_id: str, ours: Mapping[str, Any], agent: RegisteredAgent | None
+) -> dict[str, Any]:
+    """A handoff not compared at all: its agent is no longer registered, or keeps no
+    receipts (so no audit log of it to compare with)."""
+    name = agent.name if agent is not None else str(ours.get("target") or ours.get("aud"))
+    head = {"handoff_id": handoff_id, "agent": name, "fields": {}, "proven": False}
+    if agent is None:
+        detail = f"{name} is no longer registered: there is no one to ask"
+        return {**head, **not_checked(NOT_REGISTERED, detail)}
+    detail = f"{name} keeps no receipts (its card declares no receipts extension)"
+    return {**head, **not_checked(NO_RECEIPTS, detail)}
 
 
 def target_of(ours: Mapping[str, Any], agents: Sequence[RegisteredAgent]) -> RegisteredAgent | None:
@@ -372,7 +397,7 @@ def _no_checks() -> dict[str, list[Any]]:
 
 def _refused(error: FederationError) -> dict[str, Any]:
     """A check not made: why (never the credential; messages do not carry it)."""
-    return {"agree": False, "reason": error.reason, "detail": str(error)}
+    return not_checked(error.reason, str(error))
 
 
 def ignored_environment(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -385,12 +410,3 @@ def ignored_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             "agent's own: federation agents audit-credential NAME --token-file FILE"
         ]
     }
-
-
-def agreed(handoffs: Sequence[Mapping[str, Any]], witnesses: Sequence[Mapping[str, Any]]) -> bool:
-    consistent = all(
-        witness["reason"] is None and all(check["consistent"] for check in witness[key])
-        for witness in witnesses
-        for key in WITNESS_CHECKS
-    )
-    return bool(handoffs) and all(h["agree"] for h in handoffs) and consistent

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # the CLI's --server reads a page's documents with no databas
 
 MAX_LIMIT = 500
 STATES = ("live", "cancelled", "finished")
+# What a run's state can be besides those: a handoff state (its last branch's), or empty.
+EMPTY = "empty"
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ def run_state(document: dict[str, Any]) -> str:
     if document.get("live_branches"):
         return "live"
     branches = document.get("branches") or []
-    return str(branches[-1]["state"]) if branches else "empty"
+    return str(branches[-1]["state"]) if branches else EMPTY
 
 
 def summary(created_at: str, document: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +64,22 @@ def summary(created_at: str, document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def known_states() -> list[str]:
+    """Every ``state`` a query may name (any case)."""
+    from contracts.handoff import HandoffState  # the CLI reads pages without it
+
+    return [*STATES, EMPTY, *(state.value.lower() for state in HandoffState)]
+
+
+def check_state(state: str | None) -> None:
+    """Refuse a state no run can be in (``bad_state``): a typo would list nothing."""
+    if state is not None and state.lower() not in known_states():
+        raise UsageError(
+            f"no run can be in state {state!r}; states: {', '.join(known_states())}",
+            "bad_state",
+        )
+
+
 def matches(state: str | None, row: dict[str, Any]) -> bool:
     if state is None:
         return True
@@ -74,6 +92,7 @@ def page(store: RunStore, query: RunQuery) -> tuple[list[dict[str, Any]], str | 
     """One page of summaries and the cursor of the next (``None`` at the end)."""
     if not 1 <= query.limit <= MAX_LIMIT:
         raise UsageError(f"limit must be between 1 and {MAX_LIMIT}", "bad_limit")
+    check_state(query.state)
     since = query_since(query.since) if query.since is not None else None
     key = decode_cursor(query.cursor) if query.cursor else None
     found: list[dict[str, Any]] = []

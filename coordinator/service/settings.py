@@ -46,7 +46,7 @@ class CoordinatorSettings(BaseSettings):
         return operator_credential.operator_token(given, self.operator_token_file)
 
     def required_token(self, purpose: str) -> str:
-        return operator_credential.required(self.token(), purpose)
+        return operator_credential.required(self.token(), purpose, "--operator-token-file")
 
 
 def load_coordinator_settings(**overrides: object) -> CoordinatorSettings:

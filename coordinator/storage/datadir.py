@@ -2,7 +2,9 @@
 
 Chosen by ``--data-dir``, else ``FEDERATION_DATA_DIR``, else the XDG user data directory.
 Files are written atomically (a temporary file renamed over the old one), so a crash
-never leaves half a document behind.
+never leaves half a document behind. The directory is created owner-only (0700) and the
+database file 0600, as the signing keys are: a ledger and the payloads kept for recovery
+are nobody else's to read. A directory or database that already exists keeps its mode.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from coordinator.errors import DataDirError
 
 ENV_VAR = "FEDERATION_DATA_DIR"
 APP_NAME = "a2a-federation"
+DIRECTORY_MODE = 0o700
+FILE_MODE = 0o600
 
 
 def resolve(option: str | None = None) -> Path:
@@ -35,6 +39,26 @@ class DataDir:
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
 
+    def ensure(self) -> Path:
+        """The directory, created owner-only if it does not exist yet."""
+        try:
+            self.root.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataDirError(f"cannot create the data directory: {exc}") from None
+        return self.root
+
+    def create_private(self, *parts: str) -> Path:
+        """``parts`` in the directory, created empty and owner-only (0600) if absent."""
+        path = self.path(*parts)
+        self.ensure()
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise DataDirError(f"cannot create {path.name} in the data directory: {exc}") from None
+        return path
+
     def read_json(self, *parts: str, default: Any = None) -> Any:
         path = self.path(*parts)
         if not path.exists():
@@ -46,6 +70,7 @@ class DataDir:
 
     def write_json(self, value: Any, *parts: str) -> None:
         path = self.path(*parts)
+        self.ensure()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(path.suffix + ".tmp")

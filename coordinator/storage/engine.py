@@ -11,6 +11,7 @@ SQLAlchemy recycle the pool after a storage fault
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from sqlalchemy import Engine
 
@@ -20,12 +21,11 @@ from agent_cards.storage.engine import (
     WAL_AUTOCHECKPOINT_PAGES,
     Database,
     checkpoint,
-    created,
     write_transaction,
 )
 from agent_cards.storage.writer import Writer
 from agent_cards.storage.writer import writer_of as shared_writer
-from coordinator.errors import shared_translated
+from coordinator.errors import DataDirError, StorageError, shared_translated
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.faults import install_fault_handling
 
@@ -52,15 +52,24 @@ def database_url_for(datadir_path: str | os.PathLike[str]) -> str:
     return DATABASE.url_in(datadir_path)
 
 
-def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
-    """An engine for a database URL, or for ``federation.db`` in a data directory."""
+def _url_of(target: str | os.PathLike[str] | DataDir) -> str:
     if isinstance(target, DataDir):
         target = target.root
+    if isinstance(target, str) and "://" in target:
+        return target
+    data = DataDir(Path(target))
+    try:
+        data.create_private(DATABASE_FILE)  # 0600: SQLite gives its WAL files this mode
+    except DataDirError as exc:
+        raise StorageError(str(exc)) from None
+    return database_url_for(data.root)
+
+
+def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
+    """An engine for a database URL, or for ``federation.db`` in a data directory."""
+    url = _url_of(target)
     with shared_translated():
-        if isinstance(target, str) and "://" in target:
-            engine = DATABASE.open(target)
-        else:
-            engine = DATABASE.open(database_url_for(created(target)))
+        engine = DATABASE.open(url)
     install_fault_handling(engine)
     return engine
 

@@ -21,7 +21,9 @@ CONTENT_TYPE = shared.CONTENT_TYPE
 
 HANDOFFS = Counter(
     "federation_handoffs_total",
-    "Handoffs that reached a terminal state, by state and reason code.",
+    "Handoffs this process drove to a terminal state, by state and reason code (those "
+    "other processes drove, a CLI delegate among them, are not counted here: see "
+    "federation_handoffs_recorded).",
     ["state", "reason"],
     registry=REGISTRY,
 )
@@ -32,19 +34,20 @@ IN_FLIGHT = Gauge(
 )
 ADMISSION_DENIALS = Counter(
     "federation_admission_denials_total",
-    "Handoffs refused at admission, by the predicate that failed.",
+    "Handoffs this process refused at admission, by the predicate that failed.",
     ["predicate"],
     registry=REGISTRY,
 )
 GRANT_REFUSALS = Counter(
     "federation_grant_refusals_total",
-    "Delegation tokens not minted because they would widen the run's authority, by reason.",
+    "Delegation tokens this process did not mint because they would widen the run's "
+    "authority, by reason.",
     ["reason"],
     registry=REGISTRY,
 )
 REMOTE_CALLS = Histogram(
     "federation_remote_call_duration_seconds",
-    "A2A calls to remote agents, by A2A method, target (host:port) and outcome.",
+    "A2A calls this process made to remote agents, by A2A method, target (host:port) and outcome.",
     ["method", "target", "outcome"],
     buckets=LATENCY_BUCKETS,
     registry=REGISTRY,
@@ -70,15 +73,23 @@ LEDGER_LENGTH = Gauge(
     "Events in the ledger's hash chain (its last sequence number), read when scraped.",
     registry=REGISTRY,
 )
+HANDOFFS_RECORDED = Gauge(
+    "federation_handoffs_recorded",
+    "Handoffs in the database by their current state, whichever process drove them "
+    "(the server, its workers, a CLI delegate); read when scraped.",
+    ["state"],
+    registry=REGISTRY,
+)
 MODEL_REQUESTS = Counter(
     "federation_model_requests_total",
-    "Requests to a language model, by the role it served and outcome.",
+    "Requests this process made to a language model, by the role it served and outcome.",
     ["role", "outcome"],
     registry=REGISTRY,
 )
 MODEL_TOKENS = Counter(
     "federation_model_tokens_total",
-    "Tokens a language model reported using, by role and kind (prompt or completion).",
+    "Tokens a language model reported using for this process, by role and kind (prompt "
+    "or completion).",
     ["role", "kind"],
     registry=REGISTRY,
 )
@@ -110,6 +121,13 @@ def model_request(role: str, outcome: str, prompt: int | None, completion: int |
         MODEL_TOKENS.labels(bounded_reason(role), "prompt").inc(prompt)
     if completion:
         MODEL_TOKENS.labels(bounded_reason(role), "completion").inc(completion)
+
+
+def recorded_handoffs(counts: dict[str, int]) -> None:
+    """The database's handoffs by state, as read at a scrape (a state gone reads 0)."""
+    HANDOFFS_RECORDED.clear()
+    for state, count in counts.items():
+        HANDOFFS_RECORDED.labels(bounded_reason(state)).set(count)
 
 
 def exposition() -> bytes:

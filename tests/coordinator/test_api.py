@@ -53,6 +53,7 @@ def deployed(
     data: DataDir,
     skill_delay_seconds: float = 0.0,
     wrap_risk: Callable[[FastAPI], Any] = lambda app: app,
+    audit_token: str | None = None,
 ) -> Iterator[Deployment]:
     """The coordinator API on a SQLite data directory and a remote_risk trusting its keys
     (served through ``wrap_risk``, an ASGI wrapper a test may use to watch it)."""
@@ -64,6 +65,7 @@ def deployed(
         public_base_url=f"http://127.0.0.1:{risk_port}",
         skill_delay_seconds=skill_delay_seconds,
         trusted_issuers={DEFAULT_ISSUER: keys.trusted_keys()},
+        audit_token=audit_token,
     )
     risk_app = create_app(risk_settings)
     served = wrap_risk(risk_app)

@@ -198,6 +198,41 @@ def test_prove_writes_a_bundle_both_verifiers_accept_and_tampering_both_refuse(
     assert "hash_mismatch" in out and result["reason"] == "hash_mismatch"
 
 
+def test_verify_bundle_says_what_it_checked_and_with_which_keys(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`audit verify --bundle` used to print one ok line: now the steps, the kid of the
+    coordinator key that signed the head, and each receipt with its event, handoff, the
+    agent it came from and the kid of the remote key that verified it (issue 36)."""
+    bundle = tmp_path / "proof.json"
+    run_id = run_of(demo_dir, "handoff")
+    assert cli(demo_dir, capsys, "audit", "prove", run_id, "--output", str(bundle))[0] == 0
+    keys = anchors(demo_dir, capsys, tmp_path)
+    (remote,) = [a for a in Registry(DataDir(demo_dir)).agents() if a.pinned_jwks.get("keys")]
+    remote_kids = {jwk["kid"] for jwk in remote.pinned_jwks["keys"]}
+    coordinator_kids = {jwk["kid"] for jwk in json.loads((tmp_path / "coordinator-keys.json")
+                                                         .read_text())["keys"]}  # fmt: skip
+    receipt_seqs = [entry["seq"] for entry in json.loads(bundle.read_text())["receipts"]]
+
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle), *keys)
+    assert code == 0, out
+    assert "checked:" in out and "receipts: every handoff.receipt event" in out
+    head_line = next(line for line in out.splitlines() if line.startswith("tree head signed"))
+    assert head_line.split()[-1] in coordinator_kids
+    assert f"receipts: {len(receipt_seqs)} verified" in out
+    lines = [line for line in out.splitlines() if line.startswith("  event ")]
+    assert [int(line.split()[1].rstrip(",")) for line in lines] == receipt_seqs
+    assert all(f"agent {remote.name}:" in line for line in lines), lines
+    assert all(line.split("signed by key ")[1].split()[0] in remote_kids for line in lines)
+
+    code, out = cli(demo_dir, capsys, "audit", "verify", "--bundle", str(bundle), *keys, "--json")
+    report = json.loads(out)
+    assert [r["seq"] for r in report["receipts"]] == receipt_seqs
+    assert {r["agent"] for r in report["receipts"]} == {remote.name}
+    assert {r["kid"] for r in report["receipts"]} <= remote_kids
+    assert report["head_kid"] in coordinator_kids and report["tokens"] >= 1
+
+
 def test_consistency_between_two_proved_heads(
     demo_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -138,7 +138,7 @@ def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_
     fork_first_entry(tmp_path / "remote" / "remote-risk.db")
     process.start()
     status, document = reconcile(data, run_id)
-    assert status == 1 and document["agree"] is False
+    assert (status, document["verdict"], document["agree"]) == (1, "disagree", False)
     (witness,) = document["witnesses"]
     checks = witness["remote_log_extends_heads_we_hold"]
     assert checks and all(c["reason"] == "inconsistent" for c in checks), checks

@@ -153,7 +153,7 @@ def test_remote_risks_credential_never_reaches_the_rogue_in_the_same_run(
     assert [h["reason"] for h in handoffs["rogue"]] == ["audit_credential_missing"]
     witnesses = by_agent(document, "witnesses")
     assert witnesses["rogue"][0]["reason"] == "audit_credential_missing"
-    assert status == 1 and document["agree"] is False
+    assert status == 5 and document["verdict"] == "not_checked"
 
     set_credential(data, "rogue", ROGUE_TOKEN, tmp_path)
     reconcile(data, run_id, FEDERATION_REMOTE_AUDIT_TOKEN=RISK_TOKEN)
@@ -197,11 +197,11 @@ def test_a_reconcile_against_an_agent_with_no_credential_says_so(
     federation_of_two: tuple[DataDir, RemoteRiskProcess, Rogue],
 ) -> None:
     """No credential registered for remote_risk: nothing is asked of it, and the report
-    says why (exit 1, not an error)."""
+    says why (not checked: exit 5, not an error, not a disagreement)."""
     data, _, _ = federation_of_two
     run_id = one_run_to(data, "remote-risk")
     status, document, _ = reconcile(data, run_id, FEDERATION_REMOTE_AUDIT_TOKEN=RISK_TOKEN)
-    assert status == 1 and document["agree"] is False
+    assert status == 5 and document["verdict"] == "not_checked"
     (handoff,) = document["handoffs"]
     assert (handoff["agent"], handoff["agree"], handoff["reason"]) == (
         "remote-risk",
@@ -344,7 +344,7 @@ def test_a_credentials_file_others_can_read_is_not_used(
     status, document, _ = reconcile(data, run_id)
     assert rogue.audit_requests == []
     assert [h["reason"] for h in by_agent(document, "handoffs")["rogue"]] == [EXPOSED]
-    assert status == 1
+    assert status == 5
 
     set_credential(data, "rogue", ROGUE_TOKEN, tmp_path)
     assert credentials.stat().st_mode & 0o777 == 0o600

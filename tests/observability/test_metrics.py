@@ -107,7 +107,9 @@ def test_counters_move_by_what_was_done(pair: Pair) -> None:
         body = {"to": "remote-risk", "skill": SKILL, "input": PAYLOAD, "wait": True}
         answer = pair.http.post("/v1/delegations", json=body)
         assert answer.status_code == 200 and answer.json()["local_state"] == "ACCEPTED"
-    unknown = {"to": "remote-risk", "skill": "no-such-skill", "input": PAYLOAD, "wait": True}
+    # more context than the run may hand out (a skill typo is refused before any run)
+    oversized = {**PAYLOAD, "notes": "x" * 300_000}
+    unknown = {"to": "remote-risk", "skill": SKILL, "input": oversized, "wait": True}
     denied = pair.http.post("/v1/delegations", json=unknown)
     assert denied.status_code == 200 and denied.json()["local_state"] == "REJECTED", denied.text
     call = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
@@ -140,7 +142,7 @@ def test_counters_move_by_what_was_done(pair: Pair) -> None:
 
     target = pair.risk.removeprefix("http://")
     assert moved("federation_handoffs_total", state="ACCEPTED", reason="finding_admitted") == 2
-    predicate = {"predicate": "target_not_registered_for_skill"}
+    predicate = {"predicate": "over_budget"}
     assert moved("federation_admission_denials_total", **predicate) == 1
     assert (
         moved("federation_handoffs_total", state="REJECTED", **{"reason": predicate["predicate"]})
