@@ -8,7 +8,6 @@ the only hand check is the fixed coordinate length RFC 7518 section 6.2.1.2 requ
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -19,6 +18,8 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from agent_cards.jws import b64url_decode, b64url_encode
 
 Algorithm = Literal["EdDSA", "ES256"]
 ALGORITHMS: frozenset[str] = frozenset({"EdDSA", "ES256"})
@@ -47,24 +48,6 @@ class KeyMaterialError(ValueError):
 
 
 # --- encoding helpers ------------------------------------------------------------------------
-
-
-def b64url_encode(data: bytes) -> str:
-    """Base64url without padding (RFC 7515 section 2)."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-_B64URL = re.compile(r"[A-Za-z0-9_-]*")
-
-
-def b64url_decode(text: str) -> bytes:
-    """Strict base64url without padding; anything else raises :class:`ValueError`."""
-    if not _B64URL.fullmatch(text) or len(text) % 4 == 1:
-        raise ValueError("not unpadded base64url")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if b64url_encode(data) != text:
-        raise ValueError("non-canonical base64url")
-    return data
 
 
 def _int_to_b64(value: int) -> str:

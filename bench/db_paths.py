@@ -6,7 +6,7 @@ from many coroutines of one event loop, each way in turn (rounds interleaved, AB
 how late a 1 ms ticker on the same loop ran (the stall other requests would see):
 
 * ``inline``: the synchronous call in the loop, as before (the baseline; it blocks);
-* ``writer``: one writer thread per process fed by a queue (agent_cards/edge/writer.py),
+* ``writer``: one writer thread per process fed by a queue (agent_cards/storage/writer.py),
   with group commit for the coordinator's points;
 * ``to_thread``: ``asyncio.to_thread`` per transaction (the default thread pool);
 * ``async``: SQLAlchemy asyncio (aiosqlite / psycopg async) running the same statements
@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from agent_cards.edge.writer import Writer
+from agent_cards.storage.writer import Writer
 from bench.pg import fresh_schema
 from contracts.wire import Message, Part, Role, TaskState
 from coordinator.audit.chain import Append, Ledger

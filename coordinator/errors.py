@@ -46,16 +46,18 @@
         └── ModelReplyTooLarge          model_reply_too_large (over the byte cap, decoded)
 
 httpx, pydantic and JSON decoding errors are turned into these by :func:`translated`, so
-nothing above this module needs to know which library failed.
+nothing above this module needs to know which library failed; the shared layer's errors
+(:mod:`agent_cards.errors`) by :func:`from_shared`, keeping their reason.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
+from agent_cards.errors import ModelFailure, SharedError, StorageFailure, translated_by
 from contracts.a2a_errors import BY_CODE, PROJECT_KINDS, RETRY_AFTER_METADATA, A2AErrorKind
 from contracts.strict_json import StrictJSONError
 
@@ -258,6 +260,23 @@ def describe_validation(error: pydantic.ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+def from_shared(error: SharedError) -> FederationError:
+    """The coordinator's error for one the shared layer raised, with the same reason."""
+    kinds = [k for k in _SHARED_KINDS if k.default_reason == error.reason]
+    if kinds:
+        return kinds[0](error.message)
+    if isinstance(error, StorageFailure):
+        return StorageError(error.message, error.reason)
+    if isinstance(error, ModelFailure):
+        return ModelError(error.message, error.reason)
+    return FederationError(error.message, error.reason)
+
+
+def shared_translated() -> AbstractContextManager[None]:
+    """Raise the coordinator's error for any the shared layer raises inside."""
+    return translated_by(from_shared)
+
+
 # httpx's exceptions by name (httpx is imported only where they are checked), first match.
 TRANSPORT_FAILURES = (
     ("TimeoutException", "timed out", "timeout"),
@@ -333,3 +352,15 @@ class StillOnServer(FederationError):
             "stopped waiting; the server still drives the run: find it with "
             "`federation runs --state live` and stop it with `federation cancel RUN_ID`"
         )
+
+
+# The coordinator's errors for the shared layer's reasons (see from_shared).
+_SHARED_KINDS: tuple[type[FederationError], ...] = (
+    ModelConfigError,
+    ModelIncomplete,
+    ModelRefused,
+    ModelTimeout,
+    ModelUnavailable,
+    ModelReplyMalformed,
+    ModelReplyTooLarge,
+)

@@ -35,18 +35,21 @@
     └── UpstreamCardInvalid       the guard cannot serve the upstream's card (at start; also
                                   a ValueError)
 
-Anything else that escapes a handler is a bug: the JSON-RPC layer logs it and answers a
-generic -32603 so that no exception text reaches the wire.
+The shared layer's errors (:mod:`agent_cards.errors`) become these at the kit's boundary
+(:func:`shared_translated`). Anything else that escapes a handler is a bug: the JSON-RPC
+layer logs it and answers a generic -32603 so that no exception text reaches the wire.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from agent_cards.errors import MODEL_CONFIG_INVALID, SharedError, StorageFailure, translated_by
 from contracts import a2a_errors
 from contracts.a2a_errors import RETRY_AFTER_METADATA, A2AErrorKind
 
@@ -261,3 +264,17 @@ def _join(problems: list[str]) -> str:
     listed = "; ".join(problems[:_MAX_LISTED_PROBLEMS])
     hidden = len(problems) - _MAX_LISTED_PROBLEMS
     return f"{listed}; and {hidden} more" if hidden > 0 else listed
+
+
+def from_shared(error: SharedError) -> RemoteRiskError:
+    """The kit's error for one the shared layer (:mod:`agent_cards.errors`) raised."""
+    if isinstance(error, StorageFailure):
+        return StorageUnavailable(error.message)
+    if error.reason == MODEL_CONFIG_INVALID:
+        return ModelConfigInvalid(error.message)
+    return ModelFailure(error.reason, error.message)
+
+
+def shared_translated() -> AbstractContextManager[None]:
+    """Raise the kit's error for any the shared layer raises inside."""
+    return translated_by(from_shared)

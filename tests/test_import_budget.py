@@ -115,6 +115,13 @@ RISK_SERVER = ("member_kit.server", "fastapi", "uvicorn", "grpc", "openai", "ale
         ("remote_risk", ("remote_risk.", "member_kit", "sqlalchemy", "httpx")),
         ("member_kit", ("member_kit.", "sqlalchemy", "httpx")),
         ("remote_risk.risk.model", RISK_SERVER),
+        ("agent_cards", ("agent_cards.", "sqlalchemy", "httpx")),
+        ("agent_cards.models.settings", ("openai", "httpx", "sqlalchemy")),
+        ("agent_cards.models.client", ("openai", "sqlalchemy", "alembic")),
+        ("agent_cards.storage.engine", ("alembic", "openai", "httpx", "psycopg")),
+        ("coordinator.assessment.model_gateway", SERVERS),
+        ("coordinator.storage.engine", SERVERS),
+        ("member_kit.storage.engine", ("member_kit.server", "psycopg", *SERVERS[2:])),
     ],
 )
 def test_importing_loads_no_server(tmp_path: Path, target: str, forbidden: tuple[str, ...]) -> None:

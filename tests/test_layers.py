@@ -60,6 +60,29 @@ LAYERS = {
         "",
     ],
     "remote_risk": ["risk", "settings", "service", "__main__", ""],
+    # the shared lower layer: its errors, the clock, JWS and keys, the documents' wire
+    # forms, transparency, then the mechanics each service binds its own names to
+    "agent_cards": [
+        "errors",
+        "clock",
+        "jws",
+        "jwk",
+        "trusted",
+        "keys",
+        "identity",
+        "bindings",
+        "presence",
+        "signing",
+        "transparency",
+        "bounded_replies",
+        "storage",
+        "models",
+        "telemetry",
+        "edge",
+        "documents",
+        "serving",
+        "",
+    ],
 }
 # Which top-level packages each may import at all.
 ALLOWED = {
@@ -256,6 +279,22 @@ def test_the_kits_modules_and_folders_stay_small() -> None:
     assert full == set(), full
 
 
+def test_the_shared_layer_stays_small() -> None:
+    """agent_cards (what both services share) keeps the same shape as the kit, generated
+    protobuf modules aside."""
+    shared = [
+        path
+        for name, path in FILES.items()
+        if name.startswith("agent_cards") and "_pb2" not in path.name
+    ]
+    long = [p for p in shared if len(p.read_text().splitlines()) > MAX_MODULE_LINES]
+    assert long == []
+    folders: dict[Path, int] = {}
+    for path in shared:
+        folders[path.parent] = folders.get(path.parent, 0) + 1
+    assert {f: n for f, n in folders.items() if n > MAX_FOLDER_MODULES} == {}
+
+
 def test_remote_risk_keeps_only_what_is_about_risk() -> None:
     own = [path for name, path in FILES.items() if name.startswith("remote_risk")]
     lines = sum(len(path.read_text().splitlines()) for path in own)
@@ -294,7 +333,7 @@ def test_the_coordinator_loads_nothing_of_remote_risk_at_import() -> None:
     assert {name: found for name, found in early.items() if found} == {}
 
 
-@pytest.mark.parametrize("package", ["coordinator", "remote_risk"])
+@pytest.mark.parametrize("package", ["agent_cards", "coordinator", "remote_risk"])
 def test_package_inits_import_nothing(package: str) -> None:
     """Importing a package loads none of its modules (a caller imports the module it
     uses by name), so importing ``remote_risk`` or ``coordinator.service`` starts no

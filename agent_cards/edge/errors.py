@@ -1,8 +1,9 @@
-"""Every exception the HTTP edge raises, each with a stable reason code.
+"""Every exception the HTTP edge raises, each with a stable reason code: a branch of the
+shared tree (:mod:`agent_cards.errors`).
 
 ::
 
-    EdgeError
+    EdgeError (a SharedError and a ValueError)
     ├── LimitsError       a limit set to something the edge cannot run with (at start)
     ├── JSONShapeError    a JSON body outside the accepted shape: json_not_utf8,
     │                     json_lone_surrogate, json_too_deep, json_too_wide,
@@ -12,14 +13,11 @@
 
 from __future__ import annotations
 
+from agent_cards.errors import SharedError
 
-class EdgeError(ValueError):
+
+class EdgeError(SharedError, ValueError):
     """Base of every deliberate error of the edge."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 class LimitsError(EdgeError):

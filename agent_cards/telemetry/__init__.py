@@ -2,7 +2,7 @@
 
 Each service binds its own names (the ``service.name`` default, the attribute prefix, the
 access logger) and its own metrics in its ``telemetry`` package; the mechanics live here
-once, beside :mod:`agent_cards.edge` and :mod:`agent_cards.edge.logs`, importing neither
+once, beside :mod:`agent_cards.edge` and :mod:`agent_cards.telemetry.logs`, importing neither
 service.
 
 * :mod:`agent_cards.telemetry.tracing`: one OpenTelemetry provider per service, configured

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select, text
 
+from agent_cards.clock import utc_now
 from coordinator.audit.events import (
     DEFAULT_PROCESSORS,
     GENESIS_HASH,
@@ -28,7 +29,6 @@ from coordinator.audit.events import (
     seal,
     stored,
     timestamp,
-    utc_now,
 )
 from coordinator.errors import LedgerError
 from coordinator.storage import driver

@@ -105,10 +105,6 @@ def timestamp(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 # --- processors -----------------------------------------------------------------------
 
 # The one list of the fields whose values are secrets, matched whole, in any case, with

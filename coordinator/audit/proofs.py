@@ -16,8 +16,6 @@ kept heads), so a tampered ledger is never vouched for; the head is then kept in
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -26,6 +24,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
 
+from agent_cards.jws import b64url_decode
 from agent_cards.transparency import merkle
 from agent_cards.transparency.receipts import artifact_digest
 from agent_cards.transparency.succession import MAX_SUCCESSIONS, SUCCESSIONS
@@ -131,9 +130,8 @@ def _digest_of(content: str) -> str | None:
 def _claims(jws: Mapping[str, Any]) -> dict[str, Any]:
     """The payload of a kept receipt, unverified (to pick its artifacts)."""
     try:
-        part = str(jws["payload"])
-        value = strict_json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    except (KeyError, ValueError, binascii.Error):
+        value = strict_json.loads(b64url_decode(str(jws["payload"])))
+    except (KeyError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -11,11 +11,10 @@ proof bundle can carry the public key it needs.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Mapping
 from typing import Any
 
+from agent_cards.jws import b64url_decode
 from contracts import strict_json
 from coordinator.audit.events import AuditEvent
 from coordinator.errors import LedgerError
@@ -40,9 +39,8 @@ def compact(jws: Mapping[str, Any]) -> str:
 def protected_header(jws: Mapping[str, Any]) -> dict[str, Any]:
     """The decoded protected header of a flattened JWS (not verified)."""
     try:
-        part = str(jws["protected"])
-        header = strict_json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    except (KeyError, ValueError, binascii.Error):
+        header = strict_json.loads(b64url_decode(str(jws["protected"])))
+    except (KeyError, ValueError):
         raise LedgerError(
             "the receipt's protected header is unreadable", "receipt_invalid"
         ) from None

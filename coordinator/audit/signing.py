@@ -22,8 +22,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from jwt.algorithms import OKPAlgorithm
 
+from agent_cards.clock import utc_now
 from coordinator.audit.chain import Ledger
-from coordinator.audit.events import timestamp, utc_now
+from coordinator.audit.events import timestamp
 from coordinator.errors import LedgerError
 
 HEAD_TYP = "ledger-head+jwt"

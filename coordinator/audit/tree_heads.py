@@ -19,8 +19,6 @@ so a head it signed is filed under its key and no other agent's.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
@@ -28,11 +26,12 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy import Connection, Engine, select
 
+from agent_cards.clock import utc_now
+from agent_cards.jws import segment_json
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import TREE_HEAD_TYP, Head, head_from
 from agent_cards.transparency.statements import StatementInvalid
-from contracts import strict_json
-from coordinator.audit.events import timestamp, utc_now
+from coordinator.audit.events import timestamp
 from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
 from coordinator.errors import LedgerError
 from coordinator.storage import driver
@@ -93,23 +92,18 @@ def key_for(jws: str, keys: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def header_kid(jws: str) -> str | None:
     """The ``kid`` of a compact JWS's protected header, unverified (to pick the key)."""
     try:
-        header = strict_json.loads(b64url_decode(jws.split(".")[0]))
-    except (ValueError, AttributeError, binascii.Error):
+        header = segment_json(jws, 0)
+    except (ValueError, AttributeError):
         return None
     kid = header.get("kid") if isinstance(header, dict) else None
     return kid if isinstance(kid, str) else None
 
 
-def b64url_decode(part: str) -> bytes:
-    """base64url without padding (RFC 7515 section 2)."""
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
 def read_unverified(jws: str) -> TreeHead:
     """What a kept head's JWS states, without its signature checked (its key retired)."""
     try:
-        claims = strict_json.loads(b64url_decode(jws.split(".")[1]))
-    except (ValueError, IndexError, binascii.Error):
+        claims = segment_json(jws, 1)
+    except (ValueError, AttributeError):
         raise LedgerError("a tree head is not a compact JWS", "head_invalid") from None
     if not isinstance(claims, dict):
         raise LedgerError("a tree head's payload is not a JSON object", "head_invalid")

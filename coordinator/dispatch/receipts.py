@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 
 from sqlalchemy import Connection
 
+from agent_cards.clock import utc_now
 from agent_cards.transparency.heads import verify_head_signer
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from agent_cards.transparency.statements import StatementInvalid
@@ -28,7 +29,7 @@ from agent_cards.transparency.succession import successions_in
 from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
-from coordinator.audit.events import timestamp, utc_now
+from coordinator.audit.events import timestamp
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
 from coordinator.audit.trail import AuditTrail
 from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row

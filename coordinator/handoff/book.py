@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
+from agent_cards.clock import utc_now
 from contracts import strict_json
 from contracts.handoff import (
     HandoffBudget,
@@ -40,10 +41,6 @@ from coordinator.storage.runs import RunStore
 
 S = HandoffState
 Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class ArtifactDecision(StrEnum):

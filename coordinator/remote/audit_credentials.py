@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cards.clock import utc_now
 from contracts import strict_json
-from coordinator.audit.events import timestamp, utc_now
+from coordinator.audit.events import timestamp
 from coordinator.errors import AuditCredentialError, DataDirError
 from coordinator.remote.registry import RegisteredAgent, origin_of
 from coordinator.storage.datadir import DataDir

@@ -32,7 +32,6 @@ Each remote is a counterparty, checked without trusting it:
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,6 +39,7 @@ from typing import Any
 import httpx
 
 from agent_cards.jwk import thumbprint_of
+from agent_cards.jws import segment_json
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, extends, verify_head
 from agent_cards.transparency.statements import StatementInvalid
@@ -141,10 +141,7 @@ def _object(name: str, response: httpx.Response) -> dict[str, Any]:
 
 
 def _receipt_claims(receipt: Mapping[str, Any]) -> dict[str, Any]:
-    payload = compact(receipt).split(".")[1]
-    claims: dict[str, Any] = strict_json.loads(
-        base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-    )
+    claims: dict[str, Any] = segment_json(compact(receipt), 1)
     return claims
 
 

@@ -9,13 +9,12 @@ The cursor is that key, base64url-encoded: opaque to callers, checked when it co
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from agent_cards.jws import b64url_decode, b64url_encode
 from contracts import strict_json
 from coordinator.errors import UsageError
 
@@ -132,15 +131,13 @@ def query_since(value: str) -> str:
 
 
 def encode_cursor(key: tuple[str, str]) -> str:
-    raw = json.dumps(list(key), separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return b64url_encode(json.dumps(list(key), separators=(",", ":")).encode())
 
 
 def decode_cursor(cursor: str) -> tuple[str, str]:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, run_id = strict_json.loads(raw)
-    except (binascii.Error, ValueError, TypeError):
+        created_at, run_id = strict_json.loads(b64url_decode(cursor))
+    except (ValueError, TypeError):
         raise UsageError("the cursor is not one this coordinator issued", "bad_cursor") from None
     if not isinstance(created_at, str) or not isinstance(run_id, str):
         raise UsageError("the cursor is not one this coordinator issued", "bad_cursor")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import uvicorn
 
+from agent_cards.edge.listening import listening_socket as shared_listening_socket
+from agent_cards.edge.listening import url_host
 from agent_cards.edge.protocol import uvicorn_options
 from coordinator.errors import UsageError
 from coordinator.service.api import AppExtension, create_api
@@ -96,8 +98,8 @@ def serve(
             lifespan="on",
             **uvicorn_options(coordinator_limits()),
         )
-        url_host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        print(f"coordinator listening on http://{url_host}:{sock.getsockname()[1]}", flush=True)
+        where = f"{url_host(settings.host)}:{sock.getsockname()[1]}"
+        print(f"coordinator listening on http://{where}", flush=True)
         logs.adopt_uvicorn()
         uvicorn.Server(config).run(sockets=[sock])
     finally:
@@ -106,17 +108,10 @@ def serve(
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
-    # and accepted connections inherit it; without it Nagle and delayed ACKs stall replies.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    """The shared listening socket (:mod:`agent_cards.edge.listening`), or a UsageError."""
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
+        return shared_listening_socket(host, port)
     except OSError as exc:
-        sock.close()
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror}", "listen_failed"
         ) from None
-    return sock

@@ -20,6 +20,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from agent_cards.storage.driver import styled as _styled
+
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
@@ -62,13 +64,6 @@ def _update(table: str, columns: tuple[str, ...], key: str) -> str:
     _check_names(table, key, *columns)
     assignments = ", ".join(f"{name} = :{name}" for name in columns)
     return f"UPDATE {table} SET {assignments} WHERE {key} = :{key}"
-
-
-@functools.lru_cache(maxsize=256)
-def _styled(paramstyle: str, sql: str) -> str:
-    if paramstyle == "pyformat":  # psycopg
-        return re.sub(r":([a-z_][a-z0-9_]*)", r"%(\1)s", sql)
-    return sql  # sqlite3 takes :name whatever SQLAlchemy's dialect says
 
 
 def _check_names(*names: str) -> None:

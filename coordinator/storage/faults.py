@@ -17,46 +17,33 @@ caller raw, and the caller recycles.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from sqlalchemy import Engine, event
 from sqlalchemy import exc as sa_exc
 
+from agent_cards.storage import faults as shared_faults
 from coordinator.errors import StorageError
 
 # How long a caller is asked to wait before retrying after a storage fault.
 RETRY_AFTER_SECONDS = 2
 
-_DRIVER_FAULTS: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
-try:  # PostgreSQL's driver is optional at import time
-    import psycopg
-
-    _DRIVER_FAULTS += (psycopg.OperationalError, psycopg.InterfaceError)
-except ImportError:  # pragma: no cover
-    pass
-
-_SQLALCHEMY_FAULTS = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
-
 
 def is_storage_fault(error: BaseException) -> bool:
-    """Whether ``error`` (or what caused it) is the database failing, not a bug."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if _is_fault(current):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    """Whether ``error`` (or what caused it) is the database failing, not a bug: one of
+    the shared faults (:mod:`agent_cards.storage.faults`), a connection SQLAlchemy saw
+    invalidated, or a :class:`StorageError` with the default reason."""
+    return shared_faults.is_storage_fault(error, _is_own_fault)
 
 
 def _is_fault(error: BaseException) -> bool:
+    return isinstance(error, shared_faults.FAULTS) or _is_own_fault(error)
+
+
+def _is_own_fault(error: BaseException) -> bool:
     if isinstance(error, StorageError):
         return error.reason == StorageError.default_reason
-    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
-        return True
-    return isinstance(error, _SQLALCHEMY_FAULTS + _DRIVER_FAULTS)
+    return isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated
 
 
 def recycle(engine: Engine) -> None:

@@ -12,19 +12,14 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
 )
 
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+from agent_cards.storage.schema import new_metadata
+
+metadata = new_metadata()
 
 # One row per ledger event. ``canonical`` is the RFC 8785 serialisation that ``hash``
 # covers; the other columns repeat its fields so that they can be queried, and the

@@ -6,7 +6,7 @@ W3C Trace Context, :mod:`~coordinator.telemetry.logs` the one logging set-up,
 :mod:`~coordinator.telemetry.metrics` the Prometheus registry and
 :mod:`~coordinator.telemetry.http` the ASGI middleware that ties them to each request.
 The mechanics shared with remote_risk (the provider set-up, the observed HTTP edge, the
-log formatter) are in :mod:`agent_cards.telemetry` and :mod:`agent_cards.edge.logs`; here
+log formatter) are in :mod:`agent_cards.telemetry` and :mod:`agent_cards.telemetry.logs`; here
 the coordinator binds its names and keeps its own metrics.
 """
 

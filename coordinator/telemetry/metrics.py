@@ -8,22 +8,16 @@ model roles. Never a run, handoff, task or token id. :func:`exposition` is what
 
 from __future__ import annotations
 
-import re
 import time
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-_CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+from agent_cards.telemetry import metrics as shared
+from agent_cards.telemetry.metrics import LATENCY_BUCKETS
+from agent_cards.telemetry.metrics import code_label as bounded_reason
+
 REGISTRY = CollectorRegistry(auto_describe=True)
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+CONTENT_TYPE = shared.CONTENT_TYPE
 
 HANDOFFS = Counter(
     "federation_handoffs_total",
@@ -121,14 +115,6 @@ def handoff_ended(state: str, reason: str | None) -> None:
     HANDOFFS.labels(state, bounded_reason(reason)).inc()
 
 
-def bounded_reason(reason: str | None) -> str:
-    """A reason code as a label value: codes only (``dispatch_failed:token_invalid``),
-    anything that looks like free text is ``other``."""
-    if not reason:
-        return "none"
-    return reason if _CODE.fullmatch(reason) else "other"
-
-
 def model_request(role: str, outcome: str, prompt: int | None, completion: int | None) -> None:
     MODEL_REQUESTS.labels(bounded_reason(role), bounded_reason(outcome)).inc()
     if prompt:
@@ -145,4 +131,4 @@ def recorded_handoffs(counts: dict[str, int]) -> None:
 
 
 def exposition() -> bytes:
-    return generate_latest(REGISTRY)
+    return shared.exposition(REGISTRY)

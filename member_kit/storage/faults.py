@@ -8,31 +8,6 @@ is resumed once the database is back (see :mod:`member_kit.tasks.leases`).
 
 from __future__ import annotations
 
-import sqlite3
+from agent_cards.storage.faults import is_storage_fault
 
-from sqlalchemy import exc as sa_exc
-
-_FAULTS: tuple[type[BaseException], ...] = (
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-    sa_exc.TimeoutError,
-    sqlite3.OperationalError,
-)
-try:  # PostgreSQL's driver is only needed with a PostgreSQL URL
-    import psycopg
-
-    _FAULTS += (psycopg.OperationalError, psycopg.InterfaceError)
-except ImportError:  # pragma: no cover
-    pass
-
-
-def is_storage_fault(error: BaseException) -> bool:
-    """Whether ``error``, or what caused it, is the database failing."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, _FAULTS):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+__all__ = ["is_storage_fault"]

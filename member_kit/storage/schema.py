@@ -13,7 +13,6 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
-    MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -21,16 +20,12 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from agent_cards.storage.schema import new_metadata
+
 VERSION_TABLE = "remote_risk_alembic_version"
 TASK_SEQUENCE = "task_sequence"
 
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+metadata = new_metadata()
 
 # One row per task. Messages and artifacts are their A2A wire JSON; ``changed_at_ms`` is
 # the status timestamp in epoch milliseconds and ``sequence`` breaks ties between equal

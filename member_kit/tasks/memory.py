@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from agent_cards.clock import utc_now
 from contracts.wire import (
     Artifact,
     ListTasksRequest,
@@ -39,7 +40,6 @@ from member_kit.tasks.record import (
     page_of,
     page_size_of,
     signal_settled,
-    utc_now,
 )
 from member_kit.tasks.retention import DEFAULT_RETENTION, KeyBook
 

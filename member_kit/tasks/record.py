@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from contracts.wire import (
@@ -36,10 +36,6 @@ EvictionListener = Callable[[str, str], None]
 DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def new_id() -> str:

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
+from agent_cards.clock import utc_now
 from contracts.wire import (
     Artifact,
     ListTasksRequest,
@@ -75,7 +76,6 @@ from member_kit.tasks.record import (
     new_id,
     page_of,
     page_size_of,
-    utc_now,
 )
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql_keys import SQLKeyBook

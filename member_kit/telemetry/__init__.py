@@ -6,7 +6,7 @@ one logging set-up (:mod:`~member_kit.telemetry.logs`), the Prometheus registry
 (:mod:`~member_kit.telemetry.metrics`) and the ASGI middleware that ties them to each
 request (:mod:`~member_kit.telemetry.http`). The mechanics shared with the coordinator
 (provider set-up, observed HTTP edge, log formatter) are in :mod:`agent_cards.telemetry`
-and :mod:`agent_cards.edge.logs`, which import neither service.
+and :mod:`agent_cards.telemetry.logs`, which import neither service.
 """
 
 __all__: list[str] = []

@@ -7,17 +7,13 @@ reason codes, task states, route templates); never a task, token or caller id.
 
 from __future__ import annotations
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from agent_cards.telemetry import metrics as shared
+from agent_cards.telemetry.metrics import LATENCY_BUCKETS, known_label
 
 REGISTRY = CollectorRegistry(auto_describe=True)
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+CONTENT_TYPE = shared.CONTENT_TYPE
 
 HTTP_REQUESTS = Histogram(
     "remote_risk_http_request_duration_seconds",
@@ -97,8 +93,8 @@ KNOWN_METHODS = frozenset(
 
 def method_label(method: str | None) -> str:
     """An A2A method name as a label; anything a caller made up is ``other``."""
-    return method if method in KNOWN_METHODS else "other"
+    return known_label(method, KNOWN_METHODS)
 
 
 def exposition() -> bytes:
-    return generate_latest(REGISTRY)
+    return shared.exposition(REGISTRY)

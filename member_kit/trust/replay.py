@@ -13,15 +13,13 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
+
+from agent_cards.clock import utc_now
 
 Clock = Callable[[], datetime]
 DEFAULT_MAX_ENTRIES = 100_000
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class ReplayGuardUnavailable(RuntimeError):

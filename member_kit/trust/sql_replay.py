@@ -19,9 +19,10 @@ from sqlalchemy import Engine
 from sqlalchemy.engine.interfaces import DBAPICursor
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent_cards.clock import utc_now
 from member_kit.storage.engine import driver_errors, driver_sql, driver_write
 from member_kit.storage.schema import used_tokens
-from member_kit.trust.replay import Clock, ReplayGuardUnavailable, utc_now
+from member_kit.trust.replay import Clock, ReplayGuardUnavailable
 
 # Expired rows are purged on the first claim and then at most once per this interval.
 PURGE_INTERVAL_SECONDS = 60

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from agent_cards.clock import utc_now
 from agent_cards.keys import TrustedKeys, VerificationKey
 from contracts.grant import (
     DEFAULT_MAX_ACT_DEPTH,
@@ -67,7 +68,6 @@ from member_kit.trust.replay import (
     Clock,
     InMemoryReplayGuard,
     ReplayGuard,
-    utc_now,
 )
 
 DEFAULT_MAX_TOKEN_BYTES = 8192

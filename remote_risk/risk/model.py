@@ -15,55 +15,51 @@ What :meth:`RiskModel.answer` guarantees to the skill:
 * a total deadline around the whole request, body included (``asyncio.timeout``): the
   smaller of ``timeout_seconds`` and what the caller has left (the handoff's lease);
 * the reply body is read with a byte cap before it is parsed, compressed bodies are
-  capped on their decoded size (:mod:`remote_risk.risk.bounded_transport`);
+  capped on their decoded size (:mod:`agent_cards.models.client`, shared with the
+  coordinator);
 * the reply is data until it is parsed: a body that is not JSON, not a chat completion
   (``{"choices": [null]}``, ``"message": null``), empty, truncated or refused gives a
   :class:`~member_kit.errors.ModelFailure` with a stable ``error_code``, never another
   exception.
 
-This module shares no code with the coordinator's gateway on purpose: the risk service is
-another team's process.
+The configuration and the bounded client are :mod:`agent_cards.models`; the risk
+service's own rules (the grant's budget, the per-task cap, JSON mode, what a complete
+reply is) are here.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-import httpx
-import pydantic
-from pydantic import BaseModel, ConfigDict
-
-from contracts import strict_json
+from agent_cards.bounded_replies import REPLY_MALFORMED, REPLY_TOO_LARGE
+from agent_cards.models.client import MODEL_TIMEOUT, MODEL_UNAVAILABLE, ModelClient, ModelSession
+from agent_cards.models.reply import (
+    MODEL_INCOMPLETE,
+    MODEL_REFUSED,
+    Completion,
+    check_ending,
+    empty,
+    read_completion,
+    usage_of,
+)
+from agent_cards.models.settings import ModelSettings
 from contracts.grant import Budget
-from member_kit.errors import ModelConfigInvalid, ModelFailure
-from remote_risk.risk.bounded_transport import REPLY_MALFORMED, REPLY_TOO_LARGE, capped_transport
-
-if TYPE_CHECKING:  # openai is loaded only when a model is configured (a client is built)
-    import openai
+from member_kit.errors import ModelConfigInvalid, ModelFailure, shared_translated
 
 ENV_PREFIX = "REMOTE_RISK_MODEL"
 # Below the coordinator's default handoff lease (30 s), so a slow model is a model failure.
 DEFAULT_TIMEOUT_SECONDS = 20.0
-DEFAULT_MAX_OUTPUT_TOKENS = 600
-DEFAULT_MAX_REPLY_BYTES = 1_000_000
 # A delegation token outlives its handoff's lease by a few seconds of leeway; the model
 # must be done this long before the token's exp so the task can still report in time.
 DEFAULT_LEASE_MARGIN_SECONDS = 8.0
 # Requests one task may make: the interpretation, and as many retries of an unusable reply.
 DEFAULT_REQUESTS_PER_TASK = 1
 
-MODEL_UNAVAILABLE = "model_unavailable"
-MODEL_TIMEOUT = "model_timeout"
-MODEL_INCOMPLETE = "model_incomplete"
-MODEL_REFUSED = "model_refused"
 LIMIT_REACHED = "limit_reached"
 MODEL_BUDGET_EXHAUSTED = "model_budget_exhausted"
+_JSON_MODE = {"response_format": {"type": "json_object"}}
 __all__ = [
     "LIMIT_REACHED",
     "MODEL_BUDGET_EXHAUSTED",
@@ -76,30 +72,22 @@ __all__ = [
     "ModelConfig",
     "RiskModel",
 ]
-_N = TypeVar("_N", int, float)
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """Where the risk model is and how each request to it is bounded."""
+@dataclass(frozen=True, repr=False)
+class ModelConfig(ModelSettings):
+    """Where the risk model is and how each request to it is bounded (see
+    :class:`agent_cards.models.settings.ModelSettings`), with the kit's errors."""
 
-    base_url: str
-    model: str
-    api_key: str = field(repr=False)
+    ENV_BOUNDS: ClassVar[tuple[str, ...]] = (*ModelSettings.ENV_BOUNDS, "requests_per_task")
+
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
-    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     lease_margin_seconds: float = DEFAULT_LEASE_MARGIN_SECONDS
     requests_per_task: int = DEFAULT_REQUESTS_PER_TASK
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ModelConfigInvalid("the model base URL must be an http(s) URL")
-        if not self.model.strip() or not self.api_key.strip():
-            raise ModelConfigInvalid("the model id and the API key must not be empty")
-        if not self.timeout_seconds > 0 or self.max_output_tokens < 1 or self.max_reply_bytes < 1:
-            raise ModelConfigInvalid("the deadline, output limit and reply cap must be positive")
+        with shared_translated():
+            super().__post_init__()
         if self.lease_margin_seconds < 0:
             raise ModelConfigInvalid("the lease margin cannot be negative")
         if self.requests_per_task < 1:
@@ -110,56 +98,11 @@ class ModelConfig:
         cls, environ: Mapping[str, str] | None = None, prefix: str = ENV_PREFIX
     ) -> ModelConfig | None:
         """The configuration under ``prefix``, or ``None`` when none of it is set."""
-        env = os.environ if environ is None else environ
-        names = (f"{prefix}_BASE_URL", prefix, f"{prefix}_API_KEY")
-        values = [env.get(name, "").strip() for name in names]
-        if not any(values):
-            return None
-        missing = [name for name, value in zip(names, values, strict=True) if not value]
-        if missing:
-            raise ModelConfigInvalid(f"model configuration incomplete: {', '.join(missing)} unset")
-        base_url, model, api_key = values
-        return cls(
-            base_url,
-            model,
-            api_key,
-            _number(env, f"{prefix}_TIMEOUT_SECONDS", float, DEFAULT_TIMEOUT_SECONDS),
-            _number(env, f"{prefix}_MAX_OUTPUT_TOKENS", int, DEFAULT_MAX_OUTPUT_TOKENS),
-            _number(env, f"{prefix}_MAX_REPLY_BYTES", int, DEFAULT_MAX_REPLY_BYTES),
-            requests_per_task=_number(
-                env, f"{prefix}_REQUESTS_PER_TASK", int, DEFAULT_REQUESTS_PER_TASK
-            ),
-        )
-
-    def __repr__(self) -> str:
-        return f"ModelConfig(model={self.model!r}, base_url={_public_url(self.base_url)!r})"
+        with shared_translated():
+            return cls.read_env(prefix, environ)
 
     def describe(self) -> dict[str, Any]:
-        """What a record may say about this configuration (never the key, nor URL userinfo)."""
-        return {
-            "model": self.model,
-            "base_url": _public_url(self.base_url),
-            "timeout_seconds": self.timeout_seconds,
-            "max_output_tokens": self.max_output_tokens,
-            "max_reply_bytes": self.max_reply_bytes,
-            "requests_per_task": self.requests_per_task,
-        }
-
-
-def _public_url(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=host, query="", fragment="").geturl()
-
-
-def _number(env: Mapping[str, str], name: str, kind: type[_N], default: _N) -> _N:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ModelConfigInvalid(f"{name} must be a number") from None
+        return {**super().describe(), "requests_per_task": self.requests_per_task}
 
 
 @dataclass(frozen=True)
@@ -170,59 +113,21 @@ class ModelAnswer:
     total_tokens: int | None
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    content: str | None = None
-    refusal: str | None = None
-
-
-class _Choice(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    message: _Message
-    finish_reason: str | None = None
-
-
-class _Completion(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    choices: list[_Choice]
-    usage: dict[str, Any] | None = None
-
-
-class RiskModel:
+class RiskModel(ModelSession):
     """The risk skill's access to its model: a bounded client and a count of requests."""
 
     def __init__(
         self, config: ModelConfig, request_limit: int = 1, grant: Budget | None = None
     ) -> None:
-        import openai
-
         self.config = config
         self.request_limit = request_limit
         self.grant = grant
         self.requests = 0
         self.tokens: list[int | None] = []
-        http_client = httpx.AsyncClient(transport=capped_transport(config.max_reply_bytes))
-        self._client = openai.AsyncOpenAI(
-            api_key=config.api_key,
-            base_url=config.base_url,
-            timeout=config.timeout_seconds,
-            max_retries=0,
-            http_client=cast(Any, http_client),
-        )
+        self._client = ModelClient(config)
 
     def __repr__(self) -> str:
         return f"RiskModel(model={self.config.model!r}, requests={self.requests})"
-
-    async def __aenter__(self) -> RiskModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._client.close()
 
     def usage(self) -> dict[str, Any]:
         """Requests sent and tokens reported (``None`` when any reply did not say)."""
@@ -244,9 +149,11 @@ class RiskModel:
             raise ModelFailure(LIMIT_REACHED, f"the budget of {self.request_limit} is spent")
         self.requests += 1
         body = await self._send(messages, seconds, output_tokens)
-        reply = parsed(body)
-        self.tokens.append(_total_tokens(reply))
-        return ModelAnswer(complete_text(reply), _total_tokens(reply))
+        with shared_translated():
+            reply = read_completion(body, Completion)
+            total_tokens = _total_tokens(reply)
+            self.tokens.append(total_tokens)
+            return ModelAnswer(complete_text(reply), total_tokens)
 
     def _within_grant(self) -> int:
         """The output-token limit of the next request, if the grant's model budget covers
@@ -273,63 +180,19 @@ class RiskModel:
     async def _send(
         self, messages: Sequence[Mapping[str, Any]], seconds: float, output_tokens: int
     ) -> bytes:
-        import openai
-
-        try:
-            async with asyncio.timeout(seconds):
-                raw = await self._client.chat.completions.with_raw_response.create(
-                    model=self.config.model,
-                    messages=cast(Any, list(messages)),
-                    max_tokens=output_tokens,
-                    timeout=seconds,
-                    response_format={"type": "json_object"},
-                )
-                return bytes(raw.http_response.content)
-        except ModelFailure:
-            raise
-        except (TimeoutError, openai.APITimeoutError):
-            raise ModelFailure(MODEL_TIMEOUT, f"no complete reply within {seconds:.1f} s") from None
-        except openai.APIStatusError as exc:
-            raise ModelFailure(
-                MODEL_UNAVAILABLE, f"the model service answered HTTP {exc.status_code}"
-            ) from None
-        except openai.OpenAIError as exc:
-            raise ModelFailure(MODEL_UNAVAILABLE, _unavailable(exc)) from None
+        with shared_translated():
+            return await self._client.send(messages, seconds, output_tokens, _JSON_MODE)
 
 
-def _unavailable(exc: openai.OpenAIError) -> str:
-    import openai
-
-    if isinstance(exc, openai.APIConnectionError):
-        return "cannot connect to the model service"
-    return f"the model service answered badly ({type(exc).__name__})"
-
-
-def parsed(body: bytes) -> _Completion:
-    """The chat completion in ``body``, or ``model_reply_malformed``."""
-    try:
-        return _Completion.model_validate(strict_json.loads(body))
-    except (ValueError, pydantic.ValidationError):
-        raise ModelFailure(REPLY_MALFORMED, "the model reply is not a chat completion") from None
-
-
-def complete_text(reply: _Completion) -> str:
-    """The text of the first choice if the reply ended normally, else a ModelFailure."""
-    if not reply.choices:
-        raise ModelFailure(MODEL_INCOMPLETE, "the model reply holds no choices")
-    choice = reply.choices[0]
-    if choice.message.refusal or choice.finish_reason == "content_filter":
-        raise ModelFailure(MODEL_REFUSED, "the model refused to answer")
-    if choice.finish_reason == "length":
-        raise ModelFailure(MODEL_INCOMPLETE, "the reply was cut off at the output-token limit")
-    if choice.finish_reason != "stop":
-        raise ModelFailure(MODEL_INCOMPLETE, f"the reply ended with {choice.finish_reason}")
-    text = choice.message.content
+def complete_text(reply: Completion) -> str:
+    """The text of the first choice if the reply ended normally, else a shared failure."""
+    check_ending(reply, ("stop",))
+    text = reply.choices[0].message.content
     if text is None or not text.strip():
-        raise ModelFailure(MODEL_INCOMPLETE, "the reply was empty")
+        raise empty()
     return text
 
 
-def _total_tokens(reply: _Completion) -> int | None:
-    value = (reply.usage or {}).get("total_tokens")
-    return value if type(value) is int and value >= 0 else None
+def _total_tokens(reply: Completion) -> int | None:
+    usage = usage_of(reply.usage)
+    return usage.total_tokens if usage else None

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_cards.edge.writer import Writer
+from agent_cards.storage.writer import Writer
 
 
 def test_jobs_run_in_the_writer_thread_in_order() -> None:

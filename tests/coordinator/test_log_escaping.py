@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cards.edge import logs
+from agent_cards.telemetry import logs
 from tests.coordinator.served import served
 from tests.edge_clients import address, read_response
 

@@ -1,52 +1,31 @@
-"""The schema's history as Alembic revisions, applied in code: no alembic.ini needed.
+"""The coordinator's schema history as Alembic revisions, applied in code (no alembic.ini).
 
-:func:`migrate` upgrades a database to the newest revision and is idempotent. It runs in
-one write transaction (``BEGIN IMMEDIATE`` on SQLite, a transaction-level advisory lock
-on PostgreSQL), so two processes starting at once do not migrate the same database twice.
+The runner is :mod:`agent_cards.storage.migrator`, shared with the kit; here the
+coordinator names its revisions (this folder), its lock and its version table (Alembic's
+default, ``alembic_version``). :func:`migrate` is idempotent and safe for two processes
+starting at once.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Engine
 
-from coordinator.errors import StorageError
-from coordinator.storage.engine import write_transaction
+from agent_cards.storage.migrator import Migrations
+from coordinator.errors import shared_translated
 
 MIGRATIONS_DIR = Path(__file__).parent
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for migrations.
-_MIGRATION_LOCK_CLASS = 0x4D494752
-
-
-def alembic_config(connection: Connection | None = None) -> Config:
-    """An Alembic configuration built in code, bound to ``connection`` when given."""
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if connection is not None:
-        config.attributes["connection"] = connection
-    return config
+MIGRATIONS = Migrations(MIGRATIONS_DIR, lock_class=0x4D494752)
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the database up to ``revision``; a database already there is left alone."""
-    try:
-        with write_transaction(engine) as connection:
-            if connection.dialect.name == "postgresql":
-                connection.execute(
-                    text("SELECT pg_advisory_xact_lock(:cls, hashtext(current_schema()))"),
-                    {"cls": _MIGRATION_LOCK_CLASS},
-                )
-            command.upgrade(alembic_config(connection), revision)
-    except SQLAlchemyError as exc:
-        raise StorageError(f"cannot migrate the database: {exc}", "migration_failed") from exc
+    with shared_translated():
+        MIGRATIONS.migrate(engine, revision)
 
 
 def current_revision(engine: Engine) -> str | None:
     """The revision the database is at, or None for an empty database."""
-    with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+    return MIGRATIONS.current_revision(engine)

@@ -1,22 +1,8 @@
-"""Alembic environment: runs on the connection that :func:`migrate` hands over."""
+"""Alembic environment: the shared runner with the coordinator's schema."""
 
 from __future__ import annotations
 
-from alembic import context
-from sqlalchemy import Connection
-
+from agent_cards.storage.migrator import run_migrations
 from coordinator.storage.schema import metadata
 
-
-def run_migrations_online() -> None:
-    connection = context.config.attributes.get("connection")
-    if not isinstance(connection, Connection):
-        raise RuntimeError("run migrations through coordinator.storage.migrations.migrate(engine)")
-    context.configure(connection=connection, target_metadata=metadata)
-    with context.begin_transaction():
-        context.run_migrations()
-
-
-if context.is_offline_mode():
-    raise RuntimeError("offline (SQL script) migrations are not supported")
-run_migrations_online()
+run_migrations(metadata)

@@ -25,6 +25,7 @@ import logging
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
 
@@ -230,3 +231,17 @@ def adopt_uvicorn() -> None:
         logger.handlers.clear()
         logger.propagate = True
     logging.getLogger("uvicorn.access").disabled = True
+
+
+@dataclass(frozen=True)
+class ServiceLogs:
+    """A service's logging set-up: the shared one under the service's environment
+    prefix (``{env_prefix}LOG_LEVEL`` and ``{env_prefix}LOG_FORMAT``)."""
+
+    env_prefix: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser, self.env_prefix)
+
+    def setup_from(self, args: argparse.Namespace, env: Mapping[str, str]) -> None:
+        setup_from(args, env, self.env_prefix)

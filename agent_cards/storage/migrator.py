@@ -1,0 +1,81 @@
+"""A service's schema history as Alembic revisions, applied in code: no alembic.ini needed.
+
+A service names its revisions' folder (which holds Alembic's ``env.py``, calling
+:func:`run_migrations` with the service's metadata), the class half of the PostgreSQL
+advisory lock its migrations take, and the table its version is kept in.
+:meth:`Migrations.migrate` upgrades a database to the newest revision and is idempotent.
+It runs in one write transaction (``BEGIN IMMEDIATE`` on SQLite, a transaction-level
+advisory lock on PostgreSQL), so two processes starting at once do not migrate the same
+database twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command, context
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, MetaData, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from agent_cards.errors import MIGRATION_FAILED, StorageFailure
+from agent_cards.storage.engine import write_transaction
+
+__all__ = ["DEFAULT_VERSION_TABLE", "Migrations", "run_migrations"]
+
+DEFAULT_VERSION_TABLE = "alembic_version"
+_CONNECTION, _VERSION_TABLE = "connection", "version_table"
+
+
+@dataclass(frozen=True)
+class Migrations:
+    """One service's revisions: where they are, its lock, its version table."""
+
+    directory: Path
+    lock_class: int
+    version_table: str = DEFAULT_VERSION_TABLE
+
+    def config(self, connection: Connection | None = None) -> Config:
+        """An Alembic configuration built in code, bound to ``connection`` when given."""
+        config = Config()
+        config.set_main_option("script_location", str(self.directory))
+        config.attributes[_VERSION_TABLE] = self.version_table
+        if connection is not None:
+            config.attributes[_CONNECTION] = connection
+        return config
+
+    def migrate(self, engine: Engine, revision: str = "head") -> None:
+        """Bring the database up to ``revision``; a database already there is left alone."""
+        try:
+            with write_transaction(engine) as connection:
+                if connection.dialect.name == "postgresql":
+                    connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:cls, hashtext(current_schema()))"),
+                        {"cls": self.lock_class},
+                    )
+                command.upgrade(self.config(connection), revision)
+        except SQLAlchemyError as exc:
+            message = f"cannot migrate the database: {type(exc).__name__}"
+            raise StorageFailure(MIGRATION_FAILED, message) from exc
+
+    def current_revision(self, engine: Engine) -> str | None:
+        """The revision the database is at, or None for a database never migrated."""
+        with engine.connect() as connection:
+            options = {"version_table": self.version_table}
+            return MigrationContext.configure(connection, opts=options).get_current_revision()
+
+
+def run_migrations(metadata: MetaData) -> None:
+    """The body of a service's Alembic ``env.py``: run on the connection that
+    :meth:`Migrations.migrate` hands over, never offline."""
+    if context.is_offline_mode():
+        raise RuntimeError("offline (SQL script) migrations are not supported")
+    connection = context.config.attributes.get(_CONNECTION)
+    if not isinstance(connection, Connection):
+        raise RuntimeError("run migrations through the service's migrate(engine)")
+    version_table = context.config.attributes.get(_VERSION_TABLE, DEFAULT_VERSION_TABLE)
+    context.configure(connection=connection, target_metadata=metadata, version_table=version_table)
+    with context.begin_transaction():
+        context.run_migrations()
