@@ -45,6 +45,8 @@ class AuditTrail:
         self.pending: list[AuditEvent] = []
         self._stores: list[RunStore] = []
         self._rows: list[Step] = []
+        # Told of every event as it is emitted (``federation delegate`` reports by it).
+        self.listener: Callable[[AuditEvent], None] | None = None
 
     def carry(self, store: RunStore) -> None:
         """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
@@ -114,6 +116,8 @@ class AuditTrail:
             remote_task_id=record.remote_task_id if record else None,
             trace_id=trace_id,
         )
+        if self.listener is not None:
+            self.listener(event)
         if self.ledger is None:
             self.kept.append(event)
             return

@@ -195,7 +195,9 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         tenant=args.tenant,
         return_schema=delegation_schema(args),
     )
-    document = coordinator.delegate(delegation)
+    from coordinator.cli.progress import reporter
+
+    document = coordinator.delegate(delegation, reporter(args.json))
     if args.json:
         printers.print_json(document)
     else:
@@ -210,6 +212,12 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return 130
     if document.get("remote_question"):
         return ASKED_EXIT_CODE
+    from coordinator.cli.main import UNAVAILABLE_REASONS
+
+    # a send that never reached the agent (after its retries): the remote is unavailable
+    sent, _, cause = str(document.get("reason") or "").partition(":")
+    if document.get("local_state") == "FAILED" and sent == "dispatch_failed":
+        return 3 if cause in UNAVAILABLE_REASONS else 1
     return 0 if document.get("local_state") == "ACCEPTED" else 1
 
 
