@@ -212,12 +212,12 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return 130
     if document.get("remote_question"):
         return ASKED_EXIT_CODE
-    from coordinator.cli.main import UNAVAILABLE_REASONS
+    from coordinator.dispatch.retry import UNAVAILABLE
 
     # a send that never reached the agent (after its retries): the remote is unavailable
     sent, _, cause = str(document.get("reason") or "").partition(":")
     if document.get("local_state") == "FAILED" and sent == "dispatch_failed":
-        return 3 if cause in UNAVAILABLE_REASONS else 1
+        return 3 if cause in UNAVAILABLE else 1
     return 0 if document.get("local_state") == "ACCEPTED" else 1
 
 

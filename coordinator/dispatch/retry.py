@@ -52,6 +52,8 @@ RETRYABLE_HTTP = frozenset({408, 429})
 RETRYABLE_JSONRPC = frozenset({-32603, -32092})  # InternalError, DelegationUnavailable
 KID_UNKNOWN = "kid_unknown"
 UNREACHABLE = "unreachable"
+# Send failures that mean the remote is unavailable (the CLI's exit 3), not that it refused.
+UNAVAILABLE = frozenset({UNREACHABLE, "timeout", "transport_error"})
 # The longest wait for a remote to fetch our keys again that is worth it: remote_risk
 # asks at most its interval between fetches (default 10 s) and 1 s; a longer wait would
 # outlast a default handoff lease (30 s) anyway.
