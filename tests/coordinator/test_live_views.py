@@ -2,10 +2,10 @@
 
 The handoff is driven by the CLI as a process of its own against a slow remote_risk; the
 views are the command line's (``runs``, ``run show``), the API's (``GET /v1/runs``, the
-run document the console renders) on the same database. Each must say ``live`` with the
-run's target, its branch, the remote task id and state while the remote works, and the
-run is cancelled from another shell. The delegate process reports as it goes: its run id
-at once, then a line per step, on standard error.
+run document the console renders, ``/metrics``) on the same database. Each must say
+``live`` with the run's target, its branch, the remote task id and state while the
+remote works, and the run is cancelled from another shell. The delegate process reports
+as it goes: its run id at once, then a line per step, on standard error.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ def test_a_cli_driven_delegation_is_live_everywhere_and_cancellable(
             assert row["state"] == "live", row
             assert row["targets"] == ["remote-risk"] and row["branches"] == 1, row
             assert row["live_branches"] == 1, row
+        # the API's metrics count it, though another process drives it
+        scraped = d.http.get("/metrics").text
+        assert "federation_runs_live 1.0" in scraped, scraped
         shown = cli_json(capsys, *local, "run", "show", run_id)
         api_shown = d.http.get(f"/v1/runs/{run_id}").json()
         for document in (shown, api_shown):
