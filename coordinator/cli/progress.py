@@ -1,9 +1,9 @@
 """``federation delegate`` reports as it goes: a line per step, on standard error.
 
 The first line names the run (so ``federation cancel RUN`` can be typed in another shell
-at once); then one line per step of the handoff as its driver records it: admitted,
-dispatched, the remote task and each state it is seen in, each change of the handoff's
-state, each retry with its cause and wait, a refusal, a cancel, and how the run ended.
+at once); then one line per step of the handoff as its driver records it: dispatched,
+the remote task and each state it is seen in, each change of the handoff's state, each
+retry with its cause and wait, a refusal, a cancel, and how the run ended.
 The lines are the run's audit events as they are emitted (:class:`AuditTrail`'s
 listener), so they say what the ledger will say.
 
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 # The fields of each reported event's data that its line shows.
 SHOWN = {
     "run.started": (),
-    "handoff.admitted": ("state",),
     "message.dispatched": ("endpoint",),
     "remote.state_observed": ("remote_state",),
     "handoff.transition": ("from", "to", "reason"),
@@ -48,8 +47,6 @@ def text_of(event: AuditEvent) -> str:
     match event.event_type:
         case "run.started":
             return f"run {event.run_id} started (cancel: federation cancel {event.run_id})"
-        case "handoff.admitted":
-            return f"{attempt} admitted"
         case "message.dispatched":
             return f"{attempt} dispatched to {d.get('endpoint')}"
         case "remote.state_observed":
@@ -76,12 +73,17 @@ def text_of(event: AuditEvent) -> str:
             return f"ended {str(d.get('status', '')).upper()}: {d.get('summary')}"
 
 
+def _said_by_dispatch(event: AuditEvent) -> bool:
+    """The move to DISPATCHED: the dispatch line that follows says it."""
+    return event.event_type == "handoff.transition" and event.data.get("to") == "DISPATCHED"
+
+
 def reporter(as_json: bool, out: TextIO | None = None) -> Callable[[AuditEvent], None]:
     """A listener printing each reported event as it happens (others are not shown)."""
     stream = out or sys.stderr
 
     def report(event: AuditEvent) -> None:
-        if event.event_type not in SHOWN:
+        if event.event_type not in SHOWN or _said_by_dispatch(event):
             return
         text = text_of(event)
         if as_json:
