@@ -47,6 +47,8 @@ class AuditTrail:
         self._rows: list[Step] = []
         # Told of every event as it is emitted (``federation delegate`` reports by it).
         self.listener: Callable[[AuditEvent], None] | None = None
+        # Called before each flush takes what is pending (a run adds its state's row).
+        self.before_flush: list[Callable[[], None]] = []
 
     def carry(self, store: RunStore) -> None:
         """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
@@ -87,6 +89,8 @@ class AuditTrail:
         """What is pending, taken out of the trail and the stores (in this thread)."""
         if self.ledger is None:
             return None
+        for prepare in self.before_flush:
+            prepare()
         stores = [store for store in self._stores if store.has_pending]
         if not self.pending and not stores and not self._rows:
             return None

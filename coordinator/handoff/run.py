@@ -80,6 +80,7 @@ class Run:
     # What the run's driver concluded beyond its records (a delegation's verdict, grant,
     # notes): part of every document written after (see :meth:`keep_state`).
     conclusion: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+    _state_changed: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.trail.ledger is None:
@@ -111,6 +112,7 @@ class Run:
             driver=self.driver or local_driver_id(),
             on_change=self._changed,
         )
+        self.trail.before_flush.append(self._flushing)
         if self.announce:
             self.announce_start()
 
@@ -179,9 +181,14 @@ class Run:
         return handoff
 
     def _changed(self, handoff: HandoffRecord) -> None:
-        """Every change the book makes to a handoff: the run's state follows it."""
+        """Every change the book makes to a handoff: the run's state follows it, at the
+        trail's next flush (:meth:`_flushing`)."""
         self.record(handoff)
-        self.keep_state()
+        self._state_changed = True
+
+    def _flushing(self) -> None:
+        if self._state_changed:
+            self.keep_state()
 
     def keep_state(self) -> None:
         """The one writer of the run's state: its document as its records stand now (see
@@ -189,7 +196,9 @@ class Run:
         trail's next flush, in the transaction of the handoff rows and ledger events it
         derives from. Every path that changes a handoff (the CLI's ``delegate``, the
         API's submit and workers, recovery, a cancel from any process) goes through the
-        book, which calls this; so a run is live everywhere from its first branch on."""
+        book, whose changes have the run's trail call this before it flushes; so a run
+        is live everywhere from its first branch on."""
+        self._state_changed = False
         self.keep_document(self.document(**self.conclusion))
 
     def conclude(self, **conclusion: Any) -> None:
