@@ -34,6 +34,17 @@ from coordinator.storage.runs import RunStore, local_driver_id
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 
+# The keys of a run's document that :meth:`Run.document` derives (a delegation's summary
+# included); any other key a saved document carries is what its driver concluded.
+DERIVED = frozenset(
+    {
+        *("run_id", "trace_id", "span_id", "kind", "owner", "ownership_path", "started_at"),
+        *("cancelled", "cancellation", "state_version", "branches", "live_branches"),
+        *("artifacts", "budget", "refusals", "handoff_id", "target", "skill", "attempt"),
+        *("remote_task_id", "remote_state", "local_state", "reason"),
+    }
+)
+
 
 @dataclass(frozen=True)
 class RunLimits:
@@ -198,7 +209,6 @@ class Run:
         API's submit and workers, recovery, a cancel from any process) goes through the
         book, whose changes have the run's trail call this before it flushes; so a run
         is live everywhere from its first branch on."""
-        self._state_changed = False
         self.keep_document(self.document(**self.conclusion))
 
     def conclude(self, **conclusion: Any) -> None:
@@ -218,7 +228,12 @@ class Run:
         await self.trail.flush_durable()
 
     def keep_document(self, document: object) -> None:
-        """The run's row, written with the trail's next flush."""
+        """The run's row, written with the trail's next flush. What ``document`` says
+        beyond the records (a pilot's case, a delegation's verdict) is kept for every
+        row written after it (:meth:`keep_state`)."""
+        if isinstance(document, dict):
+            self.conclusion = {k: v for k, v in document.items() if k not in DERIVED}
+        self._state_changed = False
         authority = authority_document(self.authority)
         authority["started_at"] = self.started_at.isoformat()
         self.store.save_run(self.run_id, self.owner, self.kind, authority, document, deferred=True)
