@@ -19,6 +19,8 @@ from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
 from coordinator.dispatch.retry import (
     KID_UNKNOWN,
+    UNREACHABLE,
+    UNREACHABLE_RETRY_SECONDS,
     Cause,
     RetryPolicy,
     kid_unknown_delay,
@@ -116,6 +118,17 @@ def first_cause(run: Run, outcome: RemoteOutcome, previous: RemoteOutcome | None
     (the failed attempts spent the run's budget): then the attempt before it, whose
     failure is the cause, with the refusal in its notes and the ledger."""
     refused = outcome.record
+    if refused.attempt > 1 and refused.reason == f"dispatch_failed:{UNREACHABLE}":
+        window = f"{UNREACHABLE_RETRY_SECONDS:g} s"
+        gave_up = f"still unreachable when the retry window ({window}) or the lease ran out"
+        run.emit(
+            "handoff.retries_stopped",
+            refused,
+            cause=gave_up,
+            first_cause=refused.reason,
+            attempts=refused.attempt,
+        )
+        return outcome
     if previous is None or not refused_retry(refused):
         return outcome
     cause = run.book.current(previous.record)

@@ -40,6 +40,8 @@ def test_a_down_agent_ends_unreachable_with_exit_3(
     retries = [s for s in steps if s["event"] == "handoff.retry_scheduled"]
     assert retries and all(s["cause"] == UNREACHABLE for s in retries), steps
     assert steps[-1]["event"] == "run.disposition" and steps[-1]["status"] == "failed"
+    [stopped] = [s for s in steps if s["event"] == "handoff.retries_stopped"]
+    assert stopped["first_cause"] == UNREACHABLE and "retry window" in stopped["cause"]
     # the ledger's waits between attempts stay within the documented window
     events = Workspace(data).ledger().events(document["run_id"])
     waits = [e.data["delay_seconds"] for e in events if e.event_type == "handoff.retry_scheduled"]
