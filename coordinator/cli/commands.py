@@ -182,7 +182,7 @@ def read_secret(path: Path) -> str:
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+    from coordinator.cli.progress import exit_status, reporter
 
     delegation = request(
         DelegationRequest,
@@ -195,30 +195,12 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         tenant=args.tenant,
         return_schema=delegation_schema(args),
     )
-    from coordinator.cli.progress import reporter
-
     document = coordinator.delegate(delegation, reporter(args.json))
     if args.json:
         printers.print_json(document)
     else:
         printers.print_delegation(document)
-    cancellation = document.get("cancellation") or {}
-    if cancellation.get("by") == INTERRUPT_OPERATOR:
-        print(
-            f"federation: interrupted: cancelled run {document['run_id']}; remote task "
-            f"{document.get('remote_task_id') or '-'} is {document.get('remote_state') or '-'}",
-            file=sys.stderr,
-        )
-        return 130
-    if document.get("remote_question"):
-        return ASKED_EXIT_CODE
-    from coordinator.dispatch.retry import UNAVAILABLE
-
-    # a send that never reached the agent (after its retries): the remote is unavailable
-    sent, _, cause = str(document.get("reason") or "").partition(":")
-    if document.get("local_state") == "FAILED" and sent == "dispatch_failed":
-        return 3 if cause in UNAVAILABLE else 1
-    return 0 if document.get("local_state") == "ACCEPTED" else 1
+    return exit_status(document, asked=ASKED_EXIT_CODE)
 
 
 def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:

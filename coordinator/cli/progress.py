@@ -1,4 +1,5 @@
-"""``federation delegate`` reports as it goes: a line per step, on standard error.
+"""``federation delegate`` reports as it goes: a line per step, on standard error, and
+its exit status at the end (:func:`exit_status`).
 
 The first line names the run (so ``federation cancel RUN`` can be typed in another shell
 at once); then one line per step of the handoff as its driver records it: dispatched,
@@ -105,3 +106,27 @@ def reporter(as_json: bool, out: TextIO | None = None) -> Callable[[AuditEvent],
         print(line, file=stream, flush=True)
 
     return report
+
+
+def exit_status(document: Mapping[str, Any], asked: int) -> int:
+    """The delegation's exit status (the CLI's exit-code table): 130 when a Ctrl-C
+    cancelled it (said on standard error), ``asked`` when the remote asked for input, 3
+    when the send never reached the agent after its retries (unavailable), 0 when
+    accepted, else 1."""
+    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
+    from coordinator.dispatch.retry import UNAVAILABLE
+
+    cancellation = document.get("cancellation") or {}
+    if cancellation.get("by") == INTERRUPT_OPERATOR:
+        print(
+            f"federation: interrupted: cancelled run {document['run_id']}; remote task "
+            f"{document.get('remote_task_id') or '-'} is {document.get('remote_state') or '-'}",
+            file=sys.stderr,
+        )
+        return 130
+    if document.get("remote_question"):
+        return asked
+    sent, _, cause = str(document.get("reason") or "").partition(":")
+    if document.get("local_state") == "FAILED" and sent == "dispatch_failed":
+        return 3 if cause in UNAVAILABLE else 1
+    return 0 if document.get("local_state") == "ACCEPTED" else 1
