@@ -45,6 +45,10 @@ class AuditTrail:
         self.pending: list[AuditEvent] = []
         self._stores: list[RunStore] = []
         self._rows: list[Step] = []
+        # Told of every event as it is emitted (``federation delegate`` reports by it).
+        self.listener: Callable[[AuditEvent], None] | None = None
+        # Called before each flush takes what is pending (a run adds its state's row).
+        self.before_flush: list[Callable[[], None]] = []
 
     def carry(self, store: RunStore) -> None:
         """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
@@ -85,6 +89,8 @@ class AuditTrail:
         """What is pending, taken out of the trail and the stores (in this thread)."""
         if self.ledger is None:
             return None
+        for prepare in self.before_flush:
+            prepare()
         stores = [store for store in self._stores if store.has_pending]
         if not self.pending and not stores and not self._rows:
             return None
@@ -114,6 +120,8 @@ class AuditTrail:
             remote_task_id=record.remote_task_id if record else None,
             trace_id=trace_id,
         )
+        if self.listener is not None:
+            self.listener(event)
         if self.ledger is None:
             self.kept.append(event)
             return

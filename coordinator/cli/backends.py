@@ -36,7 +36,7 @@ class Coordinator(Protocol):
     def pending(self) -> list[dict[str, Any]]: ...
     def refuse_pending(self, name: str) -> dict[str, Any]: ...
     def remove_agent(self, name: str) -> dict[str, Any]: ...
-    def delegate(self, request: DelegationRequest) -> dict[str, Any]: ...
+    def delegate(self, request: DelegationRequest, progress: Any = None) -> dict[str, Any]: ...
     def runs(self, query: RunQuery) -> dict[str, Any]: ...
     def run(self, run_id: str) -> dict[str, Any]: ...
     def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]: ...
@@ -84,10 +84,11 @@ class Local:
     def remove_agent(self, name: str) -> dict[str, Any]:
         return self.service.remove_agent(name).model_dump()
 
-    def delegate(self, request: DelegationRequest) -> dict[str, Any]:
-        """Driven in this process: the first Ctrl-C cancels the run (as ``federation
-        cancel`` would) and the document says so; a second one stops at once and leaves
-        the run to recovery (:class:`LeftToRecovery` names the command that ends it)."""
+    def delegate(self, request: DelegationRequest, progress: Any = None) -> dict[str, Any]:
+        """Driven in this process, each step told to ``progress`` as it happens: the first
+        Ctrl-C cancels the run (as ``federation cancel`` would) and the document says so;
+        a second one stops at once and leaves the run to recovery (:class:`LeftToRecovery`
+        names the command that ends it)."""
         import asyncio
 
         from coordinator.dispatch.delegate import Interruption
@@ -109,7 +110,7 @@ class Local:
 
             loop.add_signal_handler(signal.SIGINT, interrupted)
             try:
-                return await self.service.delegate(order, interruption)
+                return await self.service.delegate(order, interruption, progress)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)
 
@@ -181,8 +182,9 @@ class Remote:
     def remove_agent(self, name: str) -> dict[str, Any]:
         return self.client.remove_agent(name)
 
-    def delegate(self, request: DelegationRequest) -> dict[str, Any]:
-        """The server drives it: a Ctrl-C here stops waiting, not the run (the message
+    def delegate(self, request: DelegationRequest, progress: Any = None) -> dict[str, Any]:
+        """The server drives it (its steps are not reported here: ``federation runs`` on
+        the server shows it live): a Ctrl-C here stops waiting, not the run (the message
         says how to find and cancel it)."""
         try:
             return self.client.delegate(request.model_dump(exclude_none=True))

@@ -184,6 +184,7 @@ def read_secret(path: Path) -> str:
 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    from coordinator.cli.progress import exit_status, reporter
     from coordinator.service.api_models import DelegationRequest
 
     delegation = request(
@@ -197,25 +198,12 @@ def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
         tenant=args.tenant,
         return_schema=delegation_schema(args),
     )
-    document = coordinator.delegate(delegation)
-    # loaded once answered (the service has it by then; a bad input never needs it)
-    from coordinator.dispatch.delegate import INTERRUPT_OPERATOR
-
+    document = coordinator.delegate(delegation, reporter(args.json))
     if args.json:
         printers.print_json(document)
     else:
         printers.print_delegation(document)
-    cancellation = document.get("cancellation") or {}
-    if cancellation.get("by") == INTERRUPT_OPERATOR:
-        print(
-            f"federation: interrupted: cancelled run {document['run_id']}; remote task "
-            f"{document.get('remote_task_id') or '-'} is {document.get('remote_state') or '-'}",
-            file=sys.stderr,
-        )
-        return 130
-    if document.get("remote_question"):
-        return ASKED_EXIT_CODE
-    return 0 if document.get("local_state") == "ACCEPTED" else 1
+    return exit_status(document, asked=ASKED_EXIT_CODE)
 
 
 def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:

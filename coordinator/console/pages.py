@@ -19,13 +19,13 @@ from coordinator.audit.receipts import RECEIPT_EVENT
 from coordinator.console.receipts import ReceiptView, receipt_view
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.timeline import timeline
+from coordinator.handoff.run_state import state as summary_state
 from coordinator.remote.registry import Registry
 from coordinator.service.agent_views import diff_lines
 from coordinator.service.api_models import RunDocument
 from coordinator.service.artifact_content import shown
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import STATES, RunQuery, age
-from coordinator.service.run_list import run_state as summary_state
 
 STATE_FILTERS = ("", *STATES, "ACCEPTED", "REJECTED", "RETURNED_UNVERIFIED", "FAILED")
 PAGE_SIZE = 20

@@ -9,6 +9,7 @@ get the first send hands back the task it already has.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
@@ -18,12 +19,15 @@ from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
 from coordinator.dispatch.retry import (
     KID_UNKNOWN,
+    UNREACHABLE,
+    UNREACHABLE_RETRY_SECONDS,
     Cause,
     RetryPolicy,
     kid_unknown_delay,
     next_delay,
 )
 from coordinator.handoff.run import Run
+from coordinator.handoff.run_state import refused_retry
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 
@@ -49,8 +53,9 @@ async def run_remote_handoff(
     disposition and document) in that attempt's outcome point: one transaction."""
     wait = wait or WaitPolicy()
     notes: list[str] = []
+    previous: RemoteOutcome | None = None
     while True:
-        decided = _Decision(conclude)
+        decided = _Decision(conclude, previous)
         driver = HandoffDriver(
             client, agent, run, payload, proposal, wait=wait, delegator=delegator,
             conclude=decided,
@@ -60,8 +65,8 @@ async def run_remote_handoff(
         outcome = await driver.attempt()
         delay = decided.delay if decided.made else retry_delay(driver)
         if delay is None:
-            return outcome
-        failed = outcome.record
+            return decided.final or outcome
+        previous, failed = outcome, outcome.record
         notes = [
             *outcome.notes,
             f"attempt {failed.attempt} failed ({failed.reason}); retrying in {delay:.2f} s",
@@ -89,17 +94,56 @@ class _Decision:
     again if that point is refused and an ending from elsewhere adopted): only the last
     attempt's outcome carries the caller's conclusion."""
 
-    def __init__(self, conclude: Conclusion | None) -> None:
+    def __init__(self, conclude: Conclusion | None, previous: RemoteOutcome | None) -> None:
         self.conclude = conclude
+        self.previous = previous
         self.driver: HandoffDriver | None = None
         self.made = False
         self.delay: float | None = None
+        self.final: RemoteOutcome | None = None
 
     def __call__(self, outcome: RemoteOutcome) -> None:
         assert self.driver is not None
         self.made, self.delay = True, retry_delay(self.driver)  # the last call decides
-        if self.delay is None and self.conclude is not None:
-            self.conclude(outcome)
+        if self.delay is not None:
+            return
+        if self.final is None or self.final.record.attempt_id != outcome.record.attempt_id:
+            self.final = first_cause(self.driver.run, outcome, self.previous)
+        if self.conclude is not None:
+            self.conclude(self.final)
+
+
+def first_cause(run: Run, outcome: RemoteOutcome, previous: RemoteOutcome | None) -> RemoteOutcome:
+    """What the handoff came to: ``outcome``, unless it is a retry that admission refused
+    (the failed attempts spent the run's budget): then the attempt before it, whose
+    failure is the cause, with the refusal in its notes and the ledger."""
+    refused = outcome.record
+    if refused.attempt > 1 and refused.reason == f"dispatch_failed:{UNREACHABLE}":
+        window = f"{UNREACHABLE_RETRY_SECONDS:g} s"
+        gave_up = f"still unreachable when the retry window ({window}) or the lease ran out"
+        run.emit(
+            "handoff.retries_stopped",
+            refused,
+            cause=gave_up,
+            first_cause=refused.reason,
+            attempts=refused.attempt,
+        )
+        return outcome
+    if previous is None or not refused_retry(refused):
+        return outcome
+    cause = run.book.current(previous.record)
+    run.emit(
+        "handoff.retries_stopped",
+        cause,
+        cause=refused.reason,
+        first_cause=cause.reason,
+        attempts=refused.attempt,
+    )
+    note = (
+        f"attempt {refused.attempt} was refused at admission ({refused.reason}): the "
+        f"retries spent the run's budget; the handoff ends as attempt {cause.attempt} did"
+    )
+    return replace(previous, record=cause, notes=[*outcome.notes, note])
 
 
 async def retried(driver: HandoffDriver, outcome: RemoteOutcome) -> RemoteOutcome:
@@ -158,7 +202,21 @@ def retry_delay(driver: HandoffDriver) -> float | None:
         asked = driver.outcome.retry_after
         return kid_unknown_delay(policy, record.attempt, refused, asked, driver.lease_left())
     cause = Cause(reason, reason in RETRYABLE)
-    return next_delay(policy, record.attempt, cause, driver.lease_left())
+    failing = _failing_for(driver)
+    return next_delay(policy, record.attempt, cause, driver.lease_left(), failing_for=failing)
+
+
+def _failing_for(driver: HandoffDriver) -> float:
+    """Seconds since the first attempt of the driver's handoff failed."""
+    record, book = driver.record, driver.run.book
+    failed = [
+        event.at
+        for earlier in book.records.values()
+        if earlier.handoff_id == record.handoff_id
+        for event in earlier.events
+        if event.state is HandoffState.FAILED
+    ]
+    return (book.clock() - min(failed)).total_seconds() if failed else 0.0
 
 
 def _earlier_attempts_failed(driver: HandoffDriver, reason: str) -> int:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_cards.keys import KeySet
 from contracts.returns import ReturnContract
+from coordinator.audit.events import AuditEvent
 from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
 from coordinator.dispatch.attempts import cancel_branches, run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
@@ -27,6 +29,7 @@ from coordinator.remote.registry import RegisteredAgent
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 
+Listener = Callable[[AuditEvent], None]
 OPERATOR = "operator"
 # Who a cancel by Ctrl-C is recorded as, and why.
 INTERRUPT_OPERATOR = "operator (interrupt)"
@@ -67,11 +70,14 @@ async def delegate_once(
     ws: Workspace,
     client: A2AClient | None = None,
     interruption: Interruption | None = None,
+    listener: Listener | None = None,
 ) -> tuple[Run, RemoteOutcome, dict[str, Any]]:
     """:func:`_delegate_once` in the run's span: the trace the run's trace id names."""
     target = {tracing.PREFIX + "target": order.agent.name, tracing.PREFIX + "skill": order.skill}
     with tracing.span(tracing.PREFIX + "run", target) as span:
-        run, outcome, document = await _delegate_once(order, keys, issuer, ws, client, interruption)
+        run, outcome, document = await _delegate_once(
+            order, keys, issuer, ws, client, interruption, listener
+        )
         span.set_attribute(tracing.PREFIX + "run_id", run.run_id)
         span.set_attribute(tracing.PREFIX + "state", outcome.record.state.value)
         return run, outcome, document
@@ -84,13 +90,15 @@ async def _delegate_once(
     ws: Workspace,
     client: A2AClient | None = None,
     interruption: Interruption | None = None,
+    listener: Listener | None = None,
 ) -> tuple[Run, RemoteOutcome, dict[str, Any]]:
     """One handoff driven to its end; through ``client`` (a long-lived process's pooled
     client) when given, else through a client of its own. ``cancel_after`` or an
-    ``interruption`` cancels the run first."""
+    ``interruption`` cancels the run first; ``listener`` hears each event, the run's
+    start first."""
     scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
     authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
-    run = start_run(ws, OPERATOR, authority=authority, kind="delegation")
+    run = start_run(ws, OPERATOR, authority=authority, kind="delegation", listener=listener)
     if interruption is not None:
         interruption.run_id = run.run_id
     expires_at = int(run.book.parent.expires_at.timestamp())
@@ -131,7 +139,7 @@ async def _delegate_once(
 
 class Concluded:
     """A delegation's conclusion, recorded at its last attempt's outcome point: the
-    run's disposition and its document, in the same transaction as the outcome."""
+    run's disposition and what it concluded, in the same transaction as the outcome."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -139,8 +147,8 @@ class Concluded:
 
     def __call__(self, outcome: RemoteOutcome) -> None:
         record_disposition(self.run, outcome)
-        self.document = delegation_document(self.run, outcome)
-        self.run.keep_document(self.document)
+        self.run.conclude(**conclusion_of(self.run, outcome))
+        self.document = self.run.document(**self.run.conclusion)
 
 
 def record_disposition(run: Run, outcome: RemoteOutcome) -> None:
@@ -154,24 +162,19 @@ def record_disposition(run: Run, outcome: RemoteOutcome) -> None:
     )
 
 
-def delegation_document(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
+def conclusion_of(run: Run, outcome: RemoteOutcome) -> dict[str, Any]:
+    """What a delegation concluded beyond its records (which say its target, remote task,
+    states and reason: see :mod:`coordinator.handoff.run_state`)."""
     record = outcome.record
     received = [
         a.model_dump(mode="json", by_alias=True, exclude_none=True)
         for a in (outcome.task.artifacts or [] if outcome.task else [])
     ]
-    return run.document(
-        handoff_id=record.handoff_id,
-        target=record.target,
-        skill=record.skill,
-        remote_task_id=record.remote_task_id,
-        remote_state=record.remote_state,
-        local_state=record.state.value,
-        reason=record.reason,
-        return_contract=record.return_contract.summary(),
-        verdict=outcome.admission.verdict if outcome.admission else None,
-        remote_question=run.questions.get(record.attempt_id),
-        grant=outcome.grant,
-        received_artifacts=received,
-        notes=outcome.notes,
-    )
+    return {
+        "return_contract": record.return_contract.summary(),
+        "verdict": outcome.admission.verdict if outcome.admission else None,
+        "remote_question": run.questions.get(record.attempt_id),
+        "grant": outcome.grant,
+        "received_artifacts": received,
+        "notes": list(outcome.notes),
+    }

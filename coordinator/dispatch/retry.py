@@ -18,8 +18,12 @@ One policy for every path (the CLI, the API with ``wait: true``, the workers, re
   section 10.2.3) is honoured: the wait is at least that long.
 * **Until when.** Never past the handoff's lease: an attempt is only made if, after the
   wait, at least ``margin`` seconds of the lease are left; and at most ``max_attempts``
-  attempts in all. Each retry is a new attempt of the same handoff under the same
-  idempotency key, so a remote that did receive an earlier send answers the task it has.
+  attempts in all. A remote that cannot be reached at all (``unreachable``: nothing
+  listens, no route) is tried for at most :data:`UNREACHABLE_RETRY_SECONDS` from the
+  handoff's first failure, then the handoff ends FAILED ``dispatch_failed:unreachable``
+  (the CLI's exit 3), whatever is left of its lease. Each retry is a new attempt of the
+  same handoff under the same idempotency key, so a remote that did receive an earlier
+  send answers the task it has.
 * **A key the remote does not know yet.** A send refused ``kid_unknown`` (our keys
   rotated and the remote has not fetched them since, e.g. because a stranger spent its
   refresh) is tried once more, after the ``Retry-After`` the remote gave (by when it will
@@ -47,10 +51,17 @@ RETRYABLE_PROTOCOL = frozenset({"not_json", "not_jsonrpc"})
 RETRYABLE_HTTP = frozenset({408, 429})
 RETRYABLE_JSONRPC = frozenset({-32603, -32092})  # InternalError, DelegationUnavailable
 KID_UNKNOWN = "kid_unknown"
+UNREACHABLE = "unreachable"
+# Send failures that mean the remote is unavailable (the CLI's exit 3), not that it refused.
+UNAVAILABLE = frozenset({UNREACHABLE, "timeout", "transport_error"})
 # The longest wait for a remote to fetch our keys again that is worth it: remote_risk
 # asks at most its interval between fetches (default 10 s) and 1 s; a longer wait would
 # outlast a default handoff lease (30 s) anyway.
 MAX_KID_UNKNOWN_WAIT_SECONDS = 30.0
+# How long a handoff whose remote cannot be reached at all (connection refused, no route:
+# ``unreachable``) is tried again, from its first failure: long enough for a restart,
+# short of a lease; after it the handoff ends FAILED ``dispatch_failed:unreachable``.
+UNREACHABLE_RETRY_SECONDS = 15.0
 Random = Callable[[], float]
 
 
@@ -62,6 +73,8 @@ class RetryPolicy:
     jitter: float = 0.5
     margin: float = 0.5
     max_attempts: int = 20
+    # see UNREACHABLE_RETRY_SECONDS
+    unreachable_seconds: float = UNREACHABLE_RETRY_SECONDS
 
     def __post_init__(self) -> None:
         if self.first_backoff <= 0 or self.multiplier < 1 or self.max_backoff < self.first_backoff:
@@ -137,15 +150,20 @@ def next_delay(
     cause: Cause,
     lease_left: float,
     rand: Random = random.random,
+    failing_for: float = 0.0,
 ) -> float | None:
     """How long to wait before attempt ``attempt + 1``, or None to stop: the cause is
-    final, the attempts are used up, or the lease would be (nearly) over by then."""
+    final, the attempts are used up, the lease would be (nearly) over by then, or the
+    remote has been ``unreachable`` for longer than the policy's window allows
+    (``failing_for``: seconds since the handoff's first failed attempt)."""
     if not cause.retryable or attempt >= policy.max_attempts:
         return None
     delay = backoff(policy, attempt, rand)
     if cause.retry_after is not None:
         delay = max(delay, cause.retry_after)
     if lease_left - delay < policy.margin:
+        return None
+    if cause.reason == UNREACHABLE and failing_for + delay > policy.unreachable_seconds:
         return None
     return delay
 

@@ -91,6 +91,8 @@ class HandoffBook:
     # The process driving this book's handoffs holds their lease rows while it does.
     driver: str | None = None
     driver_lease_seconds: float = 15.0
+    # Told of every record the book makes authoritative (the run keeps its state by it).
+    on_change: Callable[[HandoffRecord], None] | None = None
 
     def __post_init__(self) -> None:
         self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
@@ -105,6 +107,8 @@ class HandoffBook:
         self.records[record.attempt_id] = record
         if self.store is not None:
             self.store.save_handoff(record, self.driver, self.driver_lease_seconds)
+        if self.on_change is not None:
+            self.on_change(record)
         return record
 
     def _unit(self, unit: BudgetEntry, record: HandoffRecord | None) -> None:
@@ -315,6 +319,8 @@ class HandoffBook:
             del self.active_keys[key]
         if record.state is S.CANCELLED:
             self.cancelled = True
+        if self.on_change is not None:
+            self.on_change(record)
         self._emit(
             "handoff.ended_elsewhere",
             record,

@@ -15,21 +15,35 @@ is its document, complete at every point it is written.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from contracts.handoff import HandoffBudget, HandoffRecord
+from coordinator.audit.ledger import AuditEvent
 from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
 from coordinator.handoff.admission import ParentAuthority
 from coordinator.handoff.book import ArtifactRecord, HandoffBook
 from coordinator.handoff.envelope import BudgetEntry, model_totals
+from coordinator.handoff.run_state import deciding, delegation_fields, ordered, ownership_row
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore, local_driver_id
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
+
+# The keys of a run's document that :meth:`Run.document` derives (a delegation's summary
+# included); any other key a saved document carries is what its driver concluded.
+DERIVED = frozenset(
+    {
+        *("run_id", "trace_id", "span_id", "kind", "owner", "ownership_path", "started_at"),
+        *("cancelled", "cancellation", "state_version", "branches", "live_branches"),
+        *("artifacts", "budget", "refusals", "handoff_id", "target", "skill", "attempt"),
+        *("remote_task_id", "remote_state", "local_state", "reason"),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,10 @@ class Run:
     # The data directory the run's agents are registered in (None: nothing there is
     # updated from what the run learns, such as an agent's next key).
     data: DataDir | None = field(default=None, kw_only=True, repr=False)
+    # What the run's driver concluded beyond its records (a delegation's verdict, grant,
+    # notes): part of every document written after (see :meth:`keep_state`).
+    conclusion: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+    _state_changed: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.trail.ledger is None:
@@ -103,7 +121,9 @@ class Run:
             trace_id=self.trace_id,
             store=self.store,
             driver=self.driver or local_driver_id(),
+            on_change=self._changed,
         )
+        self.trail.before_flush.append(self._flushing)
         if self.announce:
             self.announce_start()
 
@@ -171,6 +191,31 @@ class Run:
         self.handoffs[handoff.attempt_id] = handoff
         return handoff
 
+    def _changed(self, handoff: HandoffRecord) -> None:
+        """Every change the book makes to a handoff: the run's state follows it, at the
+        trail's next flush (:meth:`_flushing`)."""
+        self.record(handoff)
+        self._state_changed = True
+
+    def _flushing(self) -> None:
+        if self._state_changed:
+            self.keep_state()
+
+    def keep_state(self) -> None:
+        """The one writer of the run's state: its document as its records stand now (see
+        :mod:`coordinator.handoff.run_state`) with what was concluded, written with the
+        trail's next flush, in the transaction of the handoff rows and ledger events it
+        derives from. Every path that changes a handoff (the CLI's ``delegate``, the
+        API's submit and workers, recovery, a cancel from any process) goes through the
+        book, whose changes have the run's trail call this before it flushes; so a run
+        is live everywhere from its first branch on."""
+        self.keep_document(self.document(**self.conclusion))
+
+    def conclude(self, **conclusion: Any) -> None:
+        """Keep what the driver concluded (beyond the records) in the run's state."""
+        self.conclusion = conclusion
+        self.keep_state()
+
     def save(self, document: object) -> None:
         """Write the run's document, with every fact still pending, in one transaction."""
         self.keep_document(document)
@@ -183,7 +228,12 @@ class Run:
         await self.trail.flush_durable()
 
     def keep_document(self, document: object) -> None:
-        """The run's row, written with the trail's next flush."""
+        """The run's row, written with the trail's next flush. What ``document`` says
+        beyond the records (a pilot's case, a delegation's verdict) is kept for every
+        row written after it (:meth:`keep_state`)."""
+        if isinstance(document, dict):
+            self.conclusion = {k: v for k, v in document.items() if k not in DERIVED}
+        self._state_changed = False
         authority = authority_document(self.authority)
         authority["started_at"] = self.started_at.isoformat()
         self.store.save_run(self.run_id, self.owner, self.kind, authority, document, deferred=True)
@@ -214,8 +264,15 @@ class Run:
                 "model": model_totals(book.units),
             },
             "refusals": list(self.refusals),
+            **self.summary(),
             **extra,
         }
+
+    def summary(self) -> dict[str, Any]:
+        """A delegation's one-handoff summary from its records (nothing for other runs)."""
+        if self.kind != "delegation":
+            return {}
+        return delegation_fields(deciding(ordered(self.handoffs.values())))
 
     def close(self, caller: str) -> None:
         self.check_owner(caller)
@@ -229,14 +286,18 @@ def start_run(
     authority: RunAuthority | None = None,
     kind: str = "pilot",
     limits: RunLimits | None = None,
+    listener: Callable[[AuditEvent], None] | None = None,
 ) -> Run:
-    """Begin a run: announced on the ledger and stored before anything else happens."""
+    """Begin a run: announced on the ledger and stored before anything else happens;
+    ``listener`` is told of each of its events as it happens, its start first."""
+    trail = ws.trail()
+    trail.listener = listener
     return Run(
         owner=owner,
         authority=authority or RunAuthority(),
         limits=limits or RunLimits(),
         kind=kind,
-        trail=ws.trail(),
+        trail=trail,
         store=ws.run_store(),
         data=ws.data,
     )
@@ -253,31 +314,6 @@ def ownership_rows(run: Run) -> list[dict[str, Any]]:
         )
         for record in run.handoffs.values()
     ]
-
-
-def ownership_row(
-    record: HandoffRecord, question: Any = None, interface: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """One branch of the ownership table, from its handoff record (and, when known, the
-    interface it was sent on)."""
-    return {
-        "branch": record.attempt_id,
-        "target": record.target,
-        "owner_during_slice": record.owner_during_slice or record.target,
-        "final_owner": record.final_owner,
-        "state": record.state.value,
-        "reason": record.reason,
-        "state_version_seen": record.state_ref.version if record.state_ref else None,
-        "lease_expires_at": _time(record.lease_expires_at),
-        "attempt": record.attempt,
-        "remote_task_id": record.remote_task_id,
-        "remote_state": record.remote_state,
-        "live": record.live,
-        "contract": record.return_contract.name,
-        "return_contract": record.return_contract.summary(),
-        "remote_question": question,
-        "interface": interface,
-    }
 
 
 def artifact_row(artifact: ArtifactRecord) -> dict[str, Any]:

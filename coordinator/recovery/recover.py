@@ -92,6 +92,9 @@ def restore_run(
     cancellation = row["document"].get("cancellation")
     if isinstance(cancellation, dict):
         book.cancellation = {str(k): str(v) for k, v in cancellation.items()}
+    # what its driver concluded stays in every document this process writes
+    derived = run.document()
+    run.conclusion = {k: v for k, v in row["document"].items() if k not in derived}
     return run
 
 
@@ -193,17 +196,8 @@ def lapsed_unattended(run: Run, outcome: RemoteOutcome) -> bool:
 
 
 async def save_document(store: RunStore, run: Run) -> None:
-    document = run.document()
-    authority = store_authority(store, run.run_id)
-    store.save_run(run.run_id, run.owner, run.kind, authority, document, deferred=True)
-    await store.flush_durable()
-
-
-def store_authority(store: RunStore, run_id: str) -> dict[str, object]:
-    row = store.run(run_id)
-    assert row is not None
-    authority: dict[str, object] = row["authority"]
-    return authority
+    run.keep_state()
+    await run.trail.flush_durable()
 
 
 def _trace_of(document: dict[str, Any]) -> str:

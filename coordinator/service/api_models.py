@@ -238,7 +238,11 @@ class DelegationDocument(RunDocument):
     remote_task_id: str | None
     remote_state: str | None
     local_state: str
-    reason: str | None
+    reason: str | None = Field(
+        description="the first cause (a retry refused for budget does not replace the failure "
+        "that caused it); an agent never reached within the retry window (15 s) ends FAILED "
+        "dispatch_failed:unreachable, the CLI's exit 3"
+    )
     grant: dict[str, Any] | None = Field(description="the delegation token's claims")
     remote_question: RemoteQuestion | None = Field(
         default=None, description="what the remote asked, if it stopped for input or auth"

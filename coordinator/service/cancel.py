@@ -146,18 +146,7 @@ NO_REQUEST: dict[str, Any] = {}
 
 
 def run_document(ws: Workspace, run: Run) -> dict[str, Any]:
-    """The stored document brought up to date with the cancellation and the branches."""
-    row = ws.run_store().run(run.run_id)
-    stored: dict[str, Any] = dict(row["document"]) if row else {}
-    current = run.document()
-    merged = {**stored, **current}
-    for name in ("local_state", "remote_state", "reason"):
-        if name in stored and len(run.handoffs) == 1:
-            [record] = run.handoffs.values()
-            merged[name] = {
-                "local_state": record.state.value,
-                "remote_state": record.remote_state,
-                "reason": record.reason,
-            }[name]
-    run.save(merged)
-    return merged
+    """The run's state written (with everything pending) and its document."""
+    run.keep_state()
+    run.trail.flush()
+    return run.document(**run.conclusion)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
-from contracts.handoff import HandoffRecord
 from coordinator.assessment import evaluate
 from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
 from coordinator.assessment.model_gateway import ModelConfig
@@ -28,6 +27,7 @@ from coordinator.assessment.pilot import PilotResult
 from coordinator.assessment.supervisor import SupervisedResult
 from coordinator.audit import ledger, proofs, tree_heads
 from coordinator.audit.anchors import Anchors
+from coordinator.audit.events import AuditEvent
 from coordinator.audit.proof_check import verify_document
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
@@ -41,8 +41,9 @@ from coordinator.dispatch.delegate import (
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.dispatch.receipts import declares_receipts
 from coordinator.errors import LedgerError, UsageError
+from coordinator.handoff import run_state
 from coordinator.handoff.declared import declared_contracts, delegation_contract
-from coordinator.handoff.run import Run, ownership_row, start_run
+from coordinator.handoff.run import Run, start_run
 from coordinator.recovery.recover import recover
 from coordinator.recovery.worker import Worker
 from coordinator.remote.audit_credentials import AuditCredentials
@@ -79,21 +80,6 @@ def trust_anchor(request: RegisterRequest) -> TrustAnchor:
                 key_reason(exc, "trust_key_unusable"),
             ) from None
     return TrustAnchor(keys, request.expect_kid, request.trust_on_first_use)
-
-
-def current_branches(document: dict[str, Any], records: Sequence[HandoffRecord]) -> dict[str, Any]:
-    """``document`` with each branch's row rebuilt from its current record."""
-    current = {record.attempt_id: record for record in records}
-    branches = [
-        ownership_row(
-            current[branch["branch"]], branch.get("remote_question"), branch.get("interface")
-        )
-        if branch.get("branch") in current
-        else branch
-        for branch in document.get("branches") or []
-    ]
-    live = [branch["branch"] for branch in branches if branch.get("live")]
-    return {**document, "branches": branches, "live_branches": live}
 
 
 def _stored_document(store: RunStore, run_id: str) -> dict[str, Any]:
@@ -169,13 +155,16 @@ class CoordinatorService:
         )
 
     async def delegate(
-        self, order: DelegationOrder, interruption: Interruption | None = None
+        self,
+        order: DelegationOrder,
+        interruption: Interruption | None = None,
+        listener: Callable[[AuditEvent], None] | None = None,
     ) -> dict[str, Any]:
-        """One handoff, driven here until it ends (or ``interruption`` cancels its run);
-        returns the run document."""
+        """One handoff, driven here until it ends (or ``interruption`` cancels its run),
+        each of its events told to ``listener`` as it happens; returns the run document."""
         keys = identity.coordinator_keys(self.ws.data)
         _, _, document = await delegate_once(
-            order, keys, identity.issuer_id(), self.ws, self.client, interruption
+            order, keys, identity.issuer_id(), self.ws, self.client, interruption, listener
         )
         return document  # written with the handoff's outcome, in one transaction
 
@@ -268,13 +257,11 @@ class CoordinatorService:
         return RunList.model_validate({"runs": rows, "next_cursor": cursor})
 
     def run(self, run_id: str) -> dict[str, Any]:
-        """The run's document; while it has live branches, each branch as its handoff
-        record stands now (the driver keeps records current, the document at its steps);
-        each artifact with its content as kept (see :mod:`.artifact_content`)."""
+        """The run's document with its state as its handoff records stand now, whichever
+        process drives it (see :mod:`coordinator.handoff.run_state`); each artifact with its
+        content as kept (see :mod:`.artifact_content`)."""
         store = self.ws.run_store()
-        document = _stored_document(store, run_id)
-        if document.get("live_branches"):
-            document = current_branches(document, store.run_records(run_id))
+        document = run_state.current(_stored_document(store, run_id), store.run_records(run_id))
         return artifact_content.with_content(document, artifact_content.kept(store, run_id))
 
     def artifact(self, run_id: str, number: int) -> str:

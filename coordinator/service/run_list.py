@@ -1,8 +1,9 @@
 """``federation runs`` and ``GET /v1/runs``: one line a run, newest first, filtered and paged.
 
-A summary is derived from the run's stored document alone: its state (``live`` while a
-branch is in flight, ``cancelled``, else the state its last branch ended in), the targets
-it delegated to, the last reason recorded and when it started. Pages are keyed on
+A summary is derived from the run's stored document and its handoff records, by the rule
+every view uses (:mod:`coordinator.handoff.run_state`): its state (``live`` while a
+branch is in flight, ``cancelled``, else the state it ended in), the targets it delegated
+to, its reason (a delegation's first cause) and when it started. Pages are keyed on
 ``(created_at, run_id)``, so a run recorded while an operator pages never shifts a page.
 The cursor is that key, base64url-encoded: opaque to callers, checked when it comes back.
 """
@@ -37,27 +38,21 @@ class RunQuery:
     cursor: str | None = None
 
 
-def run_state(document: dict[str, Any]) -> str:
-    if document.get("cancelled"):
-        return "cancelled"
-    if document.get("live_branches"):
-        return "live"
-    branches = document.get("branches") or []
-    return str(branches[-1]["state"]) if branches else EMPTY
-
-
 def summary(created_at: str, document: dict[str, Any]) -> dict[str, Any]:
+    """One line for a run whose document is derived from its records (see
+    :func:`coordinator.handoff.run_state.current`)."""
+    from coordinator.handoff import run_state  # the --server CLI prints summaries only
+
     branches = document.get("branches") or []
     targets = sorted({str(b["target"]) for b in branches if b.get("target")})
-    reasons = [b["reason"] for b in branches if b.get("reason")]
     return {
         "run_id": document["run_id"],
         "kind": document.get("kind"),
         "owner": document.get("owner"),
-        "state": run_state(document),
+        "state": run_state.state(document),
         "started_at": created_at,
         "targets": targets,
-        "reason": reasons[-1] if reasons else None,
+        "reason": run_state.reason(document),
         "branches": len(branches),
         "live_branches": len(document.get("live_branches") or []),
         "cancelled": bool(document.get("cancelled")),
@@ -93,6 +88,8 @@ def page(store: RunStore, query: RunQuery) -> tuple[list[dict[str, Any]], str | 
     if not 1 <= query.limit <= MAX_LIMIT:
         raise UsageError(f"limit must be between 1 and {MAX_LIMIT}", "bad_limit")
     check_state(query.state)
+    from coordinator.handoff import run_state
+
     since = query_since(query.since) if query.since is not None else None
     key = decode_cursor(query.cursor) if query.cursor else None
     found: list[dict[str, Any]] = []
@@ -100,7 +97,7 @@ def page(store: RunStore, query: RunQuery) -> tuple[list[dict[str, Any]], str | 
         rows = store.run_page(query.limit, key, since)
         for created_at, run_id, document in rows:
             key = (created_at, run_id)
-            row = summary(created_at, document)
+            row = summary(created_at, run_state.current(document, store.run_records(run_id)))
             if matches(query.state, row):
                 found.append(row)
                 if len(found) == query.limit:

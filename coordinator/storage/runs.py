@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, and_, or_, select, update
@@ -27,16 +26,15 @@ from contracts.handoff import TERMINAL_STATES, HandoffRecord
 from coordinator.errors import HandoffMovedOn, StorageError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction, writer_of
+from coordinator.storage.run_rows import RunRows, Step, _insert, _json, _now, _update
 from coordinator.storage.schema import (
     artifacts,
     budget_units,
     grants,
     handoffs,
-    runs,
 )
 
 FINDING_CONTRACT = "finding"
-Step = Callable[[Connection], None]
 T = TypeVar("T")
 GENERIC_CONTRACT = "generic"
 _TERMINAL = [state.value for state in TERMINAL_STATES]
@@ -63,18 +61,6 @@ def driver_is_dead_here(driver: str) -> bool:
 
 
 _ACCUMULATING = frozenset({"artifacts", "budget_units", "grants", "card_versions"})
-
-
-def _insert(connection: Connection, table: str, row: Mapping[str, Any]) -> None:
-    driver.execute(connection, driver.insert_sql(table, row), row)
-
-
-def _update(
-    connection: Connection, table: str, key: str, value: str, values: Mapping[str, Any]
-) -> int:
-    """Rows changed by setting ``values`` where ``key`` is ``value``."""
-    sql = driver.update_sql(table, values, key)
-    return int(driver.execute(connection, sql, {**values, key: value}).rowcount)
 
 
 def _supersedes(connection: Connection, record: HandoffRecord) -> bool:
@@ -104,15 +90,7 @@ _STORED_REVISION_SQL = f"SELECT state, version FROM {handoffs.name} WHERE attemp
 _STORED_STATE_SQL = f"SELECT state FROM {handoffs.name} WHERE attempt_id = :attempt_id"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _json(value: Any) -> str:
-    return strict_json.dumps(value).decode()
-
-
-class RunStore:
+class RunStore(RunRows):
     """Runs, handoffs and their accumulating facts in one database.
 
     Writes happen at once by default. A store whose writes a run's audit trail carries
@@ -197,78 +175,6 @@ class RunStore:
         with write_transaction(self.engine) as connection:
             step(connection)
 
-    # --- runs ---------------------------------------------------------------------------
-
-    def save_run(
-        self,
-        run_id: str,
-        owner: str,
-        kind: str,
-        authority: Mapping[str, Any],
-        document: Any,
-        *,
-        deferred: bool = False,
-    ) -> None:
-        """Write the run's document now, with anything pending before it; ``deferred``
-        lets it wait for the next flush like other writes (the run's first row)."""
-        values = {
-            "owner": owner,
-            "kind": kind,
-            "authority": _json(authority),
-            "document": _json(document),
-            "updated_at": _now(),
-        }
-
-        def step(connection: Connection) -> None:
-            if not _update(connection, runs.name, "run_id", run_id, values):
-                row = {"run_id": run_id, "created_at": values["updated_at"], **values}
-                _insert(connection, runs.name, row)
-
-        self._write(step)
-        if not deferred:
-            self.flush()
-
-    def run(self, run_id: str) -> dict[str, Any] | None:
-        self.flush()
-        with self.engine.connect() as connection:
-            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
-        if row is None:
-            return None
-        return {
-            **row._asdict(),
-            "document": strict_json.loads(row.document),
-            "authority": strict_json.loads(row.authority),
-        }
-
-    def run_documents(self) -> list[dict[str, Any]]:
-        self.flush()
-        with self.engine.connect() as connection:
-            rows = connection.execute(select(runs.c.document).order_by(runs.c.created_at))
-            return [strict_json.loads(row.document) for row in rows]
-
-    def run_page(
-        self, limit: int, before: tuple[str, str] | None = None, since: str | None = None
-    ) -> list[tuple[str, str, dict[str, Any]]]:
-        """Up to ``limit`` runs, newest first, as ``(created_at, run_id, document)``:
-        those created before the ``(created_at, run_id)`` key ``before`` (the last row of
-        the previous page) and, with ``since``, not before that ISO 8601 time."""
-        self.flush()
-        query = select(runs.c.created_at, runs.c.run_id, runs.c.document)
-        if before is not None:
-            created, run_id = before
-            query = query.where(
-                or_(
-                    runs.c.created_at < created,
-                    and_(runs.c.created_at == created, runs.c.run_id < run_id),
-                )
-            )
-        if since is not None:
-            query = query.where(runs.c.created_at >= since)
-        query = query.order_by(runs.c.created_at.desc(), runs.c.run_id.desc()).limit(limit)
-        with self.engine.connect() as connection:
-            rows = connection.execute(query).all()
-        return [(row.created_at, row.run_id, strict_json.loads(row.document)) for row in rows]
-
     # --- handoffs -------------------------------------------------------------------------
 
     def save_handoff(
@@ -302,12 +208,17 @@ class RunStore:
                 }
                 _insert(connection, handoffs.name, {**identity, **values})
 
+        self._superseding(record.attempt_id, step)
+
+    def _superseding(self, key: str, step: Step) -> None:
+        """Write ``step``; a pending write under the same ``key`` (a row's older version)
+        is replaced by it, so a row changed many times between flushes is written once."""
         if self.deferred:
-            at = self._upserts.get(record.attempt_id)
+            at = self._upserts.get(key)
             if at is not None:
-                self._pending[at] = step  # the newer record supersedes the pending one
+                self._pending[at] = step
                 return
-            self._upserts[record.attempt_id] = len(self._pending)
+            self._upserts[key] = len(self._pending)
         self._write(step)
 
     def save_payload(self, record: HandoffRecord, payload: Any, contract: str) -> None:

@@ -6,7 +6,7 @@ process, so a slow or locked database holds that work only, never the event loop
 Records the work settles are not signalled from those threads (their ``settled`` event
 belongs to the loop): they are collected and signalled on the loop once the work returns.
 
-A pool and not the one writer the coordinator keeps (:mod:`agent_cards.edge.writer`):
+A pool and not the one writer the coordinator keeps (:mod:`agent_cards.storage.writer`):
 remote_risk's transactions are independent of one another (no chain to extend in
 order, nothing to group), so on PostgreSQL they run side by side on the engine's
 connections and on SQLite one's Python work overlaps another's wait for the file lock.

@@ -16,7 +16,10 @@ from tests.coordinator.test_api import PAYLOAD, SKILL
 
 
 def spans(stderr: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    """The spans among standard error's JSON lines (``delegate --json`` reports its steps
+    there too, as JSON lines without a span context)."""
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    return [line for line in lines if "context" in line]
 
 
 def test_one_delegation_prints_one_trace_from_both_processes(tmp_path: Path) -> None:

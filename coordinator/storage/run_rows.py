@@ -1,0 +1,148 @@
+"""The runs table: a run's row (owner, kind, authority, document), written and read.
+
+:class:`RunRows` is the part of :class:`~coordinator.storage.runs.RunStore` that keeps
+runs. One rule lives here: a run once cancelled stays cancelled. Several processes write
+a run's row (the one driving it, the one that cancels it from the command line or the
+API); a driver's document written after another process cancelled the run, before the
+driver noticed, keeps the stored cancellation, as an ended handoff stays ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, and_, or_, select
+
+from contracts import strict_json
+from coordinator.storage import driver
+from coordinator.storage.schema import runs
+
+Step = Callable[[Connection], None]
+_STORED_DOCUMENT_SQL = f"SELECT document FROM {runs.name} WHERE run_id = :run_id"
+
+
+def _insert(connection: Connection, table: str, row: Mapping[str, Any]) -> None:
+    driver.execute(connection, driver.insert_sql(table, row), row)
+
+
+def _update(
+    connection: Connection, table: str, key: str, value: str, values: Mapping[str, Any]
+) -> int:
+    """Rows changed by setting ``values`` where ``key`` is ``value``."""
+    sql = driver.update_sql(table, values, key)
+    return int(driver.execute(connection, sql, {**values, key: value}).rowcount)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _json(value: Any) -> str:
+    return strict_json.dumps(value).decode()
+
+
+def cancelled(document: Any) -> bool:
+    """Whether ``document`` records its run's cancellation, with who and why."""
+    return isinstance(document, Mapping) and bool(
+        document.get("cancelled") and document.get("cancellation")
+    )
+
+
+def _kept_cancellation(connection: Connection, run_id: str, document: Any) -> Any:
+    """``document`` with the stored row's cancellation, if the stored row is cancelled and
+    ``document`` is not; None if there is nothing to keep."""
+    row = driver.execute(connection, _STORED_DOCUMENT_SQL, {"run_id": run_id}).fetchone()
+    if row is None or not isinstance(document, Mapping):
+        return None
+    stored = strict_json.loads(row[0])
+    if not isinstance(stored, Mapping) or not stored.get("cancelled"):
+        return None
+    cancellation = document.get("cancellation") or stored.get("cancellation")
+    return {**document, "cancelled": True, "cancellation": cancellation}
+
+
+class RunRows:
+    """Runs' rows; the store's deferred writes and flush are :class:`RunStore`'s."""
+
+    engine: Engine
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+    def _superseding(self, key: str, step: Step) -> None:
+        raise NotImplementedError
+
+    def save_run(
+        self,
+        run_id: str,
+        owner: str,
+        kind: str,
+        authority: Mapping[str, Any],
+        document: Any,
+        *,
+        deferred: bool = False,
+    ) -> None:
+        """Write the run's document now, with anything pending before it; ``deferred``
+        lets it wait for the next flush like other writes (the run's first row)."""
+        values = {
+            "owner": owner,
+            "kind": kind,
+            "authority": _json(authority),
+            "document": _json(document),
+            "updated_at": _now(),
+        }
+
+        def step(connection: Connection) -> None:
+            if not cancelled(document):
+                kept = _kept_cancellation(connection, run_id, document)
+                values["document"] = values["document"] if kept is None else _json(kept)
+            if not _update(connection, runs.name, "run_id", run_id, values):
+                row = {"run_id": run_id, "created_at": values["updated_at"], **values}
+                _insert(connection, runs.name, row)
+
+        self._superseding(f"run:{run_id}", step)
+        if not deferred:
+            self.flush()
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        self.flush()
+        with self.engine.connect() as connection:
+            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:
+            return None
+        return {
+            **row._asdict(),
+            "document": strict_json.loads(row.document),
+            "authority": strict_json.loads(row.authority),
+        }
+
+    def run_documents(self) -> list[dict[str, Any]]:
+        self.flush()
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(runs.c.document).order_by(runs.c.created_at))
+            return [strict_json.loads(row.document) for row in rows]
+
+    def run_page(
+        self, limit: int, before: tuple[str, str] | None = None, since: str | None = None
+    ) -> list[tuple[str, str, dict[str, Any]]]:
+        """Up to ``limit`` runs, newest first, as ``(created_at, run_id, document)``:
+        those created before the ``(created_at, run_id)`` key ``before`` (the last row of
+        the previous page) and, with ``since``, not before that ISO 8601 time."""
+        self.flush()
+        query = select(runs.c.created_at, runs.c.run_id, runs.c.document)
+        if before is not None:
+            created, run_id = before
+            query = query.where(
+                or_(
+                    runs.c.created_at < created,
+                    and_(runs.c.created_at == created, runs.c.run_id < run_id),
+                )
+            )
+        if since is not None:
+            query = query.where(runs.c.created_at >= since)
+        query = query.order_by(runs.c.created_at.desc(), runs.c.run_id.desc()).limit(limit)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [(row.created_at, row.run_id, strict_json.loads(row.document)) for row in rows]
