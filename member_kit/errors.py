@@ -1,8 +1,8 @@
-"""Every error the risk service raises on purpose, in one tree.
+"""Every error a member on the kit raises on purpose, in one tree.
 
 ::
 
-    RemoteRiskError
+    MemberError
     ├── A2AError                  answered as a JSON-RPC error (code and reason from the table
     │   │                         in contracts.a2a_errors); its message is written for a person
     │   ├── ParseError                    -32700
@@ -57,11 +57,11 @@ from contracts.a2a_errors import RETRY_AFTER_METADATA, A2AErrorKind
 _MAX_LISTED_PROBLEMS = 5
 
 
-class RemoteRiskError(Exception):
+class MemberError(Exception):
     """Base of every deliberate error in this package."""
 
 
-class A2AError(RemoteRiskError):
+class A2AError(MemberError):
     """An error the caller sees as a JSON-RPC error object."""
 
     default_kind: ClassVar[A2AErrorKind] = a2a_errors.INTERNAL_ERROR
@@ -205,7 +205,7 @@ class UpstreamFailure(A2AError):
         self.reason = reason
 
 
-class SkillFailure(RemoteRiskError):
+class SkillFailure(MemberError):
     """The skill tried and could not finish; ``error_code`` is a stable, documented token."""
 
     def __init__(self, error_code: str, message: str) -> None:
@@ -221,15 +221,15 @@ class ModelFailure(SkillFailure):
     """
 
 
-class ModelConfigInvalid(RemoteRiskError, ValueError):
+class ModelConfigInvalid(MemberError, ValueError):
     """The risk service's model configuration cannot be used."""
 
 
-class StorageUnavailable(RemoteRiskError):
+class StorageUnavailable(MemberError):
     """The durable store cannot be opened or migrated; the service must not start."""
 
 
-class UpstreamCardInvalid(RemoteRiskError, ValueError):
+class UpstreamCardInvalid(MemberError, ValueError):
     """The guard cannot fetch the upstream's card, or cannot serve it as asked."""
 
 
@@ -266,7 +266,7 @@ def _join(problems: list[str]) -> str:
     return f"{listed}; and {hidden} more" if hidden > 0 else listed
 
 
-def from_shared(error: SharedError) -> RemoteRiskError:
+def from_shared(error: SharedError) -> MemberError:
     """The kit's error for one the shared layer (:mod:`agent_cards.errors`) raised."""
     if isinstance(error, StorageFailure):
         return StorageUnavailable(error.message)

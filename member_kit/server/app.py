@@ -52,7 +52,7 @@ from contracts import strict_json
 from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
 from member_kit.audit.receipts import ReceiptIssuer
 from member_kit.audit.witness import WitnessedHeads
-from member_kit.errors import RemoteRiskError
+from member_kit.errors import MemberError
 from member_kit.server import limits
 from member_kit.server.agent import AgentHandler
 from member_kit.server.assembly import (
@@ -86,7 +86,7 @@ JWKS_MAX_AGE_SECONDS = 300
 Configured = TypeVar("Configured", bound=MemberSettings)
 
 
-class ConfigurationError(RemoteRiskError):
+class ConfigurationError(MemberError):
     """The service is configured in a way it must not run with."""
 
 

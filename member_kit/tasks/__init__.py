@@ -1,3 +1,3 @@
-"""remote_risk's tasks: the record, the store protocol, in-memory and SQL stores."""
+"""A member's tasks: the record, the store protocol, in-memory and SQL stores."""
 
 __all__: list[str] = []

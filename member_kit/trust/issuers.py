@@ -27,7 +27,7 @@ import httpx
 from agent_cards.keys import KeyMaterialError, KeySet, TrustedKeys, load_or_create, load_signing_key
 from contracts.grant import IDENTIFIER_PATTERN
 from contracts.strict_json import StrictJSONError
-from member_kit.errors import RemoteRiskError
+from member_kit.errors import MemberError
 from member_kit.trust.refresh import (
     DEFAULT_MIN_INTERVAL_SECONDS,
     MIN_REFRESH_ENV_VAR,
@@ -47,7 +47,7 @@ _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _URL_PREFIXES = ("https://", "http://")
 
 
-class TrustConfigError(RemoteRiskError, ValueError):
+class TrustConfigError(MemberError, ValueError):
     """The trust or key configuration cannot be used; the service must not start.
 
     ``reason`` is ``kid_not_thumbprint`` when a JWK's stated kid is not its computed
