@@ -145,6 +145,13 @@ def _receipt_claims(receipt: Mapping[str, Any]) -> dict[str, Any]:
     return claims
 
 
+def sends_work(req_digest: Any) -> bool:
+    """Whether a token with this request digest sent the handoff's work, rather than a
+    cancel (whose token binds no request): both sides compare the token that sent it,
+    whatever was logged after it."""
+    return bool(req_digest != _NO_REQUEST)
+
+
 def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
     """Per handoff: the agent it was sent to (the operator's name for it, as admitted),
     the audience, and what the ledger says of jti, task, digests, state."""
@@ -159,7 +166,7 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
             mine["target"] = contract.get("target")
         if event.remote_task_id:
             mine["task_id"] = event.remote_task_id
-        if event.event_type == GRANT_EVENT and event.data.get("req_digest") != _NO_REQUEST:
+        if event.event_type == GRANT_EVENT and sends_work(event.data.get("req_digest")):
             mine.update(aud=event.data.get("aud"), jti=event.data.get("jti"))
             mine["req_digest"] = event.data.get("req_digest")
         remote_state = event.data.get("remote_state")
@@ -204,7 +211,13 @@ def their_facts(remote: RemoteAudit, handoff_id: str) -> dict[str, Any]:
             continue
         theirs["entries"] += 1
         data = record.get("data") or {}
-        if record.get("kind") == "decision" and data.get("allowed") and data.get("req_digest"):
+        digest = data.get("req_digest")
+        if (
+            record.get("kind") == "decision"
+            and data.get("allowed")
+            and digest
+            and sends_work(digest)
+        ):
             theirs.update(jti=data.get("jti"), req_digest=data.get("req_digest"))
         if record.get("kind") == "receipt":
             theirs.update({name: data.get(name) for name in FIELDS}, receipted=True)

@@ -153,3 +153,49 @@ def test_the_audit_routes_need_the_operator_token(remote: Any) -> None:
     assert wrong.status_code == 401 and "WWW-Authenticate" in wrong.headers
     right = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert right.status_code == 200 and right.json()["tree_head"].count(".") == 2
+
+
+@pytest.fixture
+def slow_remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """As ``remote``, its skill taking 30 s: time to cancel a run from another process."""
+    monkeypatch.setenv("REMOTE_RISK_AUDIT_TOKEN", TOKEN)
+    with registered(tmp_path, "--skill-delay-seconds", "30") as running:
+        secret = tmp_path / "audit.token"
+        secret.write_text(TOKEN)
+        credential = ("agents", "audit-credential", "remote-risk", "--token-file", str(secret))
+        assert federation(running[0].root, *credential).wait(timeout=60) == 0
+        yield running
+
+
+def _live_run(data: DataDir) -> str | None:
+    process = federation(data.root, "runs", "--state", "live", "--json")
+    out, _ = process.communicate(timeout=60)
+    runs = json.loads(out)["runs"] if process.returncode == 0 and out else []
+    return str(runs[0]["run_id"]) if runs else None
+
+
+def test_a_run_cancelled_from_another_shell_still_reconciles(
+    slow_remote: Any, tmp_path: Path
+) -> None:
+    """The remote logs the CancelTask's own token after the task's receipt; reconcile
+    compares the token that sent the work on both sides, so the two agree."""
+    data, _ = slow_remote
+    input_file = tmp_path / "input.json"
+    input_file.write_text(json.dumps(PAYLOAD))
+    send = ("delegate", "--to", "remote-risk", "--skill", "interpret-risk-policy")
+    delegation = federation(data.root, *send, "--input", str(input_file), "--json")
+    try:
+        run_id = None
+        for _ in range(120):
+            run_id = _live_run(data)
+            if run_id is not None:
+                break
+        assert run_id is not None, "the run never showed live"
+        cancel = federation(data.root, "cancel", run_id, "--reason", "wrong brief")
+        assert cancel.wait(timeout=60) == 0
+        out, err = delegation.communicate(timeout=60)
+    finally:
+        delegation.kill()
+    assert json.loads(out)["cancelled"], err
+    status, document = reconcile(data, run_id)
+    assert (status, document["verdict"]) == (0, "agree"), document
