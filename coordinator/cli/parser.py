@@ -19,7 +19,17 @@ PUBLISH_SECONDS = 600  # coordinator.authority.identity.DEFAULT_PUBLISH_SECONDS
 DESCRIPTION = "Governed delegation between agents of different teams over A2A v1.0."
 # Commands that only read: on a data directory with nothing recorded they say so and
 # exit 2 instead of creating a database.
-READ_ONLY = frozenset({"runs", "run show", "audit show", "audit verify", "audit export"})
+READ_ONLY = frozenset(
+    {
+        "runs",
+        "run show",
+        "audit show",
+        "audit verify",
+        "audit export",
+        "audit prove",
+        "audit reconcile",
+    }
+)
 
 
 def version() -> str:

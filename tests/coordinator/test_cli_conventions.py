@@ -91,7 +91,14 @@ def test_help_imports_neither_the_model_client_nor_the_database() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["audit", "verify"], ["runs"], ["run", "show", "run-x"], ["audit", "show", "run-x"]],
+    [
+        ["audit", "verify"],
+        ["runs"],
+        ["run", "show", "run-x"],
+        ["audit", "show", "run-x"],
+        ["audit", "reconcile", "run-x"],
+        ["audit", "prove", "run-x", "--output", "bundle.json"],
+    ],
 )
 def test_read_only_commands_create_nothing(tmp_path: Path, command: list[str]) -> None:
     """On a data directory where nothing was recorded (a mistyped --data-dir), reading
