@@ -210,7 +210,7 @@ def cmd_runs(args: argparse.Namespace, coordinator: Coordinator) -> int:
     from coordinator.service.run_list import RunQuery
 
     query = RunQuery(state=args.state, since=args.since, limit=args.limit, cursor=args.cursor)
-    printers.print_runs(coordinator.runs(query), as_json=args.json)
+    printers.print_runs(coordinator.runs(query), as_json=args.json, state=args.state)
     return 0
 
 

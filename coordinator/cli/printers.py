@@ -182,15 +182,22 @@ def print_delegation(document: dict[str, Any]) -> None:
 RUN_COLUMNS = ["run_id", "kind", "state", "age", "targets", "reason"]
 
 
-def print_runs(page: dict[str, Any], *, as_json: bool, now: datetime | None = None) -> None:
-    """``federation runs``, from this data directory or a coordinator's API."""
+def print_runs(
+    page: dict[str, Any],
+    *,
+    as_json: bool,
+    now: datetime | None = None,
+    state: str | None = None,
+) -> None:
+    """``federation runs`` (those in ``state``, if given), from this data directory or a
+    coordinator's API."""
     from coordinator.service.run_list import age
 
     if as_json:
         print_json(page)
         return
     if not page["runs"]:
-        print("no runs recorded")
+        print(f"no runs match --state {state}" if state else "no runs recorded")
         return
     moment = now or datetime.now(UTC)
     rows = [
@@ -328,11 +335,10 @@ def describe_authority(authority: dict[str, Any] | None) -> str:
     """The run's root authority in words: who, whose data, which scopes, budget, expiry."""
     if not authority:
         return "-"
-    budget = authority.get("budget") or {}
-    spend = ", ".join(f"{name} {value}" for name, value in budget.items())
+    spend = _units(authority.get("budget") or {})
     return (
         f"principal {authority.get('principal')}, tenant {authority.get('tenant')}, "
-        f"scope {' '.join(authority.get('scope') or []) or '-'}, budget {spend or '-'}, "
+        f"scope {' '.join(authority.get('scope') or []) or '-'}, budget {spend}, "
         f"expires {authority.get('expires_at')}"
     )
 

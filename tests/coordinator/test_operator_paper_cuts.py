@@ -206,3 +206,17 @@ def test_metrics_count_the_runs_a_cli_process_drove(deployment: Deployment, tmp_
     assert 'federation_handoffs_recorded{state="ACCEPTED"} 1.0' in text
     help_line = next(line for line in text.splitlines() if "HELP federation_handoffs_total" in line)
     assert "this process" in help_line and "federation_handoffs_recorded" in help_line
+
+
+def test_audit_show_says_no_limit_and_runs_says_which_state_matched_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found following the README: ``audit show`` printed ``model_tokens None`` where
+    ``run show`` says ``no limit``, and ``runs --state live`` with runs recorded but none
+    live printed ``no runs recorded``."""
+    from coordinator.cli import printers
+
+    authority = {"principal": "p", "tenant": "t", "scope": ["s"], "budget": {"model_tokens": None}}
+    assert "model_tokens no limit" in printers.describe_authority(authority)
+    printers.print_runs({"runs": [], "next_cursor": None}, as_json=False, state="live")
+    assert capsys.readouterr().out.strip() == "no runs match --state live"
