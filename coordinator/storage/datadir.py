@@ -69,12 +69,17 @@ class DataDir:
             raise DataDirError(f"cannot read {path.name} in the data directory: {exc}") from None
 
     def write_json(self, value: Any, *parts: str) -> None:
+        """``value`` written whole (a reader sees the old file or the new one), owner-only
+        (0600) as every file the coordinator keeps here."""
         path = self.path(*parts)
         self.ensure()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(path.suffix + ".tmp")
-            temporary.write_bytes(strict_json.dumps(value))
+            temporary.unlink(missing_ok=True)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(strict_json.dumps(value))
             os.replace(temporary, path)
         except OSError as exc:
             raise DataDirError(f"cannot write {path.name} in the data directory: {exc}") from None

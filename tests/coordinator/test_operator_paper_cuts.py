@@ -167,6 +167,14 @@ def test_the_database_is_owner_only_as_the_keys_are(tmp_path: Path) -> None:
     assert stat.S_IMODE(DataDir(tmp_path / "other").ensure().stat().st_mode) == 0o700
 
 
+def test_every_state_file_is_owner_only(tmp_path: Path) -> None:
+    """Found following the README: agents.json was 0644 where the README says owner-only."""
+    data = DataDir(tmp_path / "state")
+    data.write_json({"remote-risk": {}}, "agents.json")
+    data.write_json({"remote-risk": {}}, "agents.json")  # and when replaced
+    assert stat.S_IMODE(data.path("agents.json").stat().st_mode) == 0o600
+
+
 @pytest.fixture
 def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
     for name in ("FEDERATION_SERVER", "FEDERATION_OPERATOR_TOKEN", "FEDERATION_DATABASE_URL"):
