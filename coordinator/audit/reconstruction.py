@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from coordinator.audit.events import timestamp
 from coordinator.audit.ledger import StoredEvent
 
 
@@ -26,6 +27,7 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
         "grants": [],
         "effects": 0,
         "cancelled": False,
+        "cancellation": None,
         "disposition": None,
         "events": 0,
     }
@@ -74,6 +76,11 @@ def _apply(view: dict[str, Any], event: StoredEvent) -> None:
         view["ownership_path"].append(data.get("to"))
     elif kind == "run.cancelled":
         view["cancelled"] = True
+        view["cancellation"] = {
+            "by": data.get("by") or "-",
+            "reason": data.get("why") or data.get("reason") or "-",
+            "at": timestamp(event.recorded_at),
+        }
     elif kind == "run.disposition":
         view["disposition"] = data
     elif kind in ("handoff.admitted", "handoff.denied", "handoff.local"):

@@ -351,6 +351,7 @@ def render_reconstruction(view: dict[str, Any]) -> str:
         f"(path {' -> '.join(str(o) for o in view['ownership_path'])})"
         f"{'; CANCELLED' if view['cancelled'] else ''}",
         f"authority: {describe_authority(view['authority'])}",
+        *([cancellation_line(view["cancellation"])] if view.get("cancellation") else []),
         f"trace: {view.get('trace_id') or '(none)'}",
         "",
         "ownership by branch:",

@@ -267,6 +267,7 @@ class Reconstruction(BaseModel):
     grants: list[dict[str, Any]]
     effects: int
     cancelled: bool
+    cancellation: CancellationView | None = None
     disposition: dict[str, Any] | None
     events: int
 

@@ -186,10 +186,20 @@ def artifact_router(artifact: Callable[[str, int], str]) -> APIRouter:
     from fastapi import APIRouter
     from fastapi.responses import PlainTextResponse
 
+    from coordinator.service.api_models import ErrorView
+
     router = APIRouter(tags=["runs"])
+    described = {
+        400: "the request is not one this route takes",
+        401: "no or wrong operator token",
+        404: "unknown run or artifact, or an artifact not kept",
+        409: "the kept text no longer hashes to the ledger's content_hash",
+        422: "bad input",
+    }
+    # the artifact is plain text; every refusal is the API's JSON error
     errors: dict[int | str, dict[str, Any]] = {
-        404: {"description": "unknown run or artifact, or an artifact not kept"},
-        409: {"description": "the kept text no longer hashes to the ledger's content_hash"},
+        status: {"model": ErrorView, "content": {"application/json": {}}, "description": text}
+        for status, text in described.items()
     }
 
     @router.get(

@@ -63,7 +63,8 @@ def known_states() -> list[str]:
     """Every ``state`` a query may name (any case)."""
     from contracts.handoff import HandoffState  # the CLI reads pages without it
 
-    return [*STATES, EMPTY, *(state.value.lower() for state in HandoffState)]
+    handoff_states = (state.value.lower() for state in HandoffState)
+    return list(dict.fromkeys([*STATES, EMPTY, *handoff_states]))
 
 
 def check_state(state: str | None) -> None:

@@ -10,6 +10,8 @@ who and why in the run's document and the ledger) and that nothing was admitted 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import signal
@@ -129,6 +131,11 @@ def assert_cancelled(slow: Slow, run_id: str, task_id: str, by: str, why: str) -
     assert not any(e.data.get("to") == "ACCEPTED" for e in events)
     [cancelled] = [e for e in events if e.event_type == "run.cancelled"]
     assert cancelled.data["by"] == by and cancelled.data["why"] == why
+    # audit show, the run rebuilt from the ledger alone, says who and why too
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        assert main(["--data-dir", str(slow.data), "audit", "show", run_id]) == 0
+    assert f"cancelled by {by} at " in shown.getvalue() and why in shown.getvalue()
 
 
 def test_cancel_by_command_stops_a_delegate_process(
