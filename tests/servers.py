@@ -1,7 +1,17 @@
-"""Run a real ASGI app on a loopback port for the length of a test.
+"""Run a real ASGI app on a loopback port for the length of a test, and reserve ports.
 
 The server is uvicorn in a background thread with its own event loop, so the test talks
 to it over real HTTP exactly as another team's coordinator would.
+
+Ports are chosen without a race between parallel test processes: :func:`free_port` binds
+port 0 (the kernel picks a port no other socket holds) and keeps that socket bound, not
+listening, until this test process ends. While it is held the kernel gives the port to no
+one else, neither to another worker's ``bind(("127.0.0.1", 0))`` nor to an outgoing
+connection, so the port stays ours between the moment it is chosen and the moment a server
+(in a thread or a child process) listens on it, and again across a restart on the same
+port. Our services bind with ``SO_REUSEADDR``, which on Linux lets them bind a port whose
+only other socket is not listening; the held socket never accepts, so a connection to a
+reserved port where nothing listens is refused, as it would be on a closed port.
 """
 
 from __future__ import annotations
@@ -15,11 +25,19 @@ from typing import Any
 
 import uvicorn
 
+# The sockets that hold this process's reserved ports (closed when the process exits).
+_RESERVED: dict[int, socket.socket] = {}
+
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port reserved for this test process: no other worker or connection can
+    be given it, and a server started on it with ``SO_REUSEADDR`` binds it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    _RESERVED[port] = sock
+    return port
 
 
 @contextmanager
