@@ -32,6 +32,7 @@ from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.model_server import asks, says, scripted_model
 from tests.runs import scratch_workspace
+from tests.scenarios import Scenario
 from tests.servers import free_port, running
 
 
@@ -112,10 +113,10 @@ def test_a_supervised_run_that_fails_is_audited_too(tmp_path: Path) -> None:
     assert only["ledger"]["disposition"]["reason"] == "final_before_observations"
 
 
-def test_every_federated_evaluation_run_is_audited(tmp_path: Path) -> None:
+def test_every_federated_evaluation_run_is_audited(offline_evaluation: Scenario) -> None:
     """`evaluate`: the two federated configurations x four cases are eight recorded runs."""
-    federation(tmp_path, "evaluate", "--json")
-    seen = views(tmp_path)
+    assert offline_evaluation.returncode in (0, 1), offline_evaluation.stderr
+    seen = views(offline_evaluation.data)
     assert len(seen) == 8
     assert {s["ledger"]["disposition"]["case"] for s in seen} == {
         "ok",
