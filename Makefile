@@ -16,18 +16,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/federation demo --case all
 
-# The whole suite on every core (pytest-xdist): ports are reserved per worker
-# (tests/servers.py) and shared scenarios run once per session (tests/scenarios.py); then
-# the tests marked `serial` alone. The 30 slowest are listed so regressions show.
+# The whole suite on every core (pytest-xdist), a module's tests on one worker so that its
+# module-scoped services start once: ports are reserved per worker (tests/servers.py) and
+# shared scenarios run once per session (tests/scenarios.py); then the tests marked
+# `serial` alone. The 30 slowest are listed so regressions show.
 test: $(STAMP) browser lint typecheck
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not serial" --durations=30
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial" --durations=30
 	$(BIN)/python -m pytest -q -m serial
 
 # The inner loop: the same parallel run without the slowest tier (tests measured at 5s or
 # more, listed in tests/slow_tier.txt: mostly real processes and the browser). CI runs
 # `make test`, everything; a test not on the list (a new one, say) runs in both.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not serial and not slow"
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial and not slow"
 
 # The console's browser tests (tests/console) drive Debian's chromium through Playwright,
 # never a browser downloaded by Playwright. Installed here when missing and run as root

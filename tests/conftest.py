@@ -1,12 +1,13 @@
 """Suite-wide markers: ``serial`` (run alone, after the parallel pass) and ``slow`` (the
 slowest tier, which ``make test-fast`` skips).
 
-``make test`` runs every test not marked ``serial`` on every core (pytest-xdist
-``-n auto``), then the ``serial`` ones in one process; a pass that finds no ``serial``
-test succeeds. ``slow`` is not written on tests: a test is in the slow tier when its node
-id is listed in ``tests/slow_tier.txt``, measured from a full run (see
-:mod:`tests.slow_tier`). CI runs everything, so a stale list only moves a test between
-the inner loop and CI, never out of CI.
+``make test`` runs every test not marked ``serial`` on every core (pytest-xdist ``-n auto
+--dist loadfile``: a module's tests stay on one worker, so a module-scoped fixture, often
+a real service, starts once rather than once per worker), then the ``serial`` ones in one
+process; a pass that finds no ``serial`` test succeeds. ``slow`` is not written on tests:
+a test is in the slow tier when its node id is listed in ``tests/slow_tier.txt``, measured
+from a full run (see :mod:`tests.slow_tier`). CI runs everything, so a stale list only
+moves a test between the inner loop and CI, never out of CI.
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ import pytest
 from tests.slow_tier import listed
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    slow = listed()
-    for item in items:
-        if item.nodeid.partition("@")[0] in slow:
-            item.add_marker(pytest.mark.slow)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.nodeid in listed():
+        item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
