@@ -9,16 +9,20 @@ asks the same three views.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from coordinator.audit.trail import AuditTrail
+from coordinator.cli.main import main
 from coordinator.cli.printers import render_document, render_reconstruction
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.errors import UnauditedRun
@@ -53,13 +57,25 @@ def federation(data: Path, *args: str, env: dict[str, str] | None = None) -> Any
     return completed
 
 
+def view(data: Path, *args: str) -> Any:
+    """One read-only view, the CLI's entry point run in this process: the runs were started
+    by the CLI as a process, and what is checked here is what the views say of them."""
+    out = io.StringIO()
+    with mock.patch.dict(os.environ), redirect_stdout(out):
+        for key in [key for key in os.environ if key.startswith("FEDERATION_SERVER")]:
+            del os.environ[key]
+        code = main(["--data-dir", str(data), *args, "--json"])
+    assert code == 0, out.getvalue()
+    return json.loads(out.getvalue())
+
+
 def views(data: Path) -> list[dict[str, Any]]:
     """For every recorded run: its document, and its reconstruction from the ledger."""
-    runs = json.loads(federation(data, "runs", "--json").stdout)["runs"]
+    runs = view(data, "runs")["runs"]
     seen = []
     for summary in runs:
-        document = json.loads(federation(data, "run", "show", summary["run_id"], "--json").stdout)
-        shown = json.loads(federation(data, "audit", "show", summary["run_id"], "--json").stdout)
+        document = view(data, "run", "show", summary["run_id"])
+        shown = view(data, "audit", "show", summary["run_id"])
         assert document["run_id"] == shown["run_id"] == summary["run_id"]
         assert shown["disposition"] is not None, "every finished run records its disposition"
         render_document(document)
