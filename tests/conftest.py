@@ -12,9 +12,20 @@ moves a test between the inner loop and CI, never out of CI.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from tests.servers import release_reserved, reserved_count
 from tests.slow_tier import listed
+
+
+@pytest.fixture(autouse=True)
+def _ports_released() -> Iterator[None]:
+    """The ports a test (or a fixture set up for it) reserved are released after it."""
+    before = reserved_count()
+    yield
+    release_reserved(before)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -5,13 +5,16 @@ to it over real HTTP exactly as another team's coordinator would.
 
 Ports are chosen without a race between parallel test processes: :func:`free_port` binds
 port 0 (the kernel picks a port no other socket holds) and keeps that socket bound, not
-listening, until this test process ends. While it is held the kernel gives the port to no
-one else, neither to another worker's ``bind(("127.0.0.1", 0))`` nor to an outgoing
-connection, so the port stays ours between the moment it is chosen and the moment a server
-(in a thread or a child process) listens on it, and again across a restart on the same
-port. Our services bind with ``SO_REUSEADDR``, which on Linux lets them bind a port whose
-only other socket is not listening; the held socket never accepts, so a connection to a
-reserved port where nothing listens is refused, as it would be on a closed port.
+listening, until the test that reserved it ends. While it is held the kernel gives the
+port to no one else, neither to another worker's ``bind(("127.0.0.1", 0))`` nor to an
+outgoing connection, so the port stays ours between the moment it is chosen and the
+moment a server (in a thread or a child process) listens on it, and across a restart on
+the same port within the test. Our services bind with ``SO_REUSEADDR``, which on Linux
+lets them bind a port whose only other socket is not listening; the held socket never
+accepts, so a connection to a reserved port where nothing listens is refused, as on a
+closed port. ``tests/conftest.py`` releases a test's reservations when it ends (see
+:func:`release_reserved`): held for a whole run they would push a worker's file
+descriptors past what ``select()`` accepts.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 import uvicorn
 
-# The sockets that hold this process's reserved ports (closed when the process exits).
+# The sockets that hold this process's reserved ports, in the order they were reserved.
 _RESERVED: dict[int, socket.socket] = {}
 
 
@@ -64,6 +67,17 @@ class _Server(uvicorn.Server):
         self.should_exit = True  # first: a main loop not yet running sees it at its first tick
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._woken.set)
+
+
+def reserved_count() -> int:
+    return len(_RESERVED)
+
+
+def release_reserved(since: int) -> None:
+    """Closes the reservations made after the first ``since`` (a server listening on one
+    keeps its port; a closed port may go to anyone again)."""
+    for port in list(_RESERVED)[since:]:
+        _RESERVED.pop(port).close()
 
 
 @contextmanager
