@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs lint typecheck check clean bench soak conformance conformance-risk proto browser
+.PHONY: demo test test-fast docs lint typecheck check clean bench soak conformance conformance-risk proto browser
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,19 @@ demo: $(STAMP)
 	rm -rf .demo
 	$(BIN)/federation --data-dir .demo demo --case all
 
+# The whole suite on every core (pytest-xdist), a module's tests on one worker so that its
+# module-scoped services start once: ports are reserved per worker (tests/servers.py) and
+# shared scenarios run once per session (tests/scenarios.py); then the tests marked
+# `serial` alone. The 30 slowest are listed so regressions show.
 test: $(STAMP) docs browser lint typecheck
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial" --durations=30
+	$(BIN)/python -m pytest -q -m serial
+
+# The inner loop: the same parallel run without the slowest tier (tests measured at 5s or
+# more, listed in tests/slow_tier.txt: mostly real processes and the browser). CI runs
+# `make test`, everything; a test not on the list (a new one, say) runs in both.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial and not slow"
 
 # The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or anchor,
 # or a page left out of the navigation, fails the build. Offline: no web fonts, no social cards.

@@ -87,6 +87,8 @@ def main() -> None:
     base_url = f"http://127.0.0.1:{args.port}"
     app = rogue_app(base_url, args.victim, key, args.tokens_out)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # the test holds the port reserved (tests/servers.py): bind it alongside that socket
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     sock.listen(64)  # connections wait in the backlog until uvicorn serves them
     print(f"rogue listening on {base_url}", flush=True)

@@ -1,25 +1,83 @@
-"""Run a real ASGI app on a loopback port for the length of a test.
+"""Run a real ASGI app on a loopback port for the length of a test, and reserve ports.
 
 The server is uvicorn in a background thread with its own event loop, so the test talks
 to it over real HTTP exactly as another team's coordinator would.
+
+Ports are chosen without a race between parallel test processes: :func:`free_port` binds
+port 0 (the kernel picks a port no other socket holds) and keeps that socket bound, not
+listening, until the test that reserved it ends. While it is held the kernel gives the
+port to no one else, neither to another worker's ``bind(("127.0.0.1", 0))`` nor to an
+outgoing connection, so the port stays ours between the moment it is chosen and the
+moment a server (in a thread or a child process) listens on it, and across a restart on
+the same port within the test. Our services bind with ``SO_REUSEADDR``, which on Linux
+lets them bind a port whose only other socket is not listening; the held socket never
+accepts, so a connection to a reserved port where nothing listens is refused, as on a
+closed port. ``tests/conftest.py`` releases a test's reservations when it ends (see
+:func:`release_reserved`): held for a whole run they would push a worker's file
+descriptors past what ``select()`` accepts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import uvicorn
 
+# The sockets that hold this process's reserved ports, in the order they were reserved.
+_RESERVED: dict[int, socket.socket] = {}
+
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port reserved for this test process: no other worker or connection can
+    be given it, and a server started on it with ``SO_REUSEADDR`` binds it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    _RESERVED[port] = sock
+    return port
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopped at once: its main loop checks ``should_exit`` every tenth
+    of a second, so each server a test started cost that much again at its end."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._woken = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864000
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), 0.1)
+            should_exit = await self.on_tick(counter)
+
+    def stop(self) -> None:
+        self.should_exit = True  # first: a main loop not yet running sees it at its first tick
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._woken.set)
+
+
+def reserved_count() -> int:
+    return len(_RESERVED)
+
+
+def release_reserved(since: int) -> None:
+    """Closes the reservations made after the first ``since`` (a server listening on one
+    keeps its port; a closed port may go to anyone again)."""
+    for port in list(_RESERVED)[since:]:
+        _RESERVED.pop(port).close()
 
 
 @contextmanager
@@ -30,7 +88,7 @@ def running(app: Any, port: int | None = None, **options: Any) -> Iterator[str]:
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **options
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -41,5 +99,5 @@ def running(app: Any, port: int | None = None, **options: Any) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=10)

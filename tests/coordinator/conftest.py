@@ -7,6 +7,9 @@ afterwards. PostgreSQL tests are skipped when the server cannot be reached, unle
 
 The server defaults to the local test database and can be moved with
 ``FEDERATION_TEST_POSTGRES_URL``.
+
+``offline_evaluation`` and ``throwaway_demo`` are CLI scenarios run once per session (see
+:mod:`tests.scenarios`) for the tests that only read what they printed and recorded.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from sqlalchemy.engine import make_url
 
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate
+from tests.scenarios import Scenario, shared_cli_run
 
 POSTGRES_URL = os.environ.get(
     "FEDERATION_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -97,3 +101,17 @@ def engine(engine_factory: EngineFactory) -> Engine:
     opened = engine_factory()
     migrate(opened)
     return opened
+
+
+@pytest.fixture(scope="session")
+def offline_evaluation(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """`federation evaluate --json`, offline, in a data directory of its own; read only."""
+    return shared_cli_run(tmp_path_factory, "evaluate-offline", "evaluate", "--json")
+
+
+@pytest.fixture(scope="session")
+def throwaway_demo(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """`federation demo --case ok` given no data directory (it makes a throwaway one)."""
+    return shared_cli_run(
+        tmp_path_factory, "demo-ok-throwaway", "demo", "--case", "ok", data_dir=False
+    )

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from coordinator.assessment.scenario import EXPECTED_STATUS
+from tests.scenarios import Scenario
 
 EXPECTED = EXPECTED_STATUS
 
@@ -57,21 +58,13 @@ def test_demo_text_trace_names_fields_states_and_owner(tmp_path: Path) -> None:
     assert "owner: privacy" in out and "rejected" in out
 
 
-def test_demo_without_a_data_dir_keeps_out_of_the_users(tmp_path: Path) -> None:
+def test_demo_without_a_data_dir_keeps_out_of_the_users(throwaway_demo: Scenario) -> None:
     """Given no data directory, the demo works in a throwaway one it names, leaves the
     user's default directory untouched, and ends with how many cases came out as expected."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
-    env["XDG_DATA_HOME"] = str(tmp_path / "home")
-    completed = subprocess.run(
-        [sys.executable, "-m", "coordinator", "demo", "--case", "ok"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    completed = throwaway_demo
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.rstrip().endswith("1/1 cases as expected")
     line = next(x for x in completed.stderr.splitlines() if x.startswith("demo data directory: "))
     throwaway = Path(line.split(": ", 1)[1].split(" ")[0])
     assert (throwaway / "federation.db").exists()
-    assert not (tmp_path / "home").exists()
+    assert not (completed.data.parent / "home").exists()

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,23 +16,12 @@ from coordinator.assessment.evaluate import (
     single_controller,
 )
 from coordinator.assessment.scenario import PRIVATE_NOTE
+from tests.scenarios import Scenario
 
 
-def test_evaluate_json_offline_has_twelve_passing_rows(tmp_path: Path) -> None:
+def test_evaluate_json_offline_has_twelve_passing_rows(offline_evaluation: Scenario) -> None:
     """Offline, 12 rows (3 configurations x 4 cases) all pass and never carry the private note."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("FEDERATION_MODEL", "REMOTE_RISK_MODEL"))
-    }
-    env["FEDERATION_DATA_DIR"] = str(tmp_path)
-    completed = subprocess.run(
-        [sys.executable, "-m", "coordinator", "evaluate", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
+    completed = offline_evaluation
     assert completed.returncode == 0, completed.stderr
     document = json.loads(completed.stdout)
     rows = document["rows"]

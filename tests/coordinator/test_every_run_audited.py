@@ -9,16 +9,20 @@ asks the same three views.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from coordinator.audit.trail import AuditTrail
+from coordinator.cli.main import main
 from coordinator.cli.printers import render_document, render_reconstruction
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.errors import UnauditedRun
@@ -32,6 +36,7 @@ from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.model_server import asks, says, scripted_model
 from tests.runs import scratch_workspace
+from tests.scenarios import Scenario
 from tests.servers import free_port, running
 
 
@@ -52,13 +57,25 @@ def federation(data: Path, *args: str, env: dict[str, str] | None = None) -> Any
     return completed
 
 
+def view(data: Path, *args: str) -> Any:
+    """One read-only view, the CLI's entry point run in this process: the runs were started
+    by the CLI as a process, and what is checked here is what the views say of them."""
+    out = io.StringIO()
+    with mock.patch.dict(os.environ), redirect_stdout(out):
+        for key in [key for key in os.environ if key.startswith("FEDERATION_SERVER")]:
+            del os.environ[key]
+        code = main(["--data-dir", str(data), *args, "--json"])
+    assert code == 0, out.getvalue()
+    return json.loads(out.getvalue())
+
+
 def views(data: Path) -> list[dict[str, Any]]:
     """For every recorded run: its document, and its reconstruction from the ledger."""
-    runs = json.loads(federation(data, "runs", "--json").stdout)["runs"]
+    runs = view(data, "runs")["runs"]
     seen = []
     for summary in runs:
-        document = json.loads(federation(data, "run", "show", summary["run_id"], "--json").stdout)
-        shown = json.loads(federation(data, "audit", "show", summary["run_id"], "--json").stdout)
+        document = view(data, "run", "show", summary["run_id"])
+        shown = view(data, "audit", "show", summary["run_id"])
         assert document["run_id"] == shown["run_id"] == summary["run_id"]
         assert shown["disposition"] is not None, "every finished run records its disposition"
         render_document(document)
@@ -112,10 +129,10 @@ def test_a_supervised_run_that_fails_is_audited_too(tmp_path: Path) -> None:
     assert only["ledger"]["disposition"]["reason"] == "final_before_observations"
 
 
-def test_every_federated_evaluation_run_is_audited(tmp_path: Path) -> None:
+def test_every_federated_evaluation_run_is_audited(offline_evaluation: Scenario) -> None:
     """`evaluate`: the two federated configurations x four cases are eight recorded runs."""
-    federation(tmp_path, "evaluate", "--json")
-    seen = views(tmp_path)
+    assert offline_evaluation.returncode in (0, 1), offline_evaluation.stderr
+    seen = views(offline_evaluation.data)
     assert len(seen) == 8
     assert {s["ledger"]["disposition"]["case"] for s in seen} == {
         "ok",

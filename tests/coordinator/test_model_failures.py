@@ -41,6 +41,7 @@ from tests.adversarial_model import (
     null_choice,
     null_message,
 )
+from tests.scenarios import Scenario
 
 MESSAGES = [{"role": "user", "content": "Say something short."}]
 
@@ -295,9 +296,9 @@ def test_evaluate_rows_carry_the_remote_model_reason(tmp_path: Path) -> None:
     assert {row["reason"] for row in reached_the_model} == {"model_reply_malformed"}
 
 
-def test_the_demo_trace_marks_a_remote_summary_as_unverified(tmp_path: Path) -> None:
+def test_the_demo_trace_marks_a_remote_summary_as_unverified(throwaway_demo: Scenario) -> None:
     """People see the remote's summary labelled as unverified remote text."""
-    completed = plain_federation(tmp_path, {}, "demo", "--case", "ok")
+    completed = throwaway_demo
     assert completed.returncode == 0, completed.stderr
     assert "summary, unverified remote text: Policy risk-policy-007" in completed.stdout
 

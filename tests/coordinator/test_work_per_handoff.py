@@ -29,6 +29,11 @@ from coordinator.storage.schema import tree_heads
 from coordinator.workspace import Workspace
 from tests.processes import PAYLOAD, RemoteRiskProcess, registered
 
+# Serial: it counts the writer's durable points for six concurrent handoffs, a count that
+# depends on how the remote's replies fall in time. Beside other tests on the same cores
+# (a full run under -n 2 on a loaded machine) it came out 14, not 12; alone it holds.
+pytestmark = pytest.mark.serial
+
 HANDOFFS = 6
 # Every fact one completed delegation leaves in the ledger (before and after the durable
 # points were merged: merging them must drop none).

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import socket
 import sys
 from typing import Any
 
@@ -26,6 +25,8 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 from uvicorn.config import LOGGING_CONFIG
+
+from tests.servers import free_port
 
 
 class SummaryExecutor(AgentExecutor):
@@ -75,9 +76,7 @@ def _logs_to_stderr() -> dict[str, Any]:
 
 
 async def serve() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     card = agent_card(base)
     handler = DefaultRequestHandler(

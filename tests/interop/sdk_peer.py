@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import sys
 from typing import Any
 
@@ -58,13 +57,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tests.servers import free_port
+
 SCHEME = "delegation"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _seen(context: RequestContext) -> dict[str, Any]:
@@ -207,7 +202,7 @@ def _cards(
 
 
 async def serve(args: argparse.Namespace) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     routes: list[Any] = []
     grpc_server = None
@@ -221,7 +216,7 @@ async def serve(args: argparse.Namespace) -> None:
         card, extended = _cards(args, interface)
         routes = create_rest_routes(_handler(card, extended), path_prefix=prefix)
     elif args.binding == "grpc":
-        grpc_port = _free_port()
+        grpc_port = free_port()
         interface = AgentInterface(
             protocol_binding="GRPC", protocol_version="1.0", url=f"127.0.0.1:{grpc_port}"
         )

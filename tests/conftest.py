@@ -1,0 +1,41 @@
+"""Suite-wide markers: ``serial`` (run alone, after the parallel pass) and ``slow`` (the
+slowest tier, which ``make test-fast`` skips).
+
+``make test`` runs every test not marked ``serial`` on every core (pytest-xdist ``-n auto
+--dist loadfile``: a module's tests stay on one worker, so a module-scoped fixture, often
+a real service, starts once rather than once per worker), then the ``serial`` ones in one
+process; a pass that finds no ``serial`` test succeeds. ``slow`` is not written on tests:
+a test is in the slow tier when its node id is listed in ``tests/slow_tier.txt``, measured
+from a full run (see :mod:`tests.slow_tier`). CI runs everything, so a stale list only
+moves a test between the inner loop and CI, never out of CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.servers import release_reserved, reserved_count
+from tests.slow_tier import listed
+
+
+@pytest.fixture(autouse=True)
+def _ports_released() -> Iterator[None]:
+    """The ports a test (or a fixture set up for it) reserved are released after it."""
+    before = reserved_count()
+    yield
+    release_reserved(before)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.nodeid in listed():
+        item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The serial pass with nothing marked ``serial`` is a pass, not "no tests ran"."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.option.markexpr == (
+        "serial"
+    ):
+        session.exitstatus = pytest.ExitCode.OK
