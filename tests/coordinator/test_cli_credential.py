@@ -59,6 +59,7 @@ def test_the_server_may_come_from_the_environment(
         (secrets.token_urlsafe(32), "token", "operator_token_ambiguous"),
         (None, "absent", "operator_token_unreadable"),
     ],
+    ids=["missing", "weak", "malformed", "ambiguous", "unreadable"],  # same on every worker
 )
 def test_a_bad_credential_is_one_line_before_any_request(
     tmp_path: Path,
