@@ -16,7 +16,7 @@ replace that failure (:func:`deciding`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
@@ -58,10 +58,17 @@ def ownership_row(
 def ordered(records: Iterable[HandoffRecord], first: Iterable[str] = ()) -> list[HandoffRecord]:
     """Records by handoff (those named in ``first`` in that order, then the others) and
     attempt: a retried handoff's attempts follow one another."""
-    order: dict[str, int] = {}
+    place = by_position(first)
+    return sorted(records, key=lambda r: place(r.handoff_id, r.attempt))
+
+
+def by_position(first: Iterable[str]) -> Callable[[str, int], tuple[int, int]]:
+    """The sort key of a ``(handoff, attempt)``: the handoffs named in ``first`` in that
+    order, the others after them (a stable sort keeps them as they come)."""
+    position: dict[str, int] = {}
     for handoff_id in first:
-        order.setdefault(handoff_id, len(order))
-    return sorted(records, key=lambda r: (order.get(r.handoff_id, len(order)), r.attempt))
+        position.setdefault(handoff_id, len(position))
+    return lambda handoff_id, attempt: (position.get(handoff_id, len(position)), attempt)
 
 
 def refused_retry(record: HandoffRecord) -> bool:
@@ -110,18 +117,20 @@ def current(document: Mapping[str, Any], records: Iterable[HandoffRecord]) -> di
     by_handoff = [str(branch).rsplit("/", 1)[0] for branch in known]
     records = ordered(records, by_handoff)
     stored = {record.attempt_id for record in records}
-    rows = [
-        ownership_row(
+    rows = {
+        record.attempt_id: ownership_row(
             record,
             known.get(record.attempt_id, {}).get("remote_question"),
             known.get(record.attempt_id, {}).get("interface"),
         )
         for record in records
-    ]
-    rows += [branch for name, branch in known.items() if name not in stored]
+    }
+    # a branch with no record of its own (a local agent's) keeps its place among them
+    rows.update({name: branch for name, branch in known.items() if name not in stored})
+    rows = {name: rows[name] for name in branch_order(rows, by_handoff)}
     derived: dict[str, Any] = {
         **document,
-        "branches": rows,
+        "branches": list(rows.values()),
         "live_branches": [r.attempt_id for r in records if r.live]
         + [str(b) for b in document.get("live_branches") or [] if b not in stored],
         "cancelled": bool(document.get("cancelled")) or cancelled(records),
@@ -129,6 +138,17 @@ def current(document: Mapping[str, Any], records: Iterable[HandoffRecord]) -> di
     if document.get("kind") == "delegation":
         derived.update(delegation_fields(deciding(records)))
     return derived
+
+
+def branch_order(names: Iterable[str], first: Iterable[str]) -> list[str]:
+    """Branch names (``handoff/attempt``) in the order :func:`ordered` gives records."""
+    place = by_position(first)
+
+    def key(name: str) -> tuple[int, int]:
+        handoff_id, _, attempt = name.rpartition("/")
+        return place(handoff_id, int(attempt) if attempt.isdigit() else 0)
+
+    return sorted(names, key=key)
 
 
 def cancelled(records: Iterable[HandoffRecord]) -> bool:
