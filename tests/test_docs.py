@@ -251,3 +251,13 @@ def test_compose_paths_stay_in_the_compose_page() -> None:
         if "secrets/" in line.split("#", 1)[0]
     ]
     assert not wrong, wrong
+
+
+def test_make_demo_keeps_its_runs_in_one_place_it_replaces() -> None:
+    """``make demo`` left a new throwaway directory behind at every run: it now works in
+    ``.demo/`` (ignored by git), removed first, as the README's state table says."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    assert "rm -rf .demo" in recipe and "--data-dir .demo demo" in recipe
+    assert ".demo/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "`.demo/`" in README.read_text()

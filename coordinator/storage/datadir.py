@@ -10,6 +10,7 @@ are nobody else's to read. A directory or database that already exists keeps its
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,9 @@ class DataDir:
         self.ensure()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(path.suffix + ".tmp")
-            temporary.unlink(missing_ok=True)
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            # a temporary file of this writer's own (mkstemp: 0600, a name no other process
+            # writing the same file at once can take), then renamed over the file
+            descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
             with os.fdopen(descriptor, "wb") as file:
                 file.write(strict_json.dumps(value))
             os.replace(temporary, path)

@@ -103,14 +103,16 @@ def test_an_at_once_rotation_after_a_stranger_spent_the_refresh_loses_no_delegat
         ThreadPoolExecutor(WORKERS) as pool,
     ):
         workers = [pool.submit(delegate, http) for _ in range(WORKERS)]
-        wait_for(lambda: len(results) >= WORKERS, 60, "traffic under the first key")
-        wait_for(lambda: stranger_spends_the_refresh(remote), 60, "a stranger to spend a fetch")
-        rotate = federation(data.root, "keys", "rotate", "--publish-seconds", "0")
-        _, err = rotate.communicate(timeout=60)
-        assert rotate.returncode == 0, err
-        rotated.set()
-        wait_for(lambda: len(after_rotation) >= WORKERS, 120, "delegations under the new key")
-        stop.set()
+        try:  # a failure here stops the traffic too, rather than wait for it forever
+            wait_for(lambda: len(results) >= WORKERS, 60, "traffic under the first key")
+            wait_for(lambda: stranger_spends_the_refresh(remote), 60, "a stranger to spend a fetch")
+            rotate = federation(data.root, "keys", "rotate", "--publish-seconds", "0")
+            _, err = rotate.communicate(timeout=60)
+            assert rotate.returncode == 0, err
+            rotated.set()
+            wait_for(lambda: len(after_rotation) >= WORKERS, 120, "delegations under the new key")
+        finally:
+            stop.set()
         for worker in workers:
             worker.result(timeout=120)
     failed = [

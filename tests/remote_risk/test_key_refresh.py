@@ -138,10 +138,12 @@ def test_rotation_under_load_fails_no_delegation(
 
     with running(app, port=port) as base_url, ThreadPoolExecutor(4) as pool:
         workers = [pool.submit(load, base_url) for _ in range(4)]
-        time.sleep(0.5)
-        identity.rotate(data, grace_seconds=60, publish_seconds=publish_seconds)
-        time.sleep(publish_seconds + 1.5)
-        stop.set()
+        try:  # a failure here stops the load too, rather than wait for it forever
+            time.sleep(0.5)
+            identity.rotate(data, grace_seconds=60, publish_seconds=publish_seconds)
+            time.sleep(publish_seconds + 1.5)
+        finally:
+            stop.set()
         for worker in workers:
             worker.result(timeout=30)
     failed = [(r.status_code, r.text[:200]) for r in results if not completed(r)]
