@@ -19,7 +19,7 @@ from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from member_kit import errors
-from member_kit.guard.tasks import GuardedTask, check_same_owner
+from member_kit.guard.tasks import GuardedTask, OwnerRules, check_same_owner
 from member_kit.storage.engine import read_transaction, write_transaction
 from member_kit.storage.schema import guarded_tasks
 
@@ -30,7 +30,7 @@ _COLUMNS = (
 )
 
 
-class SQLGuardedTasks:
+class SQLGuardedTasks(OwnerRules):
     """A bounded table of upstream task id to :class:`GuardedTask`."""
 
     def __init__(self, engine: Engine, capacity: int) -> None:
@@ -52,7 +52,7 @@ class SQLGuardedTasks:
         idempotency_key: str | None = None,
     ) -> GuardedTask:
         """Keep ``task_id`` as ``owner``'s (see :meth:`GuardedTasks.remember`)."""
-        known = self._find(task_id)
+        known = self.find(task_id)
         if known is not None:
             return check_same_owner(known, owner)
         row = {
@@ -67,7 +67,7 @@ class SQLGuardedTasks:
                 self._forget_oldest(connection)
         except IntegrityError:
             # another guard on this database recorded it first
-            known = self._find(task_id)
+            known = self.find(task_id)
             if known is None:
                 raise errors.UpstreamFailure(
                     "upstream_task_reused", "the upstream answered with a task kept otherwise"
@@ -83,13 +83,6 @@ class SQLGuardedTasks:
             found = connection.scalar(query)
         return str(found) if found is not None else None
 
-    def get(self, owner: str, task_id: str) -> GuardedTask:
-        """``owner``'s task ``task_id``, else :class:`~member_kit.errors.TaskNotFound`."""
-        known = self._find(task_id)
-        if known is None or known.owner != owner:
-            raise errors.TaskNotFound(task_id)
-        return known
-
     def owned_by(self, owner: str, limit: int) -> list[str]:
         """The ids of ``owner``'s tasks, most recently opened first, at most ``limit``."""
         c = guarded_tasks.c
@@ -97,17 +90,7 @@ class SQLGuardedTasks:
         with read_transaction(self._engine) as connection:
             return [str(task_id) for task_id in connection.scalars(query)]
 
-    def metadata_of(self, task_id: str) -> Mapping[str, Any]:
-        """The metadata a listed task (one of :meth:`owned_by`) was opened with."""
-        known = self._find(task_id)
-        return known.metadata if known is not None else {}
-
-    def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
-        """The task binding the authorizer checks a continuation against."""
-        known = self._find(task_id)
-        return known.metadata if known is not None and known.owner == owner else None
-
-    def _find(self, task_id: str) -> GuardedTask | None:
+    def find(self, task_id: str) -> GuardedTask | None:
         query = select(*_COLUMNS).where(guarded_tasks.c.task_id == task_id)
         with read_transaction(self._engine) as connection:
             row = connection.execute(query).first()

@@ -69,7 +69,33 @@ def check_same_owner(known: GuardedTask, owner: str) -> GuardedTask:
     return known
 
 
-class GuardedTasks:
+class OwnerRules:
+    """The rules both records apply over one lookup of a task by id (:meth:`find`): a
+    task of another owner reads as not found."""
+
+    def find(self, task_id: str) -> GuardedTask | None:
+        raise NotImplementedError
+
+    def get(self, owner: str, task_id: str) -> GuardedTask:
+        """``owner``'s task ``task_id``, else :class:`~member_kit.errors.TaskNotFound`."""
+        known = self.find(task_id)
+        if known is None or known.owner != owner:
+            raise errors.TaskNotFound(task_id)
+        return known
+
+    def metadata_of(self, task_id: str) -> Mapping[str, Any]:
+        """The metadata a listed task (one of ``owned_by``) was opened with."""
+        known = self.find(task_id)
+        return known.metadata if known is not None else {}
+
+    def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
+        """The :data:`~member_kit.server.auth.TaskBinding` the authorizer checks a
+        continuation against (None: no such task of this owner)."""
+        known = self.find(task_id)
+        return known.metadata if known is not None and known.owner == owner else None
+
+
+class GuardedTasks(OwnerRules):
     """A bounded map of upstream task id to :class:`GuardedTask`."""
 
     def __init__(self, capacity: int) -> None:
@@ -108,25 +134,10 @@ class GuardedTasks:
         """The id of ``owner``'s task opened under ``idempotency_key``, if one is kept."""
         return self._keys.get((owner, idempotency_key))
 
-    def get(self, owner: str, task_id: str) -> GuardedTask:
-        """``owner``'s task ``task_id``, else :class:`~member_kit.errors.TaskNotFound`."""
-        known = self._tasks.get(task_id)
-        if known is None or known.owner != owner:
-            raise errors.TaskNotFound(task_id)
-        return known
-
     def owned_by(self, owner: str, limit: int) -> list[str]:
         """The ids of ``owner``'s tasks, most recently opened first, at most ``limit``."""
         owned = (task_id for task_id, task in reversed(self._tasks.items()) if task.owner == owner)
         return [task_id for task_id, _ in zip(owned, range(limit), strict=False)]
 
-    def metadata_of(self, task_id: str) -> Mapping[str, Any]:
-        """The metadata a listed task (one of :meth:`owned_by`) was opened with."""
-        known = self._tasks.get(task_id)
-        return known.metadata if known is not None else {}
-
-    def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
-        """The :data:`~member_kit.server.auth.TaskBinding` the authorizer checks a
-        continuation against (None: no such task of this owner)."""
-        known = self._tasks.get(task_id)
-        return known.metadata if known is not None and known.owner == owner else None
+    def find(self, task_id: str) -> GuardedTask | None:
+        return self._tasks.get(task_id)
