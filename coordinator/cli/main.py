@@ -44,12 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Everything else is imported once the command is known (start-up time).
     from coordinator.errors import FederationError
 
-    if args.command == "completion":
-        import shtab
-
-        print(shtab.complete(build_parser(), shell=args.shell))
-        return 0
     try:
+        if args.command == "completion":
+            return print_completion(args.shell)
         return dispatch(args)
     except FederationError as exc:
         print(f"federation: error: {exc.reason}: {exc}", file=sys.stderr)
@@ -66,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"federation: error: internal_error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 70
+
+
+def print_completion(shell: str) -> int:
+    import shtab
+
+    print(shtab.complete(build_parser(), shell=shell), flush=True)
+    return 0
 
 
 # Options whose value may begin with "-": a kid is a base64url thumbprint, and argparse

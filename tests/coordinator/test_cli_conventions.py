@@ -107,10 +107,13 @@ def test_read_only_commands_create_nothing(tmp_path: Path, command: list[str]) -
     assert not (tmp_path / "typo" / DATABASE_FILE).exists()
 
 
-def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["keys", "show"], ["completion", "bash"]])
+def test_a_closed_pipe_is_quiet(tmp_path: Path, command: list[str]) -> None:
+    """``federation completion bash | head`` printed a traceback: the script was printed
+    outside the handler that keeps a closed pipe quiet."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "coordinator", "--data-dir", str(tmp_path), "keys", "show"],
+        [sys.executable, "-m", "coordinator", "--data-dir", str(tmp_path), *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
