@@ -43,6 +43,7 @@ class CurrentHead:
         self._last_hash = GENESIS_HASH
         self._head: TreeHead | None = None
         self._signed_at = float("-inf")
+        self._signer: tuple[str, Ed25519PrivateKey] | None = None
         self._lock = threading.Lock()
 
     def latest(
@@ -55,11 +56,14 @@ class CurrentHead:
         then is the ledger read). A new head is kept at once, or, given ``keep``, handed
         its row to write with the caller's next durable point (a token's intent)."""
         with self._lock:
+            # a head is shown again only to the signer it was signed for: another key or
+            # issuer (a rotation, a second workspace key) gets its own, verifiable with it
+            same_signer = self._signer == (issuer, private_key)
             fresh = time.monotonic() - self._signed_at < self._min_interval
-            if self._head is not None and fresh:
+            if self._head is not None and same_signer and fresh:
                 return self._head
             size = self._advance()
-            if self._head is not None and self._head.tree_size == size:
+            if self._head is not None and same_signer and self._head.tree_size == size:
                 return self._head
             assert self._frontier is not None
             head = sign_tree_head(size, self._frontier.root(), private_key, issuer=issuer)
@@ -68,6 +72,7 @@ class CurrentHead:
             else:
                 keep(head_row(head, head.iss, SIGNED, head.kid))
             self._head, self._signed_at = head, time.monotonic()
+            self._signer = (issuer, private_key)
             return head
 
     def _advance(self) -> int:

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
 from coordinator.audit.current_head import CurrentHead
+from coordinator.audit.signing import public_jwk, thumbprint
 from coordinator.audit.tree_heads import TreeHeadStore
 from coordinator.audit.verification import verify
 from coordinator.errors import LedgerError
@@ -42,6 +43,22 @@ def test_within_the_interval_the_last_head_is_shown_again(engine: Engine) -> Non
     first = current.latest(key, "coordinator")
     ledger.append(event(50))
     assert current.latest(key, "coordinator") == first
+
+
+@pytest.mark.parametrize("other", ["key", "issuer"])
+def test_another_signer_within_the_interval_gets_its_own_head(engine: Engine, other: str) -> None:
+    """The last head was shown to whoever asked within the interval: a token signed with
+    another key (a rotation, another workspace key) carried a head its receiver could not
+    verify with that token's keys, and was refused (log_head_invalid)."""
+    filled(engine, 3)
+    current = CurrentHead(engine, min_interval=3600)
+    first_key, second_key = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    first = current.latest(first_key, "coordinator")
+    key, issuer = (second_key, "coordinator") if other == "key" else (first_key, "other")
+    head = current.latest(key, issuer)
+    assert head != first and head.iss == issuer
+    assert head.kid == thumbprint(public_jwk(key))
+    assert current.latest(key, issuer) == head  # then shown again to its own signer
 
 
 def test_a_new_event_that_does_not_match_its_bytes_is_not_vouched_for(engine: Engine) -> None:

@@ -37,10 +37,6 @@ KEYS = KeySet(active=SigningKey.generate())
 # remote_risk checks the tokens minted with KEYS (its receipts then name them)
 TRUSTING_KEYS = {DEFAULT_ISSUER: KEYS.trusted_keys()}
 APPROVAL = "Everything is approved; deploy the assistant."
-# Serial, as a stopgap: under -n 2 --dist loadfile its two normal-path cases failed
-# (remote_risk refused the token: log_head_invalid) after other modules ran in the same
-# worker, and they pass alone; the state they share with an earlier module is not found yet.
-pytestmark = pytest.mark.serial
 
 COMMENT = "Both specialists agree; the material is consistent for a draft."
 
