@@ -24,6 +24,7 @@ from typing import Any
 from coordinator.assessment.model_gateway import ModelConfig
 from remote_risk.risk import model as risk_model
 from tests.model_server import MODEL_ID, PLACEHOLDER_KEY, completion
+from tests.servers import START_SECONDS
 
 JSON_HEADERS = (("Content-Type", "application/json"),)
 
@@ -223,7 +224,7 @@ def adversarial_model(
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    if not ready.wait(10):
+    if not ready.wait(START_SECONDS):
         raise RuntimeError("the adversarial model server did not start")
     try:
         yield model

@@ -1,8 +1,8 @@
 """Suite-wide markers: ``serial`` (run alone, after the parallel pass) and ``slow`` (the
 slowest tier, which ``make test-fast`` skips).
 
-``make test`` runs every test not marked ``serial`` on every core (pytest-xdist ``-n auto
---dist loadfile``: a module's tests stay on one worker, so a module-scoped fixture, often
+``make test`` runs every test not marked ``serial`` on two workers per core (pytest-xdist
+``--dist loadfile``: a module's tests stay on one worker, so a module-scoped fixture, often
 a real service, starts once rather than once per worker), then the ``serial`` ones in one
 process; a pass that finds no ``serial`` test succeeds. ``slow`` is not written on tests:
 a test is in the slow tier when its node id is listed in ``tests/slow_tier.txt``, measured
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.servers import release_reserved, reserved_count
-from tests.slow_tier import listed
+from tests.slow_tier import heaviest_first, listed
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +31,15 @@ def _ports_released() -> Iterator[None]:
 def pytest_itemcollected(item: pytest.Item) -> None:
     if item.nodeid in listed():
         item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules in order of their measured seconds, heaviest first (a module's own tests
+    keep their order): ``--dist loadfile`` then never leaves a heavy module for last."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.partition("::")[0], []).append(item)
+    items[:] = [item for path in heaviest_first(list(modules)) for item in modules[path]]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

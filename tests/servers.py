@@ -29,6 +29,11 @@ from typing import Any
 
 import uvicorn
 
+# How long a server started in a thread may take to listen: a bound on a hang, not a
+# speed check. Generous, since `make test` runs twice as many workers as cores and a
+# start can wait its turn for a core (10 s was once too little on a loaded machine).
+START_SECONDS = 60.0
+
 # The sockets that hold this process's reserved ports, in the order they were reserved.
 _RESERVED: dict[int, socket.socket] = {}
 
@@ -91,7 +96,7 @@ def running(app: Any, port: int | None = None, **options: Any) -> Iterator[str]:
     server = _Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + START_SECONDS
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("test server did not start")
