@@ -12,12 +12,40 @@ moves a test between the inner loop and CI, never out of CI.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import faulthandler
+import os
+import signal
+import sys
+from collections.abc import Generator, Iterator
 
 import pytest
 
 from tests.servers import release_reserved, reserved_count
 from tests.slow_tier import heaviest_first, listed
+
+# A bound on a hang, not a speed check: the slowest test takes about a minute on a loaded
+# 2-core machine. Without it a hung test held the whole run until CI's own limit.
+HANG_SECONDS = int(os.environ.get("FEDERATION_TEST_HANG_SECONDS", "600"))
+
+
+class Hung(BaseException):
+    """Raised in a test (setup, call or teardown) still running after HANG_SECONDS."""
+
+
+def _hung(signum: int, frame: object) -> None:
+    faulthandler.dump_traceback(file=sys.stderr)  # every thread: where each one waits
+    raise Hung(f"still running after {HANG_SECONDS} s: every thread's stack is above")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(HANG_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,32 @@
+"""The suite's own guards: a hung test ends with every thread's stack instead of holding
+the run until CI's limit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_hung_test_fails_with_every_threads_stack(tmp_path: Path) -> None:
+    hanging = ROOT / "tests" / f"test_zz_hangs_{os.getpid()}.py"
+    hanging.write_text(
+        "import threading\n\n\ndef test_waits_forever():\n    threading.Event().wait()\n"
+    )
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(hanging)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "FEDERATION_TEST_HANG_SECONDS": "2"},
+            timeout=120,
+        )
+    finally:
+        hanging.unlink()
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert "still running after 2 s" in completed.stdout
+    assert "in test_waits_forever" in completed.stdout  # the waiting thread's stack
