@@ -11,6 +11,7 @@ in front of them and the observed HTTP layer outermost.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from member_kit.audit.log import DecisionLedger
 from member_kit.audit.routes import audit_routes
 from member_kit.audit.witness import WitnessedHeads
 from member_kit.server import limits, rest
+from member_kit.server.fastsend import FastSend
 from member_kit.server.grpc_binding import GRPCServer
 from member_kit.server.jsonrpc import JSONRPCEndpoint
 from member_kit.server.store import DurableStore, open_store
@@ -142,7 +144,15 @@ def member_parts(
         **state,
     }
 
+    send_paths: Counter[str] = Counter()
+    fields["send_paths"] = send_paths
+    routes = _routes(settings, card, keys, jwks, endpoint, ledgers)
+    jsonrpc_routes = {getattr(r, "path", ""): r for r in routes}
+    jsonrpc_routes = {path: jsonrpc_routes[path] for path in JSONRPC_PATHS}
+
     def install(app: Starlette) -> None:
+        # innermost: a blocking send, once the edge has checked it, skips the routing
+        app.add_middleware(FastSend, endpoint=endpoint, routes=jsonrpc_routes, counts=send_paths)
         guards = (
             limits.Guard(limits.posts_to(JSONRPC_PATHS)),
             limits.Guard(rest.covers(REST_PATH), rest.refusal),
@@ -153,7 +163,6 @@ def member_parts(
         for name, value in fields.items():
             setattr(app.state, name, value)
 
-    routes = _routes(settings, card, keys, jwks, endpoint, ledgers)
     return MemberParts(routes, lifespan, install)
 
 

@@ -1,0 +1,73 @@
+"""A blocking SendMessage takes the fast path (member_kit.server.fastsend); every other
+JSON-RPC request, a streaming or non-blocking send included, takes the general stack.
+Both answer alike: the same checks and errors (the token-attack and protocol suites run
+over the fast path too), here a refusal and a parse error on either side."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from member_kit.server.fastsend import FAST, GENERAL
+from tests.remote_risk.delegated import delegated_service, refusal_reason
+
+
+def _paths(app: object) -> dict[str, int]:
+    counts = app.state.send_paths  # type: ignore[attr-defined]
+    return {FAST: counts[FAST], GENERAL: counts[GENERAL]}
+
+
+def test_a_blocking_send_takes_the_fast_path() -> None:
+    with delegated_service() as (caller, app):
+        task = caller.task_of(caller.send("run-1", "h-1"))
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        explicit = caller.send("run-1", "h-2", configuration={"returnImmediately": False})
+        assert caller.task_of(explicit)["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert _paths(app) == {FAST: 2, GENERAL: 0}
+
+
+def test_a_non_blocking_send_and_other_methods_take_the_general_path() -> None:
+    with delegated_service() as (caller, app):
+        answer = caller.send("run-1", "h-1", configuration={"returnImmediately": True})
+        task = caller.task_of(answer)
+        assert caller.get_task(task["id"], "h-1").status_code == 200
+        assert _paths(app) == {FAST: 0, GENERAL: 2}
+
+
+def test_a_streaming_send_takes_the_general_path() -> None:
+    with delegated_service() as (caller, app):
+        token = caller.token("h-1")
+        sent = caller.send("run-1", "h-1", token=token)  # a message to stream like it
+        params = json.loads(sent.request.content)["params"]
+        params["message"]["messageId"] = "m-streamed"
+        params["message"]["metadata"]["handoffId"] = "h-3"
+        body = {"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": params}
+        headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {caller.token('h-3')}"}
+        url = caller.base_url + "/a2a/jsonrpc"
+        with httpx.stream("POST", url, json=body, headers=headers, timeout=10) as streamed:
+            assert streamed.headers["content-type"].startswith("text/event-stream")
+            lines = [line for line in streamed.iter_lines() if line.startswith("data:")]
+        assert lines
+        assert _paths(app) == {FAST: 1, GENERAL: 1}
+
+
+def test_a_refused_token_is_answered_before_either_path() -> None:
+    with delegated_service() as (caller, app):
+        refused = caller.send("run-1", "h-1", token="not-a-token")
+        assert refusal_reason(refused) == (401, "token_malformed")
+        assert _paths(app) == {FAST: 0, GENERAL: 0}
+
+
+def test_a_send_the_endpoint_refuses_is_answered_alike_on_the_general_path() -> None:
+    with delegated_service() as (caller, app):
+        headers = {
+            "A2A-Version": "1.0",
+            "Content-Type": "text/plain",
+            "Authorization": f"Bearer {caller.token('h-1')}",
+        }
+        body = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'
+        answer = httpx.post(caller.base_url + "/a2a/jsonrpc", content=body, headers=headers)
+        assert answer.status_code == 200
+        assert answer.json()["error"]["code"] == -32005
+        assert _paths(app) == {FAST: 0, GENERAL: 1}
