@@ -30,7 +30,6 @@ from member_kit.audit.log import DecisionLedger
 from member_kit.audit.routes import audit_routes
 from member_kit.audit.witness import WitnessedHeads
 from member_kit.server import limits, rest
-from member_kit.server.fastsend import FastSend
 from member_kit.server.grpc_binding import GRPCServer
 from member_kit.server.jsonrpc import JSONRPCEndpoint
 from member_kit.server.store import DurableStore, open_store
@@ -152,7 +151,9 @@ def member_parts(
 
     def install(app: Starlette) -> None:
         # innermost: a blocking send, once the edge has checked it, skips the routing
-        app.add_middleware(FastSend, endpoint=endpoint, routes=jsonrpc_routes, counts=send_paths)
+        app.add_middleware(
+            limits.FastSend, endpoint=endpoint, routes=jsonrpc_routes, counts=send_paths
+        )
         guards = (
             limits.Guard(limits.posts_to(JSONRPC_PATHS)),
             limits.Guard(rest.covers(REST_PATH), rest.refusal),

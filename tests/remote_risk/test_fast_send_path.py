@@ -1,4 +1,4 @@
-"""A blocking SendMessage takes the fast path (member_kit.server.fastsend); every other
+"""A blocking SendMessage takes the fast path (member_kit.server.limits.FastSend); every other
 JSON-RPC request, a streaming or non-blocking send included, takes the general stack.
 Both answer alike: the same checks and errors (the token-attack and protocol suites run
 over the fast path too), here a refusal and a parse error on either side."""
@@ -9,7 +9,7 @@ import json
 
 import httpx
 
-from member_kit.server.fastsend import FAST, GENERAL
+from member_kit.server.limits import FAST, GENERAL
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 
 
