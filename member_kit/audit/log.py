@@ -22,6 +22,7 @@ import logging
 import queue
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,6 +67,8 @@ class _Rows(Protocol):
 
     def of_handoff(self, handoff_id: str) -> list[Entry]: ...
 
+    def together(self) -> AbstractContextManager[Any]: ...
+
 
 def sealed(record: dict[str, Any]) -> tuple[str, str]:
     """The canonical text and hash (hex) of an entry record."""
@@ -101,6 +104,9 @@ class _MemoryRows:
     def of_handoff(self, handoff_id: str) -> list[Entry]:
         return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
 
+    def together(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
 
 # Fixed statements on the driver's own cursor (member_kit.storage.engine.driver_write):
 # a receipt's entry is appended on the send's path, so it pays no SQLAlchemy compile.
@@ -126,7 +132,9 @@ class _SQLRows:
     def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
         for _ in range(_APPEND_RETRIES):
             try:
-                with driver_write(self._engine) as cursor:
+                # joined to an open transaction (a receipt and its head), a lost race is
+                # undone alone on PostgreSQL, where it would spoil the whole transaction
+                with driver_write(self._engine, savepoint=self._locks) as cursor:
                     self._lock(cursor)
                     if key is not None:
                         cursor.execute(self._sql(_BY_KEY), {"key": key})
@@ -181,6 +189,10 @@ class _SQLRows:
         query = select(c.hash).where(c.seq > after, c.seq <= up_to).order_by(c.seq)
         with read_transaction(self._engine) as connection:
             return [str(digest) for (digest,) in connection.execute(query)]
+
+    def together(self) -> AbstractContextManager[Any]:
+        """One transaction that the appends and reads inside join."""
+        return driver_write(self._engine)
 
     def of_handoff(self, handoff_id: str) -> list[Entry]:
         c = audit_log.c
@@ -270,6 +282,27 @@ class DecisionLedger:
     def sign_head(self, key: SigningKey, issuer: str) -> Head:
         size, root = self.current()
         return sign_head(size, root, key, issuer)
+
+    def append_with_head(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        key: str,
+        handoff_id: str | None,
+        signer: SigningKey,
+        issuer: str,
+    ) -> Head:
+        """:meth:`append` (once per ``key``), then :meth:`sign_head`, in one transaction:
+        a receipt's entry and the head it is covered by take one write, not two. The
+        kept range is extended only once that write is committed."""
+        with self._lock:
+            with self._rows.together():
+                self.append(kind, data, key=key, handoff_id=handoff_id)
+                fresh = self._rows.hashes(self._frontier.size)
+            self._frontier.add([bytes.fromhex(digest) for digest in fresh])
+            size, root = self._frontier.size, self._frontier.root()
+        return sign_head(size, root, signer, issuer)
 
     def tree(self, size: int) -> merkle.Tree:
         """The tree of the first ``size`` entries."""
