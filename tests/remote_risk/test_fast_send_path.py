@@ -6,8 +6,11 @@ over the fast path too), here a refusal and a parse error on either side."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import httpx
+from sqlalchemy import event
 
 from member_kit.server.limits import FAST, GENERAL
 from tests.remote_risk.delegated import delegated_service, refusal_reason
@@ -71,3 +74,51 @@ def test_a_send_the_endpoint_refuses_is_answered_alike_on_the_general_path() -> 
         assert answer.status_code == 200
         assert answer.json()["error"]["code"] == -32005
         assert _paths(app) == {FAST: 0, GENERAL: 1}
+
+
+def test_a_blocking_sends_decision_and_receipt_take_one_transaction(tmp_path: Path) -> None:
+    """On SQLite the allowed decision is written with the receipt and its head (one
+    commit after the task's own), not in a transaction of its own."""
+    with delegated_service(data_dir=tmp_path) as (caller, app):
+        caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, caches, first entries
+        app.state.audit_log.flush()
+        statements = _traced(app.state.durable_store.engine)
+        caller.task_of(caller.send("run-1", "h-1"))
+        app.state.audit_log.flush()
+        appends = [
+            transaction
+            for transaction in _transactions(statements)
+            if any(s.startswith("INSERT INTO remote_risk_audit_log") for s in transaction)
+        ]
+        (only,) = appends
+        inserted = [s for s in only if s.startswith("INSERT INTO remote_risk_audit_log")]
+        assert len(inserted) == 2  # the decision, then the receipt
+
+
+def _traced(engine: Any) -> list[tuple[int, str]]:
+    """Every statement of ``engine``'s connections from now on, with its connection."""
+    statements: list[tuple[int, str]] = []
+    engine.dispose()
+
+    def connected(connection: Any, _: Any) -> None:
+        def trace(statement: str) -> None:
+            statements.append((id(connection), statement))
+
+        connection.set_trace_callback(trace)
+
+    event.listen(engine, "connect", connected)
+    return statements
+
+
+def _transactions(statements: list[tuple[int, str]]) -> list[list[str]]:
+    """The statements grouped by transaction (BEGIN to COMMIT on one connection)."""
+    open_: dict[int, list[str]] = {}
+    done: list[list[str]] = []
+    for connection, statement in statements:
+        if statement.startswith("BEGIN"):
+            open_[connection] = []
+        elif statement == "COMMIT" and connection in open_:
+            done.append(open_.pop(connection))
+        elif connection in open_:
+            open_[connection].append(statement)
+    return done
