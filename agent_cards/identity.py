@@ -26,7 +26,11 @@ def thumbprint_uri(key: PublicKey) -> str:
 
 
 def identity_of(key: VerificationKey) -> str:
-    """The identity a pinned key proves (its stated kid plays no part)."""
+    """The identity a pinned key proves. A :class:`VerificationKey` is only ever made with
+    its kid equal to the thumbprint of its key material (checked on construction), so that
+    kid is the thumbprint, computed once; a key made without a kid is computed here."""
+    if isinstance(key.kid, str):
+        return THUMBPRINT_URI_PREFIX + key.kid
     return thumbprint_uri(key.public_key)
 
 

@@ -11,6 +11,7 @@ is checked, strictly, by whoever reads them (e.g. a Finding).
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Union, get_args, get_origin
 
@@ -25,8 +26,7 @@ def known_part(model: type[BaseModel], document: Any, path: str = "") -> tuple[A
     unchanged for the model's own validation to judge."""
     if not isinstance(document, dict) or model.model_config.get("extra") == "allow":
         return document, []
-    fields = {(info.alias or name): info.annotation for name, info in model.model_fields.items()}
-    fields.update({name: info.annotation for name, info in model.model_fields.items()})
+    fields = _fields(model)
     kept: dict[str, Any] = {}
     ignored: list[str] = []
     for key, value in document.items():
@@ -39,11 +39,26 @@ def known_part(model: type[BaseModel], document: Any, path: str = "") -> tuple[A
     return kept, ignored
 
 
-def _walk(annotation: Any, value: Any, path: str) -> tuple[Any, list[str]]:
-    nested = model_in(annotation)
+# A field's models: the one its value may be (directly, in a list or a union member) and
+# the one its list's items are.
+_Models = tuple[type[BaseModel] | None, type[BaseModel] | None]
+
+
+@functools.cache
+def _fields(model: type[BaseModel]) -> dict[str, _Models]:
+    """Each field of ``model`` by its wire name and by its Python name, with its models
+    (worked out once per model: a request walks the same few models every time)."""
+    annotations = {
+        (info.alias or name): info.annotation for name, info in model.model_fields.items()
+    }
+    annotations.update({name: info.annotation for name, info in model.model_fields.items()})
+    return {key: (model_in(a), _item_model(a)) for key, a in annotations.items()}
+
+
+def _walk(models: _Models, value: Any, path: str) -> tuple[Any, list[str]]:
+    nested, item = models
     if nested is not None and isinstance(value, dict):
         return known_part(nested, value, path)
-    item = _item_model(annotation)
     if item is not None and isinstance(value, list):
         walked = [known_part(item, element, f"{path}[{i}]") for i, element in enumerate(value)]
         return [element for element, _ in walked], [p for _, inner in walked for p in inner]

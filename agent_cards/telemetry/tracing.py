@@ -194,6 +194,12 @@ class ServiceTracing:
         is recorded with its type only (its message might quote what it was about)."""
         tracer = self.tracer()
         if self._unheard:
+            inside = trace.get_current_span().get_span_context().is_valid
+            if inside and parent is None and kind is SpanKind.INTERNAL:
+                # a step nobody hears: ids of its own, but the request's span stays current
+                # (what the step sends onward names that span, as unheard as its own)
+                yield _unrecorded_span(None)
+                return
             with _unrecorded(parent) as unheard:
                 yield unheard
             return

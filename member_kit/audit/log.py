@@ -17,11 +17,13 @@ over the log.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import queue
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,6 +68,8 @@ class _Rows(Protocol):
 
     def of_handoff(self, handoff_id: str) -> list[Entry]: ...
 
+    def together(self) -> AbstractContextManager[Any]: ...
+
 
 def sealed(record: dict[str, Any]) -> tuple[str, str]:
     """The canonical text and hash (hex) of an entry record."""
@@ -101,6 +105,9 @@ class _MemoryRows:
     def of_handoff(self, handoff_id: str) -> list[Entry]:
         return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
 
+    def together(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
 
 # Fixed statements on the driver's own cursor (member_kit.storage.engine.driver_write):
 # a receipt's entry is appended on the send's path, so it pays no SQLAlchemy compile.
@@ -126,7 +133,9 @@ class _SQLRows:
     def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
         for _ in range(_APPEND_RETRIES):
             try:
-                with driver_write(self._engine) as cursor:
+                # joined to an open transaction (a receipt and its head), a lost race is
+                # undone alone on PostgreSQL, where it would spoil the whole transaction
+                with driver_write(self._engine, savepoint=self._locks) as cursor:
                     self._lock(cursor)
                     if key is not None:
                         cursor.execute(self._sql(_BY_KEY), {"key": key})
@@ -182,6 +191,10 @@ class _SQLRows:
         with read_transaction(self._engine) as connection:
             return [str(digest) for (digest,) in connection.execute(query)]
 
+    def together(self) -> AbstractContextManager[Any]:
+        """One transaction that the appends and reads inside join."""
+        return driver_write(self._engine)
+
     def of_handoff(self, handoff_id: str) -> list[Entry]:
         c = audit_log.c
         query = select(c.seq, c.hash, c.canonical).where(c.handoff_id == handoff_id)
@@ -198,23 +211,52 @@ class DecisionLedger:
         self._frontier = merkle.RootBuilder()
         self._lock = threading.Lock()
         self._later: queue.Queue[Later] | None = None
+        # On SQLite the service's writes stay on its event loop (member_kit.tasks.off_loop):
+        # entries taken there wait in _pending for the loop's next turn, or for the next
+        # receipt's transaction, whichever comes first.
+        self._on_loop = engine is not None and engine.dialect.name == "sqlite"
+        self._pending: list[Later] = []
+        self._pending_lock = threading.Lock()
         if engine is not None:
             self._later = queue.Queue()
             threading.Thread(target=self._write_later, name="decision-log", daemon=True).start()
 
     def append_later(self, kind: str, data: Mapping[str, Any], handoff_id: str | None) -> None:
-        """Record an entry from a writer thread of its own: a decision may be taken while
-        the request's own transaction holds the database's write lock (a replayed token
-        is refused inside the task's insert), and must not wait for it nor be undone
-        with it. :meth:`flush` waits until every such entry is written."""
+        """Record an entry after the work at hand: a decision may be taken while the
+        request's own transaction holds the database's write lock (a replayed token is
+        refused inside the task's insert), and must not wait for it nor be undone with
+        it. On SQLite, from the event loop, it is written on the loop's next turn (that
+        transaction is over by then) or with the next receipt, many requests' entries in
+        one transaction; elsewhere by a writer thread of its own. :meth:`flush` waits
+        until every such entry is written."""
         if self._later is None:
             self.append(kind, data, handoff_id=handoff_id)
-        else:
-            self._later.put((kind, dict(data), handoff_id))
+            return
+        entry = (kind, dict(data), handoff_id)
+        loop = _running_loop() if self._on_loop else None
+        if loop is None:
+            self._later.put(entry)
+            return
+        with self._pending_lock:
+            self._pending.append(entry)
+            first = len(self._pending) == 1
+        if first:
+            loop.call_soon(self._write_pending)
 
     def flush(self) -> None:
         if self._later is not None:
+            self._write_pending()
             self._later.join()
+
+    def _take_pending(self) -> list[Later]:
+        with self._pending_lock:
+            taken, self._pending = self._pending, []
+        return taken
+
+    def _write_pending(self) -> None:
+        taken = self._take_pending()
+        if taken:
+            self._append_later(taken)
 
     def _write_later(self) -> None:
         """The decision-log thread: what is queued together is appended together (one
@@ -234,12 +276,8 @@ class DecisionLedger:
                     self._later.task_done()
 
     def _append_later(self, taken: Sequence[Later]) -> None:
-        records = [
-            ({"recorded_at": now_text(), "kind": kind, "data": data}, handoff_id)
-            for kind, data, handoff_id in taken
-        ]
         try:
-            self._rows.append_many(records)
+            self._rows.append_many(_records(taken))
             return
         except Exception:
             if len(taken) == 1:
@@ -271,6 +309,36 @@ class DecisionLedger:
         size, root = self.current()
         return sign_head(size, root, key, issuer)
 
+    def append_with_head(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        key: str,
+        handoff_id: str | None,
+        signer: SigningKey,
+        issuer: str,
+    ) -> Head:
+        """:meth:`append` (once per ``key``), then :meth:`sign_head`, in one transaction:
+        a receipt's entry and the head it is covered by take one write, not two. The
+        kept range is extended only once that write is committed."""
+        with self._lock:
+            earlier = self._take_pending()  # decisions waiting for the loop: written here
+            try:
+                with self._rows.together():
+                    if earlier:
+                        self._rows.append_many(_records(earlier))
+                    self.append(kind, data, key=key, handoff_id=handoff_id)
+                    fresh = self._rows.hashes(self._frontier.size)
+            except BaseException:
+                for entry in earlier:  # not lost with the receipt: the writer thread's now
+                    assert self._later is not None
+                    self._later.put(entry)
+                raise
+            self._frontier.add([bytes.fromhex(digest) for digest in fresh])
+            size, root = self._frontier.size, self._frontier.root()
+        return sign_head(size, root, signer, issuer)
+
     def tree(self, size: int) -> merkle.Tree:
         """The tree of the first ``size`` entries."""
         hashes = self._rows.hashes(0, size)
@@ -283,6 +351,20 @@ class DecisionLedger:
 
     def consistency(self, old_size: int, size: int) -> list[bytes]:
         return self.tree(size).consistency_proof(old_size)
+
+
+def _records(taken: Sequence[Later]) -> list[tuple[dict[str, Any], str | None]]:
+    return [
+        ({"recorded_at": now_text(), "kind": kind, "data": data}, handoff_id)
+        for kind, data, handoff_id in taken
+    ]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def entry_proofs(entries: Sequence[Entry], tree: merkle.Tree) -> list[dict[str, Any]]:

@@ -72,10 +72,15 @@ class ReceiptIssuer:
         key = signing_key_named(keys, kept.get("aud"))
         issuer = identity_of(key.verification_key())
         claims = receipt_claims(to_wire(task), bound, issuer)
-        self.log.append(
-            RECEIPT_ENTRY, claims, key=f"receipt:{task.id}", handoff_id=bound.handoff_id
+        head = self.log.append_with_head(
+            RECEIPT_ENTRY,
+            claims,
+            key=f"receipt:{task.id}",
+            handoff_id=bound.handoff_id,
+            signer=key,
+            issuer=issuer,
         )
-        claims["log_head"] = self.log.sign_head(key, issuer).jws
+        claims["log_head"] = head.jws
         stamped = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
         successions = successions_of(keys)
         if successions:

@@ -11,6 +11,7 @@ in front of them and the observed HTTP layer outermost.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -142,7 +143,17 @@ def member_parts(
         **state,
     }
 
+    send_paths: Counter[str] = Counter()
+    fields["send_paths"] = send_paths
+    routes = _routes(settings, card, keys, jwks, endpoint, ledgers)
+    jsonrpc_routes = {getattr(r, "path", ""): r for r in routes}
+    jsonrpc_routes = {path: jsonrpc_routes[path] for path in JSONRPC_PATHS}
+
     def install(app: Starlette) -> None:
+        # innermost: a blocking send, once the edge has checked it, skips the routing
+        app.add_middleware(
+            limits.FastSend, endpoint=endpoint, routes=jsonrpc_routes, counts=send_paths
+        )
         guards = (
             limits.Guard(limits.posts_to(JSONRPC_PATHS)),
             limits.Guard(rest.covers(REST_PATH), rest.refusal),
@@ -153,7 +164,6 @@ def member_parts(
         for name, value in fields.items():
             setattr(app.state, name, value)
 
-    routes = _routes(settings, card, keys, jwks, endpoint, ledgers)
     return MemberParts(routes, lifespan, install)
 
 

@@ -156,9 +156,14 @@ class JSONRPCEndpoint:
         self._record_body = record_body
 
     async def handle(self, request: Request) -> Response:
+        return await self.answer(request)
+
+    async def answer(self, request: Request, read: tuple[bytes, Any] | None = None) -> Response:
+        """The answer to ``request``; ``read`` is its body and that body's strict parse
+        when the caller already has them (the fast path of a blocking send)."""
         request_id: RequestId = None
         try:
-            document = await self._document(request)
+            document = await self._document(request, read)
             request_id = _usable_id(document)
             envelope = parse_envelope(document)
             http.note(a2a_method=envelope.method)
@@ -177,11 +182,13 @@ class JSONRPCEndpoint:
             logger.exception("JSON-RPC request %r failed unexpectedly", request_id)
             return _error_response(request_id, errors.InternalError("internal error"))
 
-    async def _document(self, request: Request) -> Any:
-        body = await self._read_body(request)
+    async def _document(self, request: Request, read: tuple[bytes, Any] | None) -> Any:
+        body = await self._read_body(request) if read is None else read[0]
         if self._record_body is not None:
             self._record_body(body)
         check_content_type(request.headers.get("content-type"))
+        if read is not None:
+            return read[1]
         try:
             return strict_json.loads(body)
         except StrictJSONError as exc:

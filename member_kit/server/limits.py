@@ -14,7 +14,9 @@ A ``POST`` to the JSON-RPC endpoint goes through, in this order:
    since the request's id was deliberately not read (JSON-RPC 2.0 section 5);
 3. :class:`agent_cards.edge.body.BodyGuard`: at most ``max_body_bytes`` streamed in (413), and a
    JSON body in UTF-8 within the depth and number range (-32700 / -32600);
-4. the JSON-RPC endpoint, which parses the body and holds the already authenticated token
+4. :class:`FastSend`: a blocking ``SendMessage`` goes straight to the JSON-RPC endpoint
+   (the fast path), anything else through the routing (the general path);
+5. the JSON-RPC endpoint, which parses the body and holds the already authenticated token
    against what the request asks (skill, handoff, tenant, continuation).
 
 The limits are :class:`agent_cards.edge.limits.EdgeLimits`, read from ``REMOTE_RISK_*``
@@ -23,19 +25,26 @@ variables by :func:`risk_limits` (see the README's "Limits").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from fastapi.exception_handlers import http_exception_handler
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_cards.edge.body import BODY_TOO_LARGE, BodyGuard
 from agent_cards.edge.limits import EdgeLimits
 from contracts import strict_json
+from contracts.strict_json import StrictJSONError
 from member_kit import errors
 from member_kit.server.auth import AUTHENTICATED_STATE
+from member_kit.server.jsonrpc import JSONRPCEndpoint, check_content_type
 from member_kit.trust.verifier import Authenticated
 
 ENV_PREFIX = "REMOTE_RISK_"
@@ -131,3 +140,107 @@ def install(
     app.add_middleware(BodyGuard, limits=limits, refuse=body_refusal)
     if authenticate is not None:
         app.add_middleware(TokenFirst, guards=guards, authenticate=authenticate)
+
+
+# --- the blocking send's own path ---------------------------------------------------------
+#
+# The blocking SendMessage, once the checks above have run, skips the routing.
+#
+# :class:`FastSend` sits just inside the edge's checks (the observed HTTP layer, the
+# token-first check and the body guard above have run: the
+# token is authenticated, the body read within its limits and its JSON shape checked). For
+# a ``POST`` to the JSON-RPC endpoint whose body is a blocking ``SendMessage`` (strict JSON,
+# ``Content-Type: application/json``, no ``configuration.returnImmediately: true``) it
+# answers with the endpoint itself (:meth:`~member_kit.server.jsonrpc.JSONRPCEndpoint.answer`,
+# the body parsed once), without the router and exception layers of the general stack.
+# Everything else (other methods, a streaming or non-blocking send, a body the endpoint
+# must refuse) goes to the general stack unchanged, its body handed on as it was read.
+#
+# Both paths run the very same checks, in the same order, with the same answers: the fast
+# one only skips the routing. ``counts`` says which path each request took (``app.state``'s
+# ``send_paths``: ``fast`` and ``general``).
+
+FAST = "fast"
+GENERAL = "general"
+SEND_MESSAGE = "SendMessage"
+
+
+class FastSend:
+    """ASGI middleware: blocking sends to ``routes`` (path -> its route) answered by
+    ``endpoint`` directly, everything else by ``app``; each counted in ``counts``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        endpoint: JSONRPCEndpoint,
+        routes: Mapping[str, BaseRoute],
+        counts: Counter[str],
+    ) -> None:
+        self.app = app
+        self._endpoint = endpoint
+        self._routes = dict(routes)
+        self._counts = counts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self._routes.get(scope["path"]) if scope["type"] == "http" else None
+        if route is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        first = await receive()  # the body guard gives the whole body as one message
+        body = first.get("body", b"") if first["type"] == "http.request" else b""
+        whole = first["type"] == "http.request" and not first.get("more_body", False)
+        document = blocking_send(scope, body) if whole else None
+        if document is None:
+            self._counts[GENERAL] += 1
+            await self.app(scope, _replay(first, receive), send)
+            return
+        self._counts[FAST] += 1
+        scope["route"] = route  # what the access line and the metrics name it by
+        request = Request(scope, _replay(first, receive))
+        try:
+            response = await self._endpoint.answer(request, (body, document))
+        except HTTPException as exc:  # an authorize hook's own refusal, as routing answers it
+            response = await http_exception_handler(request, exc)
+        await response(scope, receive, send)
+
+
+def blocking_send(scope: Scope, body: bytes) -> Any:
+    """The strict parse of ``body`` when it is a blocking ``SendMessage`` sent as JSON,
+    else None (the general path then reads it again, and answers it the same way)."""
+    try:
+        check_content_type(_content_type(scope))
+        document = strict_json.loads(body)
+    except (errors.A2AError, StrictJSONError):
+        return None
+    if not isinstance(document, dict) or document.get("method") != SEND_MESSAGE:
+        return None
+    params = document.get("params")
+    configuration = params.get("configuration") if isinstance(params, dict) else None
+    if (
+        isinstance(configuration, dict)
+        and configuration.get("returnImmediately", False) is not False
+    ):
+        return None
+    return document
+
+
+def _content_type(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """A ``receive`` giving the message already read first, then what follows."""
+    given = False
+
+    async def replayed() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return first
+        return await receive()
+
+    return replayed

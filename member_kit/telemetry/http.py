@@ -20,12 +20,18 @@ from agent_cards.telemetry.http import RequestFacts
 from agent_cards.telemetry.tracing import current_trace_id, extract
 from member_kit.telemetry import metrics, tracing
 
-__all__ = ["ACCESS_LOGGER", "ObservedHTTP", "access_logger", "note", "observed_rpc"]
+__all__ = ["ACCESS_LOGGER", "ObservedHTTP", "access_logger", "in_request", "note", "observed_rpc"]
 
 ACCESS_LOGGER = "remote_risk.access"
 access_logger = logging.getLogger(ACCESS_LOGGER)
 _facts = RequestFacts("remote_risk_request_facts", tracing.PREFIX)
 note = _facts.note
+
+
+def in_request() -> bool:
+    """Whether an HTTP request (or a gRPC call) is being served: its access line will be
+    written, with whatever is noted."""
+    return _facts.current.get() is not None
 
 
 class ObservedHTTP(observed.ObservedHTTP):

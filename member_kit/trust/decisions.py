@@ -3,10 +3,11 @@
 The line is the signature. A refusal of a token whose signature verified with a known
 issuer's key (expired, for another audience, short of a scope, replayed, bound to another
 handoff...) is a decision about an authenticated party: like every allowed call it is kept
-in memory (the last ``limit``), logged, and appended to the service's Merkle decision log
-(:mod:`member_kit.audit.log`), for good. A refusal of anyone else (no token, a malformed
-one, a bad signature, an unknown issuer or kid: a stranger) costs nothing permanent: it
-is counted by reason (``remote_risk_token_refusals_total`` and
+in memory (the last ``limit``), logged (an allowed call's facts on its request's access
+line, one line per request; a refusal on a line of its own), and appended to the
+service's Merkle decision log (:mod:`member_kit.audit.log`), for good. A refusal of
+anyone else (no token, a malformed one, a bad signature, an unknown issuer or kid: a
+stranger) costs nothing permanent: it is counted by reason (``remote_risk_token_refusals_total`` and
 ``remote_risk_unauthenticated_refusals_total``) and logged at a bounded rate
 (:class:`~agent_cards.edge.rate_limited_log.RateLimitedLog`), never appended, since a log
 nobody may prune must not grow at a stranger's request. :meth:`DecisionLog.refused` is
@@ -18,13 +19,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from agent_cards.edge.rate_limited_log import RateLimitedLog
 from member_kit.audit.log import DecisionLedger
-from member_kit.telemetry import observed, tracing
+from member_kit.telemetry import http, observed, tracing
 from member_kit.trust.verifier import DelegationDenied, VerifiedDelegation
 
 # The logger operators already filter decisions on (its module was the authorizer's).
@@ -52,7 +53,7 @@ class Decision:
     trace_id: str | None = field(default_factory=tracing.current_trace_id)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self.__dict__)  # every field is a scalar: no deep copy to make
 
 
 class DecisionLog:
@@ -79,6 +80,15 @@ class DecisionLog:
         if self.ledger is not None:
             self.ledger.append_later(DECISION_ENTRY, decision.as_dict(), decision.handoff_id)
         observed.token_decision(decision.method, decision.allowed, decision.reason)
+        if decision.allowed and http.in_request():
+            # one line per request: an allowed call's facts go on its access line
+            http.note(
+                decision=ALLOWED,
+                jti=decision.jti,
+                claims_digest=decision.claims_digest,
+                owner=decision.owner,
+            )
+            return
         logger.log(
             logging.INFO if decision.allowed else logging.WARNING,
             "delegation %s: method=%s reason=%s status=%d jti=%r digest=%s owner=%r trace=%s",
