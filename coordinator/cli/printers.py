@@ -343,6 +343,10 @@ def describe_authority(authority: dict[str, Any] | None) -> str:
     )
 
 
+# One hop of a delegation chain: who asked (holder), for whom, from which parent grant.
+HOP_COLUMNS = ["granted", "depth", "holder", "to", "parent_jti", "jti", "scope", "reason"]
+
+
 def render_reconstruction(view: dict[str, Any]) -> str:
     """``audit show``: the run as the ledger alone tells it."""
     disposition = view.get("disposition") or {}
@@ -361,6 +365,11 @@ def render_reconstruction(view: dict[str, Any]) -> str:
         render_table(view["grants"], ["branch", "jti", "scope", "aud", "exp", "claims_digest"])
         if view["grants"]
         else "(none)",
+        *(
+            ["", "delegation chain (token exchanges):", render_table(view["hops"], HOP_COLUMNS)]
+            if view.get("hops")
+            else []
+        ),
         "",
         "artifacts:",
         render_table(view["artifacts"], ["branch", "decision", "reason", "content_hash", "size"])
