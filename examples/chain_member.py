@@ -80,7 +80,8 @@ class ReviewPrivacy:
         try:
             task = await delegate(self.terms_agent, TERMS_SKILL, ask, budget=child_budget(budget))
         except ChainRefused as refused:
-            return Outcome(TaskState.FAILED, self.failure(refused.reason, str(refused)))
+            cause = f"asking {self.terms_agent}: {refused}"
+            return Outcome(TaskState.FAILED, self.failure(refused.reason, cause))
         state = task.get("status", {}).get("state")
         if state != "TASK_STATE_COMPLETED":
             cause = f"{self.terms_agent} ended {state}"
@@ -90,7 +91,8 @@ class ReviewPrivacy:
         return Outcome(TaskState.COMPLETED, {"verdict": verdict, "terms": terms})
 
     def failure(self, code: str, message: str) -> dict[str, Any]:
-        return {"errorCode": code, "message": message}
+        """A failed Finding: the coordinator reads its error code (``remote_failed:CODE``)."""
+        return {"status": "failed", "summary": message, "errorCode": code}
 
 
 CARD: dict[str, Any] = {

@@ -64,6 +64,8 @@ REQUIRED = (
 OPTIONAL = ("scope", "expires_in")
 _SECONDS = re.compile(r"[0-9]{1,9}")
 EXCHANGED = "delegation.exchanged"
+# A grants row of an exchanged child names this in place of an attempt.
+EXCHANGE_ATTEMPT_PREFIX = "exchange:"
 REFUSED = "delegation.exchange_refused"
 
 # What a widening in each dimension is refused as.
@@ -370,9 +372,14 @@ def _grant_row(child: Grant, run_id: str) -> dict[str, Any]:
     return {
         "jti": child.jti,
         "run_id": run_id,
-        "attempt_id": f"exchange:{child.handoff.id}",
+        "attempt_id": EXCHANGE_ATTEMPT_PREFIX + child.handoff.id,
         "claims_digest": claims_digest(child),
         "scope": child.scope,
         "aud": child.aud,
         "exp": child.exp,
     }
+
+
+def is_exchanged(attempt_id: str) -> bool:
+    """Whether a grants row is a child minted by token exchange."""
+    return attempt_id.startswith(EXCHANGE_ATTEMPT_PREFIX)

@@ -229,6 +229,7 @@ def render_document(document: dict[str, Any]) -> str:
         f"budget: limit {_units(budget['limit'])}; remaining {_units(budget['remaining'])}",
         render_table(budget["ledger"], UNIT_COLUMNS),
         *_model_line(budget.get("model")),
+        *chain_lines(document.get("chain") or []),
         "",
         "pending: " + (", ".join(document.get("live_branches", [])) or "nothing"),
     ]
@@ -344,7 +345,15 @@ def describe_authority(authority: dict[str, Any] | None) -> str:
 
 
 # One hop of a delegation chain: who asked (holder), for whom, from which parent grant.
-HOP_COLUMNS = ["granted", "depth", "holder", "to", "parent_jti", "jti", "scope", "reason"]
+HOP_COLUMNS = ["granted", "depth", "to", "parent_jti", "jti", "scope", "budget", "reason"]
+
+
+def chain_lines(hops: list[dict[str, Any]]) -> list[str]:
+    """The hops of the run's delegation chains (token exchanges), if any."""
+    if not hops:
+        return []
+    rows = [{**hop, "budget": _units(hop.get("budget") or {})} for hop in hops]
+    return ["", "delegation chain (token exchanges):", render_table(rows, HOP_COLUMNS)]
 
 
 def render_reconstruction(view: dict[str, Any]) -> str:
@@ -365,11 +374,7 @@ def render_reconstruction(view: dict[str, Any]) -> str:
         render_table(view["grants"], ["branch", "jti", "scope", "aud", "exp", "claims_digest"])
         if view["grants"]
         else "(none)",
-        *(
-            ["", "delegation chain (token exchanges):", render_table(view["hops"], HOP_COLUMNS)]
-            if view.get("hops")
-            else []
-        ),
+        *chain_lines(view.get("hops") or []),
         "",
         "artifacts:",
         render_table(view["artifacts"], ["branch", "decision", "reason", "content_hash", "size"])
