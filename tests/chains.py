@@ -86,6 +86,8 @@ class ChainFederation:
     url: str
     keys: dict[str, KeySet]
     capture: Capture
+    # the owner's own keys (its data directory), to forge what a faulty owner could sign
+    data_dir: Path
     client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=60))
 
     @property
@@ -182,7 +184,7 @@ def chain_federation(root: Path, **env: str) -> Iterator[ChainFederation]:
             app = create_app(member_settings(coordinator.url, port, keys[name]), member)
             base = stack.enter_context(running(app, port=port))
             register(coordinator.url, base, name)
-        federation = ChainFederation(coordinator.url, keys, capture)
+        federation = ChainFederation(coordinator.url, keys, capture, root / "data")
         try:
             yield federation
         finally:
