@@ -17,7 +17,8 @@ handoff the owner chose, and returns the task the agent answered with (wire JSON
 
 A refusal by the owner is :class:`ChainRefused` with the owner's stable reason; an agent
 that cannot be reached or answers with an error is :class:`ChainRefused` too
-(``agent_unreachable``, ``agent_error``), naming the cause.
+(``agent_unreachable``, ``agent_error``), naming the cause. Both requests carry
+``traceparent`` for the skill's span, so the hop is one trace with the run that asked.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from contracts.chain import (
     request_binding,
 )
 from contracts.grant import Budget
+from member_kit.telemetry import tracing
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -173,7 +175,8 @@ async def exchange(
     parameters["actor_token"] = proof(keys, claims["aud"], claims["iss"], parameters)
     async with _client(client) as http:
         try:
-            answer = await http.post(held.settings.exchange_url, data=parameters)
+            headers = tracing.inject({})  # the hop joins the run's trace
+            answer = await http.post(held.settings.exchange_url, data=parameters, headers=headers)
         except httpx.HTTPError as exc:
             raise ChainRefused("owner_unreachable", type(exc).__name__) from None
     document = _json(answer)
@@ -212,7 +215,7 @@ async def delegate(
         "metadata": {"handoffId": child.handoff_id, "attempt": child.attempt, "skillId": skill},
     }
     request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-    headers = {"Authorization": f"Bearer {child.token}", "A2A-Version": "1.0"}
+    headers = tracing.inject({"Authorization": f"Bearer {child.token}", "A2A-Version": "1.0"})
     async with _client(client) as http:
         try:
             answer = await http.post(child.endpoint, json=request, headers=headers)

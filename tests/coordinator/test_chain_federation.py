@@ -36,6 +36,7 @@ ACCEPT_ANY_OBJECT = {"type": "object"}
 class Member:
     process: subprocess.Popen[str]
     url: str
+    log: Path
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -62,7 +63,7 @@ def member(script: Path, data_dir: Path, *args: str) -> Iterator[Member]:
         )
     assert process.stdout is not None
     first = process.stdout.readline().strip()
-    running = Member(process, first.rpartition(" ")[2])
+    running = Member(process, first.rpartition(" ")[2], log)
     try:
         assert " listening on http://127.0.0.1:" in first, log.read_text()
         yield running
@@ -74,6 +75,7 @@ def member(script: Path, data_dir: Path, *args: str) -> Iterator[Member]:
 class Federation:
     url: str
     terms: Member
+    privacy: Member
     client: httpx.Client
 
     def delegate(self) -> dict[str, Any]:
@@ -116,7 +118,7 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]
         ):
             register(client, coordinator.url, terms.url, TERMS, "check-terms")
             register(client, coordinator.url, privacy.url, PRIVACY, REVIEW_SKILL)
-            yield Federation(coordinator.url, terms, client)
+            yield Federation(coordinator.url, terms, privacy, client)
 
 
 def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Federation) -> None:
@@ -142,6 +144,11 @@ def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Fede
     held = held_budget(federation, run_id)
     assert hop["budget"]["context_units"] == held["context_units"] // 2
     assert hop["budget"]["actions"] <= held["actions"] and hop["budget"]["effects"] == 0
+
+    # one trace across the three services: the run's, in each member's logs
+    trace_id = reconstruction["trace_id"]
+    assert trace_id in federation.privacy.log.read_text()
+    assert trace_id in federation.terms.log.read_text()
 
     bundle = federation.client.post(
         f"{federation.url}/v1/audit/runs/{run_id}/prove", headers=OPERATOR
