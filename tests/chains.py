@@ -8,6 +8,7 @@ hand) to ask the owner for children directly, as an adversary would.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -17,9 +18,10 @@ from typing import Any
 
 import httpx
 
+from agent_cards.documents import with_base_url
 from agent_cards.keys import KeySet, SigningKey, b64url_decode
 from contracts.grant import Budget, Grant
-from contracts.wire import TaskState
+from contracts.wire import AgentCard, TaskState
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from member_kit.server.app import create_app
 from member_kit.settings import MemberSettings
@@ -27,7 +29,7 @@ from member_kit.skill import Member, Outcome
 from member_kit.trust.chain import exchange_parameters, held_token, proof
 from member_kit.trust.issuers import load_trusted_issuers
 from tests.coordinator.served import TOKEN, served
-from tests.members import example, terms_example
+from tests.members import GUARD, example, terms_example
 from tests.servers import free_port, running
 
 CHAIN_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "chain_member.py"
@@ -35,6 +37,10 @@ EXCHANGE_PATH = "/v1/token-exchange"
 PRIVACY = "privacy-review"
 TERMS = "legal-terms"
 TERMS_2 = "legal-terms-2"
+# A stock a2a-sdk agent behind the kit's guard (tests/interop/quickstart_agent.py).
+GUARDED = "summarizer"
+GUARDED_SKILL = "summarize"
+GUARDED_SCOPE = "text:summarize"
 REVIEW_SKILL = "review-privacy"
 TERMS_SKILL = "check-terms"
 TEXT_INPUT = {"text": "Refunds are handled by the support team.", "terms": ["refund", "warranty"]}
@@ -43,6 +49,15 @@ OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
 
 def chain_example() -> Any:
     return example("examples_chain_member", CHAIN_EXAMPLE)
+
+
+def capture_card(base_url: str) -> AgentCard:
+    """The privacy team's card, its skill also asking for the guarded agent's scope (which
+    it would pass on)."""
+    card = copy.deepcopy(chain_example().CARD)
+    requirement = card["skills"][0]["securityRequirements"][0]["schemes"]["delegation"]
+    requirement["list"] = [*requirement["list"], GUARDED_SCOPE]
+    return with_base_url(AgentCard.model_validate(card), base_url)
 
 
 class Capture:
@@ -132,12 +147,19 @@ class ChainFederation:
     def post_form(self, parameters: Mapping[str, str]) -> httpx.Response:
         return self.client.post(self.exchange_url, data=dict(parameters))
 
-    def send(self, endpoint: str, token: str, handoff_id: str, data: Mapping[str, Any]) -> Any:
+    def send(
+        self,
+        endpoint: str,
+        token: str,
+        handoff_id: str,
+        data: Mapping[str, Any],
+        skill: str = TERMS_SKILL,
+    ) -> Any:
         message = {
             "messageId": "msg-chain-test",
             "role": "ROLE_USER",
             "parts": [{"data": dict(data), "mediaType": "application/json"}],
-            "metadata": {"handoffId": handoff_id, "attempt": 1, "skillId": TERMS_SKILL},
+            "metadata": {"handoffId": handoff_id, "attempt": 1, "skillId": skill},
         }
         params = {"message": message}
         request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
@@ -172,10 +194,11 @@ def chain_federation(root: Path, **env: str) -> Iterator[ChainFederation]:
     """The coordinator's API (a process) and three kit members in this process: the
     privacy team's (capturing its tokens) and two legal teams', all registered."""
     capture = Capture()
-    keys = {name: KeySet(active=SigningKey.generate()) for name in (PRIVACY, TERMS, TERMS_2)}
+    names = (PRIVACY, TERMS, TERMS_2, GUARDED)
+    keys = {name: KeySet(active=SigningKey.generate()) for name in names}
     with served(root, **env) as coordinator, ExitStack() as stack:
         members = {
-            PRIVACY: Member("privacy_review", capture, chain_example().privacy_card),
+            PRIVACY: Member("privacy_review", capture, capture_card),
             TERMS: terms_example().MEMBER,
             TERMS_2: terms_example().MEMBER,
         }
@@ -184,6 +207,9 @@ def chain_federation(root: Path, **env: str) -> Iterator[ChainFederation]:
             app = create_app(member_settings(coordinator.url, port, keys[name]), member)
             base = stack.enter_context(running(app, port=port))
             register(coordinator.url, base, name)
+        port = free_port()
+        guard = GUARD.create_app(**vars(member_settings(coordinator.url, port, keys[GUARDED])))
+        register(coordinator.url, stack.enter_context(running(guard, port=port)), GUARDED)
         federation = ChainFederation(coordinator.url, keys, capture, root / "data")
         try:
             yield federation

@@ -24,6 +24,8 @@ from contracts.grant import Budget, Grant, token_hash
 from coordinator.authority.tokens import mint_token
 from member_kit.trust.chain import exchange_parameters, proof
 from tests.chains import (
+    GUARDED,
+    GUARDED_SKILL,
     OPERATOR,
     PRIVACY,
     TERMS,
@@ -99,6 +101,22 @@ def test_a_child_names_its_parent_narrows_it_and_is_accepted_by_its_agent(
 
 
 TEXT = {"text": "No refunds.", "terms": ["refund"]}
+
+
+def test_a_child_is_accepted_by_an_unmodified_agent_behind_the_guard(
+    chain: ChainFederation,
+) -> None:
+    token, parent, _ = chain.parent_token()
+    answer = chain.exchange(token, PRIVACY, GUARDED, half(parent), skill=GUARDED_SKILL)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    data = {"text": "the quick brown fox"}
+    done = chain.send(body["endpoint"], body["access_token"], body["handoff_id"], data, "summarize")
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done
+    # and a child for another agent is refused there, as any token for another agent
+    other = chain.exchange(token, PRIVACY, TERMS, half(parent, actions=0)).json()
+    refused = chain.send(body["endpoint"], other["access_token"], body["handoff_id"], data)
+    assert "result" not in refused, refused
 
 
 def test_budgets_nest_exactly_across_children(chain: ChainFederation) -> None:
