@@ -149,18 +149,18 @@ class TokenExchange:
         _check_parameters(parameters)
         parent = self._parent(parameters["subject_token"], now)
         run_id = self._run_of(parent)
-        verify_proof(
-            parameters["actor_token"],
-            holder=parent.aud,
-            issuer=self.issuer,
-            binding=request_binding(parameters),
-            keys=self.pinned_keys(),
-            replay=self.replay,
-            now=now,
-        )
         try:
+            verify_proof(
+                parameters["actor_token"],
+                holder=parent.aud,
+                issuer=self.issuer,
+                binding=request_binding(parameters),
+                keys=self.pinned_keys(),
+                replay=self.replay,
+                now=now,
+            )
             return self._mint(parameters, parent, run_id, now)
-        except ExchangeRefused as refused:
+        except ExchangeRefused as refused:  # the run is known: its ledger keeps the refusal
             self._record(REFUSED, run_id, {"parent_jti": parent.jti, "reason": refused.reason})
             raise
 
