@@ -103,6 +103,8 @@ class ChainFederation:
     capture: Capture
     # the owner's own keys (its data directory), to forge what a faulty owner could sign
     data_dir: Path
+    # a second coordinator process on the same data directory and database, if started
+    replica_url: str | None = None
     client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=60))
 
     @property
@@ -144,8 +146,11 @@ class ChainFederation:
         parameters["actor_token"] = proof(keys, _identity(keys), claims["iss"], parameters)
         return self.post_form(parameters)
 
-    def post_form(self, parameters: Mapping[str, str]) -> httpx.Response:
-        return self.client.post(self.exchange_url, data=dict(parameters))
+    def post_form(self, parameters: Mapping[str, str], url: str | None = None) -> httpx.Response:
+        """The form posted to the owner's exchange (at ``url``, another process of it)."""
+        target = (url + EXCHANGE_PATH) if url else self.exchange_url
+        with httpx.Client(timeout=60) as client:  # one per call: callable from threads
+            return client.post(target, data=dict(parameters))
 
     def send(
         self,
@@ -190,9 +195,11 @@ def member_settings(coordinator: str, port: int, keys: KeySet) -> MemberSettings
 
 
 @contextmanager
-def chain_federation(root: Path, **env: str) -> Iterator[ChainFederation]:
-    """The coordinator's API (a process) and three kit members in this process: the
-    privacy team's (capturing its tokens) and two legal teams', all registered."""
+def chain_federation(root: Path, *, replica: bool = False, **env: str) -> Iterator[ChainFederation]:
+    """The coordinator's API (a process) and kit members in this process: the privacy
+    team's (capturing its tokens), two legal teams' and an unmodified agent behind the
+    guard, all registered; with ``replica``, a second coordinator process on the same
+    data directory."""
     capture = Capture()
     names = (PRIVACY, TERMS, TERMS_2, GUARDED)
     keys = {name: KeySet(active=SigningKey.generate()) for name in names}
@@ -211,6 +218,10 @@ def chain_federation(root: Path, **env: str) -> Iterator[ChainFederation]:
         guard = GUARD.create_app(**vars(member_settings(coordinator.url, port, keys[GUARDED])))
         register(coordinator.url, stack.enter_context(running(guard, port=port)), GUARDED)
         federation = ChainFederation(coordinator.url, keys, capture, root / "data")
+        if replica:
+            (root / "replica").mkdir()
+            shared = {"FEDERATION_DATA_DIR": str(root / "data"), **env}
+            federation.replica_url = stack.enter_context(served(root / "replica", **shared)).url
         try:
             yield federation
         finally:

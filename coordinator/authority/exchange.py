@@ -27,7 +27,7 @@ from typing import Any
 
 from jwt.algorithms import get_default_algorithms
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import Connection, insert, select, text
 
 from agent_cards.keys import KeySet, b64url_decode
 from agent_cards.trusted import VerificationKey
@@ -47,6 +47,7 @@ from contracts.grant import (
     token_hash,
 )
 from contracts.wire import AgentCard
+from coordinator.audit.events import AuditEvent
 from coordinator.authority.delegator import required_scopes
 from coordinator.authority.holder_proof import (
     ExchangeRefused,
@@ -54,7 +55,7 @@ from coordinator.authority.holder_proof import (
     verify_proof,
 )
 from coordinator.authority.tokens import DELEGATION_TOKEN_TYPE, mint_token
-from coordinator.storage.schema import grants
+from coordinator.storage.schema import audit_events, grants
 from coordinator.workspace import Workspace
 
 REQUIRED = (
@@ -64,6 +65,9 @@ REQUIRED = (
 OPTIONAL = ("scope", "expires_in")
 _SECONDS = re.compile(r"[0-9]{1,9}")
 EXCHANGED = "delegation.exchanged"
+# The class half of PostgreSQL's two-key advisory lock an exchange takes on its parent.
+_EXCHANGE_LOCK_CLASS = 0x43484E53
+_PARENT_LOCK = text("SELECT pg_advisory_xact_lock(:cls, hashtext(:key))")
 # A grants row of an exchanged child names this in place of an attempt.
 EXCHANGE_ATTEMPT_PREFIX = "exchange:"
 REFUSED = "delegation.exchange_refused"
@@ -150,7 +154,7 @@ class TokenExchange:
         parent = self._parent(parameters["subject_token"], now)
         run_id = self._run_of(parent)
         try:
-            verify_proof(
+            proof_jti = verify_proof(
                 parameters["actor_token"],
                 holder=parent.aud,
                 issuer=self.issuer,
@@ -159,7 +163,9 @@ class TokenExchange:
                 replay=self.replay,
                 now=now,
             )
-            return self._mint(parameters, parent, run_id, now)
+            with self.ws.engine().connect() as connection:  # any process of this owner's
+                _check_unused(connection, run_id, proof_jti)
+            return self._mint(parameters, parent, run_id, now, proof_jti)
         except ExchangeRefused as refused:  # the run is known: its ledger keeps the refusal
             self._record(REFUSED, run_id, {"parent_jti": parent.jti, "reason": refused.reason})
             raise
@@ -170,6 +176,7 @@ class TokenExchange:
         parent: Grant,
         run_id: str,
         now: int,
+        proof_jti: str,
     ) -> Exchanged:
         agent, skill = _target(self.targets, parameters["audience"], parameters["skill"])
         audience = agent.identity or ""
@@ -177,11 +184,12 @@ class TokenExchange:
             raise ExchangeRefused(403, "chain_too_deep", f"at most {self.max_depth} hops")
         if loops(audience, parent.act, self.issuer) or audience == parent.aud:
             raise ExchangeRefused(403, "chain_loop", "the chain would return to an agent in it")
-        with self._lock:
-            remaining = self._remaining(parent, run_id)
+        with self._lock:  # one hop at a time here; the write re-checks across processes
+            with self.ws.engine().connect() as connection:
+                remaining = remaining_after_children(connection, parent, run_id)
             child = _narrowed(parent, parameters, audience, skill, remaining, now, self)
             token = mint_token(child, self.keys.signing_key())
-            self._record(EXCHANGED, run_id, _hop(parent, child, agent), child, run_id)
+            self.record_hop(run_id, parent, child, _hop(parent, child, agent, proof_jti))
         return Exchanged(token, child, agent)
 
     def _parent(self, token: str, now: int) -> Grant:
@@ -197,31 +205,62 @@ class TokenExchange:
             raise ExchangeRefused(403, "parent_unknown", "no grant of this owner has this jti")
         return str(row[0])
 
-    def _remaining(self, parent: Grant, run_id: str) -> Budget:
-        """The parent's budget less every child exchanged from it so far."""
-        left = parent.handoff.budget.model_dump()
-        for event in self.ws.ledger().events(run_id):
-            if event.event_type == EXCHANGED and event.data.get("parent_jti") == parent.jti:
-                for name, spent in event.data["budget"].items():
-                    if left.get(name) is not None and spent is not None:
-                        left[name] -= spent
-        return Budget.model_validate(left)
-
-    def _record(
-        self,
-        event_type: str,
-        run_id: str,
-        data: Mapping[str, Any],
-        child: Grant | None = None,
-        grant_run: str | None = None,
-    ) -> None:
+    def _record(self, event_type: str, run_id: str, data: Mapping[str, Any]) -> None:
         trail = self.ws.trail()
-        if child is not None and grant_run is not None:
-            store = self.ws.run_store()
-            trail.carry(store)
-            store.add("grants", _grant_row(child, grant_run))
         trail.emit(event_type, run_id=run_id, data=data)
         trail.flush()
+
+    def record_hop(self, run_id: str, parent: Grant, child: Grant, hop: Mapping[str, Any]) -> None:
+        """The hop in the ledger and the child in the grants, in one transaction that
+        first checks again, under a lock on the parent, that the child still fits what
+        the parent has left: another coordinator process on the same database may have
+        exchanged from the same parent meanwhile (``budget_exceeded``), or granted a hop
+        on the same proof (``proof_replayed``); then nothing is written."""
+
+        def fits_then_grant(connection: Connection) -> None:
+            if connection.dialect.name == "postgresql":
+                connection.execute(_PARENT_LOCK, {"cls": _EXCHANGE_LOCK_CLASS, "key": parent.jti})
+            _check_unused(connection, run_id, hop["proof_jti"])
+            left = remaining_after_children(connection, parent, run_id)
+            exceeded = child.handoff.budget.exceeds(left)
+            if exceeded is not None:
+                raise ExchangeRefused(403, "budget_exceeded", f"{exceeded.value}: spent meanwhile")
+            connection.execute(insert(grants).values(**_grant_row(child, run_id)))
+
+        event = AuditEvent(
+            event_type=EXCHANGED,
+            actor="coordinator",
+            data=dict(hop),
+            run_id=run_id,
+        )
+        self.ws.ledger().append_many_with([event], fits_then_grant)
+
+
+def remaining_after_children(connection: Connection, parent: Grant, run_id: str) -> Budget:
+    """The parent's budget less every child exchanged from it so far (its run's ledger)."""
+    left = parent.handoff.budget.model_dump()
+    for data in _hops_of(connection, run_id):
+        if data.get("parent_jti") != parent.jti:
+            continue
+        for name, spent in data["budget"].items():
+            if left.get(name) is not None and spent is not None:
+                left[name] -= spent
+    return Budget.model_validate({k: max(v, 0) if v is not None else v for k, v in left.items()})
+
+
+def _hops_of(connection: Connection, run_id: str) -> list[dict[str, Any]]:
+    """The data of every hop granted in the run (its ``delegation.exchanged`` events)."""
+    query = select(audit_events.c.canonical).where(
+        audit_events.c.run_id == run_id, audit_events.c.event_type == EXCHANGED
+    )
+    return [strict_json.loads(canonical)["data"] for (canonical,) in connection.execute(query)]
+
+
+def _check_unused(connection: Connection, run_id: str, proof_jti: str) -> None:
+    """``proof_replayed`` if a hop of the run was granted on this proof (by any process
+    of this owner: the in-memory guard knows only its own)."""
+    if any(data.get("proof_jti") == proof_jti for data in _hops_of(connection, run_id)):
+        raise ExchangeRefused(401, "proof_replayed", "this proof was used before")
 
 
 def verified_own_token(token: str, keys: KeySet, issuer: str, now: int) -> Grant:
@@ -348,7 +387,7 @@ def _budget(text: str) -> Budget:
         ) from None
 
 
-def _hop(parent: Grant, child: Grant, agent: Target) -> dict[str, Any]:
+def _hop(parent: Grant, child: Grant, agent: Target, proof_jti: str) -> dict[str, Any]:
     """What the ledger keeps of one hop: never a token."""
     assert child.parent is not None
     return {
@@ -365,6 +404,7 @@ def _hop(parent: Grant, child: Grant, agent: Target) -> dict[str, Any]:
         "exp": child.exp,
         "depth": child.act_depth,
         "budget": child.handoff.budget.model_dump(),
+        "proof_jti": proof_jti,
     }
 
 

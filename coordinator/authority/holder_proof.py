@@ -82,10 +82,11 @@ def verify_proof(
     keys: Iterable[VerificationKey],
     replay: ProofReplayGuard,
     now: int | None = None,
-) -> None:
-    """Accept ``proof`` as ``holder``'s for the request whose binding is ``binding``, or
-    raise :class:`ExchangeRefused` (``proof_invalid``, ``proof_not_holder``,
-    ``proof_replayed``). ``keys``: every key pinned for a registered agent."""
+) -> str:
+    """Accept ``proof`` as ``holder``'s for the request whose binding is ``binding`` and
+    return its ``jti`` (the owner keeps it with the hop it grants), or raise
+    :class:`ExchangeRefused` (``proof_invalid``, ``proof_not_holder``, ``proof_replayed``).
+    ``keys``: every key pinned for a registered agent."""
     at = int(time.time()) if now is None else now
     parts = proof.split(".")
     if len(parts) != 3 or not all(parts):
@@ -103,6 +104,8 @@ def verify_proof(
     _check_signature(parts, key)
     _check_claims(claims, holder=holder, issuer=issuer, binding=binding, now=at)
     replay.claim(claims["jti"], claims["exp"], at)
+    jti: str = claims["jti"]
+    return jti
 
 
 def _check_signature(parts: list[str], key: VerificationKey) -> None:

@@ -10,8 +10,10 @@ its parent by the hash of its bytes, and is verifiable offline (contracts.chain)
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -39,7 +41,7 @@ from tests.chains import (
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainFederation]:
-    with chain_federation(tmp_path_factory.mktemp("exchange")) as federation:
+    with chain_federation(tmp_path_factory.mktemp("exchange"), replica=True) as federation:
         yield federation
 
 
@@ -226,6 +228,37 @@ def test_a_proof_for_another_request_is_refused(chain: ChainFederation) -> None:
         "budget"
     ]
     assert reason(chain.post_form(parameters)) == (401, "proof_invalid")
+
+
+def test_two_coordinator_processes_carve_one_parents_budget_exactly(
+    chain: ChainFederation,
+) -> None:
+    """Both processes of the owner (one database) are asked at once for a child taking
+    all the parent's context units: exactly one is granted."""
+    token, parent, _ = chain.parent_token()
+    budget = half(parent, actions=0, context_units=parent.handoff.budget.context_units)
+    forms = [signed(chain, token, budget) for _ in range(2)]
+    urls = [chain.url, chain.replica_url]
+    barrier = threading.Barrier(2)
+
+    def ask(index: int) -> httpx.Response:
+        barrier.wait()
+        return chain.post_form(forms[index], urls[index])
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(ask, range(2)))
+    granted = [a for a in answers if a.status_code == 200]
+    refused = [reason(a) for a in answers if a.status_code != 200]
+    assert (len(granted), refused) == (1, [(403, "budget_exceeded")]), [a.text for a in answers]
+
+
+def test_a_proof_replayed_at_another_coordinator_process_is_refused(
+    chain: ChainFederation,
+) -> None:
+    token, parent, _ = chain.parent_token()
+    parameters = signed(chain, token, half(parent))
+    assert chain.post_form(parameters).status_code == 200
+    assert reason(chain.post_form(parameters, chain.replica_url)) == (401, "proof_replayed")
 
 
 @pytest.mark.parametrize(
