@@ -153,20 +153,22 @@ class TokenExchange:
         _check_parameters(parameters)
         parent = self._parent(parameters["subject_token"], now)
         run_id = self._run_of(parent)
+        # Until the proof verified the asker is a stranger (a captured token proves
+        # nothing): its refusals are in the access log, never in the ledger it could grow.
+        proof_jti = verify_proof(
+            parameters["actor_token"],
+            holder=parent.aud,
+            issuer=self.issuer,
+            binding=request_binding(parameters),
+            keys=self.pinned_keys(),
+            replay=self.replay,
+            now=now,
+        )
+        with self.ws.engine().connect() as connection:  # any process of this owner's
+            _check_unused(connection, run_id, proof_jti)
         try:
-            proof_jti = verify_proof(
-                parameters["actor_token"],
-                holder=parent.aud,
-                issuer=self.issuer,
-                binding=request_binding(parameters),
-                keys=self.pinned_keys(),
-                replay=self.replay,
-                now=now,
-            )
-            with self.ws.engine().connect() as connection:  # any process of this owner's
-                _check_unused(connection, run_id, proof_jti)
             return self._mint(parameters, parent, run_id, now, proof_jti)
-        except ExchangeRefused as refused:  # the run is known: its ledger keeps the refusal
+        except ExchangeRefused as refused:  # the holder asked: the run's ledger keeps it
             self._record(REFUSED, run_id, {"parent_jti": parent.jti, "reason": refused.reason})
             raise
 

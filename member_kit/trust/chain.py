@@ -15,7 +15,9 @@ to the exact request, see docs/delegation-token.md), then (2) sends the A2A mess
 (JSON-RPC ``SendMessage``, A2A v1.0) to the agent with the child token, naming the
 handoff the owner chose, and returns the task the agent answered with (wire JSON).
 
-A refusal by the owner is :class:`ChainRefused` with the owner's stable reason; an agent
+The message is sent over JSON-RPC, the binding the target must be registered with
+(another is ``binding_unsupported``). A refusal by the owner is :class:`ChainRefused`
+with the owner's stable reason; an agent
 that cannot be reached or answers with an error is :class:`ChainRefused` too
 (``agent_unreachable``, ``agent_error``), naming the cause. Both requests carry
 ``traceparent`` for the skill's span, so the hop is one trace with the run that asked.
@@ -184,6 +186,10 @@ async def exchange(
         error = _error_of(document)
         reason = str(error.get("reason") or "exchange_refused")
         raise ChainRefused(reason, str(error.get("message") or ""), answer.status_code)
+    if document.get("binding") != "JSONRPC":
+        raise ChainRefused(
+            "binding_unsupported", f"{agent} is registered over {document.get('binding')}"
+        )
     return ChildToken(
         token=document["access_token"],
         endpoint=document["endpoint"],

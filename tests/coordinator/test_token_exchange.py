@@ -208,9 +208,7 @@ def test_a_stolen_token_without_its_holders_key_is_refused(chain: ChainFederatio
     answer = chain.exchange(token, PRIVACY, TERMS_2, half(parent), signer=TERMS)
     assert reason(answer) == (401, "proof_not_holder")
     shown = chain.client.get(f"{chain.url}/v1/audit/runs/{run_id}", headers=OPERATOR).json()
-    assert [(hop["granted"], hop["reason"]) for hop in shown["hops"]] == [
-        (False, "proof_not_holder")
-    ]  # the attempt is in the run's ledger
+    assert shown["hops"] == []  # a stranger's attempts never grow the run's ledger
 
 
 def test_a_replayed_proof_is_refused(chain: ChainFederation) -> None:
