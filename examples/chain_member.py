@@ -9,7 +9,7 @@ passes ``terms:check`` on: the owner never mints a child wider than its parent.
 
 Run it next to a coordinator that serves the API, and the legal team's member::
 
-    python examples/chain_member.py --port 8092 --data-dir /tmp/privacy \\
+    python examples/chain_member.py --port 8092 --data-dir ./privacy-data \\
         --trust-issuer urn:a2a-federation:coordinator=http://127.0.0.1:8080/.well-known/jwks.json \\
         --exchange-url http://127.0.0.1:8080/v1/token-exchange --terms-agent legal-terms
 
