@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from coordinator.authority.delegator import DEFAULT_ISSUER
+from coordinator.cli.printers import render_document, render_reconstruction
 from tests.chains import CHAIN_EXAMPLE, OPERATOR, PRIVACY, REVIEW_SKILL, TERMS
 from tests.coordinator.served import served
 from tests.members import TERMS_EXAMPLE
@@ -144,6 +145,10 @@ def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Fede
     held = held_budget(federation, run_id)
     assert hop["budget"]["context_units"] == held["context_units"] // 2
     assert hop["budget"]["actions"] <= held["actions"] and hop["budget"]["effects"] == 0
+    # `run show` and `audit show` print the hop
+    for text in (render_document(shown), render_reconstruction(reconstruction)):
+        section = text.split("delegation chain (token exchanges):\n", 1)[1]
+        assert TERMS in section.splitlines()[1] and hop["jti"] in section
 
     # one trace across the three services: the run's, in each member's logs
     trace_id = reconstruction["trace_id"]
