@@ -11,7 +11,7 @@ Run it next to a coordinator that serves the API, and the legal team's member::
 
     python examples/chain_member.py --port 8092 --data-dir ./privacy-data \\
         --trust-issuer urn:a2a-federation:coordinator=http://127.0.0.1:8080/.well-known/jwks.json \\
-        --exchange-url http://127.0.0.1:8080/v1/token-exchange --terms-agent legal-terms
+        --exchange-url http://127.0.0.1:8080/token-exchange --terms-agent legal-terms
 
 See docs/delegation-token.md (token exchange) and docs/bring-your-own-agent.md.
 """

@@ -33,7 +33,7 @@ from tests.members import GUARD, example, terms_example
 from tests.servers import free_port, running
 
 CHAIN_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "chain_member.py"
-EXCHANGE_PATH = "/v1/token-exchange"
+EXCHANGE_PATH = "/token-exchange"
 PRIVACY = "privacy-review"
 TERMS = "legal-terms"
 TERMS_2 = "legal-terms-2"

@@ -1,4 +1,4 @@
-"""``POST /v1/token-exchange``: RFC 8693 token exchange for the holders of delegation tokens.
+"""``POST /token-exchange``: RFC 8693 token exchange for the holders of delegation tokens.
 
 The route takes no operator token: a member authenticates with what it presents, its
 delegation token (``subject_token``) and a proof signed by the key that token was minted
@@ -30,7 +30,7 @@ from coordinator.service.api_models import ErrorView
 from coordinator.telemetry import http
 from coordinator.workspace import Workspace
 
-EXCHANGE_PATH = "/v1/token-exchange"
+EXCHANGE_PATH = "/token-exchange"
 FORM = "application/x-www-form-urlencoded"
 MAX_FORM_BYTES = 64 * 1024
 # The deepest act chain the owner mints (default contracts.chain.MAX_CHAIN_DEPTH).

@@ -64,7 +64,7 @@ class ChainRefused(Exception):
 @dataclass(frozen=True)
 class ChainSettings:
     """Where this member asks for child tokens (``exchange_url``: the owner's
-    ``/v1/token-exchange``) and the keys it proves possession with."""
+    ``/token-exchange``) and the keys it proves possession with."""
 
     exchange_url: str
     keys: KeySet = field(repr=False)

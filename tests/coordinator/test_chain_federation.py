@@ -108,7 +108,7 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]
     root = tmp_path_factory.mktemp("chain-federation")
     with served(root) as coordinator, httpx.Client(timeout=90) as client:
         trust = f"{DEFAULT_ISSUER}={coordinator.url}/.well-known/jwks.json"
-        exchange = f"{coordinator.url}/v1/token-exchange"
+        exchange = f"{coordinator.url}/token-exchange"
         with (
             member(TERMS_EXAMPLE, root / "terms", "--trust-issuer", trust) as terms,
             member(

@@ -1,6 +1,6 @@
 """Token exchange at the run's owner (RFC 8693), held to every rule of a chain.
 
-A real coordinator process serves ``/v1/token-exchange``; the privacy team's member (kit,
+A real coordinator process serves ``/token-exchange``; the privacy team's member (kit,
 loopback) holds a token the owner minted for a run, and the test acts as that member (its
 key in hand) or as an adversary (another member's key, a forged token, a replayed proof).
 Every refusal is a 4xx with a stable reason; every hop granted is in the ledger, names
