@@ -133,7 +133,7 @@ class TokenExchange:
     def __init__(
         self,
         ws: Workspace,
-        keys: KeySet,
+        keys: KeySet | Callable[[], KeySet],
         issuer: str,
         targets: Targets,
         pinned_keys: PinnedKeys,
@@ -142,7 +142,8 @@ class TokenExchange:
         self.ws = ws
         self.targets = targets
         self.pinned_keys = pinned_keys
-        self.keys = keys
+        # the owner's keys as they are at each exchange (a rotation takes effect at once)
+        self._keys = keys if callable(keys) else (lambda: keys)
         self.issuer = issuer
         self.max_depth = max_depth
         self.replay = ProofReplayGuard()
@@ -190,13 +191,13 @@ class TokenExchange:
             with self.ws.engine().connect() as connection:
                 remaining = remaining_after_children(connection, parent, run_id)
             child = _narrowed(parent, parameters, audience, skill, remaining, now, self)
-            token = mint_token(child, self.keys.signing_key())
+            token = mint_token(child, self._keys().signing_key())
             self.record_hop(run_id, parent, child, _hop(parent, child, agent, proof_jti))
         return Exchanged(token, child, agent)
 
     def _parent(self, token: str, now: int) -> Grant:
         """The subject token's claims, if this owner signed it and it is live."""
-        return verified_own_token(token, self.keys, self.issuer, now)
+        return verified_own_token(token, self._keys(), self.issuer, now)
 
     def _run_of(self, parent: Grant) -> str:
         with self.ws.engine().connect() as connection:

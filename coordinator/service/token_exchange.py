@@ -53,7 +53,7 @@ FORM_SCHEMA: dict[str, object] = {
 def exchange_router(ws: Workspace) -> APIRouter:
     exchange = TokenExchange(
         ws,
-        identity.coordinator_keys(ws.data),
+        lambda: identity.coordinator_keys(ws.data),
         identity.issuer_id(),
         targets=lambda name: _target(ws, name),
         pinned_keys=lambda: _pinned_keys(ws),
