@@ -47,6 +47,7 @@ from contracts.chain import (
     request_binding,
 )
 from contracts.grant import Budget
+from contracts.wire import Message, Part, Role, SendMessageRequest, to_wire
 from member_kit.telemetry import tracing
 
 DEFAULT_TIMEOUT = 30.0
@@ -214,13 +215,14 @@ async def delegate(
     child = await exchange(
         agent, skill, budget=budget, scope=scope, expires_in=expires_in, client=client
     )
-    message = {
-        "messageId": f"msg-{uuid.uuid4().hex}",
-        "role": "ROLE_USER",
-        "parts": [{"data": dict(data), "mediaType": "application/json"}],
-        "metadata": {"handoffId": child.handoff_id, "attempt": child.attempt, "skillId": skill},
-    }
-    request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    message = Message(
+        message_id=f"msg-{uuid.uuid4().hex}",
+        role=Role.USER,
+        parts=[Part(data=dict(data), media_type="application/json")],
+        metadata={"handoffId": child.handoff_id, "attempt": child.attempt, "skillId": skill},
+    )
+    params = to_wire(SendMessageRequest(message=message))
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
     headers = tracing.inject({"Authorization": f"Bearer {child.token}", "A2A-Version": "1.0"})
     async with _client(client) as http:
         try:
