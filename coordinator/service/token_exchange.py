@@ -12,7 +12,6 @@ handoff the message must name. A refusal is the API's error document
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from urllib.parse import parse_qsl
 
@@ -33,8 +32,6 @@ from coordinator.workspace import Workspace
 EXCHANGE_PATH = "/token-exchange"
 FORM = "application/x-www-form-urlencoded"
 MAX_FORM_BYTES = 64 * 1024
-# The deepest act chain the owner mints (default contracts.chain.MAX_CHAIN_DEPTH).
-MAX_DEPTH_ENV = "FEDERATION_CHAIN_MAX_DEPTH"
 NO_STORE = {"Cache-Control": "no-store"}
 FORM_SCHEMA: dict[str, object] = {
     "type": "object",
@@ -57,7 +54,7 @@ def exchange_router(ws: Workspace) -> APIRouter:
         identity.issuer_id(),
         targets=lambda name: _target(ws, name),
         pinned_keys=lambda: _pinned_keys(ws),
-        max_depth=int(os.environ.get(MAX_DEPTH_ENV) or MAX_CHAIN_DEPTH),
+        max_depth=MAX_CHAIN_DEPTH,
     )
     router = APIRouter(tags=["delegations"])
 
