@@ -4,8 +4,10 @@ The privacy team's ``review-privacy`` skill: given ``{"text": "...", "terms": [.
 it asks the legal team's ``check-terms`` (``examples/terms_member.py``) which required
 terms the text uses, with a child of its own delegation token that the run's owner
 mints by token exchange (``member_kit.trust.chain.delegate``), and answers with the
-legal team's findings and its own verdict. Its card asks for both scopes, since it
-passes ``terms:check`` on: the owner never mints a child wider than its parent.
+legal team's findings, its own verdict, and the legal team's receipt for its task
+(``receipts``), which anyone holding the legal team's key can check. Its card asks for
+both scopes, since it passes ``terms:check`` on: the owner never mints a child wider than
+its parent.
 
 Run it next to a coordinator that serves the API, and the legal team's member::
 
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_cards.documents import with_base_url
+from agent_cards.transparency.receipts import receipt_of
 from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
 from member_kit.settings import MemberSettings
@@ -88,7 +91,11 @@ class ReviewPrivacy:
             return Outcome(TaskState.FAILED, self.failure("sub_delegation_failed", cause))
         terms = task["artifacts"][0]["parts"][0]["data"]
         verdict = "clear" if not terms.get("missing") else "terms_missing"
-        return Outcome(TaskState.COMPLETED, {"verdict": verdict, "terms": terms})
+        found: dict[str, Any] = {"verdict": verdict, "terms": terms}
+        receipt = receipt_of(task.get("metadata"))
+        if receipt is not None:  # the legal team's own signed word, passed up unchanged
+            found["receipts"] = {self.terms_agent: receipt}
+        return Outcome(TaskState.COMPLETED, found)
 
     def failure(self, code: str, message: str) -> dict[str, Any]:
         """A failed Finding: the coordinator reads its error code (``remote_failed:CODE``)."""

@@ -12,6 +12,7 @@ team's handoff fails naming the cause.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards.keys import load_key_set
+from agent_cards.transparency.receipts import verified_receipt
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.cli.printers import render_document, render_reconstruction
 from tests.chains import CHAIN_EXAMPLE, OPERATOR, PRIVACY, REVIEW_SKILL, TERMS
@@ -38,6 +41,7 @@ class Member:
     process: subprocess.Popen[str]
     url: str
     log: Path
+    data_dir: Path
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -64,7 +68,7 @@ def member(script: Path, data_dir: Path, *args: str) -> Iterator[Member]:
         )
     assert process.stdout is not None
     first = process.stdout.readline().strip()
-    running = Member(process, first.rpartition(" ")[2], log)
+    running = Member(process, first.rpartition(" ")[2], log, data_dir)
     try:
         assert " listening on http://127.0.0.1:" in first, log.read_text()
         yield running
@@ -132,6 +136,7 @@ def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Fede
     # the legal team's findings, come back through the privacy team
     assert '"found":["refund"]' in content.replace(" ", "")
     assert '"missing":["warranty"]' in content.replace(" ", "")
+    legal_receipt = receipt_in(content)
 
     run_id = document["run_id"]
     shown = federation.get(f"/v1/runs/{run_id}")
@@ -145,6 +150,13 @@ def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Fede
     held = held_budget(federation, run_id)
     assert hop["budget"]["context_units"] == held["context_units"] // 2
     assert hop["budget"]["actions"] <= held["actions"] and hop["budget"]["effects"] == 0
+    # the legal team's receipt, passed up in the privacy team's artifact, verifies with the
+    # legal team's own key and states the hop: its child token, handoff and final state
+    claims = verified_receipt(
+        legal_receipt, load_key_set(federation.terms.data_dir / "keys").trusted_keys()
+    )
+    assert (claims["jti"], claims["handoff_id"]) == (hop["jti"], hop["handoff_id"])
+    assert claims["iss"] == hop["aud"] and claims["state"] == "TASK_STATE_COMPLETED"
     # `run show` and `audit show` print the hop
     for text in (render_document(shown), render_reconstruction(reconstruction)):
         section = text.split("delegation chain (token exchanges):\n", 1)[1]
@@ -163,6 +175,13 @@ def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Fede
         f"{federation.url}/v1/audit/verify", json={"bundle": bundle}, headers=OPERATOR
     ).json()
     assert verdict["ok"], verdict
+
+
+def receipt_in(content: str) -> str:
+    """The legal team's receipt in the privacy team's artifact (as the coordinator kept it)."""
+    found = re.search(r'"legal-terms"\s*:\s*"([A-Za-z0-9_.-]+)"', content)
+    assert found is not None, content
+    return found.group(1)
 
 
 def held_budget(federation: Federation, run_id: str) -> dict[str, int]:
