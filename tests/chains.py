@@ -91,6 +91,19 @@ class Capture:
         return {"errorCode": code, "message": message}
 
 
+def half(grant: Grant, **changes: int) -> Budget:
+    """Half of what ``grant`` holds (one action), with ``changes``."""
+    held = grant.handoff.budget
+    values: dict[str, Any] = {
+        "actions": 1,
+        "context_units": held.context_units // 2,
+        "effects": 0,
+        "model_requests": 0 if held.model_requests is not None else None,
+        "model_tokens": 0 if held.model_tokens is not None else None,
+    }
+    return Budget.model_validate({**values, **changes})
+
+
 def claims_of(token: str) -> dict[str, Any]:
     value: dict[str, Any] = json.loads(b64url_decode(token.split(".")[1]))
     return value

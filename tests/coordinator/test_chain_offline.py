@@ -21,8 +21,15 @@ from contracts import strict_json
 from contracts.chain import chain_problem
 from contracts.grant import Grant
 from tests import outside_chain_verifier as outside
-from tests.chains import PRIVACY, TERMS, TERMS_2, ChainFederation, chain_federation, claims_of
-from tests.coordinator.test_token_exchange import half
+from tests.chains import (
+    PRIVACY,
+    TERMS,
+    TERMS_2,
+    ChainFederation,
+    chain_federation,
+    claims_of,
+    half,
+)
 
 Claims = dict[str, Any]
 

@@ -36,6 +36,7 @@ from tests.chains import (
     ChainFederation,
     chain_federation,
     claims_of,
+    half,
 )
 
 
@@ -47,19 +48,6 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainFederation]
 
 def reason(answer: httpx.Response) -> tuple[int, str]:
     return answer.status_code, answer.json()["error"]["reason"]
-
-
-def half(grant: Grant, **changes: int) -> Budget:
-    """Half of what ``grant`` holds (one action), with ``changes``."""
-    held = grant.handoff.budget
-    values: dict[str, Any] = {
-        "actions": 1,
-        "context_units": held.context_units // 2,
-        "effects": 0,
-        "model_requests": 0 if held.model_requests is not None else None,
-        "model_tokens": 0 if held.model_tokens is not None else None,
-    }
-    return Budget.model_validate({**values, **changes})
 
 
 def coordinator_keys(chain: ChainFederation) -> TrustedKeys:
