@@ -124,6 +124,23 @@ def token_figures() -> list[Figure]:
             baseline=decode,
             baseline_name="bare jwt.decode",
             goal="<= 1.5",
+        ),
+        *chain_figures(),
+    ]
+
+
+def chain_figures() -> list[Figure]:
+    """(3b) a three-hop chain checked at its leaf (the leaf verified as today, the chain
+    offline) against the one-hop token today; no holder proof on either side."""
+    result = procs.run_load("bench.chain_cost")
+    return [
+        figure(
+            "(3b) three-hop chain check (leaf + offline chain)",
+            Spread.of(result["three_hop_us"]),
+            "us/chain",
+            baseline=Spread.of(result["one_hop_us"]),
+            baseline_name="one-hop token verify",
+            note="no holder proof on either side",
         )
     ]
 

@@ -19,6 +19,7 @@ Everything here is pure: no clock, no keys, no I/O.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from collections.abc import Mapping
@@ -130,6 +131,15 @@ class Budget(_Claims):
         return None
 
 
+class ParentRef(_Claims):
+    """The grant a chained child was exchanged from: its ``jti`` and ``hash``, the
+    byte-commitment ``"sha-256:" + base64url(SHA-256(the parent's compact JWS))`` (see
+    :func:`token_hash`), so a verifier holding the parent token checks the link offline."""
+
+    jti: Identifier
+    hash: RequestDigest
+
+
 class Handoff(_Claims):
     """The slice a grant is bound to: which handoff, which attempt, which state, which budget."""
 
@@ -159,6 +169,8 @@ class Grant(_Claims):
     req_digest: RequestDigest | None = None
     # The minting party's latest signed tree head of its audit log (a compact JWS).
     log_head: CompactJWS | None = None
+    # A child minted by token exchange names the token it was exchanged from.
+    parent: ParentRef | None = None
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -402,6 +414,13 @@ def with_request(grant: Grant, req_digest: str) -> Grant:
 def with_log_head(grant: Grant, log_head: str) -> Grant:
     """``grant`` carrying the minting party's latest signed tree head (validated)."""
     return Grant.model_validate({**grant.claims(), "log_head": log_head})
+
+
+def token_hash(token: str) -> str:
+    """``"sha-256:" + base64url(SHA-256(token))`` over the compact JWS's ASCII bytes, no
+    padding: what a child's ``parent.hash`` commits to (and a holder proof binds)."""
+    digest = hashlib.sha256(token.encode("ascii")).digest()
+    return "sha-256:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def claims_digest(claims: Grant | Mapping[str, Any]) -> str:

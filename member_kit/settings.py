@@ -81,6 +81,9 @@ class MemberSettings:
     require_request_digest: bool = False
     # The bearer token the audit routes (GET /audit/...) ask for; None: not served (404).
     audit_token: str | None = field(default=None, repr=False)
+    # The run owner's token-exchange endpoint (its /token-exchange): with it, a skill
+    # working a task may sub-delegate from the task's token (member_kit.trust.chain).
+    exchange_url: str | None = None
 
     @property
     def edge_limits(self) -> EdgeLimits:

@@ -25,6 +25,8 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
         "artifacts": [],
         "budget": [],
         "grants": [],
+        # token exchanges (delegation chains): every hop granted or refused
+        "hops": [],
         "effects": 0,
         "cancelled": False,
         "cancellation": None,
@@ -117,5 +119,7 @@ def _apply(view: dict[str, Any], event: StoredEvent) -> None:
                 **data,
             }
         )
+    elif kind in ("delegation.exchanged", "delegation.exchange_refused"):
+        view["hops"].append({"granted": kind == "delegation.exchanged", **data})
     elif kind == "budget.units":
         view["budget"].append({"branch": f"{event.handoff_id}/{event.attempt}", **data})

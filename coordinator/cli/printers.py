@@ -229,6 +229,7 @@ def render_document(document: dict[str, Any]) -> str:
         f"budget: limit {_units(budget['limit'])}; remaining {_units(budget['remaining'])}",
         render_table(budget["ledger"], UNIT_COLUMNS),
         *_model_line(budget.get("model")),
+        *chain_lines(document.get("chain") or []),
         "",
         "pending: " + (", ".join(document.get("live_branches", [])) or "nothing"),
     ]
@@ -343,6 +344,18 @@ def describe_authority(authority: dict[str, Any] | None) -> str:
     )
 
 
+# One hop of a delegation chain: who asked (holder), for whom, from which parent grant.
+HOP_COLUMNS = ["granted", "depth", "to", "parent_jti", "jti", "scope", "budget", "reason"]
+
+
+def chain_lines(hops: list[dict[str, Any]]) -> list[str]:
+    """The hops of the run's delegation chains (token exchanges), if any."""
+    if not hops:
+        return []
+    rows = [{**hop, "budget": _units(hop.get("budget") or {})} for hop in hops]
+    return ["", "delegation chain (token exchanges):", render_table(rows, HOP_COLUMNS)]
+
+
 def render_reconstruction(view: dict[str, Any]) -> str:
     """``audit show``: the run as the ledger alone tells it."""
     disposition = view.get("disposition") or {}
@@ -361,6 +374,7 @@ def render_reconstruction(view: dict[str, Any]) -> str:
         render_table(view["grants"], ["branch", "jti", "scope", "aud", "exp", "claims_digest"])
         if view["grants"]
         else "(none)",
+        *chain_lines(view.get("hops") or []),
         "",
         "artifacts:",
         render_table(view["artifacts"], ["branch", "decision", "reason", "content_hash", "size"])

@@ -23,6 +23,7 @@ DETAIL_CHARS = 160
 OUTBOUND = frozenset({"message.dispatched", "cancel.sent"})
 INBOUND = frozenset({"remote.state_observed", "cancel.acknowledged", "remote.asked"})
 AT_TARGET = frozenset({"handoff.local"})
+HOPS = frozenset({"delegation.exchanged", "delegation.exchange_refused"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ def category(event_type: str) -> str:
         return "remote"
     head = event_type.partition(".")[0]
     known = {"handoff": "admission", "grant": "grant", "artifact": "return", "budget": "budget"}
+    known["delegation"] = "grant"  # a hop of a delegation chain (token exchange)
     return known.get(head, "ledger")
 
 
@@ -86,6 +88,8 @@ def detail(event: StoredEvent) -> str:
         text = f"{data.get('kind')}: {units} ({data.get('reason')})"
     elif event.event_type == "grant.minted":
         text = f"scope {data.get('scope')}, jti {data.get('jti')}"
+    elif event.event_type in HOPS:
+        text = hop_detail(event.event_type, data)
     elif event.event_type.startswith("artifact."):
         text = f"{data.get('contract')}: {data.get('reason')}"
     elif event.event_type in ("message.dispatched", "cancel.sent"):
@@ -94,6 +98,18 @@ def detail(event: StoredEvent) -> str:
         shown = {k: v for k, v in data.items() if k not in ("contract", "authority")}
         text = json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def hop_detail(event_type: str, data: dict[str, Any]) -> str:
+    """One hop of a delegation chain: granted (to whom, how deep, what) or refused (why)."""
+    if event_type == "delegation.exchanged":
+        budget = data.get("budget") or {}
+        units = ", ".join(f"{k} {budget.get(k)}" for k in ("actions", "context_units", "effects"))
+        return (
+            f"child token to {data.get('to')} (depth {data.get('depth')}): "
+            f"scope {data.get('scope')}; {units}; parent {data.get('parent_jti')}"
+        )
+    return f"exchange refused ({data.get('reason')}) from parent {data.get('parent_jti')}"
 
 
 def cells_for(lanes: Sequence[str], lane: str, event_type: str) -> tuple[Cell, ...]:

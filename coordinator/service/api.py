@@ -77,6 +77,7 @@ from coordinator.service.metrics_route import metrics_router
 from coordinator.service.reference import render_reference
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
+from coordinator.service.token_exchange import EXCHANGE_PATH, exchange_router
 from coordinator.storage.faults import is_storage_fault, recycle
 from coordinator.storage.health import probe_write
 from coordinator.telemetry import http
@@ -85,7 +86,11 @@ from coordinator.workspace import Workspace
 
 logger = logging.getLogger("coordinator.service.api")
 
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/.well-known/jwks.json", "/openapi.json", "/docs"})
+PUBLIC_PATHS = frozenset(
+    {"/healthz", "/livez", "/.well-known/jwks.json", "/openapi.json", "/docs"}
+    # authenticated by what the holder presents (its token and a proof by its key)
+    | {EXCHANGE_PATH}
+)
 REALM = "federation-coordinator"
 JWKS_MAX_AGE_SECONDS = 300
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -561,6 +566,7 @@ def create_api(
     app.include_router(public_router(ws))
     app.include_router(docs_router(app))
     app.include_router(api_router(service))
+    app.include_router(exchange_router(ws))
     app.include_router(metrics_router(ws))
     install_error_handlers(app)
     limits.install(app, limits.coordinator_limits())

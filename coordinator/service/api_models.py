@@ -265,6 +265,8 @@ class Reconstruction(BaseModel):
     artifacts: list[dict[str, Any]]
     budget: list[dict[str, Any]]
     grants: list[dict[str, Any]]
+    # every token exchange from the run's grants: the hops of its delegation chains
+    hops: list[dict[str, Any]] = []
     effects: int
     cancelled: bool
     cancellation: CancellationView | None = None

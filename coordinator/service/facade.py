@@ -32,6 +32,7 @@ from coordinator.audit.proof_check import verify_document
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
+from coordinator.authority.exchange import is_exchanged
 from coordinator.dispatch.card_caller import card_caller
 from coordinator.dispatch.delegate import (
     DelegationOrder,
@@ -262,7 +263,16 @@ class CoordinatorService:
         content as kept (see :mod:`.artifact_content`)."""
         store = self.ws.run_store()
         document = run_state.current(_stored_document(store, run_id), store.run_records(run_id))
+        document = self._with_chain(store, document, run_id)
         return artifact_content.with_content(document, artifact_content.kept(store, run_id))
+
+    def _with_chain(self, store: RunStore, document: dict[str, Any], run_id: str) -> dict[str, Any]:
+        """The document with the hops of its delegation chains (``chain``), read from the
+        ledger when the run's grants show a token exchange."""
+        exchanged = [g for g in store.rows("grants", run_id) if is_exchanged(g["attempt_id"])]
+        if not exchanged:
+            return document
+        return {**document, "chain": reconstruct(self.ws.ledger().events(run_id))["hops"]}
 
     def artifact(self, run_id: str, number: int) -> str:
         """The exact text of the run's ``number``-th artifact as kept, its hash checked."""

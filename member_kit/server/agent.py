@@ -68,6 +68,7 @@ from member_kit.storage.faults import is_storage_fault
 from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.tasks.record import TaskRecord
 from member_kit.telemetry import observed, tracing
+from member_kit.trust.chain import ChainSettings, holding
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class AgentHandler(TaskOperations):
         push: PushConfigs | None = None,
         extended_card: AgentCard | None = None,
         stamp: Callable[[Task], Task] | None = None,
+        chain: ChainSettings | None = None,
     ) -> None:
         """``skill`` does the work of each task. Without ``push`` push notification
         configs are refused (-32003). ``stamp`` gives each terminal task that leaves the
@@ -98,6 +100,7 @@ class AgentHandler(TaskOperations):
         )
         self._skill_delay = skill_delay_seconds
         self._skill = skill
+        self._chain = chain  # with it, a skill's work holds its token (trust.chain)
 
     # --- operations -----------------------------------------------------------------------
 
@@ -126,7 +129,8 @@ class AgentHandler(TaskOperations):
             raise
         if not worked:
             leased = opened_by(record, request.message)
-            self._start(record, skill_input, context.lease_expires_at, leased, context.budget)
+            with holding(self._chain, context.held_token):
+                self._start(record, skill_input, context.lease_expires_at, leased, context.budget)
         if blocking:
             await self._store.wait_settled(record)
         snapshot = record.snapshot(configuration.history_length)
@@ -143,7 +147,8 @@ class AgentHandler(TaskOperations):
             )
         stream = self._updates.follow(record.snapshot(configuration.history_length))
         leased = opened_by(record, request.message)
-        self._start(record, skill_input, context.lease_expires_at, leased, context.budget)
+        with holding(self._chain, context.held_token):
+            self._start(record, skill_input, context.lease_expires_at, leased, context.budget)
         return stream
 
     # --- the task's life ------------------------------------------------------------------

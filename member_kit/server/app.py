@@ -72,6 +72,7 @@ from member_kit.tasks.memory import TaskStore
 from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.telemetry import logs
 from member_kit.trust import issuers as trust
+from member_kit.trust.chain import ChainSettings
 from member_kit.trust.decisions import DecisionLog
 from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.replay import ReplayGuard
@@ -174,6 +175,7 @@ def create_app(
         push=push,
         extended_card=signed_card(extended_card(unsigned), keys.active),
         stamp=receipts.stamp,
+        chain=ChainSettings(settings.exchange_url, keys) if settings.exchange_url else None,
     )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None

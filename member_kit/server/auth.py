@@ -220,6 +220,7 @@ class DelegationAuthorizer:
             lease_expires_at=grant.exp,
             budget=grant.handoff.budget,
             bound={"jti": grant.jti, "req_digest": grant.req_digest, "aud": grant.aud},
+            held_token=bearer_token(request),
         )
 
     async def authenticate(self, request: Request) -> Authenticated:

@@ -95,6 +95,9 @@ class CallContext:
     # What the caller's credential binds (its jti and req_digest), kept with a task it
     # opens so that the task's receipt can name them.
     bound: Mapping[str, Any] | None = None
+    # The verified delegation token itself, held for the task's work so that its skill
+    # can sub-delegate (member_kit.trust.chain); never stored, logged or shown.
+    held_token: str | None = field(default=None, repr=False)
 
 
 Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]

@@ -157,6 +157,22 @@ def test_the_timeline_puts_each_event_in_its_lane() -> None:
     assert all(sum(c.span for c in row.cells) == len(lanes) for row in rows)
 
 
+def test_a_hop_of_a_delegation_chain_is_drawn_with_its_target_and_budget() -> None:
+    budget = {"actions": 1, "context_units": 40, "effects": 0}
+    events = [
+        event(1, "delegation.exchanged", None, to="legal-terms", depth=2, scope="terms:check",
+              budget=budget, parent_jti="jti-a"),
+        event(2, "delegation.exchange_refused", None, reason="chain_loop", parent_jti="jti-a"),
+    ]  # fmt: skip
+    _, rows = timeline({"branches": []}, events)
+    assert rows[0].detail == (
+        "child token to legal-terms (depth 2): scope terms:check; "
+        "actions 1, context_units 40, effects 0; parent jti-a"
+    )
+    assert rows[1].detail == "exchange refused (chain_loop) from parent jti-a"
+    assert {row.category for row in rows} == {"grant"}
+
+
 def test_an_artifact_is_shown_part_by_part_as_text() -> None:
     content = [
         {
