@@ -141,6 +141,17 @@ class Handoff(_Claims):
     budget: Budget
 
 
+class StatusListRef(_Claims):
+    """IETF OAuth Token Status List: the token's index in the list at ``uri``."""
+
+    idx: Annotated[StrictInt, Field(ge=0)]
+    uri: Annotated[StrictStr, Field(pattern=r"^https?://[^\s]{1,2040}$")]
+
+
+class TokenStatus(_Claims):
+    status_list: StatusListRef
+
+
 class Grant(_Claims):
     """The claims of a delegation token (see ``docs/delegation-token.md``)."""
 
@@ -159,6 +170,8 @@ class Grant(_Claims):
     req_digest: RequestDigest | None = None
     # The minting party's latest signed tree head of its audit log (a compact JWS).
     log_head: CompactJWS | None = None
+    # Where the token's revocation status is published (draft-ietf-oauth-status-list).
+    status: TokenStatus | None = None
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -402,6 +415,12 @@ def with_request(grant: Grant, req_digest: str) -> Grant:
 def with_log_head(grant: Grant, log_head: str) -> Grant:
     """``grant`` carrying the minting party's latest signed tree head (validated)."""
     return Grant.model_validate({**grant.claims(), "log_head": log_head})
+
+
+def with_status(grant: Grant, uri: str, idx: int) -> Grant:
+    """``grant`` naming its entry ``idx`` in the status list at ``uri`` (validated)."""
+    status = {"status_list": {"idx": idx, "uri": uri}}
+    return Grant.model_validate({**grant.claims(), "status": status})
 
 
 def claims_digest(claims: Grant | Mapping[str, Any]) -> str:

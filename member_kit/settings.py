@@ -81,6 +81,9 @@ class MemberSettings:
     require_request_digest: bool = False
     # The bearer token the audit routes (GET /audit/...) ask for; None: not served (404).
     audit_token: str | None = field(default=None, repr=False)
+    # How often the status lists the accepted tokens name are fetched (the fallback when
+    # a revocation push is lost); see member_kit.server.revocations.
+    revocation_poll_seconds: float = 30.0
 
     @property
     def edge_limits(self) -> EdgeLimits:
@@ -126,5 +129,7 @@ class MemberSettings:
                 raise ValueError(f"{name} must be at least 1")
         if self.task_lease_seconds < MIN_LEASE_SECONDS:
             raise ValueError(f"task_lease_seconds must be at least {MIN_LEASE_SECONDS}")
+        if self.revocation_poll_seconds <= 0:
+            raise ValueError("revocation_poll_seconds must be positive")
         if self.card_max_age_seconds < 0 or self.skill_delay_seconds < 0:
             raise ValueError("card_max_age_seconds and skill_delay_seconds cannot be negative")

@@ -35,6 +35,7 @@ from contracts.grant import (
 from contracts.handoff import HandoffBudget, HandoffRecord
 from contracts.request_digest import request_digest
 from contracts.wire import AgentCard
+from coordinator.authority.revocation import status_base, with_status_entry
 from coordinator.authority.tokens import mint_token
 from coordinator.errors import GrantRefused
 
@@ -175,6 +176,8 @@ class Delegator:
         self.authority = (authority or RunAuthority()).for_run(run_id)
         self.final_owner = final_owner
         self.root = self._root_grant(run_id, expires_at)
+        # where each token's revocation status is published (None: tokens name none)
+        self.status_base = status_base()
 
     def _root_grant(self, run_id: str, expires_at: int | None) -> Grant:
         now = int(time.time())
@@ -242,6 +245,7 @@ class Delegator:
         except NarrowingError as exc:
             raise GrantRefused(exc.dimension.value, str(exc)) from None
         child = _bound(child, message, log_head)
+        child = with_status_entry(child, self.status_base, record.run_id, record.attempt)
         return MintedGrant(token=mint_token(child, self.keys.signing_key()), grant=child)
 
 

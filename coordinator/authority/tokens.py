@@ -39,3 +39,10 @@ def _segment(value: Mapping[str, Any]) -> str:
 
 def _sign(message: bytes, key: SigningKey) -> bytes:
     return get_default_algorithms()[key.alg].sign(message, key.private_key)
+
+
+def sign_jws(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
+    """A compact JWS of ``claims`` of type ``typ`` (header exactly alg, kid, typ)."""
+    header = {"alg": key.alg, "kid": key.kid, "typ": typ}
+    signing_input = f"{_segment(header)}.{_segment(claims)}"
+    return f"{signing_input}.{b64url_encode(_sign(signing_input.encode('ascii'), key))}"

@@ -60,6 +60,7 @@ class DenialReason(StrEnum):
     REQUEST_DIGEST_MISMATCH = "request_digest_mismatch"
     REQUEST_DIGEST_MISSING = "request_digest_missing"
     LOG_HEAD_INVALID = "log_head_invalid"
+    TOKEN_REVOKED = "token_revoked"
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ REASONS: Mapping[DenialReason, ReasonInfo] = {
     ),
     R.REQUEST_DIGEST_MISSING: ReasonInfo(403, "the token binds no request digest (req_digest)"),
     R.LOG_HEAD_INVALID: ReasonInfo(401, "log_head is not a tree head signed by the issuer"),
+    R.TOKEN_REVOKED: ReasonInfo(401, "the issuer revoked the grant (push or status list)"),
 }
 
 

@@ -35,6 +35,10 @@ The checks run in a fixed order, cheapest and least trusting first:
 10. tenant, scope, effect budget and handoff binding against the request;
 11. for a request that creates a task, the ``jti`` claimed once in the replay guard.
 
+Between steps 9 and 10, with a :class:`~member_kit.trust.revocation.Revocations`, a
+token whose handoff its issuer revoked (by a signed push or in the status list the token
+names) is refused (``token_revoked``), on every binding, since every binding calls this.
+
 Tokens are never logged or put into messages; :func:`claims_digest` gives a stable
 reference for audit records instead.
 """
@@ -69,6 +73,7 @@ from member_kit.trust.replay import (
     InMemoryReplayGuard,
     ReplayGuard,
 )
+from member_kit.trust.revocation import Revocations
 
 DEFAULT_MAX_TOKEN_BYTES = 8192
 DEFAULT_MAX_LIFETIME = timedelta(minutes=10)
@@ -145,6 +150,7 @@ class DelegationVerifier:
         max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
         replay_guard: ReplayGuard | None = None,
         require_model_budget: bool = False,
+        revocations: Revocations | None = None,
     ) -> None:
         """``require_model_budget``: this service spends model requests on the work, so a
         token must bound them (``handoff.budget.model_requests``); a budget claim without
@@ -171,6 +177,7 @@ class DelegationVerifier:
             replay_guard = InMemoryReplayGuard(clock, leeway=leeway)
         self._replay = replay_guard
         self._require_model_budget = require_model_budget
+        self.revocations = revocations
 
     def authenticate(self, token: str | None) -> Authenticated:
         """Every check that does not depend on the request (steps 1 to 9 and the grant's
@@ -241,6 +248,8 @@ class DelegationVerifier:
         grant = Grant.model_validate(claims)
         if self._require_model_budget and grant.handoff.budget.model_requests is None:
             raise deny(R.MODEL_BUDGET_UNBOUNDED, "a missing model-request limit counts as wider")
+        if self.revocations is not None:
+            self.revocations.admit(grant)
         return grant
 
     def _for_request(self, authenticated: Authenticated, request: _Request) -> VerifiedDelegation:
