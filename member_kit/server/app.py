@@ -63,10 +63,9 @@ from member_kit.server.assembly import (
     member_parts,
     open_ledgers,
 )
-from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
+from member_kit.server.auth import TaskBinding, delegation_authorizer, owner_of, task_binding_of
 from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from member_kit.server.push import PushConfigs, TaskLookup
-from member_kit.server.revocations import RevocationEndpoint
 from member_kit.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
 from member_kit.settings import JSONRPC_PATH, MemberSettings
 from member_kit.skill import Member
@@ -79,6 +78,7 @@ from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.replay import ReplayGuard
 from member_kit.trust.request_checks import head_witness
 from member_kit.trust.revocation import Revocations
+from member_kit.trust.revocation_sync import RevocationEndpoint
 from member_kit.trust.verifier import DelegationVerifier
 
 __all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "serve"]
@@ -193,7 +193,11 @@ def create_app(
     authenticate = getattr(authorize, "authenticate", None)
     grpc_server = grpc_server_of(endpoint, authenticate, settings)
     revoking = (
-        RevocationEndpoint(revocations, handler.cancel_owned, settings.revocation_poll_seconds)
+        RevocationEndpoint(
+            revocations,
+            lambda grant: handler.cancel_owned(owner_of(grant)),
+            settings.revocation_poll_seconds,
+        )
         if revocations is not None
         else None
     )

@@ -24,7 +24,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from contracts.grant import Grant
-from member_kit.server.auth import owner_of
 from member_kit.trust.revocation import (
     MAX_DOCUMENT_BYTES,
     RevocationReason,
@@ -38,18 +37,19 @@ REVOCATION_PATH = "/revocations"
 STATUS_LIST_MEDIA_TYPE = "application/statuslist+jwt"
 FETCH_TIMEOUT_SECONDS = 5.0
 
-CancelOwned = Callable[[str], Awaitable[list[str]]]
+# Cancels the unfinished tasks opened under one grant: the ids of those it cancelled.
+CancelUnder = Callable[[Grant], Awaitable[list[str]]]
 
 
 class RevocationEndpoint:
-    """Applies pushes and polled status lists to ``revocations``; ``cancel_owned`` stops
-    the tasks of one owner."""
+    """Applies pushes and polled status lists to ``revocations``; ``cancel_under`` stops
+    the tasks opened under one grant."""
 
     def __init__(
-        self, revocations: Revocations, cancel_owned: CancelOwned, poll_seconds: float
+        self, revocations: Revocations, cancel_under: CancelUnder, poll_seconds: float
     ) -> None:
         self.revocations = revocations
-        self._cancel_owned = cancel_owned
+        self._cancel_under = cancel_under
         self._poll_seconds = poll_seconds
 
     def route(self) -> Route:
@@ -71,8 +71,8 @@ class RevocationEndpoint:
 
     async def cancel(self, grants: Iterable[Grant]) -> list[str]:
         cancelled: list[str] = []
-        for owner in sorted({owner_of(grant) for grant in grants}):
-            cancelled += await self._cancel_owned(owner)
+        for grant in grants:
+            cancelled += await self._cancel_under(grant)
         return cancelled
 
     async def poll_forever(self) -> None:
