@@ -81,7 +81,7 @@ from member_kit.trust.revocation import Revocations
 from member_kit.trust.revocation_sync import RevocationEndpoint
 from member_kit.trust.verifier import DelegationVerifier
 
-__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "serve"]
+__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "revocations_of", "serve"]
 
 JWKS_PATH = "/.well-known/jwks.json"
 JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})

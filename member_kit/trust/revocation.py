@@ -21,6 +21,7 @@ A refused push raises :class:`RevocationRefused` with a stable reason.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -109,6 +110,10 @@ class Revocations:
         self._leeway = int(leeway.total_seconds())
         self._revoked: dict[Key, int] = {}  # -> until (epoch seconds)
         self._watched: dict[str, Watched] = {}  # by jti
+        self._by_handoff: dict[Key, set[str]] = {}  # jtis
+        self._by_list: dict[str, set[str]] = {}  # status list uri -> jtis
+        self._expiries: list[tuple[int, str]] = []  # (forget at, jti), a heap
+        self._swept_at = 0
         self._push_jtis: dict[tuple[str, str], int] = {}  # (iss, jti) -> exp
 
     # --- the verifier's hook ----------------------------------------------------------------
@@ -120,7 +125,8 @@ class Revocations:
         if (grant.iss, grant.handoff.id) in self._revoked:
             raise deny(R.TOKEN_REVOKED, "its grant was revoked by the issuer")
         if grant.jti not in self._watched:
-            self._watched[grant.jti] = Watched(grant, status_ref(grant))
+            self._watch(Watched(grant, status_ref(grant)))
+            heapq.heappush(self._expiries, (grant.exp + self._leeway, grant.jti))
 
     def is_revoked(self, grant: Grant) -> bool:
         return (grant.iss, grant.handoff.id) in self._revoked
@@ -152,10 +158,10 @@ class Revocations:
         keys = {(issuer, handoff) for handoff in handoffs}
         for key in keys:
             self._revoked[key] = max(self._revoked.get(key, 0), until)
-        hit = [w.grant for w in self._watched.values() if (w.grant.iss, w.grant.handoff.id) in keys]
+        hit = [self._watched[jti].grant for key in keys for jti in self._by_handoff.get(key, ())]
         for grant in hit:
             self._revoked[(grant.iss, grant.handoff.id)] = max(until, grant.exp + self._leeway)
-            self._watched.pop(grant.jti, None)
+            self._drop(grant.jti)
         return hit
 
     # --- the status list ------------------------------------------------------------------
@@ -163,7 +169,9 @@ class Revocations:
     def status_lists(self) -> dict[str, str]:
         """Each status list uri the watched grants name, with the issuer that signs it."""
         self._forget(self._now())
-        return {w.status.uri: w.grant.iss for w in self._watched.values() if w.status}
+        return {
+            uri: self._watched[next(iter(jtis))].grant.iss for uri, jtis in self._by_list.items()
+        }
 
     def apply_status_list(self, uri: str, token: object) -> list[Grant]:
         """Apply a fetched status list; the watched grants it revokes. Raises
@@ -181,13 +189,11 @@ class Revocations:
             bits = decode_status_list(claims.get("status_list"))
         except ValueError as exc:
             raise RevocationRefused(RevocationReason.MALFORMED, str(exc)) from None
+        watched = [self._watched[jti] for jti in self._by_list.get(uri, ())]
         revoked = [
             w.grant.handoff.id
-            for w in self._watched.values()
-            if w.status is not None
-            and w.status.uri == uri
-            and w.grant.iss == issuer
-            and status_at(bits, w.status.idx)
+            for w in watched
+            if w.status is not None and w.grant.iss == issuer and status_at(bits, w.status.idx)
         ]
         return self.revoke(issuer, revoked) if revoked else []
 
@@ -219,16 +225,46 @@ class Revocations:
         return issuer, claims
 
     def _forget(self, now: int) -> None:
-        """Drop what can no longer matter: revocations and grants past their time."""
+        """Drop what can no longer matter: grants past their time (each in O(log n), as
+        they expire), and, once a second at most, revocations and push jtis past theirs."""
+        expiries = self._expiries
+        while expiries and expiries[0][0] < now:
+            _, jti = heapq.heappop(expiries)
+            self._drop(jti)
+        if now == self._swept_at:
+            return
+        self._swept_at = now
         for key in [k for k, until in self._revoked.items() if until < now]:
             del self._revoked[key]
-        for jti in [j for j, w in self._watched.items() if w.grant.exp + self._leeway < now]:
-            del self._watched[jti]
-        for key in [k for k, exp in self._push_jtis.items() if exp < now]:
-            del self._push_jtis[key]
+        for push in [k for k, exp in self._push_jtis.items() if exp < now]:
+            del self._push_jtis[push]
+
+    def _watch(self, watched: Watched) -> None:
+        grant = watched.grant
+        self._watched[grant.jti] = watched
+        self._by_handoff.setdefault((grant.iss, grant.handoff.id), set()).add(grant.jti)
+        if watched.status is not None:
+            self._by_list.setdefault(watched.status.uri, set()).add(grant.jti)
+
+    def _drop(self, jti: str) -> None:
+        watched = self._watched.pop(jti, None)
+        if watched is None:
+            return
+        grant = watched.grant
+        _discard(self._by_handoff, (grant.iss, grant.handoff.id), jti)
+        if watched.status is not None:
+            _discard(self._by_list, watched.status.uri, jti)
 
     def _now(self) -> int:
         return int(self._clock().timestamp())
+
+
+def _discard(index: dict[Any, set[str]], key: Any, jti: str) -> None:
+    jtis = index.get(key)
+    if jtis is not None:
+        jtis.discard(jti)
+        if not jtis:
+            del index[key]
 
 
 def status_ref(grant: Grant) -> StatusRef | None:

@@ -244,3 +244,22 @@ def test_revoke_of_an_unknown_target_is_refused(
         code = main(["--data-dir", str(data.root), "revoke", "run-nope"])
     assert code != 0
     assert "unknown_run" in shown.getvalue() + capsys.readouterr().err
+
+
+def test_revoking_one_handoff_revokes_its_grants_and_cancels_its_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with federation(tmp_path, monkeypatch, NO_POLL) as fed:
+        process = start_delegate(fed)
+        run_id, task_id = live_task(fed.data, process)
+        _, handoff_id = handoff_token(fed.data, run_id)
+        revocation = revoke(fed.data, handoff_id, capsys)
+        assert (revocation["run_id"], revocation["handoffs"]) == (run_id, [handoff_id])
+        [pushed] = revocation["pushes"]
+        assert pushed["outcome"] == "pushed" and pushed["cancelled"] == [task_id]
+        assert fed.remote_state(task_id) == "TASK_STATE_CANCELED"
+        assert_refused_revoked(fed, run_id, task_id)
+        process.communicate(timeout=60)
+        assert_nothing_admitted(fed, run_id)
+        [record] = Workspace(DataDir(fed.data)).run_store().run_records(run_id)
+        assert record.reason == "grant_revoked"
