@@ -36,6 +36,7 @@ from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import Registry, TrustAnchor
 from coordinator.service.api import create_api
 from coordinator.service.cancel import run_delegator
+from coordinator.service.facade import CoordinatorService
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
@@ -176,6 +177,17 @@ def assert_nothing_admitted(fed: Federation, run_id: str) -> list[str]:
     return kinds
 
 
+def assert_the_proof_bundle_holds_the_revocation(fed: Federation, run_id: str) -> None:
+    """`audit prove`: the revocation is a proven event of the run, after every grant
+    minted and before any later event, and the bundle verifies."""
+    service = CoordinatorService(Workspace(DataDir(fed.data)))
+    bundle = service.audit_prove(run_id)
+    kinds = [json.loads(entry["canonical"])["event_type"] for entry in bundle["events"]]
+    revoked_at = kinds.index("grant.revoked")
+    assert "grant.minted" in kinds[:revoked_at] and "grant.minted" not in kinds[revoked_at:]
+    assert service.audit_verify(bundle).ok
+
+
 def test_a_run_revoked_mid_task_is_cancelled_by_the_push(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -191,6 +203,7 @@ def test_a_run_revoked_mid_task_is_cancelled_by_the_push(
         process.communicate(timeout=60)
         kinds = assert_nothing_admitted(fed, run_id)
         assert "revocation.pushed" in kinds
+        assert_the_proof_bundle_holds_the_revocation(fed, run_id)
 
 
 def test_a_late_artifact_under_a_revoked_grant_is_not_admitted(
