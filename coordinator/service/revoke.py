@@ -40,9 +40,10 @@ from coordinator.authority.revocation import (
     status_list_token,
     status_list_uri,
 )
-from coordinator.errors import FederationError
+from coordinator.errors import FederationError, RegistryError
 from coordinator.handoff.run import Run
 from coordinator.recovery.recover import restore_run
+from coordinator.remote.destinations import check_destination
 from coordinator.remote.registry import RegisteredAgent, Registry
 from coordinator.service.cancel import registered, run_document
 from coordinator.storage.runs import RunStore
@@ -149,10 +150,15 @@ async def _push(
     outcome: dict[str, Any] = {"agent": name, "handoffs": sorted(handoffs)}
     if agent is None:
         return outcome | {"outcome": "failed", "cause": "unknown_agent"}
+    url = revocation_url(agent)
+    try:  # the one destination rule every request for an agent obeys
+        check_destination(url, agent.destinations)
+    except RegistryError as exc:
+        return outcome | {"outcome": "failed", "cause": exc.reason}
     token = push_token(keys.signing_key(), issuer, agent.agent_id, run_id, handoffs, _now())
     try:
         answer = await http.post(
-            revocation_url(agent),
+            url,
             content=token,
             headers={"Content-Type": "application/jwt"},
             timeout=PUSH_TIMEOUT_SECONDS,
@@ -194,7 +200,7 @@ class _client:
     async def __aenter__(self) -> httpx.AsyncClient:
         if self._given is not None:
             return self._given
-        self._own = httpx.AsyncClient(follow_redirects=False)
+        self._own = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         return self._own
 
     async def __aexit__(self, *exc: object) -> None:

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agent_cards.edge.rate_limited_log import RateLimitedLog
 from contracts.grant import Grant
 from member_kit.trust.revocation import (
     MAX_DOCUMENT_BYTES,
@@ -32,6 +33,8 @@ from member_kit.trust.revocation import (
 )
 
 logger = logging.getLogger("member_kit.revocation")
+# refused pushes come from anyone: a bounded number of lines per reason
+_refusals = RateLimitedLog(logger)
 
 REVOCATION_PATH = "/revocations"
 STATUS_LIST_MEDIA_TYPE = "application/statuslist+jwt"
@@ -62,7 +65,8 @@ class RevocationEndpoint:
             grants = self.revocations.accept_push(text)
         except (UnicodeDecodeError, RevocationRefused) as exc:
             refused = exc if isinstance(exc, RevocationRefused) else _malformed()
-            logger.warning("revocation push refused: %s", refused.reason.value)
+            reason = refused.reason.value
+            _refusals.log(logging.WARNING, reason, "revocation push refused: %s", reason)
             detail = {"reason": refused.reason.value, "detail": refused.detail}
             return JSONResponse(detail, status_code=refused.http_status)
         cancelled = await self.cancel(grants)
@@ -76,9 +80,12 @@ class RevocationEndpoint:
         return cancelled
 
     async def poll_forever(self) -> None:
-        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS) as client:
+        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS, trust_env=False) as client:
             while True:
-                await self.poll_once(client)
+                try:
+                    await self.poll_once(client)
+                except Exception:  # a fault here must not end the polling: logged, tried again
+                    logger.exception("status list poll failed; trying again at the next poll")
                 await asyncio.sleep(self._poll_seconds)
 
     async def poll_once(self, client: httpx.AsyncClient) -> list[str]:
