@@ -276,3 +276,29 @@ def test_revoking_one_handoff_revokes_its_grants_and_cancels_its_branch(
         assert_nothing_admitted(fed, run_id)
         [record] = Workspace(DataDir(fed.data)).run_store().run_records(run_id)
         assert record.reason == "grant_revoked"
+
+
+def test_the_api_revokes_with_the_operator_token_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`POST /v1/revocations`: the operator's bearer token, a strict body; an unknown
+    target is 404; the answer is the revocation, each member's push included."""
+    with federation(tmp_path, monkeypatch, NO_POLL) as fed:
+        process = start_delegate(fed)
+        run_id, task_id = live_task(fed.data, process)
+        url = f"{fed.api}/v1/revocations"
+        body = {"target": run_id, "reason": "key leaked"}
+        assert httpx.post(url, json=body, timeout=30).status_code == 401
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        unknown = httpx.post(url, json={"target": "run-nope"}, headers=headers, timeout=30)
+        assert (unknown.status_code, unknown.json()["error"]["reason"]) == (404, "unknown_run")
+        extra = httpx.post(url, json={**body, "more": 1}, headers=headers, timeout=30)
+        assert extra.status_code == 422
+        assert fed.remote_state(task_id) == "TASK_STATE_WORKING"  # nothing revoked so far
+        answer = httpx.post(url, json=body, headers=headers, timeout=30)
+        assert answer.status_code == 200, answer.text
+        [pushed] = answer.json()["pushes"]
+        assert pushed["outcome"] == "pushed" and pushed["cancelled"] == [task_id]
+        assert fed.remote_state(task_id) == "TASK_STATE_CANCELED"
+        process.communicate(timeout=60)
+        assert_nothing_admitted(fed, run_id)
