@@ -148,6 +148,13 @@ class StatusListRef(_Claims):
     uri: Annotated[StrictStr, Field(pattern=r"^https?://[^\s]{1,2040}$")]
 
 
+class Confirmation(_Claims):
+    """RFC 7800 ``cnf`` with RFC 9449's ``jkt``: the RFC 7638 thumbprint of the key of
+    the one party allowed to present the token (with a proof by that key)."""
+
+    jkt: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{43}$")]
+
+
 class TokenStatus(_Claims):
     status_list: StatusListRef
 
@@ -172,6 +179,8 @@ class Grant(_Claims):
     log_head: CompactJWS | None = None
     # Where the token's revocation status is published (draft-ietf-oauth-status-list).
     status: TokenStatus | None = None
+    # The holder's key (RFC 9449): without a fresh proof by it the token is refused.
+    cnf: Confirmation | None = None
 
     @property
     def scopes(self) -> frozenset[str]:

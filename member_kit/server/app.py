@@ -295,6 +295,7 @@ def default_authorize(
         issuers=directory,
         require_request_digest=settings.require_request_digest,
         witness=head_witness(issuers, witnessed) if witnessed is not None else None,
+        public_base_url=settings.public_base_url,
     )
 
 

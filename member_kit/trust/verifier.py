@@ -68,6 +68,7 @@ from member_kit.trust.denials import (
     deny,
 )
 from member_kit.trust.denials import DenialReason as R
+from member_kit.trust.holder_proof import HolderRequest, ProofReplayGuard, check_holder
 from member_kit.trust.replay import (
     Clock,
     InMemoryReplayGuard,
@@ -178,13 +179,14 @@ class DelegationVerifier:
         self._replay = replay_guard
         self._require_model_budget = require_model_budget
         self.revocations = revocations
+        self._proofs = ProofReplayGuard()
 
-    def authenticate(self, token: str | None) -> Authenticated:
+    def authenticate(self, token: str | None, holder: HolderRequest | None = None) -> Authenticated:
         """Every check that does not depend on the request (steps 1 to 9 and the grant's
         shape), or :class:`DelegationDenied`. The HTTP edge calls this on the headers
         alone, before any body is read; :meth:`verify` then takes the result."""
         try:
-            return self._authenticate(token)
+            return self._authenticate(token, holder)
         except Exception as exc:
             raise denial_from(exc) from None
 
@@ -199,6 +201,7 @@ class DelegationVerifier:
         tenant: str | None = None,
         creates_task: bool = False,
         authenticated: Authenticated | None = None,
+        holder: HolderRequest | None = None,
     ) -> VerifiedDelegation:
         """The verified delegation for this request, or :class:`DelegationDenied`.
 
@@ -215,12 +218,12 @@ class DelegationVerifier:
         request = _Request(skill_id, scopes, handoff_id, read_only, tenant, creates_task)
         try:
             if authenticated is None or authenticated.token != token:
-                authenticated = self._authenticate(token)
+                authenticated = self._authenticate(token, holder)
             return self._for_request(authenticated, request)
         except Exception as exc:
             raise denial_from(exc) from None
 
-    def _authenticate(self, token: str | None) -> Authenticated:
+    def _authenticate(self, token: str | None, holder: HolderRequest | None) -> Authenticated:
         now = self._clock()
         token = self._shaped(token)
         header_segment, payload_segment, signature_segment = token.split(".")
@@ -231,6 +234,7 @@ class DelegationVerifier:
         token_format.check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
         try:
             grant = self._admit(claims, issuer, now)
+            check_holder(grant, token, holder, int(now.timestamp()), self._leeway, self._proofs)
             return Authenticated(token, grant, key, claims_digest(claims))
         except Exception as exc:
             raise denial_from(exc).signed(claims) from None
