@@ -20,7 +20,10 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+from agent_cards.keys import SigningKey
+from coordinator.authority.holder import proof
 from coordinator.authority.revocation import push_token
+from tests import tokens
 from tests.remote_risk.conftest import binding_of, risk_input
 from tests.remote_risk.delegated import ISSUER, SKILL, Caller, delegated_service
 from tests.servers import free_port
@@ -204,3 +207,33 @@ def test_a_revoked_grant_is_refused_on_grpc_too(service: tuple[Caller, str]) -> 
         address, "SendMessage", send_request("h-grpc-r"), caller.token("h-grpc-r")
     )
     assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "token_revoked")
+
+
+def test_a_holder_bound_token_needs_its_proof_on_grpc(service: tuple[Caller, str]) -> None:
+    """A token naming a holder key: refused without a proof, accepted with one made for
+    ``POST {public origin}/lf.a2a.v1.A2AService/GetTask``."""
+    caller, address = service
+    holder = SigningKey.generate()
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=ISSUER,
+        audience=caller.audience,
+        scope=caller.member.scope,
+        handoff_id="h-grpc-bound",
+        jti="jti-grpc-bound",
+    )
+    token = tokens.forge(tokens.header(), {**claims, "cnf": {"jkt": holder.kid}})
+    request = a2a_pb2.GetTaskRequest(id="no-such-task")
+    code, reason = refusal(address, "GetTask", request, token)
+    assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "holder_proof_missing")
+    url = f"{caller.base_url}/lf.a2a.v1.A2AService/GetTask"
+
+    async def with_proof() -> Any:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            sent = [*metadata(token), ("dpop", proof(holder, "POST", url, token))]
+            return await stub.GetTask(request, metadata=sent, timeout=10)
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        asyncio.run(with_proof())
+    assert raised.value.code() == grpc.StatusCode.NOT_FOUND  # authenticated: no such task
