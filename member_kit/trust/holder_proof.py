@@ -17,6 +17,7 @@ captured proof is useless for another request, another token, later, or a second
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ MAX_PROOF_AGE_SECONDS = 60
 MAX_PROOF_BYTES = 4096
 _HEADER_MEMBERS = frozenset({"typ", "alg", "jwk"})
 _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "k"})
+_KEY_MEMBERS = ("kty", "crv", "x", "y")
 
 
 @dataclass(frozen=True)
@@ -132,11 +134,25 @@ def _proof_key(header: Mapping[str, Any]) -> VerificationKey:
     jwk, alg = header.get("jwk"), header.get("alg")
     if not isinstance(jwk, dict) or _PRIVATE_MEMBERS & set(jwk) or alg not in ALGORITHMS:
         raise deny(R.HOLDER_PROOF_INVALID, "jwk must be a public key, alg EdDSA or ES256")
+    members = tuple(jwk.get(name) for name in _KEY_MEMBERS)
+    if not all(isinstance(value, str | None) for value in members):
+        raise deny(R.HOLDER_PROOF_INVALID, "jwk members must be strings")
+    key = _parsed_key(members)
+    if key is None:
+        raise deny(R.HOLDER_PROOF_INVALID, "jwk is not a supported public key")
+    if key.alg != alg:
+        raise deny(R.HOLDER_PROOF_INVALID, "alg is not the key's algorithm")
+    return key
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_key(members: tuple[str | None, ...]) -> VerificationKey | None:
+    """The key the JWK members ``(kty, crv, x, y)`` spell, its kid computed from the key
+    material (a holder sends many proofs with one key: parsed once)."""
+    jwk = {name: value for name, value in zip(_KEY_MEMBERS, members, strict=True) if value}
     try:
         public_key = public_key_from_jwk(jwk)
         key_alg = algorithm_of(public_key)
     except Exception:
-        raise deny(R.HOLDER_PROOF_INVALID, "jwk is not a supported public key") from None
-    if key_alg != alg:
-        raise deny(R.HOLDER_PROOF_INVALID, "alg is not the key's algorithm")
+        return None
     return VerificationKey(kid=thumbprint_of(public_key), alg=key_alg, public_key=public_key)
