@@ -8,11 +8,11 @@ the token). The member checks it in its one verifier
 (:mod:`member_kit.trust.holder_proof`).
 
 The holder is the coordinator process that minted the token (its active signing key);
-with ``FEDERATION_HOLDER_PROOF=1`` it binds the tokens it mints for agents reached over
-HTTP (JSON-RPC, HTTP+JSON), and :func:`hold` remembers each such token with its key until
-it expires, so that every request over HTTP that presents it gets a fresh proof
-(:func:`proof_headers`, called by :meth:`coordinator.remote.client.A2AClient.exchange`
-and ``stream_events``). Nothing else needs to carry the key.
+with ``FEDERATION_HOLDER_PROOF=1`` it binds the tokens it mints, and :func:`hold`
+remembers each such token with its key until it expires, so that every request that
+presents it gets a fresh proof (:func:`proof_headers`, called by
+:meth:`coordinator.remote.client.A2AClient.exchange` and ``stream_events`` for the HTTP
+bindings, and by the gRPC transport's metadata). Nothing else needs to carry the key.
 """
 
 from __future__ import annotations

@@ -16,9 +16,6 @@ from coordinator.errors import LedgerError
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
 
-# Holder proofs go with requests over HTTP; a token for an agent reached over gRPC is not
-# bound to a holder (docs/delegation-token.md, "Holder-bound tokens").
-GRPC_BINDING = "GRPC"
 NO_SCHEME = "target declares no bearer-token scheme: no delegation token sent"
 
 
@@ -73,7 +70,7 @@ def mint_for(
         remaining=before,
         message=request,
         log_head=ledger_head(run, delegator),
-        holder_bound=holder_proof_enabled() and agent.binding != GRPC_BINDING,
+        holder_bound=holder_proof_enabled(),
     )
     run.emit("grant.minted", record, **minted.summary())
     run.minted.setdefault(record.handoff_id, {})[minted.grant.jti] = minted.grant.req_digest or None

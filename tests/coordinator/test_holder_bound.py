@@ -5,21 +5,33 @@ else, without a proof by that key, is refused ``holder_proof_missing``."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from agent_cards.keys import SigningKey
+from contracts.wire import GetTaskRequest
 from coordinator.authority.delegator import DEFAULT_ISSUER, envelope_of, required_scopes
-from coordinator.authority.holder import HOLDER_PROOF_ENV
+from coordinator.authority.holder import HOLDER_PROOF_ENV, hold
 from coordinator.authority.identity import coordinator_keys
+from coordinator.errors import FederationError
 from coordinator.recovery.recover import restore_run
+from coordinator.remote.bindings import transport_for
+from coordinator.remote.client import A2AClient
+from coordinator.remote.destinations import Destinations
 from coordinator.remote.registry import Registry
+from coordinator.remote.transport import GRPC, Interface
 from coordinator.service.cancel import run_delegator
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
+from tests import tokens
 from tests.coordinator.test_cancel import live_task, start_delegate
 from tests.coordinator.test_revoke import NO_POLL, federation
+from tests.remote_risk.delegated import ISSUER, delegated_service
+from tests.servers import free_port
 
 
 def test_a_run_with_holder_bound_tokens_completes_and_a_stolen_one_is_useless(
@@ -63,3 +75,41 @@ def bound_token(data: Path, run_id: str) -> str:
     )
     assert minted.grant.cnf is not None
     return minted.token
+
+
+def test_the_grpc_transport_proves_each_call_of_a_held_token() -> None:
+    """Over gRPC the coordinator's transport sends the proof in metadata, naming the
+    agent's public origin and the call's path: the member authenticates the call (the
+    task is just unknown); the same token not held here goes without one and is refused."""
+    holder_key = SigningKey.generate()
+    port = free_port()
+    with delegated_service(grpc_port=port) as (caller, _app):
+        claims = tokens.delegation_claims(
+            now=int(time.time()),
+            issuer=ISSUER,
+            audience=caller.audience,
+            scope=caller.member.scope,
+            handoff_id="h-held",
+            jti="jti-held",
+        )
+        token = tokens.forge(tokens.header(), {**claims, "cnf": {"jkt": holder_key.kid}})
+        headers = {"Authorization": f"Bearer {token}"}
+
+        async def get_task() -> str:
+            async with A2AClient() as client:
+                remote = transport_for(
+                    client,
+                    Interface(f"127.0.0.1:{port}", GRPC),
+                    Destinations(caller.base_url, (f"http://127.0.0.1:{port}",)),
+                )
+                try:
+                    await remote.get_task(GetTaskRequest(id="no-such-task"), headers)
+                except FederationError as exc:
+                    return f"{exc.reason}: {exc}"
+                return "answered"
+
+        refused = asyncio.run(get_task())
+        assert "holder_proof_missing" in refused
+        hold(token, holder_key, claims["exp"])
+        assert "holder_proof" not in asyncio.run(get_task())
+        assert "not found" in asyncio.run(get_task()).lower()
