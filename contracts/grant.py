@@ -151,6 +151,24 @@ class Handoff(_Claims):
     budget: Budget
 
 
+class StatusListRef(_Claims):
+    """IETF OAuth Token Status List: the token's index in the list at ``uri``."""
+
+    idx: Annotated[StrictInt, Field(ge=0)]
+    uri: Annotated[StrictStr, Field(pattern=r"^https?://[^\s]{1,2040}$")]
+
+
+class Confirmation(_Claims):
+    """RFC 7800 ``cnf`` with RFC 9449's ``jkt``: the RFC 7638 thumbprint of the key of
+    the one party allowed to present the token (with a proof by that key)."""
+
+    jkt: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{43}$")]
+
+
+class TokenStatus(_Claims):
+    status_list: StatusListRef
+
+
 class Grant(_Claims):
     """The claims of a delegation token (see ``docs/delegation-token.md``)."""
 
@@ -171,6 +189,10 @@ class Grant(_Claims):
     log_head: CompactJWS | None = None
     # A child minted by token exchange names the token it was exchanged from.
     parent: ParentRef | None = None
+    # Where the token's revocation status is published (draft-ietf-oauth-status-list).
+    status: TokenStatus | None = None
+    # The holder's key (RFC 9449): without a fresh proof by it the token is refused.
+    cnf: Confirmation | None = None
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -421,6 +443,12 @@ def token_hash(token: str) -> str:
     padding: what a child's ``parent.hash`` commits to (and a holder proof binds)."""
     digest = hashlib.sha256(token.encode("ascii")).digest()
     return "sha-256:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def with_status(grant: Grant, uri: str, idx: int) -> Grant:
+    """``grant`` naming its entry ``idx`` in the status list at ``uri`` (validated)."""
+    status = {"status_list": {"idx": idx, "uri": uri}}
+    return Grant.model_validate({**grant.claims(), "status": status})
 
 
 def claims_digest(claims: Grant | Mapping[str, Any]) -> str:

@@ -47,6 +47,13 @@ def add_trust_arguments(parser: argparse.ArgumentParser, *, data_dir_required: b
     parser.add_argument("--data-dir", required=data_dir_required, help=data_dir_help)
     parser.add_argument("--key-file", help="sign with this private key (PEM or JWK) instead")
     parser.add_argument(
+        "--revocation-poll-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="fetch the status lists of accepted tokens this often (revocation fallback)",
+    )
+    parser.add_argument(
         "--insecure-anonymous",
         action="store_true",
         help="DEVELOPMENT ONLY: run without trusted issuers, accepting every caller",

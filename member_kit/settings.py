@@ -84,6 +84,9 @@ class MemberSettings:
     # The run owner's token-exchange endpoint (its /token-exchange): with it, a skill
     # working a task may sub-delegate from the task's token (member_kit.trust.chain).
     exchange_url: str | None = None
+    # How often the status lists the accepted tokens name are fetched (the fallback when
+    # a revocation push is lost); see member_kit.server.revocations.
+    revocation_poll_seconds: float = 30.0
 
     @property
     def edge_limits(self) -> EdgeLimits:
@@ -129,5 +132,7 @@ class MemberSettings:
                 raise ValueError(f"{name} must be at least 1")
         if self.task_lease_seconds < MIN_LEASE_SECONDS:
             raise ValueError(f"task_lease_seconds must be at least {MIN_LEASE_SECONDS}")
+        if self.revocation_poll_seconds <= 0:
+            raise ValueError("revocation_poll_seconds must be positive")
         if self.card_max_age_seconds < 0 or self.skill_delay_seconds < 0:
             raise ValueError("card_max_age_seconds and skill_delay_seconds cannot be negative")

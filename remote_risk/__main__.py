@@ -80,6 +80,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         idempotency_retention_seconds=args.idempotency_retention_seconds,
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
+        revocation_poll_seconds=args.revocation_poll_seconds,
         model=model_config_from_env(environ),
         data_dir=directory,
         database_url=args.database_url or environ.get(DATABASE_URL_ENV_VAR) or None,

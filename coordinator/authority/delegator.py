@@ -35,6 +35,8 @@ from contracts.grant import (
 from contracts.handoff import HandoffBudget, HandoffRecord
 from contracts.request_digest import request_digest
 from contracts.wire import AgentCard
+from coordinator.authority.holder import bound_to, hold
+from coordinator.authority.revocation import status_base, with_status_entry
 from coordinator.authority.tokens import mint_token
 from coordinator.errors import GrantRefused
 
@@ -121,6 +123,7 @@ class MintedGrant:
             "aud": self.grant.aud,
             "claims_digest": self.digest,
             **({"req_digest": self.grant.req_digest} if self.grant.req_digest else {}),
+            **({"cnf_jkt": self.grant.cnf.jkt} if self.grant.cnf else {}),
         }
 
 
@@ -175,6 +178,8 @@ class Delegator:
         self.authority = (authority or RunAuthority()).for_run(run_id)
         self.final_owner = final_owner
         self.root = self._root_grant(run_id, expires_at)
+        # where each token's revocation status is published (None: tokens name none)
+        self.status_base = status_base()
 
     def _root_grant(self, run_id: str, expires_at: int | None) -> Grant:
         now = int(time.time())
@@ -208,11 +213,14 @@ class Delegator:
         remaining: Budget,
         message: Mapping[str, Any] | None = None,
         log_head: str | None = None,
+        holder_bound: bool = False,
     ) -> MintedGrant:
         """The token for one admitted handoff attempt; ``remaining`` is what the run had
         left before this attempt reserved its envelope. ``message`` (the message to be
         sent, wire JSON) is bound by its digest; ``log_head`` is the latest signed tree
-        head of the coordinator's ledger, shown to the remote."""
+        head of the coordinator's ledger, shown to the remote. ``holder_bound``: the token
+        names this coordinator's key as its holder (``cnf.jkt``), and every request
+        presenting it carries a proof by that key (:mod:`coordinator.authority.holder`)."""
         if record.budget is None or record.lease_expires_at is None or record.duplicate_key is None:
             raise GrantRefused("handoff", "the handoff is not bounded")
         now = int(time.time())
@@ -242,7 +250,14 @@ class Delegator:
         except NarrowingError as exc:
             raise GrantRefused(exc.dimension.value, str(exc)) from None
         child = _bound(child, message, log_head)
-        return MintedGrant(token=mint_token(child, self.keys.signing_key()), grant=child)
+        child = with_status_entry(child, self.status_base, record.run_id, record.attempt)
+        key = self.keys.signing_key()
+        if holder_bound:
+            child = bound_to(child, key)
+        token = mint_token(child, key)
+        if holder_bound:
+            hold(token, key, child.exp)
+        return MintedGrant(token=token, grant=child)
 
 
 def _bound(child: Grant, request: Mapping[str, Any] | None, log_head: str | None) -> Grant:

@@ -110,6 +110,9 @@ class CoordinatorClient:
     def run(self, run_id: str) -> dict[str, Any]:
         return self._object("GET", f"/v1/runs/{_segment(run_id)}")
 
+    def revoke(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._object("POST", "/v1/revocations", body)
+
     def cancel(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._object("POST", f"/v1/runs/{_segment(run_id)}/cancel", body)
 

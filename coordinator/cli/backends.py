@@ -40,6 +40,7 @@ class Coordinator(Protocol):
     def runs(self, query: RunQuery) -> dict[str, Any]: ...
     def run(self, run_id: str) -> dict[str, Any]: ...
     def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]: ...
+    def revoke(self, target: str, reason: str | None) -> dict[str, Any]: ...
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]: ...
     def jwks(self) -> dict[str, Any]: ...
     def audit_show(self, run_id: str) -> dict[str, Any]: ...
@@ -130,6 +131,11 @@ class Local:
 
         return asyncio.run(self.service.cancel(run_id, reason, CLI_OPERATOR))
 
+    def revoke(self, target: str, reason: str | None) -> dict[str, Any]:
+        import asyncio
+
+        return asyncio.run(self.service.revoke(target, reason, CLI_OPERATOR))
+
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:
         return self.service.audit_verify(bundle).model_dump()
 
@@ -199,6 +205,9 @@ class Remote:
 
     def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]:
         return self.client.cancel(run_id, {"reason": reason} if reason else {})
+
+    def revoke(self, target: str, reason: str | None) -> dict[str, Any]:
+        return self.client.revoke({"target": target} | ({"reason": reason} if reason else {}))
 
     def audit_verify(self, bundle: dict[str, Any] | None) -> dict[str, Any]:
         return self.client.audit_verify(bundle)

@@ -234,6 +234,15 @@ def cmd_cancel(args: argparse.Namespace, coordinator: Coordinator) -> int:
     return 0
 
 
+def cmd_revoke(args: argparse.Namespace, coordinator: Coordinator) -> int:
+    revocation = coordinator.revoke(args.target, args.reason)
+    if args.json:
+        printers.print_json(revocation)
+    else:
+        print(printers.render_revocation(revocation))
+    return 0
+
+
 def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
     if args.audit_command in AUDIT_PROOFS:
         return AUDIT_PROOFS[args.audit_command](args, coordinator)
@@ -421,6 +430,7 @@ SHARED: dict[str, Shared] = {
     "runs": cmd_runs,
     "run": cmd_run,
     "cancel": cmd_cancel,
+    "revoke": cmd_revoke,
     "audit": cmd_audit,
     "keys": cmd_keys,
 }

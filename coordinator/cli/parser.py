@@ -167,6 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("--reason", metavar="TEXT", help="why: kept in the ledger and the run")
     cancel.add_argument("--json", action="store_true", help="print the run's document")
 
+    revoke = commands.add_parser(
+        "revoke",
+        help="revoke the grants of a run or a handoff (signed push to each member, status list)",
+    )
+    revoke.add_argument("target", metavar="RUN|HANDOFF", help="a run id or a handoff id")
+    revoke.add_argument("--reason", metavar="TEXT", help="why: kept in the ledger and the run")
+    revoke.add_argument("--json", action="store_true", help="print the revocation as JSON")
+
     audit = commands.add_parser("audit", help="the tamper-evident audit ledger")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser("verify", help="check the whole hash chain")

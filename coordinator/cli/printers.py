@@ -301,6 +301,22 @@ def render_cancel(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_revocation(revocation: dict[str, Any]) -> str:
+    """``federation revoke``: what was revoked and what each member was told."""
+    handoffs = ", ".join(revocation["handoffs"]) or "-"
+    lines = [f"run {revocation['run_id']}: grants revoked for {handoffs}"]
+    for push in revocation.get("pushes", []):
+        if push["outcome"] == "pushed":
+            tasks = ", ".join(push.get("cancelled") or []) or "none running"
+            lines.append(f"  {push['agent']}: told; tasks cancelled: {tasks}")
+        else:
+            lines.append(
+                f"  {push['agent']}: push failed ({push.get('cause')}); "
+                "it learns it from the status list at its next poll"
+            )
+    return "\n".join(lines)
+
+
 # --- audit ----------------------------------------------------------------------------------
 
 

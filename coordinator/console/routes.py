@@ -30,7 +30,12 @@ from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError, UsageError, describe_validation
 from coordinator.service import artifact_content
 from coordinator.service.api import error_response, status_of
-from coordinator.service.api_models import CancelRequest, RegisterRequest, StrictRequest
+from coordinator.service.api_models import (
+    CancelRequest,
+    RegisterRequest,
+    RevokeRequest,
+    StrictRequest,
+)
 from coordinator.service.facade import CoordinatorService
 from coordinator.service.run_list import RunQuery
 
@@ -40,6 +45,7 @@ CONSOLE_OPERATOR = "operator (console)"
 STATIC = {"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8"}
 NOTICES = {
     "cancelled": "The run's live branches were cancelled.",
+    "revoked": "The run's grants were revoked: each member was told (see the timeline).",
     "approved": "The held card was approved.",
     "refused": "The held card was refused; the registered card stays.",
     "held_again": "The card changed again since it was held: it is held anew, not approved.",
@@ -239,6 +245,15 @@ def console_router(
         body = checked(CancelRequest, {"reason": fields.get("reason", "").strip() or None})
         await service.cancel(run_id, body.reason, CONSOLE_OPERATOR)
         return see(f"/runs/{run_id}", "cancelled")
+
+    @router.post("/runs/{run_id}/revoke")
+    @answered
+    async def revoke(request: Request, run_id: str) -> Response:
+        fields = await guard.form(request, guard.session(request))
+        reason = fields.get("reason", "").strip() or None
+        body = checked(RevokeRequest, {"target": run_id, "reason": reason})
+        await service.revoke(body.target, body.reason, CONSOLE_OPERATOR)
+        return see(f"/runs/{run_id}", "revoked")
 
     @router.post("/runs/{run_id}/proof")
     @answered

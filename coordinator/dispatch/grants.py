@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from contracts.handoff import HandoffRecord
 from coordinator.audit.current_head import current_head
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
+from coordinator.authority.holder import holder_proof_enabled
 from coordinator.errors import LedgerError
 from coordinator.handoff.run import Run
 from coordinator.remote.registry import RegisteredAgent
@@ -69,6 +70,7 @@ def mint_for(
         remaining=before,
         message=request,
         log_head=ledger_head(run, delegator),
+        holder_bound=holder_proof_enabled(),
     )
     run.emit("grant.minted", record, **minted.summary())
     run.minted.setdefault(record.handoff_id, {})[minted.grant.jti] = minted.grant.req_digest or None

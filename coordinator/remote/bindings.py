@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from contracts.wire import (
     CancelTaskRequest,
@@ -78,6 +79,12 @@ class JsonRpcTransport:
         return card
 
 
+def origin_of(url: str) -> str:
+    """``scheme://authority`` of ``url``: an agent's public origin, from its card's URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def transport_for(client: A2AClient, interface: Interface, destinations: Destinations) -> Transport:
     """The transport that speaks ``interface``'s binding at its protocol version, once
     :func:`~coordinator.remote.destinations.check_destination` allows its URL for the
@@ -88,7 +95,7 @@ def transport_for(client: A2AClient, interface: Interface, destinations: Destina
     if interface.binding == HTTP_JSON:
         return HttpJsonTransport(client, interface)
     if interface.binding == GRPC:
-        return GrpcTransport(client, interface)
+        return GrpcTransport(client, interface, origin_of(destinations.card_url))
     return JsonRpcTransport(client, interface)
 
 

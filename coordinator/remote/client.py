@@ -54,6 +54,7 @@ from contracts.wire import (
     Task,
     to_wire,
 )
+from coordinator.authority import holder
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError, translated
 from coordinator.remote import traced
 from coordinator.remote.sse import SSEDecoder
@@ -286,6 +287,7 @@ class A2AClient:
             "Accept-Encoding": "identity",
             **headers,
         }
+        sent.update(holder.proof_headers(sent, method, url))  # a holder-bound token's proof
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.total_timeout
         with translated(f"{rpc} to", url), traced.remote_stream(rpc, url, sent, binding):
@@ -382,6 +384,7 @@ class A2AClient:
             "Accept-Encoding": "identity",
             **headers,
         }
+        sent.update(holder.proof_headers(sent, method, url))  # a holder-bound token's proof
         tracing.inject(sent)
         try:
             async with asyncio.timeout(self.limits.total_timeout), self._request_slots:

@@ -42,6 +42,7 @@ from contracts.wire import (
     StreamResponse,
     Task,
 )
+from coordinator.authority import holder
 from coordinator.errors import FederationError, ProtocolError, TransportError, translated
 from coordinator.remote import traced
 from coordinator.remote.client import A2AClient
@@ -49,6 +50,9 @@ from coordinator.remote.endpoints import grpc_target
 from coordinator.remote.transport import GRPC, Interface
 from coordinator.remote.wire_errors import remote_error
 from coordinator.telemetry import tracing
+
+# The service every call's path names (a holder's proof's htu ends in /SERVICE/<rpc>).
+SERVICE = "lf.a2a.v1.A2AService"
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -65,9 +69,12 @@ def channel_target(url: str) -> tuple[str, bool]:
 class GrpcTransport:
     """One gRPC interface of one agent."""
 
-    def __init__(self, client: A2AClient, interface: Interface) -> None:
+    def __init__(self, client: A2AClient, interface: Interface, origin: str | None = None) -> None:
+        """``origin``: the agent's public origin (its card's), which a holder's proof
+        names with the call's path (docs/delegation-token.md, holder-bound tokens)."""
         self.client = client
         self.interface = interface
+        self._origin = origin
         self._dialed = grpc_target(interface.url)
         self._target, self._tls = self._dialed.authority, self._dialed.tls
 
@@ -106,10 +113,12 @@ class GrpcTransport:
             return to_proto(request, proto)
 
     def _metadata(
-        self, headers: Mapping[str, str] | None, trace: bool = True
+        self, headers: Mapping[str, str] | None, rpc: str, trace: bool = True
     ) -> list[tuple[str, str]]:
         sent: dict[str, str] = {VERSION_HEADER: PROTOCOL_VERSION}
         sent.update({k: v for k, v in (headers or {}).items() if k.lower() != "content-type"})
+        if self._origin is not None:  # a holder-bound token's proof for this very call
+            sent.update(holder.proof_headers(sent, "POST", f"{self._origin}/{SERVICE}/{rpc}"))
         if trace:
             tracing.inject(sent)
         return [(k.lower(), v) for k, v in sent.items()]
@@ -146,7 +155,7 @@ class GrpcTransport:
         call = getattr(self._stub(), rpc)
         timeout = self.client.limits.total_timeout
         with _grpc_errors(rpc, self.endpoint), traced.remote_call(rpc, self._target, GRPC):
-            metadata = self._metadata(headers)
+            metadata = self._metadata(headers, rpc)
             async with self.client.request_slots:
                 answer: Message = await call(proto, metadata=metadata, timeout=timeout)
                 return answer
@@ -172,7 +181,7 @@ class GrpcTransport:
     async def _stream(
         self, rpc: str, proto: Message, headers: Mapping[str, str] | None
     ) -> AsyncGenerator[StreamResponse, None]:
-        sent = dict(self._metadata(headers, trace=False))
+        sent = dict(self._metadata(headers, rpc, trace=False))
         cap = self.client.limits.max_stream_bytes
         with _grpc_errors(rpc, self.endpoint), traced.remote_stream(rpc, self._target, sent, GRPC):
             call = getattr(self._stub(), rpc)(

@@ -38,6 +38,7 @@ from agent_cards.edge.throttle import (
 )
 from contracts import strict_json
 from coordinator.authority import identity
+from coordinator.authority.revocation import STATUS_LIST_PREFIX
 from coordinator.errors import (
     FederationError,
     OwnershipError,
@@ -64,6 +65,8 @@ from coordinator.service.api_models import (
     Reconstruction,
     RegisterRequest,
     RegistrationView,
+    RevocationView,
+    RevokeRequest,
     RunDocument,
     RunList,
     Submitted,
@@ -75,6 +78,7 @@ from coordinator.service.facade import CoordinatorService
 from coordinator.service.faults import FaultBarrier, retry_after
 from coordinator.service.metrics_route import metrics_router
 from coordinator.service.reference import render_reference
+from coordinator.service.revoke import status_list_router
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
 from coordinator.service.token_exchange import EXCHANGE_PATH, exchange_router
@@ -392,6 +396,19 @@ def api_router(service: CoordinatorService) -> APIRouter:
         reason = body.reason if body is not None else None
         return RunDocument.model_validate(await service.cancel(run_id, reason, API_OPERATOR))
 
+    @router.post(
+        "/revocations",
+        dependencies=body_checked,
+        tags=["runs"],
+        responses={404: {"model": ErrorView, "description": "unknown run or handoff"}},
+    )
+    async def revoke(body: RevokeRequest) -> RevocationView:
+        """Revoke the grants of a run or a handoff (``federation revoke``): a ledger event,
+        the live branches under them cancelled, and a signed push to each member; a
+        member the push misses learns it from the status list its tokens name."""
+        revocation = await service.revoke(body.target, body.reason, API_OPERATOR)
+        return RevocationView.model_validate(revocation)
+
     @router.post("/audit/verify", dependencies=body_checked, tags=["audit"])
     def audit_verify(body: VerifyRequest | None = None) -> VerifyView:
         """Check the ledger's hash chain, or the bundle given (``federation audit verify``)."""
@@ -564,6 +581,7 @@ def create_api(
         lifespan=lifespan,
     )
     app.include_router(public_router(ws))
+    app.include_router(status_list_router(ws))
     app.include_router(docs_router(app))
     app.include_router(api_router(service))
     app.include_router(exchange_router(ws))
@@ -571,7 +589,10 @@ def create_api(
     install_error_handlers(app)
     limits.install(app, limits.coordinator_limits())
     app.add_middleware(
-        OperatorAuth, token=token, exempt_prefixes=[extension.prefix for extension in extensions]
+        OperatorAuth,
+        token=token,
+        # the status lists are public, like the JWK Set: members fetch them without a token
+        exempt_prefixes=[STATUS_LIST_PREFIX, *(extension.prefix for extension in extensions)],
     )
     # Outermost of ours, so that a failure anywhere below keeps the connection usable.
     app.add_middleware(FaultBarrier, on_storage_fault=lambda: recycle(ws.engine()))

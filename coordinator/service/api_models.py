@@ -200,6 +200,34 @@ class CancelRequest(StrictRequest):
     reason: str | None = Field(default=None, min_length=1, max_length=500)
 
 
+class RevokeRequest(StrictRequest):
+    """``federation revoke``: the run or handoff whose grants are revoked, and why."""
+
+    target: str = Field(min_length=1, max_length=128)
+    reason: str | None = Field(default=None, min_length=1, max_length=500)
+
+
+class RevocationPush(BaseModel):
+    """What one member was told: ``pushed`` (with the tasks it cancelled) or ``failed``
+    (with the cause; the member learns it from the status list at its next poll)."""
+
+    agent: str
+    handoffs: list[str]
+    outcome: str
+    cancelled: list[str] = []
+    cause: str | None = None
+
+
+class RevocationView(BaseModel):
+    """A revocation: the run, the handoffs whose grants are revoked, each push."""
+
+    run_id: str
+    target: str
+    handoffs: list[str]
+    pushes: list[RevocationPush]
+    state: str | None = None
+
+
 class BudgetView(BaseModel):
     limit: dict[str, int | None]
     remaining: dict[str, int | None]

@@ -65,6 +65,7 @@ from coordinator.service.api_models import (
     verify_view,
 )
 from coordinator.service.cancel import cancel_run
+from coordinator.service.revoke import revoke
 from coordinator.service.run_list import RunQuery
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import Workspace
@@ -205,6 +206,12 @@ class CoordinatorService:
             return await cancel_run(
                 self.ws, keys, identity.issuer_id(), run_id, by=by, why=why, client=client
             )
+
+    async def revoke(self, target: str, reason: str | None, by: str) -> dict[str, Any]:
+        """Revoke the grants of a run or a handoff (:mod:`coordinator.service.revoke`)."""
+        keys = identity.coordinator_keys(self.ws.data)
+        why = reason or "no reason given"
+        return await revoke(self.ws, keys, identity.issuer_id(), target, by=by, why=why)
 
     def save(self, run: Run, document: dict[str, Any]) -> None:
         run.save(document)

@@ -6,6 +6,9 @@ Every variable starts with ``FEDERATION_``; flags on the command line override t
   ``FEDERATION_DATA_DIR``, ``FEDERATION_DATABASE_URL``, ``FEDERATION_ISSUER``,
   ``FEDERATION_HOST``, ``FEDERATION_PORT``, ``FEDERATION_WORKER_LEASE_SECONDS`` and the
   operator credential: ``FEDERATION_OPERATOR_TOKEN`` or ``FEDERATION_OPERATOR_TOKEN_FILE``.
+* Minting (every process that mints delegation tokens): ``FEDERATION_STATUS_URL``, the
+  public URL under which tokens name their status list
+  (:mod:`coordinator.authority.revocation`).
 * Calling a running coordinator (``--server``): ``FEDERATION_SERVER`` and the same
   operator credential variables, read by :mod:`coordinator.authority.operator_credential`
   (the token's rules, for both sides, with no settings framework: the CLI starts quickly).

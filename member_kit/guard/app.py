@@ -14,14 +14,17 @@ a member's do. :func:`guarded_parts` gives the same for an agent called in-proce
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 
-from contracts.wire import AgentCard
+from contracts.grant import Grant
+from contracts.wire import AgentCard, CancelTaskRequest
 from member_kit.audit.receipts import ReceiptIssuer
+from member_kit.errors import MemberError
 from member_kit.guard.card import guarded_card
 from member_kit.guard.forward import Agent, ForwardingHandler
 from member_kit.guard.settings import GuardSettings
@@ -31,6 +34,7 @@ from member_kit.guard.upstream import Upstream, fetch_card, jsonrpc_url
 from member_kit.server.app import (
     default_authorize,
     jwks_route,
+    revocations_of,
     serve_app,
     signed_card,
     with_keys,
@@ -44,7 +48,9 @@ from member_kit.server.assembly import (
     member_parts,
     open_ledgers,
 )
-from member_kit.server.jsonrpc import JSONRPCEndpoint
+from member_kit.server.auth import owner_of
+from member_kit.server.jsonrpc import CallContext, JSONRPCEndpoint
+from member_kit.trust.revocation_sync import CancelUnder, RevocationEndpoint
 
 NAME = "guard"
 GuardedParts = MemberParts
@@ -74,10 +80,24 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
     durable = ledgers.durable
     tasks = task_owners(settings, ledgers)
     replay_guard = durable.replay_guard if durable else None
+    revocations = revocations_of(settings)
     authorize = default_authorize(
-        settings, card, ledgers.decisions, replay_guard, tasks.binding, ledgers.witnessed
+        settings,
+        card,
+        ledgers.decisions,
+        replay_guard,
+        tasks.binding,
+        ledgers.witnessed,
+        revocations=revocations,
     )
     handler = ForwardingHandler(agent, tasks, ReceiptIssuer(lambda: keys, ledgers.audit_log).stamp)
+    revoking = (
+        RevocationEndpoint(
+            revocations, _canceller(handler, tasks), settings.revocation_poll_seconds
+        )
+        if revocations is not None
+        else None
+    )
     endpoint = JSONRPCEndpoint(
         handler, authorize=authorize, max_body_bytes=settings.edge_limits.max_body_bytes
     )
@@ -86,6 +106,7 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
+        poller = asyncio.create_task(revoking.poll_forever()) if revoking else None
         try:
             if grpc_server is not None:
                 await grpc_server.start()
@@ -94,13 +115,35 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
                 await grpc_server.stop()
             await agent.aclose()
         finally:
+            if poller is not None:
+                poller.cancel()
             if durable is not None:
                 durable.close()
 
     served = (signed_card(card, keys.active), keys, jwks_route(keys))
-    return member_parts(
+    parts = member_parts(
         lifespan, settings, served, endpoint, ledgers, authenticate, task_store=tasks
     )
+    if revoking is not None:
+        parts.routes.append(revoking.route())
+    return parts
+
+
+def _canceller(handler: ForwardingHandler, tasks: TaskOwners) -> CancelUnder:
+    """CancelTask, forwarded to the agent, for each task opened under a revoked grant."""
+
+    async def cancel_under(grant: Grant) -> list[str]:
+        owner = owner_of(grant)
+        cancelled = []
+        for task_id in tasks.owned_by(owner, tasks.capacity):
+            try:
+                await handler.cancel_task(CancelTaskRequest(id=task_id), CallContext(owner))
+            except MemberError:  # finished already, or the agent refused: nothing to stop
+                continue
+            cancelled.append(task_id)
+        return cancelled
+
+    return cancel_under
 
 
 def task_owners(settings: GuardSettings, ledgers: Ledgers) -> TaskOwners:

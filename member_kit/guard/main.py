@@ -69,6 +69,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
         skill_scopes=parse_skill_scopes(getattr(args, "skill_scope", [])),
         trusted_issuers=trusted,
         insecure_anonymous=args.insecure_anonymous,
+        revocation_poll_seconds=args.revocation_poll_seconds,
         data_dir=directory,
         database_url=args.database_url,
         grpc_port=args.grpc_port,

@@ -25,6 +25,7 @@ by default ``remote-risk.db`` in the service's data directory.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections import deque
@@ -62,7 +63,7 @@ from member_kit.server.assembly import (
     member_parts,
     open_ledgers,
 )
-from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
+from member_kit.server.auth import TaskBinding, delegation_authorizer, owner_of, task_binding_of
 from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from member_kit.server.push import PushConfigs, TaskLookup
 from member_kit.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
@@ -77,9 +78,11 @@ from member_kit.trust.decisions import DecisionLog
 from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.replay import ReplayGuard
 from member_kit.trust.request_checks import head_witness
+from member_kit.trust.revocation import Revocations
+from member_kit.trust.revocation_sync import RevocationEndpoint
 from member_kit.trust.verifier import DelegationVerifier
 
-__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "serve"]
+__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "revocations_of", "serve"]
 
 JWKS_PATH = "/.well-known/jwks.json"
 JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
@@ -155,6 +158,7 @@ def create_app(
     store: TaskStoreProtocol = (
         durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
     )
+    revocations = revocations_of(settings)
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
         binding = task_binding_of(store.get)
@@ -166,6 +170,7 @@ def create_app(
             binding,
             ledgers.witnessed,
             member.skill.needs_budget,
+            revocations,
         )
     push = push_configs(settings, keys, store.get)
     handler = AgentHandler(
@@ -189,9 +194,19 @@ def create_app(
 
     authenticate = getattr(authorize, "authenticate", None)
     grpc_server = grpc_server_of(endpoint, authenticate, settings)
+    revoking = (
+        RevocationEndpoint(
+            revocations,
+            lambda grant: handler.cancel_owned(owner_of(grant)),
+            settings.revocation_poll_seconds,
+        )
+        if revocations is not None
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        poller = asyncio.create_task(revoking.poll_forever()) if revoking else None
         try:
             handler.start_background()  # resumes what a stopped process left unfinished
             if grpc_server is not None:
@@ -201,6 +216,8 @@ def create_app(
                 await grpc_server.stop()
             await handler.aclose()
         finally:
+            if poller is not None:
+                poller.cancel()
             if durable is not None:
                 durable.close()
         await push.delivery.aclose()
@@ -216,8 +233,18 @@ def create_app(
         task_store=store,
         push=push,
         received_bodies=received,
+        revocations=revoking,
     )
+    if revoking is not None:
+        parts.routes.append(revoking.route())
     return member_app(member.name, parts)
+
+
+def revocations_of(settings: MemberSettings) -> Revocations | None:
+    """What this member knows of revoked grants, when it trusts issuers at all."""
+    if not settings.trusted_issuers:
+        return None
+    return Revocations(settings.trusted_issuers, settings.audiences)
 
 
 def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
@@ -246,6 +273,7 @@ def default_authorize(
     binding: TaskBinding | None = None,
     witnessed: WitnessedHeads | None = None,
     needs_budget: bool = False,
+    revocations: Revocations | None = None,
 ) -> Authorize:
     """The ``authorize`` hook the settings imply: the kit's delegation authorizer for the
     skills of ``card`` when issuers are trusted, else :func:`anonymous`; ``binding`` is
@@ -257,6 +285,7 @@ def default_authorize(
         settings.audiences,
         replay_guard=replay_guard,
         require_model_budget=needs_budget,
+        revocations=revocations,
     )
     issuers = settings.trusted_issuers
     directory = issuers if isinstance(issuers, IssuerDirectory) else None
@@ -268,6 +297,7 @@ def default_authorize(
         issuers=directory,
         require_request_digest=settings.require_request_digest,
         witness=head_witness(issuers, witnessed) if witnessed is not None else None,
+        public_base_url=settings.public_base_url,
     )
 
 

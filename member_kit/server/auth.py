@@ -44,6 +44,7 @@ from member_kit import errors
 from member_kit.server.jsonrpc import Authorize, CallContext
 from member_kit.telemetry import observed, tracing
 from member_kit.trust.decisions import DecisionLog, allowed
+from member_kit.trust.holder_proof import PROOF_HEADER, HolderRequest, request_url
 from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.request_checks import check_request_digest
 from member_kit.trust.verifier import (
@@ -192,7 +193,10 @@ class DelegationAuthorizer:
         issuers: IssuerDirectory | None = None,
         require_request_digest: bool = False,
         witness: Callable[[VerifiedDelegation], None] | None = None,
+        public_base_url: str | None = None,
     ) -> None:
+        """``public_base_url``: where callers reach this member, the origin a holder's
+        proof names (``htu``); without it a holder-bound token is refused."""
         if not skills:
             raise ValueError("the authorizer needs at least one skill")
         self._verifier = verifier
@@ -202,6 +206,7 @@ class DelegationAuthorizer:
         self._issuers = issuers
         self._require_digest = require_request_digest
         self._witness = witness
+        self._public_base_url = public_base_url
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
@@ -235,7 +240,8 @@ class DelegationAuthorizer:
         ``remote_risk.authenticate_token``, with the verdict and a denial's reason."""
         with tracing.span(tracing.PREFIX + "authenticate_token") as span:
             try:
-                authenticated = await self._authenticate(bearer_token(request))
+                token = bearer_token(request)
+                authenticated = await self._authenticate(token, self._holder(request))
             except DelegationDenied as denial:
                 observed.checked_before_body(span, denial.reason.value)
                 self.decisions.refused(BODY_NOT_READ, denial)
@@ -243,14 +249,27 @@ class DelegationAuthorizer:
             observed.checked_before_body(span, None)
             return authenticated
 
-    async def _authenticate(self, token: str | None) -> Authenticated:
+    def _holder(self, request: Request) -> HolderRequest | None:
+        """What a holder's proof is checked against (RFC 9449): its one ``DPoP`` header,
+        the method, and the URL as this member publishes it."""
+        if self._public_base_url is None:
+            return None
+        proofs = request.headers.getlist(PROOF_HEADER)
+        if len(proofs) > 1:
+            raise DelegationDenied(DenialReason.HOLDER_PROOF_INVALID, "more than one DPoP header")
+        url = request_url(self._public_base_url, request.scope["path"])
+        return HolderRequest(proofs[0] if proofs else None, request.scope["method"], url)
+
+    async def _authenticate(self, token: str | None, holder: HolderRequest | None) -> Authenticated:
+        """The verifier's authenticate (which takes the holder's proof once it passes:
+        a retry after a refreshed key set happens only before the proof is looked at)."""
         directory = self._issuers
         if directory is None:
-            return self._verifier.authenticate(token)
+            return self._verifier.authenticate(token, holder)
         directory.refresh_expired()
         version = directory.version
         try:
-            return self._verifier.authenticate(token)
+            return self._verifier.authenticate(token, holder)
         except DelegationDenied as denial:
             if denial.reason is not DenialReason.KID_UNKNOWN or denial.issuer is None:
                 raise
@@ -258,7 +277,7 @@ class DelegationAuthorizer:
             if directory.version == version:
                 raise _come_back_later(denial, directory) from None
         try:
-            return self._verifier.authenticate(token)
+            return self._verifier.authenticate(token, holder)
         except DelegationDenied as denial:
             if denial.reason is DenialReason.KID_UNKNOWN and denial.issuer is not None:
                 raise _come_back_later(denial, directory) from None
@@ -293,6 +312,7 @@ class DelegationAuthorizer:
             read_only=facts.skill.read_only,
             tenant=facts.tenant,
             authenticated=state.get(AUTHENTICATED_STATE),
+            holder=self._holder(request),
         )
         if method in SENDING_METHODS:
             _check_binding(facts, verified)
@@ -361,6 +381,7 @@ def delegation_authorizer(
     issuers: IssuerDirectory | None = None,
     require_request_digest: bool = False,
     witness: Callable[[VerifiedDelegation], None] | None = None,
+    public_base_url: str | None = None,
 ) -> Authorize:
     """The ``authorize`` hook checking delegation tokens for the skills ``card`` declares;
     with ``task_binding`` a continuation is held to the binding of the task it continues;
@@ -376,4 +397,5 @@ def delegation_authorizer(
         issuers,
         require_request_digest,
         witness,
+        public_base_url,
     )

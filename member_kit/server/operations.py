@@ -155,6 +155,23 @@ class TaskOperations:
             worker.cancel()
         return self._updates.stamp(record.snapshot())
 
+    async def cancel_owned(self, owner: str) -> list[str]:
+        """Cancel every unfinished task of ``owner`` (its grant was revoked): the ids of
+        those it cancelled."""
+        cancelled: list[str] = []
+        token: str | None = None
+        while True:
+            page = self._store.list(owner, ListTasksRequest(page_size=100, page_token=token))
+            for task in page.tasks:
+                try:
+                    await self.cancel_task(CancelTaskRequest(id=task.id), CallContext(owner))
+                except errors.A2AError:  # finished meanwhile: nothing left to stop
+                    continue
+                cancelled.append(task.id)
+            if not page.next_page_token:
+                return cancelled
+            token = page.next_page_token
+
     def start_background(self) -> None:
         """Keep this process's work leases and resume unfinished tasks whose lease ran out
         (left by a process that died, this one's predecessor included), now and every

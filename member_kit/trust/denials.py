@@ -60,6 +60,13 @@ class DenialReason(StrEnum):
     REQUEST_DIGEST_MISMATCH = "request_digest_mismatch"
     REQUEST_DIGEST_MISSING = "request_digest_missing"
     LOG_HEAD_INVALID = "log_head_invalid"
+    TOKEN_REVOKED = "token_revoked"
+    HOLDER_PROOF_MISSING = "holder_proof_missing"
+    HOLDER_PROOF_INVALID = "holder_proof_invalid"
+    HOLDER_KEY_MISMATCH = "holder_key_mismatch"
+    HOLDER_PROOF_MISMATCH = "holder_proof_mismatch"
+    HOLDER_PROOF_STALE = "holder_proof_stale"
+    HOLDER_PROOF_REPLAYED = "holder_proof_replayed"
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,13 @@ REASONS: Mapping[DenialReason, ReasonInfo] = {
     ),
     R.REQUEST_DIGEST_MISSING: ReasonInfo(403, "the token binds no request digest (req_digest)"),
     R.LOG_HEAD_INVALID: ReasonInfo(401, "log_head is not a tree head signed by the issuer"),
+    R.TOKEN_REVOKED: ReasonInfo(401, "the issuer revoked the grant (push or status list)"),
+    R.HOLDER_PROOF_MISSING: ReasonInfo(401, "the token names a holder key (cnf) and no DPoP proof"),
+    R.HOLDER_PROOF_INVALID: ReasonInfo(401, "the DPoP proof is not a well-formed, signed proof"),
+    R.HOLDER_KEY_MISMATCH: ReasonInfo(401, "the proof's key is not the key cnf.jkt names"),
+    R.HOLDER_PROOF_MISMATCH: ReasonInfo(401, "htm, htu or ath is not this request or token"),
+    R.HOLDER_PROOF_STALE: ReasonInfo(401, "the proof's iat is too old or in the future"),
+    R.HOLDER_PROOF_REPLAYED: ReasonInfo(401, "this proof (its key and jti) was already used"),
 }
 
 

@@ -67,15 +67,16 @@ def json_object(segment: str) -> dict[str, Any]:
     return value
 
 
-def checked_header(header: dict[str, Any]) -> tuple[str, str]:
+def checked_header(header: dict[str, Any], typ: str = DELEGATION_TOKEN_TYPE) -> tuple[str, str]:
+    """``alg`` and ``kid`` of a header naming only alg, kid and typ, of type ``typ``."""
     extra = sorted(set(header) - ALLOWED_HEADER_MEMBERS)
     if extra:
         raise deny(R.HEADER_NOT_ALLOWED, f"not allowed: {', '.join(extra)}")
     alg = header.get("alg")
     if not isinstance(alg, str) or alg not in ALGORITHMS:
         raise deny(R.ALGORITHM_NOT_ALLOWED, "alg must be EdDSA or ES256")
-    if header.get("typ") != DELEGATION_TOKEN_TYPE:
-        raise deny(R.TYPE_MISMATCH, f"typ must be {DELEGATION_TOKEN_TYPE}")
+    if header.get("typ") != typ:
+        raise deny(R.TYPE_MISMATCH, f"typ must be {typ}")
     kid = header.get("kid")
     if not isinstance(kid, str) or not KID_PATTERN.fullmatch(kid):
         raise deny(R.KID_INVALID)

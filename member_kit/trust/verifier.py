@@ -35,6 +35,10 @@ The checks run in a fixed order, cheapest and least trusting first:
 10. tenant, scope, effect budget and handoff binding against the request;
 11. for a request that creates a task, the ``jti`` claimed once in the replay guard.
 
+Between steps 9 and 10, with a :class:`~member_kit.trust.revocation.Revocations`, a
+token whose handoff its issuer revoked (by a signed push or in the status list the token
+names) is refused (``token_revoked``), on every binding, since every binding calls this.
+
 Tokens are never logged or put into messages; :func:`claims_digest` gives a stable
 reference for audit records instead.
 """
@@ -64,11 +68,13 @@ from member_kit.trust.denials import (
     deny,
 )
 from member_kit.trust.denials import DenialReason as R
+from member_kit.trust.holder_proof import HolderRequest, ProofReplayGuard, check_holder
 from member_kit.trust.replay import (
     Clock,
     InMemoryReplayGuard,
     ReplayGuard,
 )
+from member_kit.trust.revocation import Revocations
 
 DEFAULT_MAX_TOKEN_BYTES = 8192
 DEFAULT_MAX_LIFETIME = timedelta(minutes=10)
@@ -145,6 +151,7 @@ class DelegationVerifier:
         max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
         replay_guard: ReplayGuard | None = None,
         require_model_budget: bool = False,
+        revocations: Revocations | None = None,
     ) -> None:
         """``require_model_budget``: this service spends model requests on the work, so a
         token must bound them (``handoff.budget.model_requests``); a budget claim without
@@ -171,13 +178,15 @@ class DelegationVerifier:
             replay_guard = InMemoryReplayGuard(clock, leeway=leeway)
         self._replay = replay_guard
         self._require_model_budget = require_model_budget
+        self.revocations = revocations
+        self._proofs = ProofReplayGuard()
 
-    def authenticate(self, token: str | None) -> Authenticated:
+    def authenticate(self, token: str | None, holder: HolderRequest | None = None) -> Authenticated:
         """Every check that does not depend on the request (steps 1 to 9 and the grant's
         shape), or :class:`DelegationDenied`. The HTTP edge calls this on the headers
         alone, before any body is read; :meth:`verify` then takes the result."""
         try:
-            return self._authenticate(token)
+            return self._authenticate(token, holder)
         except Exception as exc:
             raise denial_from(exc) from None
 
@@ -192,6 +201,7 @@ class DelegationVerifier:
         tenant: str | None = None,
         creates_task: bool = False,
         authenticated: Authenticated | None = None,
+        holder: HolderRequest | None = None,
     ) -> VerifiedDelegation:
         """The verified delegation for this request, or :class:`DelegationDenied`.
 
@@ -208,12 +218,12 @@ class DelegationVerifier:
         request = _Request(skill_id, scopes, handoff_id, read_only, tenant, creates_task)
         try:
             if authenticated is None or authenticated.token != token:
-                authenticated = self._authenticate(token)
+                authenticated = self._authenticate(token, holder)
             return self._for_request(authenticated, request)
         except Exception as exc:
             raise denial_from(exc) from None
 
-    def _authenticate(self, token: str | None) -> Authenticated:
+    def _authenticate(self, token: str | None, holder: HolderRequest | None) -> Authenticated:
         now = self._clock()
         token = self._shaped(token)
         header_segment, payload_segment, signature_segment = token.split(".")
@@ -224,6 +234,7 @@ class DelegationVerifier:
         token_format.check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
         try:
             grant = self._admit(claims, issuer, now)
+            check_holder(grant, token, holder, int(now.timestamp()), self._leeway, self._proofs)
             return Authenticated(token, grant, key, claims_digest(claims))
         except Exception as exc:
             raise denial_from(exc).signed(claims) from None
@@ -241,6 +252,8 @@ class DelegationVerifier:
         grant = Grant.model_validate(claims)
         if self._require_model_budget and grant.handoff.budget.model_requests is None:
             raise deny(R.MODEL_BUDGET_UNBOUNDED, "a missing model-request limit counts as wider")
+        if self.revocations is not None:
+            self.revocations.admit(grant)
         return grant
 
     def _for_request(self, authenticated: Authenticated, request: _Request) -> VerifiedDelegation:

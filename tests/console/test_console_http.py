@@ -86,6 +86,21 @@ def test_a_state_changing_post_without_the_csrf_token_is_refused(
     assert again.status_code in (303, 409)
 
 
+def test_a_run_is_revoked_from_the_console(deployment: Deployment, operator: httpx.Client) -> None:
+    """The run page's revoke form: CSRF-checked like every post; the run's grants are
+    revoked (a ledger event, each member pushed) and its live branches cancelled."""
+    run_id = deployment.submit_slow_run()
+    missing = operator.post(f"/runs/{run_id}/revoke", data={"reason": "no token"})
+    assert missing.status_code == 403 and "csrf_missing" in missing.text
+    assert deployment.http.get(f"/v1/runs/{run_id}").json()["cancelled"] is False
+    form = {"csrf": operator.csrf, "reason": "key leaked"}  # type: ignore[attr-defined]
+    done = operator.post(f"/runs/{run_id}/revoke", data=form)
+    assert done.status_code == 303 and done.headers["location"].endswith("done=revoked")
+    assert deployment.http.get(f"/v1/runs/{run_id}").json()["cancelled"] is True
+    shown = deployment.http.get(f"/v1/audit/runs/{run_id}/export").text
+    assert "grant.revoked" in shown and "key leaked" in shown
+
+
 def test_every_console_answer_carries_the_strict_headers(
     deployment: Deployment, operator: httpx.Client
 ) -> None:

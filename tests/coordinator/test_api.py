@@ -153,6 +153,8 @@ def test_openapi_documents_every_route(deployment: Deployment) -> None:
         ("/v1/runs", "GET"),
         ("/v1/runs/{run_id}", "GET"),
         ("/v1/runs/{run_id}/cancel", "POST"),
+        ("/v1/revocations", "POST"),
+        ("/status-lists/{run_id}/{handoff_id}", "GET"),
         ("/v1/runs/{run_id}/artifacts/{number}", "GET"),
         ("/v1/audit/verify", "POST"),
         ("/v1/audit/runs/{run_id}", "GET"),

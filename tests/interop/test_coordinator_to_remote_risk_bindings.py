@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from agent_cards.keys import TrustedKeys
+from coordinator.authority.holder import HOLDER_PROOF_ENV
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.card_caller import card_caller
 from coordinator.errors import RemoteA2AError
@@ -30,6 +31,7 @@ from coordinator.remote.bindings import transport_for
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, verified_kid
 from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from tests.processes import RemoteRiskProcess
 from tests.remote_risk.test_resume import PAYLOAD
 from tests.servers import free_port
@@ -143,3 +145,34 @@ def test_the_extended_card_verifies_on_each_binding(registered: Path, binding: s
     assert verified_kid(document, trusted, "extended card") == agent.verified_kid
     with pytest.raises(RemoteA2AError):
         asyncio.run(fetch({}))
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+def test_a_holder_bound_delegation_is_accepted_on_each_binding(
+    registered: Path, binding: str
+) -> None:
+    """With ``FEDERATION_HOLDER_PROOF=1`` every token names the coordinator's key and every
+    request carries its fresh proof: remote_risk accepts the run on each binding."""
+    _use(registered, binding)
+    path = registered / "input.json"
+    path.write_text(json.dumps(PAYLOAD))
+    env = {**os.environ, "FEDERATION_DATA_DIR": str(registered), HOLDER_PROOF_ENV: "1"}
+    args = ["delegate", "--to", "remote-risk", "--skill", SKILL, "--input", str(path), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env,
+    )
+    document = json.loads(done.stdout)
+    assert done.returncode == 0, (document["reason"], document["notes"])
+    assert (document["local_state"], document["reason"]) == ("ACCEPTED", "finding_admitted")
+    ws = Workspace(DataDir(registered))
+    try:
+        events = ws.ledger().events(document["run_id"])
+    finally:
+        ws.close()
+    minted = [e for e in events if e.event_type == "grant.minted"]
+    kid = coordinator_keys(DataDir(registered)).signing_key().kid
+    assert minted and all(e.data.get("cnf_jkt") == kid for e in minted)

@@ -30,6 +30,7 @@ from agent_cards.keys import SigningKey, load_key_set
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
+from coordinator.authority.revocation import push_token
 from coordinator.storage.datadir import DataDir
 from tests import tokens
 from tests.interop.membership import joins_and_is_audited
@@ -270,4 +271,26 @@ def test_the_http_json_binding_is_guarded_the_same_way(guarded: Federation) -> N
     calls = guarded.upstream_calls()
     other = {**headers, "Authorization": f"Bearer {_token(guarded, 'handoff-s', 'jti-s')}"}
     assert httpx.get(f"{rest}/tasks/{task['id']}", headers=other, timeout=30).status_code == 404
+    assert guarded.upstream_calls() == calls
+
+
+def test_a_grant_revoked_by_a_signed_push_is_refused_by_the_guard(guarded: Federation) -> None:
+    """The guard serves /revocations as every member does: a forged push is refused and
+    revokes nothing; the coordinator's push revokes the handoff, whose tokens are then
+    refused (token_revoked) before the agent is asked."""
+    token = _token(guarded, "handoff-r", "jti-r")
+    task_id = _call(guarded, token, "SendMessage", _send("handoff-r"))["result"]["task"]["id"]
+    guard_key = load_key_set(guarded.guard_dir / "keys").active
+    audience = identity_of(guard_key.verification_key())
+    now = int(time.time())
+    forged = push_token(tokens.ATTACKER_KEY, DEFAULT_ISSUER, audience, "run-r", ["handoff-r"], now)
+    answer = httpx.post(f"{guarded.guard_url}/revocations", content=forged, timeout=30)
+    assert (answer.status_code, answer.json()["reason"]) == (401, "revocation_signature_invalid")
+    assert _call(guarded, token, "GetTask", {"id": task_id})["result"]["id"] == task_id
+    key = coordinator_keys(guarded.data).signing_key()
+    genuine = push_token(key, DEFAULT_ISSUER, audience, "run-r", ["handoff-r"], now)
+    answer = httpx.post(f"{guarded.guard_url}/revocations", content=genuine, timeout=30)
+    assert answer.status_code == 200, answer.text
+    calls = guarded.upstream_calls()
+    assert _reason(_call(guarded, token, "GetTask", {"id": task_id})) == "token_revoked"
     assert guarded.upstream_calls() == calls

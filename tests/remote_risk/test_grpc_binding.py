@@ -9,18 +9,25 @@ ErrorInfo in grpc-status-details-bin.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from agent_cards.bindings.grpc import a2a_pb2, a2a_pb2_grpc
+from agent_cards.keys import SigningKey
+from coordinator.authority.holder import proof
+from coordinator.authority.revocation import push_token
+from tests import tokens
 from tests.remote_risk.conftest import binding_of, risk_input
-from tests.remote_risk.delegated import SKILL, Caller, delegated_service
+from tests.remote_risk.delegated import ISSUER, SKILL, Caller, delegated_service
 from tests.servers import free_port
+from tests.tokens import COORDINATOR_KEY
 
 
 @pytest.fixture
@@ -186,3 +193,47 @@ def test_each_call_is_counted_with_its_outcome(service: tuple[Caller, str]) -> N
     assert asyncio.run(follow())
     after = count("GetTask", "TASK_NOT_FOUND"), count("SendStreamingMessage", "ok")
     assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
+
+
+def test_a_revoked_grant_is_refused_on_grpc_too(service: tuple[Caller, str]) -> None:
+    """The gRPC binding goes through the one verifier: after the issuer's push, a token
+    of the revoked handoff is UNAUTHENTICATED ``token_revoked``."""
+    caller, address = service
+    now = int(time.time())
+    push = push_token(COORDINATOR_KEY, ISSUER, caller.audience, "run-g", ["h-grpc-r"], now)
+    answer = httpx.post(caller.base_url + "/revocations", content=push, timeout=10)
+    assert answer.status_code == 200, answer.text
+    code, reason = refusal(
+        address, "SendMessage", send_request("h-grpc-r"), caller.token("h-grpc-r")
+    )
+    assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "token_revoked")
+
+
+def test_a_holder_bound_token_needs_its_proof_on_grpc(service: tuple[Caller, str]) -> None:
+    """A token naming a holder key: refused without a proof, accepted with one made for
+    ``POST {public origin}/lf.a2a.v1.A2AService/GetTask``."""
+    caller, address = service
+    holder = SigningKey.generate()
+    claims = tokens.delegation_claims(
+        now=int(time.time()),
+        issuer=ISSUER,
+        audience=caller.audience,
+        scope=caller.member.scope,
+        handoff_id="h-grpc-bound",
+        jti="jti-grpc-bound",
+    )
+    token = tokens.forge(tokens.header(), {**claims, "cnf": {"jkt": holder.kid}})
+    request = a2a_pb2.GetTaskRequest(id="no-such-task")
+    code, reason = refusal(address, "GetTask", request, token)
+    assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "holder_proof_missing")
+    url = f"{caller.base_url}/lf.a2a.v1.A2AService/GetTask"
+
+    async def with_proof() -> Any:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            sent = [*metadata(token), ("dpop", proof(holder, "POST", url, token))]
+            return await stub.GetTask(request, metadata=sent, timeout=10)
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        asyncio.run(with_proof())
+    assert raised.value.code() == grpc.StatusCode.NOT_FOUND  # authenticated: no such task

@@ -1,0 +1,77 @@
+"""Holder-bound tokens from the presenting side (RFC 9449 DPoP).
+
+A token minted with ``cnf.jkt`` (:func:`bound_to`) is usable only with a fresh proof per
+request by the holder's key (:func:`proof`): a compact JWS, header exactly ``typ``
+(``dpop+jwt``), ``alg`` and ``jwk`` (the public key), claims ``jti`` (fresh), ``htm``,
+``htu`` (the URL without query or fragment), ``iat`` and ``ath`` (base64url SHA-256 of
+the token). The member checks it in its one verifier
+(:mod:`member_kit.trust.holder_proof`).
+
+The holder is the coordinator process that minted the token (its active signing key);
+with ``FEDERATION_HOLDER_PROOF=1`` it binds the tokens it mints, and :func:`hold`
+remembers each such token with its key until it expires, so that every request that
+presents it gets a fresh proof (:func:`proof_headers`, called by
+:meth:`coordinator.remote.client.A2AClient.exchange` and ``stream_events`` for the HTTP
+bindings, and by the gRPC transport's metadata). Nothing else needs to carry the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from agent_cards.keys import SigningKey, b64url_encode
+from contracts.grant import Grant
+from coordinator.authority.tokens import sign_jws_with_jwk
+
+PROOF_TYPE = "dpop+jwt"
+PROOF_HEADER = "DPoP"
+HOLDER_PROOF_ENV = "FEDERATION_HOLDER_PROOF"
+
+# token -> the key that must prove it, while it can be used; expiries in a heap
+_held: dict[str, SigningKey] = {}
+_expiries: list[tuple[int, str]] = []
+
+
+def holder_proof_enabled() -> bool:
+    return os.environ.get(HOLDER_PROOF_ENV, "") == "1"
+
+
+def hold(token: str, key: SigningKey, exp: int) -> None:
+    """Remember that requests presenting ``token`` must carry a proof by ``key``."""
+    now = int(time.time())
+    while _expiries and _expiries[0][0] < now:
+        _held.pop(heapq.heappop(_expiries)[1], None)
+    _held[token] = key
+    heapq.heappush(_expiries, (exp + 60, token))
+
+
+def proof_headers(headers: Mapping[str, str], method: str, url: str) -> dict[str, str]:
+    """``{"DPoP": proof}`` when ``headers`` present a token this process holds, else {}."""
+    authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    scheme, _, token = authorization.partition(" ")
+    key = _held.get(token.strip()) if scheme.lower() == "bearer" else None
+    return {PROOF_HEADER: proof(key, method, url, token.strip())} if key is not None else {}
+
+
+def bound_to(grant: Grant, holder: SigningKey) -> Grant:
+    """``grant`` naming ``holder``'s key (its RFC 7638 thumbprint, which is its kid)."""
+    return Grant.model_validate({**grant.claims(), "cnf": {"jkt": holder.kid}})
+
+
+def proof(holder: SigningKey, method: str, url: str, token: str, now: int | None = None) -> str:
+    """A fresh proof by ``holder`` for one request (``url`` as the member publishes it)."""
+    parts = urlsplit(url)
+    claims = {
+        "jti": uuid.uuid4().hex,
+        "htm": method,
+        "htu": f"{parts.scheme}://{parts.netloc}{parts.path}",
+        "iat": int(time.time()) if now is None else now,
+        "ath": b64url_encode(hashlib.sha256(token.encode("ascii")).digest()),
+    }
+    return sign_jws_with_jwk(claims, holder, PROOF_TYPE)
