@@ -54,6 +54,7 @@ from coordinator.authority.holder_proof import (
     ProofReplayGuard,
     verify_proof,
 )
+from coordinator.authority.revocation import revoked_handoffs, status_base, with_status_entry
 from coordinator.authority.tokens import DELEGATION_TOKEN_TYPE, mint_token
 from coordinator.storage.schema import audit_events, grants
 from coordinator.workspace import Workspace
@@ -168,6 +169,8 @@ class TokenExchange:
         with self.ws.engine().connect() as connection:  # any process of this owner's
             _check_unused(connection, run_id, proof_jti)
         try:
+            if parent.handoff.id in revoked_handoffs(self.ws, run_id):
+                raise ExchangeRefused(401, "token_revoked", "the parent's grant was revoked")
             return self._mint(parameters, parent, run_id, now, proof_jti)
         except ExchangeRefused as refused:  # the holder asked: the run's ledger keeps it
             self._record(REFUSED, run_id, {"parent_jti": parent.jti, "reason": refused.reason})
@@ -191,6 +194,7 @@ class TokenExchange:
             with self.ws.engine().connect() as connection:
                 remaining = remaining_after_children(connection, parent, run_id)
             child = _narrowed(parent, parameters, audience, skill, remaining, now, self)
+            child = with_status_entry(child, status_base(), run_id, attempt=1)
             token = mint_token(child, self._keys().signing_key())
             self.record_hop(run_id, parent, child, _hop(parent, child, agent, proof_jti))
         return Exchanged(token, child, agent)
@@ -257,6 +261,25 @@ def _hops_of(connection: Connection, run_id: str) -> list[dict[str, Any]]:
         audit_events.c.run_id == run_id, audit_events.c.event_type == EXCHANGED
     )
     return [strict_json.loads(canonical)["data"] for (canonical,) in connection.execute(query)]
+
+
+def derived_hops(ws: Workspace, run_id: str, handoffs: set[str]) -> dict[str, str]:
+    """The hops exchanged from ``handoffs``, and from those, at any depth: each hop's
+    handoff id and the agent it was minted for."""
+    with ws.engine().connect() as connection:
+        hops = _hops_of(connection, run_id)
+    derived: dict[str, str] = {}
+    parents = set(handoffs)
+    while True:
+        found = {
+            str(hop["handoff_id"]): str(hop["to"])
+            for hop in hops
+            if hop.get("parent_handoff_id") in parents and hop["handoff_id"] not in derived
+        }
+        if not found:
+            return derived
+        derived.update(found)
+        parents = set(found)
 
 
 def _check_unused(connection: Connection, run_id: str, proof_jti: str) -> None:
@@ -395,6 +418,7 @@ def _hop(parent: Grant, child: Grant, agent: Target, proof_jti: str) -> dict[str
     assert child.parent is not None
     return {
         "parent_jti": parent.jti,
+        "parent_handoff_id": parent.handoff.id,
         "parent_claims_digest": claims_digest(parent),
         "parent_hash": child.parent.hash,
         "holder": parent.aud,

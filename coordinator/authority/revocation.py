@@ -29,7 +29,9 @@ from agent_cards.keys import SigningKey
 from contracts.grant import Grant, with_status
 from contracts.status_list import encode_status_list
 from coordinator.authority.tokens import sign_jws
+from coordinator.workspace import Workspace
 
+REVOKED_EVENT = "grant.revoked"
 STATUS_URL_ENV = "FEDERATION_STATUS_URL"
 STATUS_LIST_PREFIX = "/status-lists"
 PUSH_TYPE = "revocation+jwt"
@@ -94,3 +96,13 @@ def status_list_token(
         "status_list": encode_status_list(revoked, STATUS_LIST_SIZE),
     }
     return sign_jws(claims, key, STATUS_LIST_TYPE)
+
+
+def revoked_handoffs(ws: Workspace, run_id: str) -> set[str]:
+    """The run's handoffs revoked so far (hops included), from its ``grant.revoked``
+    events: what the status lists and the token exchange go by."""
+    revoked: set[str] = set()
+    for event in ws.ledger().events(run_id):
+        if event.event_type == REVOKED_EVENT:
+            revoked.update(str(h) for h in event.data.get("handoffs", []))
+    return revoked

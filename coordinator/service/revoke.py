@@ -32,10 +32,13 @@ from sqlalchemy import select
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority import identity
+from coordinator.authority.exchange import derived_hops
 from coordinator.authority.revocation import (
+    REVOKED_EVENT,
     STATUS_LIST_PREFIX,
     STATUS_LIST_SIZE,
     push_token,
+    revoked_handoffs,
     status_base,
     status_list_token,
     status_list_uri,
@@ -53,7 +56,6 @@ from coordinator.workspace import Workspace
 S = HandoffState
 REVOCATION_PATH = "/revocations"
 PUSH_TIMEOUT_SECONDS = 2.0
-REVOKED_EVENT = "grant.revoked"
 STATUS_LIST_MEDIA_TYPE = "application/statuslist+jwt"
 
 
@@ -70,14 +72,19 @@ async def revoke(
     """Revoke ``target`` (a run id or a handoff id); what was revoked and each push."""
     store = ws.run_store()
     run_id, handoffs = resolve(store, target)
+    hops = derived_hops(ws, run_id, handoffs)  # the children exchanged from them, any depth
+    handoffs |= set(hops)
     run = restore_run(ws, store, run_id, driver="", lease_seconds=0.0)
     run.book.driver = None  # revoking takes no lease: the driver keeps its own
     run.emit(REVOKED_EVENT, None, target=target, handoffs=sorted(handoffs), by=by, why=why)
     records = [r for r in run.book.records.values() if r.handoff_id in handoffs]
     _commit_cancelled(run, records, whole_run=target == run_id, by=by, why=why)
     run_document(ws, run)  # decided and committed before any member is told
-    agents = registered(Registry(ws.data), {r.target for r in records})
-    pushes = await _push_all(run, keys, issuer, agents, records, client)
+    by_agent: dict[str, set[str]] = {}
+    for handoff_id, agent in [*((r.handoff_id, r.target) for r in records), *hops.items()]:
+        by_agent.setdefault(agent, set()).add(handoff_id)
+    agents = registered(Registry(ws.data), set(by_agent))
+    pushes = await _push_all(run, keys, issuer, agents, by_agent, client)
     document = run_document(ws, run)
     return {
         "run_id": run_id,
@@ -119,12 +126,9 @@ async def _push_all(
     keys: KeySet,
     issuer: str,
     agents: dict[str, RegisteredAgent],
-    records: list[HandoffRecord],
+    by_agent: dict[str, set[str]],
     client: httpx.AsyncClient | None,
 ) -> list[dict[str, Any]]:
-    by_agent: dict[str, set[str]] = {}
-    for record in records:
-        by_agent.setdefault(record.target, set()).add(record.handoff_id)
     async with _client(client) as http:
         outcomes = await asyncio.gather(
             *(
@@ -215,15 +219,6 @@ def _now() -> int:
 # --- the status lists -------------------------------------------------------------------------
 
 
-def revoked_handoffs(ws: Workspace, run_id: str) -> set[str]:
-    """The run's handoffs revoked so far, from the ledger's ``grant.revoked`` events."""
-    revoked: set[str] = set()
-    for event in ws.ledger().events(run_id):
-        if event.event_type == REVOKED_EVENT:
-            revoked.update(str(h) for h in event.data.get("handoffs", []))
-    return revoked
-
-
 def status_list_router(ws: Workspace) -> APIRouter:
     router = APIRouter(tags=["public"])
 
@@ -239,8 +234,7 @@ def status_list_router(ws: Workspace) -> APIRouter:
         """The handoff's signed status list (IETF OAuth Token Status List): bit
         ``attempt - 1`` is 1 once the handoff's grants are revoked."""
         base = status_base()
-        records = ws.run_store().run_records(run_id) if base is not None else []
-        if base is None or not any(r.handoff_id == handoff_id for r in records):
+        if base is None or not _is_handoff(ws, run_id, handoff_id):
             raise FederationError(f"no status list for {run_id}/{handoff_id}", "unknown_run")
         revoked = handoff_id in revoked_handoffs(ws, run_id)
         keys = identity.coordinator_keys(ws.data)
@@ -251,3 +245,11 @@ def status_list_router(ws: Workspace) -> APIRouter:
         return Response(token, media_type=STATUS_LIST_MEDIA_TYPE, headers=headers)
 
     return router
+
+
+def _is_handoff(ws: Workspace, run_id: str, handoff_id: str) -> bool:
+    """Whether ``handoff_id`` is one of the run's: a handoff, or a hop exchanged in it."""
+    records = ws.run_store().run_records(run_id)
+    if any(r.handoff_id == handoff_id for r in records):
+        return True
+    return handoff_id in derived_hops(ws, run_id, {r.handoff_id for r in records})

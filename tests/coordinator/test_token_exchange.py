@@ -318,3 +318,28 @@ def resign(keys: KeySet, header: str, claims: dict[str, Any]) -> str:
     signing_input = f"{header}.{b64url_encode(strict_json.dumps(claims))}"
     signature = get_default_algorithms()[key.alg].sign(signing_input.encode(), key.private_key)
     return f"{signing_input}.{b64url_encode(signature)}"
+
+
+def test_revoking_the_run_revokes_every_hop_and_refuses_further_exchange(
+    chain: ChainFederation,
+) -> None:
+    """A revocation reaches every grant derived from the revoked one: the child minted
+    by exchange is pushed to its agent, which refuses it from then on, and the revoked
+    parent can mint no more children."""
+    token, parent, run_id = chain.parent_token()
+    body = chain.exchange(token, PRIVACY, TERMS, half(parent)).json()
+    done = chain.send(body["endpoint"], body["access_token"], body["handoff_id"], TEXT)
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done
+    revoked = chain.client.post(
+        f"{chain.url}/v1/revocations", json={"target": run_id}, headers=OPERATOR
+    )
+    assert revoked.status_code == 200, revoked.text
+    assert body["handoff_id"] in revoked.json()["handoffs"]
+    pushes = {push["agent"]: push for push in revoked.json()["pushes"]}
+    assert pushes[TERMS]["outcome"] == "pushed", pushes
+    assert pushes[TERMS]["handoffs"] == [body["handoff_id"]]
+    again = chain.send(body["endpoint"], body["access_token"], body["handoff_id"], TEXT)
+    assert again["error"]["data"][0]["metadata"]["reason"] == "token_revoked", again
+    refused = chain.exchange(token, PRIVACY, TERMS_2, half(parent, context_units=1))
+    assert refused.status_code == 401, refused.text
+    assert refused.json()["error"]["reason"] == "token_revoked"
