@@ -26,6 +26,7 @@ from agent_cards.keys import load_key_set
 from bench import governed, procs
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
+from coordinator import loop as event_loop
 from coordinator.remote.client import A2AClient
 from coordinator.storage.engine import writer_of
 
@@ -140,8 +141,10 @@ def main() -> None:
     parser.add_argument("--keys", help="coordinator: the issuer's key set directory")
     parser.add_argument("--database-url", help="coordinator: PostgreSQL instead of SQLite")
     args = parser.parse_args()
-    load = coordinator_load if args.kind == "coordinator" else sdk_client_load
-    print(json.dumps(asyncio.run(load(args))))
+    if args.kind == "coordinator":  # on the loop every coordinator entry point runs on
+        print(json.dumps(event_loop.run(coordinator_load(args))))
+    else:
+        print(json.dumps(asyncio.run(sdk_client_load(args))))
 
 
 if __name__ == "__main__":
