@@ -46,10 +46,11 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
             else:
                 failed.append(1)
 
-    started, cpu = time.perf_counter(), procs.cpu_times()
+    started, cpu, own = time.perf_counter(), procs.cpu_times(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     busy = procs.busy_cores(cpu, procs.cpu_times())
+    own = time.process_time() - own
     done.sort()
     return {
         "count": len(done),
@@ -58,6 +59,9 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
         "p50_ms": done[len(done) // 2] * 1000 if done else 0.0,
         "errors": len(failed),
         "busy_cores": busy,  # the whole machine's, every process on it
+        # this process's CPU (every thread) per completed attempt: the coordinator's
+        # per handoff, or the a2a-sdk client's per round trip
+        "cpu_ms": own * 1000 / max(1, len(done)),
     }
 
 
