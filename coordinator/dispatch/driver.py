@@ -378,32 +378,28 @@ class HandoffDriver:
         way each one is observed as a Task. Facts gathered meanwhile are written whenever
         the wait for the next update is not short (see :meth:`RemoteUpdates.next`). A task
         that is settled already (a blocking send's answer) needs no updates."""
-        if stream is None and settled(task):
-            with observed.step("wait", self.record):
-                done = await self.watch(task, None)
-            if done is not None:
-                self.learn(done)
-                await self.settle(done)
-            return
-        updates = stream or updates_for(
-            self.client,
-            remote_calls.remote_of(self.client, self.agent),
-            task,
-            self.headers,
-            streams=bool(self.agent.agent_card.capabilities.streaming),
-            backoff=PollBackoff(self.wait.first_poll, self.wait.max_poll),
-            notes=self.outcome.notes,
-        )
+        updates = stream
+        if updates is None and not settled(task):
+            updates = updates_for(
+                self.client,
+                remote_calls.remote_of(self.client, self.agent),
+                task,
+                self.headers,
+                streams=bool(self.agent.agent_card.capabilities.streaming),
+                backoff=PollBackoff(self.wait.first_poll, self.wait.max_poll),
+                notes=self.outcome.notes,
+            )
         try:
             with observed.step("wait", self.record):
                 done = await self.watch(task, updates)
         finally:
-            await updates.aclose()
+            if updates is not None:
+                await updates.aclose()
         if done is not None:
-            self.learn(done)
+            self.learn()
             await self.settle(done)
 
-    def learn(self, task: Task) -> None:
+    def learn(self) -> None:
         """How soon the task this attempt sent settled: how its skill is sent next."""
         if self._sent_at is not None:
             took = time.monotonic() - self._sent_at
