@@ -38,7 +38,7 @@ from coordinator.dispatch.proposal import (
     idempotency_key,
     propose,
 )
-from coordinator.dispatch.send_modes import send_modes
+from coordinator.dispatch.send_modes import send_blocking, send_modes
 from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
@@ -332,7 +332,7 @@ class HandoffDriver:
         message = self._message or build_message(self.record, self.payload)
         backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
         modes = send_modes(self.client)
-        blocking = modes.blocking(self.agent.endpoint, self.record.skill)
+        blocking = send_blocking(self.client, self.agent.endpoint, self.record.skill)
         self._sent_at = time.monotonic()
         try:
             task, stream = await remote_calls.send(

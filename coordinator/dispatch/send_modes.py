@@ -8,7 +8,7 @@ agent's card allows. Which one a skill is, the coordinator learns from its answe
 skill is sent blocking once a handoff to it settled within :data:`QUICK_SECONDS` of
 being sent, and again returning at once as soon as one did not (a blocking answer that
 is not settled, one that took longer, or a send that failed). The first handoff to a
-skill is never blocking.
+skill is never blocking, nor is one while every plain-request slot of the client is taken.
 
 What is learned is kept per client (one per process, shared by its handoffs), per agent
 endpoint and skill.
@@ -49,6 +49,14 @@ class SendModes:
 
 async def _nothing(_: SendModes) -> None:
     return None
+
+
+def send_blocking(client: A2AClient, endpoint: str, skill: str) -> bool:
+    """Whether ``client`` sends the next handoff to ``skill`` at ``endpoint`` blocking:
+    the skill answers at once, and a plain-request slot is free (a blocking send holds
+    one until it answers; when every slot is taken the handoff is followed instead, on a
+    stream slot or by polling, rather than queueing for one)."""
+    return send_modes(client).blocking(endpoint, skill) and not client.request_slots.locked()
 
 
 def send_modes(client: A2AClient, make: Callable[[], SendModes] = SendModes) -> SendModes:

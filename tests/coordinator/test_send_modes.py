@@ -18,8 +18,8 @@ import pytest
 
 from contracts.wire import TaskState
 from coordinator.dispatch.delegate import DelegationOrder
-from coordinator.dispatch.send_modes import SendModes, send_modes
-from coordinator.remote.client import A2AClient
+from coordinator.dispatch.send_modes import SendModes, send_blocking, send_modes
+from coordinator.remote.client import A2AClient, ClientLimits
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
@@ -93,3 +93,18 @@ def test_what_is_learned_from_each_answer() -> None:
     modes.learned("http://a", "s", 0.01)
     modes.learned("http://a", "s", 5.0)  # took longer than answering at once
     assert not modes.blocking("http://a", "s")
+
+
+def test_a_blocking_send_never_queues_for_a_request_slot() -> None:
+    """With every plain-request slot taken, a skill that answers at once is followed (on a
+    stream slot or by polling) instead of waiting for a slot to send blocking."""
+
+    async def check() -> None:
+        async with A2AClient(limits=ClientLimits(max_connections=2, max_streams=1)) as client:
+            send_modes(client).learned("http://a", "s", 0.01)
+            assert send_blocking(client, "http://a", "s")
+            async with client.request_slots:  # the only plain-request slot
+                assert not send_blocking(client, "http://a", "s")
+            assert send_blocking(client, "http://a", "s")
+
+    asyncio.run(check())
