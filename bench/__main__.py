@@ -90,6 +90,8 @@ def handoff_figures(
                 baseline=_runs(base, "rps"),
                 baseline_name="a2a-sdk client round trips/s",
                 goal=">= 1.5",
+                note=f"CPU of the coordinator {_runs(ours, 'cpu_ms').median:.2f} ms/handoff, "
+                f"of the a2a-sdk client {_runs(base, 'cpu_ms').median:.2f} ms/round trip",
             )
         )
         found.append(

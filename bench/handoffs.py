@@ -26,6 +26,7 @@ from agent_cards.keys import load_key_set
 from bench import governed, procs
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
+from coordinator import loop as event_loop
 from coordinator.remote.client import A2AClient
 from coordinator.storage.engine import writer_of
 
@@ -45,10 +46,11 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
             else:
                 failed.append(1)
 
-    started, cpu = time.perf_counter(), procs.cpu_times()
+    started, cpu, own = time.perf_counter(), procs.cpu_times(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     busy = procs.busy_cores(cpu, procs.cpu_times())
+    own = time.process_time() - own
     done.sort()
     return {
         "count": len(done),
@@ -57,6 +59,9 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
         "p50_ms": done[len(done) // 2] * 1000 if done else 0.0,
         "errors": len(failed),
         "busy_cores": busy,  # the whole machine's, every process on it
+        # this process's CPU (every thread) per completed attempt: the coordinator's
+        # per handoff, or the a2a-sdk client's per round trip
+        "cpu_ms": own * 1000 / max(1, len(done)),
     }
 
 
@@ -140,8 +145,10 @@ def main() -> None:
     parser.add_argument("--keys", help="coordinator: the issuer's key set directory")
     parser.add_argument("--database-url", help="coordinator: PostgreSQL instead of SQLite")
     args = parser.parse_args()
-    load = coordinator_load if args.kind == "coordinator" else sdk_client_load
-    print(json.dumps(asyncio.run(load(args))))
+    if args.kind == "coordinator":  # on the loop every coordinator entry point runs on
+        print(json.dumps(event_loop.run(coordinator_load(args))))
+    else:
+        print(json.dumps(asyncio.run(sdk_client_load(args))))
 
 
 if __name__ == "__main__":

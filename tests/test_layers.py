@@ -28,6 +28,7 @@ PACKAGES = ("contracts", "agent_cards", "member_kit", "coordinator", "remote_ris
 LAYERS = {
     "coordinator": [
         "errors",
+        "loop",
         "telemetry",
         "storage",
         "audit",

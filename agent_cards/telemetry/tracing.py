@@ -165,6 +165,20 @@ class ServiceTracing:
         assert self._tracer is not None
         return self._tracer
 
+    @contextmanager
+    def internal_span(
+        self, name: str, attributes: Mapping[str, Attribute | None] | None = None
+    ) -> Iterator[None]:
+        """:meth:`span` around an internal step whose context nothing propagates: when
+        nobody receives spans it costs nothing (no span is made; the enclosing one stays
+        current, so logs still name its trace)."""
+        self.tracer()
+        if self._unheard:
+            yield
+            return
+        with self.span(name, attributes):
+            yield
+
     def start_span(
         self,
         name: str,

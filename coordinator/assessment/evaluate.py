@@ -25,7 +25,6 @@ first error code a specialist reported.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -34,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contracts.evidence import Assessment, AssessmentStatus, Finding, merge
+from coordinator import loop as event_loop
 from coordinator.assessment import scenario, specialists
 from coordinator.assessment.demo import (
     DemoTrust,
@@ -366,4 +366,4 @@ def run_evaluation(
     risk_model = model_config_from_env() if model is not None else None
     environment = child_environment(with_risk_model=risk_model is not None)
     with remote_risk_process(trust.remote_args, environment) as base_url:
-        return asyncio.run(examine(data, ws, base_url, trust, model, repeat, risk_model))
+        return event_loop.run(examine(data, ws, base_url, trust, model, repeat, risk_model))

@@ -142,12 +142,36 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+# What any secret :func:`_redacted` replaces looks like in the compact JSON text of the
+# data, when that text has no escape at all: a field name of SECRET_FIELDS (any case, "-"
+# for "_"), or a string starting like a bearer or basic credential or a JWT. Text without
+# any of these holds nothing to redact; any escape (non-ASCII, control characters,
+# quotes) and the full walk decides.
+_MAYBE_SECRET = re.compile(
+    '"(?:'
+    + "|".join(re.escape(name).replace("_", "[-_]") for name in sorted(SECRET_FIELDS))
+    + r')"|"\s*(?:bearer|basic)\s|"eyJ',
+    re.I,
+)
+
+
+def _may_hold_secrets(data: Any) -> bool:
+    """False only when ``data`` certainly holds nothing :func:`_redacted` would replace."""
+    try:
+        text = json.dumps(data, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return True
+    return "\\" in text or _MAYBE_SECRET.search(text) is not None
+
+
 def redact_secrets(record: dict[str, Any]) -> dict[str, Any]:
     """Replace anything in ``data`` that is a secret by a marker: the value of a field of
     :data:`SECRET_FIELDS` (at any depth), and any string that looks like ``Bearer ...``
     or a JWT, whatever its field. Counts named like tokens (``model_tokens``) are kept.
+    Data whose JSON text shows none of these is left as it is, without walking it.
     """
-    record["data"] = _redacted(record["data"])
+    if _may_hold_secrets(record["data"]):
+        record["data"] = _redacted(record["data"])
     return record
 
 

@@ -149,7 +149,8 @@ def _rows(steps: list[Step]) -> Callable[[Connection], None]:
 @contextmanager
 def _appending(taken: _Taken) -> Iterator[None]:
     count = len(taken.item.records)
-    with tracing.span(tracing.PREFIX + "ledger.append", {tracing.PREFIX + "events": count}):
+    attributes = {tracing.PREFIX + "events": count}
+    with tracing.internal_span(tracing.PREFIX + "ledger.append", attributes):
         started = time.perf_counter()
         yield
         metrics.observe_ledger_append(count, started)

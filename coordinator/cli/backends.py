@@ -15,6 +15,7 @@ from dataclasses import asdict
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
+from coordinator import loop as event_loop
 from coordinator.errors import LeftToRecovery, StillOnServer
 
 if TYPE_CHECKING:  # the service is loaded only for this data directory, never for --server
@@ -66,9 +67,7 @@ class Local:
         return self.open_service()
 
     def register(self, request: RegisterRequest) -> dict[str, Any]:
-        import asyncio
-
-        return asyncio.run(self.service.register(request)).model_dump()
+        return event_loop.run(self.service.register(request)).model_dump()
 
     def agents(self) -> list[dict[str, Any]]:
         return [agent.model_dump() for agent in self.service.agents()]
@@ -116,7 +115,7 @@ class Local:
                 loop.remove_signal_handler(signal.SIGINT)
 
         try:
-            return asyncio.run(delegate())
+            return event_loop.run(delegate())
         except asyncio.CancelledError:
             raise LeftToRecovery(interruption.run_id) from None
 
@@ -127,9 +126,7 @@ class Local:
         return self.service.run(run_id)
 
     def cancel(self, run_id: str, reason: str | None) -> dict[str, Any]:
-        import asyncio
-
-        return asyncio.run(self.service.cancel(run_id, reason, CLI_OPERATOR))
+        return event_loop.run(self.service.cancel(run_id, reason, CLI_OPERATOR))
 
     def revoke(self, target: str, reason: str | None) -> dict[str, Any]:
         import asyncio

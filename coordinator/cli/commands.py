@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.json_shape import check_json_shape
 from contracts import strict_json
+from coordinator import loop as event_loop
 from coordinator.cli import printers
 from coordinator.cli.backends import Coordinator, Local
 from coordinator.errors import LedgerError, UsageError, describe_validation
@@ -453,7 +454,6 @@ def _model_config() -> ModelConfig:
 
 
 def cmd_demo(args: argparse.Namespace, local: Local) -> int:
-    import asyncio
 
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 
@@ -462,7 +462,7 @@ def cmd_demo(args: argparse.Namespace, local: Local) -> int:
         return _demo_with_model(args, local, cases)
     from coordinator.assessment.demo import demo_document
 
-    base_url, results = asyncio.run(local.service.demo(cases, parallel=args.parallel))
+    base_url, results = event_loop.run(local.service.demo(cases, parallel=args.parallel))
     expected = [r.assessment.status.value == EXPECTED_STATUS[r.case] for r in results]
     if args.json:
         printers.print_json({**demo_document(results), "as_expected": sum(expected)})
@@ -474,10 +474,9 @@ def cmd_demo(args: argparse.Namespace, local: Local) -> int:
 
 
 def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -> int:
-    import asyncio
 
     config = _model_config()
-    base_url, results = asyncio.run(
+    base_url, results = event_loop.run(
         local.service.supervised_demo(cases, config, parallel=args.parallel)
     )
     if args.json:
@@ -543,15 +542,14 @@ def cmd_worker(args: argparse.Namespace, local: Local) -> int:
             loop.add_signal_handler(sig, worker.stop)
         await worker.run()
 
-    asyncio.run(work())
+    event_loop.run(work())
     print(f"worker stopped after driving {worker.driven} handoffs", flush=True)
     return 0
 
 
 def cmd_recover(args: argparse.Namespace, local: Local) -> int:
-    import asyncio
 
-    outcomes = asyncio.run(local.service.recover())
+    outcomes = event_loop.run(local.service.recover())
     if not outcomes:
         print("nothing in flight")
     for outcome in outcomes:

@@ -38,6 +38,7 @@ from coordinator.dispatch.proposal import (
     idempotency_key,
     propose,
 )
+from coordinator.dispatch.send_modes import send_blocking, send_modes
 from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
@@ -87,6 +88,12 @@ DURABLE_POINTS = {
 }
 
 
+def settled(task: Task) -> bool:
+    """Whether the remote task is terminal or interrupted: nothing more comes of it."""
+    state = task.status.state
+    return state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
+
+
 class HandoffDriver:
     """One handoff attempt, from wherever its record stands to a terminal state.
 
@@ -120,6 +127,8 @@ class HandoffDriver:
         self._lease_renewed_at = time.monotonic()
         self._checked_at = float("-inf")
         self._message: Message | None = None
+        # when this attempt's message was sent (None: sent by an earlier driver)
+        self._sent_at: float | None = None
 
     # --- the attempt's state ------------------------------------------------------------
 
@@ -295,10 +304,12 @@ class HandoffDriver:
     async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
         """Send the message; the task it opened, and its update stream if one is open.
 
-        An agent whose card says it streams gets ``SendStreamingMessage`` (while the client
-        has a stream slot free): the task and then its updates arrive on one response,
-        which is handed on as the handoff's update source. Otherwise ``SendMessage`` with
-        ``returnImmediately``, and the task is followed by polling."""
+        A skill known to answer at once gets one blocking ``SendMessage``, whose answer is
+        the settled task (:mod:`coordinator.dispatch.send_modes`). Otherwise an agent whose
+        card says it streams gets ``SendStreamingMessage`` (while the client has a stream
+        slot free): the task and then its updates arrive on one response, which is handed
+        on as the handoff's update source; else ``SendMessage`` with ``returnImmediately``,
+        and the task is followed by polling."""
         self.run.emit(
             "message.dispatched",
             self.record,
@@ -320,15 +331,20 @@ class HandoffDriver:
         # the message the token was minted for: its digest is in the token
         message = self._message or build_message(self.record, self.payload)
         backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
+        modes = send_modes(self.client)
+        blocking = send_blocking(self.client, self.agent.endpoint, self.record.skill)
+        self._sent_at = time.monotonic()
         try:
             task, stream = await remote_calls.send(
                 self.client, self.agent, message, self.headers, backoff, self.outcome.notes,
-                within=self.lease_left(),
+                within=self.lease_left(), blocking=blocking,
             )  # fmt: skip
         except TimeoutError:
+            modes.learned(self.agent.endpoint, self.record.skill, None)
             self.commit(S.TIMED_OUT, "lease_expired_during_dispatch")
             return None, None
         except FederationError as exc:
+            modes.learned(self.agent.endpoint, self.record.skill, None)
             self.commit(S.FAILED, f"dispatch_failed:{exc.reason}")
             self.outcome.notes.append(str(exc))
             self.outcome.retry_after = exc.retry_after if isinstance(exc, RemoteA2AError) else None
@@ -337,6 +353,8 @@ class HandoffDriver:
             self.commit(S.FAILED, "remote_replied_without_task")
             return None, None
         pause_point("after_dispatch")
+        if blocking and not settled(task):  # it did not answer at once after all
+            modes.learned(self.agent.endpoint, self.record.skill, None)
         self.note(remote_task_id=task.id, remote_state=task.status.state.value)
         return task, stream
 
@@ -358,36 +376,48 @@ class HandoffDriver:
         Updates come on ``stream`` (the send's own response) when there is one, else from
         ``SubscribeToTask`` when the card says the agent streams, else by polling; either
         way each one is observed as a Task. Facts gathered meanwhile are written whenever
-        the wait for the next update is not short (see :meth:`RemoteUpdates.next`)."""
-        updates = stream or updates_for(
-            self.client,
-            remote_calls.remote_of(self.client, self.agent),
-            task,
-            self.headers,
-            streams=bool(self.agent.agent_card.capabilities.streaming),
-            backoff=PollBackoff(self.wait.first_poll, self.wait.max_poll),
-            notes=self.outcome.notes,
-        )
+        the wait for the next update is not short (see :meth:`RemoteUpdates.next`). A task
+        that is settled already (a blocking send's answer) needs no updates."""
+        updates = stream
+        if updates is None and not settled(task):
+            updates = updates_for(
+                self.client,
+                remote_calls.remote_of(self.client, self.agent),
+                task,
+                self.headers,
+                streams=bool(self.agent.agent_card.capabilities.streaming),
+                backoff=PollBackoff(self.wait.first_poll, self.wait.max_poll),
+                notes=self.outcome.notes,
+            )
         try:
             with observed.step("wait", self.record):
-                settled = await self.watch(task, updates)
+                done = await self.watch(task, updates)
         finally:
-            await updates.aclose()
-        if settled is not None:
-            await self.settle(settled)
+            if updates is not None:
+                await updates.aclose()
+        if done is not None:
+            self.learn()
+            await self.settle(done)
 
-    async def watch(self, task: Task, updates: RemoteUpdates) -> Task | None:
-        """The remote task once it settled, or None if the handoff ended here first."""
+    def learn(self) -> None:
+        """How soon the task this attempt sent settled: how its skill is sent next."""
+        if self._sent_at is not None:
+            took = time.monotonic() - self._sent_at
+            send_modes(self.client).learned(self.agent.endpoint, self.record.skill, took)
+
+    async def watch(self, task: Task, updates: RemoteUpdates | None) -> Task | None:
+        """The remote task once it settled, or None if the handoff ended here first
+        (``updates`` is None only for a task that is settled already)."""
         while True:
             self.outcome.task = task
-            state = task.status.state
-            settled = state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
-            every = 0.0 if settled else CHECK_ELSEWHERE_SECONDS
+            now_settled = settled(task)
+            every = 0.0 if now_settled else CHECK_ELSEWHERE_SECONDS
             if self.ended_elsewhere(every) or not self.observe(task):
                 self.arrived_late(task)
                 return None
-            if settled:
+            if now_settled:
                 return task
+            assert updates is not None
             if self.lease_left() <= 0:
                 await updates.aclose()
                 if self.commit(S.TIMED_OUT, "lease_expired"):

@@ -33,8 +33,9 @@ def record_attributes(record: HandoffRecord) -> dict[str, tracing.Attribute | No
 
 @contextmanager
 def step(name: str, record: HandoffRecord) -> Iterator[None]:
-    """A span around one step of the attempt, named ``federation.<name>``."""
-    with tracing.span(P + name, record_attributes(record)):
+    """A span around one step of the attempt, named ``federation.<name>`` (none when
+    nobody receives spans)."""
+    with tracing.internal_span(P + name, record_attributes(record)):
         yield
 
 

@@ -36,6 +36,7 @@ from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote import key_succession
+from coordinator.remote.pinned import pinned_key_set
 from coordinator.remote.registry import RegisteredAgent, Registry
 from coordinator.storage import driver
 from coordinator.storage.runs import Step
@@ -55,7 +56,7 @@ def declares_receipts(agent: RegisteredAgent) -> bool:
 def pinned_keys(agent: RegisteredAgent) -> TrustedKeys:
     """The keys pinned for ``agent`` (none: no receipt can verify)."""
     try:
-        return TrustedKeys.from_json(agent.pinned_jwks or {"keys": []})
+        return pinned_key_set(agent.pinned_jwks or {"keys": []})
     except ValueError:
         return TrustedKeys()
 

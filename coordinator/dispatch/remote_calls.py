@@ -39,16 +39,21 @@ async def send(
     notes: list[str],
     *,
     within: float,
+    blocking: bool = False,
 ) -> tuple[Task | None, RemoteUpdates | None]:
     """The task ``message`` opened and, when streamed, the rest of its stream; raises
-    TimeoutError after ``within`` seconds and the client's FederationError on failure."""
+    TimeoutError after ``within`` seconds and the client's FederationError on failure.
+    ``blocking``: one ``SendMessage`` that answers once the task settled (see
+    :mod:`coordinator.dispatch.send_modes`), never streamed."""
     request = SendMessageRequest(
         message=message,
         configuration=SendMessageConfiguration(
-            accepted_output_modes=["application/json"], return_immediately=True
+            accepted_output_modes=["application/json"], return_immediately=not blocking
         ),
     )
     async with asyncio.timeout(max(0.001, within)):
+        if blocking:
+            return (await remote_of(client, agent).send_message(request, headers)).task, None
         if agent.agent_card.capabilities.streaming and client.open_stream_slot():
             return await open_stream(
                 client, remote_of(client, agent), request, headers, backoff, notes

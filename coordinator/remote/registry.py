@@ -57,6 +57,7 @@ from coordinator.remote.card_changes import only_narrows, surface
 from coordinator.remote.client import A2AClient, FetchedCard
 from coordinator.remote.destinations import Destinations, Neighbour, allowances
 from coordinator.remote.destinations import check_card_resolved as check_card
+from coordinator.remote.pinned import pinned_identity, pinned_key_set
 from coordinator.remote.transport import JSONRPC, Interface, accepted_interface
 from coordinator.remote.v03.card import card_model, is_v03_card
 from coordinator.storage.datadir import DataDir
@@ -129,7 +130,7 @@ class RegisteredAgent(BaseModel):
         The RFC 9278 thumbprint URI of the pinned key that verified its card, computed
         from the key material (:mod:`agent_cards.identity`), never from a URL or a kid the
         card states; computed on every read, so agents stored before it work unchanged."""
-        return identity_of(self._verified_key())
+        return pinned_identity(self._verified_key())
 
     @property
     def known_identity(self) -> str | None:
@@ -602,6 +603,8 @@ def _keys_from(document: Any) -> TrustedKeys:
     """Keys whose kids are their computed thumbprints; a JWK labelled otherwise refuses the
     whole set (``kid_not_thumbprint``), since whoever wrote that label chose a key's name."""
     try:
+        if isinstance(document, Mapping):  # a stored pin: parsed once per key set
+            return pinned_key_set(document)
         return TrustedKeys.from_json(document)
     except KeyMaterialError as exc:
         raise RegistryError(f"unusable key set: {exc}", key_reason(exc, "jwks_invalid")) from None

@@ -39,6 +39,7 @@ configure = service_tracing.configure
 add_span_processor = service_tracing.add_span_processor
 tracer = service_tracing.tracer
 span = service_tracing.span
+internal_span = service_tracing.internal_span
 start_span = service_tracing.start_span
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "extract",
     "inject",
     "inject_for",
+    "internal_span",
     "provider",
     "run_parent",
     "run_span_context",

@@ -8,6 +8,7 @@ processor is added the spans are recorded and reach it.
 
 from __future__ import annotations
 
+from opentelemetry import trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -62,3 +63,18 @@ def test_a_named_sampler_or_exporter_keeps_spans_recorded() -> None:
         service.configure(env)
         with service.span("recorded") as span:
             assert span.is_recording(), env
+
+
+def test_an_internal_step_nobody_receives_makes_no_span() -> None:
+    """Issue 34: an internal step's span costs nothing without a receiver (the enclosing
+    span stays current, its trace in the logs); with a processor it is recorded."""
+    service = quiet()
+    with service.span("outer") as outer, service.internal_span("step", {"a": "value"}):
+        current = trace.get_current_span()
+        assert current.get_span_context().span_id == outer.get_span_context().span_id
+    exporter = InMemorySpanExporter()
+    service.add_span_processor(SimpleSpanProcessor(exporter))
+    with service.span("outer"), service.internal_span("step", {"test.attribute": "value"}):
+        pass
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert names == ["step", "outer"]

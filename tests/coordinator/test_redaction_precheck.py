@@ -1,0 +1,53 @@
+"""Redaction walks an event's data only when its JSON text may hold a secret (issue 34):
+data with none is sealed as it is, without the walk, and whatever the data, what is
+sealed (its JSON text) is exactly what the full walk gives."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from coordinator.audit import events
+from coordinator.audit.events import _redacted, redact_secrets
+
+CASES: dict[str, dict[str, Any]] = {
+    "plain": {"skill": "risk.assess", "n": 3, "ok": True, "none": None, "list": [1, "a"]},
+    "counts-named-like-tokens": {"model_tokens": 4096, "with_token": True},
+    "secret-field": {"Authorization": "x"},
+    "secret-field-dashes": {"X-Api-Key": "k"},
+    "secret-field-nested": {"a": [{"b": {"Client-Secret": "s"}}]},
+    "bearer-value": {"note": "bearer tok-abc"},
+    "basic-value-spaced": {"note": "  Basic  x"},
+    "jwt-value": {"grant": "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln"},
+    "jwt-looking-but-not": {"grant": "eyJ-not-a-token"},
+    "escaped-whitespace": {"note": "\tbearer x"},
+    "non-ascii-key": {"API_\u212aEY": "folds to api_key"},
+    "non-ascii-value": {"city": "Zürich"},
+    "quote-in-value": {"note": 'say "bearer x"'},
+    "tuple": {"pair": (1, 2)},
+    "int-key": {"map": {1: "x"}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_what_is_sealed_is_what_the_full_walk_gives(name: str) -> None:
+    data = CASES[name]
+    sealed = redact_secrets({"data": data})["data"]
+    assert json.dumps(sealed, sort_keys=True) == json.dumps(_redacted(data), sort_keys=True)
+
+
+def test_data_without_secrets_is_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[object] = []
+
+    def counting(value: Any) -> Any:
+        walked.append(value)
+        return _redacted(value)
+
+    monkeypatch.setattr(events, "_redacted", counting)
+    redact_secrets({"data": CASES["plain"]})
+    redact_secrets({"data": CASES["counts-named-like-tokens"]})
+    assert walked == []
+    redact_secrets({"data": CASES["secret-field"]})
+    assert walked == [CASES["secret-field"]]
