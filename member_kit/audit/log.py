@@ -217,6 +217,7 @@ class DecisionLedger:
         self._on_loop = engine is not None and engine.dialect.name == "sqlite"
         self._pending: list[Later] = []
         self._pending_lock = threading.Lock()
+        self._pending_write = threading.Lock()
         if engine is not None:
             self._later = queue.Queue()
             threading.Thread(target=self._write_later, name="decision-log", daemon=True).start()
@@ -254,9 +255,12 @@ class DecisionLedger:
         return taken
 
     def _write_pending(self) -> None:
-        taken = self._take_pending()
-        if taken:
-            self._append_later(taken)
+        # held while writing, so that flush() from another thread waits for a write the
+        # loop has already taken, not only for what is still pending
+        with self._pending_write:
+            taken = self._take_pending()
+            if taken:
+                self._append_later(taken)
 
     def _write_later(self) -> None:
         """The decision-log thread: what is queued together is appended together (one
