@@ -19,6 +19,7 @@ import uvicorn
 from agent_cards.edge.listening import listening_socket as shared_listening_socket
 from agent_cards.edge.listening import url_host
 from agent_cards.edge.protocol import uvicorn_options
+from coordinator import loop as event_loop
 from coordinator.errors import UsageError
 from coordinator.service.api import AppExtension, create_api
 from coordinator.service.limits import coordinator_limits
@@ -96,6 +97,7 @@ def serve(
             log_level="info",
             access_log=False,
             lifespan="on",
+            loop=event_loop.uvicorn_loop(),
             **uvicorn_options(coordinator_limits()),
         )
         where = f"{url_host(settings.host)}:{sock.getsockname()[1]}"
