@@ -16,8 +16,15 @@ from datetime import UTC, datetime
 from agent_cards.jwk import PublicKey, thumbprint_of
 from agent_cards.keys import KeySet, SigningKey
 from agent_cards.trusted import VerificationKey
+from contracts.grant import THUMBPRINT_URI_PREFIX
 
-THUMBPRINT_URI_PREFIX = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:"
+__all__ = [
+    "THUMBPRINT_URI_PREFIX",
+    "identities_of",
+    "identity_of",
+    "signing_key_named",
+    "thumbprint_uri",
+]
 
 
 def thumbprint_uri(key: PublicKey) -> str:

@@ -12,7 +12,9 @@ link with :func:`link_problem` without asking the owner:
    principal, tenant, scope, times, final owner, every budget figure);
 4. the ``act`` chain is the parent's with exactly one actor on top, and that actor is the
    parent's audience (only the holder of a token delegates from it);
-5. the child's audience is no agent already in the chain (:func:`loops`), and the chain
+5. the child's holder key, if it names one (``cnf.jkt``, RFC 9449), is the holder's:
+   its thumbprint URI is the parent's audience (``cnf_not_holder``);
+6. the child's audience is no agent already in the chain (:func:`loops`), and the chain
    is no deeper than the limit.
 
 What the offline check cannot give is the exactness of nested budgets across siblings
@@ -30,7 +32,7 @@ import hashlib
 from collections.abc import Mapping
 
 from contracts.canonical import canonical_json
-from contracts.grant import Actor, Grant, token_hash, widened_dimension
+from contracts.grant import THUMBPRINT_URI_PREFIX, Actor, Grant, token_hash, widened_dimension
 
 # The deepest ``act`` chain a child may have: the owner's hop, then two agents delegating.
 MAX_CHAIN_DEPTH = 3
@@ -83,6 +85,8 @@ def link_problem(
         return f"widens_{widened.value.replace('.', '_')}"
     if child.act is None or child.act.act != parent.act or child.act.sub != parent.aud:
         return "act_not_one_deeper"
+    if child.cnf is not None and THUMBPRINT_URI_PREFIX + child.cnf.jkt != parent.aud:
+        return "cnf_not_holder"
     if child.act_depth > max_depth:
         return "chain_too_deep"
     if loops(child.aud, child.act, child.iss):

@@ -39,6 +39,9 @@ SCOPE_TOKEN_PATTERN = r"^[\x21\x23-\x5B\x5D-\x7E]+$"
 SCOPE_PATTERN = r"^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$"
 
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+# An agent's identity (a token's ``aud``): this, then its key's RFC 7638 thumbprint
+# (RFC 9278; agent_cards.identity computes it from the key).
+THUMBPRINT_URI_PREFIX = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:"
 
 Identifier = Annotated[StrictStr, Field(pattern=IDENTIFIER_PATTERN)]
 NumericDate = Annotated[StrictInt, Field(ge=0)]

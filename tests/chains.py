@@ -19,6 +19,8 @@ from typing import Any
 import httpx
 
 from agent_cards.documents import with_base_url
+from agent_cards.dpop import PROOF_HEADER
+from agent_cards.dpop import proof as dpop_proof
 from agent_cards.keys import KeySet, SigningKey, b64url_decode
 from contracts.grant import Budget, Grant
 from contracts.wire import AgentCard, TaskState
@@ -26,7 +28,7 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from member_kit.server.app import create_app
 from member_kit.settings import MemberSettings
 from member_kit.skill import Member, Outcome
-from member_kit.trust.chain import exchange_parameters, held_token, proof
+from member_kit.trust.chain import ChainRefused, delegate, exchange_parameters, held_token, proof
 from member_kit.trust.issuers import load_trusted_issuers
 from tests.coordinator.served import TOKEN, served
 from tests.members import GUARD, example, terms_example
@@ -72,6 +74,10 @@ class Capture:
 
     def __init__(self) -> None:
         self.tokens: list[str] = []
+        # with ``relay``, the skill also sub-delegates to the legal team with the kit's
+        # one call, and keeps the task it answered with (or the refusal's reason)
+        self.relay = False
+        self.relayed: list[dict[str, Any] | str] = []
 
     def input_problems(self, data: Any) -> list[str]:
         return []
@@ -85,10 +91,21 @@ class Capture:
         token = held_token()
         if token is not None:
             self.tokens.append(token)
+        if token is not None and self.relay:
+            self.relayed.append(await relay(token))
         return Outcome(TaskState.COMPLETED, {"held": token is not None})
 
     def failure(self, code: str, message: str) -> dict[str, Any]:
         return {"errorCode": code, "message": message}
+
+
+async def relay(token: str) -> dict[str, Any] | str:
+    """The legal team's task for ``TEXT_INPUT`` through :func:`delegate`, or its refusal."""
+    held = Grant.model_validate(claims_of(token))
+    try:
+        return await delegate(TERMS, TERMS_SKILL, TEXT_INPUT, budget=half(held))
+    except ChainRefused as refused:
+        return refused.reason
 
 
 def half(grant: Grant, **changes: int) -> Budget:
@@ -172,7 +189,10 @@ class ChainFederation:
         handoff_id: str,
         data: Mapping[str, Any],
         skill: str = TERMS_SKILL,
+        prover: str | None = PRIVACY,
     ) -> Any:
+        """Send ``token`` to ``endpoint``, with a fresh holder proof (RFC 9449) by
+        ``prover``'s key (None: none; the holder of a child is who exchanged for it)."""
         message = {
             "messageId": "msg-chain-test",
             "role": "ROLE_USER",
@@ -182,6 +202,9 @@ class ChainFederation:
         params = {"message": message}
         request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
         headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+        if prover is not None:
+            key = self.keys[prover].active
+            headers[PROOF_HEADER] = dpop_proof(key, "POST", endpoint, token)
         return self.client.post(endpoint, json=request, headers=headers).json()
 
 

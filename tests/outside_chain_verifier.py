@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 MAX_DEPTH = 3
+HOLDER_PREFIX = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:"
 BUDGET_MEMBERS = ("actions", "context_units", "effects", "model_requests", "model_tokens")
 IDENTIFIER = re.compile(r"[A-Za-z0-9._:@/+#=~-]{1,256}")
 
@@ -136,7 +137,7 @@ def _budget_widened(budget: Any, held: dict[str, Any]) -> str | None:
 
 
 def link(parent_token: str, parent: dict[str, Any], child: dict[str, Any]) -> str | None:
-    """The doc's seven steps, in order."""
+    """The doc's eight steps, in order."""
     ref = child.get("parent")
     if ref is None:
         return "parent_missing"
@@ -152,6 +153,9 @@ def link(parent_token: str, parent: dict[str, Any], child: dict[str, Any]) -> st
         return "act_not_one_deeper"
     if act.get("sub") != parent["aud"]:
         return "act_not_one_deeper"
+    cnf = child.get("cnf")
+    if cnf is not None and HOLDER_PREFIX + str(cnf.get("jkt")) != parent["aud"]:
+        return "cnf_not_holder"
     if len(actor_subs(act)) > MAX_DEPTH:
         return "chain_too_deep"
     if child["aud"] == child["iss"] or child["aud"] in actor_subs(act):

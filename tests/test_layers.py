@@ -71,6 +71,7 @@ LAYERS = {
         "trusted",
         "keys",
         "identity",
+        "dpop",
         "bindings",
         "presence",
         "signing",

@@ -9,8 +9,11 @@ parent's and the target skill's, budget out of what the parent has left after al
 earlier children (exact: every hop is recorded here, under one lock), expiry within the
 parent's, principal, tenant and final owner unchanged, the ``act`` chain one deeper with
 the holder on top, no deeper than the limit, and no loop back to an agent already in the
-chain (:mod:`contracts.chain`). The hop is recorded in the ledger (``delegation.exchanged``)
-and the grants table, and the child is minted with :func:`mint_token` naming its parent.
+chain (:mod:`contracts.chain`). The child names the key of the holder that proved the
+exchange (``cnf.jkt``, RFC 9449), always: its agent serves it only with a fresh proof by
+that key, so a child captured on the wire is useless. The hop is recorded in the ledger
+(``delegation.exchanged``) and the grants table, and the child is minted with
+:func:`mint_token` naming its parent.
 
 Every refusal is an :class:`ExchangeRefused` with a stable reason and a 4xx status.
 """
@@ -49,9 +52,11 @@ from contracts.grant import (
 from contracts.wire import AgentCard
 from coordinator.audit.events import AuditEvent
 from coordinator.authority.delegator import required_scopes
+from coordinator.authority.holder import bound_to_thumbprint
 from coordinator.authority.holder_proof import (
     ExchangeRefused,
     ProofReplayGuard,
+    Proven,
     verify_proof,
 )
 from coordinator.authority.revocation import revoked_handoffs, status_base, with_status_entry
@@ -157,7 +162,7 @@ class TokenExchange:
         run_id = self._run_of(parent)
         # Until the proof verified the asker is a stranger (a captured token proves
         # nothing): its refusals are in the access log, never in the ledger it could grow.
-        proof_jti = verify_proof(
+        proven = verify_proof(
             parameters["actor_token"],
             holder=parent.aud,
             issuer=self.issuer,
@@ -167,11 +172,11 @@ class TokenExchange:
             now=now,
         )
         with self.ws.engine().connect() as connection:  # any process of this owner's
-            _check_unused(connection, run_id, proof_jti)
+            _check_unused(connection, run_id, proven.jti)
         try:
             if parent.handoff.id in revoked_handoffs(self.ws, run_id):
                 raise ExchangeRefused(401, "token_revoked", "the parent's grant was revoked")
-            return self._mint(parameters, parent, run_id, now, proof_jti)
+            return self._mint(parameters, parent, run_id, now, proven)
         except ExchangeRefused as refused:  # the holder asked: the run's ledger keeps it
             self._record(REFUSED, run_id, {"parent_jti": parent.jti, "reason": refused.reason})
             raise
@@ -182,7 +187,7 @@ class TokenExchange:
         parent: Grant,
         run_id: str,
         now: int,
-        proof_jti: str,
+        proven: Proven,
     ) -> Exchanged:
         agent, skill = _target(self.targets, parameters["audience"], parameters["skill"])
         audience = agent.identity or ""
@@ -194,9 +199,12 @@ class TokenExchange:
             with self.ws.engine().connect() as connection:
                 remaining = remaining_after_children(connection, parent, run_id)
             child = _narrowed(parent, parameters, audience, skill, remaining, now, self)
+            # bound to the holder that proved the exchange: a bearer child could be
+            # replayed by anyone who saw it on the wire between the holder and its agent
+            child = bound_to_thumbprint(child, proven.jkt)
             child = with_status_entry(child, status_base(), run_id, attempt=1)
             token = mint_token(child, self._keys().signing_key())
-            self.record_hop(run_id, parent, child, _hop(parent, child, agent, proof_jti))
+            self.record_hop(run_id, parent, child, _hop(parent, child, agent, proven.jti))
         return Exchanged(token, child, agent)
 
     def _parent(self, token: str, now: int) -> Grant:
@@ -432,6 +440,7 @@ def _hop(parent: Grant, child: Grant, agent: Target, proof_jti: str) -> dict[str
         "depth": child.act_depth,
         "budget": child.handoff.budget.model_dump(),
         "proof_jti": proof_jti,
+        "cnf_jkt": child.cnf.jkt if child.cnf is not None else None,
     }
 
 

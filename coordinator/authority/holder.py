@@ -1,11 +1,9 @@
 """Holder-bound tokens from the presenting side (RFC 9449 DPoP).
 
 A token minted with ``cnf.jkt`` (:func:`bound_to`) is usable only with a fresh proof per
-request by the holder's key (:func:`proof`): a compact JWS, header exactly ``typ``
-(``dpop+jwt``), ``alg`` and ``jwk`` (the public key), claims ``jti`` (fresh), ``htm``,
-``htu`` (the URL without query or fragment), ``iat`` and ``ath`` (base64url SHA-256 of
-the token). The member checks it in its one verifier
-(:mod:`member_kit.trust.holder_proof`).
+request by the holder's key (:func:`agent_cards.dpop.proof`, the one proof maker, which
+the member kit uses too for the children it was minted by exchange). The member checks
+it in its one verifier (:mod:`member_kit.trust.holder_proof`).
 
 The holder is the coordinator process that minted the token (its active signing key);
 with ``FEDERATION_HOLDER_PROOF=1`` it binds the tokens it mints, and :func:`hold`
@@ -17,20 +15,15 @@ bindings, and by the gRPC transport's metadata). Nothing else needs to carry the
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import os
 import time
-import uuid
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
-from agent_cards.keys import SigningKey, b64url_encode
+from agent_cards.dpop import PROOF_HEADER, proof
+from agent_cards.keys import SigningKey
 from contracts.grant import Grant
-from coordinator.authority.tokens import sign_jws_with_jwk
 
-PROOF_TYPE = "dpop+jwt"
-PROOF_HEADER = "DPoP"
 HOLDER_PROOF_ENV = "FEDERATION_HOLDER_PROOF"
 
 # token -> the key that must prove it, while it can be used; expiries in a heap
@@ -61,17 +54,9 @@ def proof_headers(headers: Mapping[str, str], method: str, url: str) -> dict[str
 
 def bound_to(grant: Grant, holder: SigningKey) -> Grant:
     """``grant`` naming ``holder``'s key (its RFC 7638 thumbprint, which is its kid)."""
-    return Grant.model_validate({**grant.claims(), "cnf": {"jkt": holder.kid}})
+    return bound_to_thumbprint(grant, holder.kid)
 
 
-def proof(holder: SigningKey, method: str, url: str, token: str, now: int | None = None) -> str:
-    """A fresh proof by ``holder`` for one request (``url`` as the member publishes it)."""
-    parts = urlsplit(url)
-    claims = {
-        "jti": uuid.uuid4().hex,
-        "htm": method,
-        "htu": f"{parts.scheme}://{parts.netloc}{parts.path}",
-        "iat": int(time.time()) if now is None else now,
-        "ath": b64url_encode(hashlib.sha256(token.encode("ascii")).digest()),
-    }
-    return sign_jws_with_jwk(claims, holder, PROOF_TYPE)
+def bound_to_thumbprint(grant: Grant, jkt: str) -> Grant:
+    """``grant`` naming the key whose RFC 7638 thumbprint is ``jkt`` (``cnf.jkt``)."""
+    return Grant.model_validate({**grant.claims(), "cnf": {"jkt": jkt}})

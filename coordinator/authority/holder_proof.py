@@ -13,7 +13,8 @@ A token exchange (:mod:`coordinator.authority.exchange`) carries, as its RFC 869
 The key is looked up among the keys the operator pinned for the registered agents, by
 ``kid``; its thumbprint URI must be the parent's ``aud``: a token copied off the wire is
 useless without its holder's private key. A ``jti`` seen before within its lifetime is
-refused (``proof_replayed``).
+refused (``proof_replayed``). The key that proved the exchange is the one the child is
+bound to (its ``cnf.jkt``, RFC 9449): the child, too, is useless off the wire.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from jwt.algorithms import get_default_algorithms
 
-from agent_cards.identity import identity_of
+from agent_cards.identity import THUMBPRINT_URI_PREFIX, identity_of
 from agent_cards.keys import ALGORITHMS, b64url_decode
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
@@ -59,6 +61,15 @@ class ProofReplayGuard:
             self._seen[jti] = until + LEEWAY
 
 
+@dataclass(frozen=True)
+class Proven:
+    """An accepted proof: its ``jti`` (the owner keeps it with the hop it grants) and the
+    RFC 7638 thumbprint of the holder's key that signed it (the child's ``cnf.jkt``)."""
+
+    jti: str
+    jkt: str
+
+
 def _invalid(message: str) -> ExchangeRefused:
     return ExchangeRefused(401, "proof_invalid", message)
 
@@ -82,9 +93,9 @@ def verify_proof(
     keys: Iterable[VerificationKey],
     replay: ProofReplayGuard,
     now: int | None = None,
-) -> str:
+) -> Proven:
     """Accept ``proof`` as ``holder``'s for the request whose binding is ``binding`` and
-    return its ``jti`` (the owner keeps it with the hop it grants), or raise
+    return what it proved (:class:`Proven`), or raise
     :class:`ExchangeRefused` (``proof_invalid``, ``proof_not_holder``, ``proof_replayed``).
     ``keys``: every key pinned for a registered agent."""
     at = int(time.time()) if now is None else now
@@ -104,8 +115,8 @@ def verify_proof(
     _check_signature(parts, key)
     _check_claims(claims, holder=holder, issuer=issuer, binding=binding, now=at)
     replay.claim(claims["jti"], claims["exp"], at)
-    jti: str = claims["jti"]
-    return jti
+    # identity_of(key) is the holder: the key's kid is its thumbprint (agent_cards.identity)
+    return Proven(jti=claims["jti"], jkt=identity_of(key).removeprefix(THUMBPRINT_URI_PREFIX))
 
 
 def _check_signature(parts: list[str], key: VerificationKey) -> None:

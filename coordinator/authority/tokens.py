@@ -46,11 +46,3 @@ def sign_jws(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
     header = {"alg": key.alg, "kid": key.kid, "typ": typ}
     signing_input = f"{_segment(header)}.{_segment(claims)}"
     return f"{signing_input}.{b64url_encode(_sign(signing_input.encode('ascii'), key))}"
-
-
-def sign_jws_with_jwk(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
-    """A compact JWS of ``claims`` whose header carries the public key itself (``typ``,
-    ``alg``, ``jwk``): a proof of possession, checked against a thumbprint named elsewhere."""
-    header = {"typ": typ, "alg": key.alg, "jwk": key.public_jwk()}
-    signing_input = f"{_segment(header)}.{_segment(claims)}"
-    return f"{signing_input}.{b64url_encode(_sign(signing_input.encode('ascii'), key))}"

@@ -14,6 +14,9 @@ with this member's card-signing key that it holds the token (a ``chain-proof+jwt
 to the exact request, see docs/delegation-token.md), then (2) sends the A2A message
 (JSON-RPC ``SendMessage``, A2A v1.0) to the agent with the child token, naming the
 handoff the owner chose, and returns the task the agent answered with (wire JSON).
+The child names this member's key (``cnf.jkt``, RFC 9449): the send carries a fresh
+``DPoP`` proof by that key (:func:`agent_cards.dpop.proof`), so the child is useless to
+anyone who sees it on the wire.
 
 The message is sent over JSON-RPC, the binding the target must be registered with
 (another is ``binding_unsupported``). A refusal by the owner is :class:`ChainRefused`
@@ -36,6 +39,7 @@ from typing import Any
 import httpx
 from jwt.algorithms import get_default_algorithms
 
+from agent_cards import dpop
 from agent_cards.identity import signing_key_named
 from agent_cards.keys import KeySet, b64url_decode, b64url_encode
 from contracts import strict_json
@@ -224,6 +228,7 @@ async def delegate(
     params = to_wire(SendMessageRequest(message=message))
     request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
     headers = tracing.inject({"Authorization": f"Bearer {child.token}", "A2A-Version": "1.0"})
+    headers.update(holder_proof(child, "POST"))
     async with _client(client) as http:
         try:
             answer = await http.post(child.endpoint, json=request, headers=headers)
@@ -237,6 +242,17 @@ async def delegate(
         raise ChainRefused("agent_error", f"{agent}: {message_text}", answer.status_code)
     task: dict[str, Any] = result["task"]
     return task
+
+
+def holder_proof(child: ChildToken, method: str) -> dict[str, str]:
+    """``{"DPoP": proof}`` by this member's key for a request to ``child.endpoint`` when
+    the child names a holder key (``cnf``), else {}: the key whose identity is the held
+    token's ``aud``, the one that proved the exchange and that the child names."""
+    if "cnf" not in unverified_claims(child.token):
+        return {}
+    held = _held()
+    key = signing_key_named(held.settings.keys, unverified_claims(held.token)["aud"])
+    return {dpop.PROOF_HEADER: dpop.proof(key, method, child.endpoint, child.token)}
 
 
 def held_token() -> str | None:

@@ -18,22 +18,21 @@ captured proof is useless for another request, another token, later, or a second
 from __future__ import annotations
 
 import functools
-import hashlib
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent_cards.dpop import PROOF_TYPE, token_hash
 from agent_cards.jwk import algorithm_of, public_key_from_jwk, thumbprint_of
-from agent_cards.keys import ALGORITHMS, b64url_encode
+from agent_cards.keys import ALGORITHMS
 from agent_cards.trusted import VerificationKey
 from contracts.grant import Grant
 from member_kit.trust import token_format
 from member_kit.trust.denials import DenialReason as R
 from member_kit.trust.denials import deny
 
-PROOF_TYPE = "dpop+jwt"
 PROOF_HEADER = "dpop"
 MAX_PROOF_AGE_SECONDS = 60
 MAX_PROOF_BYTES = 4096
@@ -56,11 +55,6 @@ def request_url(public_base_url: str, path: str) -> str:
     """``htu`` as this member checks it: its public origin and the request's path."""
     parts = urlsplit(public_base_url)
     return f"{parts.scheme}://{parts.netloc}{path}"
-
-
-def token_hash(token: str) -> str:
-    """``ath``: base64url SHA-256 of the token's ASCII bytes."""
-    return b64url_encode(hashlib.sha256(token.encode("ascii")).digest())
 
 
 class ProofReplayGuard:

@@ -101,6 +101,8 @@ VARIANTS: dict[str, Callable[[Claims, list[str]], None]] = {
     "final_owner_changed": _set("handoff.final_owner", "someone-else"),
     "act_not_deeper": _set("act", lambda c, t: c["act"]["act"]),
     "act_names_another_holder": _set("act.sub", "urn:not-the-holder"),
+    "cnf_names_another_key": _set("cnf.jkt", "A" * 43),
+    "cnf_names_the_audience": _set("cnf.jkt", lambda c, t: c["aud"].rpartition(":")[2]),
     "loop_to_an_actor": _set("aud", lambda c, t: c["act"]["sub"]),
     "loop_to_the_owner": _set("aud", lambda c, t: c["iss"]),
 }
@@ -130,6 +132,7 @@ def test_a_chain_deeper_than_the_limit_is_refused_alike(
     fourth["act"] = {"sub": last["aud"], "act": last["act"]}
     fourth["aud"] = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:" + "B" * 43
     fourth["jti"] = "jti-fourth"
+    fourth["cnf"] = {"jkt": last["aud"].rpartition(":")[2]}  # bound to its holder
     fourth["parent"] = {"jti": last["jti"], "hash": outside.token_hash(tokens[-1])}
     forged = [*tokens, unsigned_resign(keys, fourth)]
     assert ours(forged) == outside.check(forged, jwks) == (3, "chain_too_deep")

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards.dpop import sign_jws_with_jwk
 from agent_cards.keys import SigningKey, b64url_decode
 from coordinator.authority.holder import proof
-from coordinator.authority.tokens import sign_jws_with_jwk
 from member_kit.server.app import JSONRPC_PATH
 from tests import tokens
 from tests.remote_risk.delegated import ISSUER, Caller, delegated_service, refusal_reason
