@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from coordinator.assessment import evaluate
+from coordinator.assessment.chain_case import ChainResult
 from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
 from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.pilot import PilotResult
@@ -68,7 +69,7 @@ from coordinator.service.cancel import cancel_run
 from coordinator.service.revoke import revoke
 from coordinator.service.run_list import RunQuery
 from coordinator.storage.runs import RunStore
-from coordinator.workspace import Workspace
+from coordinator.workspace import DATABASE_ENV, Workspace
 
 
 def trust_anchor(request: RegisterRequest) -> TrustAnchor:
@@ -227,6 +228,16 @@ class CoordinatorService:
                 self.ws.data, base_url, list(cases), trust, parallel=parallel, ws=self.ws
             )
         return base_url, results
+
+    def chain_demo(self) -> ChainResult:
+        """The chain case: the coordinator's API on this data directory (and database), the
+        privacy team's member sub-delegating to the legal team's, each its own process."""
+        from coordinator.assessment.chain_case import run_chain_case
+
+        environ = dict(os.environ)
+        if self.ws.database_url:
+            environ[DATABASE_ENV] = self.ws.database_url
+        return run_chain_case(self.ws.data.root, environ)
 
     async def supervised_demo(
         self, cases: Sequence[str], model: ModelConfig, *, parallel: bool = False
