@@ -373,12 +373,15 @@ class CoordinatorService:
         agents = Registry(self.ws.data).agents()
         checks = reconcile.Reconciliation(ws_ledger, AuditCredentials(self.ws.data), jwks, current)
         handoffs = []
-        for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):
-            agent = reconcile.target_of(ours, agents)
-            if agent is None or not declares_receipts(agent):
-                handoffs.append(reconcile.skipped(handoff_id, ours, agent))
-            else:
-                handoffs.append(checks.handoff(handoff_id, agent, ours))
+        facts = [(reconcile.our_facts(ws_ledger, run_id), False)]
+        facts.append((reconcile.hop_facts(ws_ledger, run_id), True))  # each chain's hops
+        for found, hop in facts:
+            for handoff_id, ours in sorted(found.items()):
+                agent = reconcile.target_of(ours, agents)
+                if agent is None or not declares_receipts(agent):
+                    handoffs.append(reconcile.skipped(handoff_id, ours, agent))
+                else:
+                    handoffs.append(checks.handoff(handoff_id, agent, ours, hop))
         return {
             **reconcile_verdict.report(run_id, handoffs, checks.witnesses()),
             "tree_head": current.as_dict(),
