@@ -61,9 +61,9 @@ PAYLOAD = {
 class Link:
     """A loopback TCP forwarder to one port; ``cut``, it closes new connections."""
 
-    def __init__(self, backend: int) -> None:
+    def __init__(self, backend: int, port: int | None = None) -> None:
         self.backend = backend
-        self.port = procs.free_port()
+        self.port = procs.free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
         self.cut = False
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_cards.documents import with_base_url
-from agent_cards.transparency.receipts import receipt_of
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI, receipt_of
 from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
 from member_kit.settings import MemberSettings
@@ -37,6 +37,8 @@ SKILL_ID = "review-privacy"
 SCOPES = ["privacy:review", "terms:check"]
 TERMS_SKILL = "check-terms"
 DEFAULT_TERMS_AGENT = "legal-terms"
+# The bearer token this member's audit routes (GET /audit/...) ask for; unset: not served.
+AUDIT_TOKEN_ENV_VAR = "PRIVACY_AUDIT_TOKEN"
 
 
 def child_budget(held: Budget | None) -> Budget:
@@ -110,7 +112,13 @@ CARD: dict[str, Any] = {
     ],
     "provider": {"organization": "Privacy team", "url": "https://privacy-team.example/"},
     "version": "0.1.0",
-    "capabilities": {"streaming": True, "pushNotifications": False},
+    "capabilities": {
+        "streaming": True,
+        "pushNotifications": False,
+        "extensions": [
+            {"uri": RECEIPTS_EXTENSION_URI, "description": "A receipt with every terminal task."}
+        ],
+    },
     "securitySchemes": {
         "delegation": {
             "httpAuthSecurityScheme": {
@@ -159,6 +167,7 @@ def settings_from(args: argparse.Namespace) -> MemberSettings:
         data_dir=directory,
         signing_keys=keys,
         exchange_url=args.exchange_url,
+        audit_token=os.environ.get(AUDIT_TOKEN_ENV_VAR) or None,
     )
 
 

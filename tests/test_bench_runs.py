@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import member_overhead, remote_side, services
+import pytest
+
+from bench import chain_revocation, member_overhead, remote_side, services
 from bench.__main__ import Timing
+from coordinator.authority.revocation import STATUS_URL_ENV
 
 
 def test_figure_one_drives_remote_risk_without_a_failed_request(tmp_path: Path) -> None:
@@ -32,3 +35,14 @@ def test_figure_ten_drives_the_agent_the_kit_member_and_the_guard(tmp_path: Path
         "guard": 1,
     }
     assert all(value >= 0 for values in found.values() for value in values)
+
+
+def test_the_chain_revocation_bench_cancels_every_hop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One round of each mode: owner -> A -> B -> C, all WORKING, the run revoked; every
+    hop's task ends CANCELED, pushed to each hop's agent or (links cut) from the status
+    list (the bench raises otherwise)."""
+    monkeypatch.setenv(STATUS_URL_ENV, "")  # the bench names its own; restored after
+    result = chain_revocation.measure(rounds=1, poll=0.5)
+    for mode in ("push", "lost"):
+        assert set(result[mode]) == {"every_hop", *chain_revocation.HOPS}
+        assert result[mode]["every_hop"]["max_s"] >= result[mode]["hop-a"]["max_s"]

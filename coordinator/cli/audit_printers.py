@@ -42,14 +42,18 @@ def print_reconcile(document: dict[str, Any]) -> None:
 
 
 def print_reconciled_handoff(handoff: dict[str, Any]) -> None:
+    where = f"{handoff['handoff_id']} ({handoff['agent']}"
+    if handoff.get("parent_handoff_id"):  # a hop of a chain, minted by token exchange
+        where += f", hop {handoff.get('depth')} from {handoff['parent_handoff_id']}"
+    where += ")"
     if handoff.get("reason"):
-        print(f"  {handoff['handoff_id']} ({handoff['agent']}): not checked: {handoff['reason']}")
+        print(f"  {where}: not checked: {handoff['reason']}")
         return
     mark = "agree" if handoff["agree"] else "DISAGREE"
     if handoff.get("differing"):
         mark += f" on {', '.join(handoff['differing'])}"
     proven = "" if handoff["proven"] else " (an entry is not proven in the remote's head)"
-    print(f"  {handoff['handoff_id']} ({handoff['agent']}): {mark}{proven}")
+    print(f"  {where}: {mark}{proven}")
     for name, field in handoff["fields"].items():
         sign = "=" if field["agree"] else "!="
         print(f"    {name:<16} {_or_none(field['coordinator'])} {sign} {_or_none(field['remote'])}")

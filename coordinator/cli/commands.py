@@ -455,21 +455,35 @@ def _model_config() -> ModelConfig:
 
 def cmd_demo(args: argparse.Namespace, local: Local) -> int:
 
+    from coordinator.assessment.chain_case import CASE as CHAIN_CASE
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
 
-    cases = list(CASES) if args.case == "all" else [args.case]
+    if args.model and args.case == CHAIN_CASE:
+        raise UsageError("--model supervises the pilot cases, not the chain", "usage_error")
+    cases = [*CASES, CHAIN_CASE] if args.case == "all" else [args.case]
+    chain = CHAIN_CASE in cases
+    cases = [case for case in cases if case != CHAIN_CASE]
     if args.model:
         return _demo_with_model(args, local, cases)
     from coordinator.assessment.demo import demo_document
 
-    base_url, results = event_loop.run(local.service.demo(cases, parallel=args.parallel))
+    base_url, results = (
+        event_loop.run(local.service.demo(cases, parallel=args.parallel)) if cases else ("", [])
+    )
+    chained = [local.service.chain_demo()] if chain else []
     expected = [r.assessment.status.value == EXPECTED_STATUS[r.case] for r in results]
+    expected += [c.as_expected for c in chained]
     if args.json:
-        printers.print_json({**demo_document(results), "as_expected": sum(expected)})
+        document = demo_document(results)
+        document["cases"] += [c.as_dict() for c in chained]
+        printers.print_json({**document, "as_expected": sum(expected)})
     else:
-        print(f"remote_risk was started at {base_url} and registered from its card\n")
-        print("\n\n".join(printers.render_case(result) for result in results))
-        print(f"\n{sum(expected)}/{len(results)} cases as expected")
+        if results:
+            print(f"remote_risk was started at {base_url} and registered from its card\n")
+        texts = [printers.render_case(r) for r in results]
+        texts += [printers.render_chain_case(c) for c in chained]
+        print("\n\n".join(texts))
+        print(f"\n{sum(expected)}/{len(expected)} cases as expected")
     return 0 if all(expected) else 1
 
 

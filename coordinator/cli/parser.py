@@ -12,6 +12,7 @@ from coordinator.cli import return_options
 # Kept here rather than imported, so that reading the arguments imports nothing else:
 # tests/coordinator/test_cli_conventions.py checks they match the modules that own them.
 CASES = ("ok", "missing", "failure", "conflict", "handoff")
+CHAIN_CASE = "chain"  # coordinator.assessment.chain_case.CASE: three services, two hops
 DATA_DIR_ENV = "FEDERATION_DATA_DIR"
 DATABASE_ENV = "FEDERATION_DATABASE_URL"
 PUBLISH_SECONDS = 600  # coordinator.authority.identity.DEFAULT_PUBLISH_SECONDS
@@ -71,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the pilot assessment against remote_risk")
     demo.add_argument(
-        "--case", choices=[*CASES, "all"], default="all", help="which case to run (default: all)"
+        "--case",
+        choices=[*CASES, CHAIN_CASE, "all"],
+        default="all",
+        help="which case to run (default: all)",
     )
     demo.add_argument("--json", action="store_true", help="print one JSON document")
     demo.add_argument("--parallel", action="store_true", help="consult specialists at once")

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a printer imports what only it uses (start-up time)
+    from coordinator.assessment.chain_case import ChainResult
     from coordinator.assessment.evaluation_report import Row
     from coordinator.assessment.model_gateway import ModelConfig
     from coordinator.assessment.pilot import PilotResult
@@ -459,6 +460,28 @@ def render_case(result: PilotResult) -> str:
     lines.append("  ownership by branch:")
     table = render_table(ownership_rows(result.run), DEMO_COLUMNS)
     lines.extend(f"    {line}" for line in table.splitlines())
+    return "\n".join(lines)
+
+
+def render_chain_case(result: ChainResult) -> str:
+    """The chain case: the three services, each hop's budget carved from its parent's,
+    what the parent has left, the run's outcome and whether its proof bundle verifies."""
+    lines = [
+        f"== case {result.case} (run {result.run_id})",
+        "  coordinator, privacy-review (member A) and legal-terms (member B): three processes",
+        f"  operator -> privacy-review (depth 1): budget {_units(result.parent)}",
+    ]
+    for hop in result.hops:
+        verdict = "granted" if hop.get("granted") else f"refused ({hop.get('reason')})"
+        lines.append(
+            f"    -> {hop.get('to')} (depth {hop.get('depth')}) by token exchange, {verdict}: "
+            f"scope {hop.get('scope')!r}, budget {_units(hop.get('budget') or {})}"
+        )
+    nested = "exactly (parent = children + left)" if result.nested else "NO (bug)"
+    lines.append(f"    left to privacy-review: {_units(result.left)}; budgets nest {nested}")
+    lines.append(f"  handoff to privacy-review: {result.local_state}")
+    verdict = "verifies" if result.verified else "DOES NOT VERIFY"
+    lines.append(f"  proof bundle (every hop, each party's key): {verdict}")
     return "\n".join(lines)
 
 

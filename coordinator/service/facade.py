@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from coordinator.assessment import evaluate
+from coordinator.assessment.chain_case import ChainResult
 from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
 from coordinator.assessment.model_gateway import ModelConfig
 from coordinator.assessment.pilot import PilotResult
@@ -68,7 +69,7 @@ from coordinator.service.cancel import cancel_run
 from coordinator.service.revoke import revoke
 from coordinator.service.run_list import RunQuery
 from coordinator.storage.runs import RunStore
-from coordinator.workspace import Workspace
+from coordinator.workspace import DATABASE_ENV, Workspace
 
 
 def trust_anchor(request: RegisterRequest) -> TrustAnchor:
@@ -228,6 +229,16 @@ class CoordinatorService:
             )
         return base_url, results
 
+    def chain_demo(self) -> ChainResult:
+        """The chain case: the coordinator's API on this data directory (and database), the
+        privacy team's member sub-delegating to the legal team's, each its own process."""
+        from coordinator.assessment.chain_case import run_chain_case
+
+        environ = dict(os.environ)
+        if self.ws.database_url:
+            environ[DATABASE_ENV] = self.ws.database_url
+        return run_chain_case(self.ws.data.root, environ)
+
     async def supervised_demo(
         self, cases: Sequence[str], model: ModelConfig, *, parallel: bool = False
     ) -> tuple[str, list[SupervisedResult]]:
@@ -362,12 +373,15 @@ class CoordinatorService:
         agents = Registry(self.ws.data).agents()
         checks = reconcile.Reconciliation(ws_ledger, AuditCredentials(self.ws.data), jwks, current)
         handoffs = []
-        for handoff_id, ours in sorted(reconcile.our_facts(ws_ledger, run_id).items()):
-            agent = reconcile.target_of(ours, agents)
-            if agent is None or not declares_receipts(agent):
-                handoffs.append(reconcile.skipped(handoff_id, ours, agent))
-            else:
-                handoffs.append(checks.handoff(handoff_id, agent, ours))
+        facts = [(reconcile.our_facts(ws_ledger, run_id), False)]
+        facts.append((reconcile.hop_facts(ws_ledger, run_id), True))  # each chain's hops
+        for found, hop in facts:
+            for handoff_id, ours in sorted(found.items()):
+                agent = reconcile.target_of(ours, agents)
+                if agent is None or not declares_receipts(agent):
+                    handoffs.append(reconcile.skipped(handoff_id, ours, agent))
+                else:
+                    handoffs.append(checks.handoff(handoff_id, agent, ours, hop))
         return {
             **reconcile_verdict.report(run_id, handoffs, checks.witnesses()),
             "tree_head": current.as_dict(),

@@ -8,6 +8,12 @@ facts (the tokens it minted, the receipt it verified and kept, the task and stat
 observed) are set beside the remote's (its decision and receipt entries): ``jti``,
 ``task_id``, ``req_digest``, ``artifact_digest``, ``state``, each ``agree`` or not.
 
+The hops of the run's delegation chains (children minted by token exchange, the ledger's
+``delegation.exchanged`` events) are compared too, each with the log of the agent the
+child was minted for (asked the same way): the coordinator knows the token it minted, not
+the message the holder sent with it (a child binds no request), so a hop compares ``jti``
+with the remote's decision and its receipt.
+
 And each side witnesses the other: the remote's current log must extend every head of it
 the coordinator kept from receipts (``GET /audit/consistency?from=N``, verified here),
 and the coordinator's ledger must extend every head of it the remote kept from tokens
@@ -50,6 +56,7 @@ from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, verify_with_jwks
+from coordinator.authority.exchange import EXCHANGED
 from coordinator.dispatch.receipts import pinned_keys
 from coordinator.errors import (
     AuditCredentialError,
@@ -76,6 +83,8 @@ TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
 FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
 # What both sides state before any receipt: the token the remote accepted, and for what.
 DECISION_FIELDS = ("jti", "req_digest")
+# What the owner knows of a hop: the child it minted (the holder chose the message).
+HOP_FIELDS = ("jti",)
 # What a remote's status code says of its audit routes: not a disagreement, a check not made.
 REFUSED_BY_STATUS = {401: "remote_audit_refused", 403: "remote_audit_refused",
                      404: "remote_audit_not_found"}  # fmt: skip
@@ -178,6 +187,24 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
     return facts
 
 
+def hop_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
+    """Per hop granted by token exchange: the agent the child was minted for, its
+    audience and ``jti``, the parent handoff and the depth."""
+    facts: dict[str, dict[str, Any]] = {}
+    for event in ledger.events(run_id):
+        if event.event_type != EXCHANGED:
+            continue
+        data = event.data
+        facts[str(data["handoff_id"])] = {
+            "target": data.get("to"),
+            "aud": data.get("aud"),
+            "jti": data.get("jti"),
+            "parent_handoff_id": data.get("parent_handoff_id"),
+            "depth": data.get("depth"),
+        }
+    return facts
+
+
 # --- the remote's side -----------------------------------------------------------------------
 
 
@@ -199,8 +226,9 @@ def _included(entry: Mapping[str, Any], head: Head) -> dict[str, Any] | None:
     return record
 
 
-def their_facts(remote: RemoteAudit, handoff_id: str) -> dict[str, Any]:
-    """What the remote's log says of ``handoff_id``, every entry proven in its head."""
+def their_facts(remote: RemoteAudit, handoff_id: str, hop: bool = False) -> dict[str, Any]:
+    """What the remote's log says of ``handoff_id``, every entry proven in its head (of a
+    ``hop``: the token it allowed binds no request)."""
     document = remote.get(f"/audit/handoffs/{handoff_id}")
     head = remote.head(document.get("tree_head"))
     theirs: dict[str, Any] = {**dict.fromkeys(FIELDS), "entries": 0, "proven": True}
@@ -211,23 +239,28 @@ def their_facts(remote: RemoteAudit, handoff_id: str) -> dict[str, Any]:
             continue
         theirs["entries"] += 1
         data = record.get("data") or {}
-        digest = data.get("req_digest")
-        if (
-            record.get("kind") == "decision"
-            and data.get("allowed")
-            and digest
-            and sends_work(digest)
-        ):
+        if record.get("kind") == "decision" and data.get("allowed") and _sent(data, hop):
             theirs.update(jti=data.get("jti"), req_digest=data.get("req_digest"))
         if record.get("kind") == "receipt":
             theirs.update({name: data.get(name) for name in FIELDS}, receipted=True)
     return theirs
 
 
-def compared(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+def _sent(decision: Mapping[str, Any], hop: bool) -> bool:
+    """Whether the token of an allowed decision sent the work: a first hop's binds its
+    request (a cancel's binds none of its own); a child minted by exchange binds none."""
+    digest = decision.get("req_digest")
+    if hop:
+        return digest is None
+    return bool(digest) and sends_work(digest)
+
+
+def compared(
+    ours: Mapping[str, Any], theirs: Mapping[str, Any], hop: bool = False
+) -> dict[str, Any]:
     """Each field on both sides, and the handoff's verdict (see :mod:`.reconcile_verdict`)."""
     receipted = bool(ours.get("receipted") or theirs.get("receipted"))
-    names = FIELDS if receipted else DECISION_FIELDS
+    names = HOP_FIELDS if hop else FIELDS if receipted else DECISION_FIELDS
     fields = {name: field(ours.get(name), theirs.get(name)) for name in names}
     proven = bool(theirs.get("proven"))
     return {"fields": fields, "proven": proven, **handoff_verdict(fields, proven, receipted)}
@@ -322,19 +355,22 @@ class Reconciliation:
         return self.remotes[agent.name]
 
     def handoff(
-        self, handoff_id: str, agent: RegisteredAgent, ours: Mapping[str, Any]
+        self, handoff_id: str, agent: RegisteredAgent, ours: Mapping[str, Any], hop: bool = False
     ) -> dict[str, Any]:
+        """One handoff (a ``hop`` of a chain: its parent and depth said) compared."""
         remote = self.remote(agent)
         head = {"handoff_id": handoff_id, "agent": agent.name, "fields": {}, "proven": False}
+        if hop:
+            head.update(parent_handoff_id=ours.get("parent_handoff_id"), depth=ours.get("depth"))
         if isinstance(remote, FederationError):
             return {**head, **_refused(remote)}
         try:
-            theirs = their_facts(remote, handoff_id)
+            theirs = their_facts(remote, handoff_id, hop)
         except FederationError as exc:
             return {**head, **_refused(exc)}
         except MALFORMED:
             return {**head, **_refused(_malformed(agent.name))}
-        return {**head, **compared(ours, theirs)}
+        return {**head, **compared(ours, theirs, hop)}
 
     def witness(self, name: str) -> dict[str, Any]:
         witness = self._witness(name)
@@ -376,6 +412,7 @@ def skipped(
     receipts (so no audit log of it to compare with)."""
     name = agent.name if agent is not None else str(ours.get("target") or ours.get("aud"))
     head = {"handoff_id": handoff_id, "agent": name, "fields": {}, "proven": False}
+    head.update({key: ours[key] for key in ("parent_handoff_id", "depth") if key in ours})
     if agent is None:
         detail = f"{name} is no longer registered: there is no one to ask"
         return {**head, **not_checked(NOT_REGISTERED, detail)}

@@ -208,7 +208,7 @@ def test_verify_bundle_says_what_it_checked_and_with_which_keys(
     run_id = run_of(demo_dir, "handoff")
     assert cli(demo_dir, capsys, "audit", "prove", run_id, "--output", str(bundle))[0] == 0
     keys = anchors(demo_dir, capsys, tmp_path)
-    (remote,) = [a for a in Registry(DataDir(demo_dir)).agents() if a.pinned_jwks.get("keys")]
+    remote = Registry(DataDir(demo_dir)).get("remote-risk")
     remote_kids = {jwk["kid"] for jwk in remote.pinned_jwks["keys"]}
     coordinator_kids = {jwk["kid"] for jwk in json.loads((tmp_path / "coordinator-keys.json")
                                                          .read_text())["keys"]}  # fmt: skip
@@ -333,7 +333,7 @@ def _rotated_remote(data: DataDir, new: SigningKey) -> dict[str, Any]:
     """remote_risk's first key vouches for ``new``, which the coordinator adopted (pinned
     beside it, the statement kept); remote_risk's first keys as the auditor holds them."""
     registry = Registry(data)
-    (risk,) = registry.agents()
+    risk = registry.get("remote-risk")
     old = load_or_create(data.path("demo", "remote-risk", "keys")).active
     statement = sign_succession(old, new.verification_key())
     adopted = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.assessment import scenario
+from coordinator.assessment import chain_case, scenario
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.cli import parser as cli_parser
 from coordinator.cli.main import EXIT_CODES
@@ -71,6 +71,7 @@ def test_every_option_and_argument_has_plain_help() -> None:
 def test_the_parser_constants_match_their_owners() -> None:
     """The parser keeps a few names to itself (start-up time); they must not drift."""
     assert cli_parser.CASES == scenario.CASES
+    assert cli_parser.CHAIN_CASE == chain_case.CASE
     assert cli_parser.DATA_DIR_ENV == datadir.ENV_VAR
     assert cli_parser.DATABASE_ENV == DATABASE_ENV
 
