@@ -51,7 +51,7 @@ def _with_colluder(demo: Path, into: Path) -> DataDir:
     shutil.copytree(demo, into)
     data = DataDir(into)
     registry = Registry(data)
-    (risk,) = registry.agents()
+    (risk,) = [agent for agent in registry.agents() if agent.name == "remote-risk"]
     colluder = RegisteredAgent.model_validate(
         {
             **risk.model_dump(mode="json"),
@@ -114,7 +114,8 @@ def test_a_receipt_re_signed_by_a_second_trusted_agent_is_refused_on_every_path(
     forged_path = tmp_path / "forged.json"
     forged_path.write_text(json.dumps(forged))
     keys = anchors(data.root, capsys, tmp_path)
-    assert sum(option == "--remote-key" for option in keys) == 2
+    # one anchor per registered agent: remote-risk, the colluder, the chain case's two
+    assert sum(option == "--remote-key" for option in keys) == len(Registry(data).agents())
 
     code, out = cli(data.root, capsys, "audit", "verify", "--bundle", str(genuine_path), *keys)
     assert code == 0, out
