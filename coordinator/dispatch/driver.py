@@ -88,6 +88,12 @@ DURABLE_POINTS = {
 }
 
 
+def _settled(record: HandoffRecord) -> bool:
+    """Whether the remote state noted on ``record`` is one nothing more comes of."""
+    settled_states = {state.value for state in (*TERMINAL_TASK_STATES, *INTERRUPTED_TASK_STATES)}
+    return record.remote_state in settled_states
+
+
 def settled(task: Task) -> bool:
     """Whether the remote task is terminal or interrupted: nothing more comes of it."""
     state = task.status.state
@@ -563,10 +569,13 @@ class HandoffDriver:
 
     async def cancel(self) -> None:
         """Send CancelTask for this handoff's remote task and note the state it reports,
-        unless the handoff moved on meanwhile."""
+        unless the handoff moved on meanwhile (to another state), or a settled remote
+        state is noted already. A note since (a renewed lease, under load) is not moving
+        on: the answer was dropped then, and the run kept showing the remote WORKING."""
         remote_state = await self.cancel_remote()
-        if remote_state and self.run.book.current(self.record).version == self.record.version:
-            self._keep(self.run.book.note(self.record, remote_state=remote_state))
+        current = self.run.book.current(self.record)
+        if remote_state and current.state is self.record.state and not _settled(current):
+            self._keep(self.run.book.note(current, remote_state=remote_state))
 
     async def cancel_remote(self) -> str | None:
         """Send CancelTask as a best effort; the remote state it reports, if it answered."""
