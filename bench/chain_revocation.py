@@ -52,7 +52,7 @@ from coordinator.workspace import Workspace
 from member_kit.server.app import create_app
 from member_kit.settings import MemberSettings
 from member_kit.skill import Member, Outcome
-from member_kit.trust.chain import ChainRefused, delegate
+from member_kit.trust.chain import ChainRefused, delegate, half_budget
 
 TOKEN = "bench-operator-token-0123456789abcdefXYZ"
 HOPS = ("hop-a", "hop-b", "hop-c")
@@ -65,19 +65,6 @@ CANCELED = "TASK_STATE_CANCELED"
 def scopes_from(index: int) -> list[str]:
     """What the skill of ``HOPS[index]`` asks for: its own scope and those it passes on."""
     return [f"chain:{name.removeprefix('hop-')}" for name in HOPS[index:]]
-
-
-def child_budget(held: Budget | None) -> Budget:
-    """One action and half the context units held: carved from the holder's budget."""
-    if held is None:
-        return Budget(actions=1, context_units=0, effects=0)
-    return Budget(
-        actions=min(1, held.actions),
-        context_units=held.context_units // 2,
-        effects=0,
-        model_requests=0 if held.model_requests is not None else None,
-        model_tokens=0 if held.model_tokens is not None else None,
-    )
 
 
 class Relay:
@@ -104,7 +91,7 @@ class Relay:
     ) -> Outcome:
         if self.next_agent is not None:
             try:
-                await delegate(self.next_agent, SKILL, dict(data), budget=child_budget(budget))
+                await delegate(self.next_agent, SKILL, dict(data), budget=half_budget(budget))
             except ChainRefused as refused:
                 return Outcome(TaskState.FAILED, self.failure(refused.reason, str(refused)))
         await asyncio.sleep(HOLD_SECONDS)

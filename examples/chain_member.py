@@ -31,7 +31,7 @@ from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
 from member_kit.settings import MemberSettings
 from member_kit.skill import Member, Outcome
-from member_kit.trust.chain import ChainRefused, delegate
+from member_kit.trust.chain import ChainRefused, delegate, half_budget
 
 SKILL_ID = "review-privacy"
 SCOPES = ["privacy:review", "terms:check"]
@@ -39,20 +39,6 @@ TERMS_SKILL = "check-terms"
 DEFAULT_TERMS_AGENT = "legal-terms"
 # The bearer token this member's audit routes (GET /audit/...) ask for; unset: not served.
 AUDIT_TOKEN_ENV_VAR = "PRIVACY_AUDIT_TOKEN"
-
-
-def child_budget(held: Budget | None) -> Budget:
-    """What the legal team gets: one action and half the context units held (no
-    effects; no model requests when the held budget names a model limit)."""
-    if held is None:
-        return Budget(actions=1, context_units=0, effects=0)
-    return Budget(
-        actions=min(1, held.actions),
-        context_units=held.context_units // 2,
-        effects=0,
-        model_requests=0 if held.model_requests is not None else None,
-        model_tokens=0 if held.model_tokens is not None else None,
-    )
 
 
 class ReviewPrivacy:
@@ -83,7 +69,7 @@ class ReviewPrivacy:
     ) -> Outcome:
         ask = {"text": data["text"], "terms": data["terms"]}
         try:
-            task = await delegate(self.terms_agent, TERMS_SKILL, ask, budget=child_budget(budget))
+            task = await delegate(self.terms_agent, TERMS_SKILL, ask, budget=half_budget(budget))
         except ChainRefused as refused:
             cause = f"asking {self.terms_agent}: {refused}"
             return Outcome(TaskState.FAILED, self.failure(refused.reason, cause))

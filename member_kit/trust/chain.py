@@ -128,6 +128,21 @@ def proof(keys: KeySet, holder: str, owner: str, parameters: Mapping[str, str]) 
     return f"{signing_input}.{b64url_encode(signature)}"
 
 
+def half_budget(held: Budget | None) -> Budget:
+    """A child's share of ``held``: one action and half the context units, no effects,
+    and no model requests where the held budget names a model limit (a child can never
+    have more than its holder; the exchange refuses a wider one)."""
+    if held is None:
+        return Budget(actions=1, context_units=0, effects=0)
+    return Budget(
+        actions=min(1, held.actions),
+        context_units=held.context_units // 2,
+        effects=0,
+        model_requests=0 if held.model_requests is not None else None,
+        model_tokens=0 if held.model_tokens is not None else None,
+    )
+
+
 def _segment(value: Mapping[str, Any]) -> str:
     return b64url_encode(strict_json.dumps(dict(value)))
 
