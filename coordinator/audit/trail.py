@@ -55,8 +55,13 @@ class AuditTrail:
         if self.ledger is None or store.engine is not self.ledger.engine:
             return
         if store not in self._stores:
-            store.defer_writes()
+            store.carried_by(self)
             self._stores.append(store)
+
+    def release(self, store: RunStore) -> None:
+        """Stop carrying ``store`` (another trail has taken it; see :meth:`carry`)."""
+        if store in self._stores:
+            self._stores.remove(store)
 
     def write_with(self, row: Step) -> None:
         """Write ``row`` (a function of the connection) in the next flush's transaction,

@@ -119,7 +119,6 @@ async def recover(
                 outcomes.append(
                     await resume(
                         ws,
-                        store,
                         registry,
                         client,
                         keys,
@@ -137,7 +136,6 @@ async def recover(
 
 async def resume(
     ws: Workspace,
-    store: RunStore,
     registry: Registry,
     client: A2AClient,
     keys: KeySet,
@@ -147,6 +145,10 @@ async def resume(
     wait: WaitPolicy,
     lease_seconds: float = 30.0,
 ) -> RemoteOutcome:
+    """Drive one handoff claimed from the database to its end. Its run gets a store of
+    its own: a store holds a run's rows until the run's trail writes them with their
+    events, and two runs sharing one would mix their rows (the worker once did)."""
+    store = ws.run_store()
     stored = store.handoff(attempt_id)
     assert stored is not None
     # The return contract travels in the record itself (see contracts.returns).

@@ -73,16 +73,15 @@ class Worker:
     async def run(self) -> None:
         """Work until :meth:`stop` is called; drives still running then are cancelled
         (their state is durable) and their leases released for another process."""
-        # Lease operations run in threads, so they get a store of their own: the runs'
-        # store defers its writes to their audit trails and belongs to the event loop.
+        # Lease operations run in threads, so they get a store of their own (each drive's
+        # run has its own too: see resume).
         leases = self.ws.run_store()
-        runs = self.ws.run_store()
         async with A2AClient() as client:
             try:
                 while not self.stopping.is_set():
                     claimed = await self._claim(leases)
                     for attempt_id in claimed or []:
-                        self._start(leases, runs, client, attempt_id)
+                        self._start(leases, client, attempt_id)
                     if not claimed or len(self._active) >= self.concurrency:
                         if not self._active:
                             await self._checkpoint_if_due()
@@ -131,8 +130,8 @@ class Worker:
         if freed:
             logger.info("freed the leases of dead drivers %s", ", ".join(freed))
 
-    def _start(self, leases: RunStore, runs: RunStore, client: A2AClient, attempt_id: str) -> None:
-        drive = asyncio.create_task(self._drive(leases, runs, client, attempt_id))
+    def _start(self, leases: RunStore, client: A2AClient, attempt_id: str) -> None:
+        drive = asyncio.create_task(self._drive(leases, client, attempt_id))
         self._active.add(drive)
         self._driving[attempt_id] = drive
         drive.add_done_callback(lambda done: self._finished(attempt_id, done))
@@ -162,14 +161,11 @@ class Worker:
             drive.cancel()
         await asyncio.gather(*drives, return_exceptions=True)
 
-    async def _drive(
-        self, leases: RunStore, runs: RunStore, client: A2AClient, attempt_id: str
-    ) -> None:
+    async def _drive(self, leases: RunStore, client: A2AClient, attempt_id: str) -> None:
         registry = Registry(self.ws.data)
         work = asyncio.ensure_future(
             resume(
                 self.ws,
-                runs,
                 registry,
                 client,
                 self.keys,

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, and_, or_, select, update
 
@@ -90,27 +90,48 @@ _STORED_REVISION_SQL = f"SELECT state, version FROM {handoffs.name} WHERE attemp
 _STORED_STATE_SQL = f"SELECT state FROM {handoffs.name} WHERE attempt_id = :attempt_id"
 
 
+class Carrier(Protocol):
+    """What writes a store's rows together with the facts they derive from (a run's
+    audit trail, :class:`~coordinator.audit.trail.AuditTrail`)."""
+
+    def flush(self) -> None: ...
+
+    async def flush_durable(self) -> None: ...
+
+    def release(self, store: RunStore) -> None: ...
+
+
 class RunStore(RunRows):
     """Runs, handoffs and their accumulating facts in one database.
 
     Writes happen at once by default. A store whose writes a run's audit trail carries
-    (:meth:`defer_writes`, done by :class:`~coordinator.handoff.run.Run`) keeps them until the
+    (:meth:`carried_by`, done by :class:`~coordinator.handoff.run.Run`) keeps them until the
     trail flushes, which writes them and the ledger events in one transaction; the
     dispatch path flushes before any message leaves, so what was sent is always on disk
-    first. Every read and every lease operation writes what is pending before it runs.
+    first. Every read and every lease operation flushes the trail before it runs, so a
+    row never lands without the events it derives from.
     """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.deferred = False
         self._owner: int | None = None
+        self._carrier: Carrier | None = None
         self._pending: list[Step] = []
         # Where each handoff's latest pending upsert sits, so a newer one replaces it.
         self._upserts: dict[str, int] = {}
 
-    def defer_writes(self) -> None:
-        """From now on writes wait for a flush. Such a store belongs to the thread that
-        deferred it (the event loop's): pending writes are not shared across threads."""
+    def carried_by(self, carrier: Carrier) -> None:
+        """From now on writes wait for ``carrier``'s flush, which writes them with the
+        facts they derive from; every flush of the store is the carrier's. A store follows
+        one carrier: a second one taking it over first has the previous one land what it
+        holds. Such a store belongs to the thread that deferred it (the event loop's):
+        pending writes are not shared across threads."""
+        previous = self._carrier
+        if previous is not None and previous is not carrier:
+            previous.flush()
+            previous.release(self)
+        self._carrier = carrier
         self.deferred = True
         self._owner = threading.get_ident()
 
@@ -141,14 +162,19 @@ class RunStore(RunRows):
 
     def flush(self) -> None:
         """Write what is pending, through the process's database writer (so it lands in
-        the order of every other write of this process)."""
-        if self._pending:
+        the order of every other write of this process); a carried store's rows go with
+        the carrier's events."""
+        if self._carrier is not None:
+            self._carrier.flush()
+        elif self._pending:
             steps = self.take_pending()
             writer_of(self.engine).call(lambda: self._commit(steps))
 
     async def flush_durable(self) -> None:
         """:meth:`flush` for a coroutine: the event loop goes on while it commits."""
-        if self._pending:
+        if self._carrier is not None:
+            await self._carrier.flush_durable()
+        elif self._pending:
             steps = self.take_pending()
             await writer_of(self.engine).run(lambda: self._commit(steps))
 

@@ -114,11 +114,6 @@ def test_coordinator_killed_mid_run(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert assert_views_agree(data, run_id, capsys) == "ACCEPTED", out
 
 
-# Serial, as a stopgap: in 2 of 8 full runs at four workers (never alone, 3 of 3) `audit
-# show` read a branch as DISPATCHED after the API had reported the run ended and
-# `run show` read it ACCEPTED. A window between the API's answer and the ledger's last
-# transition is suspected and not found yet; alone the views agree every time.
-@pytest.mark.serial
 def test_remote_down_and_back_under_the_api_workers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -36,9 +36,10 @@ def new_run(ws: Workspace) -> Run:
     )
 
 
-def admitted(run: Run) -> HandoffRecord:
+def admitted(run: Run, handoff_id: str = "ho-1") -> HandoffRecord:
     ref = StateRef(id=run.run_id, version=run.book.state_version)
-    return run.book.admit(proposal(run_id=run.run_id, state_ref=ref), CTX)
+    offer = proposal(run_id=run.run_id, state_ref=ref, handoff_id=handoff_id)
+    return run.book.admit(offer, CTX)
 
 
 def count_commits(ws: Workspace) -> list[int]:
@@ -123,3 +124,53 @@ def test_a_deferred_store_refuses_pending_writes_from_another_thread(
     assert caught[0].reason == "store_shared_across_threads"
     run.trail.flush()  # the owning thread still writes them
     assert workspace.run_store().in_flight()
+
+
+def ledger_states(ws: Workspace, run_id: str) -> dict[str, str]:
+    """Each handoff's state as the ledger alone tells it (``audit show``)."""
+    from coordinator.audit.reconstruction import reconstruct
+
+    view = reconstruct(ws.ledger().events(run_id))
+    return {b["branch"].split("/")[0]: b["state"] for b in view["branches"]}
+
+
+def stored_states(ws: Workspace, run_id: str) -> dict[str, str]:
+    return {r.handoff_id: r.state.value for r in ws.run_store().run_records(run_id)}
+
+
+def test_a_read_never_lands_a_runs_rows_without_its_events(workspace: Workspace) -> None:
+    """A read through the run's store writes what is pending: the rows with the ledger
+    events they derive from, never the rows alone (a process stopped right after would
+    leave a handoff the run store calls ACCEPTED and the ledger DISPATCHED)."""
+    from contracts.handoff import HandoffState
+
+    run = new_run(workspace)
+    record = admitted(run)
+    run.trail.flush()
+    run.book.commit(record, HandoffState.DISPATCHED, "message_sending")
+    run.keep_state()
+    assert run.store is not None
+    run.store.run_records(run.run_id)  # a read, as a driver's check of the stored row does
+    assert stored_states(workspace, run.run_id) == {record.handoff_id: "DISPATCHED"}
+    assert ledger_states(workspace, run.run_id) == stored_states(workspace, run.run_id)
+
+
+def test_two_runs_on_one_store_each_land_with_their_own_events(workspace: Workspace) -> None:
+    """The worker once gave every run it drove one store: a flush of one run's trail
+    wrote another run's rows without that run's events. A store follows one trail at a
+    time; when a second run takes it, the first run's rows land with the first's events."""
+    from contracts.handoff import HandoffState
+
+    shared = workspace.run_store()
+    authority = RunAuthority(
+        principal="operator", tenant="pilot", scopes=frozenset({"risk:interpret"})
+    )
+    first = Run(owner="operator", authority=authority, trail=workspace.trail(), store=shared)
+    one = admitted(first)
+    first.trail.flush()
+    first.book.commit(one, HandoffState.DISPATCHED, "message_sending")
+    second = Run(owner="operator", authority=authority, trail=workspace.trail(), store=shared)
+    admitted(second, "ho-2")
+    second.trail.flush()
+    for run in (first, second):
+        assert ledger_states(workspace, run.run_id) == stored_states(workspace, run.run_id)
