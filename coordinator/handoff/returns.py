@@ -169,6 +169,8 @@ def admit_task(
     checked = receipt_problem(task, receipt) if receipt is not None else None
     if isinstance(checked, str):
         return _refuse(checked, digest)
+    if checked is not None and checked.hop_refusal is not None:  # kept, then refused
+        return replace(_refuse(checked.hop_refusal.reason, digest), receipt=checked)
     admission = _judge(task, contract, digest)
     if checked is None:
         return admission
