@@ -158,7 +158,9 @@ def admit_task(
 ) -> Admission:
     """Judge a returned task by ``contract``; ``expected_handoff`` is the attempt we
     dispatched (None for a return that already lost its race and is only kept);
-    ``receipt`` what the remote's receipt must state, when its card declares receipts."""
+    ``receipt`` what the remote's receipt must state, when its card declares receipts.
+    A hop receipt the artifacts carry that is refused refuses the return with its reason,
+    the remote's own receipt (and the refusal) still kept."""
     digest = content_digest(task)
     if task.id != expected_task_id:
         return _refuse("task_mismatch", digest)
