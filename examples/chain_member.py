@@ -4,10 +4,12 @@ The privacy team's ``review-privacy`` skill: given ``{"text": "...", "terms": [.
 it asks the legal team's ``check-terms`` (``examples/terms_member.py``) which required
 terms the text uses, with a child of its own delegation token that the run's owner
 mints by token exchange (``member_kit.trust.chain.delegate``), and answers with the
-legal team's findings, its own verdict, and the legal team's receipt for its task
-(``receipts``), which anyone holding the legal team's key can check. Its card asks for
-both scopes, since it passes ``terms:check`` on: the owner never mints a child wider than
-its parent.
+legal team's findings and its own verdict. The legal team's receipt for its task goes up
+with the answer without a line of this file: the kit keeps it and carries it in the
+artifact's metadata (the receipts extension's ``hops``), the owner checks it with the
+legal team's pinned key before it admits the answer, and the run's proof bundle holds it
+for anyone holding that key. Its card asks for both scopes, since it passes
+``terms:check`` on: the owner never mints a child wider than its parent.
 
 Run it next to a coordinator that serves the API, and the legal team's member::
 
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_cards.documents import with_base_url
-from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI, receipt_of
+from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
 from member_kit.settings import MemberSettings
@@ -79,11 +81,7 @@ class ReviewPrivacy:
             return Outcome(TaskState.FAILED, self.failure("sub_delegation_failed", cause))
         terms = task["artifacts"][0]["parts"][0]["data"]
         verdict = "clear" if not terms.get("missing") else "terms_missing"
-        found: dict[str, Any] = {"verdict": verdict, "terms": terms}
-        receipt = receipt_of(task.get("metadata"))
-        if receipt is not None:  # the legal team's own signed word, passed up unchanged
-            found["receipts"] = {self.terms_agent: receipt}
-        return Outcome(TaskState.COMPLETED, found)
+        return Outcome(TaskState.COMPLETED, {"verdict": verdict, "terms": terms})
 
     def failure(self, code: str, message: str) -> dict[str, Any]:
         """A failed Finding: the coordinator reads its error code (``remote_failed:CODE``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,14 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from member_kit.server.app import create_app
 from member_kit.settings import MemberSettings
 from member_kit.skill import Member, Outcome
-from member_kit.trust.chain import ChainRefused, delegate, exchange_parameters, held_token, proof
+from member_kit.trust.chain import (
+    ChainRefused,
+    delegate,
+    exchange_parameters,
+    held_token,
+    proof,
+    relayed_receipts,
+)
 from member_kit.trust.issuers import load_trusted_issuers
 from tests.coordinator.served import TOKEN, served
 from tests.members import GUARD, example, terms_example
@@ -74,10 +81,14 @@ class Capture:
 
     def __init__(self) -> None:
         self.tokens: list[str] = []
-        # with ``relay``, the skill also sub-delegates to the legal team with the kit's
-        # one call, and keeps the task it answered with (or the refusal's reason)
+        # with ``relay``, the skill also sub-delegates (to each of ``relay_to``: the
+        # legal team's check-terms unless changed) with the kit's one call, and keeps the
+        # task each answered with (or the refusal's reason)
         self.relay = False
+        self.relay_to: list[tuple[str, str, Mapping[str, Any]]] = [(TERMS, TERMS_SKILL, TEXT_INPUT)]
         self.relayed: list[dict[str, Any] | str] = []
+        # a dishonest privacy team: rewrites the hop receipts the kit carries up
+        self.forge: Callable[[list[str]], list[str]] | None = None
 
     def input_problems(self, data: Any) -> list[str]:
         return []
@@ -92,18 +103,32 @@ class Capture:
         if token is not None:
             self.tokens.append(token)
         if token is not None and self.relay:
-            self.relayed.append(await relay(token))
+            for index, (agent, skill, data) in enumerate(self.relay_to):
+                # the handoff holds one action: the first hop takes it
+                actions = 1 if index == 0 else 0
+                self.relayed.append(await relay(token, agent, skill, data, actions))
+        if self.forge is not None:
+            kept = relayed_receipts()
+            kept[:] = self.forge(list(kept))
         return Outcome(TaskState.COMPLETED, {"held": token is not None})
 
     def failure(self, code: str, message: str) -> dict[str, Any]:
         return {"errorCode": code, "message": message}
 
 
-async def relay(token: str) -> dict[str, Any] | str:
-    """The legal team's task for ``TEXT_INPUT`` through :func:`delegate`, or its refusal."""
+async def relay(
+    token: str,
+    agent: str = TERMS,
+    skill: str = TERMS_SKILL,
+    data: Mapping[str, Any] = TEXT_INPUT,
+    actions: int = 1,
+) -> dict[str, Any] | str:
+    """``agent``'s task for ``data`` through :func:`delegate` (a child holding
+    ``actions`` and one context unit), or its refusal."""
     held = Grant.model_validate(claims_of(token))
+    budget = half(held, context_units=1, actions=actions)
     try:
-        return await delegate(TERMS, TERMS_SKILL, TEXT_INPUT, budget=half(held))
+        return await delegate(agent, skill, data, budget=budget)
     except ChainRefused as refused:
         return refused.reason
 

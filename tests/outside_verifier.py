@@ -28,7 +28,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-FORMAT = "a2a-federation.audit-proof/2"
+FORMAT = "a2a-federation.audit-proof/3"
+FORMATS = (FORMAT, "a2a-federation.audit-proof/2")  # format 2: no hop_receipts
+TERMINAL = (
+    "TASK_STATE_COMPLETED",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_REJECTED",
+)
 HEX64 = re.compile(r"[0-9a-f]{64}")
 B64URL = re.compile(r"[A-Za-z0-9_-]+")
 RECORD_MEMBERS = {
@@ -266,11 +273,14 @@ def _is_seq(value: Any) -> bool:
 
 
 def _check_shape(bundle: Any) -> None:
-    if not isinstance(bundle, dict) or bundle.get("format") != FORMAT:
+    if not isinstance(bundle, dict) or bundle.get("format") not in FORMATS:
         raise Refused("malformed")
     if not isinstance(bundle.get("run_id"), str) or not isinstance(bundle.get("tree_head"), str):
         raise Refused("malformed")
-    lists = [bundle.get(name) for name in ("events", "tokens", "receipts", "artifacts")]
+    names = ["events", "tokens", "receipts", "artifacts"]
+    if bundle["format"] == FORMAT:
+        names.append("hop_receipts")
+    lists = [bundle.get(name) for name in names]
     if not all(isinstance(item, list) for item in lists) or not bundle["events"]:
         raise Refused("malformed")
     jwks = bundle.get("jwks")
@@ -278,7 +288,7 @@ def _check_shape(bundle: Any) -> None:
         raise Refused("malformed")
     if not all(_event_shape(e) for e in bundle["events"]):
         raise Refused("malformed")
-    entries = bundle["tokens"] + bundle["receipts"] + bundle["artifacts"]
+    entries = bundle["tokens"] + bundle["receipts"] + bundle["artifacts"] + _hop_list(bundle)
     if not all(isinstance(x, dict) and _is_seq(x.get("seq")) for x in entries):
         raise Refused("malformed")
     if not all(isinstance(x.get("content"), str) for x in bundle["artifacts"]):
@@ -290,6 +300,11 @@ def _check_shape(bundle: Any) -> None:
         raise Refused("malformed")
     if not all(isinstance(statement, str) for statement in successions):
         raise Refused("malformed")
+
+
+def _hop_list(bundle: dict[str, Any]) -> list[Any]:
+    listed: list[Any] = bundle.get("hop_receipts", []) if bundle["format"] == FORMAT else []
+    return listed
 
 
 def _event_shape(event: Any) -> bool:
@@ -662,6 +677,52 @@ def _check_receipts(
         _check_artifacts(claims, record, ordered, contents)
 
 
+# -- step 7: hop receipts --------------------------------------------------------------
+
+
+def _check_hops(
+    bundle: dict[str, Any], records: dict[int, dict[str, Any]], anchors: dict[str, Anchor]
+) -> None:
+    for entry in _hop_list(bundle):
+        record = records.get(entry["seq"])
+        kept = record["data"] if record and record["event_type"] == "hop.receipt" else None
+        if kept is None or not member_equal(kept, "receipt", entry, "receipt"):
+            raise Refused("receipt_invalid", entry["seq"])
+    ordered = [records[s] for s in sorted(records)]
+    for record in ordered:
+        if record["event_type"] != "hop.receipt":
+            continue
+        claims = _receipt_claims(record["data"].get("receipt"), anchors, record["seq"])
+        if not _hop_bound(claims, record, ordered):
+            raise Refused("receipt_mismatch", record["seq"])
+
+
+def _hop_bound(
+    claims: dict[str, Any], record: dict[str, Any], ordered: list[dict[str, Any]]
+) -> bool:
+    jti = claims.get("jti")
+    exchanged = [
+        r["data"]
+        for r in ordered
+        if r["seq"] < record["seq"] and r["event_type"] == "delegation.exchanged"
+    ]
+    hop = next((h for h in exchanged if isinstance(jti, str) and h.get("jti") == jti), None)
+    if hop is None:
+        return False
+    attempt = claims.get("attempt")
+    return (
+        member_equal(hop, "parent_handoff_id", record, "handoff_id")
+        and member_equal(claims, "handoff_id", hop, "handoff_id")
+        and is_int(attempt)
+        and attempt == 1
+        and claims.get("req_digest") is None
+        and isinstance(claims.get("iss"), str)
+        and member_equal(claims, "iss", hop, "aud")
+        and isinstance(claims.get("task_id"), str)
+        and claims.get("state") in TERMINAL
+    )
+
+
 # -- the whole -------------------------------------------------------------------------
 
 
@@ -689,6 +750,7 @@ def _run(
         previous = event
     _check_tokens(bundle["tokens"], records)
     _check_receipts(bundle, records, remote)
+    _check_hops(bundle, records, remote)
     return Outcome("unanchored" if unanchored else "verified", None, 0)
 
 

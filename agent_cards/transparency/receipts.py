@@ -47,6 +47,9 @@ from contracts.canonical import canonical_json
 RECEIPTS_EXTENSION_URI = "https://a2a-federation.dev/extensions/receipts/v1"
 RECEIPT_TYP = "a2a-receipt+jwt"
 RECEIPT_KEY = "receipt"
+# Under the extension's key in an artifact's metadata: the receipts of the hops the agent
+# delegated to with a child token while doing the task (docs/receipts-extension.md).
+HOPS_KEY = "hops"
 # What a receipt must state and the coordinator compares with what it knows.
 COMPARED = ("task_id", "handoff_id", "attempt", "jti", "req_digest", "artifact_digest", "state")
 
@@ -103,6 +106,19 @@ def receipt_of(metadata: Mapping[str, Any] | None) -> Any:
     """The receipt a task's (or a status event's) metadata carries, or None."""
     extension = (metadata or {}).get(RECEIPTS_EXTENSION_URI)
     return extension.get(RECEIPT_KEY) if isinstance(extension, Mapping) else None
+
+
+def relayed_receipts(artifacts: Sequence[Any] | None) -> list[Any]:
+    """The hop receipts an agent's artifacts carry (``metadata[URI].hops`` of each, in
+    order), as found: the caller checks each one, and that each is a string."""
+    found: list[Any] = []
+    for artifact in artifacts or []:
+        metadata = artifact.get("metadata") if isinstance(artifact, Mapping) else None
+        extension = (metadata or {}).get(RECEIPTS_EXTENSION_URI)
+        hops = extension.get(HOPS_KEY) if isinstance(extension, Mapping) else None
+        if hops is not None:
+            found.extend(hops if isinstance(hops, list) else [hops])
+    return found
 
 
 def check_receipt(

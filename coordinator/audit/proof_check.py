@@ -18,7 +18,14 @@ The steps, each failing with its :class:`~coordinator.audit.verification.Break` 
 6. receipts (:mod:`coordinator.audit.receipt_binding`): every ``handoff.receipt`` event,
    listed or not, signed by a remote key of the anchors (``untrusted_key``,
    ``receipt_invalid``), stating what the ledger recorded (``receipt_mismatch``), over the
-   artifacts the bundle carries (``artifact_missing``, ``artifact_mismatch``).
+   artifacts the bundle carries (``artifact_missing``, ``artifact_mismatch``);
+7. hop receipts (:mod:`coordinator.audit.hop_binding`): every ``hop.receipt`` event,
+   listed or not, signed by a remote key of the anchors in its own name, stating the
+   child the ledger exchanged from the handoff that carried it (``receipt_mismatch``).
+
+Format 3 bundles list the hop receipts (``hop_receipts``); format 2 bundles, made
+before hops were carried, have no such list and still verify (step 7 still checks any
+``hop.receipt`` event they hold).
 
 docs/verifier/verify_bundle.py does the same with nothing of ours, and a test checks
 that the two agree.
@@ -39,7 +46,8 @@ from coordinator.audit import successions
 from coordinator.audit.anchors import Anchors
 from coordinator.audit.bundles import BUNDLE_FORMAT, verify_bundle
 from coordinator.audit.events import GENESIS_HASH
-from coordinator.audit.proofs import PROOF_FORMAT
+from coordinator.audit.hop_binding import check_hop_receipts
+from coordinator.audit.proofs import PROOF_FORMAT, PROOF_FORMAT_2
 from coordinator.audit.receipt_binding import check_receipts, same_member
 from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.audit.tree_heads import TreeHead, key_for, verify_tree_head
@@ -59,6 +67,8 @@ PROOF_STEPS = (
     "tokens: each the one an included grant.minted event records",
     "receipts: every handoff.receipt event signed by a remote key given, in that key's "
     "name, stating what the ledger recorded, over the artifacts the bundle carries",
+    "hop receipts: every hop.receipt event signed by a remote key given, in that key's "
+    "name, stating the child the ledger exchanged from the handoff that carried it",
 )
 EXPORT_STEPS = (
     "shape",
@@ -84,7 +94,7 @@ RECORD_MEMBERS: dict[str, tuple[type, ...]] = {
 
 
 def _shape(bundle: Mapping[str, Any]) -> None:
-    if bundle.get("format") != PROOF_FORMAT:
+    if bundle.get("format") not in (PROOF_FORMAT, PROOF_FORMAT_2):
         raise BundleBroken(0, Break.MALFORMED, f"format is not {PROOF_FORMAT}")
     expected = {
         "run_id": str,
@@ -94,6 +104,8 @@ def _shape(bundle: Mapping[str, Any]) -> None:
         "receipts": list,
         "artifacts": list,
     }
+    if bundle["format"] == PROOF_FORMAT:
+        expected["hop_receipts"] = list
     for name, kind in expected.items():
         if not isinstance(bundle.get(name), kind):
             raise BundleBroken(0, Break.MALFORMED, f"{name} is missing or not a {kind.__name__}")
@@ -114,7 +126,7 @@ def _shape(bundle: Mapping[str, Any]) -> None:
             raise BundleBroken(
                 0, Break.MALFORMED, "an event is not {seq, hash, canonical, inclusion_proof}"
             )
-    for entry in [*bundle["tokens"], *bundle["receipts"], *bundle["artifacts"]]:
+    for entry in [*bundle["tokens"], *bundle["receipts"], *bundle["artifacts"], *_hops(bundle)]:
         if not isinstance(entry, dict) or not _is_seq(entry.get("seq")):
             raise BundleBroken(0, Break.MALFORMED, "a token, receipt or artifacts entry has no seq")
     if not all(isinstance(entry.get("content"), str) for entry in bundle["artifacts"]):
@@ -124,6 +136,12 @@ def _shape(bundle: Mapping[str, Any]) -> None:
             raise BundleBroken(0, Break.MALFORMED, "a JWK of the bundle is not a public key")
     if not successions.well_formed(bundle):
         raise BundleBroken(0, Break.MALFORMED, "successions is not an array of at most 16 strings")
+
+
+def _hops(bundle: Mapping[str, Any]) -> list[Any]:
+    """The hop receipts a bundle lists (format 2: none)."""
+    listed = bundle.get("hop_receipts") if bundle.get("format") == PROOF_FORMAT else None
+    return listed if isinstance(listed, list) else []
 
 
 def _is_seq(value: Any) -> bool:
@@ -253,6 +271,7 @@ def verify_proof_bundle(
         records = _events(bundle, head)
         _tokens(bundle, records)
         receipts = check_receipts(bundle, records, keys.remotes)
+        receipts += check_hop_receipts(_hops(bundle), records, keys.remotes)
     except BundleBroken as failed:
         return failed.report()
     last: Mapping[str, Any] = bundle["events"][-1]

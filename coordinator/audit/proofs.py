@@ -1,13 +1,16 @@
 """Proofs for outsiders: a run's proof bundle, and consistency between two tree heads.
 
 ``federation audit prove RUN_ID`` writes :func:`prove_run`'s document (format
-``a2a-federation.audit-proof/2``, specified in docs/audit-bundle.md): the run's events as
+``a2a-federation.audit-proof/3``, specified in docs/audit-bundle.md): the run's events as
 their exact RFC 8785 bytes, each with its RFC 9162 inclusion proof against one signed
-tree head, the delegation tokens' claims digests and the remotes' receipts found among
-those events, the exact artifacts each receipt covers (as received, from the
-``artifacts`` table), and the public keys involved as a JWK Set (a convenience: a reader
-checks against keys of its own). Nothing of other runs is disclosed: a proof node is a
-hash of a subtree.
+tree head, the delegation tokens' claims digests, the remotes' receipts and the hops'
+receipts (``hop_receipts``: those of the agents a member delegated to, which the member
+carried up) found among those events, the exact artifacts each remote's receipt covers
+(as received, from the ``artifacts`` table), and the public keys involved as a JWK Set,
+the hops' agents' included (a convenience: a reader checks against keys of its own).
+Nothing of other runs is disclosed: a proof node is a hash of a subtree. Format 3 is
+format 2 with ``hop_receipts``; a reader of format 2 refuses it (``malformed``) rather
+than pass hops it does not check, and the verifiers here still check format 2 bundles.
 
 Before it signs a head, :func:`sign_current_head` verifies the whole ledger (chain, tree,
 kept heads), so a tampered ledger is never vouched for; the head is then kept in
@@ -31,14 +34,21 @@ from agent_cards.transparency.succession import MAX_SUCCESSIONS, SUCCESSIONS
 from contracts import strict_json
 from coordinator.audit import successions as succession_chains
 from coordinator.audit.chain import Ledger
-from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, protected_header
+from coordinator.audit.receipts import (
+    GRANT_EVENT,
+    HOP_RECEIPT_EVENT,
+    RECEIPT_EVENT,
+    protected_header,
+)
 from coordinator.audit.signing import public_jwk
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, consistent, sign_tree_head
 from coordinator.audit.verification import verify
 from coordinator.errors import LedgerError
 from coordinator.storage.schema import artifacts as artifacts_table
 
-PROOF_FORMAT = "a2a-federation.audit-proof/2"
+PROOF_FORMAT = "a2a-federation.audit-proof/3"
+# Bundles made before hop receipts: no ``hop_receipts`` member; still verified.
+PROOF_FORMAT_2 = "a2a-federation.audit-proof/2"
 
 
 def ledger_tree(ledger: Ledger, size: int) -> merkle.Tree:
@@ -79,9 +89,10 @@ def _event_entry(seq: int, digest: str, canonical: str, tree: merkle.Tree) -> di
     }
 
 
-def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any]]:
-    """The tokens' claims digests and the receipts among the run's events."""
-    tokens, receipts = [], []
+def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
+    """The tokens' claims digests, the receipts and the hop receipts among the run's
+    events."""
+    tokens, receipts, hops = [], [], []
     for entry in entries:
         record = json.loads(entry["canonical"])
         data = record.get("data") or {}
@@ -95,7 +106,9 @@ def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any]]:
             )
         elif record.get("event_type") == RECEIPT_EVENT and "receipt" in data:
             receipts.append({"seq": entry["seq"], "receipt": data["receipt"]})
-    return tokens, receipts
+        elif record.get("event_type") == HOP_RECEIPT_EVENT and "receipt" in data:
+            hops.append({"seq": entry["seq"], "receipt": data["receipt"]})
+    return tokens, receipts, hops
 
 
 def kept_artifacts(ledger: Ledger, run_id: str) -> list[str]:
@@ -161,9 +174,9 @@ def prove_run(
 
     ``keys`` (the coordinator's published JWK Set) lets the ledger check earlier heads'
     signatures first; ``remote_keys`` are the public JWKs pinned for the remotes, of which
-    those that signed one of the run's receipts, or start a chain of ``successions`` (the
-    key-succession statements the remotes' pins followed) to such a key, go into the
-    bundle with that chain; ``artifacts`` the exact artifacts received in the run
+    those that signed one of the run's receipts or hop receipts, or start a chain of
+    ``successions`` (the key-succession statements the remotes' pins followed) to such a
+    key, go into the bundle with that chain; ``artifacts`` the exact artifacts received in the run
     (default: those the run store kept).
     """
     head = sign_current_head(ledger, private_key, issuer=issuer, keys=keys, now=now)
@@ -174,8 +187,8 @@ def prove_run(
     if tree.root() != head.root:
         raise LedgerError("the ledger changed under the head just signed", "ledger_broken")
     events = [_event_entry(seq, digest, body, tree) for seq, digest, body in records]
-    tokens, receipts = _facts(events)
-    chains, kids = _chains(remote_keys, successions, _receipt_kids(receipts))
+    tokens, receipts, hops = _facts(events)
+    chains, kids = _chains(remote_keys, successions, _receipt_kids([*receipts, *hops]))
     jwks = [public_jwk(private_key), *(k for k in remote_keys if k.get("kid") in kids)]
     bundle = {
         "format": PROOF_FORMAT,
@@ -184,6 +197,7 @@ def prove_run(
         "events": events,
         "tokens": tokens,
         "receipts": receipts,
+        "hop_receipts": hops,
         "artifacts": _receipt_artifacts(
             receipts, kept_artifacts(ledger, run_id) if artifacts is None else artifacts
         ),

@@ -48,7 +48,7 @@ def check_receipts(
     checked = []
     for seq in sorted(records):
         if records[seq]["event_type"] == RECEIPT_EVENT:
-            claims = _verified(seq, records[seq], remotes)
+            claims = verified_claims(seq, records[seq], remotes)
             _bound(seq, records[seq], claims, records)
             _artifacts_match(seq, records[seq], claims, artifacts.get(seq), records)
             checked.append(_described(seq, records, claims))
@@ -97,7 +97,9 @@ def _artifact_entries(entries: list[Mapping[str, Any]], records: Records) -> dic
     return found
 
 
-def _verified(seq: int, record: Mapping[str, Any], remotes: TrustedKeys) -> dict[str, Any]:
+def verified_claims(seq: int, record: Mapping[str, Any], remotes: TrustedKeys) -> dict[str, Any]:
+    """6.3.1 and 6.3.2 (and 7.2.1, 7.2.2 for a hop receipt): the claims of the receipt the
+    record keeps, verified with a remote key given, in that key's own name."""
     jws = record["data"].get("receipt")
     if not (
         isinstance(jws, dict)

@@ -20,6 +20,10 @@ from coordinator.audit.events import AuditEvent
 from coordinator.errors import LedgerError
 
 RECEIPT_EVENT = "handoff.receipt"
+# The receipt of a hop (an agent a member delegated to, by exchange) the member carried
+# up, kept like a receipt (same ``data``) under the member's handoff; and a refused one.
+HOP_RECEIPT_EVENT = "hop.receipt"
+HOP_REFUSED_EVENT = "hop.receipt_refused"
 GRANT_EVENT = "grant.minted"
 
 

@@ -10,7 +10,10 @@ in the same transaction, a row of ``artifacts`` holding the exact artifacts its 
 covers (``[]`` when none; whether or not return admission judged them, so a proof
 bundle can carry them), and the remote's signed tree head it carries as a witnessed head
 in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
-verified it (the log it names is kept as stated, and never looked up by).
+verified it (the log it names is kept as stated, and never looked up by). The hop
+receipts the agent's artifacts carry are checked against the children exchanged from
+the handoff (:func:`exchanged_hops`, each with its own agent's pinned keys) and kept as
+``hop.receipt`` events, the first refused as ``hop.receipt_refused``.
 """
 
 from __future__ import annotations
@@ -30,9 +33,18 @@ from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.events import timestamp
-from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, receipt_data
+from coordinator.audit.receipts import (
+    GRANT_EVENT,
+    HOP_RECEIPT_EVENT,
+    HOP_REFUSED_EVENT,
+    RECEIPT_EVENT,
+    receipt_data,
+)
 from coordinator.audit.trail import AuditTrail
 from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
+from coordinator.authority.exchange import EXCHANGED
+from coordinator.errors import RegistryError
+from coordinator.handoff.hop_receipts import Hop
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote import key_succession
@@ -117,7 +129,34 @@ def expectation_for(
         attempt=record.attempt,
         minted=MintedTokens(run, record),
         audience=agent.known_identity,  # what dispatch.grants mints tokens for
+        hops=lambda: exchanged_hops(run, record.handoff_id),
     )
+
+
+def exchanged_hops(run: Run, handoff_id: str) -> dict[str, Hop]:
+    """The children exchanged from ``handoff_id`` (its ``delegation.exchanged`` events)
+    by jti, each with the keys pinned for the registered agent it was minted for."""
+    ledger = run.trail.ledger
+    stored = ledger.events(run.run_id) if ledger is not None else []
+    registry = Registry(run.data) if run.data is not None else None
+    hops = {}
+    for event in stored:
+        data = event.data
+        if event.event_type != EXCHANGED or data.get("parent_handoff_id") != handoff_id:
+            continue
+        keys = _keys_of(registry, str(data.get("to")))
+        hop = Hop(
+            str(data["jti"]), str(data["handoff_id"]), str(data["aud"]), str(data["to"]), keys
+        )
+        hops[hop.jti] = hop
+    return hops
+
+
+def _keys_of(registry: Registry | None, name: str) -> TrustedKeys:
+    try:
+        return pinned_keys(registry.get(name)) if registry is not None else TrustedKeys()
+    except RegistryError:  # removed since: nothing verifies for it
+        return TrustedKeys()
 
 
 def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, task: Task) -> None:
@@ -156,6 +195,11 @@ def keep_receipt(
     (its row written with the handoff's next durable point)."""
     run.emit(RECEIPT_EVENT, record, **receipt_data(receipt.jws))
     run.trail.write_with(_covered_row(run, record, receipt.artifacts))
+    for hop in receipt.hops:
+        run.emit(HOP_RECEIPT_EVENT, record, **receipt_data(hop.jws))
+    if receipt.hop_refusal is not None:
+        refused = receipt.hop_refusal
+        run.emit(HOP_REFUSED_EVENT, record, reason=refused.reason, index=refused.index)
     log_head = receipt.claims.get("log_head")
     if log_head is None:
         return

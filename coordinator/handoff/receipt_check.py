@@ -11,12 +11,14 @@ audience the handoff's tokens were minted for. Anything else is refused before t
 artifact is judged: ``receipt_missing``, ``receipt_invalid`` (does not verify with the
 pinned key), ``receipt_mismatch``, ``receipt_issuer_mismatch``. A verified receipt is
 kept in the ledger (``handoff.receipt``) with the exact artifacts its digest covers.
+The receipts of the hops the agent delegated to, which its artifacts carry, are checked
+with it (:mod:`coordinator.handoff.hop_receipts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_cards.transparency.receipts import check_receipt, receipt_of
@@ -24,6 +26,7 @@ from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
 from contracts.wire import Task, to_wire
+from coordinator.handoff.hop_receipts import CheckedHop, HopRefusal, Hops, check_hops
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class ReceiptExpectation:
     minted: Mapping[str, str | None]
     # the ``aud`` those tokens were minted for: the agent's identity (None: none known)
     audience: str | None = None
+    # the children exchanged from the handoff, whose receipts the artifacts may carry
+    hops: Hops = field(default=dict)
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,9 @@ class CheckedReceipt:
     claims: dict[str, Any]
     # the exact artifacts its ``artifact_digest`` covers (JSON text, ``[]`` for none)
     artifacts: str = "[]"
+    # the hop receipts the artifacts carry, verified, and the first refused (if any)
+    hops: tuple[CheckedHop, ...] = ()
+    hop_refusal: HopRefusal | None = None
 
 
 def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedReceipt:
@@ -64,7 +72,8 @@ def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedRe
         return "receipt_mismatch"
     if expected.audience is not None and claims.get("iss") != expected.audience:
         return "receipt_issuer_mismatch"
-    return CheckedReceipt(str(receipt), claims, covered_artifacts(task))
+    hops, refusal = check_hops(task, expected.hops)
+    return CheckedReceipt(str(receipt), claims, covered_artifacts(task), hops, refusal)
 
 
 def covered_artifacts(task: Task) -> str:

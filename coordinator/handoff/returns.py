@@ -158,7 +158,9 @@ def admit_task(
 ) -> Admission:
     """Judge a returned task by ``contract``; ``expected_handoff`` is the attempt we
     dispatched (None for a return that already lost its race and is only kept);
-    ``receipt`` what the remote's receipt must state, when its card declares receipts."""
+    ``receipt`` what the remote's receipt must state, when its card declares receipts.
+    A hop receipt the artifacts carry that is refused refuses the return with its reason,
+    the remote's own receipt (and the refusal) still kept."""
     digest = content_digest(task)
     if task.id != expected_task_id:
         return _refuse("task_mismatch", digest)
@@ -169,6 +171,8 @@ def admit_task(
     checked = receipt_problem(task, receipt) if receipt is not None else None
     if isinstance(checked, str):
         return _refuse(checked, digest)
+    if checked is not None and checked.hop_refusal is not None:  # kept, then refused
+        return replace(_refuse(checked.hop_refusal.reason, digest), receipt=checked)
     admission = _judge(task, contract, digest)
     if checked is None:
         return admission

@@ -38,12 +38,21 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-FORMAT = "a2a-federation.audit-proof/2"
+FORMAT = "a2a-federation.audit-proof/3"
+FORMAT_2 = "a2a-federation.audit-proof/2"  # before hop receipts: still checked
 TREE_HEAD_TYP = "ledger-tree-head+jwt"
 RECEIPT_TYP = "a2a-receipt+jwt"
 SUCCESSION_TYP = "key-succession+jwt"
 MAX_SUCCESSIONS = 16
 RECEIPT_EVENT = "handoff.receipt"
+HOP_RECEIPT_EVENT = "hop.receipt"
+EXCHANGED_EVENT = "delegation.exchanged"
+TERMINAL_STATES = (
+    "TASK_STATE_COMPLETED",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_REJECTED",
+)
 GENESIS = "0" * 64
 BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 UNANCHORED = "unanchored: structure only, nothing proven"
@@ -334,7 +343,7 @@ def is_seq(value: Any) -> bool:
 
 def check_shape(bundle: dict[str, Any]) -> None:
     """Step 1."""
-    if bundle.get("format") != FORMAT:
+    if bundle.get("format") not in (FORMAT, FORMAT_2):
         raise Failed(0, "malformed", f"format is not {FORMAT}")
     kinds = {
         "run_id": str,
@@ -344,6 +353,8 @@ def check_shape(bundle: dict[str, Any]) -> None:
         "receipts": list,
         "artifacts": list,
     }
+    if bundle["format"] == FORMAT:
+        kinds["hop_receipts"] = list
     for name, kind in kinds.items():
         if not isinstance(bundle.get(name), kind):
             raise Failed(0, "malformed", f"{name} is missing or of the wrong type")
@@ -358,7 +369,7 @@ def check_shape(bundle: dict[str, Any]) -> None:
         proof = event.get("inclusion_proof") if isinstance(event, dict) else None
         if not (fields_ok and isinstance(proof, list) and all(is_hex64(n) for n in proof)):
             raise Failed(0, "malformed", "an event is not {seq, hash, canonical, inclusion_proof}")
-    for entry in bundle["tokens"] + bundle["receipts"] + bundle["artifacts"]:
+    for entry in bundle["tokens"] + bundle["receipts"] + bundle["artifacts"] + hops_listed(bundle):
         if not isinstance(entry, dict) or not is_seq(entry.get("seq")):
             raise Failed(0, "malformed", "a token, receipt or artifacts entry has no seq")
     if not all(isinstance(entry.get("content"), str) for entry in bundle["artifacts"]):
@@ -371,6 +382,11 @@ def check_shape(bundle: dict[str, Any]) -> None:
         raise Failed(0, "malformed", "successions is not an array of at most 16 strings")
     if not all(isinstance(jws, str) for jws in statements):
         raise Failed(0, "malformed", "successions is not an array of at most 16 strings")
+
+
+def hops_listed(bundle: dict[str, Any]) -> list[Any]:
+    """The bundle's ``hop_receipts`` (format 2 has none)."""
+    return bundle["hop_receipts"] if bundle.get("format") == FORMAT else []
 
 
 def check_anchors(bundle: dict[str, Any], anchors: Anchors | None, unanchored: bool) -> Anchors:
@@ -579,6 +595,59 @@ def check_receipts(
             check_receipt_artifacts(seq, records[seq], claims, artifacts.get(seq), records)
 
 
+def check_hop_receipts(
+    bundle: dict[str, Any], records: dict[int, dict[str, Any]], remotes: dict[str, Any]
+) -> None:
+    """Step 7: the list (7.1), then every hop receipt event (7.2)."""
+    for entry in hops_listed(bundle):
+        record = records.get(entry["seq"], {})
+        data = record.get("data", {})
+        if record.get("event_type") != HOP_RECEIPT_EVENT or not same_member(
+            data, "receipt", entry, "receipt"
+        ):
+            raise Failed(entry["seq"], "receipt_invalid", "not the hop receipt the event keeps")
+    for seq in sorted(records):
+        if records[seq]["event_type"] == HOP_RECEIPT_EVENT:
+            claims = check_receipt_signature(seq, records[seq], remotes)
+            problem = hop_problem(seq, records[seq], claims, records)
+            if problem is not None:
+                raise Failed(seq, "receipt_mismatch", problem)
+
+
+def hop_problem(
+    seq: int, record: dict[str, Any], claims: dict[str, Any], records: dict[int, dict[str, Any]]
+) -> str | None:
+    """7.2.3: the receipt states the child exchanged from the handoff that carried it."""
+    jti = claims.get("jti")
+    hop = next(
+        (
+            records[s]["data"]
+            for s in sorted(records)
+            if s < seq
+            and records[s]["event_type"] == EXCHANGED_EVENT
+            and isinstance(jti, str)
+            and records[s]["data"].get("jti") == jti
+        ),
+        None,
+    )
+    attempt = claims.get("attempt")
+    if hop is None:
+        return "the receipt's jti is no child the ledger exchanged"
+    if not same_member(hop, "parent_handoff_id", record, "handoff_id"):
+        return "the child was not exchanged from the handoff that carried its receipt"
+    if not same_member(claims, "handoff_id", hop, "handoff_id"):
+        return "the receipt's handoff_id is not the child's"
+    if not (is_int(attempt) and attempt == 1):
+        return "the receipt's attempt is not 1"
+    if claims.get("req_digest") is not None:
+        return "the receipt names a req_digest, which no child binds"
+    if not isinstance(claims.get("iss"), str) or not same_member(claims, "iss", hop, "aud"):
+        return "the receipt's iss is not the audience the child was minted for"
+    if not isinstance(claims.get("task_id"), str) or claims.get("state") not in TERMINAL_STATES:
+        return "the receipt states no task or no terminal state"
+    return None
+
+
 def check_receipt_signature(
     seq: int, record: dict[str, Any], remotes: dict[str, Any]
 ) -> dict[str, Any]:
@@ -741,6 +810,7 @@ def verify(bundle: Any, anchors: Anchors | None, unanchored: bool = False) -> di
         records = check_events(bundle, size, root)
         check_tokens(bundle, records)
         check_receipts(bundle, records, keys.remotes)
+        check_hop_receipts(bundle, records, keys.remotes)
     except Failed as failed:
         return {"ok": False, "reason": failed.reason, "seq": failed.seq, "detail": failed.detail}
     return {

@@ -68,7 +68,7 @@ from member_kit.storage.faults import is_storage_fault
 from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.tasks.record import TaskRecord
 from member_kit.telemetry import observed, tracing
-from member_kit.trust.chain import ChainSettings, holding
+from member_kit.trust.chain import ChainSettings, holding, relayed_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -315,9 +315,10 @@ class AgentHandler(TaskOperations):
             outcome = await observed.skill_later(
                 self._skill, skill_input, lease_expires_at=lease_expires_at, budget=budget
             )
+        relayed = relayed_metadata()  # the receipts of the hops the work delegated to
         try:
             with self._updates.held():
-                await store.run_transaction(lambda: self._report(record, outcome))
+                await store.run_transaction(lambda: self._report(record, outcome, relayed))
         except Exception as exc:
             if is_storage_fault(exc):
                 raise  # not the task's failure: its lease runs out and it is resumed
@@ -329,14 +330,23 @@ class AgentHandler(TaskOperations):
         return skill_input_of(message, self._skill)
 
     def _report(
-        self, record: TaskRecord, outcome: Outcome, *, through: TaskState | None = None
+        self,
+        record: TaskRecord,
+        outcome: Outcome,
+        relayed: dict[str, Any] | None = None,
+        *,
+        through: TaskState | None = None,
     ) -> None:
         """Put the task into the outcome's state with its data (passing ``through`` on the
         way, in the same write) and publish each change; the model ``usage`` behind it, if
-        any, goes into the artifact's or the message's metadata (``modelUsage``)."""
+        any, goes into the artifact's or the message's metadata (``modelUsage``), and the
+        ``relayed`` hop receipts (:func:`~member_kit.trust.chain.relayed_metadata`) into
+        the artifact's."""
         state, data, usage = outcome
         metadata = {MODEL_USAGE_KEY: usage} if usage is not None else None
         if state is TaskState.COMPLETED:
+            if relayed:
+                metadata = {**(metadata or {}), **relayed}
             artifact = outcome_artifact(self._skill, data, metadata)
             moved = self._advance(record, through, state, artifacts=[artifact])
             if moved and self._updates.heard(record.owner, record.id):

@@ -42,6 +42,7 @@ from jwt.algorithms import get_default_algorithms
 from agent_cards import dpop
 from agent_cards.identity import signing_key_named
 from agent_cards.keys import KeySet, b64url_decode, b64url_encode
+from agent_cards.transparency.receipts import HOPS_KEY, RECEIPTS_EXTENSION_URI, receipt_of
 from contracts import strict_json
 from contracts.chain import (
     GRANT_TYPE,
@@ -79,6 +80,9 @@ class ChainSettings:
 class Holding:
     token: str = field(repr=False)
     settings: ChainSettings
+    # the receipts of the tasks :func:`delegate` got back (compact JWS), in order: the
+    # kit carries them up in this task's artifact (:func:`relayed_metadata`)
+    relayed: list[str] = field(default_factory=list)
 
 
 _HOLDING: ContextVar[Holding | None] = ContextVar("member_kit_chain_holding", default=None)
@@ -256,7 +260,32 @@ async def delegate(
         message_text = str(error.get("message") or f"HTTP {answer.status_code}")
         raise ChainRefused("agent_error", f"{agent}: {message_text}", answer.status_code)
     task: dict[str, Any] = result["task"]
+    _keep_receipt(task)
     return task
+
+
+def _keep_receipt(task: Mapping[str, Any]) -> None:
+    """Keep the receipt the agent signed for ``task`` (receipts extension), if any, for
+    this task's own answer to carry up to the owner."""
+    metadata = task.get("metadata")
+    receipt = receipt_of(metadata if isinstance(metadata, Mapping) else None)
+    held = _HOLDING.get()
+    if held is not None and isinstance(receipt, str) and receipt not in held.relayed:
+        held.relayed.append(receipt)
+
+
+def relayed_receipts() -> list[str]:
+    """The receipts kept so far by this task's work (the live list; empty outside it)."""
+    held = _HOLDING.get()
+    return held.relayed if held is not None else []
+
+
+def relayed_metadata() -> dict[str, Any] | None:
+    """What the artifact of this task's answer carries of the hops it delegated: the
+    receipts of every task :func:`delegate` got back, under the receipts extension's
+    key (``{URI: {"hops": [JWS, ...]}}``, docs/receipts-extension.md); None without any."""
+    kept = relayed_receipts()
+    return {RECEIPTS_EXTENSION_URI: {HOPS_KEY: list(kept)}} if kept else None
 
 
 def holder_proof(child: ChildToken, method: str) -> dict[str, str]:

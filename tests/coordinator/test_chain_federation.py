@@ -6,8 +6,9 @@ The operator delegates to the privacy team; its skill sub-delegates to the legal
 with one call (member_kit.trust.chain.delegate), which exchanges its token at the owner
 for a child and sends the A2A message with it. The child's budget is carved out of the
 privacy team's exactly, the hop is in the run document (``run show``), in ``audit show``
-and in the run's proof bundle, which verifies; with the legal team down, the privacy
-team's handoff fails naming the cause.
+and in the run's proof bundle, which verifies every hop with each party's own key (the
+legal team's receipt, carried up by the kit, included); with the legal team down, the
+privacy team's handoff fails naming the cause.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import pytest
 
 from agent_cards.keys import load_key_set
 from agent_cards.transparency.receipts import verified_receipt
+from coordinator.audit.anchors import Anchors
+from coordinator.audit.proof_check import verify_proof_bundle
+from coordinator.audit.receipts import compact
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.cli.printers import render_document, render_reconstruction
 from tests.chains import CHAIN_EXAMPLE, OPERATOR, PRIVACY, REVIEW_SKILL, TERMS
@@ -175,11 +179,24 @@ def test_a_sub_delegates_to_b_with_nested_budgets_in_every_view(federation: Fede
         f"{federation.url}/v1/audit/verify", json={"bundle": bundle}, headers=OPERATOR
     ).json()
     assert verdict["ok"], verdict
+    # one bundle, every hop: the reader checks it with each party's own key, the legal
+    # team's included, and without that key the hop's receipt proves nothing
+    [listed] = bundle["hop_receipts"]
+    assert compact(listed["receipt"]) == legal_receipt
+    parties = [
+        load_key_set(member.data_dir / "keys").public_jwks()
+        for member in (federation.privacy, federation.terms)
+    ]
+    coordinator = [federation.client.get(f"{federation.url}/.well-known/jwks.json").json()]
+    assert verify_proof_bundle(bundle, Anchors.of(coordinator, parties)).ok
+    without = verify_proof_bundle(bundle, Anchors.of(coordinator, parties[:1]))
+    assert (without.kind, without.seq) == ("untrusted_key", listed["seq"]), without
 
 
 def receipt_in(content: str) -> str:
-    """The legal team's receipt in the privacy team's artifact (as the coordinator kept it)."""
-    found = re.search(r'"legal-terms"\s*:\s*"([A-Za-z0-9_.-]+)"', content)
+    """The legal team's receipt in the privacy team's artifact (as the coordinator kept
+    it): the kit carries it in the artifact's metadata, the receipts extension's hops."""
+    found = re.search(r'"hops"\s*:\s*\[\s*"([A-Za-z0-9_.-]+)"\s*\]', content)
     assert found is not None, content
     return found.group(1)
 
