@@ -14,8 +14,7 @@ from member_kit.storage.migrations import migrate
 from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql import SQLTaskStore
-from member_kit.trust.revocation_store import SQLRevocationStore
-from member_kit.trust.sql_replay import SQLProofReplayGuard, SQLReplayGuard
+from member_kit.trust.sql_replay import SQLProofReplayGuard, SQLReplayGuard, SQLRevocationStore
 
 
 @dataclass(frozen=True)

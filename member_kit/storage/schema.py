@@ -137,7 +137,7 @@ guarded_tasks = Table(
     UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_guarded_tasks_key"),
 )
 
-# Revocation as the member learnt it (member_kit.trust.revocation_store, rr0007), so a
+# Revocation as the member learnt it (member_kit.trust.sql_replay, rr0007), so a
 # restart forgets none of it: the revoked handoffs of each issuer, each kept until no
 # token it could refuse is still valid (``keep_until``, epoch seconds) ...
 revoked_handoffs = Table(

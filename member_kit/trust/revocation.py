@@ -18,17 +18,18 @@ a grant of a revoked handoff is refused (``token_revoked``), any other one is wa
 (remembered until it expires, so its status list is polled and its tasks can be found).
 A refused push raises :class:`RevocationRefused` with a stable reason.
 
-Given a :class:`~member_kit.trust.revocation_store.RevocationStore` (the member's
-database), every change is written through before it is applied in memory, and what the
-store holds is loaded on start: a member restarted mid-incident still refuses what it
-was told to, still refuses a replayed push, and still watches the grants it accepted.
+Given a :class:`RevocationStore` (the member's database,
+:class:`~member_kit.trust.sql_replay.SQLRevocationStore`), every change is written
+through before it is applied in memory, and what the store holds is loaded on start: a
+member restarted mid-incident still refuses what it was told to, still refuses a
+replayed push, and still watches the grants it accepted.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
@@ -40,7 +41,7 @@ from contracts.status_list import decode_status_list, status_at
 from member_kit.trust import token_format
 from member_kit.trust.denials import DenialReason as R
 from member_kit.trust.denials import deny
-from member_kit.trust.revocation_store import PushTaken, Remembered, RevocationStoreUnavailable
+from member_kit.trust.replay import ReplayGuardUnavailable
 
 PUSH_TYPE = "revocation+jwt"
 STATUS_LIST_TYPE = "statuslist+jwt"
@@ -87,9 +88,31 @@ class RevocationRefused(Exception):
         self.detail = detail
 
 
+class RevocationStoreUnavailable(ReplayGuardUnavailable):
+    """The revocation state cannot be read or written; the request must fail closed."""
+
+
+@dataclass
+class Remembered:
+    """What a store holds: revoked handoffs and push jtis (each to its time), and the
+    watched grants with the time each is forgotten."""
+
+    revoked: dict[Key, int] = field(default_factory=dict)
+    pushes: dict[Key, int] = field(default_factory=dict)
+    watched: list[tuple[Grant, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PushTaken:
+    issuer: str
+    jti: str
+    expires_at: int
+
+
 class RevocationStore(Protocol):
     """Where the revocation state outlives the process
-    (:class:`~member_kit.trust.revocation_store.SQLRevocationStore`)."""
+    (:class:`~member_kit.trust.sql_replay.SQLRevocationStore`); a failure to read or write
+    raises :class:`RevocationStoreUnavailable`."""
 
     def load(self, now: int) -> Remembered: ...
 

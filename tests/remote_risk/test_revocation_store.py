@@ -27,8 +27,7 @@ from member_kit.storage.schema import (
 )
 from member_kit.trust.denials import DelegationDenied
 from member_kit.trust.revocation import RevocationRefused, Revocations
-from member_kit.trust.revocation_store import SQLRevocationStore
-from member_kit.trust.sql_replay import SQLProofReplayGuard
+from member_kit.trust.sql_replay import SQLProofReplayGuard, SQLRevocationStore
 from tests import tokens
 from tests.tokens import COORDINATOR_KEY
 
