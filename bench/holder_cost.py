@@ -5,7 +5,8 @@ check it makes, the key already parsed, the replay claim left out: the baseline 
 today's token (no ``cnf``); the bound side verifies the same token naming a holder key
 (``cnf.jkt``) with a fresh proof per call (made ahead, outside the timing: the proof is
 the caller's cost). Each side is timed in ``repeat`` batches of ``number`` calls and the
-median batch is used. One hop only: a three-hop chain awaits the token exchange work.
+median batch is used. One hop only: the three-hop chain with holder proof is figure
+(3c), :mod:`bench.chain_cost`.
 Prints one JSON line.
 """
 

@@ -1,9 +1,11 @@
 """A delegation chain across three services, end to end: ``python examples/chain_demo.py``.
 
 It starts, each as its own process on loopback with its own temporary data directory,
-the coordinator's API (``federation serve coordinator``), the legal team's member
-(examples/terms_member.py) and the privacy team's (examples/chain_member.py), both built
-with the member kit. It registers both members, then delegates to the privacy team,
+the coordinator's API (``federation serve coordinator``), the legal team's member and
+the privacy team's (examples/chain_member.py), both built with the member kit: the legal
+team's is the kit's guard (``federation serve guard``) in front of an unmodified a2a-sdk
+agent (examples/terms_agent.py; without the a2a-sdk installed, the same skill built on
+the kit, examples/terms_member.py). It registers both members, then delegates to the privacy team,
 whose skill asks the legal team with a child of its own token: the coordinator mints it
 by token exchange, narrowed and with its budget carved from the privacy team's. Then it
 prints what the operator sees: ``federation run show`` and ``federation audit show`` of
@@ -44,6 +46,8 @@ def main() -> int:
             result = chain_result(services)
             print(federation(services.env, "run", "show", result.run_id))
             print(federation(services.env, "audit", "show", result.run_id))
+        behind = "a stock a2a-sdk agent behind the guard" if result.guarded else "a kit member"
+        print(f"the legal team: {behind}")
         verdict = "verifies" if result.verified else "does NOT verify"
         print(f"proof bundle of {result.run_id}: {verdict}")
         return 0 if result.local_state == "ACCEPTED" and result.verified else 1

@@ -1,9 +1,13 @@
 """The delegation chain as a demo case: three services on loopback, one sub-delegating.
 
 The coordinator's API (``federation serve coordinator`` on the demo's data directory),
-the legal team's member (B, examples/terms_member.py) and the privacy team's (A,
-examples/chain_member.py), both built with the member kit, each run as their own
-process. Both members are registered through the API; the operator delegates to A,
+the legal team's member (B) and the privacy team's (A, examples/chain_member.py), both
+built with the member kit, each run as their own process. B is the kit's guard
+(``federation serve guard``) in front of an unmodified a2a-sdk agent
+(examples/terms_agent.py, a process of its own); where the a2a-sdk is not installed (it
+is the ``sdk`` extra) B is the same skill built on the kit instead
+(examples/terms_member.py), and the result says which. Both members are registered
+through the API; the operator delegates to A,
 whose skill asks B with a child of its own token, minted by the coordinator by token
 exchange with its budget carved from A's. The case reads the run back, checks that the
 budgets nest exactly, and has the run's proof bundle verified.
@@ -13,6 +17,7 @@ budgets nest exactly, and has the run's proof bundle verified.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import subprocess
@@ -35,6 +40,9 @@ PRIVACY, TERMS = "privacy-review", "legal-terms"
 SKILLS = {PRIVACY: "review-privacy", TERMS: "check-terms"}
 INPUT = {"text": "Refunds are handled by the support team.", "terms": ["refund", "warranty"]}
 BUDGET_FIELDS = ("actions", "context_units", "effects", "model_requests", "model_tokens")
+TERMS_SCOPE = "terms:check"
+# The legal team's audit token (examples/terms_member.py reads it) is its guard's, if given.
+TERMS_AUDIT_TOKEN, GUARD_AUDIT_TOKEN = "TERMS_AUDIT_TOKEN", "GUARD_AUDIT_TOKEN"
 
 
 class ChainCaseError(FederationError):
@@ -72,20 +80,37 @@ def _listening(process: subprocess.Popen[str]) -> str:
     assert process.stdout is not None
     first = process.stdout.readline().strip()
     if " listening on http" not in first:
-        name = Path(str(process.args[1])).name  # type: ignore[index]
+        args = [str(arg) for arg in process.args]  # type: ignore[union-attr]
+        name = next((Path(a).name for a in args if a.endswith(".py")), " ".join(args[1:4]))
         raise ChainCaseError(f"{name} did not start: {first!r}")
     return first.rpartition(" ")[2]
 
 
-def member_command(script: str, data_dir: Path, trust: str, *extra: str) -> list[str]:
-    """The command of one of the examples' members on a free loopback port."""
+def example_command(script: str, *args: str) -> list[str]:
+    """The command of one of the examples on a free loopback port."""
     path = EXAMPLES / script
     if not path.is_file():
         raise ChainCaseError(f"the chain case needs the repository's examples ({script})")
+    return [sys.executable, str(path), "--port", "0", *args]
+
+
+def member_command(script: str, data_dir: Path, trust: str, *extra: str) -> list[str]:
+    """The command of one of the examples' members on a free loopback port."""
+    return example_command(script, "--data-dir", str(data_dir), "--trust-issuer", trust, *extra)
+
+
+def guard_command(upstream: str, data_dir: Path, trust: str) -> list[str]:
+    """``federation serve guard`` in front of the legal team's agent at ``upstream``."""
     return [
-        *(sys.executable, str(path), "--port", "0"),
-        *("--data-dir", str(data_dir), "--trust-issuer", trust, *extra),
+        *(sys.executable, "-m", "coordinator", "serve", "guard", "--upstream", upstream),
+        *("--skill-scope", f"{SKILLS[TERMS]}={TERMS_SCOPE}", "--port", "0"),
+        *("--data-dir", str(data_dir), "--trust-issuer", trust),
     ]
+
+
+def guard_available() -> bool:
+    """Whether the legal team's stock agent can run (the a2a-sdk is installed)."""
+    return importlib.util.find_spec("a2a") is not None
 
 
 def member_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -101,6 +126,7 @@ class ChainServices:
     url: str
     client: httpx.Client
     env: dict[str, str] = field(default_factory=dict)
+    guarded: bool = False  # the legal team is a stock agent behind the guard
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = self.client.post(f"{self.url}{path}", json=body)
@@ -148,18 +174,33 @@ def chain_services(
         [url] = stack.enter_context(started((serve, env)))
         trust = f"{issuer_id()}={url}/.well-known/jwks.json"
         exchange = ("--exchange-url", f"{url}/token-exchange", "--terms-agent", TERMS)
+        guarded = guard_available()
+        first = (
+            (example_command("terms_agent.py"), members)
+            if guarded
+            else (member_command("terms_member.py", root / TERMS, trust), members)
+        )
         terms, privacy = stack.enter_context(
             started(
-                (member_command("terms_member.py", root / TERMS, trust), members),
+                first,
                 (member_command("chain_member.py", root / PRIVACY, trust, *exchange), members),
             )
         )
+        if guarded:  # the guard, once the agent it reads its card from is up
+            guard = (guard_command(terms, root / TERMS, trust), guard_environment(members))
+            [terms] = stack.enter_context(started(guard))
         headers = {"Authorization": f"Bearer {token}"}
         client = stack.enter_context(httpx.Client(timeout=60, headers=headers))
-        services = ChainServices(url, client, {**env, "FEDERATION_SERVER": url})
+        services = ChainServices(url, client, {**env, "FEDERATION_SERVER": url}, guarded)
         services.register(TERMS, terms)
         services.register(PRIVACY, privacy)
         yield services
+
+
+def guard_environment(members: Mapping[str, str]) -> dict[str, str]:
+    """The guard's environment: the members', the legal team's audit token its own."""
+    audit = members.get(TERMS_AUDIT_TOKEN)
+    return {**members, GUARD_AUDIT_TOKEN: audit} if audit else dict(members)
 
 
 @dataclass(frozen=True)
@@ -172,6 +213,7 @@ class ChainResult:
     hops: list[dict[str, Any]]
     verified: bool
     case: str = CASE
+    guarded: bool = False  # the legal team (B) is a stock a2a-sdk agent behind the guard
 
     @property
     def left(self) -> dict[str, Any]:
@@ -198,6 +240,7 @@ class ChainResult:
             "left_to_parent": self.left,
             "nested": self.nested,
             "proof_bundle_verifies": self.verified,
+            "legal_terms_behind_guard": self.guarded,
             "as_expected": self.as_expected,
         }
 
@@ -224,6 +267,7 @@ def chain_result(services: ChainServices) -> ChainResult:
         parent=_reserved(run, hops),
         hops=hops,
         verified=services.verifies(run_id),
+        guarded=services.guarded,
     )
 
 

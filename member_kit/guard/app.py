@@ -80,7 +80,7 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
     durable = ledgers.durable
     tasks = task_owners(settings, ledgers)
     replay_guard = durable.replay_guard if durable else None
-    revocations = revocations_of(settings)
+    revocations = revocations_of(settings, durable)
     authorize = default_authorize(
         settings,
         card,
@@ -89,6 +89,7 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
         tasks.binding,
         ledgers.witnessed,
         revocations=revocations,
+        proof_replay=durable.proof_replay if durable else None,
     )
     handler = ForwardingHandler(agent, tasks, ReceiptIssuer(lambda: keys, ledgers.audit_log).stamp)
     revoking = (

@@ -66,6 +66,7 @@ from member_kit.server.assembly import (
 from member_kit.server.auth import TaskBinding, delegation_authorizer, owner_of, task_binding_of
 from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from member_kit.server.push import PushConfigs, TaskLookup
+from member_kit.server.store import DurableStore
 from member_kit.server.webhooks import PushDelivery, RetryPolicy, WebhookPolicy
 from member_kit.settings import JSONRPC_PATH, MemberSettings
 from member_kit.skill import Member
@@ -75,6 +76,7 @@ from member_kit.telemetry import logs
 from member_kit.trust import issuers as trust
 from member_kit.trust.chain import ChainSettings
 from member_kit.trust.decisions import DecisionLog
+from member_kit.trust.holder_proof import ProofReplay
 from member_kit.trust.refresh import IssuerDirectory
 from member_kit.trust.replay import ReplayGuard
 from member_kit.trust.request_checks import head_witness
@@ -158,7 +160,7 @@ def create_app(
     store: TaskStoreProtocol = (
         durable.tasks if durable else TaskStore(settings.task_capacity, retention=retention)
     )
-    revocations = revocations_of(settings)
+    revocations = revocations_of(settings, durable)
     if authorize is None:
         replay_guard = durable.replay_guard if durable else None
         binding = task_binding_of(store.get)
@@ -171,6 +173,7 @@ def create_app(
             ledgers.witnessed,
             member.skill.needs_budget,
             revocations,
+            durable.proof_replay if durable else None,
         )
     push = push_configs(settings, keys, store.get)
     handler = AgentHandler(
@@ -240,11 +243,15 @@ def create_app(
     return member_app(member.name, parts)
 
 
-def revocations_of(settings: MemberSettings) -> Revocations | None:
-    """What this member knows of revoked grants, when it trusts issuers at all."""
+def revocations_of(
+    settings: MemberSettings, durable: DurableStore | None = None
+) -> Revocations | None:
+    """What this member knows of revoked grants, when it trusts issuers at all (kept in
+    its database, when it has one)."""
     if not settings.trusted_issuers:
         return None
-    return Revocations(settings.trusted_issuers, settings.audiences)
+    store = durable.revocations if durable else None
+    return Revocations(settings.trusted_issuers, settings.audiences, store=store)
 
 
 def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
@@ -274,6 +281,7 @@ def default_authorize(
     witnessed: WitnessedHeads | None = None,
     needs_budget: bool = False,
     revocations: Revocations | None = None,
+    proof_replay: ProofReplay | None = None,
 ) -> Authorize:
     """The ``authorize`` hook the settings imply: the kit's delegation authorizer for the
     skills of ``card`` when issuers are trusted, else :func:`anonymous`; ``binding`` is
@@ -286,6 +294,7 @@ def default_authorize(
         replay_guard=replay_guard,
         require_model_budget=needs_budget,
         revocations=revocations,
+        proof_replay=proof_replay,
     )
     issuers = settings.trusted_issuers
     directory = issuers if isinstance(issuers, IssuerDirectory) else None

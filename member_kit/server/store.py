@@ -1,5 +1,5 @@
-"""The service's durable store: its tasks and its record of used tokens in one database,
-opened and migrated on start."""
+"""The service's durable store: its tasks, its record of used tokens and holder proofs,
+and what it learnt of revocations, in one database, opened and migrated on start."""
 
 from __future__ import annotations
 
@@ -14,16 +14,19 @@ from member_kit.storage.migrations import migrate
 from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql import SQLTaskStore
-from member_kit.trust.sql_replay import SQLReplayGuard
+from member_kit.trust.sql_replay import SQLProofReplayGuard, SQLReplayGuard, SQLRevocationStore
 
 
 @dataclass(frozen=True)
 class DurableStore:
-    """The task store and replay guard of one service, over one migrated engine."""
+    """The task store, replay guards and revocation state of one service, over one
+    migrated engine."""
 
     engine: Engine
     tasks: SQLTaskStore
     replay_guard: SQLReplayGuard
+    proof_replay: SQLProofReplayGuard
+    revocations: SQLRevocationStore
 
     def close(self) -> None:
         self.engine.dispose()
@@ -50,4 +53,6 @@ def open_store(
         engine,
         SQLTaskStore(engine, capacity, lease_seconds=lease_seconds, retention=retention),
         SQLReplayGuard(engine, leeway=leeway),
+        SQLProofReplayGuard(engine),
+        SQLRevocationStore(engine),
     )

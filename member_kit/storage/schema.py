@@ -136,3 +136,51 @@ guarded_tasks = Table(
     UniqueConstraint("task_id", name="uq_remote_risk_guarded_tasks_task_id"),
     UniqueConstraint("owner", "idempotency_key", name="uq_remote_risk_guarded_tasks_key"),
 )
+
+# Revocation as the member learnt it (member_kit.trust.sql_replay, rr0007), so a
+# restart forgets none of it: the revoked handoffs of each issuer, each kept until no
+# token it could refuse is still valid (``keep_until``, epoch seconds) ...
+revoked_handoffs = Table(
+    "remote_risk_revoked_handoffs",
+    metadata,
+    Column("issuer", String(1024), nullable=False),
+    Column("handoff_id", String(256), nullable=False),
+    Column("keep_until", BigInteger, nullable=False),
+    PrimaryKeyConstraint("issuer", "handoff_id", name="pk_remote_risk_revoked_handoffs"),
+    Index("ix_remote_risk_revoked_handoffs_keep_until", "keep_until"),
+)
+
+# ... the jti of each push applied, until the push expires (a replay is refused) ...
+revocation_pushes = Table(
+    "remote_risk_revocation_pushes",
+    metadata,
+    Column("issuer", String(1024), nullable=False),
+    Column("jti", String(256), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("issuer", "jti", name="pk_remote_risk_revocation_pushes"),
+    Index("ix_remote_risk_revocation_pushes_expires_at", "expires_at"),
+)
+
+# ... and each grant it accepted and watches until it expires (``claims`` its claims as
+# JSON): its status list is polled and its tasks are cancelled when it is revoked.
+watched_grants = Table(
+    "remote_risk_watched_grants",
+    metadata,
+    Column("jti", String(256), nullable=False),
+    Column("forget_at", BigInteger, nullable=False),
+    Column("claims", Text, nullable=False),
+    PrimaryKeyConstraint("jti", name="pk_remote_risk_watched_grants"),
+    Index("ix_remote_risk_watched_grants_forget_at", "forget_at"),
+)
+
+# Each holder proof (RFC 9449 DPoP) taken, by its key's thumbprint and its jti, until no
+# proof with it could be accepted any more (member_kit.trust.sql_replay, rr0007).
+holder_proofs = Table(
+    "remote_risk_holder_proofs",
+    metadata,
+    Column("jkt", String(128), nullable=False),
+    Column("jti", String(256), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("jkt", "jti", name="pk_remote_risk_holder_proofs"),
+    Index("ix_remote_risk_holder_proofs_expires_at", "expires_at"),
+)

@@ -13,6 +13,10 @@ gRPC binding ``POST`` and ``/{service}/{method}``), ``iat`` (at most
 SHA-256 of the token's ASCII). A token without ``cnf`` is not affected. A stolen token,
 or one copied from a proof bundle, is useless without the holder's private key; a
 captured proof is useless for another request, another token, later, or a second time.
+
+The ``(jkt, jti)`` record is a :class:`ProofReplay`: :class:`ProofReplayGuard` in memory,
+or :class:`~member_kit.trust.sql_replay.SQLProofReplayGuard` in the member's database,
+so a proof seen before a restart (or by another replica) is still refused.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import functools
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agent_cards.dpop import PROOF_TYPE, token_hash
@@ -57,6 +61,13 @@ def request_url(public_base_url: str, path: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+class ProofReplay(Protocol):
+    def take(self, jkt: str, jti: str, until: int, now: int) -> bool:
+        """Record ``(jkt, jti)`` until ``until``; ``False`` if it was already recorded.
+        Raises :class:`~member_kit.trust.replay.ReplayGuardUnavailable` when it cannot."""
+        ...
+
+
 class ProofReplayGuard:
     """Each ``(jkt, jti)`` taken once while a proof with it could still be accepted."""
 
@@ -80,7 +91,7 @@ def check_holder(
     request: HolderRequest | None,
     now: int,
     leeway: int,
-    replay: ProofReplayGuard,
+    replay: ProofReplay,
 ) -> None:
     """Nothing for a token without ``cnf``; else the proof as the module says, or a
     denial (``holder_proof_missing``, ``holder_proof_invalid``, ``holder_key_mismatch``,

@@ -17,16 +17,22 @@
 a grant of a revoked handoff is refused (``token_revoked``), any other one is watched
 (remembered until it expires, so its status list is polled and its tasks can be found).
 A refused push raises :class:`RevocationRefused` with a stable reason.
+
+Given a :class:`RevocationStore` (the member's database,
+:class:`~member_kit.trust.sql_replay.SQLRevocationStore`), every change is written
+through before it is applied in memory, and what the store holds is loaded on start: a
+member restarted mid-incident still refuses what it was told to, still refuses a
+replayed push, and still watches the grants it accepted.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Set
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Set
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from agent_cards.clock import utc_now
 from agent_cards.keys import TrustedKeys
@@ -35,6 +41,7 @@ from contracts.status_list import decode_status_list, status_at
 from member_kit.trust import token_format
 from member_kit.trust.denials import DenialReason as R
 from member_kit.trust.denials import deny
+from member_kit.trust.replay import ReplayGuardUnavailable
 
 PUSH_TYPE = "revocation+jwt"
 STATUS_LIST_TYPE = "statuslist+jwt"
@@ -54,6 +61,7 @@ class RevocationReason(StrEnum):
     AUDIENCE_MISMATCH = "revocation_audience_mismatch"
     STALE = "revocation_stale"
     REPLAYED = "revocation_replayed"
+    UNAVAILABLE = "revocation_store_unavailable"
 
 
 # One table from reason to HTTP status; docs/delegation-token.md mirrors it.
@@ -66,6 +74,7 @@ REVOCATION_REASONS: Mapping[RevocationReason, tuple[int, str]] = {
     RevocationReason.AUDIENCE_MISMATCH: (401, "aud is not one of this member's identities"),
     RevocationReason.STALE: (401, "iat older than the push age limit or in the future, or exp"),
     RevocationReason.REPLAYED: (409, "this push's jti was already taken"),
+    RevocationReason.UNAVAILABLE: (503, "the member's database cannot record it; sent again"),
 }
 
 
@@ -77,6 +86,45 @@ class RevocationRefused(Exception):
         self.reason = reason
         self.http_status = REVOCATION_REASONS[reason][0]
         self.detail = detail
+
+
+class RevocationStoreUnavailable(ReplayGuardUnavailable):
+    """The revocation state cannot be read or written; the request must fail closed."""
+
+
+@dataclass
+class Remembered:
+    """What a store holds: revoked handoffs and push jtis (each to its time), and the
+    watched grants with the time each is forgotten."""
+
+    revoked: dict[Key, int] = field(default_factory=dict)
+    pushes: dict[Key, int] = field(default_factory=dict)
+    watched: list[tuple[Grant, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PushTaken:
+    issuer: str
+    jti: str
+    expires_at: int
+
+
+class RevocationStore(Protocol):
+    """Where the revocation state outlives the process
+    (:class:`~member_kit.trust.sql_replay.SQLRevocationStore`); a failure to read or write
+    raises :class:`RevocationStoreUnavailable`."""
+
+    def load(self, now: int) -> Remembered: ...
+
+    def watch(self, grant: Grant, forget_at: int, now: int) -> None: ...
+
+    def revoke(
+        self,
+        revoked: Mapping[Key, int],
+        unwatched: Collection[str],
+        now: int,
+        push: PushTaken | None = None,
+    ) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -103,6 +151,7 @@ class Revocations:
         *,
         clock: Callable[[], datetime] = utc_now,
         leeway: timedelta = timedelta(seconds=30),
+        store: RevocationStore | None = None,
     ) -> None:
         self._issuers = issuers
         self._audiences = audiences
@@ -115,6 +164,9 @@ class Revocations:
         self._expiries: list[tuple[int, str]] = []  # (forget at, jti), a heap
         self._swept_at = 0
         self._push_jtis: dict[tuple[str, str], int] = {}  # (iss, jti) -> exp
+        self._store = store
+        if store is not None:
+            self._remember(store.load(self._now()))
 
     # --- the verifier's hook ----------------------------------------------------------------
 
@@ -125,8 +177,10 @@ class Revocations:
         if (grant.iss, grant.handoff.id) in self._revoked:
             raise deny(R.TOKEN_REVOKED, "its grant was revoked by the issuer")
         if grant.jti not in self._watched:
-            self._watch(Watched(grant, status_ref(grant)))
-            heapq.heappush(self._expiries, (grant.exp + self._leeway, grant.jti))
+            forget_at = grant.exp + self._leeway
+            if self._store is not None:  # raises RevocationStoreUnavailable: fails closed
+                self._store.watch(grant, forget_at, now)
+            self._watch(Watched(grant, status_ref(grant)), forget_at)
 
     def is_revoked(self, grant: Grant) -> bool:
         return (grant.iss, grant.handoff.id) in self._revoked
@@ -149,20 +203,42 @@ class Revocations:
         self._forget(now)
         if (issuer, claims["jti"]) in self._push_jtis:
             raise RevocationRefused(RevocationReason.REPLAYED)
-        self._push_jtis[(issuer, claims["jti"])] = claims["exp"] + self._leeway
-        return self.revoke(issuer, handoffs)
+        push = PushTaken(issuer, claims["jti"], claims["exp"] + self._leeway)
+        return self._revoke(issuer, handoffs, push)
 
     def revoke(self, issuer: str, handoffs: Iterable[str]) -> list[Grant]:
-        """Record ``handoffs`` of ``issuer`` revoked; the watched grants newly revoked."""
-        until = self._now() + int((MAX_PUSH_AGE + REMEMBER_AFTER_EXP).total_seconds())
+        """Record ``handoffs`` of ``issuer`` revoked; the watched grants newly revoked.
+        Raises :class:`RevocationRefused` (unavailable) when the store cannot record it."""
+        return self._revoke(issuer, handoffs, None)
+
+    def _revoke(self, issuer: str, handoffs: Iterable[str], push: PushTaken | None) -> list[Grant]:
+        now = self._now()
+        until = now + int((MAX_PUSH_AGE + REMEMBER_AFTER_EXP).total_seconds())
         keys = {(issuer, handoff) for handoff in handoffs}
-        for key in keys:
-            self._revoked[key] = max(self._revoked.get(key, 0), until)
+        revoked = {key: max(self._revoked.get(key, 0), until) for key in keys}
         hit = [self._watched[jti].grant for key in keys for jti in self._by_handoff.get(key, ())]
         for grant in hit:
-            self._revoked[(grant.iss, grant.handoff.id)] = max(until, grant.exp + self._leeway)
+            key = (grant.iss, grant.handoff.id)
+            revoked[key] = max(revoked[key], grant.exp + self._leeway)
+        self._record(revoked, [grant.jti for grant in hit], now, push)
+        self._revoked.update(revoked)
+        for grant in hit:
             self._drop(grant.jti)
         return hit
+
+    def _record(
+        self, revoked: Mapping[Key, int], unwatched: list[str], now: int, push: PushTaken | None
+    ) -> None:
+        """Write a revocation through to the store (when there is one), then take its push."""
+        if self._store is not None:
+            try:
+                taken = self._store.revoke(revoked, unwatched, now, push)
+            except RevocationStoreUnavailable:
+                raise RevocationRefused(RevocationReason.UNAVAILABLE) from None
+            if not taken:  # another process of this member took it (the database decides)
+                raise RevocationRefused(RevocationReason.REPLAYED)
+        if push is not None:
+            self._push_jtis[(push.issuer, push.jti)] = push.expires_at
 
     # --- the status list ------------------------------------------------------------------
 
@@ -239,8 +315,17 @@ class Revocations:
         for push in [k for k, exp in self._push_jtis.items() if exp < now]:
             del self._push_jtis[push]
 
-    def _watch(self, watched: Watched) -> None:
+    def _remember(self, remembered: Remembered) -> None:
+        """Take on what the store held at start."""
+        self._revoked.update(remembered.revoked)
+        self._push_jtis.update(remembered.pushes)
+        for grant, forget_at in remembered.watched:
+            if (grant.iss, grant.handoff.id) not in self._revoked:
+                self._watch(Watched(grant, status_ref(grant)), forget_at)
+
+    def _watch(self, watched: Watched, forget_at: int) -> None:
         grant = watched.grant
+        heapq.heappush(self._expiries, (forget_at, grant.jti))
         self._watched[grant.jti] = watched
         self._by_handoff.setdefault((grant.iss, grant.handoff.id), set()).add(grant.jti)
         if watched.status is not None:

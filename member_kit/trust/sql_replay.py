@@ -1,4 +1,7 @@
-"""The replay guard in the database: a token's ``(issuer, jti)`` claimed once, across restarts.
+"""What the trust checks record in the database, so a restart (or another replica) forgets
+none of it: used tokens, taken holder proofs, and what the member learnt of revocations.
+
+The replay guard: a token's ``(issuer, jti)`` claimed once, across restarts.
 
 A claim is one ``INSERT ... ON CONFLICT DO NOTHING`` into ``remote_risk_used_tokens``,
 whose primary key is ``(issuer, jti)``: the database decides atomically which of two
@@ -9,10 +12,28 @@ is stored. The row is kept until the token's ``exp`` plus the verifier's leeway;
 past that are purged now and then by later claims. When the database cannot be written
 the guard raises :class:`~member_kit.trust.replay.ReplayGuardUnavailable`, so the request
 fails closed (503).
+
+:class:`SQLProofReplayGuard` does the same for holder proofs (RFC 9449 DPoP): each
+``(jkt, jti)`` is one row of ``remote_risk_holder_proofs`` until no proof with it could
+be accepted any more, so a proof replayed after a restart, or to another replica, is
+refused.
+
+:class:`SQLRevocationStore` keeps the state of
+:class:`~member_kit.trust.revocation.Revocations` (which works from memory, writes through
+and loads it on start) in three tables: ``remote_risk_revoked_handoffs`` (each revoked
+``(issuer, handoff)`` until no token it could refuse is still valid),
+``remote_risk_revocation_pushes`` (each applied push's ``(issuer, jti)`` until the push
+expires, so a replay after a restart is still refused) and ``remote_risk_watched_grants``
+(each accepted, unexpired grant, its claims as JSON, so its status list is still polled
+and its tasks still cancelled). A push is recorded in one transaction with what it
+revokes, its jti taken by the insert (the database decides, also between replicas on one
+PostgreSQL). A failure raises
+:class:`~member_kit.trust.revocation.RevocationStoreUnavailable`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 
 from sqlalchemy import Engine
@@ -20,11 +41,24 @@ from sqlalchemy.engine.interfaces import DBAPICursor
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent_cards.clock import utc_now
-from member_kit.storage.engine import driver_errors, driver_sql, driver_write
-from member_kit.storage.schema import used_tokens
+from contracts.grant import Grant
+from member_kit.storage.engine import driver_errors, driver_read, driver_sql, driver_write
+from member_kit.storage.schema import (
+    holder_proofs,
+    revocation_pushes,
+    revoked_handoffs,
+    used_tokens,
+    watched_grants,
+)
 from member_kit.trust.replay import Clock, ReplayGuardUnavailable
+from member_kit.trust.revocation import (
+    Key,
+    PushTaken,
+    Remembered,
+    RevocationStoreUnavailable,
+)
 
-# Expired rows are purged on the first claim and then at most once per this interval.
+# Expired rows are purged on the first write and then at most once per this interval.
 PURGE_INTERVAL_SECONDS = 60
 
 _CLAIM = (
@@ -32,6 +66,11 @@ _CLAIM = (
     "VALUES (:issuer, :jti, :expires_at) ON CONFLICT DO NOTHING"
 )
 _PURGE = f"DELETE FROM {used_tokens.name} WHERE expires_at < :now"
+_TAKE_PROOF = (
+    f"INSERT INTO {holder_proofs.name} (jkt, jti, expires_at) "
+    "VALUES (:jkt, :jti, :expires_at) ON CONFLICT DO NOTHING"
+)
+_PURGE_PROOFS = f"DELETE FROM {holder_proofs.name} WHERE expires_at < :now"
 
 
 class SQLReplayGuard:
@@ -64,3 +103,132 @@ class SQLReplayGuard:
             return
         cursor.execute(self._purge_sql, {"now": now})
         self._purged_at = now
+
+
+class SQLProofReplayGuard:
+    """A :class:`~member_kit.trust.holder_proof.ProofReplay` in the database behind
+    ``engine``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._purged_at: int | None = None
+        self._take_sql = driver_sql(engine, _TAKE_PROOF)
+        self._purge_sql = driver_sql(engine, _PURGE_PROOFS)
+        self._unavailable = (SQLAlchemyError, driver_errors(engine).Error)
+
+    def take(self, jkt: str, jti: str, until: int, now: int) -> bool:
+        try:
+            with driver_write(self._engine) as cursor:
+                if self._purged_at is None or now - self._purged_at >= PURGE_INTERVAL_SECONDS:
+                    cursor.execute(self._purge_sql, {"now": now})
+                    self._purged_at = now
+                cursor.execute(self._take_sql, {"jkt": jkt, "jti": jti, "expires_at": until})
+                return cursor.rowcount == 1
+        except self._unavailable as exc:
+            raise ReplayGuardUnavailable(f"cannot record the proof: {type(exc).__name__}") from exc
+
+
+_H, _P, _W = revoked_handoffs.name, revocation_pushes.name, watched_grants.name
+_WATCH = (
+    f"INSERT INTO {_W} (jti, forget_at, claims) VALUES (:jti, :forget_at, :claims) "
+    "ON CONFLICT DO NOTHING"
+)
+_TAKE_PUSH = (
+    f"INSERT INTO {_P} (issuer, jti, expires_at) VALUES (:issuer, :jti, :expires_at) "
+    "ON CONFLICT DO NOTHING"
+)
+_REVOKE = (
+    f"INSERT INTO {_H} (issuer, handoff_id, keep_until) VALUES (:issuer, :handoff_id, :until) "
+    f"ON CONFLICT (issuer, handoff_id) DO UPDATE SET keep_until = CASE "
+    f"WHEN excluded.keep_until > {_H}.keep_until THEN excluded.keep_until "
+    f"ELSE {_H}.keep_until END"
+)
+_UNWATCH = f"DELETE FROM {_W} WHERE jti = :jti"
+_PURGE_REVOCATIONS = (
+    f"DELETE FROM {_H} WHERE keep_until < :now",
+    f"DELETE FROM {_P} WHERE expires_at < :now",
+    f"DELETE FROM {_W} WHERE forget_at < :now",
+)
+_LOAD_REVOKED = f"SELECT issuer, handoff_id, keep_until FROM {_H} WHERE keep_until >= :now"
+_LOAD_PUSHES = f"SELECT issuer, jti, expires_at FROM {_P} WHERE expires_at >= :now"
+_LOAD_WATCHED = f"SELECT claims, forget_at FROM {_W} WHERE forget_at >= :now"
+
+
+class SQLRevocationStore:
+    """The revocation state in the database behind ``engine``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._purged_at: int | None = None
+        self._sql = {sql: driver_sql(engine, sql) for sql in (_WATCH, _TAKE_PUSH, _REVOKE)}
+        self._sql |= {sql: driver_sql(engine, sql) for sql in (_UNWATCH, *_PURGE_REVOCATIONS)}
+        self._sql |= {
+            sql: driver_sql(engine, sql) for sql in (_LOAD_REVOKED, _LOAD_PUSHES, _LOAD_WATCHED)
+        }
+        self._unavailable = (SQLAlchemyError, driver_errors(engine).Error)
+
+    def load(self, now: int) -> Remembered:
+        """Everything still in force at ``now``."""
+        try:
+            with driver_read(self._engine) as cursor:
+                cursor.execute(self._sql[_LOAD_REVOKED], {"now": now})
+                revoked = {(row[0], row[1]): int(row[2]) for row in cursor.fetchall()}
+                cursor.execute(self._sql[_LOAD_PUSHES], {"now": now})
+                pushes = {(row[0], row[1]): int(row[2]) for row in cursor.fetchall()}
+                cursor.execute(self._sql[_LOAD_WATCHED], {"now": now})
+                rows = cursor.fetchall()
+        except self._unavailable as exc:
+            raise _unavailable(exc) from exc
+        watched = [(Grant.model_validate_json(row[0]), int(row[1])) for row in rows]
+        return Remembered(revoked, pushes, watched)
+
+    def watch(self, grant: Grant, forget_at: int, now: int) -> None:
+        """Record ``grant`` watched until ``forget_at``."""
+        claims = grant.model_dump_json(by_alias=True, exclude_none=True)
+        row = {"jti": grant.jti, "forget_at": forget_at, "claims": claims}
+        try:
+            with driver_write(self._engine) as cursor:
+                self._purge_expired(cursor, now)
+                cursor.execute(self._sql[_WATCH], row)
+        except self._unavailable as exc:
+            raise _unavailable(exc) from exc
+
+    def revoke(
+        self,
+        revoked: Mapping[Key, int],
+        unwatched: Collection[str],
+        now: int,
+        push: PushTaken | None = None,
+    ) -> bool:
+        """Record ``revoked`` (each key until its time) and ``unwatched`` no longer
+        watched, with ``push`` taken, all at once; ``False`` (and nothing recorded) when
+        ``push`` was already taken."""
+        try:
+            with driver_write(self._engine) as cursor:
+                self._purge_expired(cursor, now)
+                if push is not None and not self._take(cursor, push):
+                    return False
+                for (issuer, handoff_id), until in revoked.items():
+                    row = {"issuer": issuer, "handoff_id": handoff_id, "until": until}
+                    cursor.execute(self._sql[_REVOKE], row)
+                for jti in unwatched:
+                    cursor.execute(self._sql[_UNWATCH], {"jti": jti})
+                return True
+        except self._unavailable as exc:
+            raise _unavailable(exc) from exc
+
+    def _take(self, cursor: DBAPICursor, push: PushTaken) -> bool:
+        row = {"issuer": push.issuer, "jti": push.jti, "expires_at": push.expires_at}
+        cursor.execute(self._sql[_TAKE_PUSH], row)
+        return bool(cursor.rowcount == 1)
+
+    def _purge_expired(self, cursor: DBAPICursor, now: int) -> None:
+        if self._purged_at is not None and now - self._purged_at < PURGE_INTERVAL_SECONDS:
+            return
+        for sql in _PURGE_REVOCATIONS:
+            cursor.execute(self._sql[sql], {"now": now})
+        self._purged_at = now
+
+
+def _unavailable(exc: BaseException) -> RevocationStoreUnavailable:
+    return RevocationStoreUnavailable(f"cannot record the revocation state: {type(exc).__name__}")

@@ -68,7 +68,12 @@ from member_kit.trust.denials import (
     deny,
 )
 from member_kit.trust.denials import DenialReason as R
-from member_kit.trust.holder_proof import HolderRequest, ProofReplayGuard, check_holder
+from member_kit.trust.holder_proof import (
+    HolderRequest,
+    ProofReplay,
+    ProofReplayGuard,
+    check_holder,
+)
 from member_kit.trust.replay import (
     Clock,
     InMemoryReplayGuard,
@@ -152,6 +157,7 @@ class DelegationVerifier:
         replay_guard: ReplayGuard | None = None,
         require_model_budget: bool = False,
         revocations: Revocations | None = None,
+        proof_replay: ProofReplay | None = None,
     ) -> None:
         """``require_model_budget``: this service spends model requests on the work, so a
         token must bound them (``handoff.budget.model_requests``); a budget claim without
@@ -179,7 +185,7 @@ class DelegationVerifier:
         self._replay = replay_guard
         self._require_model_budget = require_model_budget
         self.revocations = revocations
-        self._proofs = ProofReplayGuard()
+        self._proofs = proof_replay if proof_replay is not None else ProofReplayGuard()
 
     def authenticate(self, token: str | None, holder: HolderRequest | None = None) -> Authenticated:
         """Every check that does not depend on the request (steps 1 to 9 and the grant's

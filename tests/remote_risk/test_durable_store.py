@@ -22,7 +22,7 @@ from member_kit.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 
-HEAD = "rr0006"
+HEAD = "rr0007"
 
 
 @pytest.fixture

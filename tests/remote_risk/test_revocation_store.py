@@ -1,0 +1,143 @@
+"""The revocation state and the holder-proof record in the database, on each backend.
+
+What one process learnt (a revoked handoff, a push's jti, a watched grant, a proof's
+jti) is known to the next one on the same database; a push is taken once even by two
+processes; and rows past their time are purged, so the tables stay bounded by what is
+still valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from agent_cards.keys import TrustedKeys
+from contracts.grant import Grant
+from coordinator.authority.revocation import push_token
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
+from member_kit.storage.schema import (
+    holder_proofs,
+    revocation_pushes,
+    revoked_handoffs,
+    watched_grants,
+)
+from member_kit.trust.denials import DelegationDenied
+from member_kit.trust.revocation import RevocationRefused, Revocations
+from member_kit.trust.sql_replay import SQLProofReplayGuard, SQLRevocationStore
+from tests import tokens
+from tests.tokens import COORDINATOR_KEY
+
+ISSUER = "urn:a2a-federation:coordinator"
+AUDIENCE = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:member"
+START = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    opened = open_engine(database_url)
+    migrate(opened)
+    yield opened
+    opened.dispose()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def member(engine: Engine, clock: Clock) -> Revocations:
+    """One process of the member: its state loaded from the database."""
+    issuers = {ISSUER: TrustedKeys([COORDINATOR_KEY.verification_key()])}
+    store = SQLRevocationStore(engine)
+    return Revocations(issuers, lambda _now: frozenset({AUDIENCE}), clock=clock, store=store)
+
+
+def grant(handoff_id: str, jti: str, clock: Clock) -> Grant:
+    claims = tokens.delegation_claims(
+        now=int(clock.now.timestamp()),
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        scope="risk:interpret",
+        handoff_id=handoff_id,
+        jti=jti,
+    )
+    return Grant.model_validate(claims)
+
+
+def push(handoffs: list[str], clock: Clock) -> str:
+    now = int(clock.now.timestamp())
+    return push_token(COORDINATOR_KEY, ISSUER, AUDIENCE, "run-1", handoffs, now)
+
+
+def rows(engine: Engine) -> dict[str, int]:
+    tables = (revoked_handoffs, revocation_pushes, watched_grants, holder_proofs)
+    with engine.connect() as connection:
+        return {
+            table.name.removeprefix("remote_risk_"): connection.execute(
+                select(func.count()).select_from(table)
+            ).scalar_one()
+            for table in tables
+        }
+
+
+def test_the_next_process_knows_what_the_last_one_learnt(engine: Engine) -> None:
+    clock = Clock()
+    first = member(engine, clock)
+    first.admit(grant("h-watched", "jti-1", clock))
+    token = push(["h-revoked"], clock)
+    assert first.accept_push(token) == []
+    second = member(engine, clock)
+    with pytest.raises(DelegationDenied) as refused:
+        second.admit(grant("h-revoked", "jti-2", clock))
+    assert refused.value.reason.value == "token_revoked"
+    with pytest.raises(RevocationRefused) as replayed:
+        second.accept_push(token)
+    assert replayed.value.reason.value == "revocation_replayed"
+    [revoked] = second.accept_push(push(["h-watched"], clock))
+    assert revoked.jti == "jti-1"  # a grant the first process watched
+
+
+def test_a_push_is_taken_once_by_two_processes(engine: Engine) -> None:
+    clock = Clock()
+    here, there = member(engine, clock), member(engine, clock)
+    token = push(["h-1"], clock)
+    here.accept_push(token)
+    with pytest.raises(RevocationRefused) as replayed:
+        there.accept_push(token)  # not in its memory: the database decides
+    assert replayed.value.reason.value == "revocation_replayed"
+
+
+def test_rows_past_their_time_are_purged(engine: Engine) -> None:
+    clock = Clock()
+    state = member(engine, clock)
+    state.admit(grant("h-1", "jti-1", clock))
+    state.admit(grant("h-2", "jti-2", clock))
+    state.accept_push(push(["h-1"], clock))
+    proofs = SQLProofReplayGuard(engine)
+    now = int(clock.now.timestamp())
+    assert proofs.take("jkt-1", "proof-1", now + 90, now)
+    assert not proofs.take("jkt-1", "proof-1", now + 90, now)
+    assert rows(engine) == {
+        "revoked_handoffs": 1,
+        "revocation_pushes": 1,
+        "watched_grants": 1,  # jti-2; jti-1 was revoked
+        "holder_proofs": 1,
+    }
+    clock.now += timedelta(hours=1)  # every token, push and proof above has expired
+    later = int(clock.now.timestamp())
+    state.admit(grant("h-3", "jti-3", clock))
+    assert proofs.take("jkt-1", "proof-2", later + 90, later)
+    assert rows(engine) == {
+        "revoked_handoffs": 0,
+        "revocation_pushes": 0,
+        "watched_grants": 1,  # jti-3
+        "holder_proofs": 1,  # proof-2
+    }
+    assert member(engine, clock).is_revoked(grant("h-1", "jti-4", clock)) is False
