@@ -11,17 +11,20 @@ database twice.
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command, context
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, MetaData, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent_cards.errors import MIGRATION_FAILED, StorageFailure
 from agent_cards.storage.engine import write_transaction
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = ["DEFAULT_VERSION_TABLE", "Migrations", "run_migrations"]
 
@@ -39,6 +42,8 @@ class Migrations:
 
     def config(self, connection: Connection | None = None) -> Config:
         """An Alembic configuration built in code, bound to ``connection`` when given."""
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(self.directory))
         config.attributes[_VERSION_TABLE] = self.version_table
@@ -47,7 +52,13 @@ class Migrations:
         return config
 
     def migrate(self, engine: Engine, revision: str = "head") -> None:
-        """Bring the database up to ``revision``; a database already there is left alone."""
+        """Bring the database up to ``revision``; a database already there is left alone
+        (found by one query, without loading Alembic: most processes open a database
+        that is already at its newest revision)."""
+        if revision == "head" and self._at_newest(engine):
+            return
+        from alembic import command
+
         try:
             with write_transaction(engine) as connection:
                 if connection.dialect.name == "postgresql":
@@ -60,16 +71,49 @@ class Migrations:
             message = f"cannot migrate the database: {type(exc).__name__}"
             raise StorageFailure(MIGRATION_FAILED, message) from exc
 
+    def _at_newest(self, engine: Engine) -> bool:
+        newest = newest_revision(self.directory)
+        if newest is None:
+            return False
+        try:
+            with engine.connect() as connection:
+                found = connection.execute(text(f"SELECT version_num FROM {self.version_table}"))
+                return [row[0] for row in found] == [newest]
+        except SQLAlchemyError:
+            return False  # no version table yet: a new database, migrated the long way
+
     def current_revision(self, engine: Engine) -> str | None:
         """The revision the database is at, or None for a database never migrated."""
+        from alembic.runtime.migration import MigrationContext
+
         with engine.connect() as connection:
             options = {"version_table": self.version_table}
             return MigrationContext.configure(connection, opts=options).get_current_revision()
 
 
+_REVISION = re.compile(r'^revision(?:: str)? = "([^"]+)"$', re.MULTILINE)
+_REVISES = re.compile(r'^down_revision(?:: [^=]+)? = "([^"]+)"$', re.MULTILINE)
+
+
+@functools.cache
+def newest_revision(directory: Path) -> str | None:
+    """The one revision in ``directory/versions`` that no other revises, read from the
+    files as text (Alembic's own answer costs its import); None unless there is exactly
+    one (a branched history is left to Alembic)."""
+    revisions, revised = set(), set()
+    for path in (directory / "versions").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        revisions.update(_REVISION.findall(source))
+        revised.update(_REVISES.findall(source))
+    heads = revisions - revised
+    return heads.pop() if len(heads) == 1 else None
+
+
 def run_migrations(metadata: MetaData) -> None:
     """The body of a service's Alembic ``env.py``: run on the connection that
     :meth:`Migrations.migrate` hands over, never offline."""
+    from alembic import context
+
     if context.is_offline_mode():
         raise RuntimeError("offline (SQL script) migrations are not supported")
     connection = context.config.attributes.get(_CONNECTION)

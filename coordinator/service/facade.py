@@ -15,17 +15,11 @@ import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
-from coordinator.assessment import evaluate
-from coordinator.assessment.chain_case import ChainResult
-from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
-from coordinator.assessment.model_gateway import ModelConfig
-from coordinator.assessment.pilot import PilotResult
-from coordinator.assessment.supervisor import SupervisedResult
 from coordinator.audit import ledger, proofs, tree_heads
 from coordinator.audit.anchors import Anchors
 from coordinator.audit.events import AuditEvent
@@ -46,8 +40,6 @@ from coordinator.errors import LedgerError, UsageError
 from coordinator.handoff import run_state
 from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, start_run
-from coordinator.recovery.recover import recover
-from coordinator.recovery.worker import Worker
 from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor, key_reason
@@ -65,11 +57,17 @@ from coordinator.service.api_models import (
     VerifyView,
     verify_view,
 )
-from coordinator.service.cancel import cancel_run
-from coordinator.service.revoke import revoke
 from coordinator.service.run_list import RunQuery
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import DATABASE_ENV, Workspace
+
+if TYPE_CHECKING:  # each entry point imports what it runs: a `runs` listing no assessment
+    from coordinator.assessment.chain_case import ChainResult
+    from coordinator.assessment.evaluate import Row
+    from coordinator.assessment.model_gateway import ModelConfig
+    from coordinator.assessment.pilot import PilotResult
+    from coordinator.assessment.supervisor import SupervisedResult
+    from coordinator.recovery.worker import Worker
 
 
 def trust_anchor(request: RegisterRequest) -> TrustAnchor:
@@ -198,6 +196,8 @@ class CoordinatorService:
     async def cancel(self, run_id: str, reason: str | None, by: str) -> dict[str, Any]:
         """Cancel every live branch of a run, from this process (whichever drives it);
         the run's document afterwards. See :mod:`coordinator.service.cancel`."""
+        from coordinator.service.cancel import cancel_run
+
         keys = identity.coordinator_keys(self.ws.data)
         why = reason or "no reason given"
         async with contextlib.AsyncExitStack() as stack:
@@ -210,6 +210,8 @@ class CoordinatorService:
 
     async def revoke(self, target: str, reason: str | None, by: str) -> dict[str, Any]:
         """Revoke the grants of a run or a handoff (:mod:`coordinator.service.revoke`)."""
+        from coordinator.service.revoke import revoke
+
         keys = identity.coordinator_keys(self.ws.data)
         why = reason or "no reason given"
         return await revoke(self.ws, keys, identity.issuer_id(), target, by=by, why=why)
@@ -222,6 +224,8 @@ class CoordinatorService:
     async def demo(
         self, cases: Sequence[str], *, parallel: bool = False
     ) -> tuple[str, list[PilotResult]]:
+        from coordinator.assessment.demo import prepare_trust, remote_risk_process, run_demo
+
         trust = prepare_trust(self.ws.data)
         with remote_risk_process(trust.remote_args) as base_url:
             results = await run_demo(
@@ -242,6 +246,9 @@ class CoordinatorService:
     async def supervised_demo(
         self, cases: Sequence[str], model: ModelConfig, *, parallel: bool = False
     ) -> tuple[str, list[SupervisedResult]]:
+        from coordinator.assessment import evaluate
+        from coordinator.assessment.demo import prepare_trust, remote_risk_process
+
         trust = prepare_trust(self.ws.data)
         with remote_risk_process(trust.remote_args) as base_url:
             results = await evaluate.model_demo(
@@ -249,16 +256,22 @@ class CoordinatorService:
             )
         return base_url, results
 
-    def evaluate(self, model: ModelConfig | None, repeat: int) -> list[evaluate.Row]:
+    def evaluate(self, model: ModelConfig | None, repeat: int) -> list[Row]:
+        from coordinator.assessment import evaluate
+
         return evaluate.run_evaluation(self.ws.data, self.ws, model, repeat)
 
     # --- workers and recovery ---------------------------------------------------------------
 
     def worker(self, lease_seconds: float) -> Worker:
+        from coordinator.recovery.worker import Worker
+
         keys = identity.coordinator_keys(self.ws.data)
         return Worker(self.ws, keys, identity.issuer_id(), lease_seconds=lease_seconds)
 
     async def recover(self) -> list[RemoteOutcome]:
+        from coordinator.recovery.recover import recover
+
         keys = identity.coordinator_keys(self.ws.data)
         return await recover(self.ws, keys, identity.issuer_id())
 

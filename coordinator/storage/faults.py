@@ -37,7 +37,7 @@ def is_storage_fault(error: BaseException) -> bool:
 
 
 def _is_fault(error: BaseException) -> bool:
-    return isinstance(error, shared_faults.FAULTS) or _is_own_fault(error)
+    return shared_faults.is_fault_type(error) or _is_own_fault(error)
 
 
 def _is_own_fault(error: BaseException) -> bool:
