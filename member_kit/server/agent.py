@@ -198,7 +198,7 @@ class AgentHandler(TaskOperations):
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
-            with tracing.span(tracing.PREFIX + "create_task"):
+            with tracing.service_tracing.internal_span(tracing.PREFIX + "create_task"):
                 return self._create_task(context, message)
         record = self._store.get(context.owner, message.task_id)
         if record.terminal:

@@ -32,6 +32,7 @@ log and only counts a stranger's refusal; the token is never stored, logged or s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,7 +211,7 @@ class DelegationAuthorizer:
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
-            with tracing.span(tracing.PREFIX + "verify_token", {"rpc.method": method}):
+            with _step("verify_token", {"rpc.method": method}):
                 verified, creates_task = self._verified(request, method, params)
         except DelegationDenied as denial:
             self.decisions.refused(method, denial)
@@ -288,7 +289,7 @@ class DelegationAuthorizer:
 
         def claim_task_creation() -> None:
             try:
-                with tracing.span(tracing.PREFIX + "claim_token"):
+                with _step("claim_token"):
                     self._verifier.claim_task_creation(verified)
             except DelegationDenied as denial:
                 self.decisions.refused(method, denial)
@@ -323,6 +324,12 @@ class DelegationAuthorizer:
                 bound = self._task_binding(owner_of(verified.grant), facts.continues)
                 _check_continuation(bound, verified)
         return verified, creates_task
+
+
+def _step(name: str, attributes: dict[str, str] | None = None) -> AbstractContextManager[None]:
+    """An internal step's span: none at all when nothing receives spans (the request's
+    span stays current, so its logs still name its trace)."""
+    return tracing.service_tracing.internal_span(tracing.PREFIX + name, attributes)
 
 
 def _come_back_later(denial: DelegationDenied, directory: IssuerDirectory) -> DelegationDenied:
