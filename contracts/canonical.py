@@ -1,11 +1,14 @@
 """RFC 8785 (JCS) bytes of a JSON value, with an exact fast path for the common shape.
 
-Grant claims and audit records are mostly objects of printable-ASCII strings, integers,
-booleans, nulls and lists of them. For that shape sorted-key compact JSON is byte for
-byte the JCS form: JCS sorts keys by UTF-16 code units, which for ASCII is plain order;
-integers below 2**53 and the literals have one spelling; and such strings need no
-escaping. It is several times cheaper than the general canonicaliser, which every other
-value (floats, non-ASCII or escaped text, huge integers) still goes through.
+Grant claims and audit records are mostly objects of ASCII strings, integers, booleans,
+nulls and lists of them. For that shape sorted-key compact JSON is byte for byte the JCS
+form: JCS sorts keys by UTF-16 code units, which for ASCII is plain order; integers
+below 2**53 and the literals have one spelling; and JCS escapes strings as ECMAScript's
+JSON.stringify does, which for the quote, the backslash and the control characters with
+a short escape (backspace, tab, newline, form feed, carriage return) is Python's spelling
+too (JSON text held in a string, say). Only the six-character unicode escapes differ, or
+may (Python writes non-ASCII text and DEL that way, JCS writes them raw), so a text with
+one takes the general canonicaliser, as does every other value (floats, huge integers).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ def canonical_json(value: Any) -> bytes:
     """The RFC 8785 form of ``value``; raises :data:`CanonicalizationError`."""
     if _plain(value):
         text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-        if "\\" not in text:  # no string needed an escape: all printable ASCII
+        if "\\u" not in text:  # only escapes spelt alike (JSON text inside a string, say)
             return text.encode("ascii")
     return rfc8785.dumps(value)
 

@@ -18,12 +18,14 @@ over the log.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import logging
 import queue
 import threading
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,6 +59,42 @@ Later = tuple[str, dict[str, Any], str | None]
 """An entry for the decision-log thread: kind, data, handoff id."""
 # At most this many decisions queued together are appended in one transaction.
 MAX_LATER_BATCH = 64
+
+
+@dataclass(frozen=True)
+class _Tentative:
+    """A head signed inside a transaction not yet committed: the range it extended, and
+    the decisions written with it (to queue again if that transaction rolls back)."""
+
+    ledger: DecisionLedger
+    frontier: merkle.RootBuilder
+    earlier: list[Later]
+
+
+_tentative: ContextVar[list[_Tentative] | None] = ContextVar(
+    "remote_risk_tentative_heads", default=None
+)
+
+
+@contextmanager
+def heads_after_commit() -> Iterator[None]:
+    """Around a transaction that receipts join (a blocking send's one write): each head
+    signed inside extends its ledger's kept range only once the block has ended without
+    an error, i.e. once that transaction has committed; on an error the entries are gone
+    with the transaction, the kept range stays as it was, and the decisions written along
+    are queued again."""
+    taken: list[_Tentative] = []
+    token = _tentative.set(taken)
+    try:
+        yield
+    except BaseException:
+        for tentative in taken:
+            tentative.ledger._requeue(tentative.earlier)
+        raise
+    finally:
+        _tentative.reset(token)
+    for tentative in taken:
+        tentative.ledger._adopt(tentative.frontier)
 
 
 class _Rows(Protocol):
@@ -326,6 +364,7 @@ class DecisionLedger:
         """:meth:`append` (once per ``key``), then :meth:`sign_head`, in one transaction:
         a receipt's entry and the head it is covered by take one write, not two. The
         kept range is extended only once that write is committed."""
+        tentative = _tentative.get()
         with self._lock:
             earlier = self._take_pending()  # decisions waiting for the loop: written here
             try:
@@ -335,13 +374,27 @@ class DecisionLedger:
                     self.append(kind, data, key=key, handoff_id=handoff_id)
                     fresh = self._rows.hashes(self._frontier.size)
             except BaseException:
-                for entry in earlier:  # not lost with the receipt: the writer thread's now
-                    assert self._later is not None
-                    self._later.put(entry)
+                self._requeue(earlier)  # not lost with the receipt: the writer thread's now
                 raise
-            self._frontier.add([bytes.fromhex(digest) for digest in fresh])
-            size, root = self._frontier.size, self._frontier.root()
+            # joined to a transaction still open (heads_after_commit): extend a copy
+            frontier = self._frontier if tentative is None else _copy_of(self._frontier)
+            frontier.add([bytes.fromhex(digest) for digest in fresh])
+            size, root = frontier.size, frontier.root()
+        if tentative is not None:
+            tentative.append(_Tentative(self, frontier, earlier))
         return sign_head(size, root, signer, issuer)
+
+    def _requeue(self, earlier: Sequence[Later]) -> None:
+        for entry in earlier:
+            assert self._later is not None
+            self._later.put(entry)
+
+    def _adopt(self, frontier: merkle.RootBuilder) -> None:
+        """Keep ``frontier``, extended in a transaction now committed, unless the kept
+        range is already as long."""
+        with self._lock:
+            if frontier.size > self._frontier.size:
+                self._frontier = frontier
 
     def tree(self, size: int) -> merkle.Tree:
         """The tree of the first ``size`` entries."""
@@ -355,6 +408,13 @@ class DecisionLedger:
 
     def consistency(self, old_size: int, size: int) -> list[bytes]:
         return self.tree(size).consistency_proof(old_size)
+
+
+def _copy_of(frontier: merkle.RootBuilder) -> merkle.RootBuilder:
+    """A copy of ``frontier`` to extend without changing it (its stack is a short list)."""
+    clone = copy.copy(frontier)
+    clone._stack = list(frontier._stack)
+    return clone
 
 
 def _records(taken: Sequence[Later]) -> list[tuple[dict[str, Any], str | None]]:

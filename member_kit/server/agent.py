@@ -46,6 +46,7 @@ from contracts.wire import (
     TaskState,
 )
 from member_kit import errors
+from member_kit.audit.log import heads_after_commit
 from member_kit.server.jsonrpc import (
     CallContext,
 )
@@ -108,29 +109,32 @@ class AgentHandler(TaskOperations):
         self, request: SendMessageRequest, context: CallContext
     ) -> SendMessageResponse:
         """Open (or find) the task; a blocking send of an immediate skill also does its
-        work, and the task, the token's claim and the outcome are stored with one commit.
-        Its updates are published only once that commit succeeded."""
+        work, and the task, the token's claim, the outcome and the receipt (with the
+        decisions waiting for the log) are stored with one commit. Its updates are
+        published only once that commit succeeded."""
         configuration = request.configuration or SendMessageConfiguration()
         blocking = not configuration.return_immediately
         accepted: list[TaskRecord] = []
 
-        def accept() -> tuple[TaskRecord, dict[str, Any], bool]:
+        def accept() -> tuple[TaskRecord, dict[str, Any], Task | None]:
             record, skill_input = self._accept(request, configuration, context, accepted)
-            worked = blocking and self._works_now(record)
-            if worked:
-                self._work_now(record, skill_input)
-            return record, skill_input, worked
+            if not (blocking and self._works_now(record)):
+                return record, skill_input, None
+            self._work_now(record, skill_input)
+            answer = self._updates.stamp(record.snapshot(configuration.history_length))
+            return record, skill_input, answer
 
         try:
-            with self._updates.held():
-                record, skill_input, worked = await self._store.run_transaction(accept)
+            with heads_after_commit(), self._updates.held():
+                record, skill_input, answer = await self._store.run_transaction(accept)
         except BaseException:
             self._forget_push_configs_if_gone(accepted, context.owner)
             raise
-        if not worked:
-            leased = opened_by(record, request.message)
-            with holding(self._chain, context.held_token):
-                self._start(record, skill_input, context.lease_expires_at, leased, context.budget)
+        if answer is not None:
+            return SendMessageResponse(task=answer)
+        leased = opened_by(record, request.message)
+        with holding(self._chain, context.held_token):
+            self._start(record, skill_input, context.lease_expires_at, leased, context.budget)
         if blocking:
             await self._store.wait_settled(record)
         snapshot = record.snapshot(configuration.history_length)
@@ -194,7 +198,7 @@ class AgentHandler(TaskOperations):
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
-            with tracing.span(tracing.PREFIX + "create_task"):
+            with tracing.service_tracing.internal_span(tracing.PREFIX + "create_task"):
                 return self._create_task(context, message)
         record = self._store.get(context.owner, message.task_id)
         if record.terminal:

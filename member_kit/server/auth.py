@@ -31,7 +31,8 @@ log and only counts a stranger's refusal; the token is never stored, logged or s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,7 +211,7 @@ class DelegationAuthorizer:
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
-            with tracing.span(tracing.PREFIX + "verify_token", {"rpc.method": method}):
+            with _step("verify_token", {"rpc.method": method}):
                 verified, creates_task = self._verified(request, method, params)
         except DelegationDenied as denial:
             self.decisions.refused(method, denial)
@@ -220,7 +221,7 @@ class DelegationAuthorizer:
         grant = verified.grant
         return CallContext(
             owner=owner,
-            headers=_visible_headers(request),
+            headers=VisibleHeaders(request),
             claim_task_creation=self._claim(method, verified) if creates_task else None,
             lease_expires_at=grant.exp,
             budget=grant.handoff.budget,
@@ -288,7 +289,7 @@ class DelegationAuthorizer:
 
         def claim_task_creation() -> None:
             try:
-                with tracing.span(tracing.PREFIX + "claim_token"):
+                with _step("claim_token"):
                     self._verifier.claim_task_creation(verified)
             except DelegationDenied as denial:
                 self.decisions.refused(method, denial)
@@ -323,6 +324,12 @@ class DelegationAuthorizer:
                 bound = self._task_binding(owner_of(verified.grant), facts.continues)
                 _check_continuation(bound, verified)
         return verified, creates_task
+
+
+def _step(name: str, attributes: dict[str, str] | None = None) -> AbstractContextManager[None]:
+    """An internal step's span: none at all when nothing receives spans (the request's
+    span stays current, so its logs still name its trace)."""
+    return tracing.service_tracing.internal_span(tracing.PREFIX + name, attributes)
 
 
 def _come_back_later(denial: DelegationDenied, directory: IssuerDirectory) -> DelegationDenied:
@@ -368,8 +375,28 @@ def refusal(denial: DelegationDenied) -> errors.DelegationRefused:
     )
 
 
-def _visible_headers(request: Request) -> dict[str, str]:
-    return {k: v for k, v in request.headers.items() if k.lower() not in _HIDDEN_HEADERS}
+class VisibleHeaders(Mapping[str, str]):
+    """A request's headers but its credentials, picked out only if someone reads them
+    (most operations never do)."""
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+        self._kept: dict[str, str] | None = None
+
+    def _visible(self) -> dict[str, str]:
+        if self._kept is None:
+            headers = self._request.headers.items()
+            self._kept = {k: v for k, v in headers if k.lower() not in _HIDDEN_HEADERS}
+        return self._kept
+
+    def __getitem__(self, name: str) -> str:
+        return self._visible()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._visible())
+
+    def __len__(self) -> int:
+        return len(self._visible())
 
 
 def delegation_authorizer(

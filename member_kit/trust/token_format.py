@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import jwt
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, VerificationKey, b64url_decode
 from contracts import strict_json
@@ -91,12 +93,22 @@ def check_signature(signing_input: str, signature_segment: str, key: Verificatio
 
     The segments were already decoded strictly (canonical unpadded base64url, strict JSON)
     and the header checked, which is everything PyJWS's ``decode_complete`` would do again
-    before the same algorithm object's ``verify``.
+    before the same algorithm object's ``verify``. An Ed25519 key (EdDSA, the only
+    algorithm such a key is pinned to) verifies the raw signature itself, as PyJWT's
+    algorithm object would; an ES256 signature goes through that object, which turns the
+    JWS form (r and s) into the DER one first.
     """
+    signature = b64url_decode(signature_segment)
+    message = signing_input.encode("ascii")
+    if isinstance(key.public_key, Ed25519PublicKey):
+        try:
+            key.public_key.verify(signature, message)
+        except InvalidSignature:
+            raise deny(R.SIGNATURE_INVALID) from None
+        return
     algorithm = _JWS.get_algorithm_by_name(key.alg)
     prepared = algorithm.prepare_key(key.public_key)
-    signature = b64url_decode(signature_segment)
-    if not algorithm.verify(signing_input.encode("ascii"), prepared, signature):
+    if not algorithm.verify(message, prepared, signature):
         raise deny(R.SIGNATURE_INVALID)
 
 

@@ -7,20 +7,22 @@ entry with a key is recorded once; a signed head verifies with the card key only
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
 from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import verify_head
 from agent_cards.transparency.statements import StatementInvalid
-from member_kit.audit.log import DecisionLedger, entry_proofs
-from member_kit.storage.engine import open_engine
+from member_kit.audit.log import DecisionLedger, entry_proofs, heads_after_commit
+from member_kit.storage.engine import driver_write, open_engine
 from member_kit.storage.migrations import migrate
 
 KEY = SigningKey.generate()
@@ -157,3 +159,53 @@ def test_replicas_appending_at_once_lose_no_entry_and_fail_no_append(
     finally:
         for engine in engines:
             engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_log(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[DecisionLedger, Engine]]:
+    url = (
+        f"sqlite+pysqlite:///{tmp_path / 'remote-risk.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    engine = open_engine(url)
+    migrate(engine)
+    yield DecisionLedger(engine), engine
+    engine.dispose()
+
+
+def test_a_head_signed_in_a_transaction_that_rolls_back_leaves_the_kept_root_whole(
+    sql_log: tuple[DecisionLedger, Engine],
+) -> None:
+    """A receipt's entry and head written inside a send's own transaction (one write per
+    send, :func:`~member_kit.audit.log.heads_after_commit`): when that transaction rolls
+    back, its entries are gone, the kept range is not extended by them, and the decision
+    the receipt took along is written after all; when it commits, the kept range is
+    extended. Either way every head is the root of the whole tree."""
+    log, engine = sql_log
+    log.append("decision", {"i": 0})
+    log.current()
+    asyncio.run(_receipt_rolled_back(log, engine))
+    log.flush()
+    size, root = log.current()
+    assert (size, root) == (2, log.tree(2).root())  # the decision, written after all
+    with heads_after_commit(), driver_write(engine):
+        head = log.append_with_head(
+            "receipt", {"t": 2}, key="receipt:t2", handoff_id="h", signer=KEY, issuer="risk"
+        )
+    assert head.tree_size == 3 and head.root == log.tree(3).root()
+    assert log.current() == (3, head.root)
+
+
+async def _receipt_rolled_back(log: DecisionLedger, engine: Engine) -> None:
+    """On the event loop, as a send: a decision, then the receipt in the send's own
+    transaction, which then fails."""
+    with pytest.raises(RuntimeError), heads_after_commit(), driver_write(engine):
+        log.append_later("decision", {"i": 1}, handoff_id="h")  # on SQLite: with the receipt
+        head = log.append_with_head(
+            "receipt", {"t": 1}, key="receipt:t1", handoff_id="h", signer=KEY, issuer="risk"
+        )
+        assert head.tree_size in (2, 3)  # on PostgreSQL the decision is the thread's
+        raise RuntimeError("the send's commit fails")

@@ -76,23 +76,24 @@ def test_a_send_the_endpoint_refuses_is_answered_alike_on_the_general_path() -> 
         assert _paths(app) == {FAST: 0, GENERAL: 1}
 
 
-def test_a_blocking_sends_decision_and_receipt_take_one_transaction(tmp_path: Path) -> None:
-    """On SQLite the allowed decision is written with the receipt and its head (one
-    commit after the task's own), not in a transaction of its own."""
+def test_a_blocking_send_takes_one_transaction(tmp_path: Path) -> None:
+    """On SQLite a blocking send makes one durable write: its task, the token's claim,
+    the outcome, the allowed decision and the receipt with its head commit together."""
     with delegated_service(data_dir=tmp_path) as (caller, app):
         caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, caches, first entries
         app.state.audit_log.flush()
         statements = _traced(app.state.durable_store.engine)
         caller.task_of(caller.send("run-1", "h-1"))
         app.state.audit_log.flush()
-        appends = [
-            transaction
-            for transaction in _transactions(statements)
-            if any(s.startswith("INSERT INTO remote_risk_audit_log") for s in transaction)
-        ]
-        (only,) = appends
+        writes = [t for t in _transactions(statements) if any(_writes(s) for s in t)]
+        (only,) = writes
         inserted = [s for s in only if s.startswith("INSERT INTO remote_risk_audit_log")]
         assert len(inserted) == 2  # the decision, then the receipt
+        assert any(s.startswith("INSERT INTO remote_risk_tasks") for s in only)
+
+
+def _writes(statement: str) -> bool:
+    return statement.startswith(("INSERT", "UPDATE", "DELETE"))
 
 
 def _traced(engine: Any) -> list[tuple[int, str]]:

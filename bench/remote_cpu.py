@@ -1,0 +1,155 @@
+"""Figure (1b): remote_risk's CPU per blocking SendMessage against the a2a-sdk server's.
+
+Both servers run at once, pinned to the server core: remote_risk as deployed
+(``python -m remote_risk``: a fresh delegation token per request, fully verified, its
+durable store, its real skill) and the a2a-sdk server of :mod:`bench.baselines` (trivial
+executor, in-memory store). Each gets the same sequence of blocking SendMessage requests
+on one keep-alive connection, one at a time; what counts is the CPU time (user + system,
+``/proc/PID/stat``, every thread) the server process spent over the window, divided by
+the requests. Windows alternate between the servers, ``rounds`` times, after a warm-up;
+the median round is used, so a busy machine shifts both alike.
+
+``--also NAME=ROOT`` measures, in the same rounds, remote_risk as another checkout of this
+repository at ``ROOT`` runs it (e.g. the main branch against a change): the A/B of a
+change, with the a2a-sdk server as the common yardstick. ``python -m bench.remote_cpu``
+prints one JSON line (CPU ms per request of each window, by server, and their medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+
+from agent_cards.identity import identity_of
+from bench import procs
+from bench.loadgen import send_message_body
+from bench.member_overhead import Target, cpu_seconds
+from bench.services import Issuer
+from bench.tokens import TokenMinter
+from coordinator.authority.delegator import DEFAULT_ISSUER
+from member_kit.trust.issuers import signing_keys
+
+RPC = "/a2a/jsonrpc"
+SDK = "a2a-sdk"
+OURS = "remote_risk"
+
+
+@contextmanager
+def _process(command: Sequence[str], port: int, root: Path, log: Path) -> Iterator[int]:
+    """``command`` run from checkout ``root`` on the server core; yields its pid."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("PYTHONDEVMODE", None)
+    with open(log, "ab") as sink:
+        process = subprocess.Popen(
+            procs.pinned(command, procs.SERVER_CORE),
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            env=env,
+            cwd=root,
+        )
+        try:
+            procs.wait_for_port(port, process)
+            yield process.pid
+        finally:
+            procs.stop(process)
+
+
+def _risk(stack: ExitStack, root: Path, issuer: Issuer, checkout: Path, name: str) -> Target:
+    port = procs.free_port()
+    data_dir = root / f"{name}-data"
+    trust = f"{DEFAULT_ISSUER}={issuer.jwks_file}"
+    command = procs.python(
+        "remote_risk", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
+    )
+    pid = stack.enter_context(_process(command, port, checkout, root / f"{name}.log"))
+    audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
+    return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
+
+
+def _sdk(stack: ExitStack, root: Path) -> Target:
+    port = procs.free_port()
+    command = procs.python("bench.baselines", "sdk", "--port", str(port))
+    pid = stack.enter_context(_process(command, port, procs.REPO, root / "sdk.log"))
+    return Target(f"http://{procs.HOST}:{port}", (pid,), None)
+
+
+def _requests(
+    target: Target, minter: TokenMinter, count: int
+) -> list[tuple[bytes, dict[str, str]]]:
+    prepared: list[tuple[bytes, dict[str, str]]] = []
+    for _ in range(count):
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        if target.audience is None:
+            handoff_id = f"h-{len(prepared)}"
+        else:
+            minter.audience = target.audience
+            minter.fill(1)
+            handoff_id, token, _ = minter.take()
+            headers["Authorization"] = "Bearer " + token
+        prepared.append((send_message_body(handoff_id), headers))
+    return prepared
+
+
+def window(client: httpx.Client, target: Target, minter: TokenMinter, count: int) -> float:
+    """CPU milliseconds per request the target's process spent on ``count`` sends."""
+    prepared = _requests(target, minter, count)
+    before = cpu_seconds(target.pids)
+    for body, headers in prepared:
+        answer = client.post(target.url + RPC, content=body, headers=headers)
+        if answer.status_code != 200 or b"TASK_STATE_COMPLETED" not in answer.content:
+            raise RuntimeError(f"{target.url}: {answer.status_code} {answer.text[:300]}")
+    return (cpu_seconds(target.pids) - before) * 1000 / count
+
+
+def measure(
+    root: Path, checkouts: dict[str, Path], requests: int, rounds: int, warmup: int
+) -> dict[str, list[float]]:
+    issuer = Issuer.create(root)
+    minter = TokenMinter(issuer.keys.active, "")
+    with ExitStack() as stack, httpx.Client(timeout=30) as client:
+        targets = {SDK: _sdk(stack, root)}
+        for name, checkout in checkouts.items():
+            targets[name] = _risk(stack, root, issuer, checkout, name)
+        for target in targets.values():
+            window(client, target, minter, warmup)
+        found: dict[str, list[float]] = {name: [] for name in targets}
+        for _ in range(rounds):
+            for name, target in targets.items():
+                found[name].append(window(client, target, minter, requests))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--requests", type=int, default=400, help="sends per window")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="NAME=ROOT", help="another checkout"
+    )
+    args = parser.parse_args()
+    checkouts = {OURS: procs.REPO}
+    for entry in args.also:
+        name, _, where = entry.partition("=")
+        checkouts[name] = Path(where).resolve()
+    if (os.cpu_count() or 1) > 1:  # the client on the load core
+        os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
+    with tempfile.TemporaryDirectory(prefix="bench-remote-cpu-") as tmp:
+        found = measure(Path(tmp), checkouts, args.requests, args.rounds, args.warmup)
+    medians = {name: statistics.median(values) for name, values in found.items()}
+    ratios = {name: medians[SDK] / medians[name] for name in checkouts}
+    print(json.dumps({"runs": found, "median": medians, "sdk_over": ratios}), file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
