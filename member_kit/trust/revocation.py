@@ -177,10 +177,15 @@ class Revocations:
         if (grant.iss, grant.handoff.id) in self._revoked:
             raise deny(R.TOKEN_REVOKED, "its grant was revoked by the issuer")
         if grant.jti not in self._watched:
-            forget_at = grant.exp + self._leeway
-            if self._store is not None:  # raises RevocationStoreUnavailable: fails closed
-                self._store.watch(grant, forget_at, now)
-            self._watch(Watched(grant, status_ref(grant)), forget_at)
+            self._watch(Watched(grant, status_ref(grant)), grant.exp + self._leeway)
+
+    def keep(self, grant: Grant) -> None:
+        """Record ``grant`` watched in the store, for a restarted process to cancel its
+        task: called with the token's claim for the task it creates, so it is written in
+        that task's transaction (no write of its own). Raises
+        :class:`RevocationStoreUnavailable` (the claim, and the task, fail closed)."""
+        if self._store is not None:
+            self._store.watch(grant, grant.exp + self._leeway, self._now())
 
     def is_revoked(self, grant: Grant) -> bool:
         return (grant.iss, grant.handoff.id) in self._revoked

@@ -295,6 +295,8 @@ class DelegationVerifier:
         grant = verified.grant
         if not self._replay.claim_task_creation(grant.jti, grant.exp, issuer=grant.iss):
             raise deny(R.REPLAYED_JTI)
+        if self.revocations is not None:  # joins the claim's (the task's) transaction
+            self.revocations.keep(grant)
 
     def _shaped(self, token: str | None) -> str:
         if not token:

@@ -76,6 +76,13 @@ def push(handoffs: list[str], clock: Clock) -> str:
     return push_token(COORDINATOR_KEY, ISSUER, AUDIENCE, "run-1", handoffs, now)
 
 
+def claimed(state: Revocations, taken: Grant) -> None:
+    """What the verifier does for a token that creates a task: admit it, then keep it
+    with the token's claim (in the task's transaction)."""
+    state.admit(taken)
+    state.keep(taken)
+
+
 def rows(engine: Engine) -> dict[str, int]:
     tables = (revoked_handoffs, revocation_pushes, watched_grants, holder_proofs)
     with engine.connect() as connection:
@@ -90,7 +97,7 @@ def rows(engine: Engine) -> dict[str, int]:
 def test_the_next_process_knows_what_the_last_one_learnt(engine: Engine) -> None:
     clock = Clock()
     first = member(engine, clock)
-    first.admit(grant("h-watched", "jti-1", clock))
+    claimed(first, grant("h-watched", "jti-1", clock))
     token = push(["h-revoked"], clock)
     assert first.accept_push(token) == []
     second = member(engine, clock)
@@ -117,8 +124,8 @@ def test_a_push_is_taken_once_by_two_processes(engine: Engine) -> None:
 def test_rows_past_their_time_are_purged(engine: Engine) -> None:
     clock = Clock()
     state = member(engine, clock)
-    state.admit(grant("h-1", "jti-1", clock))
-    state.admit(grant("h-2", "jti-2", clock))
+    claimed(state, grant("h-1", "jti-1", clock))
+    claimed(state, grant("h-2", "jti-2", clock))
     state.accept_push(push(["h-1"], clock))
     proofs = SQLProofReplayGuard(engine)
     now = int(clock.now.timestamp())
@@ -132,7 +139,7 @@ def test_rows_past_their_time_are_purged(engine: Engine) -> None:
     }
     clock.now += timedelta(hours=1)  # every token, push and proof above has expired
     later = int(clock.now.timestamp())
-    state.admit(grant("h-3", "jti-3", clock))
+    claimed(state, grant("h-3", "jti-3", clock))
     assert proofs.take("jkt-1", "proof-2", later + 90, later)
     assert rows(engine) == {
         "revoked_handoffs": 0,
