@@ -25,17 +25,18 @@ demo: $(STAMP)
 # `serial` alone. The 30 slowest are listed so regressions show.
 # Two workers per core: measured on 2 cores, two workers kept 1.2 of them busy, since
 # most tests spend part of their time waiting on a process, a socket or a browser.
-# Modules are handed out heaviest first (tests/module_seconds.txt).
+# Modules are handed out heaviest first (tests/module_seconds.txt); --no-loadscope-reorder
+# keeps that order, which xdist would otherwise replace by each module's count of tests.
 TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
 test: $(STAMP) bytecode docs browser lint typecheck
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=30
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=30
 	$(BIN)/python -m pytest -q -m serial
 
 # The inner loop: the same parallel run without the slowest tier (tests measured at 5s or
 # more, listed in tests/slow_tier.txt: mostly real processes and the browser). CI runs
 # `make test`, everything; a test not on the list (a new one, say) runs in both.
 test-fast: $(STAMP) bytecode
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial and not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial and not slow"
 
 # The tests start many processes of our own (services, the CLI, peers). Compiled
 # once here, none of them compiles the project again: where PYTHONDONTWRITEBYTECODE is set
