@@ -24,7 +24,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -102,11 +102,14 @@ class _Rows(Protocol):
 
     def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None: ...
 
+    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]: ...
+
     def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
 
     def of_handoff(self, handoff_id: str) -> list[Entry]: ...
 
-    def together(self) -> AbstractContextManager[Any]: ...
+
+Row = tuple[dict[str, Any], str | None]  # an entry record and its handoff
 
 
 def sealed(record: dict[str, Any]) -> tuple[str, str]:
@@ -137,14 +140,17 @@ class _MemoryRows:
         for record, handoff_id in records:
             self.append(record, None, handoff_id)
 
+    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
+        record, handoff_id = receipt
+        self.append_many(earlier)
+        self.append(record, key, handoff_id)
+        return self.hashes(known)
+
     def hashes(self, after: int, up_to: int | None = None) -> list[str]:
         return [e.hash for e in self._entries[after:up_to]]
 
     def of_handoff(self, handoff_id: str) -> list[Entry]:
         return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
-
-    def together(self) -> AbstractContextManager[Any]:
-        return nullcontext()
 
 
 # Fixed statements on the driver's own cursor (member_kit.storage.engine.driver_write):
@@ -202,19 +208,53 @@ class _SQLRows:
         if self._locks:
             cursor.execute(self._sql(_LOCK), {"cls": _APPEND_LOCK_CLASS})
 
+    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
+        """``earlier`` (no keys), then ``receipt`` once per ``key``, in one insert; the
+        hashes of the entries after ``known``: those just written, unless another replica
+        appended behind ``known`` (then read back)."""
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with driver_write(self._engine, savepoint=self._locks) as cursor:
+                    self._lock(cursor)
+                    cursor.execute(self._sql(_BY_KEY), {"key": key})
+                    seen = cursor.fetchone() is not None
+                    rows = list(earlier) if seen else [*earlier, receipt]
+                    keys = [None] * len(earlier) + ([] if seen else [key])
+                    last, digests = self._insert_keyed(cursor, rows, keys)
+                    if last == known:
+                        return digests
+                    cursor.execute(self._sql(_HASHES_AFTER), {"after": known})
+                    return [str(digest) for (digest,) in cursor.fetchall()]
+            except self._integrity:
+                continue  # another replica took a seq (or the key) first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
     def _insert(
         self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None
     ) -> None:
+        self._insert_keyed(cursor, records, [key] * len(records))
+
+    def _insert_keyed(
+        self, cursor: Any, records: Sequence[Row], keys: Sequence[str | None]
+    ) -> tuple[int, list[str]]:
+        """Insert ``records`` (each with its key) after the last seq: that seq, and the
+        hashes written."""
         cursor.execute(self._sql(_LAST_SEQ))
         (last,) = cursor.fetchone()
-        rows = []
-        for seq, (record, handoff_id) in enumerate(records, start=int(last or 0) + 1):
+        last = int(last or 0)
+        rows, digests = [], []
+        for seq, (record, handoff_id), key in zip(
+            range(last + 1, last + 1 + len(records)), records, keys, strict=True
+        ):
             canonical, digest = sealed({**record, "seq": seq})
+            digests.append(digest)
             rows.append(
                 {"seq": seq, "hash": digest, "canonical": canonical,
                  "entry_key": key, "handoff_id": handoff_id}
             )  # fmt: skip
-        cursor.executemany(self._sql(_INSERT), rows)
+        if rows:
+            cursor.executemany(self._sql(_INSERT), rows)
+        return last, digests
 
     def _sql(self, sql: str) -> str:
         return driver_sql(self._engine, sql)
@@ -228,10 +268,6 @@ class _SQLRows:
         query = select(c.hash).where(c.seq > after, c.seq <= up_to).order_by(c.seq)
         with read_transaction(self._engine) as connection:
             return [str(digest) for (digest,) in connection.execute(query)]
-
-    def together(self) -> AbstractContextManager[Any]:
-        """One transaction that the appends and reads inside join."""
-        return driver_write(self._engine)
 
     def of_handoff(self, handoff_id: str) -> list[Entry]:
         c = audit_log.c
@@ -367,12 +403,11 @@ class DecisionLedger:
         tentative = _tentative.get()
         with self._lock:
             earlier = self._take_pending()  # decisions waiting for the loop: written here
+            record = {"recorded_at": now_text(), "kind": kind, "data": dict(data)}
             try:
-                with self._rows.together():
-                    if earlier:
-                        self._rows.append_many(_records(earlier))
-                    self.append(kind, data, key=key, handoff_id=handoff_id)
-                    fresh = self._rows.hashes(self._frontier.size)
+                fresh = self._rows.extend(
+                    _records(earlier), (record, handoff_id), key, self._frontier.size
+                )
             except BaseException:
                 self._requeue(earlier)  # not lost with the receipt: the writer thread's now
                 raise

@@ -51,6 +51,17 @@ def _bound(metadata: Mapping[str, Any]) -> Bound:
     )
 
 
+def receipt_view(task: Task) -> dict[str, Any]:
+    """The members of ``task``'s wire form a receipt's claims read (its id, status and
+    artifacts), each dumped as :func:`to_wire` dumps it inside the task, without dumping
+    the task's history and metadata too."""
+    return {
+        "id": task.id,
+        "status": to_wire(task.status),
+        "artifacts": [to_wire(artifact) for artifact in task.artifacts or ()],
+    }
+
+
 class ReceiptIssuer:
     """Signs the receipt of each terminal task with the card key its token was minted for,
     in that key's name."""
@@ -71,7 +82,7 @@ class ReceiptIssuer:
         keys = self._keys()
         key = signing_key_named(keys, kept.get("aud"))
         issuer = identity_of(key.verification_key())
-        claims = receipt_claims(to_wire(task), bound, issuer)
+        claims = receipt_claims(receipt_view(task), bound, issuer)
         head = self.log.append_with_head(
             RECEIPT_ENTRY,
             claims,

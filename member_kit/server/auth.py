@@ -212,7 +212,8 @@ class DelegationAuthorizer:
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
             with _step("verify_token", {"rpc.method": method}):
-                verified, creates_task = self._verified(request, method, params)
+                token = bearer_token(request)
+                verified, creates_task = self._verified(request, token, method, params)
         except DelegationDenied as denial:
             self.decisions.refused(method, denial)
             raise refusal(denial) from None
@@ -226,7 +227,7 @@ class DelegationAuthorizer:
             lease_expires_at=grant.exp,
             budget=grant.handoff.budget,
             bound={"jti": grant.jti, "req_digest": grant.req_digest, "aud": grant.aud},
-            held_token=bearer_token(request),
+            held_token=token,
         )
 
     async def authenticate(self, request: Request) -> Authenticated:
@@ -298,10 +299,10 @@ class DelegationAuthorizer:
         return claim_task_creation
 
     def _verified(
-        self, request: Request, method: str, params: JSONObject
+        self, request: Request, token: str, method: str, params: JSONObject
     ) -> tuple[VerifiedDelegation, bool]:
-        """The verified token and whether the request may create a task (jti not claimed)."""
-        token = bearer_token(request)
+        """The verified ``token`` (the request's bearer token) and whether the request may
+        create a task (jti not claimed)."""
         facts = asked(method, params, self._skills)
         creates_task = facts.creates_task and facts.names_handoff
         state = request.scope.get("state") or {}

@@ -209,3 +209,55 @@ async def _receipt_rolled_back(log: DecisionLedger, engine: Engine) -> None:
         )
         assert head.tree_size in (2, 3)  # on PostgreSQL the decision is the thread's
         raise RuntimeError("the send's commit fails")
+
+
+def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_replicas(
+    tmp_path: Path,
+) -> None:
+    """A receipt's entry, the decisions waiting for the loop and the hashes its head
+    covers take three statements (key lookup, last seq, one insert of both), not one pass per
+    part; what another replica appended behind the kept range is still covered (then
+    read back), and a receipt already recorded writes only the decisions."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    engine = open_engine(f"sqlite+pysqlite:///{tmp_path / 'remote-risk.db'}")
+    migrate(engine)
+    statements: list[str] = []
+
+    @event.listens_for(engine, "connect")
+    def _trace(connection: sqlite3.Connection, _record: object) -> None:
+        connection.set_trace_callback(statements.append)
+
+    engine.dispose()  # connections opened from now on are traced
+    log, replica = DecisionLedger(engine), DecisionLedger(engine)
+    log.append("decision", {"i": 0})
+    log.current()
+
+    async def receipt(key: str) -> tuple[int, bytes]:
+        with heads_after_commit(), driver_write(engine):
+            log.append_later("decision", {"i": key}, handoff_id="h")
+            statements.clear()
+            head = log.append_with_head(
+                "receipt", {"t": key}, key=key, handoff_id="h", signer=KEY, issuer="risk"
+            )
+            written = [s.split()[0] for s in statements]
+        # the decision's and the receipt's rows are one executemany: traced once each
+        assert written == ["SELECT", "SELECT", "INSERT", "INSERT"], statements
+        return head.tree_size, head.root
+
+    assert asyncio.run(receipt("receipt:a")) == (3, log.tree(3).root())
+    replica.append("decision", {"from": "replica"})
+    with heads_after_commit(), driver_write(engine):
+        head = log.append_with_head(
+            "receipt", {"t": "b"}, key="receipt:b", handoff_id="h", signer=KEY, issuer="risk"
+        )
+    assert (head.tree_size, head.root) == (5, log.tree(5).root())
+    with heads_after_commit(), driver_write(engine):
+        again = log.append_with_head(
+            "receipt", {"t": "b"}, key="receipt:b", handoff_id="h", signer=KEY, issuer="risk"
+        )
+    assert (again.tree_size, again.root) == (5, head.root)
+    assert log.current() == (5, head.root)
+    engine.dispose()
