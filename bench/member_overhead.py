@@ -84,13 +84,20 @@ def _requests(target: Target, issuer: Issuer, count: int) -> list[tuple[bytes, d
 
 def window(client: httpx.Client, target: Target, issuer: Issuer, count: int) -> float:
     """CPU milliseconds per request the target's processes spent on ``count`` sends."""
-    prepared = _requests(target, issuer, count)
+    return cpu_per_send(client, target, _requests(target, issuer, count))
+
+
+def cpu_per_send(
+    client: httpx.Client, target: Target, prepared: Sequence[tuple[bytes, dict[str, str]]]
+) -> float:
+    """CPU milliseconds per request the target's processes spent on the ``prepared`` sends
+    (each must complete its task)."""
     before = cpu_seconds(target.pids)
     for body, headers in prepared:
         answer = client.post(target.url + RPC, content=body, headers=headers)
         if answer.status_code != 200 or b"TASK_STATE_COMPLETED" not in answer.content:
             raise RuntimeError(f"{target.url}: {answer.status_code} {answer.text[:300]}")
-    return (cpu_seconds(target.pids) - before) * 1000 / count
+    return (cpu_seconds(target.pids) - before) * 1000 / len(prepared)
 
 
 @contextmanager

@@ -33,7 +33,7 @@ import httpx
 from agent_cards.identity import identity_of
 from bench import procs
 from bench.loadgen import send_message_body
-from bench.member_overhead import Target, cpu_seconds
+from bench.member_overhead import Target, cpu_per_send
 from bench.services import Issuer
 from bench.tokens import TokenMinter
 from coordinator.authority.delegator import DEFAULT_ISSUER
@@ -102,13 +102,7 @@ def _requests(
 
 def window(client: httpx.Client, target: Target, minter: TokenMinter, count: int) -> float:
     """CPU milliseconds per request the target's process spent on ``count`` sends."""
-    prepared = _requests(target, minter, count)
-    before = cpu_seconds(target.pids)
-    for body, headers in prepared:
-        answer = client.post(target.url + RPC, content=body, headers=headers)
-        if answer.status_code != 200 or b"TASK_STATE_COMPLETED" not in answer.content:
-            raise RuntimeError(f"{target.url}: {answer.status_code} {answer.text[:300]}")
-    return (cpu_seconds(target.pids) - before) * 1000 / count
+    return cpu_per_send(client, target, _requests(target, minter, count))
 
 
 def measure(
