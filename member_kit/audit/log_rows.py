@@ -1,0 +1,217 @@
+"""Where the decision log's entries are kept: in memory (a member without a database) or in
+the member's database, each entry sealed (its RFC 8785 text and SHA-256) with its ``seq``.
+
+:mod:`member_kit.audit.log` builds the transparency log on these rows; here are only the
+statements and their retries (another replica taking the same ``seq`` first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, select
+
+from contracts.canonical import canonical_json
+from member_kit.storage.engine import (
+    driver_errors,
+    driver_read,
+    driver_sql,
+    driver_write,
+    read_transaction,
+)
+from member_kit.storage.schema import audit_log
+
+_APPEND_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    hash: str
+    canonical: str
+
+
+class Rows(Protocol):
+    """Where the entries are kept: :class:`MemoryRows` or :class:`SQLRows`."""
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool: ...
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None: ...
+
+    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]: ...
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]: ...
+
+
+Row = tuple[dict[str, Any], str | None]  # an entry record and its handoff
+
+
+def sealed(record: dict[str, Any]) -> tuple[str, str]:
+    """The canonical text and hash (hex) of an entry record."""
+    canonical = canonical_json(record).decode("utf-8")
+    return canonical, hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class MemoryRows:
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+        self._handoffs: list[str | None] = []
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
+        with self._lock:
+            if key is not None and key in self._keys:
+                return False
+            canonical, digest = sealed({**record, "seq": len(self._entries) + 1})
+            self._entries.append(Entry(len(self._entries) + 1, digest, canonical))
+            self._handoffs.append(handoff_id)
+            if key is not None:
+                self._keys.add(key)
+            return True
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
+        for record, handoff_id in records:
+            self.append(record, None, handoff_id)
+
+    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
+        record, handoff_id = receipt
+        self.append_many(earlier)
+        self.append(record, key, handoff_id)
+        return self.hashes(known)
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        return [e.hash for e in self._entries[after:up_to]]
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]:
+        return [e for e, h in zip(self._entries, self._handoffs, strict=True) if h == handoff_id]
+
+
+# Fixed statements on the driver's own cursor (member_kit.storage.engine.driver_write):
+# a receipt's entry is appended on the send's path, so it pays no SQLAlchemy compile.
+_LOG = audit_log.name
+_BY_KEY = f"SELECT seq FROM {_LOG} WHERE entry_key = :key"
+_LAST_SEQ = f"SELECT max(seq) FROM {_LOG}"
+_INSERT = (
+    f"INSERT INTO {_LOG} (seq, hash, canonical, entry_key, handoff_id) "
+    "VALUES (:seq, :hash, :canonical, :entry_key, :handoff_id)"
+)
+_HASHES_AFTER = f"SELECT hash FROM {_LOG} WHERE seq > :after ORDER BY seq"
+# Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
+_APPEND_LOCK_CLASS = 0x52524C47
+_LOCK = "SELECT pg_advisory_xact_lock(:cls, hashtext(current_schema()))"
+
+
+class SQLRows:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._integrity = driver_errors(engine).IntegrityError
+        self._locks = engine.dialect.name == "postgresql"
+
+    def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool:
+        for _ in range(_APPEND_RETRIES):
+            try:
+                # joined to an open transaction (a receipt and its head), a lost race is
+                # undone alone on PostgreSQL, where it would spoil the whole transaction
+                with driver_write(self._engine, savepoint=self._locks) as cursor:
+                    self._lock(cursor)
+                    if key is not None:
+                        cursor.execute(self._sql(_BY_KEY), {"key": key})
+                        if cursor.fetchone() is not None:
+                            return False
+                    self._insert(cursor, [(record, handoff_id)], key)
+                return True
+            except self._integrity:
+                continue  # another replica took the seq (or the key) first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
+    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
+        """Entries without keys, consecutively, in one transaction."""
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with driver_write(self._engine) as cursor:
+                    self._lock(cursor)
+                    self._insert(cursor, records, None)
+                return
+            except self._integrity:
+                continue  # another replica took a seq first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
+    def _lock(self, cursor: Any) -> None:
+        """Queue for the log's end (held to the commit; SQLite holds its write lock)."""
+        if self._locks:
+            cursor.execute(self._sql(_LOCK), {"cls": _APPEND_LOCK_CLASS})
+
+    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
+        """``earlier`` (no keys), then ``receipt`` once per ``key``, in one insert; the
+        hashes of the entries after ``known``: those just written, unless another replica
+        appended behind ``known`` (then read back)."""
+        for _ in range(_APPEND_RETRIES):
+            try:
+                with driver_write(self._engine, savepoint=self._locks) as cursor:
+                    self._lock(cursor)
+                    cursor.execute(self._sql(_BY_KEY), {"key": key})
+                    seen = cursor.fetchone() is not None
+                    rows = list(earlier) if seen else [*earlier, receipt]
+                    keys = [None] * len(earlier) + ([] if seen else [key])
+                    last, digests = self._insert_keyed(cursor, rows, keys)
+                    if last == known:
+                        return digests
+                    cursor.execute(self._sql(_HASHES_AFTER), {"after": known})
+                    return [str(digest) for (digest,) in cursor.fetchall()]
+            except self._integrity:
+                continue  # another replica took a seq (or the key) first: look again
+        raise RuntimeError("the decision log could not be appended to")
+
+    def _insert(
+        self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None
+    ) -> None:
+        self._insert_keyed(cursor, records, [key] * len(records))
+
+    def _insert_keyed(
+        self, cursor: Any, records: Sequence[Row], keys: Sequence[str | None]
+    ) -> tuple[int, list[str]]:
+        """Insert ``records`` (each with its key) after the last seq: that seq, and the
+        hashes written."""
+        cursor.execute(self._sql(_LAST_SEQ))
+        (last,) = cursor.fetchone()
+        last = int(last or 0)
+        rows, digests = [], []
+        for seq, (record, handoff_id), key in zip(
+            range(last + 1, last + 1 + len(records)), records, keys, strict=True
+        ):
+            canonical, digest = sealed({**record, "seq": seq})
+            digests.append(digest)
+            rows.append(
+                {"seq": seq, "hash": digest, "canonical": canonical,
+                 "entry_key": key, "handoff_id": handoff_id}
+            )  # fmt: skip
+        if rows:
+            cursor.executemany(self._sql(_INSERT), rows)
+        return last, digests
+
+    def _sql(self, sql: str) -> str:
+        return driver_sql(self._engine, sql)
+
+    def hashes(self, after: int, up_to: int | None = None) -> list[str]:
+        if up_to is None:  # the receipt's path: what was appended since the kept range
+            with driver_read(self._engine) as cursor:
+                cursor.execute(self._sql(_HASHES_AFTER), {"after": after})
+                return [str(digest) for (digest,) in cursor.fetchall()]
+        c = audit_log.c
+        query = select(c.hash).where(c.seq > after, c.seq <= up_to).order_by(c.seq)
+        with read_transaction(self._engine) as connection:
+            return [str(digest) for (digest,) in connection.execute(query)]
+
+    def of_handoff(self, handoff_id: str) -> list[Entry]:
+        c = audit_log.c
+        query = select(c.seq, c.hash, c.canonical).where(c.handoff_id == handoff_id)
+        with read_transaction(self._engine) as connection:
+            rows = connection.execute(query.order_by(c.seq)).all()
+        return [Entry(int(seq), str(digest), str(body)) for seq, digest, body in rows]
