@@ -19,11 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import jwt
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agent_cards.identity import identity_of
 from agent_cards.jwk import b64url_decode
 from agent_cards.keys import SigningKey
-from agent_cards.trusted import TrustedKeys
+from agent_cards.trusted import TrustedKeys, VerificationKey
 from contracts import strict_json
 
 ISSUER_MISMATCH = "issuer_mismatch"
@@ -72,10 +74,13 @@ def verify_statement(
     if key is None:
         raise StatementInvalid("untrusted_key", f"signed by a key not pinned: {kid!r}")
     try:
-        payload = jwt.api_jws.decode(jws, key.public_key, algorithms=[key.alg])
-        claims = strict_json.loads(payload)
-    except (jwt.PyJWTError, ValueError) as exc:
-        raise StatementInvalid("signature_invalid", f"does not verify: {exc}") from None
+        if header["alg"] != key.alg:
+            raise ValueError(f"the key {kid} signs {key.alg}, not {header['alg']!r}")
+        claims = strict_json.loads(_verified_payload(jws, key))
+    except (jwt.PyJWTError, InvalidSignature, ValueError) as exc:
+        raise StatementInvalid(
+            "signature_invalid", f"does not verify: {exc or 'bad signature'}"
+        ) from None
     if not isinstance(claims, dict):
         raise StatementInvalid("malformed", "the payload is not a JSON object")
     expected = issuer if issuer is not None else identity_of(key)
@@ -84,3 +89,15 @@ def verify_statement(
             ISSUER_MISMATCH, f"signed by {expected}, but its iss names {claims.get('iss')!r}"
         )
     return claims
+
+
+def _verified_payload(jws: str, key: VerificationKey) -> bytes:
+    """The payload of ``jws`` once ``key`` verified its signature (segments read by the one
+    strict base64url decoder). An Ed25519 key verifies the raw signature itself, as
+    PyJWT's EdDSA object would, without PyJWT's per-byte scan of the text; an ES256
+    signature goes through PyJWT, which turns the JWS form (r and s) into DER first."""
+    if not isinstance(key.public_key, Ed25519PublicKey):
+        return bytes(jwt.api_jws.decode(jws, key.public_key, algorithms=[key.alg]))
+    header, payload, signature = jws.split(".")
+    key.public_key.verify(b64url_decode(signature), f"{header}.{payload}".encode("ascii"))
+    return b64url_decode(payload)

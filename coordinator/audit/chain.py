@@ -26,6 +26,7 @@ from coordinator.audit.events import (
     Processor,
     StoredEvent,
     check_record,
+    prepared,
     seal,
     stored,
     timestamp,
@@ -97,8 +98,11 @@ class Ledger:
             "trace_id": event.trace_id,
             "data": dict(event.data),
         }
-        for processor in self._processors:
-            record = processor(record)
+        if self._processors == DEFAULT_PROCESSORS:
+            record = prepared(record)  # redact_secrets, with the canonical text made once
+        else:
+            for processor in self._processors:
+                record = processor(record)
         check_record(record)
         return record
 

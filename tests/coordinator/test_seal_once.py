@@ -1,0 +1,86 @@
+"""An event is serialised once (issue 34): the text made when the record is prepared,
+with ``prev_hash`` and ``seq`` spliced in, is byte for byte RFC 8785 of the sealed record,
+and redaction decides exactly as before."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from coordinator.audit.events import (
+    Prepared,
+    canonical_bytes,
+    prepared,
+    redact_secrets,
+    seal,
+)
+
+BASE: dict[str, Any] = {
+    "event_type": "handoff.transition",
+    "recorded_at": "2026-12-05T07:00:00.000000Z",
+    "run_id": "run-1",
+    "handoff_id": "h-1",
+    "attempt": 1,
+    "actor": "coordinator",
+    "remote_task_id": None,
+    "trace_id": None,
+}
+DATA: dict[str, dict[str, Any]] = {
+    "empty": {},
+    "plain": {"from": "DISPATCHED", "to": "RETURNED", "units": 3, "ok": True, "n": None},
+    "nested-same-names": {"recorded_at": "x", "trace_id": {"seq": 1, "prev_hash": "y"}},
+    "names-in-values": {"note": ',"trace_id":"t","recorded_at":'},
+    "quotes": {"text": 'say "hi"\n'},
+    "non-ascii": {"who": "Zoë", "kelvin": {"\u212aey": 1}},
+    "del": {"text": "a\x7fb"},
+    "float": {"score": 0.25, "big": 2**40},
+    "secret-field": {"Delegation-Token": "abc", "inner": [{"password": "p"}]},
+    "bearer": {"header": "Bearer abc.def"},
+    "jwt": {"leaked": "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln"},
+    "counts": {"model_tokens": 12, "total_tokens": 40},
+}
+CORRELATION: dict[str, dict[str, Any]] = {
+    "all-null": {},
+    "all-set": {"remote_task_id": "task-9", "trace_id": "0af7651916cd43dd8448eb211c80319c"},
+    "trace-id-looks-like-a-key": {"trace_id": ',"trace_id":', "remote_task_id": ',"seq":'},
+}
+
+
+def _record(data: str, correlation: str) -> dict[str, Any]:
+    return {**BASE, **CORRELATION[correlation], "data": json.loads(json.dumps(DATA[data]))}
+
+
+@pytest.mark.parametrize("correlation", sorted(CORRELATION))
+@pytest.mark.parametrize("data", sorted(DATA))
+def test_the_spliced_text_is_that_of_the_sealed_record(data: str, correlation: str) -> None:
+    expected = redact_secrets(_record(data, correlation))
+    record = prepared(_record(data, correlation))
+    assert dict(record) == expected  # redacted exactly as before
+    for seq, prev_hash in [(1, "0" * 64), (123456, "ab" * 32)]:
+        row = seal(record, seq, prev_hash)
+        assert row["canonical"].encode() == canonical_bytes(
+            {**expected, "seq": seq, "prev_hash": prev_hash}
+        )
+
+
+def test_plain_events_take_the_spliced_path() -> None:
+    """The case the cut is for: a plain record is kept with its text, not re-serialised."""
+    record = prepared(_record("plain", "all-set"))
+    assert isinstance(record, Prepared) and record.parts is not None
+
+
+def test_an_odd_prev_hash_takes_the_general_serialiser() -> None:
+    record = prepared(_record("plain", "all-null"))
+    row = seal(record, 7, 'a"b')
+    assert row["canonical"].encode() == canonical_bytes({**record, "seq": 7, "prev_hash": 'a"b'})
+
+
+def test_a_record_rfc8785_refuses_is_still_event_invalid() -> None:
+    from coordinator.errors import LedgerError
+
+    record = prepared({**BASE, "data": {"huge": 2**60}})
+    with pytest.raises(LedgerError) as refused:
+        seal(record, 1, "0" * 64)
+    assert refused.value.reason == "event_invalid"
