@@ -3,7 +3,8 @@ slowest tier, which ``make test-fast`` skips).
 
 ``make test`` runs every test not marked ``serial`` on two workers per core (pytest-xdist
 ``--dist loadfile``: a module's tests stay on one worker, so a module-scoped fixture, often
-a real service, starts once rather than once per worker), then the ``serial`` ones in one
+a real service, starts once rather than once per worker; the console's modules, which share
+one costly session deployment, stay on one worker together), then the ``serial`` ones in one
 process; a pass that finds no ``serial`` test succeeds. ``slow`` is not written on tests:
 a test is in the slow tier when its node id is listed in ``tests/slow_tier.txt``, measured
 from a full run (see :mod:`tests.slow_tier`). CI runs everything, so a stale list only
@@ -54,6 +55,30 @@ def _ports_released() -> Iterator[None]:
     before = reserved_count()
     yield
     release_reserved(before)
+
+
+# Folders whose modules share session fixtures too costly to build once per worker (the
+# console's deployment: a demo run, two peers, delegations and a served coordinator; and
+# its browser): their modules go to one worker together, as if they were one module.
+ONE_WORKER = ("tests/console/",)
+
+
+def scope_of(nodeid: str) -> str:
+    """What ``--dist loadfile`` keeps on one worker: a module, or a whole ONE_WORKER folder."""
+    module = nodeid.partition("::")[0]
+    return next((folder for folder in ONE_WORKER if module.startswith(folder)), module)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FolderScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return FolderScheduling(config, log)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

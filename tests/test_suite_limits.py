@@ -30,3 +30,16 @@ def test_a_hung_test_fails_with_every_threads_stack(tmp_path: Path) -> None:
     assert completed.returncode == 1, completed.stdout + completed.stderr
     assert "still running after 2 s" in completed.stdout
     assert "in test_waits_forever" in completed.stdout  # the waiting thread's stack
+
+
+def test_the_consoles_modules_share_one_worker() -> None:
+    """Each console module would build the session's deployment again on another worker
+    (about 20 s each); the scheduler keeps the folder together, other modules apart."""
+    from tests.conftest import scope_of
+
+    console = {
+        scope_of("tests/console/test_console_http.py::test_x"),
+        scope_of("tests/console/test_console_browser.py::test_y[a]"),
+    }
+    assert console == {"tests/console/"}
+    assert scope_of("tests/coordinator/test_api.py::test_z") == "tests/coordinator/test_api.py"
