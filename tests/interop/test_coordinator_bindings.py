@@ -99,8 +99,7 @@ def private_key_file(key: SigningKey, path: Path) -> str:
     return str(path)
 
 
-def serve_peer(binding: str, tmp_path: Path, *extra: str) -> Iterator[str]:
-    """An a2a-sdk peer process offering ``binding``; its URL."""
+def start_peer(binding: str, tmp_path: Path, *extra: str) -> Iterator[Peer]:
     key_file = private_key_file(PEER_KEY, tmp_path / "peer-private.json")
     command = ["-m", "tests.interop.sdk_peer", "--binding", binding, "--key", str(key_file)]
     process = subprocess.Popen(
@@ -115,52 +114,24 @@ def serve_peer(binding: str, tmp_path: Path, *extra: str) -> Iterator[str]:
         assert line.startswith("sdk peer listening on "), (
             process.stderr.read() if process.stderr else line
         )
-        yield line.rsplit(" ", 1)[1]
+        data = tmp_path / "coordinator"
+        data.mkdir()
+        yield Peer(binding, line.rsplit(" ", 1)[1], data)
     finally:
         process.terminate()
         process.wait(timeout=10)
 
 
-def coordinator_beside(binding: str, url: str, tmp_path: Path) -> Peer:
-    """A coordinator data directory of its own for one test, against the peer at ``url``."""
-    data = tmp_path / "coordinator"
-    data.mkdir()
-    return Peer(binding, url, data)
+@pytest.fixture(params=sorted(BINDINGS))
+def peer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Peer]:
+    yield from start_peer(request.param, tmp_path)
 
 
-def start_peer(binding: str, tmp_path: Path, *extra: str) -> Iterator[Peer]:
-    for url in serve_peer(binding, tmp_path, *extra):
-        yield coordinator_beside(binding, url, tmp_path)
-
-
-# One peer process per binding for the module (each test registers it on a data directory
-# of its own): a peer's tasks are its callers' own, so tests do not see each other's.
-@pytest.fixture(scope="module", params=sorted(BINDINGS))
-def peer_process(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, str]]:
-    for url in serve_peer(request.param, tmp_path_factory.mktemp("peer")):
-        yield request.param, url
-
-
-@pytest.fixture(scope="module", params=sorted(BINDINGS))
-def streaming_process(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, str]]:
+@pytest.fixture(params=sorted(BINDINGS))
+def streaming_peer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Peer]:
     """A peer whose card declares streaming: the send is the binding's streaming call
     (SSE for HTTP+JSON and v0.3, a server stream for gRPC) and the task is followed on it."""
-    for url in serve_peer(request.param, tmp_path_factory.mktemp("peer"), "--streaming"):
-        yield request.param, url
-
-
-@pytest.fixture
-def peer(peer_process: tuple[str, str], tmp_path: Path) -> Peer:
-    return coordinator_beside(*peer_process, tmp_path)
-
-
-@pytest.fixture
-def streaming_peer(streaming_process: tuple[str, str], tmp_path: Path) -> Peer:
-    return coordinator_beside(*streaming_process, tmp_path)
+    yield from start_peer(request.param, tmp_path, "--streaming")
 
 
 def test_delegation_is_accepted_and_names_its_binding(peer: Peer) -> None:
