@@ -28,9 +28,13 @@ demo: $(STAMP)
 # Modules are handed out heaviest first (tests/module_seconds.txt); --no-loadscope-reorder
 # keeps that order, which xdist would otherwise replace by each module's count of tests.
 TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
+# The modules with tests marked `serial` (each says why), named so that the serial pass
+# collects only them: collecting the whole suite again cost 7 of its 10 s.
+# tests/test_suite_limits.py checks that every module marking a test serial is named here.
+SERIAL_TESTS = tests/coordinator/test_work_per_handoff.py
 test: $(STAMP) bytecode docs browser lint typecheck
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=30
-	$(BIN)/python -m pytest -q -m serial
+	$(BIN)/python -m pytest -q -m serial $(SERIAL_TESTS)
 
 # The inner loop: the same parallel run without the slowest tier (tests measured at 5s or
 # more, listed in tests/slow_tier.txt: mostly real processes and the browser). CI runs

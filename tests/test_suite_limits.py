@@ -4,6 +4,7 @@ the run until CI's limit."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,21 @@ def test_the_consoles_modules_share_one_worker() -> None:
     }
     assert console == {"tests/console/"}
     assert scope_of("tests/coordinator/test_api.py::test_z") == "tests/coordinator/test_api.py"
+
+
+SERIAL_MARK = re.compile(r"^(?:pytestmark = pytest\.mark\.serial|\s*@pytest\.mark\.serial)", re.M)
+
+
+def test_every_serial_module_is_named_for_the_serial_pass() -> None:
+    """The serial pass collects only the modules the Makefile names (SERIAL_TESTS): a
+    module marking a test ``serial`` and not named there would run in neither pass."""
+    root = Path(__file__).resolve().parents[1]
+    makefile = (root / "Makefile").read_text()
+    [line] = [ln for ln in makefile.splitlines() if ln.startswith("SERIAL_TESTS =")]
+    named = set(line.partition("=")[2].split())
+    marking = {
+        str(path.relative_to(root))
+        for path in (root / "tests").rglob("test_*.py")
+        if SERIAL_MARK.search(path.read_text(encoding="utf-8"))
+    }
+    assert named == marking

@@ -175,7 +175,7 @@ def test_a_cancelled_run_cancels_the_remote_task(peer: Peer) -> None:
     assert registered.returncode == 0, registered.stderr
     _, document = peer.delegate({"hold": True}, "--cancel-after", "1")
     assert document["local_state"] == "CANCELLED"
-    assert document["remote_state"] == "TASK_STATE_CANCELED"
+    assert document["remote_state"] == "TASK_STATE_CANCELED", document["notes"]
     ledger = peer.federation("audit", "show", document["run_id"], "--json")
     assert json.loads(ledger.stdout)["branches"][0]["state"] == "CANCELLED"
 
