@@ -8,7 +8,7 @@ no handoff, no receipt): the kit's guard, its own process in front of it, does a
 
     python examples/terms_agent.py --port 8092
     federation serve guard --upstream http://127.0.0.1:8092 \\
-        --skill-scope check-terms=terms:check --port 8091 --data-dir /tmp/terms-guard \\
+        --skill-scope check-terms=terms:check --port 8091 --data-dir terms-guard-data \\
         --trust-issuer urn:a2a-federation:coordinator=http://127.0.0.1:8080/.well-known/jwks.json
 
 then register the guard's URL (8091) as the legal team. ``federation demo --case chain``

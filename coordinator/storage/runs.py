@@ -341,14 +341,33 @@ class RunStore(RunRows):
         return self._in_writer(take)
 
     def renew(self, driver: str, attempt_id: str, lease_seconds: float) -> bool:
-        """Extend this driver's lease; False if another process has taken the handoff."""
+        """Extend this driver's lease on the handoff of ``attempt_id``: on every attempt
+        of it this driver holds, since a retry driven in the same drive is a row of its
+        own (renewing the first attempt alone let a later one's lease run out under a
+        long retry, and a second driver claim it). False if another process holds an
+        attempt of it still in flight, or none is held here any more."""
         self.flush()
+        c = handoffs.c
+        handoff = select(c.handoff_id).where(c.attempt_id == attempt_id).scalar_subquery()
+        taken = select(c.attempt_id).where(
+            c.handoff_id == handoff,
+            c.state.not_in(_TERMINAL),
+            c.driver.is_not(None),
+            c.driver != driver,
+            c.driver_until >= time.time(),
+        )
         statement = (
             update(handoffs)
-            .where(handoffs.c.attempt_id == attempt_id, handoffs.c.driver == driver)
+            .where(c.handoff_id == handoff, c.driver == driver)
             .values(driver_until=time.time() + lease_seconds)
         )
-        return bool(self._in_writer(lambda c: c.execute(statement).rowcount))
+
+        def renew(connection: Connection) -> bool:
+            if connection.execute(taken.limit(1)).first() is not None:
+                return False
+            return bool(connection.execute(statement).rowcount)
+
+        return self._in_writer(renew)
 
     def drivers(self) -> set[str]:
         """The drivers holding a lease on some in-flight handoff."""

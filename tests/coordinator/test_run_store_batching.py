@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, select
 
 from contracts.handoff import HandoffRecord, StateRef
 from coordinator.authority.delegator import RunAuthority
@@ -174,3 +174,31 @@ def test_two_runs_on_one_store_each_land_with_their_own_events(workspace: Worksp
     second.trail.flush()
     for run in (first, second):
         assert ledger_states(workspace, run.run_id) == stored_states(workspace, run.run_id)
+
+
+def test_a_drives_renewal_covers_the_later_attempts_of_its_handoff(workspace: Workspace) -> None:
+    """A worker renews the lease of the attempt it claimed; the retries it drives in the
+    same drive are rows of their own. Renewing only the first let a retry's lease run out
+    during a long retry and a second driver claim it: two drivers, one handoff."""
+    import time
+
+    from contracts.handoff import HandoffState
+    from coordinator.storage.schema import handoffs
+
+    store = workspace.run_store()
+    first = proposal(run_id="run-1", attempt=1).model_copy(
+        update={"state": HandoffState.FAILED, "version": 5}
+    )
+    retry = proposal(run_id="run-1", attempt=2).model_copy(update={"version": 1})
+    store.save_handoff(first, driver="worker-a", lease_seconds=0.0)
+    store.save_handoff(retry, driver="worker-a", lease_seconds=0.0)
+    assert store.renew("worker-a", first.attempt_id, 60.0)
+    with workspace.engine().connect() as connection:
+        until = connection.execute(
+            select(handoffs.c.driver_until).where(handoffs.c.attempt_id == retry.attempt_id)
+        ).scalar_one()
+    assert until > time.time() + 50  # the retry's lease, not only the first attempt's
+    assert store.claim("worker-b", 60.0) == []
+
+    store.save_handoff(retry.model_copy(update={"version": 2}), "worker-b", 60.0)
+    assert not store.renew("worker-a", first.attempt_id, 60.0)  # taken: stop driving
