@@ -21,7 +21,10 @@ is parsed strictly as a JSON-RPC response with the request's id whose result is 
 and is raised like any other.
 
 Pass your own ``httpx.AsyncClient`` (for instance one on ``httpx.ASGITransport``) to talk
-to an app in memory; by default one pooled client is created and owned here.
+to an app in memory; by default one pooled client is created and owned here, and the
+plain JSON-RPC requests (a blocking ``SendMessage``, ``GetTask``, ``CancelTask``) go
+through the small keep-alive client of :mod:`coordinator.remote.keepalive` instead, under
+the same slots, deadline, caps and errors.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ from contracts.wire import (
 from coordinator.authority import holder
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError, translated
 from coordinator.remote import traced
+from coordinator.remote.http1 import refuse_declared, refuse_encoding, refuse_over
+from coordinator.remote.keepalive import KeepAlivePool
 from coordinator.remote.sse import SSEDecoder
 from coordinator.remote.v03.card import card_model
 from coordinator.telemetry import tracing
@@ -125,6 +130,18 @@ class A2AClient:
                 max_keepalive_connections=self.limits.max_connections,
             ),
         )
+        # The plain JSON-RPC requests' own small keep-alive client, only when the HTTP
+        # client is ours too (one passed in, an in-memory app say, serves everything).
+        self._keepalive = (
+            KeepAlivePool(
+                self.limits.connect_timeout,
+                self.limits.read_timeout,
+                self.limits.max_requests,
+                self.limits.max_response_bytes,
+            )
+            if http is None
+            else None
+        )
         self._ids = itertools.count(1)
         self._open_streams = 0
         # Requests wait here, in order, rather than in the HTTP pool's queue, whose
@@ -184,6 +201,8 @@ class A2AClient:
             await close()
         if self._owns_http:
             await self._http.aclose()
+        if self._keepalive is not None:
+            await self._keepalive.aclose()
 
     # --- discovery ------------------------------------------------------------------------
 
@@ -303,9 +322,7 @@ class A2AClient:
         self, response: httpx.Response, deadline: float, endpoint: str
     ) -> AsyncIterator[bytes]:
         """The ``data`` of each SSE event; a plain JSON body is passed on as one event."""
-        encoding = response.headers.get("content-encoding", "identity").lower()
-        if encoding not in ("identity", ""):
-            raise ProtocolError(f"response uses content-encoding {encoding!r}", "encoding_refused")
+        refuse_encoding(response.headers.get("content-encoding"))
         media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media_type != "text/event-stream":
             body = await _before(deadline, self._read(response), endpoint)
@@ -370,14 +387,21 @@ class A2AClient:
         self, url: str, body: bytes, headers: Mapping[str, str] | None
     ) -> tuple[int, httpx.Headers, bytes]:
         all_headers = {"Content-Type": "application/json", **(headers or {})}
-        return await self.exchange("POST", url, body, all_headers)
+        return await self.exchange("POST", url, body, all_headers, keepalive=True)
 
     async def exchange(
-        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        *,
+        keepalive: bool = False,
     ) -> tuple[int, httpx.Headers, bytes]:
         """One bounded request: the status, headers and body (read under the cap), within
         the total deadline and one of the plain-request slots; the current trace context
-        goes with it. Every binding over HTTP sends through here."""
+        goes with it. Every binding over HTTP sends through here; ``keepalive`` lets the
+        small keep-alive client carry it when this client has one and the URL suits it."""
         sent = {
             VERSION_HEADER: PROTOCOL_VERSION,
             "Accept": "application/json",
@@ -386,8 +410,13 @@ class A2AClient:
         }
         sent.update(holder.proof_headers(sent, method, url))  # a holder-bound token's proof
         tracing.inject(sent)
+        small = self._keepalive
+        target = small.target(url, sent) if small is not None and keepalive else None
         try:
             async with asyncio.timeout(self.limits.total_timeout), self._request_slots:
+                if small is not None and target is not None:
+                    reply = await small.request(target, method, sent, body or b"")
+                    return reply.status, httpx.Headers(reply.headers), reply.body
                 request = self._http.build_request(method, url, content=body, headers=sent)
                 response = await self._http.send(request, stream=True)
                 try:
@@ -399,19 +428,14 @@ class A2AClient:
 
     async def _read(self, response: httpx.Response) -> bytes:
         """Read the raw body, refusing encodings we did not ask for and oversized bodies."""
-        encoding = response.headers.get("content-encoding", "identity").lower()
-        if encoding not in ("identity", ""):
-            raise ProtocolError(f"response uses content-encoding {encoding!r}", "encoding_refused")
+        refuse_encoding(response.headers.get("content-encoding"))
         cap = self.limits.max_response_bytes
-        declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > cap:
-            raise ProtocolError(f"response of {declared} bytes exceeds {cap}", "response_too_large")
+        refuse_declared(response.headers.get("content-length"), cap)
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_raw():
             size += len(chunk)
-            if size > cap:
-                raise ProtocolError(f"response exceeds {cap} bytes", "response_too_large")
+            refuse_over(size, cap)
             chunks.append(chunk)
         return b"".join(chunks)
 
