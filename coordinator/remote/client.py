@@ -154,6 +154,12 @@ class A2AClient:
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     @property
+    def keepalive(self) -> KeepAlivePool | None:
+        """The small keep-alive client plain JSON-RPC requests go through, if this client
+        has one (it has when it made its own HTTP client)."""
+        return self._keepalive
+
+    @property
     def request_slots(self) -> asyncio.Semaphore:
         """The plain-request slots every binding's unary calls wait in."""
         return self._request_slots

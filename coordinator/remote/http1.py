@@ -26,7 +26,7 @@ import httpx
 from coordinator.errors import ProtocolError
 
 # The head of one answer (status line and headers) and how many headers it may have.
-MAX_HEAD_BYTES = 64 * 1024
+MAX_HEAD_BYTES = 100 * 1024  # as httpx's HTTP/1.1 parser allows
 MAX_HEADERS = 100
 # Statuses whose answer never has a body (RFC 9110 6.4.1).
 _NO_BODY = (204, 304)

@@ -133,7 +133,9 @@ class KeepAlivePool:
         read_timeout: float,
         max_connections: int,
         max_response_bytes: int,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        """``tls``: the context https connections verify with (by default httpx's)."""
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_connections = max_connections
@@ -142,7 +144,7 @@ class KeepAlivePool:
         self._open = 0
         self._closed = False
         self._targets: dict[str, Target | None] = {}
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls
         self.requests = 0  # requests written by this pool: what a test can see it served
 
     def target(self, url: str, headers: Mapping[str, str]) -> Target | None:
