@@ -94,6 +94,18 @@ def request_bytes(method: str, target: Target, headers: Mapping[str, str], body:
     return b"".join(lines)
 
 
+async def _send(writer: asyncio.StreamWriter, message: bytes, timeout: float) -> None:
+    """Write the request, within the write timeout (httpx's is its read timeout too)."""
+    try:
+        writer.write(message)
+        async with asyncio.timeout(timeout):
+            await writer.drain()
+    except TimeoutError:
+        raise httpx.WriteTimeout("timed out sending the request") from None
+    except OSError as exc:
+        raise httpx.WriteError(str(exc) or type(exc).__name__) from None
+
+
 class Connection:
     """One open connection to one origin."""
 
@@ -110,8 +122,12 @@ class Connection:
         self.writer = writer
 
     def usable(self) -> bool:
-        """Still open at both ends: the server did not close it while it was idle."""
-        return not (self.writer.is_closing() or self.reader.at_eof())
+        """Still open at both ends with nothing unread: the server neither closed it while
+        it was idle nor sent anything unasked (a ``408`` before closing, say), which would
+        otherwise be read as the next request's answer. (The reader's buffer has no
+        public accessor; httpx's pool drops an idle connection that is readable too.)"""
+        unread = getattr(self.reader, "_buffer", None)
+        return not (self.writer.is_closing() or self.reader.at_eof() or unread)
 
     def close(self) -> None:
         self.writer.transport.abort()
@@ -178,8 +194,7 @@ class KeepAlivePool:
         done = keep = False
         try:
             self.requests += 1
-            connection.writer.write(message)
-            await http1.within(self.read_timeout, connection.writer.drain())
+            await _send(connection.writer, message, self.read_timeout)
             head = await http1.read_head(connection.reader, self.read_timeout)
             reply = await self._body(connection, head)
             done, keep = True, head.keep_alive

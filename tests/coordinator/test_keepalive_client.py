@@ -301,6 +301,41 @@ def test_an_idle_connection_the_server_closed_is_replaced_before_sending() -> No
     assert (raw.connections, raw.requests) == (2, 2)
 
 
+def test_an_idle_connection_with_an_unasked_answer_is_not_used() -> None:
+    async def then_408(writer: asyncio.StreamWriter, n: int, rid: int) -> bool:
+        writer.write(ok(rid))
+        writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+        return True  # and the connection stays open
+
+    async def two() -> Raw:
+        async with serving(then_408) as raw, A2AClient(limits=LIMITS) as client:
+            assert await outcome(client, raw.url) == {"ok": True}
+            pool = client.keepalive
+            assert pool is not None
+            while pool.idle(raw.url):  # until the unasked answer reached the client
+                await asyncio.sleep(0.01)
+            assert await outcome(client, raw.url) == {"ok": True}
+            return raw
+
+    raw = asyncio.run(two())
+    assert (raw.connections, raw.requests) == (2, 2)
+
+
+def test_an_answer_larger_than_the_head_bound_is_read_whole() -> None:
+    pad = "x" * 900_000
+
+    async def large(writer: asyncio.StreamWriter, n: int, rid: int) -> bool:
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"pad": pad}}).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        return True
+
+    async def one() -> Any:
+        async with serving(large) as raw, A2AClient() as client:
+            return await outcome(client, raw.url)
+
+    assert asyncio.run(one()) == {"pad": pad}
+
+
 def test_a_request_that_went_out_is_never_sent_again() -> None:
     async def then_hang_up(writer: asyncio.StreamWriter, n: int, rid: int) -> bool:
         if n == 1:
