@@ -19,7 +19,9 @@ room, the caller's ``claim`` (the token's one-task claim) and the insert, so a t
 used up exactly when its task is stored. Inside :meth:`SQLTaskStore.transaction` every
 change joins one outer transaction (a blocking send of an immediate skill stores its task,
 the claim and the outcome with one commit); creating a task there keeps a savepoint, so
-losing an idempotency key race to another process undoes only the insert and the claim.
+losing an idempotency key race to another process undoes only the key and the claim, and
+the task's row is written once, in its final state, just before the commit
+(:mod:`~member_kit.tasks.sql_once`), not inserted and then updated.
 
 A send's transaction is handed to the process's database writer thread
 (:meth:`SQLTaskStore.run_transaction`), so a slow or locked database holds that send only,
@@ -79,6 +81,7 @@ from member_kit.tasks.record import (
 )
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql_keys import SQLKeyBook
+from member_kit.tasks.sql_once import Evicted, Opened, Unwritten, sequenced
 from member_kit.tasks.sql_rows import (
     COLUMNS,
     changed_values,
@@ -93,13 +96,12 @@ from member_kit.tasks.sql_rows import (
 )
 
 SETTLE_POLL_SECONDS = 1.0  # how often a waiter reads the row for another process's change
-Evicted = list[tuple[str, str]]
-"""The ``(owner, id)`` of tasks evicted by one statement or transaction."""
 
 T = TypeVar("T")
-# The evictions of the transaction() open in this context, announced once it commits.
-_pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar(
-    "remote_risk_pending_evictions", default=None
+# The transaction() open in this context: its evictions (announced once it commits) and
+# the tasks it opened (written once, just before it commits; see tasks.sql_once).
+_open_transaction: ContextVar[tuple[SQLTaskStore, Opened] | None] = ContextVar(
+    "remote_risk_open_transaction", default=None
 )
 
 
@@ -143,7 +145,8 @@ class SQLTaskStore(BoundedStore):
         """Open a SUBMITTED task; with an ``idempotency_key`` the owner's task for that key
         is returned instead if there is one (also when another process created it first).
         ``claim`` runs only when a task is created, in the same transaction as its insert:
-        if it raises nothing is created, and if the insert fails its writes are undone."""
+        if it raises nothing is created, and if the insert fails its writes are undone.
+        Inside :meth:`transaction` the task's row is written when that commits."""
         try:
             with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
@@ -170,19 +173,21 @@ class SQLTaskStore(BoundedStore):
         """One write transaction that every change made inside joins: they are stored
         together or not at all. A record changed inside may be ahead of the database if
         the commit fails; its sequence then differs from the row's, so the next change or
-        read starts from the row. Evictions made inside are announced after the commit."""
-        if self._pending() is not None:
+        read starts from the row. Evictions made inside are announced after the commit;
+        a task created inside is written once, as it is at the end (:mod:`sql_once`)."""
+        if self._opened() is not None:
             with driver_write(self._engine):
                 yield
             return
-        evicted: Evicted = []
-        token = _pending_evictions.set((self, evicted))
+        opened = Opened()
+        token = _open_transaction.set((self, opened))
         try:
-            with driver_write(self._engine):
+            with driver_write(self._engine) as cursor:
                 yield
+                self._write_unwritten(cursor, opened)
         finally:
-            _pending_evictions.reset(token)
-        self._announce(evicted)
+            _open_transaction.reset(token)
+        self._announce(opened.evicted)
 
     async def run_transaction(self, work: Callable[[], T]) -> T:
         """``work()`` inside :meth:`transaction`, off the event loop (see
@@ -240,7 +245,7 @@ class SQLTaskStore(BoundedStore):
             record = self._current(cursor, task_id)
             if record is None or record.terminal:
                 return None
-            sequence = self._next_sequence(cursor, 2)
+            sequence = self._next_sequence(cursor, 2, record.id)
             move(record, through, None, self._now(), sequence - 1)
             passed = record.snapshot()
             if artifacts:
@@ -310,8 +315,15 @@ class SQLTaskStore(BoundedStore):
     def _sql(self, sql: str) -> str:
         return driver_sql(self._engine, sql)
 
-    def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
-        """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
+    def _next_sequence(self, cursor: DBAPICursor, count: int, task_id: str | None = None) -> int:
+        """The last of ``count`` new status sequence numbers: one atomic bump of the counter,
+        or, for a task not written yet, counted within it until it is."""
+        unwritten = self._unwritten(task_id)
+        if unwritten is not None:
+            return unwritten.next_sequence(count)
+        return self._bump(cursor, count)
+
+    def _bump(self, cursor: DBAPICursor, count: int) -> int:
         cursor.execute(self._sql(statements.BUMP_SEQUENCE), {"count": count})
         return int(only_row(cursor)[0])
 
@@ -324,28 +336,45 @@ class SQLTaskStore(BoundedStore):
         metadata: dict[str, Any] | None,
         idempotency_key: str | None,
     ) -> TaskRecord:
+        """The new task, inserted now, or when the open :meth:`transaction` commits."""
+        opened = self._opened()
         record = TaskRecord(
             id=self._new_id(),
             owner=owner,
             context_id=context_id or self._new_id(),
             state=TaskState.SUBMITTED,
             changed_at=self._now(),
-            sequence=self._next_sequence(cursor, 1),
+            sequence=1 if opened is not None else self._bump(cursor, 1),
             metadata=metadata,
         )
         record.history.append(bound(message, record))
         row = {"id": record.id, "owner": owner, **row_values(record)}
         lease = {"worker": self.leases.worker, "until": self.leases.until()}
-        cursor.execute(
-            self._sql(statements.INSERT), {**row, "idempotency_key": idempotency_key, **lease}
-        )
+        row = {**row, "idempotency_key": idempotency_key, **lease}
+        if opened is None:
+            cursor.execute(self._sql(statements.INSERT), row)
         if idempotency_key is not None:
             now_ms = epoch_milliseconds(record.changed_at)
             self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
+        if opened is not None:  # after the key: a lost key race leaves nothing behind
+            opened.unwritten[record.id] = Unwritten(record, row)
         return record
+
+    def _write_unwritten(self, cursor: DBAPICursor, opened: Opened) -> None:
+        """Insert the tasks the transaction opened, each once, as they now are."""
+        if not opened.unwritten:
+            return
+        rows = sequenced(opened, self._bump(cursor, opened.total_moves()))
+        cursor.executemany(self._sql(statements.INSERT), rows)
+        for task_id, unwritten in opened.unwritten.items():
+            live = self._live.get(task_id)
+            if live is not None:
+                live.sequence = unwritten.record.sequence
 
     def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
         """Take the work lease of a task this process is about to work on again."""
+        if self._unwritten(task_id) is not None:
+            return  # its insert names this process and the lease's end
         lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
         cursor.execute(self._sql(statements.LEASE), lease)
 
@@ -355,6 +384,8 @@ class SQLTaskStore(BoundedStore):
         ``(owner, id)``."""
         cursor.execute(self._sql(statements.COUNT))
         (stored,) = only_row(cursor)
+        opened = self._opened()
+        stored += len(opened.unwritten) if opened is not None else 0
         if stored < self.capacity:
             return []
         due = {"count": evictions_due(stored, self.capacity)}
@@ -377,10 +408,20 @@ class SQLTaskStore(BoundedStore):
 
     def _pending(self) -> Evicted | None:
         """The evictions of this store's open transaction(), if one is open here."""
-        open_transaction = _pending_evictions.get()
+        opened = self._opened()
+        return opened.evicted if opened is not None else None
+
+    def _opened(self) -> Opened | None:
+        """This store's transaction() open in this context, if there is one."""
+        open_transaction = _open_transaction.get()
         if open_transaction is None or open_transaction[0] is not self:
             return None
         return open_transaction[1]
+
+    def _unwritten(self, task_id: str | None) -> Unwritten | None:
+        """The task ``task_id`` if the open transaction() opened it and has not written it."""
+        opened = self._opened() if task_id is not None else None
+        return opened.unwritten.get(task_id) if opened is not None and task_id else None
 
     def _move(
         self,
@@ -393,7 +434,7 @@ class SQLTaskStore(BoundedStore):
         artifacts: bool = False,
     ) -> None:
         """Move ``record`` on and write the columns that changed."""
-        move(record, state, message, self._now(), self._next_sequence(cursor, 1))
+        move(record, state, message, self._now(), self._next_sequence(cursor, 1, record.id))
         self._write(cursor, record, history=history or message is not None, artifacts=artifacts)
 
     def _write(
@@ -401,11 +442,18 @@ class SQLTaskStore(BoundedStore):
     ) -> None:
         """Write the status of ``record``, and its history and artifacts if they grew."""
         values = changed_values(record, history=history, artifacts=artifacts)
+        unwritten = self._unwritten(record.id)
+        if unwritten is not None:
+            unwritten.changed(record, values)  # its one insert comes at the commit
+            return
         cursor.execute(self._sql(update_sql(tuple(values))), {**values, "id": record.id})
 
     def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
         """The task to change: a copy of this process's record when the row still holds
         its sequence, else the row itself; None if the task is gone."""
+        unwritten = self._unwritten(task_id)
+        if unwritten is not None:
+            return unwritten.copy()
         known = self._live.get(task_id)
         if known is None:
             return self._load(cursor, task_id)
@@ -435,6 +483,9 @@ class SQLTaskStore(BoundedStore):
             return self._load(cursor, task_id)
 
     def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        unwritten = self._unwritten(task_id)
+        if unwritten is not None:
+            return unwritten.copy()
         cursor.execute(self._sql(statements.BY_ID), {"id": task_id})
         row = cursor.fetchone()
         return record_of(row) if row is not None else None
