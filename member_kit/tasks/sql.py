@@ -125,6 +125,7 @@ class SQLTaskStore(BoundedStore):
         self.lease_seconds = lease_seconds
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
+        self._key_races = engine.dialect.name != "sqlite"  # see create()
 
     def __len__(self) -> int:
         with read_transaction(self._engine) as connection:
@@ -146,18 +147,26 @@ class SQLTaskStore(BoundedStore):
         is returned instead if there is one (also when another process created it first).
         ``claim`` runs only when a task is created, in the same transaction as its insert:
         if it raises nothing is created, and if the insert fails its writes are undone.
-        Inside :meth:`transaction` the task's row is written when that commits."""
+        Inside :meth:`transaction` the task's row is written when that commits.
+
+        The key is written first: losing its race to another process then fails before
+        anything else is written. On SQLite that failed statement is undone alone (and the
+        write lock held from ``BEGIN IMMEDIATE`` rules the race out anyway); on PostgreSQL,
+        where a failed statement spoils the transaction, a savepoint undoes it."""
+        savepoint = idempotency_key is not None and self._key_races
         try:
-            with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
+            with driver_write(self._engine, savepoint=savepoint) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
                 evicted: Evicted = []
                 if record is None:
+                    record = self._new_record(owner, message, context_id, metadata)
+                    if idempotency_key is not None:
+                        now_ms = epoch_milliseconds(record.changed_at)
+                        self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
                     evicted = self._make_room(cursor)
                     if claim is not None:
                         claim()
-                    record = self._insert(
-                        cursor, owner, message, context_id, metadata, idempotency_key
-                    )
+                    self._insert(cursor, record, idempotency_key)
         except self._integrity_error:
             if idempotency_key is None:
                 raise
@@ -327,38 +336,36 @@ class SQLTaskStore(BoundedStore):
         cursor.execute(self._sql(statements.BUMP_SEQUENCE), {"count": count})
         return int(only_row(cursor)[0])
 
-    def _insert(
-        self,
-        cursor: DBAPICursor,
-        owner: str,
-        message: Message,
-        context_id: str | None,
-        metadata: dict[str, Any] | None,
-        idempotency_key: str | None,
+    def _new_record(
+        self, owner: str, message: Message, context_id: str | None, metadata: dict[str, Any] | None
     ) -> TaskRecord:
-        """The new task, inserted now, or when the open :meth:`transaction` commits."""
-        opened = self._opened()
+        """A new SUBMITTED task holding ``message``, its sequence the first of its own
+        (see :meth:`_insert`)."""
         record = TaskRecord(
             id=self._new_id(),
             owner=owner,
             context_id=context_id or self._new_id(),
             state=TaskState.SUBMITTED,
             changed_at=self._now(),
-            sequence=1 if opened is not None else self._bump(cursor, 1),
+            sequence=1,
             metadata=metadata,
         )
         record.history.append(bound(message, record))
-        row = {"id": record.id, "owner": owner, **row_values(record)}
+        return record
+
+    def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
+        """Insert the new task now, or keep it to insert when the open :meth:`transaction`
+        commits (its sequence then counted within it until then)."""
+        opened = self._opened()
+        if opened is None:
+            record.sequence = self._bump(cursor, 1)
+        row = {"id": record.id, "owner": record.owner, **row_values(record)}
         lease = {"worker": self.leases.worker, "until": self.leases.until()}
         row = {**row, "idempotency_key": idempotency_key, **lease}
         if opened is None:
             cursor.execute(self._sql(statements.INSERT), row)
-        if idempotency_key is not None:
-            now_ms = epoch_milliseconds(record.changed_at)
-            self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
-        if opened is not None:  # after the key: a lost key race leaves nothing behind
+        else:
             opened.unwritten[record.id] = Unwritten(record, row)
-        return record
 
     def _write_unwritten(self, cursor: DBAPICursor, opened: Opened) -> None:
         """Insert the tasks the transaction opened, each once, as they now are."""
@@ -471,12 +478,10 @@ class SQLTaskStore(BoundedStore):
         if key is None:
             return None
         known = self._keys.lookup(cursor, owner, key, epoch_milliseconds(self._now()))
-        if known is not None:
-            task_id, retained = known
-            return record_of(retained) if retained is not None else self._load(cursor, task_id)
-        cursor.execute(self._sql(statements.BY_KEY), {"owner": owner, "key": key})
-        row = cursor.fetchone()
-        return record_of(row) if row is not None else None
+        if known is None:
+            return None
+        task_id, retained = known
+        return record_of(retained) if retained is not None else self._load(cursor, task_id)
 
     def _read(self, task_id: str) -> TaskRecord | None:
         with driver_read(self._engine) as cursor:
