@@ -9,6 +9,8 @@ row, brought up to date by every change made to it there, and how many status se
 numbers its moves took. Just before the commit the store takes those numbers with one
 bump of the counter and inserts each row once (:func:`sequenced`). Readers see exactly
 what they saw before: nothing of the transaction until it commits, then the final row.
+Inside the transaction the store reads such a task from here, not from the table; its
+work lease is the one its insert names (this process's), so none is taken meanwhile.
 
 Pure bookkeeping, no I/O: the store runs the statements.
 """

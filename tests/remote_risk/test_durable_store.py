@@ -201,9 +201,10 @@ def test_a_lost_key_race_inside_a_transaction_undoes_only_the_insert_and_claim(
     engine: Engine,
 ) -> None:
     """When another process stored a task under the same idempotency key after this one
-    looked (simulated by hiding the first lookup), the insert fails inside the outer
-    transaction: the savepoint undoes the insert and the claim, the transaction goes on and
-    the other task is answered."""
+    looked (simulated by hiding the first lookup), the key's insert fails inside the outer
+    transaction before the claim is made (on PostgreSQL a savepoint undoes it, on SQLite
+    the failed statement is undone alone), the transaction goes on and the other task is
+    answered."""
     migrate(engine)
     store, guard = SQLTaskStore(engine, 10), SQLReplayGuard(engine)
     exp = int(datetime.now(UTC).timestamp()) + 60
