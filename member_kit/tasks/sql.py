@@ -14,13 +14,15 @@ the same PostgreSQL) is seen by polling the row while waiting.
 
 Creating a task, changing it and reading one row run fixed SQL on the driver's connection
 (:mod:`~member_kit.tasks.sql_statements`); only ListTasks builds its query with
-SQLAlchemy Core. Creating a task is one transaction: the idempotency key lookup, making
-room, the caller's ``claim`` (the token's one-task claim) and the insert, so a token is
+SQLAlchemy Core. Creating a task is one transaction: the idempotency key's lookup and
+insert, making room, the caller's ``claim`` (the token's one-task claim) and the task's
+insert, so a token is
 used up exactly when its task is stored. Inside :meth:`SQLTaskStore.transaction` every
 change joins one outer transaction (a blocking send of an immediate skill stores its task,
-the claim and the outcome with one commit); creating a task there keeps a savepoint, so
-losing an idempotency key race to another process undoes only the key and the claim, and
-the task's row is written once, in its final state, just before the commit
+the claim and the outcome with one commit). Creating a task writes its idempotency key
+first, so losing the key's race to another process (possible on PostgreSQL, where a
+savepoint then undoes it) fails before the claim; and a task created there has its row
+written once, in its final state, just before the commit
 (:mod:`~member_kit.tasks.sql_once`), not inserted and then updated.
 
 A send's transaction is handed to the process's database writer thread
@@ -359,13 +361,13 @@ class SQLTaskStore(BoundedStore):
         opened = self._opened()
         if opened is None:
             record.sequence = self._bump(cursor, 1)
-        row = {"id": record.id, "owner": record.owner, **row_values(record)}
         lease = {"worker": self.leases.worker, "until": self.leases.until()}
-        row = {**row, "idempotency_key": idempotency_key, **lease}
-        if opened is None:
-            cursor.execute(self._sql(statements.INSERT), row)
-        else:
+        row = {"id": record.id, "owner": record.owner, **row_values(record)}
+        row.update(idempotency_key=idempotency_key, **lease)
+        if opened is not None:
             opened.unwritten[record.id] = Unwritten(record, row)
+            return
+        cursor.execute(self._sql(statements.INSERT), row)
 
     def _write_unwritten(self, cursor: DBAPICursor, opened: Opened) -> None:
         """Insert the tasks the transaction opened, each once, as they now are."""
@@ -427,8 +429,10 @@ class SQLTaskStore(BoundedStore):
 
     def _unwritten(self, task_id: str | None) -> Unwritten | None:
         """The task ``task_id`` if the open transaction() opened it and has not written it."""
-        opened = self._opened() if task_id is not None else None
-        return opened.unwritten.get(task_id) if opened is not None and task_id else None
+        opened = self._opened()
+        if opened is None or task_id is None:
+            return None
+        return opened.unwritten.get(task_id)
 
     def _move(
         self,
