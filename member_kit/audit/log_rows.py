@@ -11,6 +11,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from sqlalchemy import Engine, select
@@ -96,12 +97,10 @@ class MemoryRows:
 # Fixed statements on the driver's own cursor (member_kit.storage.engine.driver_write):
 # a receipt's entry is appended on the send's path, so it pays no SQLAlchemy compile.
 _LOG = audit_log.name
-_BY_KEY = f"SELECT seq FROM {_LOG} WHERE entry_key = :key"
 _LAST_SEQ = f"SELECT max(seq) FROM {_LOG}"
-_INSERT = (
-    f"INSERT INTO {_LOG} (seq, hash, canonical, entry_key, handoff_id) "
-    "VALUES (:seq, :hash, :canonical, :entry_key, :handoff_id)"
-)
+_COLUMNS = ("seq", "hash", "canonical", "entry_key", "handoff_id")
+# At most this many entries in one INSERT (five parameters each, far below any driver's limit).
+_ROWS_PER_INSERT = 64
 _HASHES_AFTER = f"SELECT hash FROM {_LOG} WHERE seq > :after ORDER BY seq"
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
 _APPEND_LOCK_CLASS = 0x52524C47
@@ -121,12 +120,8 @@ class SQLRows:
                 # undone alone on PostgreSQL, where it would spoil the whole transaction
                 with driver_write(self._engine, savepoint=self._locks) as cursor:
                     self._lock(cursor)
-                    if key is not None:
-                        cursor.execute(self._sql(_BY_KEY), {"key": key})
-                        if cursor.fetchone() is not None:
-                            return False
-                    self._insert(cursor, [(record, handoff_id)], key)
-                return True
+                    written = self._insert(cursor, [(record, handoff_id)], key)
+                return written == 1  # none: the key was recorded before
             except self._integrity:
                 continue  # another replica took the seq (or the key) first: look again
         raise RuntimeError("the decision log could not be appended to")
@@ -151,16 +146,16 @@ class SQLRows:
     def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
         """``earlier`` (no keys), then ``receipt`` once per ``key``, in one insert; the
         hashes of the entries after ``known``: those just written, unless another replica
-        appended behind ``known`` (then read back)."""
+        appended behind ``known`` (then read back). The receipt comes last, so when its
+        key was recorded before, the insert skips it and leaves no gap in the ``seq``."""
         for _ in range(_APPEND_RETRIES):
             try:
                 with driver_write(self._engine, savepoint=self._locks) as cursor:
                     self._lock(cursor)
-                    cursor.execute(self._sql(_BY_KEY), {"key": key})
-                    seen = cursor.fetchone() is not None
-                    rows = list(earlier) if seen else [*earlier, receipt]
-                    keys = [None] * len(earlier) + ([] if seen else [key])
-                    last, digests = self._insert_keyed(cursor, rows, keys)
+                    keys = [None] * len(earlier) + [key]
+                    last, digests, written = self._insert_keyed(cursor, [*earlier, receipt], keys)
+                    if written < len(digests):  # the receipt's key was recorded before
+                        digests.pop()
                     if last == known:
                         return digests
                     cursor.execute(self._sql(_HASHES_AFTER), {"after": known})
@@ -171,14 +166,15 @@ class SQLRows:
 
     def _insert(
         self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None
-    ) -> None:
-        self._insert_keyed(cursor, records, [key] * len(records))
+    ) -> int:
+        return self._insert_keyed(cursor, records, [key] * len(records))[2]
 
     def _insert_keyed(
         self, cursor: Any, records: Sequence[Row], keys: Sequence[str | None]
-    ) -> tuple[int, list[str]]:
-        """Insert ``records`` (each with its key) after the last seq: that seq, and the
-        hashes written."""
+    ) -> tuple[int, list[str], int]:
+        """Insert ``records`` (each with its key) after the last seq: that seq, the hashes
+        of ``records`` and how many were written (an entry whose key is already recorded
+        is skipped: only the last one may have a key that was, or seqs would be left out)."""
         cursor.execute(self._sql(_LAST_SEQ))
         (last,) = cursor.fetchone()
         last = int(last or 0)
@@ -192,9 +188,12 @@ class SQLRows:
                 {"seq": seq, "hash": digest, "canonical": canonical,
                  "entry_key": key, "handoff_id": handoff_id}
             )  # fmt: skip
-        if rows:
-            cursor.executemany(self._sql(_INSERT), rows)
-        return last, digests
+        written = 0
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            batch = rows[start : start + _ROWS_PER_INSERT]
+            cursor.execute(self._sql(insert_sql(len(batch))), numbered(batch))
+            written += cursor.rowcount
+        return last, digests, written
 
     def _sql(self, sql: str) -> str:
         return driver_sql(self._engine, sql)
@@ -215,3 +214,21 @@ class SQLRows:
         with read_transaction(self._engine) as connection:
             rows = connection.execute(query.order_by(c.seq)).all()
         return [Entry(int(seq), str(digest), str(body)) for seq, digest, body in rows]
+
+
+@lru_cache(maxsize=_ROWS_PER_INSERT)
+def insert_sql(count: int) -> str:
+    """One INSERT of ``count`` entries (parameters ``seq_0``, ``hash_0``, ... as
+    :func:`numbered` names them); an entry whose key is recorded is skipped."""
+    values = ", ".join(
+        "(" + ", ".join(f":{name}_{index}" for name in _COLUMNS) + ")" for index in range(count)
+    )
+    return (
+        f"INSERT INTO {_LOG} ({', '.join(_COLUMNS)}) VALUES {values} "
+        "ON CONFLICT (entry_key) DO NOTHING"
+    )
+
+
+def numbered(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The parameters of :func:`insert_sql` for ``rows``."""
+    return {f"{name}_{i}": value for i, row in enumerate(rows) for name, value in row.items()}

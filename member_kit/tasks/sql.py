@@ -14,12 +14,16 @@ the same PostgreSQL) is seen by polling the row while waiting.
 
 Creating a task, changing it and reading one row run fixed SQL on the driver's connection
 (:mod:`~member_kit.tasks.sql_statements`); only ListTasks builds its query with
-SQLAlchemy Core. Creating a task is one transaction: the idempotency key lookup, making
-room, the caller's ``claim`` (the token's one-task claim) and the insert, so a token is
+SQLAlchemy Core. Creating a task is one transaction: the idempotency key's lookup and
+insert, making room, the caller's ``claim`` (the token's one-task claim) and the task's
+insert, so a token is
 used up exactly when its task is stored. Inside :meth:`SQLTaskStore.transaction` every
 change joins one outer transaction (a blocking send of an immediate skill stores its task,
-the claim and the outcome with one commit); creating a task there keeps a savepoint, so
-losing an idempotency key race to another process undoes only the insert and the claim.
+the claim and the outcome with one commit). Creating a task writes its idempotency key
+first, so losing the key's race to another process (possible on PostgreSQL, where a
+savepoint then undoes it) fails before the claim; and a task created there has its row
+written once, in its final state, just before the commit
+(:mod:`~member_kit.tasks.sql_once`), not inserted and then updated.
 
 A send's transaction is handed to the process's database writer thread
 (:meth:`SQLTaskStore.run_transaction`), so a slow or locked database holds that send only,
@@ -79,6 +83,7 @@ from member_kit.tasks.record import (
 )
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql_keys import SQLKeyBook
+from member_kit.tasks.sql_once import Evicted, Opened, Unwritten, sequenced
 from member_kit.tasks.sql_rows import (
     COLUMNS,
     changed_values,
@@ -93,13 +98,12 @@ from member_kit.tasks.sql_rows import (
 )
 
 SETTLE_POLL_SECONDS = 1.0  # how often a waiter reads the row for another process's change
-Evicted = list[tuple[str, str]]
-"""The ``(owner, id)`` of tasks evicted by one statement or transaction."""
 
 T = TypeVar("T")
-# The evictions of the transaction() open in this context, announced once it commits.
-_pending_evictions: ContextVar[tuple[SQLTaskStore, Evicted] | None] = ContextVar(
-    "remote_risk_pending_evictions", default=None
+# The transaction() open in this context: its evictions (announced once it commits) and
+# the tasks it opened (written once, just before it commits; see tasks.sql_once).
+_open_transaction: ContextVar[tuple[SQLTaskStore, Opened] | None] = ContextVar(
+    "remote_risk_open_transaction", default=None
 )
 
 
@@ -123,6 +127,7 @@ class SQLTaskStore(BoundedStore):
         self.lease_seconds = lease_seconds
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
+        self._key_races = engine.dialect.name != "sqlite"  # see create()
 
     def __len__(self) -> int:
         with read_transaction(self._engine) as connection:
@@ -143,18 +148,27 @@ class SQLTaskStore(BoundedStore):
         """Open a SUBMITTED task; with an ``idempotency_key`` the owner's task for that key
         is returned instead if there is one (also when another process created it first).
         ``claim`` runs only when a task is created, in the same transaction as its insert:
-        if it raises nothing is created, and if the insert fails its writes are undone."""
+        if it raises nothing is created, and if the insert fails its writes are undone.
+        Inside :meth:`transaction` the task's row is written when that commits.
+
+        The key is written first: losing its race to another process then fails before
+        anything else is written. On SQLite that failed statement is undone alone (and the
+        write lock held from ``BEGIN IMMEDIATE`` rules the race out anyway); on PostgreSQL,
+        where a failed statement spoils the transaction, a savepoint undoes it."""
+        savepoint = idempotency_key is not None and self._key_races
         try:
-            with driver_write(self._engine, savepoint=idempotency_key is not None) as cursor:
+            with driver_write(self._engine, savepoint=savepoint) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
                 evicted: Evicted = []
                 if record is None:
+                    record = self._new_record(owner, message, context_id, metadata)
+                    if idempotency_key is not None:
+                        now_ms = epoch_milliseconds(record.changed_at)
+                        self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
                     evicted = self._make_room(cursor)
                     if claim is not None:
                         claim()
-                    record = self._insert(
-                        cursor, owner, message, context_id, metadata, idempotency_key
-                    )
+                    self._insert(cursor, record, idempotency_key)
         except self._integrity_error:
             if idempotency_key is None:
                 raise
@@ -170,19 +184,21 @@ class SQLTaskStore(BoundedStore):
         """One write transaction that every change made inside joins: they are stored
         together or not at all. A record changed inside may be ahead of the database if
         the commit fails; its sequence then differs from the row's, so the next change or
-        read starts from the row. Evictions made inside are announced after the commit."""
-        if self._pending() is not None:
+        read starts from the row. Evictions made inside are announced after the commit;
+        a task created inside is written once, as it is at the end (:mod:`sql_once`)."""
+        if self._opened() is not None:
             with driver_write(self._engine):
                 yield
             return
-        evicted: Evicted = []
-        token = _pending_evictions.set((self, evicted))
+        opened = Opened()
+        token = _open_transaction.set((self, opened))
         try:
-            with driver_write(self._engine):
+            with driver_write(self._engine) as cursor:
                 yield
+                self._write_unwritten(cursor, opened)
         finally:
-            _pending_evictions.reset(token)
-        self._announce(evicted)
+            _open_transaction.reset(token)
+        self._announce(opened.evicted)
 
     async def run_transaction(self, work: Callable[[], T]) -> T:
         """``work()`` inside :meth:`transaction`, off the event loop (see
@@ -240,7 +256,7 @@ class SQLTaskStore(BoundedStore):
             record = self._current(cursor, task_id)
             if record is None or record.terminal:
                 return None
-            sequence = self._next_sequence(cursor, 2)
+            sequence = self._next_sequence(cursor, 2, record.id)
             move(record, through, None, self._now(), sequence - 1)
             passed = record.snapshot()
             if artifacts:
@@ -310,42 +326,64 @@ class SQLTaskStore(BoundedStore):
     def _sql(self, sql: str) -> str:
         return driver_sql(self._engine, sql)
 
-    def _next_sequence(self, cursor: DBAPICursor, count: int) -> int:
-        """The last of ``count`` new status sequence numbers: one atomic bump of the counter."""
+    def _next_sequence(self, cursor: DBAPICursor, count: int, task_id: str | None = None) -> int:
+        """The last of ``count`` new status sequence numbers: one atomic bump of the counter,
+        or, for a task not written yet, counted within it until it is."""
+        unwritten = self._unwritten(task_id)
+        if unwritten is not None:
+            return unwritten.next_sequence(count)
+        return self._bump(cursor, count)
+
+    def _bump(self, cursor: DBAPICursor, count: int) -> int:
         cursor.execute(self._sql(statements.BUMP_SEQUENCE), {"count": count})
         return int(only_row(cursor)[0])
 
-    def _insert(
-        self,
-        cursor: DBAPICursor,
-        owner: str,
-        message: Message,
-        context_id: str | None,
-        metadata: dict[str, Any] | None,
-        idempotency_key: str | None,
+    def _new_record(
+        self, owner: str, message: Message, context_id: str | None, metadata: dict[str, Any] | None
     ) -> TaskRecord:
+        """A new SUBMITTED task holding ``message``, its sequence the first of its own
+        (see :meth:`_insert`)."""
         record = TaskRecord(
             id=self._new_id(),
             owner=owner,
             context_id=context_id or self._new_id(),
             state=TaskState.SUBMITTED,
             changed_at=self._now(),
-            sequence=self._next_sequence(cursor, 1),
+            sequence=1,
             metadata=metadata,
         )
         record.history.append(bound(message, record))
-        row = {"id": record.id, "owner": owner, **row_values(record)}
-        lease = {"worker": self.leases.worker, "until": self.leases.until()}
-        cursor.execute(
-            self._sql(statements.INSERT), {**row, "idempotency_key": idempotency_key, **lease}
-        )
-        if idempotency_key is not None:
-            now_ms = epoch_milliseconds(record.changed_at)
-            self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
         return record
+
+    def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
+        """Insert the new task now, or keep it to insert when the open :meth:`transaction`
+        commits (its sequence then counted within it until then)."""
+        opened = self._opened()
+        if opened is None:
+            record.sequence = self._bump(cursor, 1)
+        lease = {"worker": self.leases.worker, "until": self.leases.until()}
+        row = {"id": record.id, "owner": record.owner, **row_values(record)}
+        row.update(idempotency_key=idempotency_key, **lease)
+        if opened is not None:
+            opened.unwritten[record.id] = Unwritten(record, row)
+            return
+        cursor.execute(self._sql(statements.INSERT), row)
+
+    def _write_unwritten(self, cursor: DBAPICursor, opened: Opened) -> None:
+        """Insert the tasks the transaction opened, each once, as they now are."""
+        if not opened.unwritten:
+            return
+        rows = sequenced(opened, self._bump(cursor, opened.total_moves()))
+        cursor.executemany(self._sql(statements.INSERT), rows)
+        for task_id, unwritten in opened.unwritten.items():
+            live = self._live.get(task_id)
+            if live is not None:
+                live.sequence = unwritten.record.sequence
 
     def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
         """Take the work lease of a task this process is about to work on again."""
+        if self._unwritten(task_id) is not None:
+            return  # its insert names this process and the lease's end
         lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
         cursor.execute(self._sql(statements.LEASE), lease)
 
@@ -355,6 +393,8 @@ class SQLTaskStore(BoundedStore):
         ``(owner, id)``."""
         cursor.execute(self._sql(statements.COUNT))
         (stored,) = only_row(cursor)
+        opened = self._opened()
+        stored += len(opened.unwritten) if opened is not None else 0
         if stored < self.capacity:
             return []
         due = {"count": evictions_due(stored, self.capacity)}
@@ -377,10 +417,22 @@ class SQLTaskStore(BoundedStore):
 
     def _pending(self) -> Evicted | None:
         """The evictions of this store's open transaction(), if one is open here."""
-        open_transaction = _pending_evictions.get()
+        opened = self._opened()
+        return opened.evicted if opened is not None else None
+
+    def _opened(self) -> Opened | None:
+        """This store's transaction() open in this context, if there is one."""
+        open_transaction = _open_transaction.get()
         if open_transaction is None or open_transaction[0] is not self:
             return None
         return open_transaction[1]
+
+    def _unwritten(self, task_id: str | None) -> Unwritten | None:
+        """The task ``task_id`` if the open transaction() opened it and has not written it."""
+        opened = self._opened()
+        if opened is None or task_id is None:
+            return None
+        return opened.unwritten.get(task_id)
 
     def _move(
         self,
@@ -393,7 +445,7 @@ class SQLTaskStore(BoundedStore):
         artifacts: bool = False,
     ) -> None:
         """Move ``record`` on and write the columns that changed."""
-        move(record, state, message, self._now(), self._next_sequence(cursor, 1))
+        move(record, state, message, self._now(), self._next_sequence(cursor, 1, record.id))
         self._write(cursor, record, history=history or message is not None, artifacts=artifacts)
 
     def _write(
@@ -401,11 +453,18 @@ class SQLTaskStore(BoundedStore):
     ) -> None:
         """Write the status of ``record``, and its history and artifacts if they grew."""
         values = changed_values(record, history=history, artifacts=artifacts)
+        unwritten = self._unwritten(record.id)
+        if unwritten is not None:
+            unwritten.changed(record, values)  # its one insert comes at the commit
+            return
         cursor.execute(self._sql(update_sql(tuple(values))), {**values, "id": record.id})
 
     def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
         """The task to change: a copy of this process's record when the row still holds
         its sequence, else the row itself; None if the task is gone."""
+        unwritten = self._unwritten(task_id)
+        if unwritten is not None:
+            return unwritten.copy()
         known = self._live.get(task_id)
         if known is None:
             return self._load(cursor, task_id)
@@ -423,18 +482,19 @@ class SQLTaskStore(BoundedStore):
         if key is None:
             return None
         known = self._keys.lookup(cursor, owner, key, epoch_milliseconds(self._now()))
-        if known is not None:
-            task_id, retained = known
-            return record_of(retained) if retained is not None else self._load(cursor, task_id)
-        cursor.execute(self._sql(statements.BY_KEY), {"owner": owner, "key": key})
-        row = cursor.fetchone()
-        return record_of(row) if row is not None else None
+        if known is None:
+            return None
+        task_id, retained = known
+        return record_of(retained) if retained is not None else self._load(cursor, task_id)
 
     def _read(self, task_id: str) -> TaskRecord | None:
         with driver_read(self._engine) as cursor:
             return self._load(cursor, task_id)
 
     def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
+        unwritten = self._unwritten(task_id)
+        if unwritten is not None:
+            return unwritten.copy()
         cursor.execute(self._sql(statements.BY_ID), {"id": task_id})
         row = cursor.fetchone()
         return record_of(row) if row is not None else None

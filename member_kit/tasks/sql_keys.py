@@ -18,12 +18,16 @@ from sqlalchemy.engine.interfaces import DBAPICursor
 
 from member_kit import errors
 from member_kit.storage.engine import driver_sql
-from member_kit.storage.schema import idempotency_keys
+from member_kit.storage.schema import idempotency_keys, tasks
 from member_kit.tasks.retention import PURGE_INTERVAL, check_retention
 
 _TABLE = idempotency_keys.name
+# The key's row and, in the same statement, a stored task opened under the key (found
+# when the key's row was purged before the task was evicted): one read for a key not seen.
 _LOOKUP = (
     f"SELECT task_id, expires_at_ms, retained_task FROM {_TABLE} "
+    "WHERE owner = :owner AND idempotency_key = :key "
+    f"UNION ALL SELECT id, NULL, NULL FROM {tasks.name} "
     "WHERE owner = :owner AND idempotency_key = :key"
 )
 _REMEMBER = (
@@ -55,12 +59,14 @@ class SQLKeyBook:
         self, cursor: DBAPICursor, owner: str, key: str, now_ms: int
     ) -> tuple[str, list[Any] | None] | None:
         """The key's task id and, if the task was evicted, its final row; None for a key
-        never seen (or long forgotten); raises IdempotencyKeyExpired after the window."""
+        never seen (or long forgotten, its task gone too); raises IdempotencyKeyExpired
+        after the window."""
         cursor.execute(self._sql["lookup"], {"owner": owner, "key": key})
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        task_id, expires_at_ms, retained = row
+        rows = cursor.fetchall()
+        kept = [row for row in rows if row[1] is not None]  # the key's own row
+        if not kept:
+            return (rows[0][0], None) if rows else None
+        task_id, expires_at_ms, retained = kept[0]
         if now_ms >= expires_at_ms:
             raise errors.IdempotencyKeyExpired(int(self.retention.total_seconds()))
         return task_id, json.loads(retained) if retained is not None else None

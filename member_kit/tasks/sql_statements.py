@@ -11,7 +11,6 @@ TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
 
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
 BY_ID = f"{SELECT} WHERE id = :id"
-BY_KEY = f"{SELECT} WHERE owner = :owner AND idempotency_key = :key"
 SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
 COUNT = f"SELECT count(*) FROM {tasks.name}"
 TERMINAL_LIST = ", ".join(f"'{state}'" for state in TERMINAL)

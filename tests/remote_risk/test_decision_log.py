@@ -215,8 +215,8 @@ def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_repl
     tmp_path: Path,
 ) -> None:
     """A receipt's entry, the decisions waiting for the loop and the hashes its head
-    covers take three statements (key lookup, last seq, one insert of both), not one pass per
-    part; what another replica appended behind the kept range is still covered (then
+    covers take two statements (last seq, one insert of both that skips a recorded key), not
+    one pass per part; what another replica appended behind the kept range is still covered (then
     read back), and a receipt already recorded writes only the decisions."""
     import sqlite3
 
@@ -243,8 +243,8 @@ def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_repl
                 "receipt", {"t": key}, key=key, handoff_id="h", signer=KEY, issuer="risk"
             )
             written = [s.split()[0] for s in statements]
-        # the decision's and the receipt's rows are one executemany: traced once each
-        assert written == ["SELECT", "SELECT", "INSERT", "INSERT"], statements
+        # the decision's and the receipt's rows are one INSERT
+        assert written == ["SELECT", "INSERT"], statements
         return head.tree_size, head.root
 
     assert asyncio.run(receipt("receipt:a")) == (3, log.tree(3).root())

@@ -16,7 +16,13 @@ from agent_cards.keys import KeySet, SigningKey
 from contracts.wire import Artifact, Message, Part, Role, TaskState, to_wire
 from member_kit.storage.engine import DATABASE_FILE, driver_errors, open_engine
 from member_kit.storage.migrations import current_revision, migrate
-from member_kit.storage.schema import VERSION_TABLE, metadata, tasks, used_tokens
+from member_kit.storage.schema import (
+    VERSION_TABLE,
+    idempotency_keys,
+    metadata,
+    tasks,
+    used_tokens,
+)
 from member_kit.tasks.sql import SQLTaskStore
 from member_kit.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
@@ -195,9 +201,10 @@ def test_a_lost_key_race_inside_a_transaction_undoes_only_the_insert_and_claim(
     engine: Engine,
 ) -> None:
     """When another process stored a task under the same idempotency key after this one
-    looked (simulated by hiding the first lookup), the insert fails inside the outer
-    transaction: the savepoint undoes the insert and the claim, the transaction goes on and
-    the other task is answered."""
+    looked (simulated by hiding the first lookup), the key's insert fails inside the outer
+    transaction before the claim is made (on PostgreSQL a savepoint undoes it, on SQLite
+    the failed statement is undone alone), the transaction goes on and the other task is
+    answered."""
     migrate(engine)
     store, guard = SQLTaskStore(engine, 10), SQLReplayGuard(engine)
     exp = int(datetime.now(UTC).timestamp()) + 60
@@ -281,3 +288,41 @@ def test_a_rows_json_columns_hold_the_wire_form_of_the_record(engine: Engine) ->
     assert json.loads(row.status_message) == to_wire(note)
     fresh = SQLTaskStore(engine, 10).get("alice", record.id)
     assert fresh.history == current.history and fresh.artifacts == current.artifacts
+
+
+def test_a_task_whose_keys_row_is_gone_is_still_found_by_its_key(engine: Engine) -> None:
+    """The key's row is purged a refusal window after it expired; the task it opened, if
+    still stored, is what the key names until then (one lookup reads both)."""
+    migrate(engine)
+    store = SQLTaskStore(engine, 10)
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+    first = store.create("alice", note, idempotency_key="key-1")
+    with engine.begin() as connection:
+        connection.execute(idempotency_keys.delete())
+    again = SQLTaskStore(engine, 10).create("alice", note, idempotency_key="key-1")
+    assert again.id == first.id and len(store) == 1
+
+
+def test_a_task_opened_and_settled_in_one_transaction_is_inserted_once(engine: Engine) -> None:
+    """Inside the store's transaction a new task's row is written once, at the commit, as
+    it ends; its sequence follows the status changes it went through, and another store
+    reading it sees what the same steps in separate transactions would have stored."""
+    migrate(engine)
+    store = SQLTaskStore(engine, 10)
+    note = Message(message_id="m-1", role=Role.USER, parts=[Part(text="first")])
+    before = store.create("alice", note)  # sequence 1
+    artifact = Artifact(artifact_id="a-1", parts=[Part(text="done")])
+    with store.transaction():
+        record = store.create("alice", note, idempotency_key="key-1")
+        with engine.connect() as connection:  # not visible before the commit
+            assert connection.scalar(select(tasks.c.id).where(tasks.c.id == record.id)) is None
+        assert store.get("alice", record.id).state is TaskState.SUBMITTED
+        passed = store.advance_through(
+            record.id, TaskState.WORKING, TaskState.COMPLETED, artifacts=[artifact]
+        )
+        assert passed is not None and passed.status.state is TaskState.WORKING
+    assert record.sequence == before.sequence + 3 and record.state is TaskState.COMPLETED
+    stored = SQLTaskStore(engine, 10).get("alice", record.id)
+    assert stored.snapshot() == record.snapshot() and stored.sequence == record.sequence
+    assert store.find_by_idempotency_key("alice", "key-1") is record
+    assert store.advance(record.id, TaskState.FAILED) is False  # terminal, from the row

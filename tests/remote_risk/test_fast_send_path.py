@@ -77,19 +77,27 @@ def test_a_send_the_endpoint_refuses_is_answered_alike_on_the_general_path() -> 
 
 
 def test_a_blocking_send_takes_one_transaction(tmp_path: Path) -> None:
-    """On SQLite a blocking send makes one durable write: its task, the token's claim,
-    the outcome, the allowed decision and the receipt with its head commit together."""
+    """On SQLite a blocking send makes one durable write: its task (inserted once, in its
+    final state, never updated), the token's claim, the outcome, the allowed decision and
+    the receipt with its head commit together, the two log entries in one insert."""
     with delegated_service(data_dir=tmp_path) as (caller, app):
         caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, caches, first entries
         app.state.audit_log.flush()
         statements = _traced(app.state.durable_store.engine)
-        caller.task_of(caller.send("run-1", "h-1"))
+        entries = app.state.audit_log.current()[0]
+        task = caller.task_of(caller.send("run-1", "h-1"))
         app.state.audit_log.flush()
         writes = [t for t in _transactions(statements) if any(_writes(s) for s in t)]
         (only,) = writes
+        of_tasks = [s for s in only if _writes(s) and " remote_risk_tasks " in s]
+        assert [s.split()[0] for s in of_tasks] == ["INSERT"]
+        assert task["id"] in of_tasks[0] and "TASK_STATE_COMPLETED" in of_tasks[0]
         inserted = [s for s in only if s.startswith("INSERT INTO remote_risk_audit_log")]
-        assert len(inserted) == 2  # the decision, then the receipt
-        assert any(s.startswith("INSERT INTO remote_risk_tasks") for s in only)
+        assert len(inserted) == 1  # the decision, then the receipt
+        assert app.state.audit_log.current()[0] == entries + 2
+        assert sum(s.startswith("UPDATE remote_risk_counters") for s in only) == 1
+        stored = caller.get_task(task["id"], "h-1").json()["result"]
+        assert stored["status"] == task["status"] and stored["artifacts"] == task["artifacts"]
 
 
 def _writes(statement: str) -> bool:

@@ -1,0 +1,77 @@
+"""Tasks opened inside a store transaction, written once, in their final state, at its end.
+
+A blocking send of an immediate skill opens its task, runs the skill and settles the task
+within one transaction of :class:`~member_kit.tasks.sql.SQLTaskStore` (its
+``transaction()``). Inserting the task SUBMITTED and then updating it (WORKING, then the
+outcome) would write its row three times for a commit that shows only the last. So a task
+created inside that transaction is kept here as :class:`Unwritten`: the columns of its
+row, brought up to date by every change made to it there, and how many status sequence
+numbers its moves took. Just before the commit the store takes those numbers with one
+bump of the counter and inserts each row once (:func:`sequenced`). Readers see exactly
+what they saw before: nothing of the transaction until it commits, then the final row.
+Inside the transaction the store reads such a task from here, not from the table; its
+work lease is the one its insert names (this process's), so none is taken meanwhile.
+
+Pure bookkeeping, no I/O: the store runs the statements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from member_kit.tasks.record import TaskRecord
+
+Evicted = list[tuple[str, str]]
+"""The ``(owner, id)`` of tasks evicted by one statement or transaction."""
+
+
+@dataclass
+class Unwritten:
+    """A task opened in the open transaction and not yet inserted: ``record`` as it now
+    is, with its sequence counted from 1 (:attr:`moves` is the last one taken), and
+    ``row``, the parameters of its INSERT."""
+
+    record: TaskRecord
+    row: dict[str, Any]
+    moves: int = 1
+
+    def next_sequence(self, count: int) -> int:
+        """The last of ``count`` more sequence numbers, counted within this task."""
+        self.moves += count
+        return self.moves
+
+    def changed(self, record: TaskRecord, values: dict[str, Any]) -> None:
+        """``record`` changed, and these of its columns with it."""
+        self.record = record
+        self.row.update(values)
+
+    def copy(self) -> TaskRecord:
+        """A copy of the record to change (a failed change leaves this one as it was)."""
+        kept = self.record
+        return replace(kept, history=list(kept.history), artifacts=list(kept.artifacts))
+
+
+@dataclass
+class Opened:
+    """What one open store transaction keeps until it commits: the tasks it evicted
+    (announced after the commit) and the tasks it opened (written just before)."""
+
+    evicted: Evicted = field(default_factory=list)
+    unwritten: dict[str, Unwritten] = field(default_factory=dict)
+
+    def total_moves(self) -> int:
+        return sum(task.moves for task in self.unwritten.values())
+
+
+def sequenced(opened: Opened, last: int) -> list[dict[str, Any]]:
+    """The INSERT parameters of the opened tasks once ``last`` is the last of the
+    :meth:`Opened.total_moves` sequence numbers taken for them; each task's record gets
+    its final sequence (the last of its own block of numbers)."""
+    rows = []
+    end = last - opened.total_moves()
+    for task in opened.unwritten.values():
+        end += task.moves
+        task.record.sequence = end
+        rows.append({**task.row, "sequence": end})
+    return rows
