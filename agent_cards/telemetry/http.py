@@ -18,13 +18,13 @@ import time
 from contextvars import ContextVar
 from typing import Any, ClassVar
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_cards.telemetry.tracing import (
     CONTEXT_HEADERS,
     ServiceTracing,
-    annotate,
     current_trace_id,
     extract,
 )
@@ -45,7 +45,10 @@ class RequestFacts:
         current = self.current.get()
         if current is not None:
             current.update(given)
-        annotate(**{self.prefix + key: value for key, value in given.items()})
+        span = trace.get_current_span()
+        if span.is_recording():  # the prefixed names are made only for a span that keeps them
+            for key, value in given.items():
+                span.set_attribute(self.prefix + key, value)
 
 
 def route_of(scope: Scope) -> str:
