@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts import strict_json
@@ -101,6 +101,7 @@ def test_wide_documents_within_the_caps_decode() -> None:
     assert strict_json.loads(commas)[0] == "," * 200_000
 
 
+@settings(deadline=None)  # no timing in tests: the machine may be busy
 @given(DOCUMENTS)
 def test_dumps_writes_what_compact_json_dumps_writes(document: object) -> None:
     """Its one encoder, built once, writes what ``json.dumps`` with its options did."""
