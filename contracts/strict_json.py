@@ -184,9 +184,13 @@ def loads(data: bytes | str) -> Any:
         raise StrictJSONError(f"not valid JSON: {exc}") from None
 
 
+# Built once: ``json.dumps`` with options makes a new encoder on every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
 def dumps(value: Any) -> bytes:
     """Encode compactly, refusing non-finite floats rather than emitting ``NaN``."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
+    return _COMPACT.encode(value).encode()
 
 
 def json_equal(one: Any, other: Any) -> bool:

@@ -35,6 +35,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 
 PROTOCOL_VERSION = "1.0"
 VERSION_HEADER = "A2A-Version"
@@ -63,11 +64,27 @@ class WireModel(BaseModel):
         if not isinstance(data, dict):
             return data
         absent = {
-            info.alias or name: info.get_default(call_default_factory=True)
-            for name, info in cls.model_fields.items()
-            if info.default is not None and (info.alias or name) not in data and name not in data
+            alias: info.get_default(call_default_factory=True)
+            for alias, name, info in _defaulted(cls)
+            if alias not in data and name not in data
         }
         return {**data, **absent} if absent else data
+
+
+# Each model's members whose default is not None (wire name, field name, field), found
+# at the model's first validation rather than on every one.
+_DEFAULTED: dict[type[BaseModel], tuple[tuple[str, str, FieldInfo], ...]] = {}
+
+
+def _defaulted(model: type[BaseModel]) -> tuple[tuple[str, str, FieldInfo], ...]:
+    found = _DEFAULTED.get(model)
+    if found is None:
+        found = _DEFAULTED[model] = tuple(
+            (info.alias or name, name, info)
+            for name, info in model.model_fields.items()
+            if info.default is not None
+        )
+    return found
 
 
 def to_wire(model: BaseModel) -> dict[str, Any]:

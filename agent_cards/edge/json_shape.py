@@ -52,10 +52,11 @@ def check_json_shape(body: bytes, *, max_depth: int) -> None:
         check_bounds(text, max_depth)
     except JSONOutOfBounds as exc:
         raise JSONShapeError(exc.reason, str(exc)) from None
-    strings = _STRING.findall(body)
-    for string in strings:
-        if _SURROGATE_HINT.search(string):
-            _check_surrogates(string)
+    # the strings are looked through only when the body holds a surrogate's escape at all
+    if _SURROGATE_HINT.search(body):
+        for string in _STRING.findall(body):
+            if _SURROGATE_HINT.search(string):
+                _check_surrogates(string)
     outside = _STRING.sub(b'""', body)
     if _LONG.search(outside):
         for match in _SUSPECT_NUMBER.finditer(outside):

@@ -18,12 +18,18 @@ import time
 from contextvars import ContextVar
 from typing import Any, ClassVar
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent_cards.telemetry.tracing import ServiceTracing, annotate, current_trace_id, extract
+from agent_cards.telemetry.tracing import (
+    CONTEXT_HEADERS,
+    ServiceTracing,
+    current_trace_id,
+    extract,
+)
 
-__all__ = ["ObservedHTTP", "RequestFacts", "client_of", "route_of"]
+__all__ = ["ObservedHTTP", "RequestFacts", "client_of", "route_of", "trace_headers"]
 
 
 class RequestFacts:
@@ -39,7 +45,10 @@ class RequestFacts:
         current = self.current.get()
         if current is not None:
             current.update(given)
-        annotate(**{self.prefix + key: value for key, value in given.items()})
+        span = trace.get_current_span()
+        if span.is_recording():  # the prefixed names are made only for a span that keeps them
+            for key, value in given.items():
+                span.set_attribute(self.prefix + key, value)
 
 
 def route_of(scope: Scope) -> str:
@@ -50,6 +59,16 @@ def route_of(scope: Scope) -> str:
         route = next((r for r in routes if getattr(r, "endpoint", None) is scope["endpoint"]), None)
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else "unmatched"
+
+
+def trace_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers :func:`extract` reads (the last of each, as a dict of all its
+    headers would keep), without decoding the others."""
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in scope["headers"]
+        if name in CONTEXT_HEADERS
+    }
 
 
 def client_of(scope: Scope) -> str | None:
@@ -76,7 +95,6 @@ class ObservedHTTP:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         facts: dict[str, str] = {}
         reset = self.facts.current.set(facts)
         status = {"code": 500}
@@ -97,7 +115,7 @@ class ObservedHTTP:
                     "client.address": (scope.get("client") or (None,))[0],
                 },
                 kind=SpanKind.SERVER,
-                parent=extract(headers),
+                parent=extract(trace_headers(scope)),
             ) as span:
                 try:
                     await self.app(scope, receive, sending)

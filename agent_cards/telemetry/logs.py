@@ -43,6 +43,26 @@ _PATTERNS = (
     # the password in a URL's userinfo (a database URL)
     re.compile(r"(?<=://)([^/\s:@]+):[^/\s@]+(?=@)"),
 )
+
+
+def _may_name_scheme(line: str) -> bool:
+    """Whether the first pattern could match: an ASCII line without ``bearer`` or
+    ``basic`` in any case cannot (a non-ASCII one always runs the pattern, whose
+    case-insensitive match also takes letters such as the long s)."""
+    if not line.isascii():
+        return True
+    lowered = line.lower()
+    return "bearer" in lowered or "basic" in lowered
+
+
+# Each pattern with a test that is true whenever it could match (a substring it needs),
+# so that a line holding none of them skips it: the line redacted is the same.
+_PATTERNS_WITH_PRECHECKS = (
+    (_PATTERNS[0], _may_name_scheme),
+    (_PATTERNS[1], lambda line: "eyJ" in line),
+    (_PATTERNS[2], lambda line: "://" in line and "@" in line),
+)
+
 # What could end a line, start a terminal escape sequence or hide text.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # What json.dumps(ensure_ascii=False) leaves unescaped of those.
@@ -58,16 +78,19 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._longest_first: tuple[str, ...] = ()
 
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= _MIN_SECRET_LENGTH:
             self._secrets.add(secret)
+            self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
 
     def __call__(self, line: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        for secret in self._longest_first:
             line = line.replace(secret, REDACTED)
-        for pattern in _PATTERNS:
-            line = pattern.sub(_keep_scheme, line)
+        for pattern, may_match in _PATTERNS_WITH_PRECHECKS:
+            if may_match(line):
+                line = pattern.sub(_keep_scheme, line)
         return line
 
 
@@ -123,12 +146,11 @@ class TextFormatter(logging.Formatter):
     """``TIME LEVEL LOGGER: message key=value ...``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        message = escaped(record.getMessage())
-        parts = [timestamp(record), record.levelname, f"{escaped(record.name)}:", message]
-        parts += [
-            f"{escaped(key)}={escaped(str(value))}" for key, value in fields_of(record).items()
-        ]
-        line = " ".join(parts)
+        parts = [timestamp(record), record.levelname, f"{record.name}:", record.getMessage()]
+        parts += [f"{key!s}={value!s}" for key, value in fields_of(record).items()]
+        # one escape of the whole line: escaping is character by character and the
+        # separators (space, colon, equals) are safe, so this is each part escaped
+        line = escaped(" ".join(parts))
         if record.exc_info:
             line += _continuation(self.formatException(record.exc_info))
         return REDACTOR(line)

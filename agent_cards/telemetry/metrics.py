@@ -9,11 +9,15 @@ method) is written ``other``, so no request can grow a series.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 
-__all__ = ["CONTENT_TYPE", "LATENCY_BUCKETS", "code_label", "exposition", "known_label"]
+__all__ = ["CONTENT_TYPE", "LATENCY_BUCKETS", "children", "code_label", "exposition", "known_label"]
+
+Metric = TypeVar("Metric", bound=MetricWrapperBase)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -37,3 +41,18 @@ def known_label(value: str | None, known: Collection[str]) -> str:
 def exposition(registry: CollectorRegistry) -> bytes:
     """What ``GET /metrics`` answers with: ``registry`` in the Prometheus text format."""
     return generate_latest(registry)
+
+
+def children(metric: Metric) -> Callable[..., Metric]:
+    """``metric.labels``, each child looked up once and kept: a request's count then skips
+    the metric's lock and checks. As bounded as the metric's own series, since every
+    label has a bounded set of values."""
+    known: dict[tuple[str, ...], Metric] = {}
+
+    def child(*values: str) -> Metric:
+        found = known.get(values)
+        if found is None:
+            found = known[values] = metric.labels(*values)
+        return found
+
+    return child

@@ -38,6 +38,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, T
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 __all__ = [
+    "CONTEXT_HEADERS",
     "Attribute",
     "ServiceTracing",
     "annotate",
@@ -52,6 +53,8 @@ __all__ = [
 
 Attribute = str | bool | int | float
 _propagator = TraceContextTextMapPropagator()
+# The headers :func:`extract` reads, as an ASGI server names them (bytes, lower case).
+CONTEXT_HEADERS = frozenset(name.encode("latin-1") for name in _propagator.fields)
 _getter: DefaultGetter = DefaultGetter()
 _ids = RandomIdGenerator()
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -168,16 +171,17 @@ class ServiceTracing:
     @contextmanager
     def internal_span(
         self, name: str, attributes: Mapping[str, Attribute | None] | None = None
-    ) -> Iterator[None]:
+    ) -> Iterator[trace.Span]:
         """:meth:`span` around an internal step whose context nothing propagates: when
-        nobody receives spans it costs nothing (no span is made; the enclosing one stays
-        current, so logs still name its trace)."""
+        nobody receives spans it costs nothing (no span is made: the block is given the
+        invalid span, which records nothing, and the enclosing one stays current, so logs
+        still name its trace)."""
         self.tracer()
         if self._unheard:
-            yield
+            yield trace.INVALID_SPAN
             return
-        with self.span(name, attributes):
-            yield
+        with self.span(name, attributes) as current:
+            yield current
 
     def start_span(
         self,
@@ -208,14 +212,18 @@ class ServiceTracing:
         is recorded with its type only (its message might quote what it was about)."""
         tracer = self.tracer()
         if self._unheard:
-            inside = trace.get_current_span().get_span_context().is_valid
-            if inside and parent is None and kind is SpanKind.INTERNAL:
+            if parent is None and kind is SpanKind.INTERNAL and _inside_a_span():
                 # a step nobody hears: ids of its own, but the request's span stays current
                 # (what the step sends onward names that span, as unheard as its own)
                 yield _unrecorded_span(None)
                 return
-            with _unrecorded(parent) as unheard:
+            # made current without use_span's wrapping: this span records nothing
+            unheard = _unrecorded_span(parent)
+            token = otel_context.attach(trace.set_span_in_context(unheard))
+            try:
                 yield unheard
+            finally:
+                otel_context.detach(token)
             return
         given = {key: value for key, value in (attributes or {}).items() if value is not None}
         with tracer.start_as_current_span(
@@ -245,11 +253,8 @@ def _unrecorded_span(parent: otel_context.Context | None) -> trace.Span:
     return NonRecordingSpan(SpanContext(trace_id, _ids.generate_span_id(), False, flags, state))
 
 
-@contextmanager
-def _unrecorded(parent: otel_context.Context | None) -> Iterator[trace.Span]:
-    """:func:`_unrecorded_span`, made current for the block."""
-    with trace.use_span(_unrecorded_span(parent), end_on_exit=False) as current:
-        yield current
+def _inside_a_span() -> bool:
+    return trace.get_current_span().get_span_context().is_valid
 
 
 def annotate(**attributes: Attribute | None) -> None:

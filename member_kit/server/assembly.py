@@ -11,6 +11,7 @@ in front of them and the observed HTTP layer outermost.
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -42,6 +43,21 @@ from member_kit.trust.decisions import DecisionLog
 from member_kit.trust.verifier import DEFAULT_LEEWAY
 
 JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
+# The member's own observed edge (ObservedHTTP) makes each request's one span, access line
+# and metrics; FastAPI's native telemetry (where the installed FastAPI has it) would be a
+# second set, and asks on every request whether a global provider is configured.
+_NATIVE_TELEMETRY_OFF: dict[str, Any] = (
+    {
+        "telemetry": {
+            "tracing": False,
+            "metrics": False,
+            "logs": False,
+            "operation_spans": False,
+        }
+    }
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters
+    else {}
+)
 Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
 Authenticate = Callable[..., Any] | None
 
@@ -168,7 +184,8 @@ def member_parts(
 
 
 def member_app(title: str, parts: MemberParts) -> FastAPI:
-    """The parts as one FastAPI app (no API docs: the card says what it serves)."""
+    """The parts as one FastAPI app (no API docs: the card says what it serves; no
+    telemetry but the member's own)."""
     app = FastAPI(
         title=title,
         docs_url=None,
@@ -176,6 +193,7 @@ def member_app(title: str, parts: MemberParts) -> FastAPI:
         openapi_url=None,
         lifespan=parts.lifespan,
         routes=parts.routes,
+        **_NATIVE_TELEMETRY_OFF,
     )
     parts.install(app)
     return app

@@ -36,6 +36,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import trace
 from starlette.requests import Request
 
 from contracts import strict_json
@@ -239,8 +240,9 @@ class DelegationAuthorizer:
         refresh (rate-limited) and one more try; refused still, the answer says when to
         try again (``Retry-After``, by when the issuer's set will have been fetched
         again, whoever spent this interval's refresh). It runs in a span of its own,
-        ``remote_risk.authenticate_token``, with the verdict and a denial's reason."""
-        with tracing.span(tracing.PREFIX + "authenticate_token") as span:
+        ``remote_risk.authenticate_token``, with the verdict and a denial's reason (none
+        when nobody receives spans: the request's span stays current)."""
+        with tracing.service_tracing.internal_span(tracing.PREFIX + "authenticate_token") as span:
             try:
                 token = bearer_token(request)
                 authenticated = await self._authenticate(token, self._holder(request))
@@ -327,7 +329,9 @@ class DelegationAuthorizer:
         return verified, creates_task
 
 
-def _step(name: str, attributes: dict[str, str] | None = None) -> AbstractContextManager[None]:
+def _step(
+    name: str, attributes: dict[str, str] | None = None
+) -> AbstractContextManager[trace.Span]:
     """An internal step's span: none at all when nothing receives spans (the request's
     span stays current, so its logs still name its trace)."""
     return tracing.service_tracing.internal_span(tracing.PREFIX + name, attributes)

@@ -44,10 +44,10 @@ class ObservedHTTP(observed.ObservedHTTP):
     def record_metrics(
         self, method: str, route: str, status: int, seconds: float, facts: dict[str, str]
     ) -> None:
-        metrics.HTTP_REQUESTS.labels(method, route, str(status)).observe(seconds)
+        metrics.http_requests(method, route, str(status)).observe(seconds)
         if "a2a_method" in facts:
             outcome = facts.get("a2a_error", "ok")
-            metrics.A2A_REQUESTS.labels(metrics.method_label(facts["a2a_method"]), outcome).inc()
+            metrics.a2a_requests(metrics.method_label(facts["a2a_method"]), outcome).inc()
 
 
 @contextmanager
@@ -67,7 +67,7 @@ def observed_rpc(method: str, metadata: Mapping[str, str], peer: str | None) -> 
     finally:
         _facts.current.reset(reset)
         outcome = facts.get("a2a_error", "ok")
-        metrics.A2A_REQUESTS.labels(metrics.method_label(method), outcome).inc()
+        metrics.a2a_requests(metrics.method_label(method), outcome).inc()
         seconds = time.perf_counter() - started
         fields = {
             "method": "GRPC",

@@ -74,6 +74,12 @@ PUSH_DELIVERIES = Counter(
     registry=REGISTRY,
 )
 
+# The children of the metrics every request counts, kept (see shared.children).
+http_requests = shared.children(HTTP_REQUESTS)
+a2a_requests = shared.children(A2A_REQUESTS)
+token_decisions = shared.children(TOKEN_DECISIONS)
+skill_seconds = shared.children(SKILL_SECONDS)
+
 KNOWN_METHODS = frozenset(
     {
         "SendMessage",

@@ -32,8 +32,9 @@ Result = TypeVar("Result")
 
 @contextmanager
 def skill_span(skill_id: str) -> Iterator[Callable[[Outcome], Outcome]]:
-    """An immediate skill's run in a span ``<prefix>skill``, timed by outcome: the block
-    passes its outcome through the function it is given."""
+    """An immediate skill's run in a span ``<prefix>skill`` (none when nobody receives
+    spans: the request's stays current), timed by outcome: the block passes its outcome
+    through the function it is given."""
     started, ended = time.perf_counter(), "error"
 
     def seen(outcome: Outcome) -> Outcome:
@@ -43,10 +44,10 @@ def skill_span(skill_id: str) -> Iterator[Callable[[Outcome], Outcome]]:
         return outcome
 
     try:
-        with tracing.span(P + "skill", {P + "skill_id": skill_id}) as span:
+        with tracing.service_tracing.internal_span(P + "skill", {P + "skill_id": skill_id}) as span:
             yield seen
     finally:
-        metrics.SKILL_SECONDS.labels(skill_id, ended).observe(time.perf_counter() - started)
+        metrics.skill_seconds(skill_id, ended).observe(time.perf_counter() - started)
 
 
 async def skill_later(
@@ -74,7 +75,7 @@ async def skill_later(
                 _model_outcome(span, outcome)
             return outcome
     finally:
-        metrics.SKILL_SECONDS.labels(skill.skill_id, ended).observe(time.perf_counter() - started)
+        metrics.skill_seconds(skill.skill_id, ended).observe(time.perf_counter() - started)
 
 
 def _model_outcome(span: trace.Span, outcome: Outcome) -> None:
@@ -119,7 +120,7 @@ def token_decision(method: str, allowed: bool, reason: str) -> None:
     """A delegation-token decision: counted, and a denial's reason on the access log line
     and the request's span."""
     result = "allowed" if allowed else "denied"
-    metrics.TOKEN_DECISIONS.labels(metrics.method_label(method), result).inc()
+    metrics.token_decisions(metrics.method_label(method), result).inc()
     if not allowed:
         metrics.TOKEN_REFUSALS.labels(reason).inc()
         http.note(denial_reason=reason)

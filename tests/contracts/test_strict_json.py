@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts import strict_json
@@ -99,3 +99,17 @@ def test_wide_documents_within_the_caps_decode() -> None:
     assert len(strict_json.loads(spread)) == 19
     commas = strict_json.dumps(["," * 200_000, {"k": "[" * 100}])
     assert strict_json.loads(commas)[0] == "," * 200_000
+
+
+@settings(deadline=None)  # no timing in tests: the machine may be busy
+@given(DOCUMENTS)
+def test_dumps_writes_what_compact_json_dumps_writes(document: object) -> None:
+    """Its one encoder, built once, writes what ``json.dumps`` with its options did."""
+    expected = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    assert strict_json.dumps(document) == expected.encode()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), [float("-inf")]])
+def test_dumps_refuses_non_finite_numbers(value: object) -> None:
+    with pytest.raises(ValueError):
+        strict_json.dumps(value)
