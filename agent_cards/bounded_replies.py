@@ -23,6 +23,8 @@ from typing import cast
 
 import httpx
 
+from agent_cards import tls
+
 __all__ = ["REPLY_MALFORMED", "REPLY_TOO_LARGE", "BoundedTransport", "Refusal", "decoded"]
 
 REPLY_TOO_LARGE = "model_reply_too_large"
@@ -44,7 +46,7 @@ class BoundedTransport(httpx.AsyncBaseTransport):
             raise ValueError("the reply cap must be at least one byte")
         self.max_bytes = max_bytes
         self.refuse = refuse
-        self._inner = inner or httpx.AsyncHTTPTransport()
+        self._inner = inner or httpx.AsyncHTTPTransport(verify=tls.verified(True))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         request.headers["Accept-Encoding"] = "identity"

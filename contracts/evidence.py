@@ -12,8 +12,10 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictStr
 from pydantic.alias_generators import to_camel
+
+from contracts.model import Model
 
 
 class FindingStatus(StrEnum):
@@ -37,7 +39,7 @@ FINDING_MEDIA_TYPE = "application/vnd.a2a-federation.finding+json"
 SHARED_FACTS = ("refund_execution_permitted",)
 
 
-class _Governed(BaseModel):
+class _Governed(Model):
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,

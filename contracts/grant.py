@@ -26,9 +26,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from contracts.canonical import canonical_json
+from contracts.model import Model
 
 DEFAULT_MAX_ACT_DEPTH = 4
 
@@ -80,7 +81,7 @@ class NarrowingError(ValueError):
         self.dimension = dimension
 
 
-class _Claims(BaseModel):
+class _Claims(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 

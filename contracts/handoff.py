@@ -17,8 +17,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from contracts.model import Model
 from contracts.returns import ReturnContract
 
 
@@ -66,7 +67,7 @@ class TransitionError(Exception):
         self.reason = reason
 
 
-class _Record(BaseModel):
+class _Record(Model):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

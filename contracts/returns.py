@@ -27,9 +27,10 @@ from enum import StrEnum
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from contracts import strict_json
+from contracts.model import Model
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 MAX_SCHEMA_BYTES = 32_000
@@ -51,7 +52,7 @@ class ReturnContractError(ValueError):
         self.reason = reason
 
 
-class ReturnContract(BaseModel):
+class ReturnContract(Model):
     """One handoff's return contract, as stored with its record."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

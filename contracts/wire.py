@@ -37,6 +37,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
+from contracts.model import Model
+
 PROTOCOL_VERSION = "1.0"
 VERSION_HEADER = "A2A-Version"
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
@@ -45,7 +47,7 @@ NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
 JSONObject = dict[str, Any]
 
 
-class WireModel(BaseModel):
+class WireModel(Model):
     """Base for every A2A object: camelCase aliases, unknown fields refused, immutable."""
 
     model_config = ConfigDict(

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from agent_cards.bounded_replies import REPLY_MALFORMED
 from agent_cards.errors import ModelFailure
 from contracts import strict_json
+from contracts.model import Model
 
 __all__ = [
     "MODEL_INCOMPLETE",
@@ -40,7 +41,7 @@ MODEL_REFUSED = "model_refused"
 C = TypeVar("C", bound="Completion")
 
 
-class _Shape(BaseModel):
+class _Shape(Model):
     model_config = ConfigDict(extra="ignore")
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from agent_cards import tls
 from coordinator.authority.identity import issuer_id
 from coordinator.errors import FederationError
 
@@ -190,7 +191,9 @@ def chain_services(
             guard = (guard_command(terms, root / TERMS, trust), guard_environment(members))
             [terms] = stack.enter_context(started(guard))
         headers = {"Authorization": f"Bearer {token}"}
-        client = stack.enter_context(httpx.Client(timeout=60, headers=headers))
+        client = stack.enter_context(
+            httpx.Client(timeout=60, headers=headers, verify=tls.verified(True))
+        )
         services = ChainServices(url, client, {**env, "FEDERATION_SERVER": url}, guarded)
         services.register(TERMS, terms)
         services.register(PRIVACY, privacy)

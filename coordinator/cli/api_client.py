@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from agent_cards import tls
 from contracts import strict_json
 from coordinator.errors import FederationError, ProtocolError, ServerRefused, UsageError, translated
 
@@ -53,6 +54,7 @@ class CoordinatorClient:
             timeout=httpx.Timeout(READ_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             follow_redirects=False,
             trust_env=False,
+            verify=tls.verified(),
             transport=transport,
         )
 

@@ -23,7 +23,6 @@ from contracts.wire import (
 from coordinator.errors import ProtocolError
 from coordinator.remote.client import A2AClient
 from coordinator.remote.destinations import Destinations, check_destination
-from coordinator.remote.grpc_transport import GrpcTransport
 from coordinator.remote.http_json import HttpJsonTransport
 from coordinator.remote.transport import GRPC, HTTP_JSON, Interface, Transport
 from coordinator.remote.v03.transport import V03Transport
@@ -95,6 +94,9 @@ def transport_for(client: A2AClient, interface: Interface, destinations: Destina
     if interface.binding == HTTP_JSON:
         return HttpJsonTransport(client, interface)
     if interface.binding == GRPC:
+        # gRPC's modules load only for an agent that speaks it (process start-up time)
+        from coordinator.remote.grpc_transport import GrpcTransport
+
         return GrpcTransport(client, interface, origin_of(destinations.card_url))
     return JsonRpcTransport(client, interface)
 

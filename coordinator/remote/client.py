@@ -38,6 +38,7 @@ from typing import Any, TypeVar, cast
 import httpx
 from pydantic import BaseModel
 
+from agent_cards import tls
 from contracts import strict_json
 from contracts.a2a_errors import metadata_of, reason_of
 from contracts.wire import (
@@ -125,6 +126,7 @@ class A2AClient:
             timeout=httpx.Timeout(self.limits.read_timeout, connect=self.limits.connect_timeout),
             follow_redirects=False,
             trust_env=False,
+            verify=tls.verified(),
             limits=httpx.Limits(
                 max_connections=self.limits.max_connections,
                 max_keepalive_connections=self.limits.max_connections,

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from agent_cards import tls
 from coordinator.remote import http1
 
 # Headers this client writes itself: a caller who sets one is served by httpx instead.
@@ -77,8 +78,8 @@ def target_of(url: str) -> Target | None:
 def tls_context() -> ssl.SSLContext:
     """The TLS context the httpx client uses: httpx's default verification, no settings
     from the environment, HTTP/1.1 offered by ALPN."""
-    context = httpx.create_ssl_context(verify=True, trust_env=False)
-    context.set_alpn_protocols(["http/1.1"])
+    context = tls.verified()
+    context.set_alpn_protocols(["http/1.1"])  # as httpcore sets it on each connection
     return context
 
 

@@ -34,7 +34,7 @@ from functools import cached_property
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from agent_cards.identity import identity_of
 from agent_cards.keys import KID_NOT_THUMBPRINT, KeyMaterialError, TrustedKeys
@@ -48,6 +48,7 @@ from agent_cards.signing import (
 from agent_cards.transparency.succession import followed, successions_in
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
+from contracts.model import Model
 from contracts.returns import ReturnContract, held_for_review
 from contracts.wire import AgentCard
 from coordinator.audit.trail import AuditTrail
@@ -71,7 +72,7 @@ TrustKind = Literal["pinned_key", "pinned_kid", "trust_on_first_use"]
 Status = Literal["registered", "unchanged", "updated", "narrowed", "approved", "pending_approval"]
 
 
-class RegisteredAgent(BaseModel):
+class RegisteredAgent(Model):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.grant import Identifier
+from contracts.model import Model
 
 if TYPE_CHECKING:
     from coordinator.audit.verification import VerifyReport
@@ -30,6 +31,9 @@ def _both(first: str, second: str) -> dict[str, Any]:
 
 
 class StrictRequest(BaseModel):
+    """A request body: built at import, unlike the views, since FastAPI reads each body
+    model through a TypeAdapter of its own, which pydantic warns about for a deferred one."""
+
     model_config = ConfigDict(strict=True, extra="forbid")
 
 
@@ -119,7 +123,7 @@ class DelegationRequest(StrictRequest):
         return self
 
 
-class RemoteQuestion(BaseModel):
+class RemoteQuestion(Model):
     """What a remote asked when it stopped for input or authorisation: its own words,
     untrusted, never an instruction; the handoff was closed, nothing was granted."""
 
@@ -134,7 +138,7 @@ class RemoteQuestion(BaseModel):
     size: int
 
 
-class BranchView(BaseModel):
+class BranchView(Model):
     """One handoff attempt of a run, as its record says."""
 
     model_config = ConfigDict(extra="allow")
@@ -160,7 +164,7 @@ class BranchView(BaseModel):
     )
 
 
-class ArtifactView(BaseModel):
+class ArtifactView(Model):
     """What came back on a branch, with the return-admission verdict."""
 
     model_config = ConfigDict(extra="allow")
@@ -186,7 +190,7 @@ class ArtifactView(BaseModel):
     )
 
 
-class CancellationView(BaseModel):
+class CancellationView(Model):
     """Who cancelled a run, in their own words why, and when."""
 
     by: str
@@ -207,7 +211,7 @@ class RevokeRequest(StrictRequest):
     reason: str | None = Field(default=None, min_length=1, max_length=500)
 
 
-class RevocationPush(BaseModel):
+class RevocationPush(Model):
     """What one member was told: ``pushed`` (with the tasks it cancelled) or ``failed``
     (with the cause; the member learns it from the status list at its next poll)."""
 
@@ -218,7 +222,7 @@ class RevocationPush(BaseModel):
     cause: str | None = None
 
 
-class RevocationView(BaseModel):
+class RevocationView(Model):
     """A revocation: the run, the handoffs whose grants are revoked, each push."""
 
     run_id: str
@@ -228,7 +232,7 @@ class RevocationView(BaseModel):
     state: str | None = None
 
 
-class BudgetView(BaseModel):
+class BudgetView(Model):
     limit: dict[str, int | None]
     remaining: dict[str, int | None]
     ledger: list[dict[str, Any]]
@@ -236,7 +240,7 @@ class BudgetView(BaseModel):
     model: dict[str, int | None] | None = None
 
 
-class RunDocument(BaseModel):
+class RunDocument(Model):
     """A run as its records tell it: complete at every point it is written. Kinds of run
     add their own fields (a demo case, a supervised run's outcome)."""
 
@@ -279,7 +283,7 @@ class DelegationDocument(RunDocument):
     notes: list[str]
 
 
-class Reconstruction(BaseModel):
+class Reconstruction(Model):
     """A run rebuilt from its ledger events alone (``federation audit show``)."""
 
     model_config = ConfigDict(extra="allow")
@@ -311,7 +315,7 @@ class ConsistencyRequest(StrictRequest):
     second: str | int = Field(description="the other head, in the same form")
 
 
-class AgentView(BaseModel):
+class AgentView(Model):
     name: str
     endpoint: str
     binding: str = Field(default="JSONRPC", description="the binding chosen from its card")
@@ -325,13 +329,13 @@ class AgentView(BaseModel):
     pending_approval: bool
 
 
-class SkillView(BaseModel):
+class SkillView(Model):
     id: str
     name: str
     scopes: list[str] = Field(description="what the skill's security requirements ask for")
 
 
-class CardDiff(BaseModel):
+class CardDiff(Model):
     """What a held card asks for beyond the registered one (added) and drops (removed)."""
 
     interfaces_added: list[str]
@@ -344,7 +348,7 @@ class CardDiff(BaseModel):
     security_requirements_changed: bool
 
 
-class PendingCard(BaseModel):
+class PendingCard(Model):
     """A changed card held until the operator approves it (``federation agents pending``)."""
 
     agent: str
@@ -373,18 +377,18 @@ class AgentDetail(AgentView):
     pending: PendingCard | None = Field(description="a changed card held for approval")
 
 
-class RegistrationView(BaseModel):
+class RegistrationView(Model):
     status: str
     agent: AgentView
 
 
-class Submitted(BaseModel):
+class Submitted(Model):
     run_id: str
     attempt_id: str
     state: str
 
 
-class RunSummary(BaseModel):
+class RunSummary(Model):
     """One line of ``federation runs``: derived from the run's document alone."""
 
     run_id: str
@@ -399,12 +403,12 @@ class RunSummary(BaseModel):
     cancelled: bool
 
 
-class RunList(BaseModel):
+class RunList(Model):
     runs: list[RunSummary]
     next_cursor: str | None = Field(description="pass as cursor for the next page; null at the end")
 
 
-class CheckedReceipt(BaseModel):
+class CheckedReceipt(Model):
     """A receipt a bundle check verified: its event, handoff, the agent the coordinator
     sent the handoff to, the kid (RFC 7638 thumbprint) of the key that verified it."""
 
@@ -415,7 +419,7 @@ class CheckedReceipt(BaseModel):
     iss: str | None
 
 
-class VerifyView(BaseModel):
+class VerifyView(Model):
     ok: bool
     checked: int
     last_seq: int
@@ -449,16 +453,16 @@ def verify_view(report: VerifyReport) -> VerifyView:
     )
 
 
-class Health(BaseModel):
+class Health(Model):
     status: Literal["ok"]
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(Model):
     reason: str
     message: str
 
 
-class ErrorView(BaseModel):
+class ErrorView(Model):
     error: ErrorDetail
 
 
@@ -474,7 +478,7 @@ class AuditCredentialRequest(StrictRequest):
     )
 
 
-class AuditCredentialView(BaseModel):
+class AuditCredentialView(Model):
     """Whose credential and where it is sent; never the token."""
 
     agent: str

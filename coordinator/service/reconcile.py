@@ -44,6 +44,7 @@ from typing import Any
 
 import httpx
 
+from agent_cards import tls
 from agent_cards.jwk import thumbprint_of
 from agent_cards.jws import segment_json
 from agent_cards.transparency import merkle
@@ -118,6 +119,7 @@ class RemoteAudit:
                 timeout=self._timeout,
                 follow_redirects=False,
                 trust_env=False,  # no proxy from the environment sees the credential
+                verify=tls.verified(),
             )
         except httpx.HTTPError as exc:
             raise TransportError(f"{self.agent.name}: {exc}", "remote_unavailable") from None

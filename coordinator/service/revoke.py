@@ -29,6 +29,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from sqlalchemy import select
 
+from agent_cards import tls
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority import identity
@@ -204,7 +205,9 @@ class _client:
     async def __aenter__(self) -> httpx.AsyncClient:
         if self._given is not None:
             return self._given
-        self._own = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        self._own = httpx.AsyncClient(
+            follow_redirects=False, trust_env=False, verify=tls.verified()
+        )
         return self._own
 
     async def __aexit__(self, *exc: object) -> None:

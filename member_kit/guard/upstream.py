@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from agent_cards import tls
 from agent_cards.bindings.lenient import known_part
 from agent_cards.bounded_replies import REPLY_TOO_LARGE, BoundedTransport
 from contracts import a2a_errors, strict_json
@@ -58,7 +59,9 @@ def fetch_card(upstream_url: str, *, max_bytes: int, timeout: float) -> AgentCar
     url = card_url(upstream_url)
     try:
         with (
-            httpx.Client(timeout=timeout, follow_redirects=False) as client,
+            httpx.Client(
+                timeout=timeout, follow_redirects=False, verify=tls.verified(True)
+            ) as client,
             client.stream("GET", url, headers={"Accept": "application/json"}) as response,
         ):
             body = _capped(response, max_bytes)
@@ -120,7 +123,9 @@ class Upstream:
             transport=BoundedTransport(
                 max_bytes,
                 _refusal,
-                httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=connections)),
+                httpx.AsyncHTTPTransport(
+                    verify=tls.verified(True), limits=httpx.Limits(max_connections=connections)
+                ),
             ),
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.model import Model
 from contracts.wire import (
     AgentCard,
     CancelTaskRequest,
@@ -54,7 +55,7 @@ PUSH_METHODS = (
 )
 
 
-class AnyParams(BaseModel):
+class AnyParams(Model):
     """Params of a method that is refused whatever they are."""
 
     model_config = ConfigDict(extra="allow")

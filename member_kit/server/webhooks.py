@@ -43,6 +43,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from jwt.algorithms import get_default_algorithms
 
+from agent_cards import tls
 from agent_cards.keys import SigningKey, b64url_encode
 from contracts import strict_json
 from contracts.wire import StreamResponse, TaskPushNotificationConfig, to_wire
@@ -257,7 +258,10 @@ class PushDelivery:
         self._queue_limit = queue_limit
         self._history_limit = history_limit
         self._http = http or httpx.AsyncClient(
-            follow_redirects=False, trust_env=False, timeout=self._retry.timeout
+            follow_redirects=False,
+            trust_env=False,
+            verify=tls.verified(),
+            timeout=self._retry.timeout,
         )
         self._queues: dict[str, asyncio.Queue[Notification]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}

@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 from jwt.algorithms import get_default_algorithms
 
-from agent_cards import dpop
+from agent_cards import dpop, tls
 from agent_cards.identity import signing_key_named
 from agent_cards.keys import KeySet, b64url_decode, b64url_encode
 from agent_cards.transparency.receipts import HOPS_KEY, RECEIPTS_EXTENSION_URI, receipt_of
@@ -322,7 +322,9 @@ class _client:
     async def __aenter__(self) -> httpx.AsyncClient:
         if self._given is not None:
             return self._given
-        self._own = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, trust_env=False)
+        self._own = httpx.AsyncClient(
+            timeout=DEFAULT_TIMEOUT, trust_env=False, verify=tls.verified()
+        )
         return self._own
 
     async def __aexit__(self, *exc: object) -> None:

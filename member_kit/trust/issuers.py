@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from agent_cards import tls
 from agent_cards.keys import KeyMaterialError, KeySet, TrustedKeys, load_or_create, load_signing_key
 from contracts.grant import IDENTIFIER_PATTERN
 from contracts.strict_json import StrictJSONError
@@ -159,7 +160,10 @@ def fetch_jwks_response(
     try:
         with (
             httpx.Client(
-                timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=False, transport=transport
+                timeout=FETCH_TIMEOUT_SECONDS,
+                follow_redirects=False,
+                verify=tls.verified(True),
+                transport=transport,
             ) as client,
             client.stream("GET", url, headers={"Accept": "application/json"}) as response,
         ):

@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 
+from agent_cards import tls
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from contracts.strict_json import StrictJSONError
 
@@ -68,7 +69,10 @@ async def fetch(url: str, etag: str | None) -> Fetched:
     headers = {"Accept": "application/json", **({"If-None-Match": etag} if etag else {})}
     async with (
         httpx.AsyncClient(
-            timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
+            timeout=FETCH_TIMEOUT_SECONDS,
+            follow_redirects=False,
+            trust_env=False,
+            verify=tls.verified(),
         ) as client,
         client.stream("GET", url, headers=headers) as response,
     ):

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agent_cards import tls
 from agent_cards.edge.rate_limited_log import RateLimitedLog
 from contracts.grant import Grant
 from member_kit.trust.revocation import (
@@ -80,7 +81,9 @@ class RevocationEndpoint:
         return cancelled
 
     async def poll_forever(self) -> None:
-        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS, trust_env=False) as client:
+        async with httpx.AsyncClient(
+            timeout=FETCH_TIMEOUT_SECONDS, trust_env=False, verify=tls.verified()
+        ) as client:
             while True:
                 try:
                     await self.poll_once(client)
