@@ -201,20 +201,23 @@ class Run:
         if self._state_changed:
             self.keep_state()
 
-    def keep_state(self) -> None:
+    def keep_state(self) -> dict[str, Any]:
         """The one writer of the run's state: its document as its records stand now (see
         :mod:`coordinator.handoff.run_state`) with what was concluded, written with the
         trail's next flush, in the transaction of the handoff rows and ledger events it
         derives from. Every path that changes a handoff (the CLI's ``delegate``, the
         API's submit and workers, recovery, a cancel from any process) goes through the
         book, whose changes have the run's trail call this before it flushes; so a run
-        is live everywhere from its first branch on."""
-        self.keep_document(self.document(**self.conclusion))
+        is live everywhere from its first branch on. Returns the document kept."""
+        document = self.document(**self.conclusion)
+        self.keep_document(document)
+        return document
 
-    def conclude(self, **conclusion: Any) -> None:
-        """Keep what the driver concluded (beyond the records) in the run's state."""
+    def conclude(self, **conclusion: Any) -> dict[str, Any]:
+        """Keep what the driver concluded (beyond the records) in the run's state; the
+        run's document with it, as kept."""
         self.conclusion = conclusion
-        self.keep_state()
+        return self.keep_state()
 
     def save(self, document: object) -> None:
         """Write the run's document, with every fact still pending, in one transaction."""
