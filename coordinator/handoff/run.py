@@ -128,7 +128,10 @@ class Run:
             self.announce_start()
 
     def announce_start(self) -> None:
-        self.keep_document(self.document())
+        """The run's start on the ledger, and its first row: built by :meth:`keep_state`
+        at the trail's first flush (every read of the store flushes it first), so the
+        state the first durable point writes is built once, not once more before it."""
+        self._state_changed = True
         budget = self.authority.budget
         self.emit(
             "run.started",
