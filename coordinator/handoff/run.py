@@ -128,10 +128,15 @@ class Run:
             self.announce_start()
 
     def announce_start(self) -> None:
-        """The run's start on the ledger, and its first row: built by :meth:`keep_state`
-        at the trail's first flush (every read of the store flushes it first), so the
-        state the first durable point writes is built once, not once more before it."""
-        self._state_changed = True
+        """The run's start on the ledger, and its first row. A store the trail carries
+        writes nothing before the trail's first flush (every read of the store flushes it
+        first), and :meth:`keep_state` builds the row there, so the state the first
+        durable point writes is built once, not once more before it; a store of its own
+        writes the row now."""
+        if self.store.deferred:
+            self._state_changed = True
+        else:
+            self.keep_document(self.document())
         budget = self.authority.budget
         self.emit(
             "run.started",
