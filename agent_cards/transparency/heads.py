@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_cards.jwk import thumbprint_of
 from agent_cards.keys import SigningKey
 from agent_cards.transparency import merkle
 from agent_cards.transparency.statements import (
@@ -104,12 +103,13 @@ def verify_head_signer(
 ) -> tuple[Head, str]:
     """:func:`verify_head`, and who signed it: the RFC 7638 thumbprint computed from the
     key of ``keys`` that verified the signature (never a label the head states). What a
-    witness keys the head by."""
+    witness keys the head by. A pinned key's ``kid`` is that thumbprint, computed from
+    the key when it was pinned (:class:`~agent_cards.trusted.VerificationKey`, frozen)."""
     head = verify_head(jws, keys, issuer=issuer)
     key = keys.get(head.kid)
     if key is None:  # verify_head found it: only a changed ``keys`` gets here
         raise StatementInvalid("untrusted_key", "the verifying key is no longer pinned")
-    return head, thumbprint_of(key.public_key)
+    return head, key.kid
 
 
 def extends(old: Head, new: Head, proof: list[bytes]) -> bool:

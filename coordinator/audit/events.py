@@ -254,11 +254,19 @@ def prepared(record: dict[str, Any]) -> dict[str, Any]:
         return redact_secrets(record)
     start, end = text.find(',"data":'), text.rfind(',"event_type":')
     at, trace = text.rfind(',"recorded_at":'), text.rfind(',"trace_id":')
-    if not 0 < start < end < at < trace or _text_may_hold_secrets(text[start + 8 : end]):
+    if not 0 < start < end < at < trace or _walk_redacts(record["data"], text[start + 8 : end]):
         return redact_secrets(record)
     kept = Prepared(record)
     kept.parts = (text[:at], text[at:trace], text[trace:])
     return kept
+
+
+def _walk_redacts(data: Any, text: str) -> bool:
+    """Whether :func:`_redacted` replaces anything in ``data`` (``text``: its canonical
+    text). The text decides when it shows nothing to redact; otherwise the walk itself
+    does, and data it leaves equal (a flattened JWS's ``"eyJ..."`` parts, say) keeps the
+    text already made: its sealed bytes are those of the walked copy."""
+    return _text_may_hold_secrets(text) and _redacted(data) != data
 
 
 def _text_may_hold_secrets(text: str) -> bool:

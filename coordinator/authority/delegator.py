@@ -12,6 +12,7 @@ reserves is taken from what the run has left (a nested envelope, never a fresh c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import uuid
 from collections.abc import Mapping
@@ -110,8 +111,10 @@ class MintedGrant:
     token: str
     grant: Grant
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
+        """The claims digest, made once: the grant is frozen, and a handoff records the
+        digest in its ``grant.minted`` event, its grant row and its credentials' summary."""
         return claims_digest(self.grant)
 
     def summary(self) -> dict[str, object]:

@@ -147,8 +147,8 @@ class Concluded:
 
     def __call__(self, outcome: RemoteOutcome) -> None:
         record_disposition(self.run, outcome)
-        self.run.conclude(**conclusion_of(self.run, outcome))
-        self.document = self.run.document(**self.run.conclusion)
+        # the document as kept (a copy: the kept one may still be read for its write)
+        self.document = dict(self.run.conclude(**conclusion_of(self.run, outcome)))
 
 
 def record_disposition(run: Run, outcome: RemoteOutcome) -> None:

@@ -128,7 +128,15 @@ class Run:
             self.announce_start()
 
     def announce_start(self) -> None:
-        self.keep_document(self.document())
+        """The run's start on the ledger, and its first row. A store the trail carries
+        writes nothing before the trail's first flush (every read of the store flushes it
+        first), and :meth:`keep_state` builds the row there, so the state the first
+        durable point writes is built once, not once more before it; a store of its own
+        writes the row now."""
+        if self.store.deferred:
+            self._state_changed = True
+        else:
+            self.keep_document(self.document())
         budget = self.authority.budget
         self.emit(
             "run.started",
@@ -201,20 +209,23 @@ class Run:
         if self._state_changed:
             self.keep_state()
 
-    def keep_state(self) -> None:
+    def keep_state(self) -> dict[str, Any]:
         """The one writer of the run's state: its document as its records stand now (see
         :mod:`coordinator.handoff.run_state`) with what was concluded, written with the
         trail's next flush, in the transaction of the handoff rows and ledger events it
         derives from. Every path that changes a handoff (the CLI's ``delegate``, the
         API's submit and workers, recovery, a cancel from any process) goes through the
         book, whose changes have the run's trail call this before it flushes; so a run
-        is live everywhere from its first branch on."""
-        self.keep_document(self.document(**self.conclusion))
+        is live everywhere from its first branch on. Returns the document kept."""
+        document = self.document(**self.conclusion)
+        self.keep_document(document)
+        return document
 
-    def conclude(self, **conclusion: Any) -> None:
-        """Keep what the driver concluded (beyond the records) in the run's state."""
+    def conclude(self, **conclusion: Any) -> dict[str, Any]:
+        """Keep what the driver concluded (beyond the records) in the run's state; the
+        run's document with it, as kept."""
         self.conclusion = conclusion
-        self.keep_state()
+        return self.keep_state()
 
     def save(self, document: object) -> None:
         """Write the run's document, with every fact still pending, in one transaction."""

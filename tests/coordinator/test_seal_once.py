@@ -40,6 +40,8 @@ DATA: dict[str, dict[str, Any]] = {
     "bearer": {"header": "Bearer abc.def"},
     "jwt": {"leaked": "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln"},
     "counts": {"model_tokens": 12, "total_tokens": 40},
+    # a flattened JWS (a receipt): its parts start like a JWT, yet none is one
+    "jws-parts": {"receipt": {"protected": "eyJhbGciOiJFZERTQSJ9", "payload": "eyJ4Ijp7fX0"}},
 }
 CORRELATION: dict[str, dict[str, Any]] = {
     "all-null": {},
@@ -69,6 +71,15 @@ def test_plain_events_take_the_spliced_path() -> None:
     """The case the cut is for: a plain record is kept with its text, not re-serialised."""
     record = prepared(_record("plain", "all-set"))
     assert isinstance(record, Prepared) and record.parts is not None
+
+
+def test_what_the_walk_leaves_as_it_was_keeps_its_text() -> None:
+    """Text that only looks as if it might hold a secret (a receipt's JWS parts, quotes,
+    non-ASCII) is walked; when the walk replaces nothing, the text made once is kept."""
+    for data in ("jws-parts", "quotes", "non-ascii"):
+        record = prepared(_record(data, "all-set"))
+        assert isinstance(record, Prepared) and record.parts is not None, data
+    assert not isinstance(prepared(_record("jwt", "all-set")), Prepared)
 
 
 def test_an_odd_prev_hash_takes_the_general_serialiser() -> None:
