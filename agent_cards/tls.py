@@ -13,10 +13,12 @@ from __future__ import annotations
 import ssl
 from functools import cache
 
-import httpx
-
 
 @cache
 def verified(trust_env: bool = False) -> ssl.SSLContext:
     """The process's verifying TLS context; pass it as an httpx client's ``verify``."""
+    # httpx is imported here, not above: a module that marks httpx's own command-line
+    # client absent before importing httpx (the CLI's API client) may import this first.
+    import httpx
+
     return httpx.create_ssl_context(verify=True, trust_env=trust_env)

@@ -66,6 +66,7 @@ LAYERS = {
     "agent_cards": [
         "errors",
         "clock",
+        "tls",
         "jws",
         "jwk",
         "trusted",
