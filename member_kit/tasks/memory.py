@@ -89,20 +89,10 @@ class TaskStore(BoundedStore):
         self._make_room()
         if claim is not None:
             claim()
-        task_id = self._new_id()
-        record = TaskRecord(
-            id=task_id,
-            owner=owner,
-            context_id=context_id or self._new_id(),
-            state=TaskState.SUBMITTED,
-            changed_at=self._now(),
-            sequence=self._next_sequence(),
-            metadata=metadata,
-        )
-        record.history.append(bound(message, record))
-        self._records[task_id] = record
+        record = self._new_record(owner, message, context_id, metadata, self._next_sequence())
+        self._records[record.id] = record
         if idempotency_key is not None:
-            self._keys.remember(owner, idempotency_key, task_id)
+            self._keys.remember(owner, idempotency_key, record.id)
         return record
 
     def transaction(self) -> AbstractContextManager[None]:

@@ -36,7 +36,13 @@ from contracts.wire import (
     Task,
     TaskState,
 )
-from member_kit.tasks.record import Clock, EvictionListener, TaskRecord, whole_milliseconds
+from member_kit.tasks.record import (
+    Clock,
+    EvictionListener,
+    TaskRecord,
+    bound,
+    whole_milliseconds,
+)
 
 T = TypeVar("T")
 
@@ -144,3 +150,25 @@ class BoundedStore:
 
     def _now(self) -> datetime:
         return whole_milliseconds(self._clock())
+
+    def _new_record(
+        self,
+        owner: str,
+        message: Message,
+        context_id: str | None,
+        metadata: dict[str, Any] | None,
+        sequence: int,
+    ) -> TaskRecord:
+        """A new SUBMITTED task whose history starts with ``message`` (a new context
+        unless ``context_id`` names one)."""
+        record = TaskRecord(
+            id=self._new_id(),
+            owner=owner,
+            context_id=context_id or self._new_id(),
+            state=TaskState.SUBMITTED,
+            changed_at=self._now(),
+            sequence=sequence,
+            metadata=metadata,
+        )
+        record.history.append(bound(message, record))
+        return record

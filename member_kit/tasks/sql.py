@@ -14,16 +14,14 @@ the same PostgreSQL) is seen by polling the row while waiting.
 
 Creating a task, changing it and reading one row run fixed SQL on the driver's connection
 (:mod:`~member_kit.tasks.sql_statements`); only ListTasks builds its query with
-SQLAlchemy Core. Creating a task is one transaction: the idempotency key's lookup and
-insert, making room, the caller's ``claim`` (the token's one-task claim) and the task's
-insert, so a token is
-used up exactly when its task is stored. Inside :meth:`SQLTaskStore.transaction` every
-change joins one outer transaction (a blocking send of an immediate skill stores its task,
-the claim and the outcome with one commit). Creating a task writes its idempotency key
-first, so losing the key's race to another process (possible on PostgreSQL, where a
-savepoint then undoes it) fails before the claim; and a task created there has its row
-written once, in its final state, just before the commit
-(:mod:`~member_kit.tasks.sql_once`), not inserted and then updated.
+SQLAlchemy Core (:func:`~member_kit.tasks.sql_rows.list_page`). Creating a task is one
+transaction: the idempotency key's lookup and insert, making room, the caller's
+``claim`` (the token's one-task claim) and the task's insert, so a token is used up
+exactly when its task is stored; the key is written first, so losing its race to
+another process fails before the claim. Inside :meth:`SQLTaskStore.transaction` every
+change joins one outer transaction (a blocking send of an immediate skill stores its
+task, the claim and the outcome with one commit), and a task created there is written
+once, at its commit (:mod:`~member_kit.tasks.sql_once`).
 
 A send's transaction is handed to the process's database writer thread
 (:meth:`SQLTaskStore.run_transaction`), so a slow or locked database holds that send only,
@@ -37,7 +35,6 @@ import asyncio
 import weakref
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -46,14 +43,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from agent_cards.clock import utc_now
-from contracts.wire import (
-    Artifact,
-    ListTasksRequest,
-    ListTasksResponse,
-    Message,
-    Task,
-    TaskState,
-)
+from contracts.wire import Artifact, ListTasksRequest, ListTasksResponse, Message, Task, TaskState
 from member_kit import errors
 from member_kit.storage.engine import (
     driver_errors,
@@ -63,10 +53,10 @@ from member_kit.storage.engine import (
     read_transaction,
 )
 from member_kit.storage.schema import tasks
+from member_kit.tasks import sql_once as once
 from member_kit.tasks import sql_statements as statements
 from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS, TaskLeases, worker_id
 from member_kit.tasks.off_loop import run_off_loop, signal_or_defer
-from member_kit.tasks.pages import decode_page_token, parse_timestamp
 from member_kit.tasks.protocol import BoundedStore
 from member_kit.tasks.record import (
     SETTLED_STATES,
@@ -78,20 +68,16 @@ from member_kit.tasks.record import (
     evictions_due,
     move,
     new_id,
-    page_of,
-    page_size_of,
 )
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql_keys import SQLKeyBook
-from member_kit.tasks.sql_once import Evicted, Opened, Unwritten, sequenced
 from member_kit.tasks.sql_rows import (
     COLUMNS,
     changed_values,
     copy_state,
     epoch_milliseconds,
-    filters,
+    list_page,
     only_row,
-    page_select,
     record_of,
     row_values,
     update_sql,
@@ -100,11 +86,6 @@ from member_kit.tasks.sql_rows import (
 SETTLE_POLL_SECONDS = 1.0  # how often a waiter reads the row for another process's change
 
 T = TypeVar("T")
-# The transaction() open in this context: its evictions (announced once it commits) and
-# the tasks it opened (written once, just before it commits; see tasks.sql_once).
-_open_transaction: ContextVar[tuple[SQLTaskStore, Opened] | None] = ContextVar(
-    "remote_risk_open_transaction", default=None
-)
 
 
 class SQLTaskStore(BoundedStore):
@@ -159,9 +140,10 @@ class SQLTaskStore(BoundedStore):
         try:
             with driver_write(self._engine, savepoint=savepoint) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
-                evicted: Evicted = []
+                evicted: once.Evicted = []
                 if record is None:
-                    record = self._new_record(owner, message, context_id, metadata)
+                    # its sequence the first of its own until it is inserted (_insert)
+                    record = self._new_record(owner, message, context_id, metadata, 1)
                     if idempotency_key is not None:
                         now_ms = epoch_milliseconds(record.changed_at)
                         self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
@@ -186,18 +168,13 @@ class SQLTaskStore(BoundedStore):
         the commit fails; its sequence then differs from the row's, so the next change or
         read starts from the row. Evictions made inside are announced after the commit;
         a task created inside is written once, as it is at the end (:mod:`sql_once`)."""
-        if self._opened() is not None:
+        if once.opened_by(self) is not None:
             with driver_write(self._engine):
                 yield
             return
-        opened = Opened()
-        token = _open_transaction.set((self, opened))
-        try:
-            with driver_write(self._engine) as cursor:
-                yield
-                self._write_unwritten(cursor, opened)
-        finally:
-            _open_transaction.reset(token)
+        with once.opening(self) as opened, driver_write(self._engine) as cursor:
+            yield
+            self._write_unwritten(cursor, opened)
         self._announce(opened.evicted)
 
     async def run_transaction(self, work: Callable[[], T]) -> T:
@@ -311,15 +288,7 @@ class SQLTaskStore(BoundedStore):
 
     def list(self, owner: str, query: ListTasksRequest) -> ListTasksResponse:
         """The owner's tasks matching ``query``, newest status change first, one page."""
-        changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
-        conditions = filters(owner, query, changed_after)
-        page_size = page_size_of(query)
-        after = decode_page_token(query.page_token) if query.page_token else None
-        with read_transaction(self._engine) as connection:
-            total = connection.scalar(select(func.count()).select_from(tasks).where(*conditions))
-            rows = connection.execute(page_select(conditions, after, page_size + 1)).all()
-        page = [record_of(row) for row in rows[:page_size]]
-        return page_of(page, len(rows) > page_size, query, int(total or 0))
+        return list_page(self._engine, owner, query)
 
     # --- internals ------------------------------------------------------------------------
 
@@ -329,7 +298,7 @@ class SQLTaskStore(BoundedStore):
     def _next_sequence(self, cursor: DBAPICursor, count: int, task_id: str | None = None) -> int:
         """The last of ``count`` new status sequence numbers: one atomic bump of the counter,
         or, for a task not written yet, counted within it until it is."""
-        unwritten = self._unwritten(task_id)
+        unwritten = once.unwritten_in(self, task_id)
         if unwritten is not None:
             return unwritten.next_sequence(count)
         return self._bump(cursor, count)
@@ -338,42 +307,25 @@ class SQLTaskStore(BoundedStore):
         cursor.execute(self._sql(statements.BUMP_SEQUENCE), {"count": count})
         return int(only_row(cursor)[0])
 
-    def _new_record(
-        self, owner: str, message: Message, context_id: str | None, metadata: dict[str, Any] | None
-    ) -> TaskRecord:
-        """A new SUBMITTED task holding ``message``, its sequence the first of its own
-        (see :meth:`_insert`)."""
-        record = TaskRecord(
-            id=self._new_id(),
-            owner=owner,
-            context_id=context_id or self._new_id(),
-            state=TaskState.SUBMITTED,
-            changed_at=self._now(),
-            sequence=1,
-            metadata=metadata,
-        )
-        record.history.append(bound(message, record))
-        return record
-
     def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
         """Insert the new task now, or keep it to insert when the open :meth:`transaction`
         commits (its sequence then counted within it until then)."""
-        opened = self._opened()
+        opened = once.opened_by(self)
         if opened is None:
             record.sequence = self._bump(cursor, 1)
         lease = {"worker": self.leases.worker, "until": self.leases.until()}
         row = {"id": record.id, "owner": record.owner, **row_values(record)}
         row.update(idempotency_key=idempotency_key, **lease)
         if opened is not None:
-            opened.unwritten[record.id] = Unwritten(record, row)
+            opened.unwritten[record.id] = once.Unwritten(record, row)
             return
         cursor.execute(self._sql(statements.INSERT), row)
 
-    def _write_unwritten(self, cursor: DBAPICursor, opened: Opened) -> None:
+    def _write_unwritten(self, cursor: DBAPICursor, opened: once.Opened) -> None:
         """Insert the tasks the transaction opened, each once, as they now are."""
         if not opened.unwritten:
             return
-        rows = sequenced(opened, self._bump(cursor, opened.total_moves()))
+        rows = once.sequenced(opened, self._bump(cursor, opened.total_moves()))
         cursor.executemany(self._sql(statements.INSERT), rows)
         for task_id, unwritten in opened.unwritten.items():
             live = self._live.get(task_id)
@@ -382,18 +334,18 @@ class SQLTaskStore(BoundedStore):
 
     def _lease(self, cursor: DBAPICursor, task_id: str) -> None:
         """Take the work lease of a task this process is about to work on again."""
-        if self._unwritten(task_id) is not None:
+        if once.unwritten_in(self, task_id) is not None:
             return  # its insert names this process and the lease's end
         lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
         cursor.execute(self._sql(statements.LEASE), lease)
 
-    def _make_room(self, cursor: DBAPICursor) -> Evicted:
+    def _make_room(self, cursor: DBAPICursor) -> once.Evicted:
         """Evict down to the low-water mark if the store is full (one statement per
         batch, see :func:`~member_kit.tasks.record.evictions_due`); the evicted tasks'
         ``(owner, id)``."""
         cursor.execute(self._sql(statements.COUNT))
         (stored,) = only_row(cursor)
-        opened = self._opened()
+        opened = once.opened_by(self)
         stored += len(opened.unwritten) if opened is not None else 0
         if stored < self.capacity:
             return []
@@ -405,34 +357,15 @@ class SQLTaskStore(BoundedStore):
         self._keys.retain(cursor, [(row[0], row[: len(COLUMNS)]) for row in rows if row[-1]])
         return [(row[1], row[0]) for row in rows]
 
-    def _evicted(self, evicted: Evicted) -> None:
+    def _evicted(self, evicted: once.Evicted) -> None:
         """Announce stored evictions now, or when the open transaction() commits."""
         if not evicted:
             return
-        pending = self._pending()
-        if pending is None:
+        opened = once.opened_by(self)
+        if opened is None:
             self._announce(evicted)
         else:
-            pending.extend(evicted)
-
-    def _pending(self) -> Evicted | None:
-        """The evictions of this store's open transaction(), if one is open here."""
-        opened = self._opened()
-        return opened.evicted if opened is not None else None
-
-    def _opened(self) -> Opened | None:
-        """This store's transaction() open in this context, if there is one."""
-        open_transaction = _open_transaction.get()
-        if open_transaction is None or open_transaction[0] is not self:
-            return None
-        return open_transaction[1]
-
-    def _unwritten(self, task_id: str | None) -> Unwritten | None:
-        """The task ``task_id`` if the open transaction() opened it and has not written it."""
-        opened = self._opened()
-        if opened is None or task_id is None:
-            return None
-        return opened.unwritten.get(task_id)
+            opened.evicted.extend(evicted)
 
     def _move(
         self,
@@ -453,7 +386,7 @@ class SQLTaskStore(BoundedStore):
     ) -> None:
         """Write the status of ``record``, and its history and artifacts if they grew."""
         values = changed_values(record, history=history, artifacts=artifacts)
-        unwritten = self._unwritten(record.id)
+        unwritten = once.unwritten_in(self, record.id)
         if unwritten is not None:
             unwritten.changed(record, values)  # its one insert comes at the commit
             return
@@ -462,7 +395,7 @@ class SQLTaskStore(BoundedStore):
     def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
         """The task to change: a copy of this process's record when the row still holds
         its sequence, else the row itself; None if the task is gone."""
-        unwritten = self._unwritten(task_id)
+        unwritten = once.unwritten_in(self, task_id)
         if unwritten is not None:
             return unwritten.copy()
         known = self._live.get(task_id)
@@ -492,7 +425,7 @@ class SQLTaskStore(BoundedStore):
             return self._load(cursor, task_id)
 
     def _load(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:
-        unwritten = self._unwritten(task_id)
+        unwritten = once.unwritten_in(self, task_id)
         if unwritten is not None:
             return unwritten.copy()
         cursor.execute(self._sql(statements.BY_ID), {"id": task_id})

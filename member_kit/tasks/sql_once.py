@@ -12,11 +12,17 @@ what they saw before: nothing of the transaction until it commits, then the fina
 Inside the transaction the store reads such a task from here, not from the table; its
 work lease is the one its insert names (this process's), so none is taken meanwhile.
 
-Pure bookkeeping, no I/O: the store runs the statements.
+Which store has a transaction open in the running context is kept here too
+(:func:`opening`, :func:`opened_by`, :func:`unwritten_in`): a context variable, so a
+send's transaction on the database writer thread is seen by every change it makes and
+by no other. Pure bookkeeping, no I/O: the store runs the statements.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,3 +81,38 @@ def sequenced(opened: Opened, last: int) -> list[dict[str, Any]]:
         task.record.sequence = end
         rows.append({**task.row, "sequence": end})
     return rows
+
+
+# The store whose transaction() is open in this context, and what that transaction keeps.
+_open_transaction: ContextVar[tuple[object, Opened] | None] = ContextVar(
+    "remote_risk_open_transaction", default=None
+)
+
+
+@contextmanager
+def opening(store: object) -> Iterator[Opened]:
+    """Mark ``store``'s transaction open in this context until the block ends; what it
+    evicts and opens meanwhile is kept in the :class:`Opened` given."""
+    opened = Opened()
+    token = _open_transaction.set((store, opened))
+    try:
+        yield opened
+    finally:
+        _open_transaction.reset(token)
+
+
+def opened_by(store: object) -> Opened | None:
+    """``store``'s transaction open in this context, if there is one."""
+    open_transaction = _open_transaction.get()
+    if open_transaction is None or open_transaction[0] is not store:
+        return None
+    return open_transaction[1]
+
+
+def unwritten_in(store: object, task_id: str | None) -> Unwritten | None:
+    """The task ``task_id`` if ``store``'s open transaction opened it and has not
+    written it yet."""
+    opened = opened_by(store)
+    if opened is None or task_id is None:
+        return None
+    return opened.unwritten.get(task_id)

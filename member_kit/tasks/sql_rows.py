@@ -1,5 +1,6 @@
 """How a task record and a row of ``remote_risk_tasks`` turn into each other, and the
-SQL fragments the store builds from its columns: pure conversions, no connection."""
+SQL fragments the store builds from its columns: pure conversions, no connection, but
+for ListTasks's one read (:func:`list_page`), which runs the query built here."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import Engine, Select, and_, func, or_, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
-from contracts.wire import Artifact, ListTasksRequest, Message, TaskState
+from contracts.wire import Artifact, ListTasksRequest, ListTasksResponse, Message, TaskState
+from member_kit.storage.engine import read_transaction
 from member_kit.storage.schema import tasks
-from member_kit.tasks.record import TaskRecord
+from member_kit.tasks.pages import decode_page_token, parse_timestamp
+from member_kit.tasks.record import TaskRecord, page_of, page_size_of
 
 # History and artifacts are stored as their wire JSON, written in one pass by pydantic.
 MESSAGES = TypeAdapter(list[Message])
@@ -76,9 +79,6 @@ def below(after: tuple[datetime, int] | None) -> list[Any]:
     ]
 
 
-# --- rows and records ------------------------------------------------------------------------
-
-
 def page_select(
     conditions: list[Any], after: tuple[datetime, int] | None, limit: int
 ) -> Select[Any]:
@@ -90,6 +90,24 @@ def page_select(
         .order_by(tasks.c.changed_at_ms.desc(), tasks.c.sequence.desc())
         .limit(limit)
     )
+
+
+def list_page(engine: Engine, owner: str, query: ListTasksRequest) -> ListTasksResponse:
+    """The owner's tasks matching ``query``, newest status change first, one page: their
+    count and the page (read one row longer, to tell whether another page follows). The
+    query is checked before anything is read."""
+    changed_after = parse_timestamp(query.status_timestamp_after, "statusTimestampAfter")
+    conditions = filters(owner, query, changed_after)
+    page_size = page_size_of(query)
+    after = decode_page_token(query.page_token) if query.page_token else None
+    with read_transaction(engine) as connection:
+        total = connection.scalar(select(func.count()).select_from(tasks).where(*conditions))
+        rows = connection.execute(page_select(conditions, after, page_size + 1)).all()
+    page = [record_of(row) for row in rows[:page_size]]
+    return page_of(page, len(rows) > page_size, query, int(total or 0))
+
+
+# --- rows and records ------------------------------------------------------------------------
 
 
 def changed_values(record: TaskRecord, *, history: bool, artifacts: bool) -> dict[str, Any]:
