@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards import tls
 from coordinator.assessment.scenario import CONTEXT_KEYS, context_for
 from member_kit.server.app import JSONRPC_PATH
 from member_kit.server.jsonrpc import Authorize, anonymous
@@ -66,7 +67,12 @@ class RiskPeer:
     def __init__(self, base_url: str, app: Any) -> None:
         self.base_url = base_url
         self.app = app
-        self.http = httpx.Client(base_url=base_url, headers={"A2A-Version": "1.0"}, timeout=10)
+        self.http = httpx.Client(
+            base_url=base_url,
+            headers={"A2A-Version": "1.0"},
+            timeout=10,
+            verify=tls.verified(),
+        )
 
     def call(self, method: str, params: Any = None, **headers: str) -> dict[str, Any]:
         """POST one JSON-RPC request and return the decoded response body."""

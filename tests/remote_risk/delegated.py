@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from agent_cards import tls
 from agent_cards.keys import KeySet, SigningKey, TrustedKeys
 from member_kit.server.app import JSONRPC_PATH
 from remote_risk.settings import Settings
@@ -71,7 +72,13 @@ class Caller:
     def call(self, method: str, params: dict[str, Any], token: str) -> httpx.Response:
         body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
         headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
-        return httpx.post(self.base_url + JSONRPC_PATH, json=body, headers=headers, timeout=10)
+        return httpx.post(
+            self.base_url + JSONRPC_PATH,
+            json=body,
+            headers=headers,
+            timeout=10,
+            verify=tls.verified(),
+        )
 
     def send(
         self,

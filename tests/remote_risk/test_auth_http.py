@@ -32,7 +32,7 @@ from member_kit.server.app import JSONRPC_PATH, JWKS_PATH
 from tests import tokens
 from tests.members import MEMBERS, MemberUnderTest
 from tests.remote_risk.conftest import binding_of
-from tests.remote_risk.test_bindings_same_checks import BINDINGS, served_interfaces
+from tests.remote_risk.test_bindings_same_checks import BINDINGS, VERIFY, served_interfaces
 from tests.servers import free_port, running
 from tests.tokens import (
     ATTACKER_KEY,
@@ -83,7 +83,9 @@ class Service:
         sent = {"A2A-Version": "1.0", **headers}
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
-        return httpx.post(self.base_url + JSONRPC_PATH, json=body, headers=sent, timeout=10)
+        return httpx.post(
+            self.base_url + JSONRPC_PATH, json=body, headers=sent, timeout=10, verify=VERIFY
+        )
 
     def send(self, token: str | None, **metadata: Any) -> httpx.Response:
         return self.post("SendMessage", self.send_params(**metadata), token)

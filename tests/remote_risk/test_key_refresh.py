@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agent_cards import tls
 from agent_cards.keys import KeySet, SigningKey, load_key_set
 from contracts.grant import Grant
 from coordinator.authority import identity
@@ -76,7 +77,9 @@ def send(
     token, message = minted(key, audience, member)
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
     headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
-    return httpx.post(base_url + JSONRPC_PATH, json=body, headers=headers, timeout=30)
+    return httpx.post(
+        base_url + JSONRPC_PATH, json=body, headers=headers, timeout=30, verify=tls.verified()
+    )
 
 
 def completed(response: httpx.Response) -> bool:
@@ -244,7 +247,10 @@ def send_rest(
     token, message = minted(key, audience, member)
     headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
     return httpx.post(
-        base_url + REST_PATH + "/message:send", json={"message": message}, headers=headers
+        base_url + REST_PATH + "/message:send",
+        json={"message": message},
+        headers=headers,
+        verify=tls.verified(),
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from agent_cards import tls
 from agent_cards.edge.limits import EdgeLimits
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.edge.throttle import DEFAULT_ATTEMPTS
@@ -60,7 +61,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _get(url: str, token: str, address: str = "127.0.0.1") -> httpx.Response:
     """GET ``url`` with ``token`` from the loopback ``address`` (all of 127/8 is ours)."""
-    transport = httpx.HTTPTransport(local_address=address)
+    transport = httpx.HTTPTransport(local_address=address, verify=tls.verified())
     with httpx.Client(transport=transport, timeout=10, trust_env=False) as client:
         return client.get(url, headers={"Authorization": f"Bearer {token}"})
 

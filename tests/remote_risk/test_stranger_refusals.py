@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_cards import tls
 from agent_cards.keys import b64url_decode
 from member_kit.storage.schema import audit_log
 from member_kit.telemetry.metrics import REGISTRY
@@ -102,6 +103,7 @@ def garbage_without_token(caller: Caller) -> int:
         caller.base_url + "/a2a/jsonrpc",
         content=b"{\x00 not json",
         headers={"A2A-Version": "1.0", "Content-Type": "application/json"},
+        verify=tls.verified(),
         timeout=10,
     )
     return response.status_code
