@@ -155,15 +155,19 @@ class IssuerDirectory(Mapping[str, TrustedKeys]):
     async def refresh(self, issuer: str, *, unknown_kid: bool = False) -> bool:
         """Fetch the issuer's set again if allowed now; whether its keys changed. While
         a refresh of the issuer is in flight, wait for it instead (the caller compares
-        :attr:`version` to see whether it brought new keys)."""
+        :attr:`version` to see whether it brought new keys); one that started before
+        this call may hold a set older than what the caller was refused against, so the
+        set is then fetched again if allowed."""
         source = self._sources.get(issuer)
         if source is None or source.url is None:
             return False
         if source.lock is None:
             source.lock = asyncio.Lock()
         if source.lock.locked():
+            asked_at = self._clock()
             async with source.lock:
-                return False
+                if source.last_attempt >= asked_at:
+                    return False
         if not self.may_refresh(issuer, unknown_kid=unknown_kid):
             return False
         async with source.lock:
