@@ -13,8 +13,6 @@ and port the rule checked.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import os
 import subprocess
@@ -27,10 +25,6 @@ from typing import Any
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -47,6 +41,7 @@ from coordinator.remote.grpc_transport import GrpcTransport
 from coordinator.remote.transport import GRPC, Interface
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import risk_card
+from tests.certificates import self_signed
 from tests.processes import PAYLOAD
 from tests.servers import free_port, running
 
@@ -117,31 +112,8 @@ class Recorder(grpc.GenericRpcHandler):
 
 def _certificate(root: Path) -> tuple[bytes, bytes]:
     """A self-signed certificate for 127.0.0.1 (written to ``root/roots.pem``) and its key."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    pem = certificate.public_bytes(serialization.Encoding.PEM)
+    pem, private = self_signed()
     (root / "roots.pem").write_bytes(pem)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
     return private, pem
 
 

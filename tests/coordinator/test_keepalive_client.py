@@ -13,8 +13,6 @@ header bounds and TLS verification.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import socket
 import ssl
@@ -26,14 +24,11 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from coordinator.errors import FederationError, ProtocolError, TransportError
 from coordinator.remote.client import A2AClient, ClientLimits
 from coordinator.remote.keepalive import KeepAlivePool, target_of
+from tests.certificates import self_signed
 from tests.servers import free_port
 
 LIMITS = ClientLimits(read_timeout=0.5, total_timeout=20.0, max_response_bytes=10_000)
@@ -406,32 +401,9 @@ def test_only_plain_http_urls_are_taken() -> None:
 def certificate(root: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     """A server context with a self-signed certificate for 127.0.0.1, and a client context
     that trusts it (and nothing else)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    (root / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (root / "key.pem").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    cert, key = self_signed()
+    (root / "cert.pem").write_bytes(cert)
+    (root / "key.pem").write_bytes(key)
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server.load_cert_chain(root / "cert.pem", root / "key.pem")
     return server, ssl.create_default_context(cafile=str(root / "cert.pem"))
