@@ -248,15 +248,22 @@ async def answers(writer: asyncio.StreamWriter, n: int, rid: int) -> bool:
     return True
 
 
-def test_requests_reuse_one_kept_alive_connection() -> None:
-    async def three() -> tuple[Raw, int]:
-        async with serving(answers) as raw, A2AClient(limits=LIMITS) as client:
-            for _ in range(3):
+def in_a_row(answer: Answer, count: int) -> tuple[Raw, int]:
+    """``count`` requests one after another to a server answering with ``answer``: the
+    server's tally and how many connections the pool then keeps idle."""
+
+    async def requests() -> tuple[Raw, int]:
+        async with serving(answer) as raw, A2AClient(limits=LIMITS) as client:
+            for _ in range(count):
                 assert await outcome(client, raw.url) == {"ok": True}
             assert client.keepalive is not None
             return raw, client.keepalive.idle(raw.url)
 
-    raw, idle = asyncio.run(three())
+    return asyncio.run(requests())
+
+
+def test_requests_reuse_one_kept_alive_connection() -> None:
+    raw, idle = in_a_row(answers, 3)
     assert (raw.connections, raw.requests, idle) == (1, 3, 1)
 
 
@@ -266,14 +273,7 @@ def test_connection_close_is_honoured() -> None:
         await asyncio.sleep(3600)  # the server keeps its end open: the client must not reuse
         return False
 
-    async def two() -> tuple[Raw, int]:
-        async with serving(closing) as raw, A2AClient(limits=LIMITS) as client:
-            for _ in range(2):
-                assert await outcome(client, raw.url) == {"ok": True}
-            assert client.keepalive is not None
-            return raw, client.keepalive.idle(raw.url)
-
-    raw, idle = asyncio.run(two())
+    raw, idle = in_a_row(closing, 2)
     assert (raw.connections, raw.requests, idle) == (2, 2, 0)
 
 
