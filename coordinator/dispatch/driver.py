@@ -419,6 +419,7 @@ class HandoffDriver:
             now_settled = settled(task)
             every = 0.0 if now_settled else CHECK_ELSEWHERE_SECONDS
             if self.ended_elsewhere(every) or not self.observe(task):
+                await self.cancel_unnamed(task)
                 self.arrived_late(task)
                 return None
             if now_settled:
@@ -576,6 +577,16 @@ class HandoffDriver:
         current = self.run.book.current(self.record)
         if remote_state and current.state is self.record.state and not _settled(current):
             self._keep(self.run.book.note(current, remote_state=remote_state))
+
+    async def cancel_unnamed(self, task: Task) -> None:
+        """A live remote task of a handoff that ended while its message was out (a run
+        cancelled here or by another process mid-send): whoever ended it could not name
+        the task, so it is named now and told, rather than left working for nobody."""
+        record = self.record
+        if not record.terminal or record.remote_task_id is not None or settled(task):
+            return
+        self._keep(self.run.book.note(record, remote_task_id=task.id))
+        await self.cancel()
 
     async def cancel_remote(self) -> str | None:
         """Send CancelTask as a best effort; the remote state it reports, if it answered."""

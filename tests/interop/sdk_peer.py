@@ -9,7 +9,9 @@ process keeps the test's process free of its modules altogether.
 What the agent does: it echoes the data parts it receives as one artifact, together with
 what the request carried (whether a bearer token came, the ``A2A-Version`` it named), and
 echoes the handoff binding (``handoffId``, ``attempt``) in the task's metadata; a
-part ``{"hold": true}`` keeps the task WORKING until it is cancelled. ``--extended`` also
+part ``{"hold": true}`` keeps the task WORKING until it is cancelled, and a part
+``{"answer_after": seconds}`` holds the answer to the send that long before the task
+exists (a send still out when its run is cancelled). ``--extended`` also
 declares and serves an extended card (one more skill), signed with the same key (or with
 ``--extended-key``); ``--streaming`` declares ``capabilities.streaming``, so the
 coordinator sends with the binding's streaming call and follows the task on it.
@@ -77,11 +79,19 @@ def _seen(context: RequestContext) -> dict[str, Any]:
     return seen
 
 
+def _answer_after(received: list[Any]) -> float:
+    """How long to hold the answer to a send (``{"answer_after": seconds}``; else none)."""
+    held = [d.get("answer_after") for d in received if isinstance(d, dict)]
+    return max([float(s) for s in held if isinstance(s, (int, float))], default=0.0)
+
+
 class EchoExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
+        received = get_data_parts(context.message.parts) if context.message else []
         if task is None:
             assert context.message is not None
+            await asyncio.sleep(_answer_after(received))
             task = new_task_from_user_message(context.message)
             # A delegation-aware agent echoes the handoff it works for.
             sent = MessageToDict(context.message.metadata)
@@ -89,7 +99,6 @@ class EchoExecutor(AgentExecutor):
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.start_work()
-        received = get_data_parts(context.message.parts) if context.message else []
         if any(isinstance(d, dict) and d.get("hold") for d in received):
             return  # stays WORKING until cancelled
         echo = {"echo": received, "seen": _seen(context)}

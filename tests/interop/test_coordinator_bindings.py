@@ -180,6 +180,18 @@ def test_a_cancelled_run_cancels_the_remote_task(peer: Peer) -> None:
     assert json.loads(ledger.stdout)["branches"][0]["state"] == "CANCELLED"
 
 
+def test_a_run_cancelled_while_its_send_is_out_cancels_the_task_it_opened(peer: Peer) -> None:
+    """The run is cancelled (after 1 s) while the peer still holds its answer to the send
+    (3 s): the cancel had no remote task to name. The task the answer opens is cancelled
+    when it is learned; before, it was left WORKING at the peer."""
+    registered = peer.register("--return-schema", f"echo={peer.schema('echo', ECHO_SCHEMA)}")
+    assert registered.returncode == 0, registered.stderr
+    _, document = peer.delegate({"hold": True, "answer_after": 3}, "--cancel-after", "1")
+    assert document["local_state"] == "CANCELLED"
+    assert document["remote_task_id"], document["notes"]
+    assert document["remote_state"] == "TASK_STATE_CANCELED", document["notes"]
+
+
 @pytest.mark.parametrize("binding", sorted(BINDINGS))
 def test_the_extended_card_is_fetched_and_verified(binding: str, tmp_path: Path) -> None:
     """A card declaring an extended card: registration fetches it (authenticated, on the
