@@ -31,7 +31,7 @@ TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
 # The modules with tests marked `serial` (each says why), named so that the serial pass
 # collects only them: collecting the whole suite again cost 7 of its 10 s.
 # tests/test_suite_limits.py checks that every module marking a test serial is named here.
-SERIAL_TESTS = tests/coordinator/test_work_per_handoff.py tests/coordinator/test_fault_views.py
+SERIAL_TESTS = tests/coordinator/test_work_per_handoff.py
 test: $(STAMP) bytecode docs browser lint typecheck
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=30
 	$(BIN)/python -m pytest -q -m serial $(SERIAL_TESTS)
