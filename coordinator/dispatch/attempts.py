@@ -8,7 +8,6 @@ get the first send hands back the task it already has.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -47,13 +46,17 @@ async def run_remote_handoff(
     wait: WaitPolicy | None = None,
     delegator: Delegator | None = None,
     conclude: Conclusion | None = None,
+    after: float = 0.0,
 ) -> RemoteOutcome:
     """Admit ``proposal`` (nothing is sent if it fails) and drive it, attempt by attempt.
     ``conclude`` records what the caller concludes from the last attempt (a run's
-    disposition and document) in that attempt's outcome point: one transaction."""
+    disposition and document) in that attempt's outcome point: one transaction. Each
+    retry is admitted as soon as it is scheduled and sent after its delay (``after``, for
+    the first attempt driven here when it is itself a retry)."""
     wait = wait or WaitPolicy()
     notes: list[str] = []
     previous: RemoteOutcome | None = None
+    delay = after
     while True:
         decided = _Decision(conclude, previous)
         driver = HandoffDriver(
@@ -62,17 +65,17 @@ async def run_remote_handoff(
         )  # fmt: skip
         decided.driver = driver
         driver.outcome.notes[:0] = notes
-        outcome = await driver.attempt()
-        delay = decided.delay if decided.made else retry_delay(driver)
-        if delay is None:
+        outcome = await driver.attempt(delay)
+        due = decided.delay if decided.made else retry_delay(driver)
+        if due is None:
             return decided.final or outcome
+        delay = due
         previous, failed = outcome, outcome.record
         notes = [
             *outcome.notes,
             f"attempt {failed.attempt} failed ({failed.reason}); retrying in {delay:.2f} s",
         ]
         run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
-        await asyncio.sleep(delay)
         if run.book.cancelled:
             return await _concluded_late(run, outcome, conclude)
         proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
@@ -154,7 +157,6 @@ async def retried(driver: HandoffDriver, outcome: RemoteOutcome) -> RemoteOutcom
         return outcome
     failed = driver.record
     driver.run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
-    await asyncio.sleep(delay)
     if driver.run.book.cancelled:
         return outcome
     return await run_remote_handoff(
@@ -165,6 +167,7 @@ async def retried(driver: HandoffDriver, outcome: RemoteOutcome) -> RemoteOutcom
         run=driver.run,
         wait=driver.wait,
         delegator=driver.delegator,
+        after=delay,
     )
 
 

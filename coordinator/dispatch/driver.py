@@ -12,6 +12,7 @@ Where the record must be on disk before the next step is named in :data:`DURABLE
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -80,6 +81,7 @@ CHECK_ELSEWHERE_SECONDS = 2.0
 # A completed handoff passes two: its intent and its outcome; the others are on the paths
 # of a handoff that is recovered, waits long or is cancelled.
 DURABLE_POINTS = {
+    "retry": "a retry's admitted attempt, before it waits out its delay",
     "intent": "the admitted handoff, its grant, DISPATCHED and the message, before it leaves",
     "observing": "what is known, before a handoff sent earlier is read back from the remote",
     "waiting": "facts gathered meanwhile, whenever the wait for the next update is not short",
@@ -192,8 +194,9 @@ class HandoffDriver:
 
     # --- one attempt, admitted here -----------------------------------------------------
 
-    async def attempt(self) -> RemoteOutcome:
-        """Admit the proposal (nothing is sent if it fails), record what will be sent, drive."""
+    async def attempt(self, after: float = 0.0) -> RemoteOutcome:
+        """Admit the proposal (nothing is sent if it fails), record what will be sent, drive.
+        A retry is admitted at once and driven ``after`` its delay (see :meth:`waited`)."""
         run = self.run
         try:
             with observed.step("admission", self.record):
@@ -208,7 +211,19 @@ class HandoffDriver:
         if run.store is not None:
             contract = self.record.return_contract.kind.value
             run.store.save_payload(self.record, self.payload, contract)
+        if after > 0 and not await self.waited(after):
+            await self.close()
+            return self.outcome
         return await self.drive()
+
+    async def waited(self, delay: float) -> bool:
+        """Wait out a retry's delay with the admitted attempt on disk: a live branch to
+        every view meanwhile (not a run that reads as ended, then goes on), and one that
+        recovery drives if this process stops. False if the handoff ended while it waited
+        (its run cancelled, here or by another process): nothing is sent then."""
+        await self.durable_point("retry")
+        await asyncio.sleep(delay)
+        return not (self._refresh().terminal or self.ended_elsewhere())
 
     # --- from wherever the record stands ------------------------------------------------
 

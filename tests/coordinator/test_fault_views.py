@@ -150,3 +150,43 @@ def test_remote_down_and_back_under_the_api_workers(
         _, err = recovered.communicate(timeout=120)
         assert recovered.returncode == 0, err
         assert_views_agree(data, run_id, capsys)
+
+
+def test_a_run_waiting_out_a_retry_is_live_to_the_api(tmp_path: Path) -> None:
+    """A poller of the API never reads a run as ended before it is: while a retry waits
+    out its delay the run has a live branch (its next attempt, admitted), and once it
+    reads no live branch every later read says the same state. Before, each delay read
+    as FAILED with nothing pending, then the run went on and ended ACCEPTED."""
+    with registered(tmp_path) as (data, remote):
+        remote.kill()
+        with served(tmp_path, FEDERATION_DATA_DIR=str(data.root)) as server:
+            headers = {"Authorization": f"Bearer {SERVED_TOKEN}"}
+            with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
+                body = {"to": "remote-risk", "skill": SKILL, "input": PAYLOAD, "wait": False}
+                run_id = http.post("/v1/delegations", json=body).json()["run_id"]
+                seen = poll_until_it_ends(http, run_id, then=remote.start)
+    ended = [state for state, live in seen if not live]
+    assert ended, seen
+    assert set(ended) == {ended[-1]}, seen
+
+
+def poll_until_it_ends(
+    http: httpx.Client, run_id: str, then: Any, patience: float = 90.0
+) -> list[tuple[str, bool]]:
+    """Each read of the run (its state, whether a branch is live) until it has read as
+    ended for two seconds; ``then`` is called once the third attempt exists (two retries
+    have waited out their delays by then)."""
+    seen: list[tuple[str, bool]] = []
+    started, quiet_since, called = time.monotonic(), None, False
+    while time.monotonic() - started < patience:
+        document = http.get(f"/v1/runs/{run_id}").json()
+        live = bool(document["live_branches"])
+        seen.append((document["local_state"], live))
+        if not called and len(document["branches"]) > 2:
+            then()
+            called = True
+        quiet_since = None if live else (quiet_since or time.monotonic())
+        if quiet_since is not None and time.monotonic() - quiet_since > 2.0:
+            return seen
+        time.sleep(0.02)
+    raise AssertionError(f"the run did not end in {patience} s: {seen[-5:]}")
