@@ -46,74 +46,86 @@ async def run_remote_handoff(
     wait: WaitPolicy | None = None,
     delegator: Delegator | None = None,
     conclude: Conclusion | None = None,
-    after: float = 0.0,
 ) -> RemoteOutcome:
     """Admit ``proposal`` (nothing is sent if it fails) and drive it, attempt by attempt.
     ``conclude`` records what the caller concludes from the last attempt (a run's
-    disposition and document) in that attempt's outcome point: one transaction. Each
-    retry is admitted as soon as it is scheduled and sent after its delay (``after``, for
-    the first attempt driven here when it is itself a retry)."""
-    wait = wait or WaitPolicy()
-    notes: list[str] = []
-    previous: RemoteOutcome | None = None
-    delay = after
-    while True:
-        decided = _Decision(conclude, previous)
-        driver = HandoffDriver(
-            client, agent, run, payload, proposal, wait=wait, delegator=delegator,
-            conclude=decided,
-        )  # fmt: skip
-        decided.driver = driver
-        driver.outcome.notes[:0] = notes
-        outcome = await driver.attempt(delay)
-        due = decided.delay if decided.made else retry_delay(driver)
-        if due is None:
-            return decided.final or outcome
-        delay = due
-        previous, failed = outcome, outcome.record
-        notes = [
-            *outcome.notes,
-            f"attempt {failed.attempt} failed ({failed.reason}); retrying in {delay:.2f} s",
-        ]
-        run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
-        if run.book.cancelled:
-            return await _concluded_late(run, outcome, conclude)
-        proposal = proposal.model_copy(update={"attempt": failed.attempt + 1})
+    disposition and document) in that attempt's outcome point: one transaction."""
+    driver = HandoffDriver(
+        client, agent, run, payload, proposal, wait=wait or WaitPolicy(), delegator=delegator
+    )
+    decided = _Decision(driver, conclude, None)
+    return await _following(decided, await driver.attempt())
 
 
-async def _concluded_late(
-    run: Run, outcome: RemoteOutcome, conclude: Conclusion | None
-) -> RemoteOutcome:
-    """The conclusion of an attempt whose outcome point passed without it (another
-    attempt was due, then the run was cancelled while it waited), in a point of its own."""
-    if conclude is not None:
-        conclude(outcome)
-        await run.trail.flush_durable()
-    return outcome
+async def retried(driver: HandoffDriver) -> RemoteOutcome:
+    """Drive an attempt claimed from the database (a worker's or recovery's) and the
+    attempts that follow it, under the same retry rules as :func:`run_remote_handoff`."""
+    decided = _Decision(driver, None, None)
+    return await _following(decided, await driver.drive())
+
+
+async def _following(decided: _Decision, outcome: RemoteOutcome) -> RemoteOutcome:
+    """The attempts after ``outcome``'s, each admitted at its predecessor's outcome point
+    and driven after its delay; the handoff's outcome."""
+    while decided.next is not None and decided.delay is not None:
+        delay, decided = decided.delay, decided.next
+        outcome = await decided.driver.proceed(delay)
+    return decided.final or outcome
 
 
 class _Decision:
     """Whether another attempt follows, decided at the attempt's outcome point (and
-    again if that point is refused and an ending from elsewhere adopted): only the last
-    attempt's outcome carries the caller's conclusion."""
+    again if that point is refused and an ending from elsewhere adopted). The next
+    attempt is admitted right there, so the failed attempt and the one that follows land
+    in one transaction: no view reads the handoff as ended in between, and recovery
+    finds the retry if this process stops during its delay. Only the last attempt's
+    outcome carries the caller's conclusion."""
 
-    def __init__(self, conclude: Conclusion | None, previous: RemoteOutcome | None) -> None:
+    def __init__(
+        self, driver: HandoffDriver, conclude: Conclusion | None, previous: RemoteOutcome | None
+    ) -> None:
+        self.driver = driver
         self.conclude = conclude
         self.previous = previous
-        self.driver: HandoffDriver | None = None
-        self.made = False
         self.delay: float | None = None
+        self.next: _Decision | None = None
         self.final: RemoteOutcome | None = None
+        driver.conclude = self
 
     def __call__(self, outcome: RemoteOutcome) -> None:
-        assert self.driver is not None
-        self.made, self.delay = True, retry_delay(self.driver)  # the last call decides
+        self.delay = retry_delay(self.driver)  # the last call decides
         if self.delay is not None:
+            if self.next is None:
+                self.next = self._schedule(outcome, self.delay)
             return
+        self._withdraw()
         if self.final is None or self.final.record.attempt_id != outcome.record.attempt_id:
             self.final = first_cause(self.driver.run, outcome, self.previous)
         if self.conclude is not None:
             self.conclude(self.final)
+
+    def _schedule(self, outcome: RemoteOutcome, delay: float) -> _Decision:
+        """The next attempt, admitted now (or its refusal recorded)."""
+        driver, failed = self.driver, outcome.record
+        driver.run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
+        following = HandoffDriver(
+            driver.client, driver.agent, driver.run, driver.payload, next_proposal(failed),
+            wait=driver.wait, delegator=driver.delegator,
+        )  # fmt: skip
+        following.outcome.notes[:0] = [
+            *outcome.notes,
+            f"attempt {failed.attempt} failed ({failed.reason}); retrying in {delay:.2f} s",
+        ]
+        decided = _Decision(following, self.conclude, outcome)
+        following.admit()
+        return decided
+
+    def _withdraw(self) -> None:
+        """Forget a retry admitted at an outcome point the store then refused (another
+        process ended the handoff first): nothing of it landed."""
+        if self.next is not None:
+            self.driver.run.forget(self.next.driver.record)
+            self.next = None
 
 
 def first_cause(run: Run, outcome: RemoteOutcome, previous: RemoteOutcome | None) -> RemoteOutcome:
@@ -147,28 +159,6 @@ def first_cause(run: Run, outcome: RemoteOutcome, previous: RemoteOutcome | None
         f"retries spent the run's budget; the handoff ends as attempt {cause.attempt} did"
     )
     return replace(previous, record=cause, notes=[*outcome.notes, note])
-
-
-async def retried(driver: HandoffDriver, outcome: RemoteOutcome) -> RemoteOutcome:
-    """After one driven attempt (a worker's or recovery's), the attempts that follow it
-    under the same retry rules as :func:`run_remote_handoff`; ``outcome`` if none may."""
-    delay = retry_delay(driver)
-    if delay is None:
-        return outcome
-    failed = driver.record
-    driver.run.emit("handoff.retry_scheduled", failed, cause=failed.reason, delay_seconds=delay)
-    if driver.run.book.cancelled:
-        return outcome
-    return await run_remote_handoff(
-        driver.client,
-        driver.agent,
-        next_proposal(failed),
-        driver.payload,
-        run=driver.run,
-        wait=driver.wait,
-        delegator=driver.delegator,
-        after=delay,
-    )
 
 
 def next_proposal(failed: HandoffRecord) -> HandoffRecord:

@@ -81,7 +81,6 @@ CHECK_ELSEWHERE_SECONDS = 2.0
 # A completed handoff passes two: its intent and its outcome; the others are on the paths
 # of a handoff that is recovered, waits long or is cancelled.
 DURABLE_POINTS = {
-    "retry": "a retry's admitted attempt, before it waits out its delay",
     "intent": "the admitted handoff, its grant, DISPATCHED and the message, before it leaves",
     "observing": "what is known, before a handoff sent earlier is read back from the remote",
     "waiting": "facts gathered meanwhile, whenever the wait for the next update is not short",
@@ -194,9 +193,14 @@ class HandoffDriver:
 
     # --- one attempt, admitted here -----------------------------------------------------
 
-    async def attempt(self, after: float = 0.0) -> RemoteOutcome:
-        """Admit the proposal (nothing is sent if it fails), record what will be sent, drive.
-        A retry is admitted at once and driven ``after`` its delay (see :meth:`waited`)."""
+    async def attempt(self) -> RemoteOutcome:
+        """Admit the proposal (nothing is sent if it fails), record what will be sent, drive."""
+        self.admit()
+        return await self.proceed()
+
+    def admit(self) -> bool:
+        """Admit the proposal and record what will be sent; False if admission refused
+        it (the refusal is recorded)."""
         run = self.run
         try:
             with observed.step("admission", self.record):
@@ -206,22 +210,27 @@ class HandoffDriver:
             observed.denied(exc.reason, self.record)
             self.outcome.notes.append(str(exc))
             run.record(self.record)
-            await self.close()
-            return self.outcome
+            return False
         if run.store is not None:
             contract = self.record.return_contract.kind.value
             run.store.save_payload(self.record, self.payload, contract)
-        if after > 0 and not await self.waited(after):
+        return True
+
+    async def proceed(self, after: float = 0.0) -> RemoteOutcome:
+        """Drive the admitted attempt, ``after`` a retry's delay. One that admission
+        refused, or whose handoff ended while it waited (its run cancelled, here or by
+        another process), is only concluded: nothing is sent for it."""
+        if self.record.state is not S.ADMITTED or not await self.waited(after):
             await self.close()
             return self.outcome
         return await self.drive()
 
     async def waited(self, delay: float) -> bool:
-        """Wait out a retry's delay with the admitted attempt on disk: a live branch to
-        every view meanwhile (not a run that reads as ended, then goes on), and one that
-        recovery drives if this process stops. False if the handoff ended while it waited
-        (its run cancelled, here or by another process): nothing is sent then."""
-        await self.durable_point("retry")
+        """Wait out a retry's delay (the attempt was admitted and written at the failed
+        attempt's outcome point, so every view shows it live meanwhile and recovery drives
+        it if this process stops); False if its handoff ended meanwhile."""
+        if delay <= 0:
+            return True
         await asyncio.sleep(delay)
         return not (self._refresh().terminal or self.ended_elsewhere())
 

@@ -308,6 +308,16 @@ class HandoffBook:
             if record.live or record.state is S.RETURNED
         ]
 
+    def forget(self, record: HandoffRecord) -> None:
+        """Undo an admission that never landed (see :meth:`Run.forget`): its record, its
+        hold on the duplicate key and its reserved units."""
+        self.records.pop(record.attempt_id, None)
+        key = record.duplicate_key
+        if key is not None and self.active_keys.get(key) == record.attempt_id:
+            del self.active_keys[key]
+        kept = (record.handoff_id, record.attempt)
+        self.units = [unit for unit in self.units if (unit.handoff_id, unit.attempt) != kept]
+
     def adopt(self, record: HandoffRecord, units: list[BudgetEntry]) -> HandoffRecord:
         """Take a revision committed by another process (a cancel from the command line or
         the API) as authoritative here, with the run's budget units as stored: nothing is

@@ -199,6 +199,14 @@ class Run:
         self.handoffs[handoff.attempt_id] = handoff
         return handoff
 
+    def forget(self, handoff: HandoffRecord) -> None:
+        """Drop an admission none of which landed (the store refused the transaction that
+        carried it): it is no branch of the run, in memory or in the state written next."""
+        self.book.forget(handoff)
+        self.handoffs.pop(handoff.attempt_id, None)
+        self.interfaces.pop(handoff.attempt_id, None)
+        self._state_changed = True
+
     def _changed(self, handoff: HandoffRecord) -> None:
         """Every change the book makes to a handoff: the run's state follows it, at the
         trail's next flush (:meth:`_flushing`)."""

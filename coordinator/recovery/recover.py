@@ -167,7 +167,7 @@ async def resume(
     handoff = HandoffDriver(
         client, agent, run, payload or {}, record, wait=wait, delegator=delegator
     )
-    outcome = await retried(handoff, await handoff.drive())
+    outcome = await retried(handoff)
     await save_document(store, run)
     return outcome
 
