@@ -432,14 +432,13 @@ def _malformed_dimension(exc: ValidationError) -> Dimension:
     return Dimension.ACTIONS
 
 
-def with_request(grant: Grant, req_digest: str) -> Grant:
-    """``grant`` bound to the request whose digest is ``req_digest`` (validated)."""
-    return Grant.model_validate({**grant.claims(), "req_digest": req_digest})
-
-
-def with_log_head(grant: Grant, log_head: str) -> Grant:
-    """``grant`` carrying the minting party's latest signed tree head (validated)."""
-    return Grant.model_validate({**grant.claims(), "log_head": log_head})
+def with_bindings(grant: Grant, req_digest: str | None, log_head: str | None) -> Grant:
+    """``grant`` bound to the request whose digest is ``req_digest`` and carrying the
+    minting party's latest signed tree head ``log_head``, each when given (validated
+    once, with both)."""
+    given = {"req_digest": req_digest, "log_head": log_head}
+    added = {name: value for name, value in given.items() if value is not None}
+    return Grant.model_validate({**grant.claims(), **added}) if added else grant
 
 
 def token_hash(token: str) -> str:

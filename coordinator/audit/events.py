@@ -102,7 +102,12 @@ def timestamp(at: datetime) -> str:
     """The one text form of a time in the ledger: UTC, microseconds, ``Z``."""
     if at.tzinfo is None:
         raise LedgerError("recorded_at must be timezone-aware", "event_invalid")
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = at.astimezone(UTC)
+    if utc.year < 1000:  # strftime writes such a year unpadded, isoformat would pad it
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # the text of that strftime at a third less of its cost (once per event): isoformat
+    # of a UTC time ends in "+00:00", which "Z" replaces
+    return utc.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 # --- processors -----------------------------------------------------------------------

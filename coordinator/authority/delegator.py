@@ -30,8 +30,7 @@ from contracts.grant import (
     StateRef,
     claims_digest,
     narrow,
-    with_log_head,
-    with_request,
+    with_bindings,
 )
 from contracts.handoff import HandoffBudget, HandoffRecord
 from contracts.request_digest import request_digest
@@ -266,8 +265,5 @@ class Delegator:
 def _bound(child: Grant, request: Mapping[str, Any] | None, log_head: str | None) -> Grant:
     """The child grant bound to what it asks (its request digest) and carrying the
     ledger's latest signed tree head."""
-    if request is not None:
-        child = with_request(child, request_digest(request))
-    if log_head is not None:
-        child = with_log_head(child, log_head)
-    return child
+    digest = request_digest(request) if request is not None else None
+    return with_bindings(child, digest, log_head)

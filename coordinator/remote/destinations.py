@@ -28,6 +28,7 @@ the rule does not allow.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -105,7 +106,10 @@ def dialed_authority(url: str, binding: str) -> str | None:
     return _authority_or_none(url)
 
 
+@functools.lru_cache(maxsize=1024)
 def _authority_or_none(url: str) -> str | None:
+    """A function of the text alone, kept per URL: every send checks its destination
+    (:func:`check_destination`), always against the same few URLs."""
     text = url if "://" in url else "//" + url
     try:
         parts = urlsplit(text)

@@ -5,6 +5,7 @@ and redaction decides exactly as before."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from coordinator.audit.events import (
     prepared,
     redact_secrets,
     seal,
+    timestamp,
 )
 
 BASE: dict[str, Any] = {
@@ -95,3 +97,19 @@ def test_a_record_rfc8785_refuses_is_still_event_invalid() -> None:
     with pytest.raises(LedgerError) as refused:
         seal(record, 1, "0" * 64)
     assert refused.value.reason == "event_invalid"
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        datetime(2026, 12, 5, 7, 0, tzinfo=UTC),
+        datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(1999, 1, 1, 0, 30, 0, 5, tzinfo=timezone(timedelta(hours=1))),
+        datetime(999, 6, 1, 12, 0, 0, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ],
+)
+def test_the_time_text_is_that_of_the_one_format(at: datetime) -> None:
+    """A recorded time reads as it always did: UTC, microseconds, ``Z``, as strftime
+    spells it (an unpadded year before 1000 included)."""
+    assert timestamp(at) == at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
