@@ -244,6 +244,7 @@ def cmd_demo(args: argparse.Namespace, local: Local) -> int:
 
     from coordinator.assessment.chain_case import CASE as CHAIN_CASE
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
+    from coordinator.cli import demo_printers
 
     if args.model and args.case == CHAIN_CASE:
         raise UsageError("--model supervises the pilot cases, not the chain", "usage_error")
@@ -267,14 +268,15 @@ def cmd_demo(args: argparse.Namespace, local: Local) -> int:
     else:
         if results:
             print(f"remote_risk was started at {base_url} and registered from its card\n")
-        texts = [printers.render_case(r) for r in results]
-        texts += [printers.render_chain_case(c) for c in chained]
+        texts = [demo_printers.render_case(r) for r in results]
+        texts += [demo_printers.render_chain_case(c) for c in chained]
         print("\n\n".join(texts))
         print(f"\n{sum(expected)}/{len(expected)} cases as expected")
     return 0 if all(expected) else 1
 
 
 def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -> int:
+    from coordinator.cli import demo_printers
 
     config = _model_config()
     base_url, results = event_loop.run(
@@ -284,7 +286,7 @@ def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -
         printers.print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
     else:
         print(f"supervisor model {config.model}; remote_risk started at {base_url}\n")
-        print("\n\n".join(printers.render_supervised(result) for result in results))
+        print("\n\n".join(demo_printers.render_supervised(result) for result in results))
     return 0
 
 
@@ -292,13 +294,14 @@ def cmd_evaluate(args: argparse.Namespace, local: Local) -> int:
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1", "usage_error")
     from coordinator.assessment.evaluation_report import document
+    from coordinator.cli import demo_printers
 
     config = _model_config() if args.model else None
     rows = local.service.evaluate(config, args.repeat)
     if args.json:
         printers.print_json(document(rows, config))
     else:
-        print(printers.render_evaluation(rows, config))
+        print(demo_printers.render_evaluation(rows, config))
     return 0 if all(row.passed for row in rows) else 1
 
 
