@@ -2,94 +2,41 @@
 
 Commands that a running coordinator also answers (register, agents, delegate, runs, run,
 audit) take a :class:`~coordinator.cli.backends.Coordinator`, local or remote, and are
-written once. The rest work on this machine's workspace through the same service.
+written once. The rest work on this machine's workspace through the same service. The
+``audit`` commands are in :mod:`coordinator.cli.audit_commands`; the files a command
+reads, in :mod:`coordinator.cli.inputs`.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from agent_cards.edge.errors import JSONShapeError
-from agent_cards.edge.json_shape import check_json_shape
-from contracts import strict_json
 from coordinator import loop as event_loop
 from coordinator.cli import printers
+from coordinator.cli.audit_commands import cmd_audit
 from coordinator.cli.backends import Coordinator, Local
-from coordinator.errors import LedgerError, UsageError, describe_validation
+from coordinator.cli.inputs import (
+    delegation_schema,
+    read_object,
+    read_secret,
+    registration_schemas,
+    request,
+)
+from coordinator.errors import UsageError
 
 if TYPE_CHECKING:  # each command imports what only it uses (start-up time)
-    import pydantic
-
     from coordinator.assessment.model_gateway import ModelConfig
-    from coordinator.audit.anchors import Anchors
 
-R = TypeVar("R", bound="pydantic.BaseModel")
 # `delegate`: the remote stopped to ask for input or authorisation (see README, exit codes).
 ASKED_EXIT_CODE = 4
-# `audit reconcile`: its verdict's exit code (see README, exit codes).
-RECONCILE_EXIT_CODES = {"agree": 0, "disagree": 1, "not_checked": 5}
 Shared = Callable[[argparse.Namespace, Coordinator], int]
 # the service is opened when a command first uses it, after its own checks
 LocalOnly = Callable[[argparse.Namespace, Local], int]
-
-
-def read_object(path: Path, what: str) -> dict[str, Any]:
-    """A strict JSON object from ``path`` (``-``: standard input); ``what`` prefixes the
-    reason codes (``input_unreadable``, ``input_not_json``, ``input_not_object``). It is
-    held to the rule the API's edge holds a body to (one spelling, depth, I-JSON numbers:
-    ``json_number_out_of_range`` and the others of :mod:`agent_cards.edge.json_shape`)."""
-    try:
-        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-        check_json_shape(raw, max_depth=strict_json.MAX_DEPTH)
-        value = strict_json.loads(raw)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", f"{what}_unreadable") from None
-    except JSONShapeError as exc:
-        raise UsageError(f"{path}: {exc}", exc.reason) from None
-    except ValueError as exc:
-        raise UsageError(f"{path} is not strict JSON: {exc}", f"{what}_not_json") from None
-    if not isinstance(value, dict):
-        raise UsageError(f"{path} must hold a JSON object", f"{what}_not_object")
-    return value
-
-
-def request(model: type[R], **fields: Any) -> R:
-    """The API's request document from the command's arguments; bad values are usage
-    errors (``--timeout -5`` is refused here, before anything is recorded)."""
-    import pydantic
-
-    try:
-        return model(**fields)
-    except pydantic.ValidationError as exc:
-        raise UsageError(describe_validation(exc), "bad_argument") from None
-
-
-def registration_schemas(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """``--return-schema SKILL=FILE`` values as ``{skill: schema}``."""
-    schemas: dict[str, dict[str, Any]] = {}
-    for value in args.return_schema:
-        skill, sep, file = value.partition("=")
-        if not sep or not skill or not file:
-            raise UsageError(
-                f"--return-schema takes SKILL=FILE, not {value!r}", "return_schema_option"
-            )
-        schemas[skill] = read_object(Path(file), "return_schema")
-    return schemas
-
-
-def delegation_schema(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The ``--return-schema FILE`` of a delegation, or None."""
-    if args.return_schema is None:
-        return None
-    return read_object(args.return_schema, "return_schema")
 
 
 # --- shared by local and --server ----------------------------------------------------------
@@ -172,18 +119,6 @@ def cmd_audit_credential(args: argparse.Namespace, coordinator: Coordinator) -> 
     return 0
 
 
-def read_secret(path: Path) -> str:
-    """The first line of ``path`` (``-``: standard input), without its line end."""
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(
-            f"cannot read {path}: {exc.__class__.__name__}", "token_unreadable"
-        ) from None
-    lines = text.splitlines()
-    return lines[0] if lines else ""
-
-
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
     from coordinator.cli.progress import exit_status, reporter
     from coordinator.service.api_models import DelegationRequest
@@ -244,38 +179,6 @@ def cmd_revoke(args: argparse.Namespace, coordinator: Coordinator) -> int:
     return 0
 
 
-def cmd_audit(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    if args.audit_command in AUDIT_PROOFS:
-        return AUDIT_PROOFS[args.audit_command](args, coordinator)
-    if args.audit_command == "verify" and args.bundle is not None:
-        return cmd_verify_bundle(args)
-    if args.audit_command == "verify":
-        if args.coordinator_key or args.remote_key or args.unanchored:
-            raise UsageError("key options go with --bundle", "bundle_required")
-        bundle = None
-        where = "ledger"
-        report = coordinator.audit_verify(bundle)
-        if args.json:
-            printers.print_json(report)
-            return 0 if report["ok"] else 1
-        return printers.print_verify(report, where)
-    if args.audit_command == "show":
-        view = coordinator.audit_show(args.run_id)
-        if args.json:
-            printers.print_json(view)
-        else:
-            print(printers.render_reconstruction(view))
-        return 0
-    bundle = coordinator.audit_export(args.run_id)
-    text = json.dumps(bundle, indent=2, ensure_ascii=False)
-    if args.output is None:
-        print(text)
-    else:
-        args.output.write_text(text + "\n")
-        print(f"wrote {args.output} ({len(bundle.get('events', []))} events, signed head)")
-    return 0
-
-
 def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
     from coordinator.authority import identity
 
@@ -306,122 +209,6 @@ def cmd_keys(args: argparse.Namespace, coordinator: Coordinator) -> int:
         return 0
     printers.print_json(coordinator.jwks())
     return 0
-
-
-def cmd_verify_bundle(args: argparse.Namespace) -> int:
-    """``audit verify --bundle``: checked here, offline, against the keys the operator
-    gives (never those the bundle carries, nor a server's word)."""
-    bundle = read_object(args.bundle, "bundle")
-    anchors = bundle_anchors(args.coordinator_key, args.remote_key)
-    if anchors is not None and args.unanchored:
-        raise UsageError("--unanchored goes with no key", "anchor_conflict")
-    # the checker is loaded once the input is read: a bad file is reported at once
-    from coordinator.audit.proof_check import verify_document
-    from coordinator.cli.audit_printers import print_bundle_check
-    from coordinator.service.api_models import verify_view
-
-    report = verify_document(bundle, anchors, unanchored=args.unanchored)
-    if args.json:
-        printers.print_json({**verify_view(report).model_dump(), "anchored": report.anchored})
-        return 0 if report.ok else 1
-    return print_bundle_check(verify_view(report).model_dump(), f"bundle {args.bundle}")
-
-
-def bundle_anchors(coordinator_keys: list[Path], remote_keys: list[Path]) -> Anchors | None:
-    """The trust anchors from key files, or None when none is given."""
-    from coordinator.audit.anchors import Anchors, read_anchor
-
-    if not coordinator_keys and not remote_keys:
-        return None
-    if not coordinator_keys:
-        raise UsageError("--remote-key needs --coordinator-key too", "anchor_missing")
-    try:
-        return Anchors.of(
-            [read_anchor(_key_text(path)) for path in coordinator_keys],
-            [read_anchor(_key_text(path)) for path in remote_keys],
-        )
-    except LedgerError as exc:
-        raise UsageError(str(exc), exc.reason) from None
-
-
-def _key_text(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc}", "anchor_unreadable") from None
-
-
-def cmd_audit_prove(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    bundle = coordinator.audit_prove(args.run_id)
-    text = json.dumps(bundle, indent=2, ensure_ascii=False)
-    if args.output is None:
-        print(text)
-        return 0
-    args.output.write_text(text + "\n")
-    head = strict_json.loads(_jws_payload(bundle["tree_head"]))
-    print(
-        f"wrote {args.output} ({len(bundle['events'])} events, inclusion proofs against the "
-        f"signed tree head of {head['tree_size']} events, root {head['root_hash'][:16]})"
-    )
-    return 0
-
-
-def _jws_payload(jws: str) -> bytes:
-    part = jws.split(".")[1]
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
-def tree_head_arg(value: str) -> str | int:
-    """A tree size, or the signed tree head held in file ``value`` (the compact JWS, a
-    JSON object with ``jws``, or a proof bundle's ``tree_head``)."""
-    if value.isdigit():
-        return int(value)
-    path = Path(value)
-    try:
-        text = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}", "head_unreadable") from None
-    if text.startswith("{"):
-        document = read_object(path, "head")
-        text = document.get("tree_head") or document.get("jws") or ""
-    if not isinstance(text, str) or text.count(".") != 2:
-        raise UsageError(f"{path} holds no signed tree head", "head_unreadable")
-    return text
-
-
-def cmd_audit_consistency(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    document = coordinator.audit_consistency(tree_head_arg(args.head_a), tree_head_arg(args.head_b))
-    if args.json:
-        printers.print_json(document)
-    else:
-        old, new = document["old"], document["new"]
-        verdict = (
-            "consistent" if document["consistent"] else f"NOT consistent: {document['reason']}"
-        )
-        print(
-            f"{verdict}: tree head of {new['tree_size']} events (root {new['root_hash'][:16]}) "
-            f"and of {old['tree_size']} (root {old['root_hash'][:16]}); {document['detail']}; "
-            f"proof of {len(document['proof'])} nodes"
-        )
-    return 0 if document["consistent"] else 1
-
-
-def cmd_audit_reconcile(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    from coordinator.cli.audit_printers import print_reconcile
-
-    document = coordinator.audit_reconcile(args.run_id)
-    if args.json:
-        printers.print_json(document)
-    else:
-        print_reconcile(document)
-    return RECONCILE_EXIT_CODES[document["verdict"]]
-
-
-AUDIT_PROOFS: dict[str, Shared] = {
-    "prove": cmd_audit_prove,
-    "consistency": cmd_audit_consistency,
-    "reconcile": cmd_audit_reconcile,
-}
 
 
 SHARED: dict[str, Shared] = {
@@ -457,6 +244,7 @@ def cmd_demo(args: argparse.Namespace, local: Local) -> int:
 
     from coordinator.assessment.chain_case import CASE as CHAIN_CASE
     from coordinator.assessment.scenario import CASES, EXPECTED_STATUS
+    from coordinator.cli import demo_printers
 
     if args.model and args.case == CHAIN_CASE:
         raise UsageError("--model supervises the pilot cases, not the chain", "usage_error")
@@ -480,14 +268,15 @@ def cmd_demo(args: argparse.Namespace, local: Local) -> int:
     else:
         if results:
             print(f"remote_risk was started at {base_url} and registered from its card\n")
-        texts = [printers.render_case(r) for r in results]
-        texts += [printers.render_chain_case(c) for c in chained]
+        texts = [demo_printers.render_case(r) for r in results]
+        texts += [demo_printers.render_chain_case(c) for c in chained]
         print("\n\n".join(texts))
         print(f"\n{sum(expected)}/{len(expected)} cases as expected")
     return 0 if all(expected) else 1
 
 
 def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -> int:
+    from coordinator.cli import demo_printers
 
     config = _model_config()
     base_url, results = event_loop.run(
@@ -497,7 +286,7 @@ def _demo_with_model(args: argparse.Namespace, local: Local, cases: list[str]) -
         printers.print_json({"model": config.describe(), "cases": [r.as_dict() for r in results]})
     else:
         print(f"supervisor model {config.model}; remote_risk started at {base_url}\n")
-        print("\n\n".join(printers.render_supervised(result) for result in results))
+        print("\n\n".join(demo_printers.render_supervised(result) for result in results))
     return 0
 
 
@@ -505,13 +294,14 @@ def cmd_evaluate(args: argparse.Namespace, local: Local) -> int:
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1", "usage_error")
     from coordinator.assessment.evaluation_report import document
+    from coordinator.cli import demo_printers
 
     config = _model_config() if args.model else None
     rows = local.service.evaluate(config, args.repeat)
     if args.json:
         printers.print_json(document(rows, config))
     else:
-        print(printers.render_evaluation(rows, config))
+        print(demo_printers.render_evaluation(rows, config))
     return 0 if all(row.passed for row in rows) else 1
 
 

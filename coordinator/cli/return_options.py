@@ -3,7 +3,7 @@
 ``federation register ... --return-schema SKILL=FILE`` declares a JSON Schema (Draft 2020-12)
 for a skill's returns, ``--return-finding SKILL`` declares that a skill answers with our
 Finding contract; ``federation delegate --return-schema FILE`` gives one delegation its own
-schema. The files are read on the caller's machine (:mod:`coordinator.cli.commands`); what
+schema. The files are read on the caller's machine (:mod:`coordinator.cli.inputs`); what
 they hold is judged by :mod:`coordinator.handoff.declared`. This module imports only
 argparse, as the parser must.
 """

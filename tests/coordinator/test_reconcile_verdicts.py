@@ -149,7 +149,7 @@ def test_disagree_names_the_fields_that_differ_and_outweighs_not_checked() -> No
 
 
 def test_the_exit_codes_of_the_verdicts_are_the_clis_table() -> None:
-    from coordinator.cli.commands import RECONCILE_EXIT_CODES
+    from coordinator.cli.audit_commands import RECONCILE_EXIT_CODES
     from coordinator.cli.main import EXIT_CODES
 
     assert set(RECONCILE_EXIT_CODES.values()) <= set(EXIT_CODES)

@@ -12,7 +12,7 @@ import pytest
 from contracts.wire import to_wire
 from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
 from coordinator.assessment.supervisor import SupervisedResult, SupervisorLimits, run_supervised
-from coordinator.cli.printers import render_supervised as render
+from coordinator.cli.demo_printers import render_supervised as render
 from coordinator.remote.client import A2AClient
 from coordinator.remote.registry import RegisteredAgent
 from member_kit.server.app import JSONRPC_PATH
