@@ -20,7 +20,7 @@ from agent_cards.keys import KeySet, load_key_set
 from bench import governed
 from contracts.handoff import HandoffState
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.workspace import Workspace
 
 

@@ -28,7 +28,9 @@ from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 

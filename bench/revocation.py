@@ -37,7 +37,8 @@ from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.authority.revocation import STATUS_URL_ENV
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.service.api import create_api
 from coordinator.service.revoke import revoke
 from coordinator.service.settings import CoordinatorSettings

@@ -21,7 +21,8 @@ from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.authority.identity import coordinator_keys, issuer_id, publish_jwks
 from coordinator.errors import FederationError
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 

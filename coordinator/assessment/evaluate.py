@@ -48,7 +48,9 @@ from coordinator.assessment.supervisor import SupervisedResult, run_supervised
 from coordinator.errors import FederationError
 from coordinator.handoff.projection import project_context
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 

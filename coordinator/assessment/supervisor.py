@@ -68,7 +68,7 @@ from coordinator.errors import BudgetExceeded, FederationError
 from coordinator.handoff.projection import project_context
 from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.workspace import Workspace
 
 ROLE = "supervisor"

@@ -28,7 +28,7 @@ from coordinator.dispatch.retry import (
 from coordinator.handoff.run import Run
 from coordinator.handoff.run_state import refused_retry
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 
 # Failures after which sending again can help: the message may never have arrived, or a
 # proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).

@@ -25,7 +25,7 @@ from coordinator.dispatch.attempts import cancel_branches, run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run, start_run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 

@@ -55,7 +55,7 @@ from coordinator.handoff.run import Run
 from coordinator.handoff.state_map import local_view
 from coordinator.handoff.usage import usage_change
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates, updates_for
 
 # What callers of this module use, re-exported from where each lives.

@@ -49,7 +49,8 @@ from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation
 from coordinator.handoff.run import Run
 from coordinator.remote import key_succession
 from coordinator.remote.pinned import pinned_key_set
-from coordinator.remote.registry import RegisteredAgent, Registry
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
 from coordinator.storage import driver
 from coordinator.storage.runs import Step
 from coordinator.storage.schema import artifacts

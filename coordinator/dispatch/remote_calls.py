@@ -20,7 +20,7 @@ from contracts.wire import (
 )
 from coordinator.remote.bindings import transport_for
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates
 from coordinator.remote.transport import Transport
 

@@ -26,7 +26,8 @@ from agent_cards.clock import utc_now
 from contracts import strict_json
 from coordinator.audit.events import timestamp
 from coordinator.errors import AuditCredentialError, DataDirError
-from coordinator.remote.registry import RegisteredAgent, origin_of
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.trust_anchor import origin_of
 from coordinator.storage.datadir import DataDir
 
 CREDENTIALS_FILE = "audit-credentials.json"

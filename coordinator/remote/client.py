@@ -40,7 +40,6 @@ from pydantic import BaseModel
 
 from agent_cards import tls
 from contracts import strict_json
-from contracts.a2a_errors import metadata_of, reason_of
 from contracts.wire import (
     AGENT_CARD_PATH,
     PROTOCOL_VERSION,
@@ -48,7 +47,6 @@ from contracts.wire import (
     AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
-    JSONRPCResponse,
     ListTasksRequest,
     ListTasksResponse,
     SendMessageRequest,
@@ -59,46 +57,18 @@ from contracts.wire import (
     to_wire,
 )
 from coordinator.authority import holder
-from coordinator.errors import ProtocolError, RemoteA2AError, TransportError, translated
-from coordinator.remote import traced
-from coordinator.remote.http1 import refuse_declared, refuse_encoding, refuse_over
+from coordinator.errors import ProtocolError, TransportError, translated
+from coordinator.remote import bounded_reads, traced
+from coordinator.remote.client_limits import ClientLimits
+from coordinator.remote.jsonrpc import jsonrpc_result, stream_result
 from coordinator.remote.keepalive import KeepAlivePool
-from coordinator.remote.sse import SSEDecoder
 from coordinator.remote.v03.card import card_model
 from coordinator.telemetry import tracing
 
-__all__ = ["A2AClient", "ClientLimits", "FetchedCard", "SSEDecoder", "card_url_for"]
+__all__ = ["A2AClient", "FetchedCard", "card_url_for"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ClientLimits:
-    """How long and how much the client is willing to wait for and read."""
-
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    total_timeout: float = 60.0
-    max_response_bytes: int = 1_000_000
-    max_stream_bytes: int = 8_000_000
-    # Connections in the pool, and how many of them long-lived update streams may hold,
-    # so that sends and polls always find a free connection. A handoff to a streaming
-    # agent holds one stream for its whole life; beyond max_streams handoffs poll.
-    max_connections: int = 64
-    max_streams: int = 32
-    # How many GetTask polls a second all the tasks this client follows may cost together;
-    # with many tasks in flight each one polls less often instead of the client drowning.
-    max_polls_per_second: float = 200.0
-    # A gRPC channel with no call in flight for this long drops its connection and stops
-    # reconnecting until the next call (gRPC's own default is 30 minutes), so a channel
-    # to an agent removed or re-registered elsewhere holds nothing open for long.
-    idle_channel_seconds: float = 30.0
-
-    @property
-    def max_requests(self) -> int:
-        """Plain requests in flight at once: the connections streams can never take."""
-        return max(1, self.max_connections - self.max_streams)
 
 
 @dataclass(frozen=True)
@@ -292,7 +262,7 @@ class A2AClient:
         try:
             async for data in events:
                 with translated(f"{method} to", endpoint):
-                    yield _stream_result(data, request_id, method, endpoint)
+                    yield stream_result(data, request_id, method, endpoint)
         finally:
             await events.aclose()
 
@@ -319,40 +289,14 @@ class A2AClient:
         deadline = loop.time() + self.limits.total_timeout
         with translated(f"{rpc} to", url), traced.remote_stream(rpc, url, sent, binding):
             request = self._http.build_request(method, url, content=body, headers=sent)
-            response = await _before(deadline, self._http.send(request, stream=True), url)
+            response = await bounded_reads.before(
+                deadline, self._http.send(request, stream=True), url
+            )
             try:
-                async for data in self._events(response, deadline, url):
+                async for data in bounded_reads.events(response, deadline, url, self.limits):
                     yield data
             finally:
                 await response.aclose()
-
-    async def _events(
-        self, response: httpx.Response, deadline: float, endpoint: str
-    ) -> AsyncIterator[bytes]:
-        """The ``data`` of each SSE event; a plain JSON body is passed on as one event."""
-        refuse_encoding(response.headers.get("content-encoding"))
-        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if media_type != "text/event-stream":
-            body = await _before(deadline, self._read(response), endpoint)
-            if response.status_code != 200 and not body:
-                raise TransportError(f"HTTP {response.status_code} from {endpoint}", "http_status")
-            yield body
-            return
-        decoder = SSEDecoder(self.limits.max_response_bytes)
-        chunks = response.aiter_raw()
-        total = 0
-        while True:
-            try:
-                chunk = await _before(deadline, anext(chunks), endpoint)
-            except StopAsyncIteration:
-                return
-            total += len(chunk)
-            if total > self.limits.max_stream_bytes:
-                raise ProtocolError(
-                    f"stream exceeds {self.limits.max_stream_bytes} bytes", "response_too_large"
-                )
-            for data in decoder.feed(chunk):
-                yield data
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -428,51 +372,12 @@ class A2AClient:
                 request = self._http.build_request(method, url, content=body, headers=sent)
                 response = await self._http.send(request, stream=True)
                 try:
-                    return response.status_code, response.headers, await self._read(response)
+                    return (
+                        response.status_code,
+                        response.headers,
+                        await bounded_reads.read_body(response, self.limits.max_response_bytes),
+                    )
                 finally:
                     await response.aclose()
         except TimeoutError:
             raise TransportError(f"{method} {url}: total deadline passed", "timeout") from None
-
-    async def _read(self, response: httpx.Response) -> bytes:
-        """Read the raw body, refusing encodings we did not ask for and oversized bodies."""
-        refuse_encoding(response.headers.get("content-encoding"))
-        cap = self.limits.max_response_bytes
-        refuse_declared(response.headers.get("content-length"), cap)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_raw():
-            size += len(chunk)
-            refuse_over(size, cap)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-
-async def _before(deadline: float, awaitable: Any, endpoint: str) -> Any:
-    """Await ``awaitable`` unless the stream's total deadline passes first."""
-    left = deadline - asyncio.get_running_loop().time()
-    try:
-        return await asyncio.wait_for(awaitable, max(0.0, left))
-    except TimeoutError:
-        raise TransportError(f"stream from {endpoint}: total deadline passed", "timeout") from None
-
-
-def _stream_result(data: bytes, request_id: int, method: str, endpoint: str) -> StreamResponse:
-    document = strict_json.loads(data)
-    if not isinstance(document, dict):
-        raise ProtocolError(f"{method} to {endpoint}: an event is not a JSON object", "not_jsonrpc")
-    return StreamResponse.model_validate(jsonrpc_result(document, request_id, method, endpoint))
-
-
-def jsonrpc_result(document: dict[str, Any], request_id: int, method: str, endpoint: str) -> Any:
-    """The ``result`` of a JSON-RPC response to ``request_id``; an error raises
-    :class:`RemoteA2AError`, another id :class:`ProtocolError`."""
-    response = JSONRPCResponse.model_validate(document)
-    if response.error is not None:
-        error = response.error
-        raise RemoteA2AError(
-            error.code, error.message, reason_of(error.data), metadata_of(error.data)
-        )
-    if response.id != request_id:
-        raise ProtocolError(f"{method} to {endpoint}: response id mismatch", "id_mismatch")
-    return response.result

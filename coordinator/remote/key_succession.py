@@ -23,7 +23,8 @@ from agent_cards.keys import KeyMaterialError, TrustedKeys
 from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.transparency.succession import followed, verify_succession
 from coordinator.errors import RegistryError
-from coordinator.remote.registry import RegisteredAgent, Registry
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
 
 SUCCEEDED_EVENT = "agent.key_succeeded"
 

@@ -45,7 +45,7 @@ from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.wire import StreamResponse
 from coordinator.errors import PushRefused
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 
 logger = logging.getLogger(__name__)
 

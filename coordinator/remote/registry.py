@@ -28,158 +28,40 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
-from typing import Any, Literal
-from urllib.parse import urlsplit
-
-from pydantic import ConfigDict
+from typing import Any
 
 from agent_cards.identity import identity_of
-from agent_cards.keys import KID_NOT_THUMBPRINT, KeyMaterialError, TrustedKeys
-from agent_cards.signing import (
-    V03_FORMS,
-    V1_FORMS,
-    CardVerificationError,
-    VerifiedCard,
-    verify_card,
-)
+from agent_cards.keys import TrustedKeys
+from agent_cards.signing import VerifiedCard
 from agent_cards.transparency.succession import followed, successions_in
-from agent_cards.trusted import VerificationKey
 from contracts import strict_json
-from contracts.model import Model
-from contracts.returns import ReturnContract, held_for_review
-from contracts.wire import AgentCard
+from contracts.returns import ReturnContract
 from coordinator.audit.trail import AuditTrail
 from coordinator.errors import FederationError, ProtocolError, RegistryError
 from coordinator.remote.bindings import transport_for
-from coordinator.remote.card_changes import only_narrows, surface
+from coordinator.remote.card_verification import keys_from, trusted_key, verified_card, verified_kid
 from coordinator.remote.client import A2AClient, FetchedCard
 from coordinator.remote.destinations import Destinations, Neighbour, allowances
 from coordinator.remote.destinations import check_card_resolved as check_card
-from coordinator.remote.pinned import pinned_identity, pinned_key_set
-from coordinator.remote.transport import JSONRPC, Interface, accepted_interface
-from coordinator.remote.v03.card import card_model, is_v03_card
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registration import Registration, status_of
+from coordinator.remote.transport import accepted_interface
+from coordinator.remote.trust_anchor import (
+    JWKS_PATH,
+    TrustAnchor,
+    bounded,
+    held_anchor,
+    origin_of,
+    trust_for,
+)
+from coordinator.remote.v03.card import card_model
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore
 
 AGENTS_FILE = "agents.json"
-JWKS_PATH = "/.well-known/jwks.json"
 # The request headers (a delegation token) an agent's extended card is fetched with.
-CardCaller = Callable[["RegisteredAgent"], Mapping[str, str]]
-TrustKind = Literal["pinned_key", "pinned_kid", "trust_on_first_use"]
-Status = Literal["registered", "unchanged", "updated", "narrowed", "approved", "pending_approval"]
-
-
-class RegisteredAgent(Model):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    card_url: str
-    endpoint: str
-    # The interface used, chosen from the card at registration (see choose_interface).
-    binding: str = JSONRPC
-    protocol_version: str = "1.0"
-    tenant: str | None = None
-    card: dict[str, Any]
-    etag: str | None = None
-    registered_at: str
-    trust: TrustKind = "pinned_key"
-    pinned_jwks: dict[str, Any] = {}
-    verified_kid: str | None = None
-    # The canonical form the card's signature verified over (agent_cards.signing).
-    verified_form: str | None = None
-    pending_card: dict[str, Any] | None = None
-    # The keys the held card was verified with, its kid and how they were trusted: what
-    # ``register --approve`` verifies it with again, so the pins given stay the pins.
-    pending_pins: dict[str, Any] | None = None
-    pending_kid: str | None = None
-    pending_trust: TrustKind | None = None
-    # The extended card (GetExtendedAgentCard), verified with the same pinned keys.
-    extended_card: dict[str, Any] | None = None
-    # Return contracts the operator declared per skill at registration (--return-schema).
-    return_contracts: dict[str, ReturnContract] = {}
-    # Origins besides the card's own that the operator allowed this agent's interfaces on
-    # (--allow-origin), as ``host:port``; see coordinator.remote.destinations.
-    allowed_origins: tuple[str, ...] = ()
-    # The key-succession statements followed from the pinned keys to the agent's current
-    # key (coordinator.remote.key_succession), oldest first: what a proof bundle carries.
-    successions: tuple[str, ...] = ()
-
-    def return_contract_for(self, skill: str) -> ReturnContract:
-        """The declared contract for ``skill``, else the default that admits nothing."""
-        return self.return_contracts.get(skill) or held_for_review()
-
-    @cached_property
-    def agent_card(self) -> AgentCard:
-        """The card as a v1.0 model (a v0.3 card read as one), validated once."""
-        return card_model(self.card)
-
-    @property
-    def interface(self) -> Interface:
-        return Interface(self.endpoint, self.binding, self.protocol_version, self.tenant)
-
-    @property
-    def destinations(self) -> Destinations:
-        """Where requests for this agent may go: its card's origin and the allowances."""
-        return Destinations(self.card_url, self.allowed_origins)
-
-    @property
-    def agent_id(self) -> str:
-        """The agent's identity, whichever binding is used: a delegation token's ``aud``.
-        The RFC 9278 thumbprint URI of the pinned key that verified its card, computed
-        from the key material (:mod:`agent_cards.identity`), never from a URL or a kid the
-        card states; computed on every read, so agents stored before it work unchanged."""
-        return pinned_identity(self._verified_key())
-
-    @property
-    def known_identity(self) -> str | None:
-        """:attr:`agent_id`, or None for an agent stored before identities (no verified
-        kid): it has to be registered again before any token is minted for it."""
-        try:
-            return self.agent_id
-        except RegistryError:
-            return None
-
-    def _verified_key(self) -> VerificationKey:
-        key = _keys_from(self.pinned_jwks).get(self.verified_kid or "")
-        if key is None:
-            raise RegistryError(
-                f"no pinned key of {self.name!r} verified its card; register it again",
-                "agent_identity_unknown",
-            )
-        return key
-
-    def neighbour(self) -> Neighbour:
-        """What another card may not name: this agent's endpoints and origin."""
-        offered = tuple(i.url for i in self.agent_card.supported_interfaces)
-        endpoints = (self.endpoint, *offered)
-        return Neighbour(self.name, self.card_url, endpoints, self.known_identity)
-
-    def skill_ids(self) -> list[str]:
-        return [skill.id for skill in self.agent_card.skills]
-
-
-@dataclass(frozen=True)
-class TrustAnchor:
-    """How the operator says which keys may sign this agent's card."""
-
-    keys: TrustedKeys | None = None
-    expect_kid: str | None = None
-    trust_on_first_use: bool = False
-    # How pinned ``keys`` came to be trusted (keys held with a pending card keep theirs).
-    kind: TrustKind | None = None
-
-    @property
-    def given(self) -> bool:
-        return self.keys is not None or self.expect_kid is not None or self.trust_on_first_use
-
-
-@dataclass(frozen=True)
-class Registration:
-    agent: RegisteredAgent
-    status: Status
+CardCaller = Callable[[RegisteredAgent], Mapping[str, str]]
 
 
 def slug(name: str) -> str:
@@ -188,11 +70,6 @@ def slug(name: str) -> str:
 
 def now_text() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
-
-
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 # --- the registry ---------------------------------------------------------------------------
@@ -358,7 +235,7 @@ class Registry:
         held = existing.pending_card if existing is not None else None
         approve = approve and (held is None or held == fetched.document)
         try:
-            trusted, kind = await _trust_for(client, fetched, anchor or TrustAnchor(), existing)
+            trusted, kind = await trust_for(client, fetched, anchor or TrustAnchor(), existing)
             pinned = existing is not None and not (anchor and anchor.given)
             trusted, vouched = (
                 await _followed(client, fetched, trusted) if pinned else (trusted, [])
@@ -399,7 +276,7 @@ class Registry:
         except RegistryError as exc:
             self.trail.emit("card.refused", data={**facts, "reason": exc.reason})
             raise
-        status = _status(existing, agent, approve, pinned or kind == "trust_on_first_use")
+        status = status_of(existing, agent, approve, pinned or kind == "trust_on_first_use")
         digest = _digest(fetched.document)
         self.trail.emit(f"card.{status}", data={**facts, "card_digest": digest})
         if self.store is not None and status != "unchanged":
@@ -455,7 +332,7 @@ class Registry:
                 "card.extended_unavailable", data={"agent": agent.name, "reason": exc.reason}
             )
             return agent
-        kid = verified_kid(document, _keys_from(agent.pinned_jwks), what)
+        kid = verified_kid(document, keys_from(agent.pinned_jwks), what)
         try:
             extended = card_model(document)
         except ValueError as exc:
@@ -467,23 +344,6 @@ class Registry:
             data={"agent": agent.name, "kid": kid, "card_digest": _digest(document)},
         )
         return agent.model_copy(update={"extended_card": document})
-
-
-def trusted_key(trusted: TrustedKeys, kid: str) -> VerificationKey:
-    """The pinned key whose computed kid verified a card."""
-    key = trusted.get(kid)
-    assert key is not None  # verify_card returns the kid of a key in ``trusted``
-    return key
-
-
-def held_anchor(
-    existing: RegisteredAgent | None, anchor: TrustAnchor, approve: bool
-) -> TrustAnchor:
-    """With ``--approve`` and no new anchor, the keys the held card was verified with
-    (what the operator pinned when it was held), not the older card's."""
-    if not approve or anchor.given or existing is None or not existing.pending_pins:
-        return anchor
-    return TrustAnchor(keys=_keys_from(existing.pending_pins), kind=existing.pending_trust)
 
 
 async def _followed(
@@ -507,39 +367,8 @@ def _verified(fetched: FetchedCard, trusted: TrustedKeys) -> VerifiedCard:
     return verified_card(fetched.document, trusted, f"card of {fetched.url}")
 
 
-def verified_kid(document: dict[str, Any], trusted: TrustedKeys, what: str) -> str:
-    """The kid of a pinned key that signed ``document`` (see :func:`verified_card`)."""
-    return verified_card(document, trusted, what).kid
-
-
-def verified_card(document: dict[str, Any], trusted: TrustedKeys, what: str) -> VerifiedCard:
-    """The pinned key that signed ``document`` and the form it signed (a v0.3 card may be
-    signed in the v0.3 forms), or a :class:`RegistryError` with the verification's reason."""
-    forms = V03_FORMS if is_v03_card(document) else V1_FORMS
-    try:
-        return verify_card(document, trusted, forms=forms)
-    except CardVerificationError as exc:
-        raise RegistryError(f"{what} refused: {exc}", exc.reason) from None
-
-
 def _digest(document: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(strict_json.dumps(document)).hexdigest()
-
-
-def _status(
-    existing: RegisteredAgent | None, new: RegisteredAgent, approve: bool, pinned: bool
-) -> Status:
-    """What a registration does: a card verified by a key the operator gives anew (not a
-    key pinned before, nor one a pinned key vouched for) is held like a wider card."""
-    if existing is None:
-        return "registered"
-    if not pinned and new.verified_kid not in _keys_from(existing.pinned_jwks):
-        return "approved" if approve else "pending_approval"
-    if surface(existing.agent_card) == surface(new.agent_card):
-        return "unchanged" if existing.card == new.card else "updated"
-    if only_narrows(existing.agent_card, new.agent_card):
-        return "narrowed"
-    return "approved" if approve else "pending_approval"
 
 
 async def _fetch(client: A2AClient, url: str) -> FetchedCard:
@@ -547,72 +376,6 @@ async def _fetch(client: A2AClient, url: str) -> FetchedCard:
         return await client.fetch_card(url)
     except ProtocolError as exc:
         reason = "card_not_json" if exc.reason == "not_json" else "card_invalid"
-        raise RegistryError(str(exc), _bounded(exc.reason, reason)) from None
+        raise RegistryError(str(exc), bounded(exc.reason, reason)) from None
     except FederationError as exc:
         raise RegistryError(str(exc), "card_unreachable") from None
-
-
-async def _trust_for(
-    client: A2AClient,
-    fetched: FetchedCard,
-    anchor: TrustAnchor,
-    existing: RegisteredAgent | None,
-) -> tuple[TrustedKeys, TrustKind]:
-    """The keys this card must be signed with, and how they came to be trusted."""
-    if anchor.keys is not None:
-        return anchor.keys, anchor.kind or "pinned_key"
-    if anchor.expect_kid is not None:
-        # every kid in ``served`` is the thumbprint computed from its key, so this matches
-        # the key itself, not a label the origin wrote next to it
-        served = await _origin_keys(client, fetched.url)
-        key = served.get(anchor.expect_kid)
-        if key is None:
-            raise RegistryError(
-                f"kid {anchor.expect_kid!r} is not among the keys served by "
-                f"{origin_of(fetched.url)}",
-                "card_kid_unknown",
-            )
-        return TrustedKeys([key]), "pinned_kid"
-    if existing is not None and existing.pinned_jwks.get("keys"):
-        return _keys_from(existing.pinned_jwks), existing.trust
-    if anchor.trust_on_first_use:
-        return await _origin_keys(client, fetched.url), "trust_on_first_use"
-    raise RegistryError(
-        "no trust anchor: pin the signing key with --trust-key FILE or --expect-kid KID "
-        "(or, for development only, --trust-on-first-use)",
-        "no_trust_anchor",
-    )
-
-
-async def _origin_keys(client: A2AClient, card_url: str) -> TrustedKeys:
-    """The JWK Set served on the card's own origin; never a URL the card names."""
-    url = origin_of(card_url) + JWKS_PATH
-    try:
-        document = await client.fetch_json(url, "JWK Set")
-    except FederationError as exc:
-        raise RegistryError(str(exc), _bounded(exc.reason, "jwks_unavailable")) from None
-    return _keys_from(document)
-
-
-def _bounded(reason: str, otherwise: str) -> str:
-    """A document refused by the bounded parser keeps that reason (``json_too_deep``,
-    ``json_too_wide``)."""
-    return reason if reason in (strict_json.JSON_TOO_DEEP, strict_json.JSON_TOO_WIDE) else otherwise
-
-
-def _keys_from(document: Any) -> TrustedKeys:
-    """Keys whose kids are their computed thumbprints; a JWK labelled otherwise refuses the
-    whole set (``kid_not_thumbprint``), since whoever wrote that label chose a key's name."""
-    try:
-        if isinstance(document, Mapping):  # a stored pin: parsed once per key set
-            return pinned_key_set(document)
-        return TrustedKeys.from_json(document)
-    except KeyMaterialError as exc:
-        raise RegistryError(f"unusable key set: {exc}", key_reason(exc, "jwks_invalid")) from None
-    except ValueError as exc:
-        raise RegistryError(f"unusable key set: {exc}", "jwks_invalid") from None
-
-
-def key_reason(exc: KeyMaterialError, otherwise: str) -> str:
-    """The reason code for refused key material: a kid mismatch keeps its own code."""
-    return KID_NOT_THUMBPRINT if exc.reason == KID_NOT_THUMBPRINT else otherwise

@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
 from coordinator.remote.card_changes import card_diff, surface
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.v03.card import card_model
 from coordinator.service.api_models import (
     AgentDetail,

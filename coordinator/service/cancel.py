@@ -29,7 +29,8 @@ from coordinator.errors import FederationError, RegistryError, RunEnded
 from coordinator.handoff.run import Run
 from coordinator.recovery.recover import restore_run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
 from coordinator.workspace import Workspace
 
 S = HandoffState

@@ -68,7 +68,7 @@ from coordinator.errors import (
     UsageError,
 )
 from coordinator.remote.audit_credentials import AuditCredential, AuditCredentials
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.service.reconcile_verdict import (
     NO_RECEIPTS,
     NOT_REGISTERED,

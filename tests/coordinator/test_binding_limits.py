@@ -31,7 +31,8 @@ from contracts.wire import (
 )
 from coordinator.errors import FederationError, ProtocolError, RemoteA2AError, TransportError
 from coordinator.remote.bindings import transport_for
-from coordinator.remote.client import A2AClient, ClientLimits
+from coordinator.remote.client import A2AClient
+from coordinator.remote.client_limits import ClientLimits
 from coordinator.remote.destinations import Destinations
 from coordinator.remote.transport import GRPC, HTTP_JSON, Interface
 from tests.servers import free_port, running

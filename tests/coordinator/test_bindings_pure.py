@@ -192,7 +192,7 @@ def test_an_agent_is_known_by_one_id_whichever_binding_is_used() -> None:
     checks on every binding)."""
     from agent_cards.identity import THUMBPRINT_URI_PREFIX
     from agent_cards.keys import SigningKey
-    from coordinator.remote.registry import RegisteredAgent
+    from coordinator.remote.registered_agent import RegisteredAgent
 
     key = SigningKey.generate()
 

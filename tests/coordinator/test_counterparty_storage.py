@@ -17,7 +17,8 @@ from sqlalchemy import text
 
 from coordinator.errors import AuditCredentialError
 from coordinator.remote.audit_credentials import CREDENTIALS_FILE, AuditCredentials
-from coordinator.remote.registry import AGENTS_FILE, RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import AGENTS_FILE
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.migrations import migrate
 from tests.coordinator.conftest import EngineFactory

@@ -37,7 +37,7 @@ from coordinator.errors import LedgerError, ProtocolError, UsageError
 from coordinator.remote.client import A2AClient
 from coordinator.remote.http_json import HttpJsonTransport
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.transport import HTTP_JSON, Interface
 from coordinator.service.api import create_api
 from coordinator.service.reconcile import _object as reconcile_object

@@ -19,7 +19,7 @@ from coordinator.remote.destinations import (
     check_card,
     check_destination,
 )
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from remote_risk.service import risk_card
 
 CARD_URL = "http://risk.example:8000/.well-known/agent-card.json"

@@ -28,7 +28,8 @@ from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.errors import UnauditedRun
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

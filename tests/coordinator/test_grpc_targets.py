@@ -35,7 +35,8 @@ from agent_cards.signing import sign_card
 from contracts.wire import PROTOCOL_VERSION, AgentInterface, GetTaskRequest, to_wire
 from coordinator.authority.identity import coordinator_keys
 from coordinator.errors import FederationError, RegistryError
-from coordinator.remote.client import A2AClient, ClientLimits
+from coordinator.remote.client import A2AClient
+from coordinator.remote.client_limits import ClientLimits
 from coordinator.remote.endpoints import GRPC_TARGET_INVALID, grpc_target
 from coordinator.remote.grpc_transport import GrpcTransport
 from coordinator.remote.transport import GRPC, Interface

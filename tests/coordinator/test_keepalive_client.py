@@ -26,7 +26,8 @@ import httpx
 import pytest
 
 from coordinator.errors import FederationError, ProtocolError, TransportError
-from coordinator.remote.client import A2AClient, ClientLimits
+from coordinator.remote.client import A2AClient
+from coordinator.remote.client_limits import ClientLimits
 from coordinator.remote.keepalive import KeepAlivePool, target_of
 from tests.certificates import self_signed
 from tests.servers import free_port

@@ -21,7 +21,9 @@ from coordinator.dispatch.attempts import run_remote_handoff as dispatch
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.service import create_app

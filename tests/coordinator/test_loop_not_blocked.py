@@ -25,7 +25,8 @@ from coordinator.audit.chain import _APPEND_LOCK_CLASS as APPEND_LOCK_CLASS
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

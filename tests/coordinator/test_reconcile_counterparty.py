@@ -41,7 +41,9 @@ from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
 from coordinator.remote.audit_credentials import CREDENTIALS_FILE, EXPOSED, AuditCredentials
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, Registry, TrustAnchor
+from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.service.reconcile import Reconciliation
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -19,7 +19,7 @@ from coordinator.dispatch.retry import (
     parse_retry_after,
 )
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
-from coordinator.remote.client import jsonrpc_result
+from coordinator.remote.jsonrpc import jsonrpc_result
 from coordinator.remote.wire_errors import remote_error
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

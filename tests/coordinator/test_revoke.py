@@ -33,7 +33,8 @@ from coordinator.authority.revocation import STATUS_URL_ENV
 from coordinator.cli.main import main
 from coordinator.recovery.recover import restore_run
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry, TrustAnchor
+from coordinator.remote.registry import Registry
+from coordinator.remote.trust_anchor import TrustAnchor
 from coordinator.service.api import create_api
 from coordinator.service.cancel import run_delegator
 from coordinator.service.facade import CoordinatorService

@@ -19,7 +19,8 @@ from contracts.wire import (
     TaskStatusUpdateEvent,
 )
 from coordinator.errors import ProtocolError, RemoteA2AError
-from coordinator.remote.client import A2AClient, SSEDecoder
+from coordinator.remote.client import A2AClient
+from coordinator.remote.sse import SSEDecoder
 from coordinator.remote.streaming import (
     ArtifactAssembler,
     ArtifactTooLarge,

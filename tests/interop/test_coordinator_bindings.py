@@ -36,7 +36,7 @@ from contracts.wire import (
 from coordinator.errors import RemoteA2AError
 from coordinator.remote.bindings import transport_for
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 
 PEER_KEY = SigningKey.generate()
 BINDINGS = {

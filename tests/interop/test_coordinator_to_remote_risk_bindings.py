@@ -28,8 +28,9 @@ from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.card_caller import card_caller
 from coordinator.errors import RemoteA2AError
 from coordinator.remote.bindings import transport_for
+from coordinator.remote.card_verification import verified_kid
 from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import RegisteredAgent, verified_kid
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.processes import RemoteRiskProcess

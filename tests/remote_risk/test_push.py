@@ -17,7 +17,7 @@ from contracts import strict_json
 from contracts.wire import Task, TaskState, to_wire
 from coordinator.remote.client import A2AClient
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
-from coordinator.remote.registry import RegisteredAgent
+from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.streaming import RemoteUpdates
 from member_kit.server.webhooks import WebhookPolicy, WebhookRefused, sign_notification
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, risk_peer

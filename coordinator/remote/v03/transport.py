@@ -24,7 +24,8 @@ from contracts.wire import (
     Task,
 )
 from coordinator.errors import ProtocolError, translated
-from coordinator.remote.client import A2AClient, jsonrpc_result
+from coordinator.remote.client import A2AClient
+from coordinator.remote.jsonrpc import jsonrpc_result
 from coordinator.remote.transport import Interface
 from coordinator.remote.v03 import shapes
 
