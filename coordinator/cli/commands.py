@@ -96,7 +96,7 @@ def delegation_schema(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    from coordinator.service.api_models import RegisterRequest
+    from coordinator.service.api_requests import RegisterRequest
 
     trust_key = None
     if args.trust_key is not None:
@@ -186,7 +186,7 @@ def read_secret(path: Path) -> str:
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
     from coordinator.cli.progress import exit_status, reporter
-    from coordinator.service.api_models import DelegationRequest
+    from coordinator.service.api_requests import DelegationRequest
 
     delegation = request(
         DelegationRequest,

@@ -34,24 +34,26 @@ from coordinator.service.api_errors import install_error_handlers
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,
-    AuditCredentialRequest,
     AuditCredentialView,
-    CancelRequest,
-    ConsistencyRequest,
     DelegationDocument,
-    DelegationRequest,
     ErrorView,
     PendingCard,
     Reconstruction,
-    RegisterRequest,
     RegistrationView,
     RevocationView,
-    RevokeRequest,
     RunDocument,
     RunList,
     Submitted,
-    VerifyRequest,
     VerifyView,
+)
+from coordinator.service.api_requests import (
+    AuditCredentialRequest,
+    CancelRequest,
+    ConsistencyRequest,
+    DelegationRequest,
+    RegisterRequest,
+    RevokeRequest,
+    VerifyRequest,
 )
 from coordinator.service.artifact_content import artifact_router
 from coordinator.service.facade import CoordinatorService
