@@ -175,8 +175,8 @@ def test_a_delegation_sent_to_a_server_loads_its_request_model_only(tmp_path: Pa
     argv = ("delegate", "--to", "x", "--skill", "y", "--input", str(given))
     modules = loaded(tmp_path, "-m", "coordinator", *argv, env=token)
     assert "exit:3" in modules
-    assert "coordinator.service.api_models" in modules
-    assert heavy(modules, NO_SERVICE) == ["coordinator.service.api_models"]
+    assert "coordinator.service.api_requests" in modules
+    assert heavy(modules, NO_SERVICE) == ["coordinator.service.api_requests"]
     assert len(modules) < 420  # 341 today
 
 
@@ -202,7 +202,7 @@ def test_a_command_failing_on_its_input_loads_no_service(
     argv = tuple(arg.replace("{missing}", missing) for arg in argv)
     modules = loaded(tmp_path, "-m", "coordinator", *local, *argv)
     assert "exit:2" in modules
-    assert heavy(modules, NO_SERVICE) in ([], ["coordinator.service.api_models"])
+    assert heavy(modules, NO_SERVICE) in ([], ["coordinator.service.api_requests"])
     assert len(modules) < 320  # 252 today for delegate (its request model), 139 for verify
     assert not (tmp_path / "data").exists()
 

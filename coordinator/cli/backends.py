@@ -20,7 +20,7 @@ from coordinator.errors import LeftToRecovery, StillOnServer
 
 if TYPE_CHECKING:  # the service is loaded only for this data directory, never for --server
     from coordinator.cli.api_client import CoordinatorClient
-    from coordinator.service.api_models import DelegationRequest, RegisterRequest
+    from coordinator.service.api_requests import DelegationRequest, RegisterRequest
     from coordinator.service.facade import CoordinatorService
     from coordinator.service.run_list import RunQuery
 

@@ -43,7 +43,7 @@ LocalOnly = Callable[[argparse.Namespace, Local], int]
 
 
 def cmd_register(args: argparse.Namespace, coordinator: Coordinator) -> int:
-    from coordinator.service.api_models import RegisterRequest
+    from coordinator.service.api_requests import RegisterRequest
 
     trust_key = None
     if args.trust_key is not None:
@@ -121,7 +121,7 @@ def cmd_audit_credential(args: argparse.Namespace, coordinator: Coordinator) -> 
 
 def cmd_delegate(args: argparse.Namespace, coordinator: Coordinator) -> int:
     from coordinator.cli.progress import exit_status, reporter
-    from coordinator.service.api_models import DelegationRequest
+    from coordinator.service.api_requests import DelegationRequest
 
     delegation = request(
         DelegationRequest,

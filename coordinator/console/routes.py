@@ -29,8 +29,8 @@ from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError, UsageError, describe_validation
 from coordinator.service import artifact_content
-from coordinator.service.api import error_response, status_of
-from coordinator.service.api_models import (
+from coordinator.service.api_errors import error_response, status_of
+from coordinator.service.api_requests import (
     CancelRequest,
     RegisterRequest,
     RevokeRequest,

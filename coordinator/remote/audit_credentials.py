@@ -9,7 +9,7 @@ every ``agents`` command prints), as::
 ``origin`` is that of the card URL the operator registered the agent from (scheme, host,
 port), at the moment the credential was set. :meth:`AuditCredentials.for_agent` hands the
 credential out only for that agent and only while it is still registered from that
-origin, and :mod:`coordinator.service.reconcile` sends it only there: never to a URL a
+origin, and :mod:`coordinator.service.remote_audit` sends it only there: never to a URL a
 card, receipt or head names, never to another agent. An agent registered anew from
 another origin has no credential until the operator sets one again. The token is never
 printed, logged or put in a report; a shared token for every agent does not exist.

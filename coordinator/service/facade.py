@@ -51,15 +51,14 @@ from coordinator.service.agent_views import agent_detail, agent_view, pending_ca
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,
-    DelegationRequest,
     PendingCard,
-    RegisterRequest,
     RegistrationView,
     RunList,
     Submitted,
     VerifyView,
     verify_view,
 )
+from coordinator.service.api_requests import DelegationRequest, RegisterRequest
 from coordinator.service.run_list import RunQuery
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import DATABASE_ENV, Workspace

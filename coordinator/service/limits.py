@@ -3,7 +3,7 @@
 Order of the checks on a request: the connection limits of :mod:`agent_cards.edge.protocol`
 (header bytes and time, body time, connections per client and in total; set where
 :func:`coordinator.service.server.serve` starts uvicorn), then the operator token
-(:class:`~coordinator.service.api.OperatorAuth`, from the headers alone), then
+(:class:`~coordinator.service.operator_auth.OperatorAuth`, from the headers alone), then
 :class:`agent_cards.edge.body.BodyGuard` (at most ``max_body_bytes`` streamed in, 413; a JSON
 body in UTF-8, within the depth and the I-JSON number range, else 422), then the route.
 

@@ -1,6 +1,6 @@
 """``GET /metrics``: the coordinator's Prometheus metrics, behind the operator token.
 
-The route is not in ``PUBLIC_PATHS``, so :class:`~coordinator.service.api.OperatorAuth`
+The route is not in ``PUBLIC_PATHS``, so :class:`~coordinator.service.operator_auth.OperatorAuth`
 guards it like every other operator route (a scraper sends the operator token as a
 bearer token). The ledger's chain length and the handoffs by state are read from the
 database when the metrics are scraped (a ``max(seq)`` and a ``group by``), so they are

@@ -42,32 +42,21 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
-from agent_cards import tls
-from agent_cards.jwk import thumbprint_of
 from agent_cards.jws import segment_json
 from agent_cards.transparency import merkle
-from agent_cards.transparency.heads import Head, extends, verify_head
-from agent_cards.transparency.statements import StatementInvalid
-from agent_cards.trusted import TrustedKeys
+from agent_cards.transparency.heads import Head
 from contracts import strict_json
 from contracts.request_digest import request_digest
-from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
-from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, verify_with_jwks
+from coordinator.audit.tree_heads import TreeHead
 from coordinator.authority.exchange import EXCHANGED
-from coordinator.dispatch.receipts import pinned_keys
 from coordinator.errors import (
     AuditCredentialError,
     FederationError,
-    LedgerError,
     ProtocolError,
-    TransportError,
-    UsageError,
 )
-from coordinator.remote.audit_credentials import AuditCredential, AuditCredentials
+from coordinator.remote.audit_credentials import AuditCredentials
 from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.service.reconcile_verdict import (
     NO_RECEIPTS,
@@ -78,6 +67,13 @@ from coordinator.service.reconcile_verdict import (
     not_checked,
     witness_verdict,
 )
+from coordinator.service.reconcile_witness import (
+    our_signers,
+    ours_extends_their_heads,
+    remote_extends_our_heads,
+    witnessed_heads,
+)
+from coordinator.service.remote_audit import RemoteAudit
 
 # Read by nothing any more: named so that the report can say it was ignored.
 TOKEN_ENV = "FEDERATION_REMOTE_AUDIT_TOKEN"
@@ -86,66 +82,8 @@ FIELDS = ("jti", "task_id", "req_digest", "artifact_digest", "state")
 DECISION_FIELDS = ("jti", "req_digest")
 # What the owner knows of a hop: the child it minted (the holder chose the message).
 HOP_FIELDS = ("jti",)
-# What a remote's status code says of its audit routes: not a disagreement, a check not made.
-REFUSED_BY_STATUS = {401: "remote_audit_refused", 403: "remote_audit_refused",
-                     404: "remote_audit_not_found"}  # fmt: skip
 _NO_REQUEST = request_digest({})  # what a cancel token binds
 ADMITTED_EVENT = "handoff.admitted"  # its contract names the target agent
-
-
-class RemoteAudit:
-    """The operator routes of one remote's audit log, at its pinned origin only."""
-
-    def __init__(
-        self, agent: RegisteredAgent, credential: AuditCredential, timeout: float = 10.0
-    ) -> None:
-        self.agent = agent
-        self.keys = pinned_keys(agent)  # none pinned: no head of it verifies
-        self._base = credential.origin
-        self._headers = {"Authorization": f"Bearer {credential.token}"}
-        self._timeout = timeout
-
-    @property
-    def signers(self) -> frozenset[str]:
-        """The thumbprints, computed here, of the keys pinned for the agent."""
-        return frozenset(thumbprint_of(key.public_key) for key in self.keys)
-
-    def get(self, path: str, **params: Any) -> dict[str, Any]:
-        try:
-            response = httpx.get(
-                self._base + path,
-                params=params,
-                headers=self._headers,
-                timeout=self._timeout,
-                follow_redirects=False,
-                trust_env=False,  # no proxy from the environment sees the credential
-                verify=tls.verified(),
-            )
-        except httpx.HTTPError as exc:
-            raise TransportError(f"{self.agent.name}: {exc}", "remote_unavailable") from None
-        if response.status_code != 200:
-            reason = REFUSED_BY_STATUS.get(response.status_code, "remote_error")
-            raise ProtocolError(
-                f"{self.agent.name} answered {response.status_code} for {path}", reason
-            )
-        return _object(self.agent.name, response)
-
-    def head(self, jws: Any) -> Head:
-        try:
-            return verify_head(jws, self.keys)
-        except StatementInvalid as exc:
-            raise UsageError(f"{self.agent.name}'s tree head: {exc}", "head_invalid") from None
-
-
-def _object(name: str, response: httpx.Response) -> dict[str, Any]:
-    try:
-        document = strict_json.loads(response.content)
-    except strict_json.StrictJSONError as exc:  # not_json, or json_too_deep
-        message = f"{name} answered something that is not JSON we read: {exc}"
-        raise ProtocolError(message, exc.reason) from None
-    if not isinstance(document, dict):
-        raise ProtocolError(f"{name} answered JSON that is not an object", "not_json")
-    return document
 
 
 # --- the coordinator's side ------------------------------------------------------------------
@@ -266,63 +204,6 @@ def compared(
     fields = {name: field(ours.get(name), theirs.get(name)) for name in names}
     proven = bool(theirs.get("proven"))
     return {"fields": fields, "proven": proven, **handoff_verdict(fields, proven, receipted)}
-
-
-# --- each side witnesses the other -----------------------------------------------------------
-
-
-def remote_extends_our_heads(remote: RemoteAudit, kept: Sequence[Head]) -> list[dict[str, Any]]:
-    """For each head of the remote's log we kept: does its current log extend it?"""
-    results = []
-    for old in kept:
-        document = remote.get("/audit/consistency", **{"from": old.tree_size})
-        new = remote.head(document.get("tree_head"))
-        proof = [bytes.fromhex(node) for node in document.get("proof", [])]
-        ok = new.tree_size >= old.tree_size and extends(old, new, proof)
-        results.append(_consistency(old.tree_size, new.tree_size, ok))
-    return results
-
-
-def ours_extends_their_heads(
-    ledger: Ledger, heads: Sequence[str], jwks: Mapping[str, Any], current: Any
-) -> list[dict[str, Any]]:
-    """For each head of our ledger the remote kept: does our ledger now extend it?"""
-    results = []
-    for jws in heads:
-        try:
-            old = verify_with_jwks(jws, jwks)
-        except LedgerError as exc:
-            results.append({"tree_size": None, "consistent": False, "reason": exc.reason})
-            continue
-        proven = proofs.prove_consistency(ledger, old, current)
-        results.append(
-            {**_consistency(old.tree_size, current.tree_size, proven["consistent"]),
-             "reason": proven["reason"]}
-        )  # fmt: skip
-    return results
-
-
-def _consistency(old: int, new: int, ok: bool) -> dict[str, Any]:
-    return {
-        "tree_size": old,
-        "against": new,
-        "consistent": ok,
-        "reason": None if ok else "inconsistent",
-    }
-
-
-def witnessed_heads(ledger: Ledger, remote: RemoteAudit) -> list[Head]:
-    """The remote's heads this coordinator kept from its receipts: those its pinned keys
-    verified (by their thumbprints, whatever log a head names), re-verified."""
-    kept = []
-    for head in TreeHeadStore(ledger.engine).witnessed(remote.signers):
-        kept.append(remote.head(head.jws))
-    return kept
-
-
-def our_signers(jwks: Mapping[str, Any]) -> list[str]:
-    """The thumbprints of our own keys: which of its kept heads a remote is asked for."""
-    return sorted(thumbprint_of(key.public_key) for key in TrustedKeys.from_json(jwks))
 
 
 # --- one run ---------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
 from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.transport import HTTP_JSON, Interface
 from coordinator.service.api import create_api
-from coordinator.service.reconcile import _object as reconcile_object
+from coordinator.service.remote_audit import _object as reconcile_object
 from coordinator.service.run_list import decode_cursor
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
