@@ -57,7 +57,7 @@ from coordinator.audit import proofs
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
 from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, verify_with_jwks
-from coordinator.authority.exchange import EXCHANGED
+from coordinator.authority.hops import EXCHANGED
 from coordinator.dispatch.receipts import pinned_keys
 from coordinator.errors import (
     AuditCredentialError,
