@@ -23,7 +23,7 @@ from coordinator.audit.receipt_binding import Records, same_member, verified_cla
 from coordinator.audit.receipts import HOP_RECEIPT_EVENT, compact
 from coordinator.audit.verification import Break, BundleBroken
 
-EXCHANGED_EVENT = "delegation.exchanged"  # coordinator.authority.exchange.EXCHANGED
+EXCHANGED_EVENT = "delegation.exchanged"  # coordinator.authority.hops.EXCHANGED
 TERMINAL_STATES = (
     "TASK_STATE_COMPLETED",
     "TASK_STATE_FAILED",

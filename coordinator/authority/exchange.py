@@ -28,11 +28,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jwt.algorithms import get_default_algorithms
 from pydantic import ValidationError
 from sqlalchemy import Connection, insert, select, text
 
-from agent_cards.keys import KeySet, b64url_decode
+from agent_cards.keys import KeySet
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.chain import GRANT_TYPE, JWT_TOKEN_TYPE, MAX_CHAIN_DEPTH, loops, request_binding
@@ -59,9 +58,16 @@ from coordinator.authority.holder_proof import (
     Proven,
     verify_proof,
 )
+from coordinator.authority.hops import (
+    EXCHANGE_ATTEMPT_PREFIX,
+    EXCHANGED,
+    check_unused,
+    remaining_after_children,
+)
 from coordinator.authority.revocation import revoked_handoffs, status_base, with_status_entry
-from coordinator.authority.tokens import DELEGATION_TOKEN_TYPE, mint_token
-from coordinator.storage.schema import audit_events, grants
+from coordinator.authority.subject_token import verified_own_token
+from coordinator.authority.tokens import mint_token
+from coordinator.storage.schema import grants
 from coordinator.workspace import Workspace
 
 REQUIRED = (
@@ -70,12 +76,9 @@ REQUIRED = (
 )
 OPTIONAL = ("scope", "expires_in")
 _SECONDS = re.compile(r"[0-9]{1,9}")
-EXCHANGED = "delegation.exchanged"
 # The class half of PostgreSQL's two-key advisory lock an exchange takes on its parent.
 _EXCHANGE_LOCK_CLASS = 0x43484E53
 _PARENT_LOCK = text("SELECT pg_advisory_xact_lock(:cls, hashtext(:key))")
-# A grants row of an exchanged child names this in place of an attempt.
-EXCHANGE_ATTEMPT_PREFIX = "exchange:"
 REFUSED = "delegation.exchange_refused"
 
 # What a widening in each dimension is refused as.
@@ -172,7 +175,7 @@ class TokenExchange:
             now=now,
         )
         with self.ws.engine().connect() as connection:  # any process of this owner's
-            _check_unused(connection, run_id, proven.jti)
+            check_unused(connection, run_id, proven.jti)
         try:
             if parent.handoff.id in revoked_handoffs(self.ws, run_id):
                 raise ExchangeRefused(401, "token_revoked", "the parent's grant was revoked")
@@ -235,7 +238,7 @@ class TokenExchange:
         def fits_then_grant(connection: Connection) -> None:
             if connection.dialect.name == "postgresql":
                 connection.execute(_PARENT_LOCK, {"cls": _EXCHANGE_LOCK_CLASS, "key": parent.jti})
-            _check_unused(connection, run_id, hop["proof_jti"])
+            check_unused(connection, run_id, hop["proof_jti"])
             left = remaining_after_children(connection, parent, run_id)
             exceeded = child.handoff.budget.exceeds(left)
             if exceeded is not None:
@@ -249,93 +252,6 @@ class TokenExchange:
             run_id=run_id,
         )
         self.ws.ledger().append_many_with([event], fits_then_grant)
-
-
-def remaining_after_children(connection: Connection, parent: Grant, run_id: str) -> Budget:
-    """The parent's budget less every child exchanged from it so far (its run's ledger)."""
-    left = parent.handoff.budget.model_dump()
-    for data in _hops_of(connection, run_id):
-        if data.get("parent_jti") != parent.jti:
-            continue
-        for name, spent in data["budget"].items():
-            if left.get(name) is not None and spent is not None:
-                left[name] -= spent
-    return Budget.model_validate({k: max(v, 0) if v is not None else v for k, v in left.items()})
-
-
-def _hops_of(connection: Connection, run_id: str) -> list[dict[str, Any]]:
-    """The data of every hop granted in the run (its ``delegation.exchanged`` events)."""
-    query = select(audit_events.c.canonical).where(
-        audit_events.c.run_id == run_id, audit_events.c.event_type == EXCHANGED
-    )
-    return [strict_json.loads(canonical)["data"] for (canonical,) in connection.execute(query)]
-
-
-def derived_hops(ws: Workspace, run_id: str, handoffs: set[str]) -> dict[str, str]:
-    """The hops exchanged from ``handoffs``, and from those, at any depth: each hop's
-    handoff id and the agent it was minted for."""
-    with ws.engine().connect() as connection:
-        hops = _hops_of(connection, run_id)
-    derived: dict[str, str] = {}
-    parents = set(handoffs)
-    while True:
-        found = {
-            str(hop["handoff_id"]): str(hop["to"])
-            for hop in hops
-            if hop.get("parent_handoff_id") in parents and hop["handoff_id"] not in derived
-        }
-        if not found:
-            return derived
-        derived.update(found)
-        parents = set(found)
-
-
-def _check_unused(connection: Connection, run_id: str, proof_jti: str) -> None:
-    """``proof_replayed`` if a hop of the run was granted on this proof (by any process
-    of this owner: the in-memory guard knows only its own)."""
-    if any(data.get("proof_jti") == proof_jti for data in _hops_of(connection, run_id)):
-        raise ExchangeRefused(401, "proof_replayed", "this proof was used before")
-
-
-def verified_own_token(token: str, keys: KeySet, issuer: str, now: int) -> Grant:
-    """``token``'s grant if it is a delegation token this owner signed and it is live;
-    else :class:`ExchangeRefused` (``subject_token_invalid``, ``subject_token_expired``)."""
-    parts = token.split(".")
-    try:
-        header = strict_json.loads(b64url_decode(parts[0]).decode("utf-8"))
-        claims = strict_json.loads(b64url_decode(parts[1]).decode("utf-8"))
-    except (ValueError, IndexError, UnicodeDecodeError):
-        raise _bad_subject("the subject token is not a compact JWS") from None
-    if len(parts) != 3 or not isinstance(header, dict) or not isinstance(claims, dict):
-        raise _bad_subject("the subject token is not a compact JWS")
-    if header.get("typ") != DELEGATION_TOKEN_TYPE or set(header) != {"alg", "kid", "typ"}:
-        raise _bad_subject("the subject token is no delegation token")
-    key = next((k for k in keys.verification_keys() if k.kid == header.get("kid")), None)
-    if key is None or header.get("alg") != key.alg or not _signed(parts, key):
-        raise _bad_subject("the subject token is not signed by this owner")
-    try:
-        grant = Grant.model_validate(claims)
-    except ValidationError:
-        raise _bad_subject("the subject token's claims are not a grant") from None
-    if grant.iss != issuer:
-        raise _bad_subject("the subject token names another issuer")
-    if grant.exp <= now:
-        raise ExchangeRefused(401, "subject_token_expired", "the subject token has expired")
-    return grant
-
-
-def _signed(parts: list[str], key: VerificationKey) -> bool:
-    algorithm = get_default_algorithms()[key.alg]
-    try:
-        signature = b64url_decode(parts[2])
-        prepared = algorithm.prepare_key(key.public_key)
-        return bool(algorithm.verify(f"{parts[0]}.{parts[1]}".encode("ascii"), prepared, signature))
-    except ValueError:
-        return False
-
-
-def _bad_subject(message: str) -> ExchangeRefused:
-    return ExchangeRefused(401, "subject_token_invalid", message)
 
 
 def _check_parameters(parameters: Mapping[str, str]) -> None:
@@ -454,8 +370,3 @@ def _grant_row(child: Grant, run_id: str) -> dict[str, Any]:
         "aud": child.aud,
         "exp": child.exp,
     }
-
-
-def is_exchanged(attempt_id: str) -> bool:
-    """Whether a grants row is a child minted by token exchange."""
-    return attempt_id.startswith(EXCHANGE_ATTEMPT_PREFIX)

@@ -13,7 +13,8 @@ from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority.delegator import Delegator
-from coordinator.dispatch.driver import Conclusion, HandoffDriver
+from coordinator.dispatch.attempt_state import Conclusion
+from coordinator.dispatch.driver import HandoffDriver
 from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
 from coordinator.dispatch.retry import (

@@ -1,34 +1,29 @@
 """The path of one remote handoff attempt: admit, mint, send, follow, settle, judge.
 
 A :class:`HandoffDriver` owns one attempt: what it needs (client, target, run, payload,
-wait policy, delegator) and the record as it stands. Its methods are the steps; the record
-changes only by committing to the run's :class:`~coordinator.handoff.book.HandoffBook`,
-guarded by the version it was based on. The remote task's state is translated by
+wait policy, delegator) and the record as it stands
+(:class:`~coordinator.dispatch.attempt_state.AttemptState`). Its methods are the steps, up
+to a settled remote task; what that task came to is :mod:`~coordinator.dispatch.settling`'s,
+and ``CancelTask`` is :mod:`~coordinator.dispatch.cancelling`'s. The record changes only by
+committing to the run's :class:`~coordinator.handoff.book.HandoffBook`, guarded by the
+version it was based on. The remote task's state is translated by
 :mod:`coordinator.handoff.state_map`, never copied. The handoff has an absolute lease: at its
 end it is TIMED_OUT and the remote task is sent ``CancelTask`` as a best effort. If the run
 is cancelled meanwhile, the cancel wins by revision and whatever arrives later is late.
-Where the record must be on disk before the next step is named in :data:`DURABLE_POINTS`.
+Where the record must be on disk before the next step is named in
+:data:`~coordinator.dispatch.attempt_state.DURABLE_POINTS`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Any
 
-from contracts.handoff import HandoffRecord, HandoffState
-from contracts.wire import (
-    INTERRUPTED_TASK_STATES,
-    TERMINAL_TASK_STATES,
-    Message,
-    Task,
-    TaskState,
-    to_wire,
-)
-from coordinator.authority.delegator import Delegator, GrantRefused
-from coordinator.dispatch import observed, receipts, remote_calls
-from coordinator.dispatch.elsewhere import ended_by_another, keep_late
+from contracts.handoff import HandoffState
+from contracts.wire import Task, to_wire
+from coordinator.authority.delegator import GrantRefused
+from coordinator.dispatch import cancelling, observed, remote_calls, settling
+from coordinator.dispatch.attempt_state import AttemptState, settled
 from coordinator.dispatch.faults import async_pause_point, pause_point
 from coordinator.dispatch.grants import mint_for
 from coordinator.dispatch.outcome import RemoteOutcome
@@ -42,26 +37,14 @@ from coordinator.dispatch.proposal import (
 from coordinator.dispatch.send_modes import send_blocking, send_modes
 from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
-from coordinator.handoff.book import ArtifactDecision, RunCancelled, StaleRevision
-from coordinator.handoff.question import remote_question
-from coordinator.handoff.returns import (
-    admit_interruption,
-    admit_task,
-    artifact_content,
-    failed_reason,
-    failure_admission,
-)
-from coordinator.handoff.run import Run
+from coordinator.handoff.book import RunCancelled
+from coordinator.handoff.returns import failed_reason
 from coordinator.handoff.state_map import local_view
 from coordinator.handoff.usage import usage_change
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates, updates_for
 
 # What callers of this module use, re-exported from where each lives.
 __all__ = [
-    "DURABLE_POINTS",
-    "Conclusion",
     "HandoffDriver",
     "RemoteOutcome",
     "WaitPolicy",
@@ -70,38 +53,14 @@ __all__ = [
 ]
 
 S = HandoffState
-Conclusion = Callable[[RemoteOutcome], None]
-"""What the caller concludes from an attempt, recorded at the attempt's outcome point."""
 # While the remote task works, how often its stored row is read for a cancel committed by
 # another process. It is always read when the remote task settles (the canceller's
 # CancelTask makes it settle at once) and before a result is admitted; this interval only
 # bounds how long a remote that ignores CancelTask keeps a driver following it.
 CHECK_ELSEWHERE_SECONDS = 2.0
-# The points where what the attempt recorded so far must be on disk before it goes on.
-# A completed handoff passes two: its intent and its outcome; the others are on the paths
-# of a handoff that is recovered, waits long or is cancelled.
-DURABLE_POINTS = {
-    "intent": "the admitted handoff, its grant, DISPATCHED and the message, before it leaves",
-    "observing": "what is known, before a handoff sent earlier is read back from the remote",
-    "waiting": "facts gathered meanwhile, whenever the wait for the next update is not short",
-    "cancelling": "the decision to cancel, before CancelTask is sent",
-    "outcome": "everything the attempt (and, on its last attempt, the run) concluded",
-}
 
 
-def _settled(record: HandoffRecord) -> bool:
-    """Whether the remote state noted on ``record`` is one nothing more comes of."""
-    settled_states = {state.value for state in (*TERMINAL_TASK_STATES, *INTERRUPTED_TASK_STATES)}
-    return record.remote_state in settled_states
-
-
-def settled(task: Task) -> bool:
-    """Whether the remote task is terminal or interrupted: nothing more comes of it."""
-    state = task.status.state
-    return state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
-
-
-class HandoffDriver:
+class HandoffDriver(AttemptState):
     """One handoff attempt, from wherever its record stands to a terminal state.
 
     This is also how a restarted coordinator continues (:meth:`drive` on a stored record):
@@ -110,86 +69,6 @@ class HandoffDriver:
     returns the task it already has); one with a task id is observed with GetTask; a
     RETURNED one is judged again. Every call carries a token minted for this attempt.
     """
-
-    def __init__(
-        self,
-        client: A2AClient,
-        agent: RegisteredAgent,
-        run: Run,
-        payload: dict[str, Any],
-        record: HandoffRecord,
-        *,
-        wait: WaitPolicy | None = None,
-        delegator: Delegator | None = None,
-        conclude: Conclusion | None = None,
-    ) -> None:
-        self.client = client
-        self.agent = agent
-        self.run = run
-        self.payload = payload
-        self.wait = wait or WaitPolicy()
-        self.delegator = delegator
-        self.conclude = conclude
-        self.outcome = RemoteOutcome(record=record, sent_fields=tuple(payload))
-        self._lease_renewed_at = time.monotonic()
-        self._checked_at = float("-inf")
-        self._message: Message | None = None
-        # when this attempt's message was sent (None: sent by an earlier driver)
-        self._sent_at: float | None = None
-
-    # --- the attempt's state ------------------------------------------------------------
-
-    @property
-    def record(self) -> HandoffRecord:
-        return self.outcome.record
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """This attempt's request headers (its bearer token), held by the run in memory."""
-        return self.run.credentials.get(self.record.attempt_id, {})
-
-    def _keep(self, record: HandoffRecord) -> HandoffRecord:
-        """The one place the driver's view of the record changes."""
-        self.outcome.record = record
-        return record
-
-    def _refresh(self) -> HandoffRecord:
-        return self._keep(self.run.book.current(self.record))
-
-    def commit(self, to: HandoffState, reason: str) -> bool:
-        """Commit a transition; False if the handoff moved meanwhile (the view was stale)."""
-        try:
-            self._keep(self.run.book.commit(self.record, to, reason))
-            return True
-        except StaleRevision:
-            self._refresh()
-            return False
-
-    def note(self, **changes: object) -> None:
-        """Record observations (remote id, remote state) unless the handoff moved on."""
-        try:
-            self._keep(self.run.book.note(self.record, **changes))
-        except StaleRevision:
-            self._refresh()
-
-    def lease_left(self) -> float:
-        lease = self.record.lease_expires_at
-        assert lease is not None
-        return (lease - self.run.book.clock()).total_seconds()
-
-    async def durable_point(self, name: str) -> None:
-        """Everything recorded so far (the trail's events and the store's rows, in one
-        transaction) is written before the step after ``name``; see :data:`DURABLE_POINTS`.
-        The commit is the process's database writer's (grouped with other handoffs'
-        points); the event loop goes on meanwhile."""
-        assert name in DURABLE_POINTS, name
-        await self.run.trail.flush_durable()
-
-    def durable_point_now(self, name: str) -> None:
-        """:meth:`durable_point` from a step that is not a coroutine (an ending adopted
-        from elsewhere): rare, so it waits in place."""
-        assert name in DURABLE_POINTS, name
-        self.run.trail.flush()
 
     # --- one attempt, admitted here -----------------------------------------------------
 
@@ -204,9 +83,9 @@ class HandoffDriver:
         run = self.run
         try:
             with observed.step("admission", self.record):
-                self._keep(run.book.admit(self.record, admission_context(run, self.agent)))
+                self.keep(run.book.admit(self.record, admission_context(run, self.agent)))
         except (AdmissionDenied, RunCancelled) as exc:
-            self._keep(run.book.records.get(self.record.attempt_id, self.record))
+            self.keep(run.book.records.get(self.record.attempt_id, self.record))
             observed.denied(exc.reason, self.record)
             self.outcome.notes.append(str(exc))
             run.record(self.record)
@@ -270,23 +149,6 @@ class HandoffDriver:
                 self.conclude(self.outcome)
                 self.durable_point_now("outcome")
 
-    def ended_elsewhere(self, every: float = 0.0, lost: bool = False) -> bool:
-        """Whether another process (``federation cancel``, the API's cancel route) ended
-        this handoff meanwhile (asked at most ``every`` seconds; ``lost``: the store
-        refused this process's own ending); if so its revision is adopted, and this
-        driver stops."""
-        now = time.monotonic()
-        if now - self._checked_at < every:
-            return False
-        self._checked_at = now
-        adopted = ended_by_another(self.run, self.record, lost)
-        if adopted is None:
-            return False
-        self._keep(adopted)
-        self.outcome.notes.append(f"ended elsewhere: {adopted.state.value} ({adopted.reason})")
-        self.durable_point_now("outcome")
-        return True
-
     async def _steps(self) -> None:
         if not self.mint():
             return
@@ -298,7 +160,7 @@ class HandoffDriver:
         else:
             task = await self.fetch()
         if task is not None and self.record.state is S.RETURNED:
-            self.judge(task)
+            settling.judge(self, task)
         elif task is not None:
             await self.follow(task, stream)
         elif self.record.live and self.lease_left() <= 0:
@@ -329,7 +191,7 @@ class HandoffDriver:
         """Record the dispatch; it is written with the intent, before the message leaves,
         so a crash mid-send is visible (see :meth:`send`)."""
         with observed.step("dispatch", self.record):
-            self._keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
+            self.keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
 
     async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
         """Send the message; the task it opened, and its update stream if one is open.
@@ -427,7 +289,7 @@ class HandoffDriver:
                 await updates.aclose()
         if done is not None:
             self.learn()
-            await self.settle(done)
+            await settling.settle(self, done)
 
     def learn(self) -> None:
         """How soon the task this attempt sent settled: how its skill is sent next."""
@@ -443,8 +305,8 @@ class HandoffDriver:
             now_settled = settled(task)
             every = 0.0 if now_settled else CHECK_ELSEWHERE_SECONDS
             if self.ended_elsewhere(every) or not self.observe(task):
-                await self.cancel_unnamed(task)
-                self.arrived_late(task)
+                await cancelling.cancel_unnamed(self, task)
+                settling.arrived_late(self, task)
                 return None
             if now_settled:
                 return task
@@ -463,10 +325,10 @@ class HandoffDriver:
         """Apply one observation of the remote task; False if the handoff already ended here."""
         current = self.run.book.current(self.record)
         if current.version != self.record.version or current.terminal:
-            self._keep(current)
+            self.keep(current)
             return False
         view = local_view(task.status.state.value)
-        record = self._keep(
+        record = self.keep(
             self.run.book.note(
                 self.record, remote_state=task.status.state.value, **usage_change(task)
             )
@@ -496,138 +358,9 @@ class HandoffDriver:
         observed.taken_over()
         return False
 
-    # --- what the remote task came to -----------------------------------------------------
-
-    async def settle(self, task: Task) -> None:
-        """A settled remote task: failed, interrupted (then cancelled here) or completed."""
-        state = task.status.state
-        if state is not TaskState.COMPLETED:
-            receipts.witness_receipt(self.run, self.agent, self.record, task)
-        if self.record.state is S.FAILED:
-            self.outcome.admission = failure_admission(task)
-            return
-        if state in INTERRUPTED_TASK_STATES:
-            await self._close_interrupted(task)
-            return
-        if state is not TaskState.COMPLETED:
-            return
-        based_on = self.record
-        pause_point("before_admission")
-        # the stored row was read when the task settled (see watch), just before this
-        if not self.commit(S.RETURNED, "remote_completed"):
-            self.arrived_late(task, based_on)
-            return
-        self.judge(task)
-
-    async def _close_interrupted(self, task: Task) -> None:
-        """An interrupted task may explain itself (a ``needs_input`` Finding); either way
-        this coordinator does not continue it: the remote task is cancelled."""
-        if self.ended_elsewhere():
-            return
-        question = remote_question(task)
-        if question is not None:
-            self.run.asked(self.record, question)
-        admission = admit_interruption(task, self.record.return_contract)
-        self.outcome.admission = admission
-        self.outcome.decision = self.run.book.receive(
-            self.record,
-            admitted=admission.admitted,
-            reason=admission.reason,
-            content_hash=admission.content_hash,
-            size=admission.size,
-        )
-        remote_state = await self.cancel_remote()
-        closed = f"closed_{task.status.state.name.lower()}"
-        if self.commit(S.CANCELLED, closed) and remote_state:
-            self._keep(self.run.book.note(self.record, remote_state=remote_state))
-
-    def judge(self, task: Task) -> None:
-        """:meth:`_judge`, in the span of the return admission with its verdict."""
-        with observed.step("return_admission", self.record):
-            self._judge(task)
-            admission, decision = self.outcome.admission, self.outcome.decision
-            if admission is not None:
-                observed.verdict(admission.admitted, admission.reason, decision and decision.value)
-
-    def _judge(self, task: Task) -> None:
-        """Return admission under the record's contract, then the book decides (admitted,
-        rejected, held for review, stale or duplicate)."""
-        self.note(**usage_change(task))
-        returned = self.record
-        admission = admit_task(
-            task,
-            expected_task_id=returned.remote_task_id or "",
-            contract=returned.return_contract,
-            expected_handoff=(returned.handoff_id, returned.attempt),
-            receipt=receipts.expectation_for(self.run, self.agent, returned),
-        )
-        if admission.receipt is not None:
-            receipts.keep_receipt(self.run, self.agent, returned, admission.receipt)
-            receipts.follow_successions(self.run, self.agent, task)
-        self.outcome.admission = admission
-        decision = self.run.book.receive(
-            returned,
-            admitted=admission.admitted,
-            reason=admission.reason,
-            content_hash=admission.content_hash,
-            size=admission.size,
-            content=artifact_content(task),
-            held=admission.held,
-        )
-        self.outcome.decision = decision
-        if decision is ArtifactDecision.ADMITTED:
-            self.commit(S.ACCEPTED, admission.reason)
-        elif decision is ArtifactDecision.HELD_FOR_REVIEW:
-            self.commit(S.RETURNED_UNVERIFIED, admission.reason)
-        elif decision is ArtifactDecision.REJECTED:
-            self.commit(S.REJECTED, admission.reason)
-        else:
-            self.commit(S.REJECTED, decision.value)
-
-    def arrived_late(self, task: Task, based_on: HandoffRecord | None = None) -> None:
-        """A completed result that lost the race: keep it for diagnosis, admit nothing."""
-        late = keep_late(self.run, task, based_on or self.record)
-        if late is not None:
-            self.outcome.admission, self.outcome.decision = late
-
     # --- cancelling -------------------------------------------------------------------------
 
     async def cancel(self) -> None:
-        """Send CancelTask for this handoff's remote task and note the state it reports,
-        unless the handoff moved on meanwhile (to another state), or a settled remote
-        state is noted already. A note since (a renewed lease, under load) is not moving
-        on: the answer was dropped then, and the run kept showing the remote WORKING."""
-        remote_state = await self.cancel_remote()
-        current = self.run.book.current(self.record)
-        if remote_state and current.state is self.record.state and not _settled(current):
-            self._keep(self.run.book.note(current, remote_state=remote_state))
-
-    async def cancel_unnamed(self, task: Task) -> None:
-        """A live remote task of a handoff that ended while its message was out (a run
-        cancelled here or by another process mid-send): whoever ended it could not name
-        the task, so it is named now and told, rather than left working for nobody."""
-        record = self.record
-        if not record.terminal or record.remote_task_id is not None or settled(task):
-            return
-        self._keep(self.run.book.note(record, remote_task_id=task.id))
-        await self.cancel()
-
-    async def cancel_remote(self) -> str | None:
-        """Send CancelTask as a best effort; the remote state it reports, if it answered."""
-        task_id = self.record.remote_task_id
-        if task_id is None:
-            return None
-        self.run.emit("cancel.sent", self.record, endpoint=self.agent.endpoint)
-        await self.durable_point("cancelling")
-        await async_pause_point("before_cancel_task")
-        try:
-            task = await remote_calls.cancel_task(self.client, self.agent, task_id, self.headers)
-        except FederationError as exc:
-            self.outcome.notes.append(f"cancel of remote task {task_id} not confirmed: {exc}")
-            self.run.emit("cancel.unconfirmed", self.record, reason=exc.reason)
-            return None
-        receipts.witness_receipt(self.run, self.agent, self.record, task)
-        state = task.status.state.value
-        self.outcome.notes.append(f"cancel sent; remote task {task_id} is {state}")
-        self.run.emit("cancel.acknowledged", self.record, remote_state=state)
-        return state
+        """Send CancelTask for this handoff's remote task and note the state it reports
+        (:func:`~coordinator.dispatch.cancelling.cancel`)."""
+        await cancelling.cancel(self)

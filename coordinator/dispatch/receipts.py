@@ -42,7 +42,7 @@ from coordinator.audit.receipts import (
 )
 from coordinator.audit.trail import AuditTrail
 from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
-from coordinator.authority.exchange import EXCHANGED
+from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import RegistryError
 from coordinator.handoff.hop_receipts import Hop
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem

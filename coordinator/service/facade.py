@@ -27,7 +27,7 @@ from coordinator.audit.proof_check import verify_document
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
-from coordinator.authority.exchange import is_exchanged
+from coordinator.authority.hops import is_exchanged
 from coordinator.dispatch.card_caller import card_caller
 from coordinator.dispatch.delegate import (
     DelegationOrder,

@@ -50,7 +50,7 @@ from contracts.request_digest import request_digest
 from coordinator.audit.chain import Ledger
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
 from coordinator.audit.tree_heads import TreeHead
-from coordinator.authority.exchange import EXCHANGED
+from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import (
     AuditCredentialError,
     FederationError,

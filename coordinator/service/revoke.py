@@ -33,7 +33,7 @@ from agent_cards import tls
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority import identity
-from coordinator.authority.exchange import derived_hops
+from coordinator.authority.hops import derived_hops
 from coordinator.authority.revocation import (
     REVOKED_EVENT,
     STATUS_LIST_PREFIX,

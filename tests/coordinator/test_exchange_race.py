@@ -15,8 +15,9 @@ import pytest
 
 from agent_cards.keys import KeySet, SigningKey
 from contracts.grant import Actor, Budget, Grant, Handoff, ParentRef, StateRef
-from coordinator.authority.exchange import EXCHANGED, TokenExchange, remaining_after_children
+from coordinator.authority.exchange import TokenExchange
 from coordinator.authority.holder_proof import ExchangeRefused
+from coordinator.authority.hops import EXCHANGED, remaining_after_children
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 
