@@ -282,6 +282,18 @@ def test_the_kits_modules_and_folders_stay_small() -> None:
     assert full == set(), full
 
 
+def test_no_coordinator_module_outgrows_the_kits_bound() -> None:
+    """The coordinator's modules keep the kit's bound too (one concept per module); its
+    folders are larger, named by domain (dispatch, remote, service...)."""
+    coordinator = [path for name, path in FILES.items() if name.startswith("coordinator")]
+    long = {
+        str(p.relative_to(ROOT))
+        for p in coordinator
+        if len(p.read_text().splitlines()) > MAX_MODULE_LINES
+    }
+    assert long == set(), long
+
+
 def test_the_shared_layer_stays_small() -> None:
     """agent_cards (what both services share) keeps the same shape as the kit, generated
     protobuf modules aside."""

@@ -29,11 +29,7 @@ from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
 from coordinator.authority.hops import is_exchanged
 from coordinator.dispatch.card_caller import card_caller
-from coordinator.dispatch.delegate import (
-    DelegationOrder,
-    Interruption,
-    delegate_once,
-)
+from coordinator.dispatch.delegate import DelegationOrder, Interruption, delegate_once
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
 from coordinator.dispatch.receipts import declares_receipts
 from coordinator.errors import LedgerError, UsageError
