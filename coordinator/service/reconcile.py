@@ -203,7 +203,9 @@ def compared(
     names = HOP_FIELDS if hop else FIELDS if receipted else DECISION_FIELDS
     fields = {name: field(ours.get(name), theirs.get(name)) for name in names}
     proven = bool(theirs.get("proven"))
-    return {"fields": fields, "proven": proven, **handoff_verdict(fields, proven, receipted)}
+    recorded = bool(theirs.get("entries", 1))
+    verdict = handoff_verdict(fields, proven, receipted, recorded)
+    return {"fields": fields, "proven": proven, **verdict}
 
 
 # --- one run ---------------------------------------------------------------------------------

@@ -38,11 +38,19 @@ def field(ours: Any, theirs: Any) -> dict[str, Any]:
 
 
 def handoff_verdict(
-    fields: Mapping[str, Mapping[str, Any]], proven: bool, receipted: bool = True
+    fields: Mapping[str, Mapping[str, Any]],
+    proven: bool,
+    receipted: bool = True,
+    recorded_remotely: bool = True,
 ) -> dict[str, Any]:
     """``disagree`` (with the fields that differ); ``not_checked`` when neither side
     recorded any of the fields, or when neither holds a receipt yet (a task still
-    running: only the token could be compared, and it agrees); else ``agree``."""
+    running: only the token could be compared, and it agrees; or a message still on its
+    way, of which the remote has recorded nothing: its silence proves nothing while no
+    receipt says it answered); else ``agree``."""
+    if not receipted and not recorded_remotely and proven:
+        detail = "no receipt on either side yet, and the remote has recorded nothing of it"
+        return not_checked(NO_RECEIPT_YET, detail + " (the message may still be on its way)")
     differing = sorted(name for name, value in fields.items() if not value["agree"])
     if differing or not proven:
         return {"verdict": DISAGREE, "agree": False, "differing": differing, "reason": None}

@@ -11,7 +11,9 @@ that keeps no receipts, and the coordinator's CLI for every reconcile.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -156,31 +158,65 @@ def test_the_exit_codes_of_the_verdicts_are_the_clis_table() -> None:
     assert "reconcile" in EXIT_CODES[NOT_CHECKED_EXIT]
 
 
+class HeldSends:
+    """remote_risk behind a gate: its A2A requests wait until :attr:`release` is set (a
+    message still on its way); its audit routes answer at once."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.release = threading.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await asyncio.to_thread(self.release.wait, 60)
+        await self.app(scope, receive, send)
+
+
 def test_a_handoff_still_running_is_not_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Reconciled (through the API) while remote_risk still works on the task: neither
-    side holds a receipt and the token agrees, so not checked (``no_receipt_yet``), not a
-    disagreement on a task and state only one side could state yet. Once the task has
-    ended, the same run agrees."""
+    """Reconciled (through the API) while the message is still on its way (the token
+    minted, nothing recorded by remote_risk yet), then while remote_risk works on the task:
+    no receipt on either side, so not checked (``no_receipt_yet``) both times, not a
+    disagreement on facts only one side could state yet. Once the task has ended, the
+    same run agrees. Before, the first reconcile read the remote's silence as a
+    disagreement on the token."""
     for name in ("FEDERATION_SERVER", "FEDERATION_OPERATOR_TOKEN", "FEDERATION_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    with deployed(DataDir(tmp_path / "data"), skill_delay_seconds=4, audit_token=TOKEN) as api:
+    gates: list[HeldSends] = []
+
+    def held(app: Any) -> HeldSends:
+        gates.append(HeldSends(app))
+        return gates[-1]
+
+    data = DataDir(tmp_path / "data")
+    with deployed(data, skill_delay_seconds=4, audit_token=TOKEN, wrap_risk=held) as api:
+        gates[0].release.set()  # registration and the credential pass
         assert api.register().status_code == 200
         path = "/v1/agents/remote-risk/audit-credential"
         assert api.http.put(path, json={"token": TOKEN}).status_code == 200
+        gates[0].release.clear()
         run_id = api.delegate(wait=False).json()["run_id"]
         reconcile_path = f"/v1/audit/runs/{run_id}/reconcile"
         seen: list[dict[str, Any]] = []
 
-        def dispatched() -> bool:
+        def minted() -> bool:
             seen.append(api.http.post(reconcile_path).json())
             return any(h["fields"].get("jti", {}).get("coordinator") for h in seen[-1]["handoffs"])
 
-        wait_for(dispatched, 30, "the token minted")
-        assert (seen[-1]["verdict"], not_checked(seen[-1])) == (
-            "not_checked", [("remote-risk", "no_receipt_yet")]
-        ), seen[-1]  # fmt: skip
+        wait_for(minted, 30, "the token minted")
+        on_its_way = seen[-1]
+        gates[0].release.set()
+
+        def arrived() -> bool:
+            seen.append(api.http.post(reconcile_path).json())
+            return any(h["fields"].get("jti", {}).get("remote") for h in seen[-1]["handoffs"])
+
+        wait_for(arrived, 30, "the token recorded by remote_risk")
+        for document in (on_its_way, seen[-1]):
+            assert (document["verdict"], not_checked(document)) == (
+                "not_checked", [("remote-risk", "no_receipt_yet")]
+            ), document  # fmt: skip
 
         def ended() -> bool:
             return not api.http.get(f"/v1/runs/{run_id}").json().get("live_branches")
