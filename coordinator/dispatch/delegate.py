@@ -134,7 +134,10 @@ async def _delegate_once(
             why = why or f"--cancel-after {order.cancel_after} s"
             await cancel_branches(client, run, {order.agent.name: order.agent}, by=by, why=why)
         outcome = await work
-        return run, outcome, concluded.document
+        # The driver may have seen the cancel and concluded before the remote answered
+        # the CancelTask; the state that answer noted since is in the run as it stands.
+        outcome.record = run.book.current(outcome.record)
+        return run, outcome, dict(run.document(**run.conclusion))
 
 
 class Concluded:

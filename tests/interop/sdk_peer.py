@@ -11,7 +11,8 @@ what the request carried (whether a bearer token came, the ``A2A-Version`` it na
 echoes the handoff binding (``handoffId``, ``attempt``) in the task's metadata; a
 part ``{"hold": true}`` keeps the task WORKING until it is cancelled, and a part
 ``{"answer_after": seconds}`` holds the answer to the send that long before the task
-exists (a send still out when its run is cancelled). ``--extended`` also
+exists (a send still out when its run is cancelled), and ``{"slow_cancel": seconds}``
+holds the answer to a CancelTask of that task as long. ``--extended`` also
 declares and serves an extended card (one more skill), signed with the same key (or with
 ``--extended-key``); ``--streaming`` declares ``capabilities.streaming``, so the
 coordinator sends with the binding's streaming call and follows the task on it.
@@ -79,19 +80,22 @@ def _seen(context: RequestContext) -> dict[str, Any]:
     return seen
 
 
-def _answer_after(received: list[Any]) -> float:
-    """How long to hold the answer to a send (``{"answer_after": seconds}``; else none)."""
-    held = [d.get("answer_after") for d in received if isinstance(d, dict)]
+def _seconds(received: list[Any], name: str) -> float:
+    """How long a data part asks to hold an answer (``{name: seconds}``; else none)."""
+    held = [d.get(name) for d in received if isinstance(d, dict)]
     return max([float(s) for s in held if isinstance(s, (int, float))], default=0.0)
 
 
 class EchoExecutor(AgentExecutor):
+    def __init__(self) -> None:
+        self.slow_cancels: dict[str, float] = {}
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
         received = get_data_parts(context.message.parts) if context.message else []
         if task is None:
             assert context.message is not None
-            await asyncio.sleep(_answer_after(received))
+            await asyncio.sleep(_seconds(received, "answer_after"))
             task = new_task_from_user_message(context.message)
             # A delegation-aware agent echoes the handoff it works for.
             sent = MessageToDict(context.message.metadata)
@@ -100,12 +104,14 @@ class EchoExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.start_work()
         if any(isinstance(d, dict) and d.get("hold") for d in received):
+            self.slow_cancels[task.id] = _seconds(received, "slow_cancel")
             return  # stays WORKING until cancelled
         echo = {"echo": received, "seen": _seen(context)}
         await updater.add_artifact([new_data_part(echo)], name="echo")
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await asyncio.sleep(self.slow_cancels.pop(context.task_id or "", 0.0))
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 

@@ -170,10 +170,12 @@ def test_a_result_failing_return_admission_is_rejected(peer: Peer) -> None:
 
 def test_a_cancelled_run_cancels_the_remote_task(peer: Peer) -> None:
     """A task the peer keeps WORKING is cancelled with the run: the handoff ends CANCELLED
-    and the peer reports its task CANCELED."""
+    and the peer reports its task CANCELED. The peer answers the CancelTask late (2 s),
+    after the driver has seen the cancel and concluded: the run's document says what the
+    answer said. Before, it kept the WORKING the driver had seen last."""
     registered = peer.register("--return-schema", f"echo={peer.schema('echo', ECHO_SCHEMA)}")
     assert registered.returncode == 0, registered.stderr
-    _, document = peer.delegate({"hold": True}, "--cancel-after", "1")
+    _, document = peer.delegate({"hold": True, "slow_cancel": 2}, "--cancel-after", "1")
     assert document["local_state"] == "CANCELLED"
     assert document["remote_state"] == "TASK_STATE_CANCELED", document["notes"]
     ledger = peer.federation("audit", "show", document["run_id"], "--json")
