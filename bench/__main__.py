@@ -71,6 +71,8 @@ def handoff_figures(
                 str(concurrency),
                 "--keys",
                 str(issuer.keys_dir),
+                "--server-pid",
+                str(risk.process.pid),
                 *timing.args(),
             )
         with services.baseline(root, "sdk") as sdk:
@@ -80,6 +82,8 @@ def handoff_figures(
                 sdk.url,
                 "--concurrency",
                 str(concurrency),
+                "--server-pid",
+                str(sdk.process.pid),
                 *timing.args(),
             )
         found.append(
@@ -94,6 +98,7 @@ def handoff_figures(
                 f"of the a2a-sdk client {_runs(base, 'cpu_ms').median:.2f} ms/round trip",
             )
         )
+        found.append(cpu_per_handoff(ours, base, concurrency))
         found.append(
             figure(
                 f"(8) group commit: durable points per commit, c={concurrency}",
@@ -112,6 +117,29 @@ def handoff_figures(
             )
         )
     return found
+
+
+def cpu_per_handoff(ours: Any, base: Any, concurrency: int) -> Figure:
+    """Figure (2)'s CPU: both sides of a governed handoff (the coordinator and remote_risk)
+    against both sides of the a2a-sdk round trip (its client and its server)."""
+    sides = {
+        name: (_runs(result, "cpu_ms").median, _runs(result, "server_cpu_ms").median)
+        for name, result in (("ours", ours), ("sdk", base))
+    }
+    both = {
+        name: Spread.of([run["cpu_ms"] + run["server_cpu_ms"] for run in result["runs"]])
+        for name, result in (("ours", ours), ("sdk", base))
+    }
+    return figure(
+        f"(2) CPU per governed handoff, both sides, c={concurrency}",
+        both["ours"],
+        "CPU ms",
+        baseline=both["sdk"],
+        baseline_name="a2a-sdk client + server per round trip",
+        note=f"coordinator {sides['ours'][0]:.2f} + remote_risk {sides['ours'][1]:.2f}; "
+        f"a2a-sdk client {sides['sdk'][0]:.2f} + server {sides['sdk'][1]:.2f}; "
+        "medians of the windows, lower is better",
+    )
 
 
 def token_figures() -> list[Figure]:

@@ -33,7 +33,9 @@ from coordinator.storage.engine import writer_of
 Attempt = Callable[[], Awaitable[bool]]
 
 
-async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str, Any]:
+async def window(
+    attempt: Attempt, concurrency: int, seconds: float, server: procs.ServerCPU | None = None
+) -> dict[str, Any]:
     done: list[float] = []
     failed: list[int] = []
     deadline = time.perf_counter() + seconds
@@ -46,7 +48,9 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
             else:
                 failed.append(1)
 
+    server = server or procs.ServerCPU(None)
     started, cpu, own = time.perf_counter(), procs.cpu_times(), time.process_time()
+    server.start()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     busy = procs.busy_cores(cpu, procs.cpu_times())
@@ -62,6 +66,8 @@ async def window(attempt: Attempt, concurrency: int, seconds: float) -> dict[str
         # this process's CPU (every thread) per completed attempt: the coordinator's
         # per handoff, or the a2a-sdk client's per round trip
         "cpu_ms": own * 1000 / max(1, len(done)),
+        # the server's process (remote_risk, or the a2a-sdk server), when its pid is given
+        "server_cpu_ms": server.ms_per(len(done)),
     }
 
 
@@ -77,6 +83,7 @@ async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
             ]
             ledger = ws.ledger()
             writer = writer_of(ws.engine())
+            server = procs.ServerCPU(args.server_pid)
             turns = itertools.cycle(agents)
 
             async def attempt() -> bool:
@@ -87,7 +94,7 @@ async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
             runs = []
             for _ in range(args.runs):
                 before, sizes = ledger.head()[0], Counter(writer.batch_sizes)
-                result = await window(attempt, args.concurrency, args.seconds)
+                result = await window(attempt, args.concurrency, args.seconds, server)
                 appended = ledger.head()[0] - before
                 result["ledger_appends_per_s"] = appended / result["seconds"]
                 result["events_per_handoff"] = appended / max(1, result["count"])
@@ -128,7 +135,8 @@ async def sdk_client_load(args: argparse.Namespace) -> dict[str, Any]:
         return False
 
     await window(attempt, args.concurrency, args.warmup)
-    runs = [await window(attempt, args.concurrency, args.seconds) for _ in range(args.runs)]
+    server = procs.ServerCPU(args.server_pid)
+    runs = [await window(attempt, args.concurrency, args.seconds, server) for _ in range(args.runs)]
     await client.close()
     await http.aclose()
     return {"kind": "sdk-client", "concurrency": args.concurrency, "runs": runs}
@@ -144,6 +152,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keys", help="coordinator: the issuer's key set directory")
     parser.add_argument("--database-url", help="coordinator: PostgreSQL instead of SQLite")
+    parser.add_argument("--server-pid", type=int, help="the server's process: its CPU per request")
     args = parser.parse_args()
     if args.kind == "coordinator":  # on the loop every coordinator entry point runs on
         print(json.dumps(event_loop.run(coordinator_load(args))))

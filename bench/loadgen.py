@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench import procs
 from bench.tokens import TokenMinter, risk_payload
 
 RPC_PATH = "/a2a/jsonrpc"
@@ -65,12 +66,16 @@ class Window:
     errors: int = 0
     first_error: str = ""
     inline_mints: int = 0
+    server_cpu_ms: float | None = None
 
 
 class Target:
     """Builds the next request for one kind of server."""
 
-    def __init__(self, kind: str, url: str, minter: TokenMinter | None) -> None:
+    def __init__(
+        self, kind: str, url: str, minter: TokenMinter | None, server_pid: int | None = None
+    ) -> None:
+        self.server_cpu = procs.ServerCPU(server_pid)
         parts = urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
@@ -131,12 +136,14 @@ async def measure(target: Target, concurrency: int, seconds: float) -> tuple[Win
     window = Window()
     deadline = time.perf_counter() + seconds
     started = time.perf_counter()
+    target.server_cpu.start()
     await asyncio.gather(
         *(
             worker(target, window, lambda: time.perf_counter() >= deadline)
             for _ in range(concurrency)
         )
     )
+    window.server_cpu_ms = target.server_cpu.ms_per(len(window.latencies))
     return window, time.perf_counter() - started
 
 
@@ -153,6 +160,8 @@ def summary(window: Window, elapsed: float) -> dict[str, Any]:
         "errors": window.errors,
         "first_error": window.first_error,
         "inline_mints": window.inline_mints,
+        # the server process's CPU (every thread) per completed request, when its pid is known
+        "server_cpu_ms": window.server_cpu_ms,
     }
 
 
@@ -160,7 +169,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     minter = None
     if args.kind in ("risk", "fastapi-jwt"):
         minter = TokenMinter.from_directory(args.keys, args.audience)
-    target = Target(args.kind, args.url, minter)
+    target = Target(args.kind, args.url, minter, args.server_pid)
     expected = 200.0
     if minter:
         minter.fill(int(args.warmup * expected * 2) + 2 * args.concurrency)
@@ -186,6 +195,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keys", help="directory of the issuer's key set (risk, fastapi-jwt)")
     parser.add_argument("--audience", help="the aud of the tokens (risk, fastapi-jwt)")
+    parser.add_argument("--server-pid", type=int, help="the server's process: its CPU per request")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main_async(args))))
 

@@ -59,16 +59,6 @@ class Target:
     audience: str | None
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User plus system CPU time the processes ``pids`` have used so far."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / tick
-
-
 def _requests(target: Target, issuer: Issuer, count: int) -> list[tuple[bytes, dict[str, str]]]:
     """``count`` sends, each for a handoff of its own, with its token when governed."""
     prepared = []
@@ -92,12 +82,12 @@ def cpu_per_send(
 ) -> float:
     """CPU milliseconds per request the target's processes spent on the ``prepared`` sends
     (each must complete its task)."""
-    before = cpu_seconds(target.pids)
+    before = procs.cpu_seconds(target.pids)
     for body, headers in prepared:
         answer = client.post(target.url + RPC, content=body, headers=headers)
         if answer.status_code != 200 or b"TASK_STATE_COMPLETED" not in answer.content:
             raise RuntimeError(f"{target.url}: {answer.status_code} {answer.text[:300]}")
-    return (cpu_seconds(target.pids) - before) * 1000 / len(prepared)
+    return (procs.cpu_seconds(target.pids) - before) * 1000 / len(prepared)
 
 
 @contextmanager

@@ -55,6 +55,34 @@ def busy_cores(before: tuple[int, int], after: tuple[int, int]) -> float:
     return (after[0] - before[0]) / total * (os.cpu_count() or 1) if total else 0.0
 
 
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User plus system CPU time the processes ``pids`` have used so far (every thread)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+class ServerCPU:
+    """The CPU a server process (``pid``; None: not measured) spends over a window."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self._start = 0.0
+
+    def start(self) -> None:
+        if self.pid is not None:
+            self._start = cpu_seconds((self.pid,))
+
+    def ms_per(self, count: int) -> float | None:
+        """CPU milliseconds per completed request since :meth:`start`."""
+        if self.pid is None or not count:
+            return None
+        return (cpu_seconds((self.pid,)) - self._start) * 1000 / count
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))

@@ -45,6 +45,8 @@ def drive(root: Path, issuer: services.Issuer, kind: str, concurrency: int, timi
             str(issuer.keys_dir),
             "--audience",
             running.audience,
+            "--server-pid",
+            str(running.process.pid),
         )
 
 
@@ -73,6 +75,17 @@ def figures(
                 baseline_name="a2a-sdk",
                 goal=">= 3",
                 note=f"store: {services.STORE_NAME}",
+            )
+        )
+        found.append(
+            figure(
+                f"(1) CPU per SendMessage of the server, {at}",
+                spreads(results["risk"], "server_cpu_ms"),
+                "CPU ms/request",
+                baseline=spreads(results["sdk"], "server_cpu_ms"),
+                baseline_name="a2a-sdk",
+                note="remote_risk's process, every thread, over the measured windows; "
+                "lower is better",
             )
         )
         for ceiling in ("sdk-db", "fastapi", "fastapi-jwt"):

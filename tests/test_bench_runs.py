@@ -23,6 +23,7 @@ def test_figure_one_drives_remote_risk_without_a_failed_request(tmp_path: Path) 
     [window] = result["runs"]
     assert window["errors"] == 0, window["first_error"]
     assert window["rps"] > 0
+    assert window["server_cpu_ms"] > 0  # the server's own CPU per request, read from /proc
 
 
 def test_figure_ten_drives_the_agent_the_kit_member_and_the_guard(tmp_path: Path) -> None:
