@@ -58,11 +58,15 @@ async def run_remote_handoff(
     return await _following(decided, await driver.attempt())
 
 
-async def retried(driver: HandoffDriver) -> RemoteOutcome:
+async def retried(driver: HandoffDriver, *, delay_left: float = 0.0) -> RemoteOutcome:
     """Drive an attempt claimed from the database (a worker's or recovery's) and the
-    attempts that follow it, under the same retry rules as :func:`run_remote_handoff`."""
+    attempts that follow it, under the same retry rules as :func:`run_remote_handoff`.
+    A retry still within its delay (``delay_left`` seconds of it: its process stopped
+    while it waited) waits the rest out before it is sent, as it would have there."""
     decided = _Decision(driver, None, None)
-    return await _following(decided, await driver.drive())
+    waiting = delay_left > 0 and driver.record.state is HandoffState.ADMITTED
+    first = driver.proceed(delay_left) if waiting else driver.drive()
+    return await _following(decided, await first)
 
 
 async def _following(decided: _Decision, outcome: RemoteOutcome) -> RemoteOutcome:

@@ -110,6 +110,7 @@ class HandoffDriver(AttemptState):
         it if this process stops); False if its handoff ended meanwhile."""
         if delay <= 0:
             return True
+        await async_pause_point("retry_delay")
         await asyncio.sleep(delay)
         return not (self._refresh().terminal or self.ended_elsewhere())
 

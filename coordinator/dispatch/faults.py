@@ -23,6 +23,7 @@ POINTS = (
     "after_dispatch",
     "before_admission",
     "before_cancel_task",
+    "retry_delay",
 )
 
 

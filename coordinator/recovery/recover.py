@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agent_cards.keys import KeySet
-from contracts.handoff import HandoffState
+from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.attempts import retried
 from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
@@ -167,9 +167,29 @@ async def resume(
     handoff = HandoffDriver(
         client, agent, run, payload or {}, record, wait=wait, delegator=delegator
     )
-    outcome = await retried(handoff)
+    outcome = await retried(handoff, delay_left=retry_delay_left(ws, record, run.book.clock()))
     await save_document(store, run)
     return outcome
+
+
+def retry_delay_left(ws: Workspace, record: HandoffRecord, now: datetime) -> float:
+    """Seconds of its delay a retry still has to wait at ``now``: a retry is admitted at
+    its failed predecessor's outcome point, with its delay in the same transaction
+    (``handoff.retry_scheduled``); 0 for an attempt that is not such a retry."""
+    if record.state is not S.ADMITTED or record.attempt < 2:
+        return 0.0
+    scheduled = [
+        event
+        for event in ws.ledger().events(record.run_id)
+        if event.event_type == "handoff.retry_scheduled"
+        and event.handoff_id == record.handoff_id
+        and event.attempt == record.attempt - 1
+    ]
+    if not scheduled:
+        return 0.0
+    delay = float(scheduled[-1].data.get("delay_seconds", 0.0))
+    due = scheduled[-1].recorded_at + timedelta(seconds=delay)
+    return max(0.0, (due - now).total_seconds())
 
 
 def lapsed_unattended(run: Run, outcome: RemoteOutcome) -> bool:
