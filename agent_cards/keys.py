@@ -92,6 +92,19 @@ class SigningKey:
         """Derived once: a receipt asks for it several times (its issuer, its key)."""
         return VerificationKey(self.kid, self.alg, self.private_key.public_key())
 
+    @cached_property
+    def ed25519_secret(self) -> bytes:
+        """libsodium's 64-byte secret key (seed, then public key), derived once: an Ed25519
+        key signs with it (:mod:`agent_cards.signatures`); empty for any other key."""
+        if not isinstance(self.private_key, Ed25519PrivateKey):
+            return b""
+        seed = self.private_key.private_bytes(
+            serialization.Encoding.Raw,
+            serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
+        )
+        return seed + self._verification_key.ed25519_public
+
     def public_jwk(self) -> dict[str, str]:
         return self.verification_key().to_jwk()
 

@@ -12,8 +12,12 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agent_cards.jwk import (
     KID_PATTERN,
@@ -45,6 +49,16 @@ class VerificationKey:
         check_kid(self.kid, self.public_key)
         if algorithm_of(self.public_key) != self.alg:
             raise KeyMaterialError(f"a {algorithm_of(self.public_key)} key cannot be {self.alg}")
+
+    @cached_property
+    def ed25519_public(self) -> bytes:
+        """The raw 32-byte public key, derived once: libsodium verifies an Ed25519
+        signature with it (:mod:`agent_cards.signatures`); empty for any other key."""
+        if not isinstance(self.public_key, Ed25519PublicKey):
+            return b""
+        return self.public_key.public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
 
     def valid_at(self, at: datetime) -> bool:
         return self.not_after is None or at < self.not_after

@@ -71,6 +71,7 @@ LAYERS = {
         "jwk",
         "trusted",
         "keys",
+        "signatures",
         "identity",
         "dpop",
         "bindings",
