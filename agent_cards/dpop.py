@@ -19,10 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from jwt.algorithms import get_default_algorithms
-
 from agent_cards.jws import b64url_encode
 from agent_cards.keys import SigningKey
+from agent_cards.signatures.primitive import signed_compact
 from contracts import strict_json
 
 PROOF_TYPE = "dpop+jwt"
@@ -57,11 +56,7 @@ def sign_jws_with_jwk(claims: Mapping[str, Any], key: SigningKey, typ: str) -> s
     """A compact JWS of ``claims`` whose header carries the public key itself (``typ``,
     ``alg``, ``jwk``): a proof of possession, checked against a thumbprint named elsewhere."""
     header = {"typ": typ, "alg": key.alg, "jwk": key.public_jwk()}
-    signing_input = f"{_segment(header)}.{_segment(claims)}"
-    signature = get_default_algorithms()[key.alg].sign(
-        signing_input.encode("ascii"), key.private_key
-    )
-    return f"{signing_input}.{b64url_encode(signature)}"
+    return signed_compact(f"{_segment(header)}.{_segment(claims)}", key)
 
 
 def _segment(value: Mapping[str, Any]) -> str:

@@ -50,7 +50,6 @@ from typing import Any, Literal
 
 import jwt
 import rfc8785
-from jwt.algorithms import get_default_algorithms
 
 from agent_cards.keys import (
     ALGORITHMS,
@@ -62,6 +61,8 @@ from agent_cards.keys import (
     b64url_encode,
 )
 from agent_cards.presence import card_as_sdk_signs, card_with_presence, without_empty
+from agent_cards.signatures.primitive import sign
+from agent_cards.signatures.pyjwt_framing import decode_complete
 from contracts import strict_json
 
 CardReason = Literal[
@@ -188,7 +189,7 @@ def _entry(payload: bytes | None, key: SigningKey) -> dict[str, str]:
     header = {"alg": key.alg, "kid": key.kid, "typ": CARD_SIGNATURE_TYPE}
     protected = b64url_encode(strict_json.dumps(header))
     signing_input = f"{protected}.{b64url_encode(payload)}".encode("ascii")
-    signature = get_default_algorithms()[key.alg].sign(signing_input, key.private_key)
+    signature = sign(key, signing_input)
     return {"protected": protected, "signature": b64url_encode(signature)}
 
 
@@ -279,7 +280,7 @@ def _verifies(entry: Mapping[str, Any], payload: str, key: VerificationKey, alg:
         return False
     compact = f"{entry['protected']}.{payload}.{signature}"
     try:
-        jwt.PyJWS().decode_complete(compact, key.public_key, algorithms=[key.alg])
+        decode_complete(compact, key)
     except Exception as exc:
         _translate(exc)
         return False

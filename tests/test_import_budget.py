@@ -50,7 +50,7 @@ SERVERS = (
 # What a command answered by one HTTP request (or by argparse alone) has no use for.
 CLIENT_ONLY = (*SERVERS, "grpc", "sqlalchemy", "coordinator.service.facade")
 # ... nor has a command that fails on its own input, nor one request to a coordinator:
-# no service code or storage, no signing (jwt, cryptography), no settings framework, and
+# no service code or storage, no signing (jwt, cryptography, nacl), no settings framework, and
 # not httpx's own command-line client (rich, click, pygments).
 NO_SERVICE = (
     *CLIENT_ONLY,
@@ -64,6 +64,7 @@ NO_SERVICE = (
     "opentelemetry",
     "jwt",
     "cryptography",
+    "nacl",
     "pydantic_settings",
     "rich",
     "click",

@@ -15,16 +15,17 @@ never lets one of them sign in another's name (``issuer_mismatch``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import jwt
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agent_cards.identity import identity_of
-from agent_cards.jwk import b64url_decode
+from agent_cards.jwk import b64url_decode, b64url_encode
 from agent_cards.keys import SigningKey
+from agent_cards.signatures.primitive import signed_compact, verify
+from agent_cards.signatures.pyjwt_framing import decode_complete
 from agent_cards.trusted import TrustedKeys, VerificationKey
 from contracts import strict_json
 
@@ -40,10 +41,12 @@ class StatementInvalid(ValueError):
 
 
 def sign_statement(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
-    """The compact JWS of ``claims`` by ``key``."""
+    """The compact JWS of ``claims`` by ``key``: its header as PyJWT printed it (members
+    sorted, compact, ASCII), so a statement is the bytes it always was."""
     header = {"alg": key.alg, "kid": key.kid, "typ": typ}
+    protected = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
     payload = strict_json.dumps(dict(claims))
-    return jwt.api_jws.encode(payload, key.private_key, algorithm=key.alg, headers=header)
+    return signed_compact(f"{b64url_encode(protected)}.{b64url_encode(payload)}", key)
 
 
 def unverified_header(jws: str) -> dict[str, Any]:
@@ -77,7 +80,7 @@ def verify_statement(
         if header["alg"] != key.alg:
             raise ValueError(f"the key {kid} signs {key.alg}, not {header['alg']!r}")
         claims = strict_json.loads(_verified_payload(jws, key))
-    except (jwt.PyJWTError, InvalidSignature, ValueError) as exc:
+    except (jwt.PyJWTError, ValueError) as exc:
         raise StatementInvalid(
             "signature_invalid", f"does not verify: {exc or 'bad signature'}"
         ) from None
@@ -93,11 +96,12 @@ def verify_statement(
 
 def _verified_payload(jws: str, key: VerificationKey) -> bytes:
     """The payload of ``jws`` once ``key`` verified its signature (segments read by the one
-    strict base64url decoder). An Ed25519 key verifies the raw signature itself, as
-    PyJWT's EdDSA object would, without PyJWT's per-byte scan of the text; an ES256
-    signature goes through PyJWT, which turns the JWS form (r and s) into DER first."""
-    if not isinstance(key.public_key, Ed25519PublicKey):
-        return bytes(jwt.api_jws.decode(jws, key.public_key, algorithms=[key.alg]))
+    strict base64url decoder). An Ed25519 key verifies the raw signature itself, without
+    PyJWT's per-byte scan of the text; an ES256 statement is read by PyJWT as it always
+    was, with the same signature primitive (:mod:`agent_cards.signatures.pyjwt_framing`)."""
+    if key.alg != "EdDSA":
+        return bytes(decode_complete(jws, key)["payload"])
     header, payload, signature = jws.split(".")
-    key.public_key.verify(b64url_decode(signature), f"{header}.{payload}".encode("ascii"))
+    if not verify(key, f"{header}.{payload}".encode("ascii"), b64url_decode(signature)):
+        raise ValueError("bad signature")
     return b64url_decode(payload)

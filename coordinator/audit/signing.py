@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from jwt.algorithms import OKPAlgorithm
 
 from agent_cards.clock import utc_now
+from agent_cards.signatures.pyjwt_framing import JWT
 from coordinator.audit.chain import Ledger
 from coordinator.audit.events import timestamp
 from coordinator.errors import LedgerError
@@ -61,7 +62,7 @@ def public_key_of(key: Ed25519PublicKey | Mapping[str, Any]) -> tuple[Ed25519Pub
 
 def sign(claims: dict[str, Any], private_key: Ed25519PrivateKey, typ: str) -> str:
     kid = thumbprint(public_jwk(private_key))
-    return jwt.encode(claims, private_key, algorithm="EdDSA", headers={"typ": typ, "kid": kid})
+    return JWT.encode(claims, private_key, algorithm="EdDSA", headers={"typ": typ, "kid": kid})
 
 
 def verified_claims(
@@ -69,7 +70,7 @@ def verified_claims(
 ) -> dict[str, Any]:
     public, kid = public_key_of(key)
     try:
-        decoded = jwt.api_jwt.decode_complete(token, public, algorithms=["EdDSA"])
+        decoded = JWT.decode_complete(token, public, algorithms=["EdDSA"])
     except jwt.PyJWTError as exc:
         raise LedgerError(f"signature does not verify: {exc}", "head_invalid") from None
     header = decoded["header"]

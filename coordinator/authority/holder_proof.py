@@ -25,10 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jwt.algorithms import get_default_algorithms
-
 from agent_cards.identity import THUMBPRINT_URI_PREFIX, identity_of
 from agent_cards.keys import ALGORITHMS, b64url_decode
+from agent_cards.signatures.primitive import verify
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.chain import PROOF_LIFETIME, PROOF_TYP
@@ -120,11 +119,9 @@ def verify_proof(
 
 
 def _check_signature(parts: list[str], key: VerificationKey) -> None:
-    algorithm = get_default_algorithms()[key.alg]
     signing_input = f"{parts[0]}.{parts[1]}".encode("ascii")
     try:
-        signature = b64url_decode(parts[2])
-        verified = algorithm.verify(signing_input, algorithm.prepare_key(key.public_key), signature)
+        verified = verify(key, signing_input, b64url_decode(parts[2]))
     except ValueError:
         verified = False
     if not verified:

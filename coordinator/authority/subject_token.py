@@ -7,10 +7,10 @@ token, signed by one of the owner's own keys, naming the owner as issuer, not ex
 
 from __future__ import annotations
 
-from jwt.algorithms import get_default_algorithms
 from pydantic import ValidationError
 
 from agent_cards.keys import KeySet, b64url_decode
+from agent_cards.signatures.primitive import verify
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.grant import Grant
@@ -46,11 +46,8 @@ def verified_own_token(token: str, keys: KeySet, issuer: str, now: int) -> Grant
 
 
 def _signed(parts: list[str], key: VerificationKey) -> bool:
-    algorithm = get_default_algorithms()[key.alg]
     try:
-        signature = b64url_decode(parts[2])
-        prepared = algorithm.prepare_key(key.public_key)
-        return bool(algorithm.verify(f"{parts[0]}.{parts[1]}".encode("ascii"), prepared, signature))
+        return verify(key, f"{parts[0]}.{parts[1]}".encode("ascii"), b64url_decode(parts[2]))
     except ValueError:
         return False
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jwt.algorithms import get_default_algorithms
-
 from agent_cards.keys import SigningKey, b64url_encode
+from agent_cards.signatures.primitive import signed_compact
 from contracts import strict_json
 from contracts.grant import Grant
 
@@ -28,21 +27,14 @@ def mint_token(child_claims: Grant | Mapping[str, Any], key: SigningKey) -> str:
     """
     grant = child_claims if isinstance(child_claims, Grant) else Grant.model_validate(child_claims)
     header = {"alg": key.alg, "kid": key.kid, "typ": DELEGATION_TOKEN_TYPE}
-    signing_input = f"{_segment(header)}.{_segment(grant.claims())}"
-    signature = _sign(signing_input.encode("ascii"), key)
-    return f"{signing_input}.{b64url_encode(signature)}"
+    return signed_compact(f"{_segment(header)}.{_segment(grant.claims())}", key)
 
 
 def _segment(value: Mapping[str, Any]) -> str:
     return b64url_encode(strict_json.dumps(dict(value)))
 
 
-def _sign(message: bytes, key: SigningKey) -> bytes:
-    return get_default_algorithms()[key.alg].sign(message, key.private_key)
-
-
 def sign_jws(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
     """A compact JWS of ``claims`` of type ``typ`` (header exactly alg, kid, typ)."""
     header = {"alg": key.alg, "kid": key.kid, "typ": typ}
-    signing_input = f"{_segment(header)}.{_segment(claims)}"
-    return f"{signing_input}.{b64url_encode(_sign(signing_input.encode('ascii'), key))}"
+    return signed_compact(f"{_segment(header)}.{_segment(claims)}", key)

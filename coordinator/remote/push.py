@@ -41,6 +41,7 @@ from starlette.routing import Route
 
 from agent_cards.identity import identity_of
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, TrustedKeys, b64url_decode, b64url_encode
+from agent_cards.signatures.pyjwt_framing import decode_complete
 from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.wire import StreamResponse
@@ -187,7 +188,7 @@ class PushReceiver:
         if key is None or key.alg != alg:
             raise PushRefused(401, "signature_key_unknown")
         try:
-            decoded = jwt.PyJWS().decode_complete(token, key.public_key, algorithms=[key.alg])
+            decoded = decode_complete(token, key)
             claims = strict_json.loads(decoded["payload"])
         except (jwt.PyJWTError, ValueError):
             raise PushRefused(401, "signature_invalid") from None

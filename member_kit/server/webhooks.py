@@ -41,10 +41,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from jwt.algorithms import get_default_algorithms
 
 from agent_cards import tls
 from agent_cards.keys import SigningKey, b64url_encode
+from agent_cards.signatures.primitive import signed_compact
 from contracts import strict_json
 from contracts.wire import StreamResponse, TaskPushNotificationConfig, to_wire
 from member_kit import errors
@@ -192,11 +192,7 @@ def sign_notification(
         "bodySha256": body_digest(body),
     }
     header = {"alg": key.alg, "kid": key.kid, "typ": PUSH_TOKEN_TYPE}
-    signing_input = f"{_segment(header)}.{_segment(claims)}"
-    signature = get_default_algorithms()[key.alg].sign(
-        signing_input.encode("ascii"), key.private_key
-    )
-    return f"{signing_input}.{b64url_encode(signature)}"
+    return signed_compact(f"{_segment(header)}.{_segment(claims)}", key)
 
 
 def _segment(value: Mapping[str, Any]) -> str:

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from jwt.algorithms import get_default_algorithms
 
 from agent_cards import dpop, tls
 from agent_cards.identity import signing_key_named
 from agent_cards.keys import KeySet, b64url_decode, b64url_encode
+from agent_cards.signatures.primitive import signed_compact
 from agent_cards.transparency.receipts import HOPS_KEY, RECEIPTS_EXTENSION_URI, receipt_of
 from contracts import strict_json
 from contracts.chain import (
@@ -127,9 +127,7 @@ def proof(keys: KeySet, holder: str, owner: str, parameters: Mapping[str, str]) 
         "jti": f"proof-{uuid.uuid4().hex}",
         "req": request_binding(parameters),
     }
-    signing_input = f"{_segment(header)}.{_segment(claims)}"
-    signature = get_default_algorithms()[key.alg].sign(signing_input.encode(), key.private_key)
-    return f"{signing_input}.{b64url_encode(signature)}"
+    return signed_compact(f"{_segment(header)}.{_segment(claims)}", key)
 
 
 def half_budget(held: Budget | None) -> Budget:

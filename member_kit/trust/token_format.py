@@ -14,11 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import jwt
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from agent_cards.keys import ALGORITHMS, KID_PATTERN, VerificationKey, b64url_decode
+from agent_cards.signatures.primitive import verify
 from contracts import strict_json
 from member_kit.trust.denials import DenialReason as R
 from member_kit.trust.denials import deny
@@ -85,30 +82,15 @@ def checked_header(header: dict[str, Any], typ: str = DELEGATION_TOKEN_TYPE) -> 
     return alg, kid
 
 
-_JWS = jwt.PyJWS()  # only to look up PyJWT's algorithm objects
-
-
 def check_signature(signing_input: str, signature_segment: str, key: VerificationKey) -> None:
     """The JWS signature over ``header.payload`` verifies with ``key`` and its one algorithm.
 
     The segments were already decoded strictly (canonical unpadded base64url, strict JSON)
     and the header checked, which is everything PyJWS's ``decode_complete`` would do again
-    before the same algorithm object's ``verify``. An Ed25519 key (EdDSA, the only
-    algorithm such a key is pinned to) verifies the raw signature itself, as PyJWT's
-    algorithm object would; an ES256 signature goes through that object, which turns the
-    JWS form (r and s) into the DER one first.
+    before the signature itself, which :func:`agent_cards.signatures.primitive.verify` checks.
     """
     signature = b64url_decode(signature_segment)
-    message = signing_input.encode("ascii")
-    if isinstance(key.public_key, Ed25519PublicKey):
-        try:
-            key.public_key.verify(signature, message)
-        except InvalidSignature:
-            raise deny(R.SIGNATURE_INVALID) from None
-        return
-    algorithm = _JWS.get_algorithm_by_name(key.alg)
-    prepared = algorithm.prepare_key(key.public_key)
-    if not algorithm.verify(message, prepared, signature):
+    if not verify(key, signing_input.encode("ascii"), signature):
         raise deny(R.SIGNATURE_INVALID)
 
 
