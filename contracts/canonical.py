@@ -1,21 +1,24 @@
 """RFC 8785 (JCS) bytes of a JSON value, with an exact fast path for the common shape.
 
-Grant claims and audit records are mostly objects of ASCII strings, integers, booleans,
-nulls and lists of them. For that shape sorted-key compact JSON is byte for byte the JCS
-form: JCS sorts keys by UTF-16 code units, which for ASCII is plain order; integers
-below 2**53 and the literals have one spelling; and JCS escapes strings as ECMAScript's
-JSON.stringify does, which for the quote, the backslash and the control characters with
-a short escape (backspace, tab, newline, form feed, carriage return) is Python's spelling
-too (JSON text held in a string, say). Only the six-character unicode escapes differ, or
-may (Python writes non-ASCII text and DEL that way, JCS writes them raw), so a text with
-one takes the general canonicaliser, as does every other value (floats, huge integers).
+Grant claims and audit records are mostly objects of strings, integers, booleans, nulls
+and lists of them. For that shape orjson's sorted-key compact output is byte for byte the
+JCS form: integers below 2**53 and the literals have one spelling; strings are escaped as
+ECMAScript's JSON.stringify does (the quote, the backslash, the short escapes for
+backspace, tab, newline, form feed and carriage return, ``\\u00xx`` in lower case for the
+other control characters, everything else, DEL and non-ASCII included, written raw as
+UTF-8); and keys are sorted by code point, which is JCS's order by UTF-16 code units
+except between a character from U+E000 to U+FFFF and one beyond the BMP. So output that
+holds such a character takes the general canonicaliser, as does every value of another
+shape (floats, huge integers, subclasses) and whatever orjson refuses (a lone surrogate).
+tests/contracts/test_canonical.py compares the two on values chosen to part them.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from typing import Any
 
+import orjson
 import rfc8785
 
 CanonicalizationError = rfc8785.CanonicalizationError
@@ -24,14 +27,19 @@ CanonicalizationError = rfc8785.CanonicalizationError
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 form of ``value``; raises :data:`CanonicalizationError`."""
     if _plain(value):
-        text = _SORTED_COMPACT.encode(value)
-        if "\\u" not in text:  # only escapes spelt alike (JSON text inside a string, say)
-            return text.encode("ascii")
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # a lone surrogate, or nesting beyond orjson's
+            pass
+        else:
+            if text.isascii() or _UTF16_ORDER_MAY_DIFFER.search(text) is None:
+                return text
     return rfc8785.dumps(value)
 
 
-# Built once: ``json.dumps`` with options makes a new encoder on every call.
-_SORTED_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+# UTF-8 lead bytes of U+E000..U+FFFF (0xEE, 0xEF) and of the planes beyond (0xF0..0xF4):
+# only where both meet in one object's keys do code point and UTF-16 order disagree.
+_UTF16_ORDER_MAY_DIFFER = re.compile(rb"[\xee-\xf4]")
 _SAFE = 2**53
 # The exact types that need no look inside: no spelling of theirs differs between the two.
 _LEAVES = frozenset((str, bool, type(None)))
@@ -39,9 +47,9 @@ _LEAVES = frozenset((str, bool, type(None)))
 
 def _plain(value: Any) -> bool:
     """Only objects with string keys, lists, strings, safe integers, booleans and nulls.
-    (Exact types: a subclass takes the general path.) String contents are checked on the
-    output instead: any escape there means the value is not of the plain shape. An
-    object's leaves are passed over where they are met, the walk's most common step."""
+    (Exact types: a subclass takes the general path, and so do the types orjson writes
+    but JCS refuses, a UUID or a datetime say.) An object's leaves are passed over where
+    they are met, the walk's most common step."""
     stack = [value]
     push, extend, leaves = stack.append, stack.extend, _LEAVES
     while stack:
