@@ -55,8 +55,11 @@ class CheckedReceipt:
     hop_refusal: HopRefusal | None = None
 
 
-def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedReceipt:
-    """The verified receipt of ``task``, or the reason it is refused."""
+def receipt_problem(
+    task: Task, expected: ReceiptExpectation, covered: str | None = None
+) -> str | CheckedReceipt:
+    """The verified receipt of ``task``, or the reason it is refused; ``covered``: the
+    task's :func:`covered_artifacts` when the caller has made them already."""
     receipt = receipt_of(task.metadata)
     try:
         claims = check_receipt(receipt, expected.keys, to_wire(task), {})
@@ -73,7 +76,9 @@ def receipt_problem(task: Task, expected: ReceiptExpectation) -> str | CheckedRe
     if expected.audience is not None and claims.get("iss") != expected.audience:
         return "receipt_issuer_mismatch"
     hops, refusal = check_hops(task, expected.hops)
-    return CheckedReceipt(str(receipt), claims, covered_artifacts(task), hops, refusal)
+    if covered is None:
+        covered = covered_artifacts(task)
+    return CheckedReceipt(str(receipt), claims, covered, hops, refusal)
 
 
 def covered_artifacts(task: Task) -> str:

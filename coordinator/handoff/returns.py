@@ -64,8 +64,9 @@ class Admission:
         return HELD_FOR_REVIEW if self.held else "rejected"
 
 
-def content_digest(task: Task) -> tuple[str, int]:
-    encoded = covered_artifacts(task).encode()
+def content_digest(covered: str) -> tuple[str, int]:
+    """The ``content_hash`` and size of the artifacts' JSON text (:func:`covered_artifacts`)."""
+    encoded = covered.encode()
     return "sha256:" + hashlib.sha256(encoded).hexdigest(), len(encoded)
 
 
@@ -161,14 +162,15 @@ def admit_task(
     ``receipt`` what the remote's receipt must state, when its card declares receipts.
     A hop receipt the artifacts carry that is refused refuses the return with its reason,
     the remote's own receipt (and the refusal) still kept."""
-    digest = content_digest(task)
+    covered = covered_artifacts(task)  # serialised once: the digest and the receipt's text
+    digest = content_digest(covered)
     if task.id != expected_task_id:
         return _refuse("task_mismatch", digest)
     if contract.check_binding and expected_handoff is not None:
         problem = _binding_problem(task, expected_handoff)
         if problem:
             return _refuse(problem, digest)
-    checked = receipt_problem(task, receipt) if receipt is not None else None
+    checked = receipt_problem(task, receipt, covered) if receipt is not None else None
     if isinstance(checked, str):
         return _refuse(checked, digest)
     if checked is not None and checked.hop_refusal is not None:  # kept, then refused
