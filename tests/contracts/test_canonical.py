@@ -142,3 +142,11 @@ def test_escaped_text_is_exactly_jcs(text: str) -> None:
                 canonical_json(value)
             continue
         assert canonical_json(value) == expected
+
+
+def test_every_ascii_character_is_exactly_jcs() -> None:
+    """Each ASCII character (the controls' escapes in lower-case hex, DEL raw) and a few
+    beyond, in a key and in a value."""
+    for point in [*range(0x80), 0x80, 0x9F, 0xA0, 0x2028, 0xFEFF, 0xFFFF, 0x10000, 0x10FFFF]:
+        char = chr(point)
+        assert_exactly_jcs({char: char, "k": [char, f"a{char}b"]})
