@@ -43,7 +43,7 @@ from contracts.wire import AgentCard, TaskState
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.authority.revocation import STATUS_URL_ENV
-from coordinator.service.api import create_api
+from coordinator.service.http.api import create_api
 from coordinator.service.revoke import revoke
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.service.token_exchange import EXCHANGE_PATH

@@ -19,8 +19,8 @@ from pathlib import Path
 from agent_cards.keys import KeySet, load_key_set
 from bench import governed
 from contracts.handoff import HandoffState
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 from coordinator.workspace import Workspace
 
 

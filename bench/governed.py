@@ -5,8 +5,8 @@ the operator's authority for the skill, admission, a narrowed token minted for t
 handoff, dispatch, waiting for the remote task, return admission, the disposition and
 the run document, with every fact in the audit ledger and every state in the run store.
 Like ``federation serve coordinator``, the bench keeps one
-:class:`~coordinator.remote.client.A2AClient` (one connection pool) for all handoffs; a one-shot
-``federation delegate`` process opens its own.
+:class:`~coordinator.remote.wire.client.A2AClient` (one connection pool) for all
+handoffs; a one-shot ``federation delegate`` process opens its own.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from coordinator.dispatch.delegate import Concluded
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 

@@ -27,7 +27,7 @@ from bench import governed, procs
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
 from coordinator import loop as event_loop
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.engine import writer_of
 
 Attempt = Callable[[], Awaitable[bool]]

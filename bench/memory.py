@@ -39,7 +39,7 @@ from bench.loadgen import COMPLETED, send_message_body
 from bench.procs import rss_bytes
 from bench.tokens import TokenMinter
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from remote_risk.service import create_app
 from remote_risk.settings import JSONRPC_PATH, Settings
 

@@ -36,10 +36,10 @@ from bench import procs
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.authority.revocation import STATUS_URL_ENV
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
-from coordinator.service.api import create_api
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
+from coordinator.service.http.api import create_api
 from coordinator.service.revoke import revoke
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir

@@ -34,7 +34,7 @@ from typing import Any
 
 from bench import governed, procs, services
 from coordinator.audit.ledger import verify
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.engine import (
     DATABASE_FILE,
     JOURNAL_SIZE_LIMIT,

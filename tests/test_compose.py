@@ -18,7 +18,7 @@ from agent_cards.telemetry.tracing import exporter_names
 from coordinator import workspace
 from coordinator.authority import identity
 from coordinator.cli import parser as cli
-from coordinator.service.server import build_serve_parser
+from coordinator.service.http.server import build_serve_parser
 from coordinator.service.settings import ENV_PREFIX, CoordinatorSettings
 from coordinator.storage import datadir
 from coordinator.telemetry import logs as coordinator_logs

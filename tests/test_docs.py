@@ -22,7 +22,7 @@ from markdown.extensions.toc import slugify
 from agent_cards.edge import token_strength
 from coordinator.cli import parser as cli
 from coordinator.cli.main import joined_values
-from coordinator.service.server import build_serve_parser
+from coordinator.service.http.server import build_serve_parser
 from member_kit.guard.main import build_parser as build_guard_parser
 from remote_risk.__main__ import build_parser as build_risk_parser
 

@@ -43,8 +43,8 @@ SERVERS = (
     "uvicorn",
     "fastapi",
     "starlette",
-    "coordinator.service.api",
-    "coordinator.service.server",
+    "coordinator.service.http.api",
+    "coordinator.service.http.server",
     "coordinator.console",
 )
 # What a command answered by one HTTP request (or by argparse alone) has no use for.

@@ -20,9 +20,9 @@ from agent_cards.keys import KeySet, TrustedKeys, load_or_create
 from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.authority.identity import coordinator_keys, issuer_id, publish_jwks
 from coordinator.errors import FederationError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 

@@ -47,10 +47,10 @@ from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.assessment.supervisor import SupervisedResult, run_supervised
 from coordinator.errors import FederationError
 from coordinator.handoff.projection import project_context
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 

@@ -29,8 +29,8 @@ from coordinator.errors import OwnershipError
 from coordinator.handoff.projection import project_context, record_ids
 from coordinator.handoff.run import Run, start_run
 from coordinator.handoff.usage import reported_usage
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 from coordinator.workspace import Workspace
 
 S = HandoffState

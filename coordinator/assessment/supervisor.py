@@ -67,8 +67,8 @@ from coordinator.dispatch.driver import WaitPolicy
 from coordinator.errors import BudgetExceeded, FederationError
 from coordinator.handoff.projection import project_context
 from coordinator.handoff.run import Run, start_run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 from coordinator.workspace import Workspace
 
 ROLE = "supervisor"

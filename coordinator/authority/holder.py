@@ -9,7 +9,7 @@ The holder is the coordinator process that minted the token (its active signing 
 with ``FEDERATION_HOLDER_PROOF=1`` it binds the tokens it mints, and :func:`hold`
 remembers each such token with its key until it expires, so that every request that
 presents it gets a fresh proof (:func:`proof_headers`, called by
-:meth:`coordinator.remote.client.A2AClient.exchange` and ``stream_events`` for the HTTP
+:meth:`coordinator.remote.wire.client.A2AClient.exchange` and ``stream_events`` for the HTTP
 bindings, and by the gRPC transport's metadata). Nothing else needs to carry the key.
 """
 

@@ -308,7 +308,7 @@ def cmd_evaluate(args: argparse.Namespace, local: Local) -> int:
 def cmd_serve(args: argparse.Namespace, local: Local) -> int:
     if args.service == "coordinator":
         from coordinator.console.app import Console
-        from coordinator.service.server import main as serve_coordinator
+        from coordinator.service.http.server import main as serve_coordinator
 
         # the operator console at /console, beside the API (issue 21)
         return serve_coordinator(args.service_args, local.service.ws, [Console()])

@@ -1,5 +1,5 @@
 """The console as an extension of the coordinator's app: ``federation serve coordinator``
-installs it at ``/console`` (see :class:`~coordinator.service.api.AppExtension`)."""
+installs it at ``/console`` (see :class:`~coordinator.service.http.api.AppExtension`)."""
 
 from __future__ import annotations
 

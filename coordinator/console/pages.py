@@ -20,7 +20,7 @@ from coordinator.console.receipts import ReceiptView, receipt_view
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.timeline import timeline
 from coordinator.handoff.run_state import state as summary_state
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
 from coordinator.service.agent_views import diff_lines
 from coordinator.service.api_models import RunDocument
 from coordinator.service.artifact_content import shown

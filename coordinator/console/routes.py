@@ -29,7 +29,6 @@ from coordinator.console.sessions import Session
 from coordinator.console.settings import ConsoleSettings
 from coordinator.errors import FederationError, UsageError, describe_validation
 from coordinator.service import artifact_content
-from coordinator.service.api_errors import error_response, status_of
 from coordinator.service.api_requests import (
     CancelRequest,
     RegisterRequest,
@@ -37,6 +36,7 @@ from coordinator.service.api_requests import (
     StrictRequest,
 )
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.http.api_errors import error_response, status_of
 from coordinator.service.run_list import RunQuery
 
 PREFIX = "/console"

@@ -23,8 +23,8 @@ from coordinator.dispatch.outcome import RemoteOutcome
 from coordinator.dispatch.proposal import WaitPolicy
 from coordinator.handoff.book import StaleRevision
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 
 Conclusion = Callable[[RemoteOutcome], None]
 """What the caller concludes from an attempt, recorded at the attempt's outcome point."""

@@ -28,8 +28,8 @@ from coordinator.dispatch.retry import (
 )
 from coordinator.handoff.run import Run
 from coordinator.handoff.run_state import refused_retry
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 
 # Failures after which sending again can help: the message may never have arrived, or a
 # proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).

@@ -25,7 +25,7 @@ from coordinator.authority.delegator import (
     envelope_of,
     required_scopes,
 )
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 
 CARD_HANDOFF = "extended-card"
 CARD_LEASE_SECONDS = 60

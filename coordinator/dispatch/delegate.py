@@ -24,8 +24,8 @@ from coordinator.authority.delegator import Delegator, RunAuthority, required_sc
 from coordinator.dispatch.attempts import cancel_branches, run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run, start_run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 from coordinator.telemetry import tracing
 from coordinator.workspace import Workspace
 

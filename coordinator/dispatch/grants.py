@@ -14,7 +14,7 @@ from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of
 from coordinator.authority.holder import holder_proof_enabled
 from coordinator.errors import LedgerError
 from coordinator.handoff.run import Run
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 
 NO_SCHEME = "target declares no bearer-token scheme: no delegation token sent"
 

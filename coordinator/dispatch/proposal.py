@@ -22,7 +22,7 @@ from coordinator.authority.delegator import required_scopes
 from coordinator.handoff.admission import AdmissionContext
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 
 COMPLETE_WHEN = "the remote task completed with an artifact"
 RETURN_WHEN = "the artifact passes return admission under the handoff's return contract"

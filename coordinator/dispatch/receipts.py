@@ -47,10 +47,10 @@ from coordinator.errors import RegistryError
 from coordinator.handoff.hop_receipts import Hop
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
-from coordinator.remote import key_succession
-from coordinator.remote.pinned import pinned_key_set
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards import key_succession
+from coordinator.remote.cards.pinned import pinned_key_set
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
 from coordinator.storage import driver
 from coordinator.storage.runs import Step
 from coordinator.storage.schema import artifacts
@@ -177,7 +177,7 @@ def witness_receipt(run: Run, agent: RegisteredAgent, record: HandoffRecord, tas
 
 def follow_successions(run: Run, agent: RegisteredAgent, task: Task) -> None:
     """After a verified receipt: adopt the next key the agent announces with it, if a key
-    pinned for it vouches for that key (:mod:`coordinator.remote.key_succession`), so the
+    pinned for it vouches for that key (:mod:`coordinator.remote.cards.key_succession`), so the
     next tokens are minted for it before the old key is retired."""
     extension = (task.metadata or {}).get(RECEIPTS_EXTENSION_URI)
     statements = successions_in(extension if isinstance(extension, Mapping) else None)

@@ -18,11 +18,11 @@ from contracts.wire import (
     SendMessageRequest,
     Task,
 )
-from coordinator.remote.bindings import transport_for
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.streaming import PollBackoff, RemoteUpdates
-from coordinator.remote.transport import Transport
+from coordinator.remote.wire.bindings import transport_for
+from coordinator.remote.wire.client import A2AClient
+from coordinator.remote.wire.transport import Transport
 
 
 def remote_of(client: A2AClient, agent: RegisteredAgent) -> Transport:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 
 # A handoff that settled within this many seconds of being sent was answered at once.
 QUICK_SECONDS = 1.0

@@ -23,8 +23,8 @@ from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.errors import FederationError, StaleRevision
 from coordinator.handoff.envelope import unit_from_row
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.runs import (
     RunStore,
     driver_is_dead_here,

@@ -26,8 +26,8 @@ import time
 from agent_cards.keys import KeySet
 from coordinator.dispatch.driver import WaitPolicy
 from coordinator.recovery.recover import driver_id, release_dead_drivers, resume
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.engine import checkpoint
 from coordinator.storage.faults import is_storage_fault, recycle
 from coordinator.storage.runs import RunStore

@@ -46,7 +46,7 @@ from agent_cards.trusted import VerificationKey
 from contracts import strict_json
 from contracts.wire import StreamResponse
 from coordinator.errors import PushRefused
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 
 logger = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from contracts.wire import (
     to_wire,
 )
 from coordinator.errors import ArtifactTooLarge, FederationError, ProtocolError
-from coordinator.remote.bindings import transport_of
-from coordinator.remote.client import A2AClient
-from coordinator.remote.transport import Transport
+from coordinator.remote.wire.bindings import transport_of
+from coordinator.remote.wire.client import A2AClient
+from coordinator.remote.wire.transport import Transport
 
 DEFAULT_MAX_ARTIFACT_BYTES = 1_000_000
 STREAM_END_GRACE_SECONDS = 0.05

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
-from coordinator.remote.card_changes import card_diff, surface
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.v03.card import card_model
+from coordinator.remote.cards.card_changes import card_diff, surface
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.v03.card import card_model
 from coordinator.service.api_models import (
     AgentDetail,
     AgentView,

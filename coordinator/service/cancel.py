@@ -28,9 +28,9 @@ from coordinator.dispatch.grants import mint_for
 from coordinator.errors import FederationError, RegistryError, RunEnded
 from coordinator.handoff.run import Run
 from coordinator.recovery.recover import restore_run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.wire.client import A2AClient
 from coordinator.workspace import Workspace
 
 S = HandoffState

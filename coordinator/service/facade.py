@@ -36,12 +36,12 @@ from coordinator.errors import LedgerError, UsageError
 from coordinator.handoff import run_state
 from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, start_run
-from coordinator.remote.audit_credentials import AuditCredentials
-from coordinator.remote.card_verification import key_reason
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.audit_credentials import AuditCredentials
+from coordinator.remote.cards.card_verification import key_reason
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.service import artifact_content, reconcile, reconcile_verdict, run_list
 from coordinator.service.agent_views import agent_detail, agent_view, pending_card
 from coordinator.service.api_models import (

@@ -23,7 +23,7 @@ and the coordinator's ledger must extend every head of it the remote kept from t
 Each remote is a counterparty, checked without trusting it:
 
 * Its audit routes are asked with the credential the operator registered for THAT agent
-  (:mod:`coordinator.remote.audit_credentials`), at the origin of the card URL the
+  (:mod:`coordinator.remote.cards.audit_credentials`), at the origin of the card URL the
   operator registered it from, and nowhere else: not a URL from its card or a receipt,
   not through a proxy, no redirect followed. An agent with no credential is not asked;
   its handoffs and witness checks say ``audit_credential_missing``. There is no token
@@ -56,8 +56,8 @@ from coordinator.errors import (
     FederationError,
     ProtocolError,
 )
-from coordinator.remote.audit_credentials import AuditCredentials
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.audit_credentials import AuditCredentials
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.service.reconcile_verdict import (
     NO_RECEIPTS,
     NOT_REGISTERED,

@@ -15,8 +15,8 @@ from agent_cards.transparency.statements import StatementInvalid
 from contracts import strict_json
 from coordinator.dispatch.receipts import pinned_keys
 from coordinator.errors import ProtocolError, TransportError, UsageError
-from coordinator.remote.audit_credentials import AuditCredential
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.audit_credentials import AuditCredential
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 
 # What a remote's status code says of its audit routes: not a disagreement, a check not made.
 REFUSED_BY_STATUS = {401: "remote_audit_refused", 403: "remote_audit_refused",

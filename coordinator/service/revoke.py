@@ -47,9 +47,9 @@ from coordinator.authority.revocation import (
 from coordinator.errors import FederationError, RegistryError
 from coordinator.handoff.run import Run
 from coordinator.recovery.recover import restore_run
-from coordinator.remote.destinations import check_destination
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.wire.destinations import check_destination
 from coordinator.service.cancel import registered, run_document
 from coordinator.storage.runs import RunStore
 from coordinator.storage.schema import handoffs as handoff_rows

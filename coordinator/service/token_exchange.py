@@ -24,7 +24,7 @@ from coordinator.authority import identity
 from coordinator.authority.exchange import OPTIONAL, REQUIRED, Target, TokenExchange
 from coordinator.authority.holder_proof import ExchangeRefused
 from coordinator.errors import RegistryError
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
 from coordinator.service.api_models import ErrorView
 from coordinator.telemetry import http
 from coordinator.workspace import Workspace

@@ -4,7 +4,7 @@ A storage fault is the database refusing or failing a statement for a reason of 
 own: the file read-only or the disk full, an I/O error, the lock not granted in time, the
 server gone or restarting, the pool exhausted. Such an error is worth retrying once the
 database is back, and it is answered as 503 ``storage_unavailable`` with ``Retry-After``
-(:mod:`coordinator.service.faults`). A broken constraint or bad SQL is not one: that is
+(:mod:`coordinator.service.http.faults`). A broken constraint or bad SQL is not one: that is
 a bug or a race, and retrying it changes nothing.
 
 After a fault the pooled connections are recycled (:func:`recycle`): the next checkout

@@ -20,7 +20,7 @@ import pytest
 
 from agent_cards import tls
 from coordinator.errors import FederationError
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from member_kit import errors as kit_errors
 from member_kit.guard import upstream
 from member_kit.trust import refresh

@@ -33,7 +33,7 @@ import pytest
 from contracts.wire import PROTOCOL_VERSION, AgentInterface
 from coordinator.authority.identity import coordinator_keys
 from coordinator.errors import RegistryError
-from coordinator.remote.destinations import Destinations, Neighbour, check_card_resolved
+from coordinator.remote.wire.destinations import Destinations, Neighbour, check_card_resolved
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import risk_card
 from tests.processes import RemoteRiskProcess, registered

@@ -24,8 +24,8 @@ from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import receipt_event
 from coordinator.cli.main import main
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.engine import open_engine

@@ -30,11 +30,11 @@ from contracts.wire import (
     SendMessageRequest,
 )
 from coordinator.errors import FederationError, ProtocolError, RemoteA2AError, TransportError
-from coordinator.remote.bindings import transport_for
-from coordinator.remote.client import A2AClient
-from coordinator.remote.client_limits import ClientLimits
-from coordinator.remote.destinations import Destinations
-from coordinator.remote.transport import GRPC, HTTP_JSON, Interface
+from coordinator.remote.http.client_limits import ClientLimits
+from coordinator.remote.wire.bindings import transport_for
+from coordinator.remote.wire.client import A2AClient
+from coordinator.remote.wire.destinations import Destinations
+from coordinator.remote.wire.transport import GRPC, HTTP_JSON, Interface
 from tests.servers import free_port, running
 
 LIMITS = ClientLimits(total_timeout=1.0, max_response_bytes=10_000, max_stream_bytes=20_000)

@@ -10,11 +10,11 @@ import pytest
 from contracts.wire import AgentCard, Message, Part, Role, TaskState
 from coordinator.errors import ProtocolError, RegistryError, TransportError
 from coordinator.handoff.state_map import local_view, v03_task_state
-from coordinator.remote.grpc_transport import channel_target
-from coordinator.remote.transport import choose_interface
-from coordinator.remote.v03 import shapes
-from coordinator.remote.v03.card import card_model, is_v03_card
-from coordinator.remote.wire_errors import from_http_status_body
+from coordinator.remote.wire.grpc_transport import channel_target
+from coordinator.remote.wire.transport import choose_interface
+from coordinator.remote.wire.v03 import shapes
+from coordinator.remote.wire.v03.card import card_model, is_v03_card
+from coordinator.remote.wire.wire_errors import from_http_status_body
 
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -192,7 +192,7 @@ def test_an_agent_is_known_by_one_id_whichever_binding_is_used() -> None:
     checks on every binding)."""
     from agent_cards.identity import THUMBPRINT_URI_PREFIX
     from agent_cards.keys import SigningKey
-    from coordinator.remote.registered_agent import RegisteredAgent
+    from coordinator.remote.cards.registered_agent import RegisteredAgent
 
     key = SigningKey.generate()
 

@@ -10,9 +10,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from contracts.wire import Task, TaskState, TaskStatus
-from coordinator.remote.client import A2AClient
-from coordinator.remote.client_limits import ClientLimits
+from coordinator.remote.http.client_limits import ClientLimits
 from coordinator.remote.streaming import RemoteUpdates
+from coordinator.remote.wire.client import A2AClient
 from tests.servers import running
 
 

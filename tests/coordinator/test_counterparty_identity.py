@@ -45,7 +45,7 @@ from contracts.handoff import HandoffBudget, HandoffRecord
 from contracts.wire import PROTOCOL_VERSION, AgentInterface, to_wire
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import risk_card
 from tests.processes import PAYLOAD, RemoteRiskProcess, registered

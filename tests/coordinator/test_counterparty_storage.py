@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import text
 
 from coordinator.errors import AuditCredentialError
-from coordinator.remote.audit_credentials import CREDENTIALS_FILE, AuditCredentials
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import AGENTS_FILE
+from coordinator.remote.cards.audit_credentials import CREDENTIALS_FILE, AuditCredentials
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import AGENTS_FILE
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.migrations import migrate
 from tests.coordinator.conftest import EngineFactory

@@ -34,12 +34,12 @@ from contracts.wire import SendMessageRequest
 from coordinator.audit.receipts import protected_header
 from coordinator.audit.tree_heads import header_kid, read_unverified
 from coordinator.errors import LedgerError, ProtocolError, UsageError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.http_json import HttpJsonTransport
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.transport import HTTP_JSON, Interface
-from coordinator.service.api import create_api
+from coordinator.remote.wire.client import A2AClient
+from coordinator.remote.wire.http_json import HttpJsonTransport
+from coordinator.remote.wire.transport import HTTP_JSON, Interface
+from coordinator.service.http.api import create_api
 from coordinator.service.remote_audit import _object as reconcile_object
 from coordinator.service.run_list import decode_cursor
 from coordinator.service.settings import CoordinatorSettings

@@ -12,14 +12,14 @@ from agent_cards.keys import KeySet, SigningKey
 from contracts.wire import PROTOCOL_VERSION, AgentInterface, to_wire
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.errors import RegistryError
-from coordinator.remote.destinations import (
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.destinations import (
     Destinations,
     Neighbour,
     authority_of,
     check_card,
     check_destination,
 )
-from coordinator.remote.registered_agent import RegisteredAgent
 from remote_risk.service import risk_card
 
 CARD_URL = "http://risk.example:8000/.well-known/agent-card.json"

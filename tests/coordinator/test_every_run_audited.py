@@ -27,9 +27,9 @@ from coordinator.cli.printers import render_document, render_reconstruction
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.errors import UnauditedRun
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

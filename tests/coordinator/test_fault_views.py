@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from coordinator.service.api import create_api
+from coordinator.service.http.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -35,11 +35,11 @@ from agent_cards.signing import sign_card
 from contracts.wire import PROTOCOL_VERSION, AgentInterface, GetTaskRequest, to_wire
 from coordinator.authority.identity import coordinator_keys
 from coordinator.errors import FederationError, RegistryError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.client_limits import ClientLimits
-from coordinator.remote.endpoints import GRPC_TARGET_INVALID, grpc_target
-from coordinator.remote.grpc_transport import GrpcTransport
-from coordinator.remote.transport import GRPC, Interface
+from coordinator.remote.http.client_limits import ClientLimits
+from coordinator.remote.wire.client import A2AClient
+from coordinator.remote.wire.endpoints import GRPC_TARGET_INVALID, grpc_target
+from coordinator.remote.wire.grpc_transport import GrpcTransport
+from coordinator.remote.wire.transport import GRPC, Interface
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import risk_card
 from tests.certificates import self_signed

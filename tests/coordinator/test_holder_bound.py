@@ -19,11 +19,11 @@ from coordinator.authority.holder import HOLDER_PROOF_ENV, hold
 from coordinator.authority.identity import coordinator_keys
 from coordinator.errors import FederationError
 from coordinator.recovery.recover import restore_run
-from coordinator.remote.bindings import transport_for
-from coordinator.remote.client import A2AClient
-from coordinator.remote.destinations import Destinations
-from coordinator.remote.registry import Registry
-from coordinator.remote.transport import GRPC, Interface
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.wire.bindings import transport_for
+from coordinator.remote.wire.client import A2AClient
+from coordinator.remote.wire.destinations import Destinations
+from coordinator.remote.wire.transport import GRPC, Interface
 from coordinator.service.cancel import run_delegator
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -19,8 +19,8 @@ import pytest
 
 from agent_cards.edge.protocol import uvicorn_options
 from coordinator.authority.identity import coordinator_keys
-from coordinator.service.api import create_api
-from coordinator.service.limits import coordinator_limits
+from coordinator.service.http.api import create_api
+from coordinator.service.http.limits import coordinator_limits
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

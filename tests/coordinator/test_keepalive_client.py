@@ -1,7 +1,7 @@
 """The small keep-alive client answers as httpx did, and keeps its connections bounded.
 
 Plain JSON-RPC requests of an :class:`A2AClient` that made its own HTTP client go through
-:mod:`coordinator.remote.keepalive`. A raw HTTP/1.1 server on loopback writes each answer
+:mod:`coordinator.remote.http.keepalive`. A raw HTTP/1.1 server on loopback writes each answer
 by hand (well formed, broken, too big, silent, reset); each misbehaviour must give the
 same error type, reason and message through the small client as through httpx (an
 ``A2AClient`` given an httpx client built as its own), and the small client must be what
@@ -26,9 +26,9 @@ import httpx
 import pytest
 
 from coordinator.errors import FederationError, ProtocolError, TransportError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.client_limits import ClientLimits
-from coordinator.remote.keepalive import KeepAlivePool, target_of
+from coordinator.remote.http.client_limits import ClientLimits
+from coordinator.remote.http.keepalive import KeepAlivePool, target_of
+from coordinator.remote.wire.client import A2AClient
 from tests.certificates import self_signed
 from tests.servers import free_port
 

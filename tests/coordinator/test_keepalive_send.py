@@ -16,7 +16,7 @@ import pytest
 from contracts.wire import TaskState
 from coordinator.dispatch.delegate import DelegationOrder
 from coordinator.dispatch.send_modes import SendModes, send_modes
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -20,10 +20,10 @@ from coordinator.dispatch.attempts import cancel_branches
 from coordinator.dispatch.attempts import run_remote_handoff as dispatch
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.service import create_app

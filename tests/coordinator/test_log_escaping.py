@@ -21,7 +21,7 @@ from agent_cards.telemetry import logs
 from tests.coordinator.served import served
 from tests.edge_clients import address, read_response
 
-FORGED = "2026-01-01T00:00:00.000Z INFO coordinator.service.api: operator logged in"
+FORGED = "2026-01-01T00:00:00.000Z INFO coordinator.service.http.api: operator logged in"
 PATH = "/v1/runs%0d%0a" + FORGED.replace(" ", "%20") + "%1b[31mowned%1b[0m%e2%80%a8tail"
 
 

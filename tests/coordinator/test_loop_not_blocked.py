@@ -24,9 +24,9 @@ from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.audit.chain import _APPEND_LOCK_CLASS as APPEND_LOCK_CLASS
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

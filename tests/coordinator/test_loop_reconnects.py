@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import RemoteA2AError
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from tests.processes import RemoteRiskProcess, registered
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop}

@@ -30,10 +30,10 @@ from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.client_limits import ClientLimits
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.http.client_limits import ClientLimits
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from tests.runs import new_run
 from tests.servers import running

@@ -31,7 +31,7 @@ from coordinator.authority.delegator import (
 )
 from coordinator.dispatch.driver import RemoteOutcome
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

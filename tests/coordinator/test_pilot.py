@@ -16,9 +16,9 @@ from contracts.handoff import HandoffState
 from coordinator.assessment.pilot import RISK_SKILL, PilotResult, run_pilot
 from coordinator.assessment.scenario import PRIVATE_NOTE
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

@@ -10,7 +10,7 @@ import pytest
 
 from agent_cards.identity import identity_of
 from agent_cards.keys import KeyMaterialError, SigningKey
-from coordinator.remote.pinned import pinned_identity, pinned_key_set
+from coordinator.remote.cards.pinned import pinned_identity, pinned_key_set
 
 
 def jwks(*keys: SigningKey) -> dict[str, list[dict[str, str]]]:

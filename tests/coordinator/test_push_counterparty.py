@@ -15,8 +15,8 @@ import pytest
 
 from agent_cards.keys import SigningKey
 from contracts import strict_json
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
-from coordinator.remote.registered_agent import RegisteredAgent
 from member_kit.server.webhooks import sign_notification
 from tests.remote_risk.conftest import RiskPeer, risk_peer
 from tests.remote_risk.test_push import receiver, registered

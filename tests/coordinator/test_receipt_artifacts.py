@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from coordinator.authority import identity
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from remote_risk.risk.skill import FAILURE_SWITCH

@@ -42,9 +42,9 @@ from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from tests.processes import federation
 from tests.runs import new_run

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from coordinator.authority import identity
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
 from coordinator.storage.datadir import DataDir
 from tests.processes import PAYLOAD, federation, registered
 

@@ -39,11 +39,11 @@ from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
-from coordinator.remote.audit_credentials import CREDENTIALS_FILE, EXPOSED, AuditCredentials
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.audit_credentials import CREDENTIALS_FILE, EXPOSED, AuditCredentials
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.service.reconcile import Reconciliation
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

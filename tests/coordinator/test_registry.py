@@ -18,10 +18,10 @@ from starlette.routing import Route
 from agent_cards.keys import SigningKey, TrustedKeys, b64url_encode
 from agent_cards.signing import canonical_card, sign_card
 from coordinator.errors import RegistryError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registration import Registration
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registration import Registration
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from tests.servers import free_port, running
 

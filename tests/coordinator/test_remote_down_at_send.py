@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from coordinator.audit.ledger import Ledger
-from coordinator.service.api import create_api
+from coordinator.service.http.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.workspace import Workspace
 from tests.coordinator.test_api import TOKEN

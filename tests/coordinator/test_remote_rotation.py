@@ -38,8 +38,8 @@ from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.processes import PAYLOAD, RemoteRiskProcess, federation, registered

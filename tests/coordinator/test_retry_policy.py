@@ -19,8 +19,8 @@ from coordinator.dispatch.retry import (
     parse_retry_after,
 )
 from coordinator.errors import ProtocolError, RemoteA2AError, TransportError
-from coordinator.remote.jsonrpc import jsonrpc_result
-from coordinator.remote.wire_errors import remote_error
+from coordinator.remote.wire.jsonrpc import jsonrpc_result
+from coordinator.remote.wire.wire_errors import remote_error
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 POLICY = RetryPolicy(first_backoff=0.5, multiplier=2, max_backoff=4, jitter=0.5, margin=0.5)

@@ -32,12 +32,12 @@ from coordinator.authority.identity import coordinator_keys
 from coordinator.authority.revocation import STATUS_URL_ENV
 from coordinator.cli.main import main
 from coordinator.recovery.recover import restore_run
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
-from coordinator.service.api import create_api
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.service.cancel import run_delegator
 from coordinator.service.facade import CoordinatorService
+from coordinator.service.http.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -19,14 +19,14 @@ from contracts.wire import (
     TaskStatusUpdateEvent,
 )
 from coordinator.errors import ProtocolError, RemoteA2AError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.sse import SSEDecoder
+from coordinator.remote.http.sse import SSEDecoder
 from coordinator.remote.streaming import (
     ArtifactAssembler,
     ArtifactTooLarge,
     RemoteUpdates,
     TaskView,
 )
+from coordinator.remote.wire.client import A2AClient
 from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.remote_risk.conftest import risk_input

@@ -16,8 +16,8 @@ from coordinator.assessment.model_gateway import ModelGateway, RequestBudget
 from coordinator.assessment.scenario import PRIVATE_NOTE
 from coordinator.assessment.supervisor import SupervisedResult, run_supervised
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 from member_kit.server.app import JSONRPC_PATH
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

@@ -13,8 +13,8 @@ from contracts.wire import to_wire
 from coordinator.assessment.model_gateway import ModelConfig, ModelGateway, RequestBudget
 from coordinator.assessment.supervisor import SupervisedResult, SupervisorLimits, run_supervised
 from coordinator.cli.demo_printers import render_supervised as render
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.client import A2AClient
 from member_kit.server.app import JSONRPC_PATH
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

@@ -34,9 +34,9 @@ from contracts.wire import (
     TaskState,
 )
 from coordinator.errors import RemoteA2AError
-from coordinator.remote.bindings import transport_for
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.bindings import transport_for
+from coordinator.remote.wire.client import A2AClient
 
 PEER_KEY = SigningKey.generate()
 BINDINGS = {

@@ -27,10 +27,10 @@ from coordinator.authority.holder import HOLDER_PROOF_ENV
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.card_caller import card_caller
 from coordinator.errors import RemoteA2AError
-from coordinator.remote.bindings import transport_for
-from coordinator.remote.card_verification import verified_kid
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registered_agent import RegisteredAgent
+from coordinator.remote.cards.card_verification import verified_kid
+from coordinator.remote.cards.registered_agent import RegisteredAgent
+from coordinator.remote.wire.bindings import transport_for
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.processes import RemoteRiskProcess

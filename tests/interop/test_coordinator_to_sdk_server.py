@@ -32,9 +32,9 @@ from contracts.returns import schema_contract
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.errors import RegistryError
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from tests.runs import new_run
 from tests.servers import free_port, running

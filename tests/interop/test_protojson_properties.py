@@ -30,7 +30,7 @@ from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import SDK_FORM, SPEC_FORM, sign_card, verify_card
 from contracts import wire
 from contracts.a2a_errors import ERROR_INFO_TYPE, TASK_NOT_FOUND
-from coordinator.remote.wire_errors import from_http_status_body
+from coordinator.remote.wire.wire_errors import from_http_status_body
 from tests.interop.proto_messages import messages
 
 # Each message of a2a.proto and the model that reads it; the others are carried inside

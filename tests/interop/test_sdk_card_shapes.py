@@ -49,10 +49,10 @@ from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import SDK_FORM, SPEC_FORM
 from contracts.wire import AGENT_CARD_PATH
 from coordinator.authority.delegator import required_scopes
-from coordinator.remote.client import A2AClient
-from coordinator.remote.registration import Registration
-from coordinator.remote.registry import Registry
-from coordinator.remote.trust_anchor import TrustAnchor
+from coordinator.remote.cards.registration import Registration
+from coordinator.remote.cards.registry import Registry
+from coordinator.remote.cards.trust_anchor import TrustAnchor
+from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import create_app
 from remote_risk.settings import Settings

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
-from coordinator.service.api import create_api
+from coordinator.service.http.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -34,7 +34,7 @@ from contracts.grant import Grant
 from coordinator.authority import identity
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.tokens import mint_token
-from coordinator.service.api import create_api
+from coordinator.service.http.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

@@ -20,7 +20,7 @@ from contextlib import closing
 from pathlib import Path
 
 from coordinator.dispatch.delegate import DelegationOrder
-from coordinator.remote.client import A2AClient
+from coordinator.remote.wire.client import A2AClient
 from coordinator.service.facade import CoordinatorService
 from coordinator.workspace import Workspace
 from tests.processes import PAYLOAD, registered

@@ -20,7 +20,7 @@ from agent_cards.edge.limits import EdgeLimits
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.edge.throttle import DEFAULT_ATTEMPTS
 from coordinator.authority.identity import coordinator_keys
-from coordinator.service.api import create_api
+from coordinator.service.http.api import create_api
 from coordinator.service.settings import CoordinatorSettings
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace

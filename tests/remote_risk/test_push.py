@@ -15,10 +15,10 @@ from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey
 from contracts import strict_json
 from contracts.wire import Task, TaskState, to_wire
-from coordinator.remote.client import A2AClient
+from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver
-from coordinator.remote.registered_agent import RegisteredAgent
 from coordinator.remote.streaming import RemoteUpdates
+from coordinator.remote.wire.client import A2AClient
 from member_kit.server.webhooks import WebhookPolicy, WebhookRefused, sign_notification
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, risk_peer
 from tests.servers import free_port, running
