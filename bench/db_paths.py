@@ -35,8 +35,8 @@ from sqlalchemy import Engine
 from agent_cards.storage.writer import Writer
 from bench.pg import fresh_schema
 from contracts.wire import Message, Part, Role, TaskState
-from coordinator.audit.chain import Append, Ledger
-from coordinator.audit.events import AuditEvent, seal
+from coordinator.audit.log.chain import Append, Ledger
+from coordinator.audit.log.events import AuditEvent, seal
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate
 from member_kit.storage import engine as risk_engines
@@ -113,7 +113,7 @@ def _async_job(ledger: Ledger, url: str) -> Job | None:
         from sqlalchemy.ext.asyncio import create_async_engine
     except ImportError:
         return None
-    from coordinator.audit.chain import _HEAD_SQL, _INSERT_EVENT_SQL
+    from coordinator.audit.log.chain import _HEAD_SQL, _INSERT_EVENT_SQL
 
     sqlite = url.startswith("sqlite")
     async_url = url.replace("sqlite+pysqlite", "sqlite+aiosqlite")

@@ -22,9 +22,9 @@ from bench.tokens import risk_payload
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority, required_scopes
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.dispatch.delegate import Concluded
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
 from coordinator.remote.cards.registered_agent import RegisteredAgent

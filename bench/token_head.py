@@ -23,8 +23,8 @@ import time
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bench.ledger_verify import batches, sample_events
-from coordinator.audit.current_head import CurrentHead
 from coordinator.audit.ledger import Ledger
+from coordinator.audit.log.current_head import CurrentHead
 from coordinator.audit.proofs import sign_current_head
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate

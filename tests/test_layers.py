@@ -283,9 +283,10 @@ def test_the_kits_modules_and_folders_stay_small() -> None:
     assert full == set(), full
 
 
-def test_no_coordinator_module_outgrows_the_kits_bound() -> None:
-    """The coordinator's modules keep the kit's bound too (one concept per module); its
-    folders are larger, named by domain (dispatch, remote, service...)."""
+def test_the_coordinators_modules_and_folders_keep_the_kits_bounds() -> None:
+    """The coordinator's modules and folders keep the kit's bounds too: one concept per
+    module, and a folder that outgrows its bound splits into sub-packages named by
+    domain (remote/wire, remote/cards, dispatch/attempt, audit/log...)."""
     coordinator = [path for name, path in FILES.items() if name.startswith("coordinator")]
     long = {
         str(p.relative_to(ROOT))
@@ -293,6 +294,10 @@ def test_no_coordinator_module_outgrows_the_kits_bound() -> None:
         if len(p.read_text().splitlines()) > MAX_MODULE_LINES
     }
     assert long == set(), long
+    folders: dict[Path, int] = {}
+    for path in coordinator:
+        folders[path.parent] = folders.get(path.parent, 0) + 1
+    assert {f: n for f, n in folders.items() if n > MAX_FOLDER_MODULES} == {}
 
 
 def test_the_shared_layer_stays_small() -> None:

@@ -23,8 +23,8 @@ from contracts.wire import Task
 from coordinator.assessment import scenario, specialists
 from coordinator.audit.trail import contract_of
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.errors import OwnershipError
 from coordinator.handoff.projection import project_context, record_ids
 from coordinator.handoff.run import Run, start_run

@@ -63,7 +63,7 @@ from coordinator.assessment.pilot import (
 from coordinator.assessment.run_budget import LocalRequests, authority_for
 from coordinator.assessment.run_clock import RunClock
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator, RunAuthority
-from coordinator.dispatch.driver import WaitPolicy
+from coordinator.dispatch.attempt.driver import WaitPolicy
 from coordinator.errors import BudgetExceeded, FederationError
 from coordinator.handoff.projection import project_context
 from coordinator.handoff.run import Run, start_run

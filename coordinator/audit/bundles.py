@@ -18,15 +18,15 @@ from typing import Any
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import (
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import (
     CORRELATION_FIELDS,
     StoredEvent,
     canonical_bytes,
     record_hash,
     timestamp,
 )
-from coordinator.audit.signing import (
+from coordinator.audit.log.signing import (
     HEAD_TYP,
     head_claims,
     public_jwk,
@@ -35,7 +35,7 @@ from coordinator.audit.signing import (
     verified_claims,
     verify_head,
 )
-from coordinator.audit.verification import Break, Links, VerifyReport, against_head
+from coordinator.audit.log.verification import Break, Links, VerifyReport, against_head
 from coordinator.errors import LedgerError
 
 BUNDLE_TYP = "ledger-bundle+jwt"

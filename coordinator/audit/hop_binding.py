@@ -19,9 +19,9 @@ from typing import Any
 
 from agent_cards.transparency.statements import unverified_header
 from agent_cards.trusted import TrustedKeys
+from coordinator.audit.log.verification import Break, BundleBroken
 from coordinator.audit.receipt_binding import Records, same_member, verified_claims
 from coordinator.audit.receipts import HOP_RECEIPT_EVENT, compact
-from coordinator.audit.verification import Break, BundleBroken
 
 EXCHANGED_EVENT = "delegation.exchanged"  # coordinator.authority.hops.EXCHANGED
 TERMINAL_STATES = (

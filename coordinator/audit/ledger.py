@@ -2,14 +2,14 @@
 
 This module gathers the ledger's public names from the modules that implement them:
 
-* :mod:`~coordinator.audit.events` — the records, their redaction and sealing (RFC 8785,
+* :mod:`~coordinator.audit.log.events` — the records, their redaction and sealing (RFC 8785,
   SHA-256);
-* :mod:`~coordinator.audit.chain` — :class:`Ledger`, serialised crash-safe appends;
+* :mod:`~coordinator.audit.log.chain` — :class:`Ledger`, serialised crash-safe appends;
 * :mod:`~agent_cards.transparency.merkle` (shared with remote_risk) — RFC 9162 trees,
   inclusion and consistency proofs;
-* :mod:`~coordinator.audit.signing` and :mod:`~coordinator.audit.tree_heads` — keys,
+* :mod:`~coordinator.audit.log.signing` and :mod:`~coordinator.audit.log.tree_heads` — keys,
   signed chain heads and signed tree heads;
-* :mod:`~coordinator.audit.verification` — ``audit verify`` over chain, tree and heads;
+* :mod:`~coordinator.audit.log.verification` — ``audit verify`` over chain, tree and heads;
 * :mod:`~coordinator.audit.bundles` — run bundles (``audit export``);
 * :mod:`~coordinator.audit.proofs` and :mod:`~coordinator.audit.proof_check` — proof
   bundles for outsiders (``audit prove``, ``audit verify --bundle``) and consistency
@@ -17,8 +17,8 @@ This module gathers the ledger's public names from the modules that implement th
 """
 
 from coordinator.audit.bundles import BUNDLE_FORMAT, BUNDLE_TYP, export_bundle, verify_bundle
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import (
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import (
     CORRELATION_FIELDS,
     DEFAULT_PROCESSORS,
     GENESIS_HASH,
@@ -31,8 +31,8 @@ from coordinator.audit.events import (
     redact_secrets,
     timestamp,
 )
-from coordinator.audit.signing import HEAD_TYP, public_jwk, sign_head, thumbprint, verify_head
-from coordinator.audit.verification import Break, VerifyReport, verify
+from coordinator.audit.log.signing import HEAD_TYP, public_jwk, sign_head, thumbprint, verify_head
+from coordinator.audit.log.verification import Break, VerifyReport, verify
 from coordinator.errors import LedgerError
 
 __all__ = [

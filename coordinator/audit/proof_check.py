@@ -1,6 +1,6 @@
 """Check a proof bundle offline, step by step as docs/audit-bundle.md specifies.
 
-The steps, each failing with its :class:`~coordinator.audit.verification.Break` reason:
+The steps, each failing with its :class:`~coordinator.audit.log.verification.Break` reason:
 
 1. shape (``malformed``);
 2. anchors: the reader's keys; none given is ``no_anchor`` unless a structure-only
@@ -45,13 +45,13 @@ from contracts.canonical import CanonicalizationError, canonical_json
 from coordinator.audit import successions
 from coordinator.audit.anchors import Anchors
 from coordinator.audit.bundles import BUNDLE_FORMAT, verify_bundle
-from coordinator.audit.events import GENESIS_HASH
 from coordinator.audit.hop_binding import check_hop_receipts
+from coordinator.audit.log.events import GENESIS_HASH
+from coordinator.audit.log.tree_heads import TreeHead, key_for, verify_tree_head
+from coordinator.audit.log.verification import Break, BundleBroken, VerifyReport
 from coordinator.audit.proofs import PROOF_FORMAT, PROOF_FORMAT_2
 from coordinator.audit.receipt_binding import check_receipts, same_member
 from coordinator.audit.receipts import GRANT_EVENT
-from coordinator.audit.tree_heads import TreeHead, key_for, verify_tree_head
-from coordinator.audit.verification import Break, BundleBroken, VerifyReport
 from coordinator.errors import LedgerError
 
 NO_ANCHOR_DETAIL = (

@@ -33,16 +33,16 @@ from agent_cards.transparency.receipts import artifact_digest
 from agent_cards.transparency.succession import MAX_SUCCESSIONS, SUCCESSIONS
 from contracts import strict_json
 from coordinator.audit import successions as succession_chains
-from coordinator.audit.chain import Ledger
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.signing import public_jwk
+from coordinator.audit.log.tree_heads import TreeHead, TreeHeadStore, consistent, sign_tree_head
+from coordinator.audit.log.verification import verify
 from coordinator.audit.receipts import (
     GRANT_EVENT,
     HOP_RECEIPT_EVENT,
     RECEIPT_EVENT,
     protected_header,
 )
-from coordinator.audit.signing import public_jwk
-from coordinator.audit.tree_heads import TreeHead, TreeHeadStore, consistent, sign_tree_head
-from coordinator.audit.verification import verify
 from coordinator.errors import LedgerError
 from coordinator.storage.schema import artifacts as artifacts_table
 

@@ -27,8 +27,8 @@ from agent_cards.transparency.statements import (
 )
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
+from coordinator.audit.log.verification import Break, BundleBroken
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
-from coordinator.audit.verification import Break, BundleBroken
 
 Records = Mapping[int, Mapping[str, Any]]
 STATE_EVENT = "remote.state_observed"

@@ -4,7 +4,7 @@ A remote's receipt (a JWS over what it was asked and what it answered) is kept a
 ``data`` of a ``handoff.receipt`` event. It is stored in the RFC 7515 section 7.2.2
 *flattened JSON* serialisation, ``{"protected", "payload", "signature"}``, rather than the
 compact form: a receipt is a statement, not a credential, and the ledger's redaction
-(:func:`~coordinator.audit.events.redact_secrets`) replaces every compact-JWS-shaped
+(:func:`~coordinator.audit.log.events.redact_secrets`) replaces every compact-JWS-shaped
 value, as it must for bearer tokens. The receipt's ``kid`` is kept beside it, so that a
 proof bundle can carry the public key it needs.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_cards.jws import b64url_decode
 from contracts import strict_json
-from coordinator.audit.events import AuditEvent
+from coordinator.audit.log.events import AuditEvent
 from coordinator.errors import LedgerError
 
 RECEIPT_EVENT = "handoff.receipt"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.audit.events import timestamp
 from coordinator.audit.ledger import StoredEvent
+from coordinator.audit.log.events import timestamp
 
 
 def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:

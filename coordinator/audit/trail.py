@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from contracts.handoff import HandoffRecord
-from coordinator.audit.chain import Append
 from coordinator.audit.ledger import AuditEvent, Ledger
+from coordinator.audit.log.chain import Append
 from coordinator.storage.engine import writer_of
 from coordinator.storage.runs import RunStore, Step
 from coordinator.telemetry import metrics, tracing

@@ -49,7 +49,7 @@ from contracts.grant import (
     token_hash,
 )
 from contracts.wire import AgentCard
-from coordinator.audit.events import AuditEvent
+from coordinator.audit.log.events import AuditEvent
 from coordinator.authority.delegator import required_scopes
 from coordinator.authority.holder import bound_to_thumbprint
 from coordinator.authority.holder_proof import (

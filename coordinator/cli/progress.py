@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from coordinator.audit.events import AuditEvent
+    from coordinator.audit.log.events import AuditEvent
 
 # The fields of each reported event's data that its line shows.
 SHOWN = {

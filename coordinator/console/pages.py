@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_cards.trusted import TrustedKeys
-from coordinator.audit.events import StoredEvent
+from coordinator.audit.log.events import StoredEvent
 from coordinator.audit.receipts import RECEIPT_EVENT
 from coordinator.console.receipts import ReceiptView, receipt_view
 from coordinator.console.settings import ConsoleSettings

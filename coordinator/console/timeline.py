@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.audit.events import StoredEvent
+from coordinator.audit.log.events import StoredEvent
 
 COORDINATOR = "coordinator"
 DETAIL_CHARS = 160

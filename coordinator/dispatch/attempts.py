@@ -1,6 +1,6 @@
 """A logical handoff as a series of attempts, and the cancellation of a run's branches.
 
-Each attempt is one :class:`~coordinator.dispatch.driver.HandoffDriver`. A transport
+Each attempt is one :class:`~coordinator.dispatch.attempt.driver.HandoffDriver`. A transport
 failure is retried as the same logical handoff with the next attempt number, within the
 same lease and the run's budget; the idempotency key stays the same, so a remote that did
 get the first send hands back the task it already has.
@@ -13,10 +13,10 @@ from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority.delegator import Delegator
-from coordinator.dispatch.attempt_state import Conclusion
-from coordinator.dispatch.driver import HandoffDriver
-from coordinator.dispatch.outcome import RemoteOutcome
-from coordinator.dispatch.proposal import WaitPolicy
+from coordinator.dispatch.attempt.attempt_state import Conclusion
+from coordinator.dispatch.attempt.driver import HandoffDriver
+from coordinator.dispatch.attempt.outcome import RemoteOutcome
+from coordinator.dispatch.attempt.proposal import WaitPolicy
 from coordinator.dispatch.retry import (
     KID_UNKNOWN,
     UNREACHABLE,

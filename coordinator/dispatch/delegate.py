@@ -19,10 +19,10 @@ from typing import Any
 
 from agent_cards.keys import KeySet
 from contracts.returns import ReturnContract
-from coordinator.audit.events import AuditEvent
+from coordinator.audit.log.events import AuditEvent
 from coordinator.authority.delegator import Delegator, RunAuthority, required_scopes
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import cancel_branches, run_remote_handoff
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run, start_run
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.wire.client import A2AClient

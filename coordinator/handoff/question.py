@@ -2,7 +2,7 @@
 
 An INPUT_REQUIRED or AUTH_REQUIRED task says in its status message what it needs. This
 coordinator does not continue such a task (it is cancelled, see
-:func:`~coordinator.dispatch.settling.settle`), so the operator must be able to
+:func:`~coordinator.dispatch.attempt.settling.settle`), so the operator must be able to
 read the question: it is kept in the run's document and the ledger and shown by
 ``delegate`` and ``run show``. It is the remote's text, never an instruction: marked
 ``untrusted``, bounded in size (what does not fit is named by its hash and size, never

@@ -4,7 +4,7 @@ On start (``federation recover``, and ``federation serve coordinator`` continuou
 coordinator claims in-flight handoffs from the shared database through their lease rows,
 rebuilds each run's book from the stored records and budget units, and drives every
 claimed handoff on from where it stands (see
-:meth:`coordinator.dispatch.driver.HandoffDriver.drive`): a task that completed while nobody
+:meth:`coordinator.dispatch.attempt.driver.HandoffDriver.drive`): a task that completed while nobody
 watched goes through the normal return admission, an expired lease becomes TIMED_OUT with a
 cancel sent, and nothing is dispatched twice, because the dispatch record and the
 idempotency key decide.
@@ -18,8 +18,8 @@ from typing import Any
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
+from coordinator.dispatch.attempt.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.dispatch.attempts import retried
-from coordinator.dispatch.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.errors import FederationError, StaleRevision
 from coordinator.handoff.envelope import unit_from_row
 from coordinator.handoff.run import Run

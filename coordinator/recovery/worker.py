@@ -24,7 +24,7 @@ import logging
 import time
 
 from agent_cards.keys import KeySet
-from coordinator.dispatch.driver import WaitPolicy
+from coordinator.dispatch.attempt.driver import WaitPolicy
 from coordinator.recovery.recover import driver_id, release_dead_drivers, resume
 from coordinator.remote.cards.registry import Registry
 from coordinator.remote.wire.client import A2AClient

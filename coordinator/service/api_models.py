@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from contracts.model import Model
 
 if TYPE_CHECKING:
-    from coordinator.audit.verification import VerifyReport
+    from coordinator.audit.log.verification import VerifyReport
 
 
 class RemoteQuestion(Model):

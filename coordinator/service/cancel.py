@@ -8,7 +8,7 @@ ledger and the run's document), and each branch's remote task is sent ``CancelTa
 under a token minted now, with the coordinator's key, for that same handoff attempt: the
 same principal, tenant, audience, scopes and handoff binding as the token it was sent
 with, never wider. The driver notices the stored revision and admits nothing afterwards
-(:mod:`coordinator.dispatch.elsewhere`).
+(:mod:`coordinator.dispatch.attempt.elsewhere`).
 
 A branch cancelled earlier whose remote task was never confirmed cancelled (a second
 Ctrl-C during the first cancel, an unreachable remote) is sent ``CancelTask`` again, so
@@ -23,8 +23,8 @@ from agent_cards.keys import KeySet
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import TERMINAL_TASK_STATES
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
-from coordinator.dispatch.driver import HandoffDriver
-from coordinator.dispatch.grants import mint_for
+from coordinator.dispatch.attempt.driver import HandoffDriver
+from coordinator.dispatch.attempt.grants import mint_for
 from coordinator.errors import FederationError, RegistryError, RunEnded
 from coordinator.handoff.run import Run
 from coordinator.recovery.recover import restore_run

@@ -20,19 +20,25 @@ from typing import TYPE_CHECKING, Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent_cards.keys import KeyMaterialError, TrustedKeys
-from coordinator.audit import ledger, proofs, tree_heads
+from coordinator.audit import ledger, proofs
 from coordinator.audit.anchors import Anchors
-from coordinator.audit.events import AuditEvent
+from coordinator.audit.log import tree_heads
+from coordinator.audit.log.events import AuditEvent
 from coordinator.audit.proof_check import verify_document
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
 from coordinator.authority.delegator import RunAuthority, required_scopes
 from coordinator.authority.hops import is_exchanged
-from coordinator.dispatch.card_caller import card_caller
+from coordinator.dispatch.attempt.card_caller import card_caller
+from coordinator.dispatch.attempt.driver import (
+    RemoteOutcome,
+    WaitPolicy,
+    admission_context,
+    propose,
+)
+from coordinator.dispatch.attempt.receipts import declares_receipts
 from coordinator.dispatch.delegate import DelegationOrder, Interruption, delegate_once
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, admission_context, propose
-from coordinator.dispatch.receipts import declares_receipts
-from coordinator.errors import LedgerError, UsageError
+from coordinator.errors import UsageError
 from coordinator.handoff import run_state
 from coordinator.handoff.declared import declared_contracts, delegation_contract
 from coordinator.handoff.run import Run, start_run
@@ -357,7 +363,7 @@ class CoordinatorService:
         """Whether one signed tree head extends the other (``audit consistency``); each
         is a compact JWS or the tree size of a head kept in this ledger."""
         jwks = identity.coordinator_keys(self.ws.data).public_jwks()
-        heads = [self._tree_head(head, jwks) for head in (first, second)]
+        heads = [tree_heads.named_head(self.ws.engine(), head, jwks) for head in (first, second)]
         return proofs.prove_consistency(self.ws.ledger(), *heads)
 
     def latest_tree_head(self) -> dict[str, Any] | None:
@@ -417,21 +423,6 @@ class CoordinatorService:
             trail.emit("audit_credential.removed", data={"agent": name})
             trail.flush()
         return {"agent": name, "set": False, "removed": removed}
-
-    def _tree_head(self, head: str | int, jwks: dict[str, Any]) -> tree_heads.TreeHead:
-        if isinstance(head, int):
-            kept = [
-                h
-                for h in tree_heads.TreeHeadStore(self.ws.engine()).signed()
-                if h.tree_size == head
-            ]
-            if not kept:
-                raise UsageError(f"no signed tree head of size {head} is kept", "unknown_head")
-            head = kept[-1].jws
-        try:
-            return tree_heads.verify_with_jwks(head, jwks)
-        except LedgerError as exc:
-            raise UsageError(f"the tree head does not verify: {exc}", exc.reason) from None
 
     def _ledger_key(self) -> Ed25519PrivateKey:
         private_key = identity.coordinator_keys(self.ws.data).active.private_key

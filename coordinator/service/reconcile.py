@@ -47,9 +47,9 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head
 from contracts import strict_json
 from contracts.request_digest import request_digest
-from coordinator.audit.chain import Ledger
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.tree_heads import TreeHead
 from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
-from coordinator.audit.tree_heads import TreeHead
 from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import (
     AuditCredentialError,

@@ -11,8 +11,8 @@ from agent_cards.jwk import thumbprint_of
 from agent_cards.transparency.heads import Head, extends
 from agent_cards.trusted import TrustedKeys
 from coordinator.audit import proofs
-from coordinator.audit.chain import Ledger
-from coordinator.audit.tree_heads import TreeHeadStore, verify_with_jwks
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.tree_heads import TreeHeadStore, verify_with_jwks
 from coordinator.errors import LedgerError
 from coordinator.service.remote_audit import RemoteAudit
 

@@ -13,7 +13,7 @@ from agent_cards.jwk import thumbprint_of
 from agent_cards.transparency.heads import Head, verify_head
 from agent_cards.transparency.statements import StatementInvalid
 from contracts import strict_json
-from coordinator.dispatch.receipts import pinned_keys
+from coordinator.dispatch.attempt.receipts import pinned_keys
 from coordinator.errors import ProtocolError, TransportError, UsageError
 from coordinator.remote.cards.audit_credentials import AuditCredential
 from coordinator.remote.cards.registered_agent import RegisteredAgent

@@ -6,8 +6,8 @@ import pytest
 
 from agent_cards.jws import b64url_decode, b64url_encode, segment_json
 from contracts import strict_json
+from coordinator.audit.log.tree_heads import header_kid
 from coordinator.audit.receipts import protected_header
-from coordinator.audit.tree_heads import header_kid
 from coordinator.errors import LedgerError, UsageError
 from coordinator.service.run_list import decode_cursor, encode_cursor
 

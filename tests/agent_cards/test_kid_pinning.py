@@ -32,7 +32,8 @@ from agent_cards.keys import (
 )
 from agent_cards.signing import canonical_card
 from contracts import strict_json
-from coordinator.audit import ledger, signing
+from coordinator.audit import ledger
+from coordinator.audit.log import signing
 from coordinator.cli.main import main
 from member_kit.trust.issuers import TrustConfigError, load_trusted_issuers
 from remote_risk.service import create_app

@@ -25,8 +25,8 @@ from agent_cards.signatures.primitive import (
 from agent_cards.signatures.pyjwt_framing import decode_complete
 from agent_cards.transparency.statements import sign_statement
 from contracts import strict_json
-from coordinator.audit.signing import sign as ledger_sign
-from coordinator.audit.signing import verified_claims
+from coordinator.audit.log.signing import sign as ledger_sign
+from coordinator.audit.log.signing import verified_claims
 from coordinator.authority.tokens import mint_token
 from tests.tokens import delegation_claims
 

@@ -117,7 +117,8 @@ def test_a_run_page_shows_its_lanes_and_the_refused_artifact(
     expect(lanes).to_have_text(["coordinator", "operations", "remote-risk", "privacy"])
     expect(page.locator("td.arrow-out").first).to_contain_text("message.dispatched")
     # the first state the remote answered: SUBMITTED when the task was followed, or the
-    # settled state at once when the skill was sent blocking (coordinator.dispatch.send_modes)
+    # settled state at once when the skill was sent blocking
+    # (coordinator.dispatch.attempt.send_modes)
     first_answer = page.locator("td.arrow-in").first
     expect(first_answer).to_contain_text(re.compile(r"from remote-risk: TASK_STATE_[A-Z]+"))
     trace = handoff["trace_id"]

@@ -14,7 +14,7 @@ from agent_cards.identity import identity_of
 from agent_cards.jwk import b64url_encode
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.transparency.receipts import issue_receipt
-from coordinator.audit.events import StoredEvent
+from coordinator.audit.log.events import StoredEvent
 from coordinator.audit.receipts import receipt_data
 from coordinator.console.pages import CONTENT_CHARS
 from coordinator.console.receipts import receipt_view

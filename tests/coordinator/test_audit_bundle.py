@@ -22,17 +22,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jwt.algorithms import ECAlgorithm
 from sqlalchemy import Engine, text
 
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import AuditEvent
-from coordinator.audit.proofs import prove_consistency, prove_run, sign_current_head
-from coordinator.audit.receipts import receipt_event
-from coordinator.audit.signing import public_jwk, thumbprint
-from coordinator.audit.tree_heads import (
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import AuditEvent
+from coordinator.audit.log.signing import public_jwk, thumbprint
+from coordinator.audit.log.tree_heads import (
     TreeHeadStore,
     sign_tree_head,
     verify_tree_head,
 )
-from coordinator.audit.verification import Break, verify
+from coordinator.audit.log.verification import Break, verify
+from coordinator.audit.proofs import prove_consistency, prove_run, sign_current_head
+from coordinator.audit.receipts import receipt_event
 from coordinator.errors import LedgerError
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate
@@ -160,7 +160,7 @@ def test_rewritten_last_event_is_a_root_mismatch(
     engine: Engine, key: Ed25519PrivateKey, remote_jwk: tuple[Any, dict[str, Any]]
 ) -> None:
     """A well-formed forgery of the last event passes the chain, not the kept tree head."""
-    from coordinator.audit.events import canonical_bytes, record_hash
+    from coordinator.audit.log.events import canonical_bytes, record_hash
 
     ledger = filled(engine, remote_jwk)
     sign_current_head(ledger, key)

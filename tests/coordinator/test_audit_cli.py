@@ -19,8 +19,8 @@ from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, load_or_create
 from agent_cards.transparency.receipts import artifact_digest, issue_receipt
 from agent_cards.transparency.succession import sign_succession
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import receipt_event
 from coordinator.cli.main import main

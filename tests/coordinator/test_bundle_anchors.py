@@ -37,12 +37,12 @@ from agent_cards.transparency.succession import SUCCESSION_TYP, sign_succession
 from contracts import strict_json
 from coordinator.audit.anchors import Anchors
 from coordinator.audit.bundles import export_bundle
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import CORRELATION_FIELDS, AuditEvent
+from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.proof_check import verify_document, verify_proof_bundle
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import receipt_data, receipt_event
-from coordinator.audit.signing import public_jwk
 from coordinator.errors import LedgerError
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate

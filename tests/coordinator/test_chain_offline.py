@@ -38,8 +38,8 @@ from contracts import strict_json
 from contracts.chain import chain_problem
 from contracts.grant import Grant
 from coordinator.audit.anchors import Anchors
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import AuditEvent
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import AuditEvent
 from coordinator.audit.proof_check import verify_proof_bundle
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import compact, receipt_data

@@ -28,8 +28,8 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import artifact_digest, issue_receipt
 from agent_cards.transparency.statements import unverified_header
 from contracts import strict_json
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import CORRELATION_FIELDS, AuditEvent
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import compact, receipt_data
 from coordinator.authority import identity

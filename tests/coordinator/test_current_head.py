@@ -13,10 +13,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
-from coordinator.audit.current_head import CurrentHead
-from coordinator.audit.signing import public_jwk, thumbprint
-from coordinator.audit.tree_heads import TreeHeadStore
-from coordinator.audit.verification import verify
+from coordinator.audit.log.current_head import CurrentHead
+from coordinator.audit.log.signing import public_jwk, thumbprint
+from coordinator.audit.log.tree_heads import TreeHeadStore
+from coordinator.audit.log.verification import verify
 from coordinator.errors import LedgerError
 from tests.coordinator.test_ledger import event, filled, sql
 

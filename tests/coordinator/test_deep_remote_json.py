@@ -31,8 +31,8 @@ from agent_cards.signing import sign_card
 from agent_cards.transparency.statements import StatementInvalid, unverified_header
 from contracts import strict_json
 from contracts.wire import SendMessageRequest
+from coordinator.audit.log.tree_heads import header_kid, read_unverified
 from coordinator.audit.receipts import protected_header
-from coordinator.audit.tree_heads import header_kid, read_unverified
 from coordinator.errors import LedgerError, ProtocolError, UsageError
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.push import SIGNATURE_HEADER, PushReceiver

@@ -16,9 +16,9 @@ from contracts.wire import GetTaskRequest
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import DEFAULT_ISSUER, Delegator
 from coordinator.cli.main import main
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import cancel_branches
 from coordinator.dispatch.attempts import run_remote_handoff as dispatch
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.cards.registry import Registry

@@ -21,7 +21,6 @@ from alembic.runtime.migration import MigrationContext
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine, inspect, text
 
-from coordinator.audit import chain as chain_module
 from coordinator.audit import ledger as ledger_module
 from coordinator.audit.ledger import (
     GENESIS_HASH,
@@ -39,6 +38,7 @@ from coordinator.audit.ledger import (
     verify,
     verify_bundle,
 )
+from coordinator.audit.log import chain as chain_module
 from coordinator.errors import LedgerError
 from coordinator.storage.migrations import current_revision, migrate
 from coordinator.storage.schema import metadata

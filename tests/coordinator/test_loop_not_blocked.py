@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
-from coordinator.audit.chain import _APPEND_LOCK_CLASS as APPEND_LOCK_CLASS
+from coordinator.audit.log.chain import _APPEND_LOCK_CLASS as APPEND_LOCK_CLASS
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.remote.cards.registry import Registry
@@ -35,7 +35,7 @@ from tests.servers import free_port, running
 
 TOKEN = "operator-token-for-tests-0123456789"
 AUTHORIZED = {"Authorization": f"Bearer {TOKEN}"}
-# The ledger's advisory lock (coordinator/audit/chain.py): class and key of one schema.
+# The ledger's advisory lock (coordinator/audit/log/chain.py): class and key of one schema.
 APPEND_LOCK = f"SELECT pg_advisory_xact_lock({APPEND_LOCK_CLASS}, hashtext(current_schema()))"
 WAITING_ON_IT = (
     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "

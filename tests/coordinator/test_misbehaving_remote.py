@@ -27,8 +27,8 @@ from contracts.evidence import AssessmentStatus, Finding, FindingStatus, merge
 from contracts.handoff import HandoffState
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.run import Run
 from coordinator.remote.cards.registry import Registry
 from coordinator.remote.cards.trust_anchor import TrustAnchor

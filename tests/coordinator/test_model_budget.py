@@ -29,7 +29,7 @@ from coordinator.authority.delegator import (
     authority_document,
     authority_from,
 )
-from coordinator.dispatch.driver import RemoteOutcome
+from coordinator.dispatch.attempt.driver import RemoteOutcome
 from coordinator.handoff.run import Run
 from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir

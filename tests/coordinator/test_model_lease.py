@@ -17,7 +17,7 @@ import pytest
 
 from contracts.handoff import HandoffState
 from coordinator.authority.delegator import DEFAULT_ISSUER
-from coordinator.dispatch.driver import RemoteOutcome
+from coordinator.dispatch.attempt.driver import RemoteOutcome
 from coordinator.remote.wire.client import A2AClient
 from coordinator.storage.datadir import DataDir
 from remote_risk.service import create_app

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import REDACTED, AuditEvent
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import REDACTED, AuditEvent
 from coordinator.cli.printers import print_delegation
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.engine import open_engine

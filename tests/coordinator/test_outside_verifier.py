@@ -26,8 +26,8 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency.receipts import issue_receipt
 from contracts import strict_json
 from coordinator.audit.anchors import Anchors
+from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.proof_check import verify_proof_bundle
-from coordinator.audit.signing import public_jwk
 from tests import outside_verifier as outside
 from tests.coordinator import test_bundle_anchors as built
 from tests.coordinator.test_audit_cli import forged_end_to_end

@@ -35,11 +35,11 @@ from contracts.handoff import HandoffState
 from contracts.returns import finding_contract
 from contracts.wire import Task, to_wire
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.proofs import prove_run
 from coordinator.audit.receipts import RECEIPT_EVENT
-from coordinator.audit.signing import public_jwk
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
 from coordinator.remote.cards.registry import Registry

@@ -32,12 +32,12 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency.heads import sign_head
 from contracts.returns import finding_contract
 from coordinator.assessment.pilot import RISK_SKILL
-from coordinator.audit.signing import public_jwk
-from coordinator.audit.tree_heads import sign_tree_head
+from coordinator.audit.log.signing import public_jwk
+from coordinator.audit.log.tree_heads import sign_tree_head
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
+from coordinator.dispatch.attempt.driver import WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
 from coordinator.remote.cards.audit_credentials import CREDENTIALS_FILE, EXPOSED, AuditCredentials
 from coordinator.remote.cards.registered_agent import RegisteredAgent

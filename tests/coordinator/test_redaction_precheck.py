@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.audit import events
-from coordinator.audit.events import _redacted, redact_secrets
+from coordinator.audit.log import events
+from coordinator.audit.log.events import _redacted, redact_secrets
 
 CASES: dict[str, dict[str, Any]] = {
     "plain": {"skill": "risk.assess", "n": 3, "ok": True, "none": None, "list": [1, "a"]},

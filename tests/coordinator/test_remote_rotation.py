@@ -35,8 +35,8 @@ from agent_cards.keys import KeySet, load_key_set, load_or_create, save_key_set
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
+from coordinator.dispatch.attempt.driver import WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.handoff.run import start_run
 from coordinator.remote.cards.registry import Registry
 from coordinator.remote.wire.client import A2AClient

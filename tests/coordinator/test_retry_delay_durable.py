@@ -17,8 +17,8 @@ import subprocess
 from datetime import timedelta
 from pathlib import Path
 
-from coordinator.audit.events import StoredEvent
 from coordinator.audit.ledger import Ledger
+from coordinator.audit.log.events import StoredEvent
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.processes import PAYLOAD, federation, registered, wait_for

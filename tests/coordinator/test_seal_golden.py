@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coordinator.audit.events import GENESIS_HASH, prepared, seal
+from coordinator.audit.log.events import GENESIS_HASH, prepared, seal
 from tests.coordinator.test_seal_once import BASE, CORRELATION, DATA
 
 EXTRA: dict[str, dict[str, Any]] = {

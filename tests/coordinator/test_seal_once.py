@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.audit.events import (
+from coordinator.audit.log.events import (
     Prepared,
     canonical_bytes,
     prepared,

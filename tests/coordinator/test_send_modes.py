@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from contracts.wire import TaskState
+from coordinator.dispatch.attempt.send_modes import SendModes, send_blocking, send_modes
 from coordinator.dispatch.delegate import DelegationOrder
-from coordinator.dispatch.send_modes import SendModes, send_blocking, send_modes
 from coordinator.remote.http.client_limits import ClientLimits
 from coordinator.remote.wire.client import A2AClient
 from coordinator.service.facade import CoordinatorService

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
+from coordinator.dispatch.attempt.send_modes import SendModes, send_modes
 from coordinator.dispatch.delegate import DelegationOrder
-from coordinator.dispatch.send_modes import SendModes, send_modes
 from coordinator.remote.wire.client import A2AClient
 from coordinator.service.facade import CoordinatorService
 from coordinator.storage.datadir import DataDir
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.serial
 HANDOFFS = 6
 # Every fact one completed delegation leaves in the ledger (before and after the durable
 # points were merged: merging them must drop none). Its skill answered at once before, so
-# it is one blocking send (coordinator.dispatch.send_modes): the remote task is observed
+# it is one blocking send (coordinator.dispatch.attempt.send_modes): the remote task is observed
 # once, settled, and the handoff goes from DISPATCHED to RETURNED without RUNNING.
 FACTS_PER_DELEGATION = {
     "run.started": 1,

@@ -25,7 +25,7 @@ import pytest
 from agent_cards.keys import TrustedKeys
 from coordinator.authority.holder import HOLDER_PROOF_ENV
 from coordinator.authority.identity import coordinator_keys, issuer_id
-from coordinator.dispatch.card_caller import card_caller
+from coordinator.dispatch.attempt.card_caller import card_caller
 from coordinator.errors import RemoteA2AError
 from coordinator.remote.cards.card_verification import verified_kid
 from coordinator.remote.cards.registered_agent import RegisteredAgent

@@ -29,8 +29,8 @@ from starlette.applications import Starlette
 from agent_cards.keys import SigningKey, TrustedKeys
 from contracts.handoff import HandoffState
 from contracts.returns import schema_contract
+from coordinator.dispatch.attempt.driver import WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.dispatch.driver import WaitPolicy, propose
 from coordinator.errors import RegistryError
 from coordinator.remote.cards.registry import Registry
 from coordinator.remote.cards.trust_anchor import TrustAnchor

@@ -118,7 +118,7 @@ def test_counters_move_by_what_was_done(pair: Pair) -> None:
     # A request is counted just after its response is sent: scrape until the last ones are.
     delegations = {"method": "POST", "route": "/v1/delegations", "status": "200"}
     # The first handoff's message is streamed; once its skill answered at once, the next is
-    # one blocking SendMessage (coordinator.dispatch.send_modes): sends count either way.
+    # one blocking SendMessage (coordinator.dispatch.attempt.send_modes): sends count either way.
     sends = ("SendStreamingMessage", "SendMessage")
     http_count = "federation_http_request_duration_seconds_count"
     scraped: list[tuple[Samples, Samples]] = []

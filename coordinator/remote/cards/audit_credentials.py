@@ -24,7 +24,7 @@ from typing import Any
 
 from agent_cards.clock import utc_now
 from contracts import strict_json
-from coordinator.audit.events import timestamp
+from coordinator.audit.log.events import timestamp
 from coordinator.errors import AuditCredentialError, DataDirError
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.cards.trust_anchor import origin_of

@@ -25,8 +25,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, Engine, select
 
 from agent_cards.transparency import merkle
-from coordinator.audit.events import GENESIS_HASH
-from coordinator.audit.tree_heads import SIGNED, TreeHead, TreeHeadStore, head_row, sign_tree_head
+from coordinator.audit.log.events import GENESIS_HASH
+from coordinator.audit.log.tree_heads import (
+    SIGNED,
+    TreeHead,
+    TreeHeadStore,
+    head_row,
+    sign_tree_head,
+)
 from coordinator.errors import LedgerError
 from coordinator.storage.schema import audit_events
 

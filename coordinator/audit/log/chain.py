@@ -4,7 +4,7 @@ Appends are serialised by the database: ``BEGIN IMMEDIATE`` on SQLite, a
 transaction-level advisory lock on PostgreSQL. The primary key on ``seq`` makes a writer
 that somehow raced anyway fail with ``chain_conflict`` instead of forking the chain. The
 canonical bytes are stored with the event (column ``canonical``), so verification checks
-an event with one SHA-256 (:mod:`coordinator.audit.verification`). The Merkle tree over
+an event with one SHA-256 (:mod:`coordinator.audit.log.verification`). The Merkle tree over
 the events (:mod:`agent_cards.transparency.merkle`) is derived from the stored hashes, so an
 append writes nothing more than it did before the tree existed.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, select, text
 
 from agent_cards.clock import utc_now
-from coordinator.audit.events import (
+from coordinator.audit.log.events import (
     DEFAULT_PROCESSORS,
     GENESIS_HASH,
     AuditEvent,

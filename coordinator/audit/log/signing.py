@@ -24,8 +24,8 @@ from jwt.algorithms import OKPAlgorithm
 
 from agent_cards.clock import utc_now
 from agent_cards.signatures.pyjwt_framing import JWT
-from coordinator.audit.chain import Ledger
-from coordinator.audit.events import timestamp
+from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import timestamp
 from coordinator.errors import LedgerError
 
 HEAD_TYP = "ledger-head+jwt"

@@ -16,7 +16,7 @@ class RemoteOutcome:
     """The handoff record where the attempt left it, the remote task as last seen, the
     return admission and the book's decision, the grant sent (never the token) and notes.
 
-    Only :class:`~coordinator.dispatch.driver.HandoffDriver` writes it."""
+    Only :class:`~coordinator.dispatch.attempt.driver.HandoffDriver` writes it."""
 
     record: HandoffRecord
     task: Task | None = None

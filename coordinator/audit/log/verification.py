@@ -30,9 +30,9 @@ from sqlalchemy import Connection, Engine, select
 from agent_cards.transparency import merkle
 from contracts import strict_json
 from contracts.canonical import CanonicalizationError, canonical_json
-from coordinator.audit.events import CORRELATION_FIELDS, GENESIS_HASH
-from coordinator.audit.signing import verify_head
-from coordinator.audit.tree_heads import (
+from coordinator.audit.log.events import CORRELATION_FIELDS, GENESIS_HASH
+from coordinator.audit.log.signing import verify_head
+from coordinator.audit.log.tree_heads import (
     TreeHead,
     TreeHeadStore,
     key_for,

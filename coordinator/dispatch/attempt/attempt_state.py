@@ -1,12 +1,13 @@
 """One handoff attempt's state: what it needs and its record as it stands.
 
 :class:`AttemptState` holds what an attempt needs (client, target, run, payload, wait
-policy, delegator) and its :class:`~coordinator.dispatch.outcome.RemoteOutcome`; its record
+policy, delegator) and its :class:`~coordinator.dispatch.attempt.outcome.RemoteOutcome`; its record
 changes only by committing to the run's :class:`~coordinator.handoff.book.HandoffBook`,
 guarded by the version it was based on. The steps that take it on are
-:class:`~coordinator.dispatch.driver.HandoffDriver`'s, :mod:`~coordinator.dispatch.settling`
-and :mod:`~coordinator.dispatch.cancelling`. Where the record must be on disk before the
-next step is named in :data:`DURABLE_POINTS`.
+:class:`~coordinator.dispatch.attempt.driver.HandoffDriver`'s,
+:mod:`~coordinator.dispatch.attempt.settling` and
+:mod:`~coordinator.dispatch.attempt.cancelling`. Where the record must be on disk before
+the next step is named in :data:`DURABLE_POINTS`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Message, Task
 from coordinator.authority.delegator import Delegator
-from coordinator.dispatch.elsewhere import ended_by_another
-from coordinator.dispatch.outcome import RemoteOutcome
-from coordinator.dispatch.proposal import WaitPolicy
+from coordinator.dispatch.attempt.elsewhere import ended_by_another
+from coordinator.dispatch.attempt.outcome import RemoteOutcome
+from coordinator.dispatch.attempt.proposal import WaitPolicy
 from coordinator.handoff.book import StaleRevision
 from coordinator.handoff.run import Run
 from coordinator.remote.cards.registered_agent import RegisteredAgent

@@ -2,16 +2,16 @@
 
 A :class:`HandoffDriver` owns one attempt: what it needs (client, target, run, payload,
 wait policy, delegator) and the record as it stands
-(:class:`~coordinator.dispatch.attempt_state.AttemptState`). Its methods are the steps, up
-to a settled remote task; what that task came to is :mod:`~coordinator.dispatch.settling`'s,
-and ``CancelTask`` is :mod:`~coordinator.dispatch.cancelling`'s. The record changes only by
+(:class:`~coordinator.dispatch.attempt.attempt_state.AttemptState`). Its methods are the steps, up
+to a settled remote task; what that task came to is :mod:`~coordinator.dispatch.attempt.settling`'s,
+and ``CancelTask`` is :mod:`~coordinator.dispatch.attempt.cancelling`'s. The record changes only by
 committing to the run's :class:`~coordinator.handoff.book.HandoffBook`, guarded by the
 version it was based on. The remote task's state is translated by
 :mod:`coordinator.handoff.state_map`, never copied. The handoff has an absolute lease: at its
 end it is TIMED_OUT and the remote task is sent ``CancelTask`` as a best effort. If the run
 is cancelled meanwhile, the cancel wins by revision and whatever arrives later is late.
 Where the record must be on disk before the next step is named in
-:data:`~coordinator.dispatch.attempt_state.DURABLE_POINTS`.
+:data:`~coordinator.dispatch.attempt.attempt_state.DURABLE_POINTS`.
 """
 
 from __future__ import annotations
@@ -22,19 +22,19 @@ import time
 from contracts.handoff import HandoffState
 from contracts.wire import Task, to_wire
 from coordinator.authority.delegator import GrantRefused
-from coordinator.dispatch import cancelling, observed, remote_calls, settling
-from coordinator.dispatch.attempt_state import AttemptState, settled
-from coordinator.dispatch.faults import async_pause_point, pause_point
-from coordinator.dispatch.grants import mint_for
-from coordinator.dispatch.outcome import RemoteOutcome
-from coordinator.dispatch.proposal import (
+from coordinator.dispatch.attempt import cancelling, observed, remote_calls, settling
+from coordinator.dispatch.attempt.attempt_state import AttemptState, settled
+from coordinator.dispatch.attempt.faults import async_pause_point, pause_point
+from coordinator.dispatch.attempt.grants import mint_for
+from coordinator.dispatch.attempt.outcome import RemoteOutcome
+from coordinator.dispatch.attempt.proposal import (
     WaitPolicy,
     admission_context,
     build_message,
     idempotency_key,
     propose,
 )
-from coordinator.dispatch.send_modes import send_blocking, send_modes
+from coordinator.dispatch.attempt.send_modes import send_blocking, send_modes
 from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import RunCancelled
@@ -198,7 +198,7 @@ class HandoffDriver(AttemptState):
         """Send the message; the task it opened, and its update stream if one is open.
 
         A skill known to answer at once gets one blocking ``SendMessage``, whose answer is
-        the settled task (:mod:`coordinator.dispatch.send_modes`). Otherwise an agent whose
+        the settled task (:mod:`coordinator.dispatch.attempt.send_modes`). Otherwise an agent whose
         card says it streams gets ``SendStreamingMessage`` (while the client has a stream
         slot free): the task and then its updates arrive on one response, which is handed
         on as the handoff's update source; else ``SendMessage`` with ``returnImmediately``,
@@ -363,5 +363,5 @@ class HandoffDriver(AttemptState):
 
     async def cancel(self) -> None:
         """Send CancelTask for this handoff's remote task and note the state it reports
-        (:func:`~coordinator.dispatch.cancelling.cancel`)."""
+        (:func:`~coordinator.dispatch.attempt.cancelling.cancel`)."""
         await cancelling.cancel(self)

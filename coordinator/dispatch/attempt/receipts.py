@@ -32,7 +32,8 @@ from agent_cards.transparency.succession import successions_in
 from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
-from coordinator.audit.events import timestamp
+from coordinator.audit.log.events import timestamp
+from coordinator.audit.log.tree_heads import WITNESSED, TreeHead, head_row
 from coordinator.audit.receipts import (
     GRANT_EVENT,
     HOP_RECEIPT_EVENT,
@@ -41,7 +42,6 @@ from coordinator.audit.receipts import (
     receipt_data,
 )
 from coordinator.audit.trail import AuditTrail
-from coordinator.audit.tree_heads import WITNESSED, TreeHead, head_row
 from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import RegistryError
 from coordinator.handoff.hop_receipts import Hop

@@ -1,4 +1,5 @@
-"""The spans and counts of one handoff attempt's steps (see :mod:`~coordinator.dispatch.driver`).
+"""The spans and counts of one handoff attempt's steps (see
+:mod:`~coordinator.dispatch.attempt.driver`).
 
 A handoff's span is in its run's trace even when it is driven outside the span that
 started the run (a worker, a restarted coordinator): :func:`~coordinator.telemetry.tracing.

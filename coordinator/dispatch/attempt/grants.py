@@ -9,7 +9,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contracts.handoff import HandoffRecord
-from coordinator.audit.current_head import current_head
+from coordinator.audit.log.current_head import current_head
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
 from coordinator.authority.holder import holder_proof_enabled
 from coordinator.errors import LedgerError

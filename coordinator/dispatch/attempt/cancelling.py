@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from contracts.handoff import HandoffRecord
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Task
-from coordinator.dispatch import receipts, remote_calls
-from coordinator.dispatch.attempt_state import AttemptState, settled
-from coordinator.dispatch.faults import async_pause_point
+from coordinator.dispatch.attempt import receipts, remote_calls
+from coordinator.dispatch.attempt.attempt_state import AttemptState, settled
+from coordinator.dispatch.attempt.faults import async_pause_point
 from coordinator.errors import FederationError
 
 

@@ -31,9 +31,15 @@ from agent_cards.jws import segment_json
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import TREE_HEAD_TYP, Head, head_from
 from agent_cards.transparency.statements import StatementInvalid
-from coordinator.audit.events import timestamp
-from coordinator.audit.signing import public_jwk, public_key_of, sign, thumbprint, verified_claims
-from coordinator.errors import LedgerError
+from coordinator.audit.log.events import timestamp
+from coordinator.audit.log.signing import (
+    public_jwk,
+    public_key_of,
+    sign,
+    thumbprint,
+    verified_claims,
+)
+from coordinator.errors import LedgerError, UsageError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction, writer_of
 from coordinator.storage.schema import tree_heads
@@ -194,3 +200,18 @@ class TreeHeadStore:
     def latest_signed(self) -> TreeHead | None:
         heads = self.signed()
         return max(heads, key=lambda head: (head.tree_size, head.issued_at)) if heads else None
+
+
+def named_head(engine: Engine, head: str | int, keys: Mapping[str, Any]) -> TreeHead:
+    """The signed tree head ``head`` names, a compact JWS or the size of a head kept in
+    the ledger behind ``engine``, verified with ``keys``; a :class:`UsageError` when no
+    head of that size is kept or it does not verify."""
+    if isinstance(head, int):
+        kept = [h for h in TreeHeadStore(engine).signed() if h.tree_size == head]
+        if not kept:
+            raise UsageError(f"no signed tree head of size {head} is kept", "unknown_head")
+        head = kept[-1].jws
+    try:
+        return verify_with_jwks(head, keys)
+    except LedgerError as exc:
+        raise UsageError(f"the tree head does not verify: {exc}", exc.reason) from None

@@ -1,6 +1,6 @@
 """The A2A calls one handoff makes, with nothing of the handoff's record in them.
 
-:class:`~coordinator.dispatch.driver.HandoffDriver` decides what each answer means for the
+:class:`~coordinator.dispatch.attempt.driver.HandoffDriver` decides what each answer means for the
 record; here are only the calls: send (streaming when the card says so and a stream slot
 is free), read a task back, cancel it, each on the binding chosen for the agent at
 registration (:func:`remote_of`), which nothing above this module needs to know.
@@ -44,7 +44,7 @@ async def send(
     """The task ``message`` opened and, when streamed, the rest of its stream; raises
     TimeoutError after ``within`` seconds and the client's FederationError on failure.
     ``blocking``: one ``SendMessage`` that answers once the task settled (see
-    :mod:`coordinator.dispatch.send_modes`), never streamed."""
+    :mod:`coordinator.dispatch.attempt.send_modes`), never streamed."""
     request = SendMessageRequest(
         message=message,
         configuration=SendMessageConfiguration(

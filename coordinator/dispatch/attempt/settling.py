@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, Task, TaskState
-from coordinator.dispatch import observed, receipts
-from coordinator.dispatch.attempt_state import AttemptState
-from coordinator.dispatch.cancelling import cancel_remote
-from coordinator.dispatch.elsewhere import keep_late
-from coordinator.dispatch.faults import pause_point
+from coordinator.dispatch.attempt import observed, receipts
+from coordinator.dispatch.attempt.attempt_state import AttemptState
+from coordinator.dispatch.attempt.cancelling import cancel_remote
+from coordinator.dispatch.attempt.elsewhere import keep_late
+from coordinator.dispatch.attempt.faults import pause_point
 from coordinator.handoff.book import ArtifactDecision
 from coordinator.handoff.question import remote_question
 from coordinator.handoff.returns import (
