@@ -21,7 +21,6 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from contracts.grant import Grant
 from contracts.wire import AgentCard, CancelTaskRequest
 from member_kit.audit.receipts import ReceiptIssuer
 from member_kit.errors import MemberError
@@ -48,7 +47,6 @@ from member_kit.server.assembly import (
     member_parts,
     open_ledgers,
 )
-from member_kit.server.auth import owner_of
 from member_kit.server.jsonrpc import CallContext, JSONRPCEndpoint
 from member_kit.trust.revocation_sync import CancelUnder, RevocationEndpoint
 
@@ -133,8 +131,7 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
 def _canceller(handler: ForwardingHandler, tasks: TaskOwners) -> CancelUnder:
     """CancelTask, forwarded to the agent, for each task opened under a revoked grant."""
 
-    async def cancel_under(grant: Grant) -> list[str]:
-        owner = owner_of(grant)
+    async def cancel_under(owner: str) -> list[str]:
         cancelled = []
         for task_id in tasks.owned_by(owner, tasks.capacity):
             try:

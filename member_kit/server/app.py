@@ -63,7 +63,7 @@ from member_kit.server.assembly import (
     member_parts,
     open_ledgers,
 )
-from member_kit.server.auth import TaskBinding, delegation_authorizer, owner_of, task_binding_of
+from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
 from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from member_kit.server.push import PushConfigs, TaskLookup
 from member_kit.server.store import DurableStore
@@ -200,7 +200,7 @@ def create_app(
     revoking = (
         RevocationEndpoint(
             revocations,
-            lambda grant: handler.cancel_owned(owner_of(grant)),
+            handler.cancel_owned,
             settings.revocation_poll_seconds,
         )
         if revocations is not None

@@ -39,11 +39,11 @@ from typing import Any
 from opentelemetry import trace
 from starlette.requests import Request
 
-from contracts import strict_json
 from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from member_kit import errors
 from member_kit.server.jsonrpc import Authorize, CallContext
+from member_kit.tasks.record import task_owner
 from member_kit.telemetry import observed, tracing
 from member_kit.trust.decisions import DecisionLog, allowed
 from member_kit.trust.holder_proof import PROOF_HEADER, HolderRequest, request_url
@@ -177,7 +177,7 @@ def owner_of(grant: Grant) -> str:
     is bound to, as a JSON array. Every task operation (get, list, cancel, subscribe,
     push configs, an idempotent resend) is scoped by owner, so a token for handoff H sees
     only the tasks opened under H: never another run's, nor another handoff's of its run."""
-    return strict_json.dumps([grant.iss, grant.sub, grant.tenant, grant.handoff.id]).decode()
+    return task_owner(grant.iss, grant.sub, grant.tenant, grant.handoff.id)
 
 
 # --- the hook --------------------------------------------------------------------------------

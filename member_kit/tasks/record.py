@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from contracts import strict_json
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
@@ -33,6 +34,15 @@ from member_kit.tasks.pages import encode_page_token, wire_timestamp
 Clock = Callable[[], datetime]
 EvictionListener = Callable[[str, str], None]
 """``(owner, task_id)`` of a task the store evicted."""
+
+
+def task_owner(iss: str, sub: str, tenant: str, handoff_id: str) -> str:
+    """Whose a task is: the principal ``(iss, sub, tenant)`` of the grant it was opened
+    under and the handoff that grant is bound to, as one JSON array. Every task operation
+    is scoped by it (see :func:`member_kit.server.auth.owner_of`)."""
+    return strict_json.dumps([iss, sub, tenant, handoff_id]).decode()
+
+
 DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})

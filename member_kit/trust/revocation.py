@@ -28,6 +28,7 @@ replayed push, and still watches the grants it accepted.
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,6 +39,7 @@ from agent_cards.clock import utc_now
 from agent_cards.keys import TrustedKeys
 from contracts.grant import Grant
 from contracts.status_list import decode_status_list, status_at
+from member_kit.tasks.record import task_owner
 from member_kit.trust import token_format
 from member_kit.trust.denials import DenialReason as R
 from member_kit.trust.denials import deny
@@ -133,12 +135,29 @@ class StatusRef:
     idx: int
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Watched:
-    """A grant this member accepted, kept until it expires."""
+    """What a member keeps of a grant it accepted, until the grant expires: enough to
+    find it by its handoff or its status list entry and to cancel the tasks opened under
+    it (their ``owner``). Not the grant itself: every token accepted is watched for its
+    lifetime, and a whole grant is kilobytes (6.2 KB kept a token before)."""
 
-    grant: Grant
+    jti: str
+    iss: str
+    handoff_id: str
+    exp: int
+    owner: str
     status: StatusRef | None
+
+    @classmethod
+    def of(cls, grant: Grant) -> Watched:
+        # the issuer and a status list's uri are the same few strings for every token
+        status = status_ref(grant)
+        if status is not None:
+            status = StatusRef(sys.intern(status.uri), status.idx)
+        iss, handoff_id = sys.intern(grant.iss), grant.handoff.id
+        owner = task_owner(iss, grant.sub, grant.tenant, handoff_id)
+        return cls(grant.jti, iss, handoff_id, grant.exp, owner, status)
 
 
 class Revocations:
@@ -177,7 +196,7 @@ class Revocations:
         if (grant.iss, grant.handoff.id) in self._revoked:
             raise deny(R.TOKEN_REVOKED, "its grant was revoked by the issuer")
         if grant.jti not in self._watched:
-            self._watch(Watched(grant, status_ref(grant)), grant.exp + self._leeway)
+            self._watch(Watched.of(grant), grant.exp + self._leeway)
 
     def keep(self, grant: Grant) -> None:
         """Record ``grant`` watched in the store, for a restarted process to cancel its
@@ -192,7 +211,7 @@ class Revocations:
 
     # --- the push -------------------------------------------------------------------------
 
-    def accept_push(self, token: object) -> list[Grant]:
+    def accept_push(self, token: object) -> list[Watched]:
         """Apply a pushed revocation; the watched grants it revokes (their tasks are to be
         cancelled). Raises :class:`RevocationRefused`."""
         now = self._now()
@@ -211,24 +230,26 @@ class Revocations:
         push = PushTaken(issuer, claims["jti"], claims["exp"] + self._leeway)
         return self._revoke(issuer, handoffs, push)
 
-    def revoke(self, issuer: str, handoffs: Iterable[str]) -> list[Grant]:
+    def revoke(self, issuer: str, handoffs: Iterable[str]) -> list[Watched]:
         """Record ``handoffs`` of ``issuer`` revoked; the watched grants newly revoked.
         Raises :class:`RevocationRefused` (unavailable) when the store cannot record it."""
         return self._revoke(issuer, handoffs, None)
 
-    def _revoke(self, issuer: str, handoffs: Iterable[str], push: PushTaken | None) -> list[Grant]:
+    def _revoke(
+        self, issuer: str, handoffs: Iterable[str], push: PushTaken | None
+    ) -> list[Watched]:
         now = self._now()
         until = now + int((MAX_PUSH_AGE + REMEMBER_AFTER_EXP).total_seconds())
         keys = {(issuer, handoff) for handoff in handoffs}
         revoked = {key: max(self._revoked.get(key, 0), until) for key in keys}
-        hit = [self._watched[jti].grant for key in keys for jti in self._by_handoff.get(key, ())]
-        for grant in hit:
-            key = (grant.iss, grant.handoff.id)
-            revoked[key] = max(revoked[key], grant.exp + self._leeway)
-        self._record(revoked, [grant.jti for grant in hit], now, push)
+        hit = [self._watched[jti] for key in keys for jti in self._by_handoff.get(key, ())]
+        for watched in hit:
+            key = (watched.iss, watched.handoff_id)
+            revoked[key] = max(revoked[key], watched.exp + self._leeway)
+        self._record(revoked, [watched.jti for watched in hit], now, push)
         self._revoked.update(revoked)
-        for grant in hit:
-            self._drop(grant.jti)
+        for watched in hit:
+            self._drop(watched.jti)
         return hit
 
     def _record(
@@ -250,11 +271,9 @@ class Revocations:
     def status_lists(self) -> dict[str, str]:
         """Each status list uri the watched grants name, with the issuer that signs it."""
         self._forget(self._now())
-        return {
-            uri: self._watched[next(iter(jtis))].grant.iss for uri, jtis in self._by_list.items()
-        }
+        return {uri: self._watched[next(iter(jtis))].iss for uri, jtis in self._by_list.items()}
 
-    def apply_status_list(self, uri: str, token: object) -> list[Grant]:
+    def apply_status_list(self, uri: str, token: object) -> list[Watched]:
         """Apply a fetched status list; the watched grants it revokes. Raises
         :class:`RevocationRefused` for a list that is not the issuer's for ``uri``."""
         now = self._now()
@@ -272,9 +291,9 @@ class Revocations:
             raise RevocationRefused(RevocationReason.MALFORMED, str(exc)) from None
         watched = [self._watched[jti] for jti in self._by_list.get(uri, ())]
         revoked = [
-            w.grant.handoff.id
+            w.handoff_id
             for w in watched
-            if w.status is not None and w.grant.iss == issuer and status_at(bits, w.status.idx)
+            if w.status is not None and w.iss == issuer and status_at(bits, w.status.idx)
         ]
         return self.revoke(issuer, revoked) if revoked else []
 
@@ -326,22 +345,21 @@ class Revocations:
         self._push_jtis.update(remembered.pushes)
         for grant, forget_at in remembered.watched:
             if (grant.iss, grant.handoff.id) not in self._revoked:
-                self._watch(Watched(grant, status_ref(grant)), forget_at)
+                self._watch(Watched.of(grant), forget_at)
 
     def _watch(self, watched: Watched, forget_at: int) -> None:
-        grant = watched.grant
-        heapq.heappush(self._expiries, (forget_at, grant.jti))
-        self._watched[grant.jti] = watched
-        self._by_handoff.setdefault((grant.iss, grant.handoff.id), set()).add(grant.jti)
+        jti = watched.jti
+        heapq.heappush(self._expiries, (forget_at, jti))
+        self._watched[jti] = watched
+        self._by_handoff.setdefault((watched.iss, watched.handoff_id), set()).add(jti)
         if watched.status is not None:
-            self._by_list.setdefault(watched.status.uri, set()).add(grant.jti)
+            self._by_list.setdefault(watched.status.uri, set()).add(jti)
 
     def _drop(self, jti: str) -> None:
         watched = self._watched.pop(jti, None)
         if watched is None:
             return
-        grant = watched.grant
-        _discard(self._by_handoff, (grant.iss, grant.handoff.id), jti)
+        _discard(self._by_handoff, (watched.iss, watched.handoff_id), jti)
         if watched.status is not None:
             _discard(self._by_list, watched.status.uri, jti)
 

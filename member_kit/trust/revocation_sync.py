@@ -25,12 +25,12 @@ from starlette.routing import Route
 
 from agent_cards import tls
 from agent_cards.edge.rate_limited_log import RateLimitedLog
-from contracts.grant import Grant
 from member_kit.trust.revocation import (
     MAX_DOCUMENT_BYTES,
     RevocationReason,
     RevocationRefused,
     Revocations,
+    Watched,
 )
 
 logger = logging.getLogger("member_kit.revocation")
@@ -41,8 +41,9 @@ REVOCATION_PATH = "/revocations"
 STATUS_LIST_MEDIA_TYPE = "application/statuslist+jwt"
 FETCH_TIMEOUT_SECONDS = 5.0
 
-# Cancels the unfinished tasks opened under one grant: the ids of those it cancelled.
-CancelUnder = Callable[[Grant], Awaitable[list[str]]]
+# Cancels the unfinished tasks of one owner (those opened under one grant, see
+# member_kit.tasks.record.task_owner): the ids of those it cancelled.
+CancelUnder = Callable[[str], Awaitable[list[str]]]
 
 
 class RevocationEndpoint:
@@ -74,10 +75,10 @@ class RevocationEndpoint:
         logger.info("revocation push: %d grants revoked, cancelled %s", len(grants), cancelled)
         return JSONResponse({"revoked": len(grants), "cancelled": cancelled})
 
-    async def cancel(self, grants: Iterable[Grant]) -> list[str]:
+    async def cancel(self, revoked: Iterable[Watched]) -> list[str]:
         cancelled: list[str] = []
-        for grant in grants:
-            cancelled += await self._cancel_under(grant)
+        for watched in revoked:
+            cancelled += await self._cancel_under(watched.owner)
         return cancelled
 
     async def poll_forever(self) -> None:
