@@ -25,12 +25,26 @@ from tests.interop.test_sdk_client_to_remote_risk import (
 from tests.servers import free_port, running
 
 
-@pytest.fixture
-def risk_url() -> Iterator[str]:
+def serving(skill_delay_seconds: float) -> Iterator[str]:
     port = free_port()
-    settings = Settings(public_base_url=f"http://127.0.0.1:{port}", skill_delay_seconds=0.5)
+    settings = Settings(
+        public_base_url=f"http://127.0.0.1:{port}", skill_delay_seconds=skill_delay_seconds
+    )
     with running(create_app(settings), port=port) as url:
         yield url
+
+
+@pytest.fixture
+def risk_url() -> Iterator[str]:
+    yield from serving(0.5)
+
+
+@pytest.fixture
+def slow_risk_url() -> Iterator[str]:
+    """A skill that works long enough for a client to subscribe while it runs, however
+    busy the machine: with 0.5 s, a loaded full run once met the task already COMPLETED
+    (and a finished task has no updates to subscribe to)."""
+    yield from serving(5.0)
 
 
 def test_sdk_streaming_client_gets_task_then_updates(risk_url: str) -> None:
@@ -54,11 +68,11 @@ def test_sdk_streaming_client_gets_task_then_updates(risk_url: str) -> None:
     assert finding["status"] == "ok"
 
 
-def test_sdk_client_resubscribes_to_a_running_task(risk_url: str) -> None:
+def test_sdk_client_resubscribes_to_a_running_task(slow_risk_url: str) -> None:
     """The SDK's subscribe on a running task yields the Task first and ends at COMPLETED."""
 
     async def exchange() -> list[Any]:
-        client = await create_client(risk_url, client_config=ClientConfig(streaming=True))
+        client = await create_client(slow_risk_url, client_config=ClientConfig(streaming=True))
         try:
             request = SendMessageRequest(message=data_message("ok"))
             stream = client.send_message(request)
