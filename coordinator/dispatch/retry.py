@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 from coordinator.errors import FederationError, ProtocolError, RemoteA2AError, TransportError
@@ -184,6 +184,14 @@ def kid_unknown_delay(
     if retry_after is not None and retry_after > MAX_KID_UNKNOWN_WAIT_SECONDS:
         return None
     return next_delay(policy, attempt, Cause(KID_UNKNOWN, True, retry_after), lease_left, rand)
+
+
+def delay_left(scheduled_at: datetime, delay: float, now: datetime) -> float:
+    """What is left at ``now`` of a retry's ``delay`` scheduled at ``scheduled_at`` (by
+    another process, which stopped): never less than nothing, and never more than the
+    delay itself, whatever the two processes' clocks say."""
+    left = (scheduled_at + timedelta(seconds=delay) - now).total_seconds()
+    return min(delay, max(0.0, left))
 
 
 def attempt_event(attempt: int, cause: Cause, delay: float | None) -> dict[str, object]:

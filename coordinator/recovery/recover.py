@@ -20,6 +20,7 @@ from contracts.handoff import HandoffRecord, HandoffState
 from coordinator.authority.delegator import Delegator, authority_from
 from coordinator.dispatch.attempt.driver import HandoffDriver, RemoteOutcome, WaitPolicy
 from coordinator.dispatch.attempts import retried
+from coordinator.dispatch.retry import delay_left
 from coordinator.errors import FederationError, StaleRevision
 from coordinator.handoff.envelope import unit_from_row
 from coordinator.handoff.run import Run
@@ -188,8 +189,7 @@ def retry_delay_left(ws: Workspace, record: HandoffRecord, now: datetime) -> flo
     if not scheduled:
         return 0.0
     delay = float(scheduled[-1].data.get("delay_seconds", 0.0))
-    due = scheduled[-1].recorded_at + timedelta(seconds=delay)
-    return max(0.0, (due - now).total_seconds())
+    return delay_left(scheduled[-1].recorded_at, delay, now)
 
 
 def lapsed_unattended(run: Run, outcome: RemoteOutcome) -> bool:

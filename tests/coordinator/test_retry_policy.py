@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -14,6 +14,7 @@ from coordinator.dispatch.retry import (
     attempt_event,
     backoff,
     cause_of,
+    delay_left,
     kid_unknown_delay,
     next_delay,
     parse_retry_after,
@@ -161,3 +162,13 @@ def test_a_token_refusal_is_named_by_its_code_on_every_binding(
 def test_another_errors_metadata_reason_is_not_taken_for_a_refusal() -> None:
     error = RemoteA2AError(-32602, "bad", "INVALID_PARAMS", {"reason": "kid_unknown"})
     assert error.reason == "InvalidParamsError" and error.refusal is None
+
+
+def test_a_retry_left_by_a_stopped_process_waits_what_is_left_of_its_delay() -> None:
+    """Recovery's rule: the rest of the delay from when it was scheduled, never less than
+    nothing and never more than the delay itself (a scheduling process whose clock ran
+    ahead must not hold the retry for as long as the clocks differ)."""
+    at = datetime(2026, 12, 5, 12, 0, 0, tzinfo=UTC)
+    assert delay_left(at, 4.0, at + timedelta(seconds=1)) == 3.0
+    assert delay_left(at, 4.0, at + timedelta(seconds=9)) == 0.0
+    assert delay_left(at, 4.0, at - timedelta(hours=1)) == 4.0  # scheduled "in the future"
