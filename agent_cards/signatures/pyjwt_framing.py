@@ -50,8 +50,6 @@ class _Primitive(PyJWTAlgorithm):
     def verify(self, msg: bytes, key: Any, sig: bytes) -> bool:
         if isinstance(key, Ed25519PublicKey):
             return verify_ed25519(key, msg, sig)
-        if isinstance(key, Ed25519PrivateKey):
-            return verify_ed25519(key.public_key(), msg, sig)
         if isinstance(key, SigningKey):
             key = key.verification_key()
         return verify(key, msg, sig)

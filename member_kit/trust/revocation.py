@@ -151,13 +151,9 @@ class Watched:
 
     @classmethod
     def of(cls, grant: Grant) -> Watched:
-        # the issuer and a status list's uri are the same few strings for every token
-        status = status_ref(grant)
-        if status is not None:
-            status = StatusRef(sys.intern(status.uri), status.idx)
-        iss, handoff_id = sys.intern(grant.iss), grant.handoff.id
-        owner = task_owner(iss, grant.sub, grant.tenant, handoff_id)
-        return cls(grant.jti, iss, handoff_id, grant.exp, owner, status)
+        iss = sys.intern(grant.iss)  # an issuer's name: one string for all its tokens
+        owner = task_owner(iss, grant.sub, grant.tenant, grant.handoff.id)
+        return cls(grant.jti, iss, grant.handoff.id, grant.exp, owner, status_ref(grant))
 
 
 class Revocations:
