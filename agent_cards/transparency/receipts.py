@@ -20,8 +20,12 @@ agent's card key, ``typ`` :data:`RECEIPT_TYP`, claims:
     the final ``TaskState``;
 ``issued_at``
     the task's status timestamp;
+``log_tree_size``, ``log_root_hash``
+    optional: the agent's decision log once the receipt's entry was appended (its size
+    and RFC 9162 root, :mod:`agent_cards.transparency.logged`), so one signature states
+    both the task and the log;
 ``log_head``
-    optional: the agent's latest signed tree head of its decision log.
+    optional, the older form of the two above: a signed tree head of that log.
 
 docs/receipts-extension.md specifies it for other implementations.
 """

@@ -10,7 +10,9 @@ bound), issued (``iss``) by the agent whose key signed it: the identity
 audience the handoff's tokens were minted for. Anything else is refused before the
 artifact is judged: ``receipt_missing``, ``receipt_invalid`` (does not verify with the
 pinned key), ``receipt_mismatch``, ``receipt_issuer_mismatch``. A verified receipt is
-kept in the ledger (``handoff.receipt``) with the exact artifacts its digest covers.
+kept in the ledger (``handoff.receipt``) with the exact artifacts its digest covers, and
+with who signed it (the thumbprint of the pinned key that verified it), under which the
+head of the agent's log it states is witnessed.
 The receipts of the hops the agent delegated to, which its artifacts carry, are checked
 with it (:mod:`coordinator.handoff.hop_receipts`).
 """
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_cards.transparency.receipts import check_receipt, receipt_of
-from agent_cards.transparency.statements import StatementInvalid
+from agent_cards.transparency.statements import StatementInvalid, unverified_header
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
 from contracts.wire import Task, to_wire
@@ -53,6 +55,8 @@ class CheckedReceipt:
     # the hop receipts the artifacts carry, verified, and the first refused (if any)
     hops: tuple[CheckedHop, ...] = ()
     hop_refusal: HopRefusal | None = None
+    # the RFC 7638 thumbprint of the pinned key that verified it ("" when not known)
+    signer: str = ""
 
 
 def receipt_problem(
@@ -78,7 +82,15 @@ def receipt_problem(
     hops, refusal = check_hops(task, expected.hops)
     if covered is None:
         covered = covered_artifacts(task)
-    return CheckedReceipt(str(receipt), claims, covered, hops, refusal)
+    signer = _signer(str(receipt), expected.keys)
+    return CheckedReceipt(str(receipt), claims, covered, hops, refusal, signer)
+
+
+def _signer(receipt: str, keys: TrustedKeys) -> str:
+    """The thumbprint of the key of ``keys`` that verified ``receipt``: the key its ``kid``
+    names (found by it), whose own ``kid`` was computed from it when it was pinned."""
+    key = keys.get(str(unverified_header(receipt)["kid"]))
+    return key.kid if key is not None else ""
 
 
 def covered_artifacts(task: Task) -> str:

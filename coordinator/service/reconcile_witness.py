@@ -9,11 +9,13 @@ from typing import Any
 
 from agent_cards.jwk import thumbprint_of
 from agent_cards.transparency.heads import Head, extends
+from agent_cards.transparency.logged import verify_logged
+from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
 from coordinator.audit import proofs
 from coordinator.audit.log.chain import Ledger
 from coordinator.audit.log.tree_heads import TreeHeadStore, verify_with_jwks
-from coordinator.errors import LedgerError
+from coordinator.errors import LedgerError, UsageError
 from coordinator.service.remote_audit import RemoteAudit
 
 
@@ -59,11 +61,20 @@ def _consistency(old: int, new: int, ok: bool) -> dict[str, Any]:
 
 def witnessed_heads(ledger: Ledger, remote: RemoteAudit) -> list[Head]:
     """The remote's heads this coordinator kept from its receipts: those its pinned keys
-    verified (by their thumbprints, whatever log a head names), re-verified."""
-    kept = []
-    for head in TreeHeadStore(ledger.engine).witnessed(remote.signers):
-        kept.append(remote.head(head.jws))
-    return kept
+    verified (by their thumbprints, whatever log a head names), each re-verified from the
+    statement kept as its proof (a receipt stating its log, or an older tree head)."""
+    return [
+        _reverified(remote, head.jws)
+        for head in TreeHeadStore(ledger.engine).witnessed(remote.signers)
+    ]
+
+
+def _reverified(remote: RemoteAudit, jws: str) -> Head:
+    try:
+        return verify_logged(jws, remote.keys)
+    except StatementInvalid as exc:
+        message = f"{remote.agent.name}'s kept head: {exc}"
+        raise UsageError(message, "head_invalid") from None
 
 
 def our_signers(jwks: Mapping[str, Any]) -> list[str]:

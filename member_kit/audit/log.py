@@ -1,4 +1,4 @@
-"""The decision log as a transparency log: entries, an RFC 9162 Merkle tree, signed heads.
+"""The decision log as a transparency log: entries, an RFC 9162 Merkle tree, its heads.
 
 Each entry is a JSON record ``{"seq", "recorded_at", "kind", "data"}`` (``kind``
 ``decision``: an authorization decision; ``receipt``: a receipt issued). Its canonical
@@ -11,8 +11,8 @@ transaction-level advisory lock per schema, taken before the next ``seq`` is rea
 replicas and threads queue for it instead of racing for the same ``seq``; the primary key
 stays the last guard, its violation a retry), or by the process when kept in memory.
 The root of the current tree is kept as a compact range and extended with the entries
-appended since (by any replica), so signing a head costs the new entries, not a pass
-over the log.
+appended since (by any replica), so stating the log (a receipt's size and root, or a
+head signed for the audit routes) costs the new entries, not a pass over the log.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ MAX_LATER_BATCH = 64
 
 @dataclass(frozen=True)
 class _Tentative:
-    """A head signed inside a transaction not yet committed: the range it extended, and
-    the decisions written with it (to queue again if that transaction rolls back)."""
+    """A log stated inside a transaction not yet committed (a receipt's): the range it
+    extended, and the decisions written with it (to queue again if that transaction
+    rolls back)."""
 
     ledger: DecisionLedger
     frontier: merkle.RootBuilder
@@ -61,11 +62,11 @@ _tentative: ContextVar[list[_Tentative] | None] = ContextVar(
 
 @contextmanager
 def heads_after_commit() -> Iterator[None]:
-    """Around a transaction that receipts join (a blocking send's one write): each head
-    signed inside extends its ledger's kept range only once the block has ended without
-    an error, i.e. once that transaction has committed; on an error the entries are gone
-    with the transaction, the kept range stays as it was, and the decisions written along
-    are queued again."""
+    """Around a transaction that receipts join (a blocking send's one write): each log
+    size and root stated inside (:meth:`DecisionLedger.append_covered`) extends its
+    ledger's kept range only once the block has ended without an error, i.e. once that
+    transaction has committed; on an error the entries are gone with the transaction,
+    the kept range stays as it was, and the decisions written along are queued again."""
     taken: list[_Tentative] = []
     token = _tentative.set(taken)
     try:
@@ -190,19 +191,18 @@ class DecisionLedger:
         size, root = self.current()
         return sign_head(size, root, key, issuer)
 
-    def append_with_head(
+    def append_covered(
         self,
         kind: str,
         data: Mapping[str, Any],
         *,
         key: str,
         handoff_id: str | None,
-        signer: SigningKey,
-        issuer: str,
-    ) -> Head:
-        """:meth:`append` (once per ``key``), then :meth:`sign_head`, in one transaction:
-        a receipt's entry and the head it is covered by take one write, not two. The
-        kept range is extended only once that write is committed."""
+    ) -> tuple[int, bytes]:
+        """:meth:`append` (once per ``key``), and ``(size, root)`` of the log covering the
+        entry, in one transaction: a receipt's entry and the log it states take one
+        write, and no signature of their own (the receipt states them). The kept range
+        is extended only once that write is committed."""
         tentative = _tentative.get()
         with self._lock:
             earlier = self._take_pending()  # decisions waiting for the loop: written here
@@ -220,7 +220,7 @@ class DecisionLedger:
             size, root = frontier.size, frontier.root()
         if tentative is not None:
             tentative.append(_Tentative(self, frontier, earlier))
-        return sign_head(size, root, signer, issuer)
+        return size, root
 
     def _requeue(self, earlier: Sequence[Later]) -> None:
         for entry in earlier:

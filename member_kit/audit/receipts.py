@@ -8,8 +8,11 @@ artifacts it carries with the card key the task's token was minted for (its ``au
 active key, or during a rotation the key being replaced or the one announced), so the
 coordinator verifies it with the key it pins whichever side of a rotation it is on. The
 receipt's facts are recorded in the decision log once per task (``receipt`` entry), and
-the receipt carries the log's head signed after that entry by the same key. While the
-key set holds more than one key, the key-succession statements go with the receipt
+the receipt states the log's size and root covering that entry as claims of its own
+(:mod:`agent_cards.transparency.logged`): one signature per receipt, no head signed
+beside it. Entry and claims are one write, within the send's transaction when it has
+one (:func:`~member_kit.audit.log.heads_after_commit`). While the key set holds more
+than one key, the key-succession statements go with the receipt
 (:mod:`agent_cards.transparency.succession`), so the coordinator learns the next key from
 the key it pins, before that key signs anything for it.
 """
@@ -21,6 +24,7 @@ from typing import Any
 
 from agent_cards.identity import identity_of, signing_key_named
 from agent_cards.keys import KeySet
+from agent_cards.transparency.logged import log_claims
 from agent_cards.transparency.receipts import (
     RECEIPT_KEY,
     RECEIPTS_EXTENSION_URI,
@@ -83,15 +87,10 @@ class ReceiptIssuer:
         key = signing_key_named(keys, kept.get("aud"))
         issuer = identity_of(key.verification_key())
         claims = receipt_claims(receipt_view(task), bound, issuer)
-        head = self.log.append_with_head(
-            RECEIPT_ENTRY,
-            claims,
-            key=f"receipt:{task.id}",
-            handoff_id=bound.handoff_id,
-            signer=key,
-            issuer=issuer,
+        size, root = self.log.append_covered(
+            RECEIPT_ENTRY, claims, key=f"receipt:{task.id}", handoff_id=bound.handoff_id
         )
-        claims["log_head"] = head.jws
+        claims.update(log_claims(size, root))  # the entry records the claims without them
         stamped = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
         successions = successions_of(keys)
         if successions:

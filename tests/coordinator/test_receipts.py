@@ -5,6 +5,12 @@ pinned) card and returns a completed task with a receipt. Honest, the handoff is
 ACCEPTED and the receipt is kept in the ledger. A remote that changes the artifact after
 signing, signs with another key, names another handoff, or sends no receipt is refused
 before its artifact is judged, with the reason.
+
+The head of the remote's log a receipt states is kept as a witnessed head, whichever
+form states it: the receipt's own log claims (one signature), or an older remote's
+separately signed ``log_head``. Reconcile reads either back, re-verified with the pinned
+key. Malformed log claims do not refuse the receipt (its facts verified): they state no
+head, and none is kept (``log_claims_invalid``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from starlette.routing import Route
 from agent_cards.identity import identity_of
 from agent_cards.keys import SigningKey, TrustedKeys
 from agent_cards.signing import sign_card
+from agent_cards.transparency.heads import sign_head
+from agent_cards.transparency.logged import log_claims
 from agent_cards.transparency.receipts import (
     RECEIPTS_EXTENSION_URI,
     Bound,
@@ -36,15 +44,19 @@ from contracts.returns import finding_contract
 from contracts.wire import Task, to_wire
 from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.audit.log.signing import public_jwk
+from coordinator.audit.log.tree_heads import TreeHead, TreeHeadStore
 from coordinator.audit.proofs import prove_run
-from coordinator.audit.receipts import RECEIPT_EVENT
+from coordinator.audit.receipts import RECEIPT_EVENT, compact
 from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
 from coordinator.handoff.run import Run
+from coordinator.remote.cards.audit_credentials import AuditCredential
 from coordinator.remote.cards.registry import Registry
 from coordinator.remote.cards.trust_anchor import TrustAnchor
 from coordinator.remote.wire.client import A2AClient
+from coordinator.service.reconcile_witness import witnessed_heads
+from coordinator.service.remote_audit import RemoteAudit
 from coordinator.storage.datadir import DataDir
 from tests.processes import federation
 from tests.runs import new_run
@@ -66,6 +78,17 @@ PINNED = TrustAnchor(keys=TrustedKeys.from_json(CARD_KEY.public_jwk()))
 ISSUERS = {
     "url-issuer": "http://127.0.0.1/url-issuer/rpc",
     "names-another": identity_of(OTHER_KEY.verification_key()),
+}
+IDENTITY = identity_of(CARD_KEY.verification_key())
+LOG_ROOT = bytes.fromhex("5a" * 32)
+# What a mode's receipt states of the remote's log: its size and root as claims of the
+# receipt (what a member sends now), a separately signed head (an older member), or
+# malformed claims.
+LOGS: dict[str, dict[str, Any]] = {
+    "log-claims": log_claims(3, LOG_ROOT),
+    "log-head": {"log_head": sign_head(3, LOG_ROOT, CARD_KEY, IDENTITY).jws},
+    "log-size-text": {"log_tree_size": "3", "log_root_hash": LOG_ROOT.hex()},
+    "log-root-short": {"log_tree_size": 3, "log_root_hash": "5a" * 31},
 }
 
 
@@ -124,9 +147,8 @@ class Remote:
         binding = task["metadata"]
         handoff = "ho-someone-else" if mode == "other-handoff" else binding["handoffId"]
         bound = Bound(handoff_id=handoff, attempt=binding["attempt"], jti=None, req_digest=None)
-        claims = receipt_claims(
-            task, bound, ISSUERS.get(mode, identity_of(CARD_KEY.verification_key()))
-        )
+        claims = receipt_claims(task, bound, ISSUERS.get(mode, IDENTITY))
+        claims.update(LOGS.get(mode, {}))
         return issue_receipt(claims, OTHER_KEY if mode == "other-key" else CARD_KEY)
 
 
@@ -257,3 +279,53 @@ def test_a_receipt_by_a_second_pinned_key_is_not_in_the_audiences_name() -> None
     )
     assert verdict(OTHER_KEY, audience) == "receipt_issuer_mismatch"
     assert verdict(CARD_KEY, audience) == "kept"
+
+
+def witnessed_statements(run: Run, tmp_path: Path, mode: str) -> tuple[list[TreeHead], list[str]]:
+    """The remote's heads the run's ledger kept (filed under the card key's thumbprint),
+    and what reconcile reads back of them: each statement re-verified with the pinned key."""
+    ledger = run.trail.ledger
+    assert ledger is not None
+    kept = TreeHeadStore(ledger.engine).witnessed({CARD_KEY.kid})
+    agent = Registry(DataDir(tmp_path)).get(f"receipts-{mode}")
+    remote = RemoteAudit(agent, AuditCredential(agent.name, "http://127.0.0.1", "unused"))
+    return kept, [head.jws for head in witnessed_heads(ledger, remote)]
+
+
+@pytest.mark.parametrize("mode", ["log-claims", "log-head"])
+def test_the_remotes_log_is_witnessed_from_either_form_of_receipt(
+    remote: Remote, tmp_path: Path, mode: str
+) -> None:
+    """A receipt stating the remote's log (claims of its own, or the older ``log_head``):
+    ACCEPTED, and the head it states is kept as witnessed, its proof the statement that
+    states it (the receipt itself, or the head); reconcile re-verifies and reads it."""
+    run = new_run(owner="coordinator")
+    outcome = delegate(remote, mode, tmp_path, run)
+    assert outcome.record.state is HandoffState.ACCEPTED, outcome.record.reason
+    (kept,) = receipts_in_ledger(run)
+    receipt = compact(kept["receipt"])
+    statement = receipt if mode == "log-claims" else LOGS[mode]["log_head"]
+    heads, read_back = witnessed_statements(run, tmp_path, mode)
+    (head,) = [head for head in heads if head.jws == statement]
+    assert (head.iss, head.tree_size, head.root_hash, head.kid) == (
+        IDENTITY,
+        3,
+        LOG_ROOT.hex(),
+        CARD_KEY.kid,
+    )
+    assert statement in read_back
+
+
+@pytest.mark.parametrize("mode", ["log-size-text", "log-root-short"])
+def test_malformed_log_claims_keep_the_receipt_but_no_head(
+    remote: Remote, tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The receipt's facts verified, so the return is admitted and the receipt kept; its
+    log claims state no head: none is kept, and the reason is logged."""
+    run = new_run(owner="coordinator")
+    outcome = delegate(remote, mode, tmp_path, run)
+    assert outcome.record.state is HandoffState.ACCEPTED, outcome.record.reason
+    (kept,) = receipts_in_ledger(run)
+    heads, _ = witnessed_statements(run, tmp_path, mode)
+    assert compact(kept["receipt"]) not in [head.jws for head in heads]
+    assert "log_claims_invalid" in caplog.text

@@ -5,7 +5,9 @@ behind an operator token) and the coordinator's CLI. Two delegations, then recon
 both sides agree on jti, task id, request digest, artifact digest and final state, and
 each side's log extends the heads the other holds. Then the remote's log is forked (an
 early entry rewritten: the same size, another root, its heads signed as before): the
-heads the coordinator kept from receipts expose it.
+heads the coordinator kept from receipts expose it. Those heads are the receipts
+themselves (each states the remote's log size and root: one signature per receipt), re-
+verified with the pinned key when reconcile reads them.
 """
 
 from __future__ import annotations
@@ -20,10 +22,16 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
+from agent_cards.transparency.receipts import RECEIPT_TYP
+from agent_cards.transparency.statements import unverified_header
+from coordinator.audit.log.tree_heads import WITNESSED
 from coordinator.authority import identity
 from coordinator.remote.cards.registry import Registry
 from coordinator.storage.datadir import DataDir
+from coordinator.storage.schema import tree_heads
+from coordinator.workspace import Workspace
 from tests.processes import PAYLOAD, federation, registered
 
 TOKEN = "audit-operator-token-for-tests-0123456789"
@@ -85,6 +93,17 @@ def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         yield running
 
 
+def witnessed_statements(data: DataDir) -> list[str]:
+    """The statements of the remote's heads the coordinator kept (``witnessed``)."""
+    workspace = Workspace(data)
+    try:
+        with workspace.engine().connect() as connection:
+            query = select(tree_heads.c.jws).where(tree_heads.c.origin == WITNESSED)
+            return list(connection.execute(query).scalars())
+    finally:
+        workspace.close()
+
+
 def bundle_anchors(data: DataDir, tmp_path: Path) -> list[str]:
     """The stand-alone verifier's trust anchors: the coordinator's keys and the pinned
     remote's, as files (the bundle's own keys are never trusted)."""
@@ -118,6 +137,8 @@ def test_both_sides_agree_then_a_forked_remote_log_is_detected(remote: Any, tmp_
     assert handoff["fields"]["state"]["remote"] == "TASK_STATE_COMPLETED"
     (witness,) = document["witnesses"]
     assert len(witness["remote_log_extends_heads_we_hold"]) == 2  # one per receipt
+    kept = witnessed_statements(data)  # each a receipt stating the log: no head signed apart
+    assert len(kept) == 2 and {unverified_header(jws)["typ"] for jws in kept} == {RECEIPT_TYP}
     assert witness["our_ledger_extends_heads_it_holds"]  # one per token
     assert all(c["consistent"] for c in witness["our_ledger_extends_heads_it_holds"])
 

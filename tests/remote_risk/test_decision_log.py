@@ -176,14 +176,15 @@ def sql_log(
     engine.dispose()
 
 
-def test_a_head_signed_in_a_transaction_that_rolls_back_leaves_the_kept_root_whole(
+def test_a_log_stated_in_a_transaction_that_rolls_back_leaves_the_kept_root_whole(
     sql_log: tuple[DecisionLedger, Engine],
 ) -> None:
-    """A receipt's entry and head written inside a send's own transaction (one write per
-    send, :func:`~member_kit.audit.log.heads_after_commit`): when that transaction rolls
-    back, its entries are gone, the kept range is not extended by them, and the decision
-    the receipt took along is written after all; when it commits, the kept range is
-    extended. Either way every head is the root of the whole tree."""
+    """A receipt's entry and the log's size and root covering it, written inside a send's
+    own transaction (one write per send, :func:`~member_kit.audit.log.heads_after_commit`):
+    when that transaction rolls back, its entries are gone, the kept range is not extended
+    by them, and the decision the receipt took along is written after all; when it
+    commits, the kept range is extended. Either way every root stated is the root of the
+    whole tree."""
     log, engine = sql_log
     log.append("decision", {"i": 0})
     log.current()
@@ -192,11 +193,9 @@ def test_a_head_signed_in_a_transaction_that_rolls_back_leaves_the_kept_root_who
     size, root = log.current()
     assert (size, root) == (2, log.tree(2).root())  # the decision, written after all
     with heads_after_commit(), driver_write(engine):
-        head = log.append_with_head(
-            "receipt", {"t": 2}, key="receipt:t2", handoff_id="h", signer=KEY, issuer="risk"
-        )
-    assert head.tree_size == 3 and head.root == log.tree(3).root()
-    assert log.current() == (3, head.root)
+        size, root = log.append_covered("receipt", {"t": 2}, key="receipt:t2", handoff_id="h")
+    assert size == 3 and root == log.tree(3).root()
+    assert log.current() == (3, root)
 
 
 async def _receipt_rolled_back(log: DecisionLedger, engine: Engine) -> None:
@@ -204,18 +203,16 @@ async def _receipt_rolled_back(log: DecisionLedger, engine: Engine) -> None:
     transaction, which then fails."""
     with pytest.raises(RuntimeError), heads_after_commit(), driver_write(engine):
         log.append_later("decision", {"i": 1}, handoff_id="h")  # on SQLite: with the receipt
-        head = log.append_with_head(
-            "receipt", {"t": 1}, key="receipt:t1", handoff_id="h", signer=KEY, issuer="risk"
-        )
-        assert head.tree_size in (2, 3)  # on PostgreSQL the decision is the thread's
+        size, _ = log.append_covered("receipt", {"t": 1}, key="receipt:t1", handoff_id="h")
+        assert size in (2, 3)  # on PostgreSQL the decision is the thread's
         raise RuntimeError("the send's commit fails")
 
 
 def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_replicas(
     tmp_path: Path,
 ) -> None:
-    """A receipt's entry, the decisions waiting for the loop and the hashes its head
-    covers take two statements (last seq, one insert of both that skips a recorded key), not
+    """A receipt's entry, the decisions waiting for the loop and the hashes its size and
+    root cover take two statements (last seq, one insert of both that skips a recorded key), not
     one pass per part; what another replica appended behind the kept range is still covered (then
     read back), and a receipt already recorded writes only the decisions."""
     import sqlite3
@@ -239,25 +236,19 @@ def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_repl
         with heads_after_commit(), driver_write(engine):
             log.append_later("decision", {"i": key}, handoff_id="h")
             statements.clear()
-            head = log.append_with_head(
-                "receipt", {"t": key}, key=key, handoff_id="h", signer=KEY, issuer="risk"
-            )
+            covered = log.append_covered("receipt", {"t": key}, key=key, handoff_id="h")
             written = [s.split()[0] for s in statements]
         # the decision's and the receipt's rows are one INSERT
         assert written == ["SELECT", "INSERT"], statements
-        return head.tree_size, head.root
+        return covered
 
     assert asyncio.run(receipt("receipt:a")) == (3, log.tree(3).root())
     replica.append("decision", {"from": "replica"})
     with heads_after_commit(), driver_write(engine):
-        head = log.append_with_head(
-            "receipt", {"t": "b"}, key="receipt:b", handoff_id="h", signer=KEY, issuer="risk"
-        )
-    assert (head.tree_size, head.root) == (5, log.tree(5).root())
+        covered = log.append_covered("receipt", {"t": "b"}, key="receipt:b", handoff_id="h")
+    assert covered == (5, log.tree(5).root())
     with heads_after_commit(), driver_write(engine):
-        again = log.append_with_head(
-            "receipt", {"t": "b"}, key="receipt:b", handoff_id="h", signer=KEY, issuer="risk"
-        )
-    assert (again.tree_size, again.root) == (5, head.root)
-    assert log.current() == (5, head.root)
+        again = log.append_covered("receipt", {"t": "b"}, key="receipt:b", handoff_id="h")
+    assert again == covered
+    assert log.current() == covered
     engine.dispose()

@@ -11,7 +11,10 @@ signs is kept in ``tree_heads`` (origin ``signed``); ``audit verify`` checks eac
 against the tree it walks, so truncating or rewriting history under a kept head shows.
 Heads of *other* logs that the coordinator was shown (origin ``witnessed``) are kept by
 :meth:`TreeHeadStore.witness` once the caller has verified them with the key it pins,
-under their ``signer``: the RFC 7638 thumbprint computed from that key. They are read
+under their ``signer``: the RFC 7638 thumbprint computed from that key. A witnessed
+head's ``jws`` is the statement that states it: a signed tree head, or a receipt stating
+its issuer's log size and root (:mod:`agent_cards.transparency.logged`, which reads
+either back). They are read
 back by signer (:meth:`TreeHeadStore.witnessed`), never by the ``log_id`` a head states:
 an agent can write any log name into a head it signs, but only its own key verifies it,
 so a head it signed is filed under its key and no other agent's.

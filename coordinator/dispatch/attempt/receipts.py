@@ -8,9 +8,13 @@ agent at registration, the tokens this coordinator minted for the handoff (``jti
 (the agent's identity). A verified receipt is kept as a ``handoff.receipt`` event, with,
 in the same transaction, a row of ``artifacts`` holding the exact artifacts its digest
 covers (``[]`` when none; whether or not return admission judged them, so a proof
-bundle can carry them), and the remote's signed tree head it carries as a witnessed head
+bundle can carry them), and the head of the remote's log it states as a witnessed head
 in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
-verified it (the log it names is kept as stated, and never looked up by). The hop
+verified it (the log it names is kept as stated, and never looked up by). That head is
+the receipt's own log claims, verified with it, the receipt its proof
+(:mod:`agent_cards.transparency.logged`); an older remote's receipt carries a tree head
+signed apart instead (``log_head``), verified here and kept as its own proof. What
+states no well-formed head keeps the receipt, but no head (logged with its reason). The hop
 receipts the agent's artifacts carry are checked against the children exchanged from
 the handoff (:func:`exchanged_hops`, each with its own agent's pinned keys) and kept as
 ``hop.receipt`` events, the first refused as ``hop.receipt_refused``.
@@ -25,7 +29,8 @@ from collections.abc import Iterator, Mapping
 from sqlalchemy import Connection
 
 from agent_cards.clock import utc_now
-from agent_cards.transparency.heads import verify_head_signer
+from agent_cards.transparency.heads import Head, verify_head_signer
+from agent_cards.transparency.logged import head_of_receipt
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.transparency.succession import successions_in
@@ -33,7 +38,7 @@ from agent_cards.trusted import TrustedKeys
 from contracts.handoff import HandoffRecord
 from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.log.events import timestamp
-from coordinator.audit.log.tree_heads import WITNESSED, TreeHead, head_row
+from coordinator.audit.log.tree_heads import WITNESSED, head_row
 from coordinator.audit.receipts import (
     GRANT_EVENT,
     HOP_RECEIPT_EVENT,
@@ -201,18 +206,28 @@ def keep_receipt(
     if receipt.hop_refusal is not None:
         refused = receipt.hop_refusal
         run.emit(HOP_REFUSED_EVENT, record, reason=refused.reason, index=refused.index)
-    log_head = receipt.claims.get("log_head")
-    if log_head is None:
-        return
+    stated = _stated_head(agent, receipt)
+    if stated is not None:
+        head, signer = stated
+        run.trail.write_with(head_row(head, head.iss, WITNESSED, signer))
+
+
+def _stated_head(agent: RegisteredAgent, receipt: CheckedReceipt) -> tuple[Head, str] | None:
+    """The head of ``agent``'s log the receipt states, and the thumbprint of the pinned key
+    that verified it: from the receipt's log claims (verified with it), else from the
+    older ``log_head`` (verified now); None when it states none, or states one that is
+    refused (logged with the reason: the receipt's other facts stand)."""
     try:
-        head, signer = verify_head_signer(log_head, pinned_keys(agent))
+        head = head_of_receipt(receipt.claims, receipt.signer, receipt.jws)
+        if head is not None:
+            return head, receipt.signer
+        log_head = receipt.claims.get("log_head")
+        return None if log_head is None else verify_head_signer(log_head, pinned_keys(agent))
     except StatementInvalid as exc:
-        logger.warning("the receipt's log head of %s is not kept: %s", agent.name, exc)
-        return
-    witnessed = TreeHead(
-        head.iss, head.tree_size, head.root_hash, head.issued_at, head.kid, head.jws
-    )
-    run.trail.write_with(head_row(witnessed, head.iss, WITNESSED, signer))
+        logger.warning(
+            "the log head of %s's receipt is not kept (%s): %s", agent.name, exc.reason, exc
+        )
+        return None
 
 
 def _covered_row(run: Run, record: HandoffRecord, content: str) -> Step:
