@@ -26,7 +26,7 @@ CanonicalizationError = rfc8785.CanonicalizationError
 
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 form of ``value``; raises :data:`CanonicalizationError`."""
-    if _plain(value):
+    if plain(value):
         try:
             text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:  # a lone surrogate, or nesting beyond orjson's
@@ -45,7 +45,7 @@ _SAFE = 2**53
 _LEAVES = frozenset((str, bool, type(None)))
 
 
-def _plain(value: Any) -> bool:
+def plain(value: Any) -> bool:
     """Only objects with string keys, lists, strings, safe integers, booleans and nulls.
     (Exact types: a subclass takes the general path, and so do the types orjson writes
     but JCS refuses, a UUID or a datetime say.) An object's leaves are passed over where

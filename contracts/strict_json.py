@@ -25,6 +25,10 @@ import json
 import re
 from typing import Any
 
+import orjson
+
+from contracts.canonical import plain
+
 # Levels of arrays and objects any document we read may nest (the edge's default too).
 MAX_DEPTH = 64
 # Members and items a document may hold in all, and in any one object or array: far
@@ -189,7 +193,20 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii
 
 
 def dumps(value: Any) -> bytes:
-    """Encode compactly, refusing non-finite floats rather than emitting ``NaN``."""
+    """Encode compactly (keys in their order, text as UTF-8), refusing non-finite floats
+    rather than emitting ``NaN``.
+
+    A value of the plain shape (:func:`~contracts.canonical.plain`: objects, arrays,
+    strings, safe integers, booleans, null) is written by orjson, whose compact output
+    for that shape is byte for byte the standard library's with these options: the same
+    escapes (the quote, the backslash, the five short ones, ``\\u00xx`` for the other
+    control characters), everything else raw. Any other value, and whatever orjson
+    refuses (a lone surrogate, deep nesting), takes the standard library's encoder."""
+    if plain(value):
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            pass
     return _COMPACT.encode(value).encode()
 
 

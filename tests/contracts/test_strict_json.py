@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts import strict_json
+from tests.contracts.test_canonical import TRICKY_VALUES
 
 DOCUMENTS = st.recursive(
     st.one_of(
@@ -113,3 +114,36 @@ def test_dumps_writes_what_compact_json_dumps_writes(document: object) -> None:
 def test_dumps_refuses_non_finite_numbers(value: object) -> None:
     with pytest.raises(ValueError):
         strict_json.dumps(value)
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
+
+
+@settings(deadline=None)
+@given(TRICKY_VALUES)
+def test_dumps_of_tricky_values_is_the_standard_librarys(value: object) -> None:
+    """orjson writes the plain shape: on values chosen to part the two encoders (controls,
+    DEL, line separators, lone surrogates, the edges of safe integers, floats, tuples),
+    the bytes are the standard library's, or both refuse the value."""
+    try:
+        expected = _compact(value)
+    except (ValueError, UnicodeError) as refused:
+        with pytest.raises(type(refused)):
+            strict_json.dumps(value)
+        return
+    assert strict_json.dumps(value) == expected
+
+
+def test_every_character_below_0x80_is_written_as_the_standard_library_writes_it() -> None:
+    for code in range(0x80):
+        value = {chr(code): [chr(code), "a" + chr(code) + "b"]}
+        assert strict_json.dumps(value) == _compact(value)
+
+
+def test_subclasses_and_floats_take_the_standard_librarys_encoder() -> None:
+    class Name(str):
+        pass
+
+    for value in ([Name("x"), 2**64, 0.1, 1e21], {"k": True}, (1, "é", None)):
+        assert strict_json.dumps(value) == _compact(value)
