@@ -56,4 +56,7 @@ def serve_member(
 
         return functools.partial(serve_app, name, build)
 
-    run_member(name, parser, argv, settings_from, serve)
+    def named_settings_from(args: Any, environ: Mapping[str, str]) -> GuardSettings:
+        return replace(settings_from(args, environ), member_name=name)
+
+    run_member(name, parser, argv, named_settings_from, serve)

@@ -94,7 +94,9 @@ def get_task(url: str, token: str, size: int) -> httpx.Response:
 
 
 def metric_names(text: str) -> set[str]:
-    return {family.name for family in text_string_to_metric_families(text)}
+    """Every family's and every sample's name (a counter's family drops ``_total``)."""
+    families = list(text_string_to_metric_families(text))
+    return {f.name for f in families} | {s.name for f in families for s in f.samples}
 
 
 def scrape(url: str, token: str) -> str:
