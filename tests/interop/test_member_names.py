@@ -6,7 +6,8 @@ The legal team's member (``examples/terms_member.py``, its ``Member`` named
 on the ``legal_terms.access`` logger (JSON on stderr, by ``LEGAL_TERMS_LOG_FORMAT``), and
 its edge limits are read from ``LEGAL_TERMS_*`` variables while remote_risk's
 ``REMOTE_RISK_*`` ones leave it alone. In one process, a remote_risk app and a terms app
-(and two remote_risk apps) each count only their own requests on their own ``/metrics``.
+(and two remote_risk apps) each count only their own requests on their own ``/metrics``,
+and the terms member's spans are service ``legal-terms``'s, named ``legal_terms.*``.
 """
 
 from __future__ import annotations
@@ -23,13 +24,20 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent_cards.identity import THUMBPRINT_URI_PREFIX
 from contracts import strict_json
 from member_kit.server.app import JSONRPC_PATH
+from member_kit.telemetry.names import TelemetryNames
+from member_kit.telemetry.tracing import tracing_for
 from tests import tokens
 from tests.members import MEMBERS
+from tests.observability.spans import eventually
+from tests.remote_risk.delegated import delegated_service
 from tests.servers import free_port, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,3 +183,28 @@ def test_apps_in_one_process_each_export_only_their_own_metrics(
     terms_names = metric_names(scrape(side_by_side["terms"], METRICS_TOKEN))
     assert all(name.startswith("remote_risk_") for name in risk_names), sorted(risk_names)
     assert all(name.startswith("legal_terms_") for name in terms_names), sorted(terms_names)
+
+
+@pytest.fixture
+def terms_spans() -> Iterator[InMemorySpanExporter]:
+    """The spans of the service ``legal-terms`` in this process (its own tracer provider)."""
+    exporter = InMemorySpanExporter()
+    tracing_for(TelemetryNames.of("legal_terms")).add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        yield exporter
+    finally:
+        exporter.shutdown()
+
+
+def test_the_terms_members_spans_are_its_own(terms_spans: InMemorySpanExporter) -> None:
+    """Service ``legal-terms``, span names and attributes under ``legal_terms.``."""
+    with delegated_service(member=MEMBERS["terms"]) as (caller, _app):
+        assert caller.send("run-1", "h-spans").status_code == 200
+        eventually(lambda: any(s.kind is SpanKind.SERVER for s in terms_spans.get_finished_spans()))
+    spans = terms_spans.get_finished_spans()
+    names = {span.name for span in spans}
+    assert {"legal_terms.authenticate_token", "legal_terms.skill"} <= names, names
+    assert {span.resource.attributes["service.name"] for span in spans} == {"legal-terms"}
+    keys = {key for span in spans for key in (span.attributes or {})}
+    assert "legal_terms.skill_id" in keys
+    assert not any(key.startswith("remote_risk") for key in keys | names), keys | names
