@@ -21,7 +21,7 @@ It reports under its own name, ``legal_terms``: metrics ``legal_terms_*`` on ``/
 (behind ``LEGAL_TERMS_METRICS_TOKEN``), spans ``legal_terms.*`` of service
 ``legal-terms``, access lines on the ``legal_terms.access`` logger, and its edge limits
 and log settings from ``LEGAL_TERMS_*`` variables (``LEGAL_TERMS_MAX_BODY_BYTES``,
-``LEGAL_TERMS_LOG_FORMAT``, ...).
+``LEGAL_TERMS_LOG_FORMAT``, ``LEGAL_TERMS_JWKS_MIN_REFRESH_SECONDS``, ...).
 
 See docs/bring-your-own-agent.md.
 """
@@ -138,6 +138,8 @@ MEMBER = Member("legal_terms", CheckTerms(), terms_card)
 NAMES = TelemetryNames.of(MEMBER.name)
 # The bearer token GET /metrics asks for; unset: /metrics is not served.
 METRICS_TOKEN_ENV_VAR = NAMES.env_prefix + "METRICS_TOKEN"
+# How often, at most, an issuer's keys given by URL are fetched again (seconds).
+MIN_REFRESH = "JWKS_MIN_REFRESH_SECONDS"
 
 
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> MemberSettings:
@@ -145,7 +147,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Membe
 
     directory = trust.data_dir(args.data_dir, environ)
     trusted = trust.load_trusted_issuers(
-        args.trust_issuer, min_interval=trust.min_refresh_seconds(environ)
+        args.trust_issuer,
+        min_interval=trust.min_refresh_seconds(environ, NAMES.env_prefix + MIN_REFRESH),
     )
     keys = trust.signing_keys(None, directory)
     return MemberSettings(

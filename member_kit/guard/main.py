@@ -7,7 +7,10 @@ to start unless ``--insecure-anonymous`` is given. Own keys: ``--key-file FILE``
 ``DATA_DIR/keys``; the decision log, replay record and witnessed heads:
 ``DATA_DIR/remote-risk.db`` (or ``--database-url``). The audit routes and ``/metrics``
 ask for the bearer tokens in ``GUARD_AUDIT_TOKEN`` and ``GUARD_METRICS_TOKEN`` (unset:
-not served). Configuration errors end with one line on stderr and exit status 2.
+not served); issuers' keys given by URL are fetched again at most every
+``GUARD_JWKS_MIN_REFRESH_SECONDS``. The guard reports as ``guard`` (``guard_*`` metrics,
+the ``guard.access`` logger, ``GUARD_LOG_*`` and ``GUARD_*`` edge limits). Configuration
+errors end with one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from member_kit.trust import issuers as trust
 NAME = "guard"
 AUDIT_TOKEN_ENV_VAR = "GUARD_AUDIT_TOKEN"
 METRICS_TOKEN_ENV_VAR = "GUARD_METRICS_TOKEN"
+MIN_REFRESH_ENV_VAR = "GUARD_JWKS_MIN_REFRESH_SECONDS"
 
 
 def build_parser(
@@ -61,7 +65,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
 
     trusted = trust.load_trusted_issuers(
         trust.issuer_entries(args.trust_issuer, {}),
-        min_interval=trust.min_refresh_seconds(environ),
+        min_interval=trust.min_refresh_seconds(environ, MIN_REFRESH_ENV_VAR),
     )
     directory = Path(args.data_dir).expanduser()
     for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
