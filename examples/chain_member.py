@@ -33,6 +33,7 @@ from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
 from member_kit.settings import MemberSettings
 from member_kit.skill import Member, Outcome
+from member_kit.telemetry.names import TelemetryNames
 from member_kit.trust.chain import ChainRefused, delegate, half_budget
 
 SKILL_ID = "review-privacy"
@@ -41,6 +42,9 @@ TERMS_SKILL = "check-terms"
 DEFAULT_TERMS_AGENT = "legal-terms"
 # The bearer token this member's audit routes (GET /audit/...) ask for; unset: not served.
 AUDIT_TOKEN_ENV_VAR = "PRIVACY_AUDIT_TOKEN"
+# It reports as privacy_review: privacy_review_* metrics, PRIVACY_REVIEW_* variables.
+NAME = "privacy_review"
+MIN_REFRESH_ENV_VAR = TelemetryNames.of(NAME).env_prefix + "JWKS_MIN_REFRESH_SECONDS"
 
 
 class ReviewPrivacy:
@@ -135,7 +139,7 @@ def privacy_card(base_url: str) -> AgentCard:
 
 
 def member(terms_agent: str = DEFAULT_TERMS_AGENT) -> Member:
-    return Member("privacy_review", ReviewPrivacy(terms_agent), privacy_card)
+    return Member(NAME, ReviewPrivacy(terms_agent), privacy_card)
 
 
 def settings_from(args: argparse.Namespace) -> MemberSettings:
@@ -143,7 +147,8 @@ def settings_from(args: argparse.Namespace) -> MemberSettings:
 
     directory = trust.data_dir(args.data_dir, os.environ)
     trusted = trust.load_trusted_issuers(
-        args.trust_issuer, min_interval=trust.min_refresh_seconds(os.environ)
+        args.trust_issuer,
+        min_interval=trust.min_refresh_seconds(os.environ, MIN_REFRESH_ENV_VAR),
     )
     keys = trust.signing_keys(None, directory)
     return MemberSettings(

@@ -17,22 +17,31 @@ then, on the coordinator's side, with the kid it prints::
         --return-schema check-terms=examples/terms_schema.json
     federation delegate --to legal-terms --skill check-terms --input input.json
 
+It reports under its own name, ``legal_terms``: metrics ``legal_terms_*`` on ``/metrics``
+(behind ``LEGAL_TERMS_METRICS_TOKEN``), spans ``legal_terms.*`` of service
+``legal-terms``, access lines on the ``legal_terms.access`` logger, and its edge limits
+and log settings from ``LEGAL_TERMS_*`` variables (``LEGAL_TERMS_MAX_BODY_BYTES``,
+``LEGAL_TERMS_LOG_FORMAT``, ``LEGAL_TERMS_JWKS_MIN_REFRESH_SECONDS``, ...).
+
 See docs/bring-your-own-agent.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_cards.documents import with_base_url
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
+from member_kit.command import Serve, add_listening_arguments, run_member
 from member_kit.settings import MemberSettings
 from member_kit.skill import Member, Outcome
+from member_kit.telemetry.logs import member_logs
+from member_kit.telemetry.names import TelemetryNames
 
 SKILL_ID = "check-terms"
 SCOPE = "terms:check"
@@ -125,32 +134,47 @@ def terms_card(base_url: str) -> AgentCard:
 
 
 MEMBER = Member("legal_terms", CheckTerms(), terms_card)
+# Its names: legal_terms_* metrics, the legal_terms.access logger, LEGAL_TERMS_* variables.
+NAMES = TelemetryNames.of(MEMBER.name)
+# The bearer token GET /metrics asks for; unset: /metrics is not served.
+METRICS_TOKEN_ENV_VAR = NAMES.env_prefix + "METRICS_TOKEN"
+# How often, at most, an issuer's keys given by URL are fetched again (seconds).
+MIN_REFRESH = "JWKS_MIN_REFRESH_SECONDS"
 
 
-def settings_from(args: argparse.Namespace) -> MemberSettings:
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> MemberSettings:
     from member_kit.trust import issuers as trust
 
-    directory = trust.data_dir(args.data_dir, os.environ)
+    directory = trust.data_dir(args.data_dir, environ)
     trusted = trust.load_trusted_issuers(
-        args.trust_issuer, min_interval=trust.min_refresh_seconds(os.environ)
+        args.trust_issuer,
+        min_interval=trust.min_refresh_seconds(environ, NAMES.env_prefix + MIN_REFRESH),
     )
     keys = trust.signing_keys(None, directory)
-    audit_token = os.environ.get(AUDIT_TOKEN_ENV_VAR) or None
     return MemberSettings(
-        trusted_issuers=trusted, data_dir=directory, signing_keys=keys, audit_token=audit_token
+        trusted_issuers=trusted,
+        data_dir=directory,
+        signing_keys=keys,
+        audit_token=environ.get(AUDIT_TOKEN_ENV_VAR) or None,
+        metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
+        grpc_port=args.grpc_port,
+        grpc_host=args.host,
     )
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="the legal team's check-terms member")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
+    add_listening_arguments(parser)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--trust-issuer", action="append", required=True)
-    args = parser.parse_args()
+    member_logs(NAMES).add_arguments(parser)
+    run_member(MEMBER.name, parser, argv, settings_from, _serve)
+
+
+def _serve() -> Serve:
     from member_kit.server.app import serve
 
-    serve(args.host, args.port, settings=settings_from(args), member=MEMBER)
+    return functools.partial(serve, member=MEMBER)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from typing import Any
 
 from member_kit.errors import StorageUnavailable
 from member_kit.telemetry import logs
+from member_kit.telemetry.logs import member_logs
+from member_kit.telemetry.names import TelemetryNames
 from member_kit.trust import issuers as trust
 
 SettingsFrom = Callable[[argparse.Namespace, Mapping[str, str]], Any]
@@ -67,13 +69,15 @@ def run_member(
     settings_from: SettingsFrom,
     serve: Callable[[], Serve],
 ) -> None:
-    """Parse ``argv``, set up logs, build the settings and run ``serve()``'s server until
-    interrupted; a configuration error ends as one line ``PROG: error: ...``, status 2.
-    ``serve`` is called once the flags are read, so ``--help`` imports no server."""
+    """Parse ``argv``, set up logs (from ``<PROG>_LOG_LEVEL`` and ``<PROG>_LOG_FORMAT``,
+    :mod:`member_kit.telemetry.names`), build the settings and run ``serve()``'s server
+    until interrupted; a configuration error ends as one line ``PROG: error: ...``,
+    status 2. ``serve`` is called once the flags are read, so ``--help`` imports no
+    server."""
     args = parser.parse_args(argv)
     from member_kit.server.app import ConfigurationError
 
-    logs.setup_from(args, os.environ)
+    member_logs(TelemetryNames.of(prog)).setup_from(args, os.environ)
     try:
         settings = settings_from(args, os.environ)
         serve()(args.host, args.port, public_base_url=args.public_base_url, settings=settings)

@@ -29,9 +29,13 @@
     │                             model_unavailable, model_timeout, model_reply_malformed,
     │                             model_reply_too_large, model_incomplete, model_refused,
     │                             limit_reached
+    ├── ConfigurationError        the service is configured in a way it must not run with
+    │                             (no trusted issuer by accident, a weak operator token)
     ├── ModelConfigInvalid        REMOTE_RISK_MODEL_* is incomplete or out of range (at start;
     │                             also a ValueError)
     ├── StorageUnavailable        the durable store cannot be opened or migrated (at start)
+    ├── MemberNameInvalid         a member's name cannot name its metrics, logger and variables
+    │                             (reason member_name_invalid; at start; also a ValueError)
     └── UpstreamCardInvalid       the guard cannot serve the upstream's card (at start; also
                                   a ValueError)
 
@@ -221,12 +225,23 @@ class ModelFailure(SkillFailure):
     """
 
 
+class ConfigurationError(MemberError):
+    """The service is configured in a way it must not run with."""
+
+
 class ModelConfigInvalid(MemberError, ValueError):
     """The risk service's model configuration cannot be used."""
 
 
 class StorageUnavailable(MemberError):
     """The durable store cannot be opened or migrated; the service must not start."""
+
+
+class MemberNameInvalid(MemberError, ValueError):
+    """A member's name cannot name its metrics, spans, logger and variables (see
+    :mod:`member_kit.telemetry.names`); the app is not built."""
+
+    reason = "member_name_invalid"
 
 
 class UpstreamCardInvalid(MemberError, ValueError):

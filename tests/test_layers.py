@@ -54,6 +54,7 @@ LAYERS = {
         "audit",
         "trust",
         "settings",
+        "configuration",
         "server",
         "command",
         "guard",

@@ -8,7 +8,8 @@ access log line (INFO, on the service's access logger) then has method, path, ro
 status, duration, client, trace id and those facts. Never a header value or a body.
 
 A service subclasses :class:`ObservedHTTP` to bind its tracing, its facts, its logger and
-the metrics it keeps per request (:meth:`ObservedHTTP.record_metrics`).
+the metrics it keeps per request (:meth:`ObservedHTTP.record_metrics`), as class
+attributes or, for one app among several in a process, per instance.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
@@ -79,9 +80,10 @@ def client_of(scope: Scope) -> str | None:
 class ObservedHTTP:
     """Span, access log and per-request metrics for each HTTP request to ``app``."""
 
-    tracing: ClassVar[ServiceTracing]
-    facts: ClassVar[RequestFacts]
-    access_logger: ClassVar[logging.Logger]
+    # Bound by the subclass (a service's class attributes) or per instance (one app's).
+    tracing: ServiceTracing
+    facts: RequestFacts
+    access_logger: logging.Logger
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

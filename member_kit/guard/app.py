@@ -48,6 +48,7 @@ from member_kit.server.assembly import (
     open_ledgers,
 )
 from member_kit.server.jsonrpc import CallContext, JSONRPCEndpoint
+from member_kit.telemetry.observed import Telemetry
 from member_kit.trust.revocation_sync import CancelUnder, RevocationEndpoint
 
 NAME = "guard"
@@ -67,14 +68,16 @@ def create_guard_app(settings: GuardSettings, upstream_card: AgentCard) -> FastA
 
 
 def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) -> MemberParts:
-    """The parts that govern ``agent`` (whose card is ``agent_card``) for ``settings``."""
+    """The parts that govern ``agent`` (whose card is ``agent_card``) for ``settings``,
+    reporting under ``settings.member_name`` (``guard_*`` metrics by default)."""
+    telemetry = Telemetry.of(settings.member_name)
     settings = with_keys(settings)
     keys = settings.signing_keys
     assert keys is not None
     card = guarded_card(
         agent_card, settings.public_base_url, settings.skill_scopes, grpc_address(settings)
     )
-    ledgers = open_ledgers(settings)
+    ledgers = open_ledgers(settings, telemetry)
     durable = ledgers.durable
     tasks = task_owners(settings, ledgers)
     replay_guard = durable.replay_guard if durable else None
@@ -98,7 +101,10 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
         else None
     )
     endpoint = JSONRPCEndpoint(
-        handler, authorize=authorize, max_body_bytes=settings.edge_limits.max_body_bytes
+        handler,
+        authorize=authorize,
+        max_body_bytes=settings.edge_limits.max_body_bytes,
+        telemetry=telemetry,
     )
     authenticate = getattr(authorize, "authenticate", None)
     grpc_server = grpc_server_of(endpoint, authenticate, settings)

@@ -7,7 +7,10 @@ to start unless ``--insecure-anonymous`` is given. Own keys: ``--key-file FILE``
 ``DATA_DIR/keys``; the decision log, replay record and witnessed heads:
 ``DATA_DIR/remote-risk.db`` (or ``--database-url``). The audit routes and ``/metrics``
 ask for the bearer tokens in ``GUARD_AUDIT_TOKEN`` and ``GUARD_METRICS_TOKEN`` (unset:
-not served). Configuration errors end with one line on stderr and exit status 2.
+not served); issuers' keys given by URL are fetched again at most every
+``GUARD_JWKS_MIN_REFRESH_SECONDS``. The guard reports as ``guard`` (``guard_*`` metrics,
+the ``guard.access`` logger, ``GUARD_LOG_*`` and ``GUARD_*`` edge limits). Configuration
+errors end with one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -21,18 +24,22 @@ from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.token_strength import check_strength
 from member_kit.command import Serve, add_listening_arguments, add_trust_arguments, run_member
 from member_kit.guard.settings import GuardSettings, parse_skill_scopes
-from member_kit.telemetry import logs
+from member_kit.telemetry.logs import member_logs
+from member_kit.telemetry.names import TelemetryNames
 from member_kit.trust import issuers as trust
 
+NAME = "guard"
 AUDIT_TOKEN_ENV_VAR = "GUARD_AUDIT_TOKEN"
 METRICS_TOKEN_ENV_VAR = "GUARD_METRICS_TOKEN"
+MIN_REFRESH_ENV_VAR = "GUARD_JWKS_MIN_REFRESH_SECONDS"
 
 
 def build_parser(
     prog: str = "federation serve guard", description: str | None = None, *, upstream: bool = True
 ) -> argparse.ArgumentParser:
     """The guard's flags; without ``upstream`` (an agent governed in-process,
-    :mod:`member_kit.sdk`) no ``--upstream`` nor ``--skill-scope``."""
+    :mod:`member_kit.sdk`, named ``prog``) no ``--upstream`` nor ``--skill-scope``. The
+    log variables are the member's (``GUARD_LOG_LEVEL`` for the guard)."""
     parser = argparse.ArgumentParser(
         prog=prog, description=description or (__doc__ or "").splitlines()[0]
     )
@@ -48,7 +55,7 @@ def build_parser(
     add_listening_arguments(parser)
     add_trust_arguments(parser, data_dir_required=True)
     parser.add_argument("--database-url", help="the database instead of DATA_DIR's")
-    logs.add_arguments(parser)
+    member_logs(TelemetryNames.of(NAME if upstream else prog)).add_arguments(parser)
     return parser
 
 
@@ -58,7 +65,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
 
     trusted = trust.load_trusted_issuers(
         trust.issuer_entries(args.trust_issuer, {}),
-        min_interval=trust.min_refresh_seconds(environ),
+        min_interval=trust.min_refresh_seconds(environ, MIN_REFRESH_ENV_VAR),
     )
     directory = Path(args.data_dir).expanduser()
     for name in (AUDIT_TOKEN_ENV_VAR, METRICS_TOKEN_ENV_VAR):
@@ -77,7 +84,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Guard
         audit_token=environ.get(AUDIT_TOKEN_ENV_VAR) or None,
         metrics_token=environ.get(METRICS_TOKEN_ENV_VAR) or None,
     )
-    check_secure(settings)
+    check_secure(settings, TelemetryNames.of(settings.member_name))
     return replace(settings, signing_keys=trust.signing_keys(args.key_file, directory))
 
 
@@ -91,7 +98,7 @@ def _check_strength(token: str | None, name: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_member("guard", build_parser(), argv, settings_from, _serve)
+    run_member(NAME, build_parser(), argv, settings_from, _serve)
 
 
 def _serve() -> Serve:

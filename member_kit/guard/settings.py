@@ -18,13 +18,17 @@ class GuardSettings(MemberSettings):
     """``upstream_url`` is the base URL of the agent guarded (its card is under it);
     ``skill_scopes`` the scope each of its skills asks of a delegation token. Replies of
     the upstream are read up to ``upstream_max_bytes``, each call within
-    ``upstream_timeout_seconds``, over at most ``upstream_connections`` connections."""
+    ``upstream_timeout_seconds``, over at most ``upstream_connections`` connections.
+    ``member_name`` is what the guarded agent reports under (``guard_*`` metrics, the
+    ``guard.access`` logger, ``GUARD_*`` variables: :mod:`member_kit.telemetry.names`);
+    an a2a-sdk agent run by :func:`member_kit.sdk.serve_member` reports under its name."""
 
     upstream_url: str = "http://127.0.0.1:9000"
     skill_scopes: Mapping[str, str] = field(default_factory=dict)
     upstream_max_bytes: int = 1_000_000
     upstream_timeout_seconds: float = 30.0
     upstream_connections: int = 20
+    member_name: str = "guard"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -7,7 +7,9 @@ rewrites its upstream's (:func:`~member_kit.guard.card.guarded_card`): interface
 receipts extension, signed with the member's key. :func:`serve_member` runs an app as a
 process with the guard's flags (``--data-dir``, ``--trust-issuer``, ``--key-file``,
 ``--grpc-port``, ... and ``GUARD_AUDIT_TOKEN`` / ``GUARD_METRICS_TOKEN``), the first line
-on stdout ``NAME listening on URL``.
+on stdout ``NAME listening on URL``, reporting under NAME (its metrics, access logger, log
+and limit variables: :mod:`member_kit.telemetry.names`); :func:`govern` alone reports
+under ``settings.member_name`` (``guard`` unless set).
 """
 
 from __future__ import annotations
@@ -56,4 +58,7 @@ def serve_member(
 
         return functools.partial(serve_app, name, build)
 
-    run_member(name, parser, argv, settings_from, serve)
+    def named_settings_from(args: Any, environ: Mapping[str, str]) -> GuardSettings:
+        return replace(settings_from(args, environ), member_name=name)
+
+    run_member(name, parser, argv, named_settings_from, serve)

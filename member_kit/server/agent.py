@@ -68,7 +68,7 @@ from member_kit.skill import Outcome, Skill, internal_failure, run_now
 from member_kit.storage.faults import is_storage_fault
 from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.tasks.record import TaskRecord
-from member_kit.telemetry import observed, tracing
+from member_kit.telemetry.observed import Telemetry
 from member_kit.trust.chain import ChainSettings, holding, relayed_metadata
 
 logger = logging.getLogger(__name__)
@@ -92,16 +92,18 @@ class AgentHandler(TaskOperations):
         extended_card: AgentCard | None = None,
         stamp: Callable[[Task], Task] | None = None,
         chain: ChainSettings | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         """``skill`` does the work of each task. Without ``push`` push notification
         configs are refused (-32003). ``stamp`` gives each terminal task that leaves the
-        service its receipt."""
+        service its receipt. The steps are observed in ``telemetry``, the app's."""
         super().__init__(
             store, updates or TaskUpdates(TaskEventBroker(), push, stamp), push, extended_card
         )
         self._skill_delay = skill_delay_seconds
         self._skill = skill
         self._chain = chain  # with it, a skill's work holds its token (trust.chain)
+        self._telemetry = telemetry or Telemetry.standalone()
 
     # --- operations -----------------------------------------------------------------------
 
@@ -198,7 +200,7 @@ class AgentHandler(TaskOperations):
 
     def _open_task(self, context: CallContext, message: Message) -> TaskRecord:
         if message.task_id is None:
-            with tracing.service_tracing.internal_span(tracing.PREFIX + "create_task"):
+            with self._telemetry.step_span("create_task"):
                 return self._create_task(context, message)
         record = self._store.get(context.owner, message.task_id)
         if record.terminal:
@@ -279,7 +281,7 @@ class AgentHandler(TaskOperations):
     def _work_now(self, record: TaskRecord, skill_input: dict[str, Any]) -> None:
         """:meth:`_work` for an immediate skill: WORKING and the outcome in one write (the
         caller is only told the outcome), each still published as its own update."""
-        outcome = run_skill(self._skill, skill_input)
+        outcome = run_skill(self._skill, skill_input, self._telemetry)
         try:
             self._report(record, outcome, through=TaskState.WORKING)
         except Exception:
@@ -314,9 +316,9 @@ class AgentHandler(TaskOperations):
         if self._skill_delay:
             await asyncio.sleep(self._skill_delay)
         if self._skill.immediate:
-            outcome = run_skill(self._skill, skill_input)
+            outcome = run_skill(self._skill, skill_input, self._telemetry)
         else:
-            outcome = await observed.skill_later(
+            outcome = await self._telemetry.skill_later(
                 self._skill, skill_input, lease_expires_at=lease_expires_at, budget=budget
             )
         relayed = relayed_metadata()  # the receipts of the hops the work delegated to
@@ -380,7 +382,12 @@ class AgentHandler(TaskOperations):
         return True
 
 
-def run_skill(skill: Skill, skill_input: Mapping[str, Any]) -> Outcome:
-    """An immediate run of ``skill``, in its span, a failure as a FAILED outcome."""
-    with observed.skill_span(skill.skill_id) as seen:
+def run_skill(
+    skill: Skill, skill_input: Mapping[str, Any], telemetry: Telemetry | None = None
+) -> Outcome:
+    """An immediate run of ``skill``, a failure as a FAILED outcome; in its span and timed
+    in ``telemetry`` when given."""
+    if telemetry is None:
+        return run_now(skill, skill_input)
+    with telemetry.skill_span(skill.skill_id) as seen:
         return seen(run_now(skill, skill_input))

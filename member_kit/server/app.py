@@ -41,9 +41,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_cards.edge.errors import WeakOperatorToken
 from agent_cards.edge.listening import listening_socket, url_host
-from agent_cards.edge.operator_token import check_strength
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey
@@ -53,7 +51,8 @@ from contracts import strict_json
 from contracts.wire import PROTOCOL_VERSION, AgentCard, AgentInterface, to_wire
 from member_kit.audit.receipts import ReceiptIssuer
 from member_kit.audit.witness import WitnessedHeads
-from member_kit.errors import MemberError
+from member_kit.configuration import check_operator_tokens, check_secure, insecure_warning
+from member_kit.errors import ConfigurationError
 from member_kit.server import limits
 from member_kit.server.agent import AgentHandler
 from member_kit.server.assembly import (
@@ -73,6 +72,8 @@ from member_kit.skill import Member
 from member_kit.tasks.memory import TaskStore
 from member_kit.tasks.protocol import TaskStoreProtocol
 from member_kit.telemetry import logs
+from member_kit.telemetry.names import TelemetryNames
+from member_kit.telemetry.observed import Telemetry
 from member_kit.trust import issuers as trust
 from member_kit.trust.chain import ChainSettings
 from member_kit.trust.decisions import DecisionLog
@@ -84,16 +85,22 @@ from member_kit.trust.revocation import Revocations
 from member_kit.trust.revocation_sync import RevocationEndpoint
 from member_kit.trust.verifier import DelegationVerifier
 
-__all__ = ["JSONRPC_PATH", "JWKS_PATH", "create_app", "member_card", "revocations_of", "serve"]
+__all__ = [
+    "JSONRPC_PATH",
+    "JWKS_PATH",
+    "ConfigurationError",
+    "check_operator_tokens",
+    "check_secure",
+    "create_app",
+    "member_card",
+    "revocations_of",
+    "serve",
+]
 
 JWKS_PATH = "/.well-known/jwks.json"
 JSONRPC_PATHS = frozenset({JSONRPC_PATH, JSONRPC_PATH + "/"})
 JWKS_MAX_AGE_SECONDS = 300
 Configured = TypeVar("Configured", bound=MemberSettings)
-
-
-class ConfigurationError(MemberError):
-    """The service is configured in a way it must not run with."""
 
 
 def member_card(member: Member, public_base_url: str, grpc_address: str | None = None) -> AgentCard:
@@ -146,14 +153,16 @@ def create_app(
     settings: MemberSettings, member: Member, *, authorize: Authorize | None = None
 ) -> FastAPI:
     """The app of ``member`` for ``settings``; ``authorize`` overrides the hook the
-    settings imply."""
+    settings imply. Its telemetry (metrics registry, tracing, access logger) is its own,
+    named by ``member.name`` (``app.state.telemetry``)."""
+    telemetry = Telemetry.of(member.name)
     settings = with_keys(settings)
     keys = settings.signing_keys
     assert keys is not None
     unsigned = member_card(member, settings.public_base_url, grpc_address(settings))
     _check_interface_url(unsigned, settings)
     card = signed_card(unsigned, keys.active)
-    ledgers = open_ledgers(settings)
+    ledgers = open_ledgers(settings, telemetry)
     durable = ledgers.durable
     receipts = ReceiptIssuer(lambda: keys, ledgers.audit_log)
     retention = timedelta(seconds=settings.idempotency_retention_seconds)
@@ -175,7 +184,7 @@ def create_app(
             revocations,
             durable.proof_replay if durable else None,
         )
-    push = push_configs(settings, keys, store.get)
+    push = push_configs(settings, keys, store.get, telemetry)
     handler = AgentHandler(
         store,
         member.skill,
@@ -184,6 +193,7 @@ def create_app(
         extended_card=signed_card(extended_card(unsigned), keys.active),
         stamp=receipts.stamp,
         chain=ChainSettings(settings.exchange_url, keys) if settings.exchange_url else None,
+        telemetry=telemetry,
     )
     received: deque[bytes] | None = (
         deque(maxlen=settings.recorded_requests_limit) if settings.record_requests else None
@@ -193,6 +203,7 @@ def create_app(
         authorize=authorize,
         max_body_bytes=settings.edge_limits.max_body_bytes,
         record_body=received.append if received is not None else None,
+        telemetry=telemetry,
     )
 
     authenticate = getattr(authorize, "authenticate", None)
@@ -254,9 +265,15 @@ def revocations_of(
     return Revocations(settings.trusted_issuers, settings.audiences, store=store)
 
 
-def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> PushConfigs:
+def push_configs(
+    settings: MemberSettings,
+    keys: KeySet,
+    lookup: TaskLookup,
+    telemetry: Telemetry | None = None,
+) -> PushConfigs:
     """Push configs whose notifications are signed by the active key, ``iss`` the identity
-    that key proves (its RFC 9278 thumbprint URI, :mod:`agent_cards.identity`)."""
+    that key proves (its RFC 9278 thumbprint URI, :mod:`agent_cards.identity`); each
+    delivery observed in ``telemetry`` (the app's)."""
     policy = WebhookPolicy.from_strings(
         settings.push_allowed_networks, allow_public=settings.push_allow_public
     )
@@ -268,6 +285,7 @@ def push_configs(settings: MemberSettings, keys: KeySet, lookup: TaskLookup) -> 
         issuer=identity_of(keys.active.verification_key()),
         policy=policy,
         retry=retry,
+        telemetry=telemetry,
     )
     return PushConfigs(lookup, delivery)
 
@@ -356,7 +374,9 @@ def serve_app(
     directory) until interrupted; port 0 picks a free port.
 
     The first line on stdout is ``NAME listening on http://HOST:PORT`` (NAME: ``name``) with the
-    real port, printed once the socket accepts connections. The card advertises
+    real port, printed once the socket accepts connections. The edge's limits are read
+    from the variables under ``name``'s prefix (``REMOTE_RISK_*`` for ``remote_risk``,
+    :mod:`member_kit.telemetry.names`). The card advertises
     ``public_base_url`` if given, else that listening URL. Every log line, the access
     log's included, goes to stderr, so a parent reading stdout is never blocked by a full
     pipe (see :mod:`member_kit.telemetry.logs`).
@@ -366,9 +386,10 @@ def serve_app(
     says so on stderr. Tasks and used tokens are kept in the database the settings name,
     else in ``remote-risk.db`` in the default data directory.
     """
-    check_secure(settings)
+    names = TelemetryNames.of(name)
+    check_secure(settings, names)
     if settings.edge is None:
-        edge = limits.risk_limits(os.environ, max_body_bytes=settings.max_body_bytes)
+        edge = limits.member_limits(os.environ, max_body_bytes=settings.max_body_bytes, names=names)
         settings = replace(settings, edge=edge, max_body_bytes=edge.max_body_bytes)
     if settings.database_url is None and settings.data_dir is None:
         settings = replace(settings, data_dir=trust.data_dir(None, os.environ))
@@ -388,7 +409,7 @@ def serve_app(
         **uvicorn_options(settings.edge_limits),
     )
     if not settings.trusted_issuers:
-        print(INSECURE_WARNING, file=sys.stderr, flush=True)
+        print(insecure_warning(name), file=sys.stderr, flush=True)
     print(f"{name} listening on {listening_url}", flush=True)
     # What the coordinator's operator pins: the card's signing kid and where the keys are.
     kid = app.state.signing_keys.signing_key().kid
@@ -399,33 +420,3 @@ def serve_app(
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
-
-
-INSECURE_WARNING = (
-    "WARNING: remote_risk runs with --insecure-anonymous: no delegation token is checked and "
-    "every caller is accepted. For development only."
-)
-
-
-def check_secure(settings: MemberSettings) -> None:
-    """Refuse a configuration that would serve every caller without a token by accident."""
-    if not settings.trusted_issuers and not settings.insecure_anonymous:
-        raise ConfigurationError(
-            "no trusted issuer configured; pass --trust-issuer ISSUER=JWKS_FILE_OR_URL "
-            "(or REMOTE_RISK_TRUST_ISSUERS), or --insecure-anonymous for development"
-        )
-    check_operator_tokens(settings)
-
-
-def check_operator_tokens(settings: MemberSettings) -> None:
-    """Refuse an audit or metrics token too weak to be a secret (never echoing it)."""
-    tokens = (
-        ("REMOTE_RISK_AUDIT_TOKEN", settings.audit_token),
-        ("REMOTE_RISK_METRICS_TOKEN", settings.metrics_token),
-    )
-    for name, token in tokens:
-        try:
-            if token is not None:
-                check_strength(token, name)
-        except WeakOperatorToken as exc:
-            raise ConfigurationError(f"{exc.reason}: {exc.message}") from None

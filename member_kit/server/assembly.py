@@ -36,9 +36,9 @@ from member_kit.server.jsonrpc import JSONRPCEndpoint
 from member_kit.server.store import DurableStore, open_store
 from member_kit.settings import JSONRPC_PATH, REST_PATH, MemberSettings
 from member_kit.storage.health import health_routes
-from member_kit.telemetry import observed
 from member_kit.telemetry.http import ObservedHTTP
 from member_kit.telemetry.metrics_route import metrics_route
+from member_kit.telemetry.observed import Telemetry
 from member_kit.trust.decisions import DecisionLog
 from member_kit.trust.verifier import DEFAULT_LEEWAY
 
@@ -77,12 +77,13 @@ class Ledgers:
         return self.durable.engine if self.durable else None
 
 
-def open_ledgers(settings: MemberSettings) -> Ledgers:
-    """The ledgers ``settings`` name, in the database when they name one."""
+def open_ledgers(settings: MemberSettings, telemetry: Telemetry | None = None) -> Ledgers:
+    """The ledgers ``settings`` name, in the database when they name one; the decisions
+    counted in ``telemetry`` (the app's)."""
     durable = durable_store(settings)
     engine = durable.engine if durable else None
     audit_log = DecisionLedger(engine)
-    decisions = DecisionLog(settings.decision_log_limit, audit_log)
+    decisions = DecisionLog(settings.decision_log_limit, audit_log, telemetry)
     return Ledgers(durable, audit_log, WitnessedHeads(engine), decisions)
 
 
@@ -103,7 +104,8 @@ def durable_store(settings: MemberSettings) -> DurableStore | None:
 def grpc_server_of(
     endpoint: JSONRPCEndpoint, authenticate: Authenticate, settings: MemberSettings
 ) -> GRPCServer | None:
-    """The gRPC binding over ``endpoint``'s dispatcher, when the settings give it a port."""
+    """The gRPC binding over ``endpoint``'s dispatcher, when the settings give it a port
+    (observed, its refused connections counted, in the dispatcher's telemetry)."""
     address = grpc_address(settings)
     if address is None:
         return None
@@ -112,7 +114,6 @@ def grpc_server_of(
         authenticate,
         address,
         limits=settings.edge_limits,
-        refused=observed.grpc_connection_refused,
     )
 
 
@@ -146,10 +147,14 @@ def member_parts(
 ) -> MemberParts:
     """The parts serving ``endpoint``; ``served`` is the signed card, the keys and the JWK
     Set route; ``authenticate`` is the authorizer's token-first check, if it has one.
-    ``app.state`` gets the settings, card, keys and ledgers, and each further ``state``."""
+    The app is observed in ``endpoint``'s telemetry (its ``/metrics`` too).
+    ``app.state`` gets the settings, card, keys, ledgers and telemetry, and each further
+    ``state``."""
     card, keys, jwks = served
+    telemetry = endpoint.telemetry
     fields = {
         "settings": settings,
+        "telemetry": telemetry,
         "card": card,
         "signing_keys": keys,
         "decisions": ledgers.decisions,
@@ -176,7 +181,7 @@ def member_parts(
         )
         limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
         # outermost: requests the edge refuses get their span and access line too
-        app.add_middleware(ObservedHTTP)
+        app.add_middleware(ObservedHTTP, telemetry=telemetry)
         for name, value in fields.items():
             setattr(app.state, name, value)
 
@@ -220,7 +225,7 @@ def _routes(
             name="a2a_rest",
         ),
         *health_routes(ledgers.engine),
-        metrics_route(settings.metrics_token),
+        metrics_route(settings.metrics_token, endpoint.telemetry),
         *audit_routes(
             settings.audit_token,
             ledgers.audit_log,

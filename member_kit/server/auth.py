@@ -32,11 +32,9 @@ log and only counts a stranger's refusal; the token is never stored, logged or s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import trace
 from starlette.requests import Request
 
 from contracts.grant import Grant, SkillAuthority
@@ -44,7 +42,6 @@ from contracts.wire import AgentCard, JSONObject
 from member_kit import errors
 from member_kit.server.jsonrpc import Authorize, CallContext
 from member_kit.tasks.record import task_owner
-from member_kit.telemetry import observed, tracing
 from member_kit.trust.decisions import DecisionLog, allowed
 from member_kit.trust.holder_proof import PROOF_HEADER, HolderRequest, request_url
 from member_kit.trust.refresh import IssuerDirectory
@@ -204,6 +201,7 @@ class DelegationAuthorizer:
         self._verifier = verifier
         self._skills = dict(skills)
         self.decisions = decisions
+        self._telemetry = decisions.telemetry  # its app's: the decisions are counted there
         self._task_binding = task_binding
         self._issuers = issuers
         self._require_digest = require_request_digest
@@ -212,7 +210,7 @@ class DelegationAuthorizer:
 
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
-            with _step("verify_token", {"rpc.method": method}):
+            with self._telemetry.step_span("verify_token", {"rpc.method": method}):
                 token = bearer_token(request)
                 verified, creates_task = self._verified(request, token, method, params)
         except DelegationDenied as denial:
@@ -240,9 +238,11 @@ class DelegationAuthorizer:
         refresh (rate-limited) and one more try; refused still, the answer says when to
         try again (``Retry-After``, by when the issuer's set will have been fetched
         again, whoever spent this interval's refresh). It runs in a span of its own,
-        ``remote_risk.authenticate_token``, with the verdict and a denial's reason (none
-        when nobody receives spans: the request's span stays current)."""
-        with tracing.service_tracing.internal_span(tracing.PREFIX + "authenticate_token") as span:
+        ``<prefix>authenticate_token`` (``remote_risk.authenticate_token`` for
+        remote_risk), with the verdict and a denial's reason (none when nobody receives
+        spans: the request's span stays current)."""
+        observed = self._telemetry
+        with observed.step_span("authenticate_token") as span:
             try:
                 token = bearer_token(request)
                 authenticated = await self._authenticate(token, self._holder(request))
@@ -292,7 +292,7 @@ class DelegationAuthorizer:
 
         def claim_task_creation() -> None:
             try:
-                with _step("claim_token"):
+                with self._telemetry.step_span("claim_token"):
                     self._verifier.claim_task_creation(verified)
             except DelegationDenied as denial:
                 self.decisions.refused(method, denial)
@@ -327,14 +327,6 @@ class DelegationAuthorizer:
                 bound = self._task_binding(owner_of(verified.grant), facts.continues)
                 _check_continuation(bound, verified)
         return verified, creates_task
-
-
-def _step(
-    name: str, attributes: dict[str, str] | None = None
-) -> AbstractContextManager[trace.Span]:
-    """An internal step's span: none at all when nothing receives spans (the request's
-    span stays current, so its logs still name its trace)."""
-    return tracing.service_tracing.internal_span(tracing.PREFIX + name, attributes)
 
 
 def _come_back_later(denial: DelegationDenied, directory: IssuerDirectory) -> DelegationDenied:

@@ -43,7 +43,8 @@ from contracts.wire import VERSION_HEADER
 from member_kit import errors
 from member_kit.server.auth import AUTHENTICATED_STATE
 from member_kit.server.jsonrpc import Dispatcher, check_version
-from member_kit.telemetry import http, observed
+from member_kit.telemetry.http import observed_rpc
+from member_kit.telemetry.observed import Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         client_of: ClientOf = peer_host,
     ) -> None:
         self._dispatcher = dispatcher
+        self._telemetry = dispatcher.telemetry
         self._authenticate = authenticate
         self._calls = calls or ConnectionGate(EdgeLimits())
         self._client_of = client_of
@@ -124,7 +126,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         if self._authenticate is not None:
             request.scope["state"][AUTHENTICATED_STATE] = await self._authenticate(request)
         check_version(request.headers.get(VERSION_HEADER))
-        observed.ignored_fields(BINDING, unknown_paths(message))
+        self._telemetry.ignored_fields(BINDING, unknown_paths(message))
         return await self._dispatcher.call(request, method, proto_dict(message), BINDING)
 
     async def _unary(
@@ -134,17 +136,17 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         assert response_type is not None
         with self._observed(method, context), self._admitted(context) as refused:
             if refused is not None:
-                await too_many(context, refused)
+                await too_many(context, refused, self._telemetry)
             try:
                 result = await self._result(method, message, context)
                 if not isinstance(result, BaseModel):
                     raise errors.InternalError(f"{method} answered a stream")
                 return to_proto(result, response_type)
             except errors.A2AError as error:
-                await abort(context, error)
+                await abort(context, error, self._telemetry)
             except Exception:
                 logger.exception("gRPC %s failed unexpectedly", method)
-                await abort(context, errors.InternalError("internal error"))
+                await abort(context, errors.InternalError("internal error"), self._telemetry)
         raise AssertionError("abort returns only by raising")
 
     async def _stream(
@@ -152,7 +154,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
     ) -> AsyncIterator[ProtoMessage]:
         with self._observed(method, context), self._admitted(context) as refused:
             if refused is not None:
-                await too_many(context, refused)
+                await too_many(context, refused, self._telemetry)
             try:
                 result = await self._result(method, message, context)
                 if isinstance(result, BaseModel):
@@ -160,15 +162,15 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
                 async for event in result:
                     yield to_proto(event, a2a_pb2.StreamResponse)
             except errors.A2AError as error:
-                await abort(context, error)
+                await abort(context, error, self._telemetry)
             except Exception:
                 logger.exception("gRPC stream %s failed unexpectedly", method)
-                await abort(context, errors.InternalError("internal error"))
+                await abort(context, errors.InternalError("internal error"), self._telemetry)
 
     def _observed(
         self, method: str, context: grpc.aio.ServicerContext
     ) -> AbstractContextManager[None]:
-        return observed_call(method, context, self._client_of(context.peer()))
+        return observed_call(self._telemetry, method, context, self._client_of(context.peer()))
 
     async def SendMessage(self, request: Any, context: Any) -> Any:
         return await self._unary("SendMessage", request, context)
@@ -207,32 +209,39 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
 
 
 def observed_call(
-    method: str, context: grpc.aio.ServicerContext, client: str | None = None
+    telemetry: Telemetry,
+    method: str,
+    context: grpc.aio.ServicerContext,
+    client: str | None = None,
 ) -> AbstractContextManager[None]:
-    """The call's span, count and access line (:func:`member_kit.telemetry.http.observed_rpc`),
-    naming ``client`` (the address the front door admitted) when known, else the peer."""
+    """The call's span, count and access line in ``telemetry``
+    (:func:`member_kit.telemetry.http.observed_rpc`), naming ``client`` (the address the
+    front door admitted) when known, else the peer."""
     metadata = {
         key.lower(): str(value)
         for key, value in context.invocation_metadata() or ()
         if not key.endswith("-bin")
     }
-    return http.observed_rpc(method, metadata, client or context.peer())
+    return observed_rpc(telemetry, method, metadata, client or context.peer())
 
 
-async def too_many(context: grpc.aio.ServicerContext, reason: str) -> None:
+async def too_many(context: grpc.aio.ServicerContext, reason: str, telemetry: Telemetry) -> None:
     """Refuse a call past the client's calls in flight (or all of them), or on a connection
     the front door did not admit, as the HTTP edge refuses a connection past its limits:
     RESOURCE_EXHAUSTED with the reason."""
-    http.note(a2a_error=reason)
+    telemetry.note(a2a_error=reason)
     message = f"{reason}: too many calls in flight; try again later"
     if reason == NOT_ADMITTED:
         message = f"{reason}: connect through the service's gRPC port"
     await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
-async def abort(context: grpc.aio.ServicerContext, error: errors.A2AError) -> None:
-    """End the call with ``error``'s gRPC code and its Status (ErrorInfo) in the trailers."""
-    http.note(a2a_error=error.kind.reason)
+async def abort(
+    context: grpc.aio.ServicerContext, error: errors.A2AError, telemetry: Telemetry
+) -> None:
+    """End the call with ``error``'s gRPC code and its Status (ErrorInfo) in the trailers
+    (its reason noted for the call's access line)."""
+    telemetry.note(a2a_error=error.kind.reason)
     name, _ = grpc_code(error.kind)
     status = status_proto(error.kind, error.message, error.metadata)
     logger.info("gRPC answered %s: %s", name, error.message)
@@ -254,12 +263,13 @@ class GRPCServer:
         address: str,
         *,
         limits: EdgeLimits | None = None,
-        refused: Callable[[str], None] = lambda reason: None,
+        refused: Callable[[str], None] | None = None,
     ) -> None:
         self._limits = limits or EdgeLimits()
         self._dispatcher = dispatcher
         self._authenticate = authenticate
-        self._refused = refused
+        # a connection the front door refuses: counted in the dispatcher's app, by reason
+        self._refused = refused or dispatcher.telemetry.grpc_connection_refused
         self.address = address
         self._server: grpc.aio.Server | None = None
         self._front: GRPCFront | None = None

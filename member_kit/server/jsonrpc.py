@@ -57,7 +57,7 @@ from contracts.grant import Budget
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from member_kit import errors
-from member_kit.telemetry import http, observed
+from member_kit.telemetry.observed import Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,8 @@ class Envelope:
 
 
 class JSONRPCEndpoint:
-    """Serves one operation table; route ``endpoint.handle`` (``async (Request) -> Response``)."""
+    """Serves one operation table; route ``endpoint.handle`` (``async (Request) -> Response``).
+    What it observes goes to ``telemetry``, its app's (a part of its own when alone)."""
 
     def __init__(
         self,
@@ -151,10 +152,12 @@ class JSONRPCEndpoint:
         authorize: Authorize = anonymous,
         max_body_bytes: int = 1_000_000,
         record_body: Callable[[bytes], None] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError("max_body_bytes must be positive")
-        self.dispatcher = Dispatcher(handler, authorize)
+        self.telemetry = telemetry or Telemetry.standalone()
+        self.dispatcher = Dispatcher(handler, authorize, self.telemetry)
         self._max_body_bytes = max_body_bytes
         self._record_body = record_body
 
@@ -168,15 +171,15 @@ class JSONRPCEndpoint:
         try:
             document = await self._document(request, read)
             request_id = _usable_id(document)
-            envelope = parse_envelope(document)
-            http.note(a2a_method=envelope.method)
+            envelope = parse_envelope(document, self.telemetry)
+            self.telemetry.note(a2a_method=envelope.method)
             check_version(request.headers.get(VERSION_HEADER))
             result = await self._dispatch(request, envelope)
             if not isinstance(result, BaseModel):
                 return _event_stream(request_id, result)
             return _result_response(request_id, result)
         except errors.A2AError as error:
-            http.note(a2a_error=error.kind.reason)
+            self.telemetry.note(a2a_error=error.kind.reason)
             logger.info("JSON-RPC %s answered %s: %s", request_id, error.kind.code, error.message)
             return _error_response(request_id, error)
         except HTTPException:
@@ -225,11 +228,17 @@ class Dispatcher:
     """The one way a call reaches an operation, whatever binding carried it (JSON-RPC,
     HTTP+JSON, gRPC): the method is looked up, ``authorize`` decides the caller (every
     token and trust check), the params are parsed (unknown members ignored and counted),
-    and the operation runs."""
+    and the operation runs. Every binding observes through its ``telemetry``."""
 
-    def __init__(self, handler: OperationTable, authorize: Authorize = anonymous) -> None:
+    def __init__(
+        self,
+        handler: OperationTable,
+        authorize: Authorize = anonymous,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self._operations = dict(handler.operations())
         self._authorize = authorize
+        self.telemetry = telemetry or Telemetry.standalone()
 
     def field_types(self, method: str) -> dict[str, type]:
         """The scalar type (int, bool or str) of each top-level param of ``method``, by its
@@ -262,15 +271,17 @@ class Dispatcher:
         decided = self._authorize(request, method, params)
         context = await decided if inspect.isawaitable(decided) else decided
         context = replace(context, request_id=request_id)
-        parsed = parse_params(operation, params, binding)
+        parsed = parse_params(operation, params, binding, self.telemetry)
         return await operation.call(parsed, context)
 
 
-def parse_params(operation: AnyOperation, params: JSONObject, binding: str) -> BaseModel:
+def parse_params(
+    operation: AnyOperation, params: JSONObject, binding: str, telemetry: Telemetry
+) -> BaseModel:
     """``params`` as the operation's type; members it does not define are ignored and
-    counted, anything else wrong is -32602 naming each offending field."""
+    counted (in ``telemetry``), anything else wrong is -32602 naming each offending field."""
     known, ignored = known_part(operation.params_type, params)
-    observed.ignored_fields(binding, ignored)
+    telemetry.ignored_fields(binding, ignored)
     try:
         return operation.params_type.model_validate(known)
     except ValidationError as exc:
@@ -296,13 +307,14 @@ def check_version(header: str | None) -> None:
         )
 
 
-def parse_envelope(document: Any) -> Envelope:
-    """Check the JSON-RPC 2.0 request object and split it into its parts."""
+def parse_envelope(document: Any, telemetry: Telemetry) -> Envelope:
+    """Check the JSON-RPC 2.0 request object and split it into its parts (members it does
+    not define are ignored and counted in ``telemetry``)."""
     if isinstance(document, list):
         raise errors.InvalidRequest("batch requests are not supported")
     if not isinstance(document, dict):
         raise errors.InvalidRequest("a JSON-RPC request must be a JSON object")
-    observed.ignored_fields(BINDING, sorted(set(document) - _ENVELOPE_MEMBERS))
+    telemetry.ignored_fields(BINDING, sorted(set(document) - _ENVELOPE_MEMBERS))
     if document.get("jsonrpc") != "2.0":
         raise errors.InvalidRequest('jsonrpc must be exactly "2.0"')
     if "id" not in document:

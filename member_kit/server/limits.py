@@ -1,4 +1,4 @@
-"""remote_risk behind the bounded HTTP edge: the token first, then the body, then the app.
+"""A member behind the bounded HTTP edge: the token first, then the body, then the app.
 
 A ``POST`` to the JSON-RPC endpoint goes through, in this order:
 
@@ -19,8 +19,10 @@ A ``POST`` to the JSON-RPC endpoint goes through, in this order:
 5. the JSON-RPC endpoint, which parses the body and holds the already authenticated token
    against what the request asks (skill, handoff, tenant, continuation).
 
-The limits are :class:`agent_cards.edge.limits.EdgeLimits`, read from ``REMOTE_RISK_*``
-variables by :func:`risk_limits` (see the README's "Limits").
+The limits are :class:`agent_cards.edge.limits.EdgeLimits`, read from the member's own
+variables by :func:`member_limits` (``REMOTE_RISK_*`` for remote_risk, ``LEGAL_TERMS_*``
+for the legal team's member: :mod:`member_kit.telemetry.names`; see the README's
+"Limits").
 """
 
 from __future__ import annotations
@@ -45,9 +47,9 @@ from contracts.strict_json import StrictJSONError
 from member_kit import errors
 from member_kit.server.auth import AUTHENTICATED_STATE
 from member_kit.server.jsonrpc import JSONRPCEndpoint, check_content_type
+from member_kit.telemetry.names import REMOTE_RISK, TelemetryNames
 from member_kit.trust.verifier import Authenticated
 
-ENV_PREFIX = "REMOTE_RISK_"
 JSON_MEDIA_TYPE = "application/json"
 # Bodies that are not UTF-8 JSON text are parse errors; the rest is valid JSON we refuse.
 PARSE_ERROR_REASONS = frozenset({"json_not_utf8", "json_lone_surrogate"})
@@ -55,10 +57,14 @@ PARSE_ERROR_REASONS = frozenset({"json_not_utf8", "json_lone_surrogate"})
 Authenticate = Callable[[Request], Awaitable[Authenticated]]
 
 
-def risk_limits(environ: Mapping[str, str], *, max_body_bytes: int) -> EdgeLimits:
-    """The service's limits: the defaults, ``max_body_bytes`` from its settings, then
-    every ``REMOTE_RISK_*`` limit variable on top."""
-    return EdgeLimits.from_env(ENV_PREFIX, environ, EdgeLimits(max_body_bytes=max_body_bytes))
+def member_limits(
+    environ: Mapping[str, str], *, max_body_bytes: int, names: TelemetryNames = REMOTE_RISK
+) -> EdgeLimits:
+    """The limits of the member ``names`` name: the defaults, ``max_body_bytes`` from its
+    settings, then every limit variable under its prefix (``REMOTE_RISK_*`` for
+    remote_risk) on top."""
+    base = EdgeLimits(max_body_bytes=max_body_bytes)
+    return EdgeLimits.from_env(names.env_prefix, environ, base)
 
 
 def jsonrpc_error(error: errors.A2AError, status: int = 200) -> Response:

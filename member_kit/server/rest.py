@@ -36,7 +36,6 @@ from contracts.strict_json import StrictJSONError
 from contracts.wire import VERSION_HEADER, JSONObject, to_wire
 from member_kit import errors
 from member_kit.server.jsonrpc import SSE_MEDIA_TYPE, Dispatcher, check_version
-from member_kit.telemetry import http
 
 logger = logging.getLogger(__name__)
 
@@ -98,12 +97,13 @@ class RESTEndpoint:
 
     def __init__(self, dispatcher: Dispatcher) -> None:
         self._dispatcher = dispatcher
+        self._note = dispatcher.telemetry.note  # the facts of its app's request
 
     async def handle(self, request: Request) -> Response:
         try:
             check_version(request.headers.get(VERSION_HEADER))  # as on JSON-RPC: first
             route, variables = match(request.method, request.path_params["path"])
-            http.note(a2a_method=route.method)
+            self._note(a2a_method=route.method)
             params = await self._params(request, route, variables)
             result = await self._dispatcher.call(request, route.method, params, BINDING)
             if not isinstance(result, BaseModel):
@@ -111,7 +111,7 @@ class RESTEndpoint:
             body = result.model_dump_json(by_alias=True, exclude_none=True)
             return Response(body, media_type=MEDIA_TYPE)
         except errors.A2AError as error:
-            http.note(a2a_error=error.kind.reason)
+            self._note(a2a_error=error.kind.reason)
             logger.info("HTTP+JSON %s answered %s: %s", request.url.path, error.kind, error.message)
             return error_response(error)
         except Exception:

@@ -48,7 +48,8 @@ from agent_cards.signatures.primitive import signed_compact
 from contracts import strict_json
 from contracts.wire import StreamResponse, TaskPushNotificationConfig, to_wire
 from member_kit import errors
-from member_kit.telemetry import observed, tracing
+from member_kit.telemetry import tracing
+from member_kit.telemetry.observed import Telemetry
 from member_kit.trust.addresses import (
     AddressPolicy,
     IPAddress,
@@ -234,7 +235,8 @@ class DeliveryRecord:
 
 
 class PushDelivery:
-    """Background, per-webhook ordered delivery with bounded retries."""
+    """Background, per-webhook ordered delivery with bounded retries, each delivery in a
+    span and counted in ``telemetry`` (the app's)."""
 
     def __init__(
         self,
@@ -246,7 +248,10 @@ class PushDelivery:
         queue_limit: int = 256,
         history_limit: int = 1000,
         http: httpx.AsyncClient | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self._telemetry = telemetry or Telemetry.standalone()
+        self._deliver = self._telemetry.push_delivery(self._deliver_now)
         self._key = key
         self._issuer = issuer
         self.policy = policy
@@ -300,8 +305,7 @@ class PushDelivery:
             if queue.empty():
                 self._queues.pop(url, None)
 
-    @observed.push_delivery
-    async def _deliver(self, notification: Notification) -> None:
+    async def _deliver_now(self, notification: Notification) -> None:
         body = strict_json.dumps(to_wire(notification.event))
         record = DeliveryRecord(
             notification.config.url, notification.task_id, notification.jti, False, 0
@@ -331,7 +335,7 @@ class PushDelivery:
                 record.attempts,
                 record.last_error,
             )
-        observed.push_outcome(record.delivered, record.attempts)
+        self._telemetry.push_outcome(record.delivered, record.attempts)
         self._remember(record)
 
     async def _post(self, notification: Notification, body: bytes) -> int:

@@ -1,73 +1,68 @@
-"""remote_risk's observed HTTP edge: the shared middleware bound to its names and metrics.
+"""A member app's observed HTTP edge: the shared middleware bound to that app's telemetry.
 
 Each request gets a server span (continuing the caller's ``traceparent``), an access log
-line on ``remote_risk.access`` (INFO) and its latency; inner code adds what only it knows
-with :func:`note` (the A2A method, its error, a denial reason). The mechanics are
-:mod:`agent_cards.telemetry.http`.
+line on the member's access logger (``remote_risk.access`` for remote_risk,
+``legal_terms.access`` for the legal team's member; INFO) and its latency; inner code adds
+what only it knows with :meth:`~member_kit.telemetry.observed.Telemetry.note` (the A2A
+method, its error, a denial reason). The mechanics are :mod:`agent_cards.telemetry.http`.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from opentelemetry.trace import SpanKind
+from starlette.types import ASGIApp
 
 from agent_cards.telemetry import http as observed
-from agent_cards.telemetry.http import RequestFacts
 from agent_cards.telemetry.tracing import current_trace_id, extract
-from member_kit.telemetry import metrics, tracing
+from member_kit.telemetry.metrics import method_label
+from member_kit.telemetry.observed import Telemetry
 
-__all__ = ["ACCESS_LOGGER", "ObservedHTTP", "access_logger", "in_request", "note", "observed_rpc"]
-
-ACCESS_LOGGER = "remote_risk.access"
-access_logger = logging.getLogger(ACCESS_LOGGER)
-_facts = RequestFacts("remote_risk_request_facts", tracing.PREFIX)
-note = _facts.note
-
-
-def in_request() -> bool:
-    """Whether an HTTP request (or a gRPC call) is being served: its access line will be
-    written, with whatever is noted."""
-    return _facts.current.get() is not None
+__all__ = ["ObservedHTTP", "observed_rpc"]
 
 
 class ObservedHTTP(observed.ObservedHTTP):
-    """Span, access log and latency histogram for each HTTP request to remote_risk."""
+    """Span, access log and latency histogram for each HTTP request to one member app."""
 
-    tracing = tracing.service_tracing
-    facts = _facts
-    access_logger = access_logger
+    def __init__(self, app: ASGIApp, *, telemetry: Telemetry) -> None:
+        super().__init__(app)
+        self.tracing = telemetry.tracing
+        self.facts = telemetry.facts
+        self.access_logger = telemetry.access_logger
+        self._metrics = telemetry.metrics
 
     def record_metrics(
         self, method: str, route: str, status: int, seconds: float, facts: dict[str, str]
     ) -> None:
-        metrics.http_requests(method, route, str(status)).observe(seconds)
+        self._metrics.http_requests(method, route, str(status)).observe(seconds)
         if "a2a_method" in facts:
             outcome = facts.get("a2a_error", "ok")
-            metrics.a2a_requests(metrics.method_label(facts["a2a_method"]), outcome).inc()
+            self._metrics.a2a_requests(method_label(facts["a2a_method"]), outcome).inc()
 
 
 @contextmanager
-def observed_rpc(method: str, metadata: Mapping[str, str], peer: str | None) -> Iterator[None]:
+def observed_rpc(
+    telemetry: Telemetry, method: str, metadata: Mapping[str, str], peer: str | None
+) -> Iterator[None]:
     """A gRPC call observed as an HTTP request is: a server span continuing the caller's
     ``traceparent`` (from the call's metadata), the facts inner code notes, its count in
-    ``remote_risk_a2a_requests_total`` and an access log line (``GRPC method outcome``)."""
+    ``<prefix>a2a_requests_total`` and an access log line (``GRPC method outcome``)."""
     facts: dict[str, str] = {"a2a_method": method}
-    reset = _facts.current.set(facts)
+    reset = telemetry.facts.current.set(facts)
     started = time.perf_counter()
     attributes = {"rpc.system": "grpc", "rpc.method": method, "client.address": peer}
     try:
-        with tracing.service_tracing.span(
+        with telemetry.tracing.span(
             f"grpc {method}", attributes, kind=SpanKind.SERVER, parent=extract(metadata)
         ):
             yield
     finally:
-        _facts.current.reset(reset)
+        telemetry.facts.current.reset(reset)
         outcome = facts.get("a2a_error", "ok")
-        metrics.a2a_requests(metrics.method_label(method), outcome).inc()
+        telemetry.metrics.a2a_requests(method_label(method), outcome).inc()
         seconds = time.perf_counter() - started
         fields = {
             "method": "GRPC",
@@ -78,6 +73,6 @@ def observed_rpc(method: str, metadata: Mapping[str, str], peer: str | None) -> 
             "trace_id": current_trace_id(),
             **facts,
         }
-        access_logger.info(
+        telemetry.access_logger.info(
             "GRPC %s %s %.1fms", method, outcome, seconds * 1000, extra={"fields": fields}
         )

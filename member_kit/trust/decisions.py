@@ -25,7 +25,8 @@ from typing import Any
 
 from agent_cards.edge.rate_limited_log import RateLimitedLog
 from member_kit.audit.log import DecisionLedger
-from member_kit.telemetry import http, observed, tracing
+from member_kit.telemetry import tracing
+from member_kit.telemetry.observed import Telemetry
 from member_kit.trust.verifier import DelegationDenied, VerifiedDelegation
 
 # The logger operators already filter decisions on (its module was the authorizer's).
@@ -59,13 +60,20 @@ class Decision:
 class DecisionLog:
     """The last ``limit`` decisions in memory, each also written to the logger and, with
     a ``ledger``, appended to the service's Merkle decision log; strangers' refusals are
-    only counted and logged at a bounded rate (see the module docstring)."""
+    only counted and logged at a bounded rate (see the module docstring). Each decision
+    is counted in ``telemetry``, its app's (a part of its own when built alone)."""
 
-    def __init__(self, limit: int = 1000, ledger: DecisionLedger | None = None) -> None:
+    def __init__(
+        self,
+        limit: int = 1000,
+        ledger: DecisionLedger | None = None,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         if limit < 1:
             raise ValueError("a decision log keeps at least one decision")
         self._entries: deque[Decision] = deque(maxlen=limit)
         self.ledger = ledger
+        self.telemetry = telemetry or Telemetry.standalone()
         self._strangers = RateLimitedLog(logger)
 
     def refused(self, method: str, denial: DelegationDenied) -> None:
@@ -79,10 +87,10 @@ class DecisionLog:
         self._entries.append(decision)
         if self.ledger is not None:
             self.ledger.append_later(DECISION_ENTRY, decision.as_dict(), decision.handoff_id)
-        observed.token_decision(decision.method, decision.allowed, decision.reason)
-        if decision.allowed and http.in_request():
+        self.telemetry.token_decision(decision.method, decision.allowed, decision.reason)
+        if decision.allowed and self.telemetry.in_request():
             # one line per request: an allowed call's facts go on its access line
-            http.note(
+            self.telemetry.note(
                 decision=ALLOWED,
                 jti=decision.jti,
                 claims_digest=decision.claims_digest,
@@ -104,8 +112,8 @@ class DecisionLog:
 
     def _stranger(self, method: str, denial: DelegationDenied) -> None:
         reason = denial.reason.value
-        observed.token_decision(method, False, reason)
-        observed.unauthenticated_refusal(reason)
+        self.telemetry.token_decision(method, False, reason)
+        self.telemetry.unauthenticated_refusal(reason)
         self._strangers.log(
             logging.WARNING,
             reason,

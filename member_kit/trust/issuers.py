@@ -78,15 +78,16 @@ def parse_entry(entry: str) -> tuple[str, str]:
     return issuer, source
 
 
-def min_refresh_seconds(environ: Mapping[str, str]) -> float:
-    """``REMOTE_RISK_JWKS_MIN_REFRESH_SECONDS``, else the default (30)."""
-    text = environ.get(MIN_REFRESH_ENV_VAR, "").strip()
+def min_refresh_seconds(environ: Mapping[str, str], variable: str = MIN_REFRESH_ENV_VAR) -> float:
+    """``variable`` (remote_risk's ``REMOTE_RISK_JWKS_MIN_REFRESH_SECONDS`` unless a
+    member names its own), else the default (10)."""
+    text = environ.get(variable, "").strip()
     try:
         value = float(text) if text else DEFAULT_MIN_INTERVAL_SECONDS
     except ValueError:
-        raise TrustConfigError(f"{MIN_REFRESH_ENV_VAR}={text!r} is not a number") from None
+        raise TrustConfigError(f"{variable}={text!r} is not a number") from None
     if value < 0:
-        raise TrustConfigError(f"{MIN_REFRESH_ENV_VAR} cannot be negative")
+        raise TrustConfigError(f"{variable} cannot be negative")
     return value
 
 

@@ -31,10 +31,16 @@ from tests.tokens import COORDINATOR_KEY
 
 
 @pytest.fixture
-def service() -> Iterator[tuple[Caller, str]]:
+def served() -> Iterator[tuple[Caller, str, Any]]:
+    """A caller, the gRPC address and the app (whose own registry holds its counts)."""
     port = free_port()
-    with delegated_service(grpc_port=port) as (caller, _app):
-        yield caller, f"127.0.0.1:{port}"
+    with delegated_service(grpc_port=port) as (caller, app):
+        yield caller, f"127.0.0.1:{port}", app
+
+
+@pytest.fixture
+def service(served: tuple[Caller, str, Any]) -> tuple[Caller, str]:
+    return served[0], served[1]
 
 
 def send_request(handoff_id: str) -> a2a_pb2.SendMessageRequest:
@@ -143,17 +149,15 @@ def test_a_stream_is_server_streaming(service: tuple[Caller, str]) -> None:
     assert state == a2a_pb2.TASK_STATE_COMPLETED
 
 
-def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) -> None:
+def test_an_unknown_field_is_ignored_and_counted(served: tuple[Caller, str, Any]) -> None:
     """A field number the proto lacks (a newer peer's) does not refuse the send."""
-    from member_kit.telemetry import metrics
+    caller, address, app = served
+    registry = app.state.telemetry.metrics.registry
 
     def ignored() -> float:
-        sample = metrics.REGISTRY.get_sample_value(
-            "remote_risk_ignored_fields_total", {"binding": "grpc"}
-        )
+        sample = registry.get_sample_value("remote_risk_ignored_fields_total", {"binding": "grpc"})
         return sample or 0.0
 
-    caller, address = service
     raw = send_request("h-grpc-5").SerializeToString() + bytes([0xA8, 0x06, 0x01])
     before = ignored()
 
@@ -171,15 +175,15 @@ def test_an_unknown_field_is_ignored_and_counted(service: tuple[Caller, str]) ->
     assert ignored() - before == 1
 
 
-def test_each_call_is_counted_with_its_outcome(service: tuple[Caller, str]) -> None:
+def test_each_call_is_counted_with_its_outcome(served: tuple[Caller, str, Any]) -> None:
     """As HTTP requests are: remote_risk_a2a_requests_total{method, outcome}."""
-    from member_kit.telemetry import metrics
+    caller, address, app = served
+    registry = app.state.telemetry.metrics.registry
 
     def count(method: str, outcome: str) -> float:
         labels = {"method": method, "outcome": outcome}
-        return metrics.REGISTRY.get_sample_value("remote_risk_a2a_requests_total", labels) or 0.0
+        return registry.get_sample_value("remote_risk_a2a_requests_total", labels) or 0.0
 
-    caller, address = service
     before = count("GetTask", "TASK_NOT_FOUND"), count("SendStreamingMessage", "ok")
     refusal(address, "GetTask", a2a_pb2.GetTaskRequest(id="nope"), caller.token("lookup"))
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import httpx
 
 from member_kit.server.app import JSONRPC_PATH
-from member_kit.telemetry import metrics
 from tests.remote_risk.conftest import RiskPeer, error_of, risk_input, user_message
 
 HEADERS = {"A2A-Version": "1.0"}
@@ -29,23 +28,21 @@ def test_a_trailing_slash_on_the_jsonrpc_url_is_served_without_redirect(peer: Ri
     assert error_of(response.json())["code"] == -32001
 
 
-def ignored_so_far() -> float:
-    """The service runs in this process (a thread), so its counter is readable here."""
+def ignored_so_far(peer: RiskPeer) -> float:
+    """The service runs in this process (a thread), so its app's counter is readable here."""
+    registry = peer.app.state.telemetry.metrics.registry
     return (
-        metrics.REGISTRY.get_sample_value(
-            "remote_risk_ignored_fields_total", {"binding": "jsonrpc"}
-        )
-        or 0.0
+        registry.get_sample_value("remote_risk_ignored_fields_total", {"binding": "jsonrpc"}) or 0.0
     )
 
 
 def test_an_unknown_field_in_params_is_ignored_and_counted(peer: RiskPeer) -> None:
-    before = ignored_so_far()
+    before = ignored_so_far(peer)
     message = user_message(risk_input("ok"), futureMessageField={"x": 1})
     params = {"message": message, "futureTopLevelField": True}
     task = peer.result("SendMessage", params)["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert ignored_so_far() - before == 2
+    assert ignored_so_far(peer) - before == 2
 
 
 def test_an_unknown_envelope_member_is_ignored(peer: RiskPeer) -> None:

@@ -27,7 +27,6 @@ import pytest
 from agent_cards import tls
 from agent_cards.keys import b64url_decode
 from member_kit.storage.schema import audit_log
-from member_kit.telemetry.metrics import REGISTRY
 from tests import tokens
 from tests.members import MEMBERS
 from tests.remote_risk.delegated import ISSUER, Caller, delegated_service
@@ -41,8 +40,8 @@ from tests.servers import free_port
 
 HANDOFF = "h-same"  # the handoff the bindings' shared message names
 ROUNDS = 4
-# The kit's metric, under this name for every member built on it (the terms member too).
-UNAUTHENTICATED = "remote_risk_unauthenticated_refusals_total"
+# The kit's metric, under each member's own prefix (remote_risk_..., legal_terms_...).
+UNAUTHENTICATED = "unauthenticated_refusals_total"
 DECISIONS_LOGGER = "member_kit.server.auth"
 
 
@@ -94,8 +93,11 @@ def log_size(app: Any) -> int:
     return int(size)
 
 
-def counted(reason: str) -> float:
-    return REGISTRY.get_sample_value(UNAUTHENTICATED, {"reason": reason}) or 0.0
+def counted(app: Any, reason: str) -> float:
+    """The app's own count of strangers refused for ``reason`` (its own registry)."""
+    telemetry = app.state.telemetry
+    name = telemetry.names.metrics_prefix + UNAUTHENTICATED
+    return telemetry.metrics.registry.get_sample_value(name, {"reason": reason}) or 0.0
 
 
 def garbage_without_token(caller: Caller) -> int:
@@ -118,7 +120,7 @@ def test_refusals_of_strangers_add_nothing_to_the_decision_log(
     caller, listed, app = service
     assert set(listed) == set(BINDINGS)
     size, recent = log_size(app), len(app.state.decisions)
-    before = {reason: counted(reason) for reason in STRANGERS}
+    before = {reason: counted(app, reason) for reason in STRANGERS}
     with caplog.at_level(logging.WARNING, logger=DECISIONS_LOGGER):
         for _ in range(ROUNDS):
             for reason, token in STRANGERS.items():
@@ -130,7 +132,7 @@ def test_refusals_of_strangers_add_nothing_to_the_decision_log(
     per_binding = ROUNDS * len(BINDINGS)
     for reason in STRANGERS:
         extra = ROUNDS if reason == "token_missing" else 0
-        assert counted(reason) - before[reason] == per_binding + extra, reason
+        assert counted(app, reason) - before[reason] == per_binding + extra, reason
         lines = [r for r in caplog.records if f"reason={reason} " in r.getMessage()]
         assert 1 <= len(lines) < per_binding, (reason, len(lines))
 
@@ -145,12 +147,12 @@ def test_a_verified_token_refused_is_a_logged_decision(
     for reason, make in AUTHENTICATED.items():
         token = make(caller)
         assert token is not None
-        size, strangers = log_size(app), counted(reason)
+        size, strangers = log_size(app), counted(app, reason)
         assert BINDINGS["JSONRPC"](listed["JSONRPC"], message(caller), token)[1] == reason
         (entry,) = decisions_after(app, size)
         assert (entry["allowed"], entry["reason"]) == (False, reason)
         assert entry["jti"] == json.loads(b64url_decode(token.split(".")[1]))["jti"]
-        assert counted(reason) == strangers
+        assert counted(app, reason) == strangers
     token = caller.token("h-replayed")
     assert caller.send("run-1", "h-replayed", token=token).status_code == 200
     size = log_size(app)
