@@ -15,8 +15,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from member_kit.storage.engine import DATABASE_FILE
+from tests.faults import database_files, immutable_flag_works, read_only
 from tests.members import SDK
-from tests.remote_risk.delegated import delegated_service
+from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.remote_risk.test_fast_send_path import _traced, _transactions, _writes
 
 
@@ -49,3 +53,24 @@ def test_a_send_claims_its_token_first_and_keeps_its_task_with_its_receipt(
     assert log in ([], [["remote_risk_audit_log"]])  # the decision, unless with the receipt
     # the task inserted (and the oldest beyond the capacity deleted), then the receipt
     assert kept == ["remote_risk_guarded_tasks"] * 2 + ["remote_risk_audit_log"]
+
+
+def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
+    tmp_path: Path,
+) -> None:
+    """The claim is a write of its own before the agent is asked: while the database is
+    read-only a send is refused 503 ``replay_guard_unavailable`` and keeps no task."""
+    if not immutable_flag_works(tmp_path):
+        pytest.skip("chattr +i does not stop a write here")
+    with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
+        caller.task_of(caller.send("run-1", "h-0"))
+        app.state.audit_log.flush()
+        files = database_files(tmp_path / DATABASE_FILE)
+        read_only(files, True)
+        try:
+            refused = caller.send("run-1", "h-1")
+        finally:
+            read_only(files, False)
+        assert refusal_reason(refused) == (503, "replay_guard_unavailable")
+        assert len(app.state.task_store) == 1  # h-0's
+        assert caller.send("run-1", "h-2").status_code == 200  # the database back
