@@ -13,6 +13,11 @@ agent's. Windows alternate between the three, ``rounds`` times, after a warm-up 
 fills the kit's key cache; the median round is used. ``python -m bench.member_overhead``
 prints one JSON line (``runs``: CPU ms per request of each window, by server;
 ``--markdown``: the figures' table instead); ``python -m bench`` runs it as figure 10.
+
+``--against DIR`` also starts the kit member of another checkout of the project (its
+``examples/sdk_member.py`` on its own packages; e.g. the main branch beside a change to
+the kit) as ``kit_against``, in the same windows: a before-and-after comparison that the
+machine's load at the time shifts alike.
 """
 
 from __future__ import annotations
@@ -91,8 +96,9 @@ def cpu_per_send(
 
 
 @contextmanager
-def started(root: Path, issuer: Issuer) -> Iterator[dict[str, Target]]:
-    """The bare agent, the kit member and the guard in front of the bare agent."""
+def started(root: Path, issuer: Issuer, against: Path | None = None) -> Iterator[dict[str, Target]]:
+    """The bare agent, the kit member and the guard in front of the bare agent (and the
+    kit member of the checkout ``against``)."""
     with ExitStack() as stack:
         agent_port, kit_port, guard_port = (procs.free_port() for _ in range(3))
         agent = stack.enter_context(
@@ -124,11 +130,26 @@ def started(root: Path, issuer: Issuer) -> Iterator[dict[str, Target]]:
             *trust,
         )
         guard = stack.enter_context(procs.server(guard_args, guard_port, log=root / "guard.log"))
-        yield {
+        targets = {
             "agent": Target(_url(agent_port), (agent.pid,), None),
             "kit": Target(_url(kit_port), (kit.pid,), _audience(kit_dir)),
             "guard": Target(_url(guard_port), (guard.pid, agent.pid), _audience(guard_dir)),
         }
+        if against is not None:
+            targets["kit_against"] = stack.enter_context(_kit_of(against, root, trust))
+        yield targets
+
+
+@contextmanager
+def _kit_of(checkout: Path, root: Path, trust: list[str]) -> Iterator[Target]:
+    """The kit member of another checkout of the project, run on that checkout's code."""
+    port, data_dir = procs.free_port(), root / "kit-against-data"
+    example = checkout.resolve() / "examples" / "sdk_member.py"
+    command = [sys.executable, str(example), "--port", str(port), "--data-dir", str(data_dir)]
+    env = {"PYTHONPATH": str(checkout.resolve())}
+    log = root / "kit-against.log"
+    with procs.server([*command, *trust], port, env=env, log=log) as process:
+        yield Target(_url(port), (process.pid,), _audience(data_dir))
 
 
 def _example() -> list[str]:
@@ -144,10 +165,12 @@ def _audience(data_dir: Path) -> str:
     return identity_of(signing_keys(None, data_dir).signing_key().verification_key())
 
 
-def measure(root: Path, requests: int, rounds: int, warmup: int) -> dict[str, list[float]]:
+def measure(
+    root: Path, requests: int, rounds: int, warmup: int, against: Path | None = None
+) -> dict[str, list[float]]:
     issuer = Issuer.create(root)
-    found: dict[str, list[float]] = {"agent": [], "kit": [], "guard": []}
-    with started(root, issuer) as targets, httpx.Client(timeout=30) as client:
+    with started(root, issuer, against) as targets, httpx.Client(timeout=30) as client:
+        found: dict[str, list[float]] = {name: [] for name in targets}
         for target in targets.values():
             window(client, target, issuer, warmup)
         for _ in range(rounds):
@@ -160,7 +183,8 @@ def figures(found: dict[str, list[float]]) -> list[Figure]:
     agent = Spread.of(found["agent"])
     added = {
         name: Spread.of([ms - base for ms, base in zip(found[name], found["agent"], strict=True)])
-        for name in ("kit", "guard")
+        for name in found
+        if name != "agent"
     }
     per = "CPU ms/request"
     base_name = "the stock a2a-sdk agent alone"
@@ -179,16 +203,30 @@ def figures(found: dict[str, list[float]]) -> list[Figure]:
             per,
             note="guard process plus the agent's",
         ),
-    ] + [
-        figure(
-            f"(10) {label} vs the agent alone",
-            Spread.of(found[name]),
-            per,
-            baseline=agent,
-            baseline_name=base_name,
-        )
-        for name, label in (("kit", "kit member (agent in-process)"), ("guard", "guard + agent"))
+        *(
+            figure(
+                f"(10) {label} vs the agent alone",
+                Spread.of(found[name]),
+                per,
+                baseline=agent,
+                baseline_name=base_name,
+            )
+            for name, label in (
+                ("kit", "kit member (agent in-process)"),
+                ("guard", "guard + agent"),
+            )
+        ),
+        *_against(added, per),
     ]
+
+
+def _against(added: dict[str, Spread], per: str) -> list[Figure]:
+    """The kit of the ``--against`` checkout, when it ran."""
+    if "kit_against" not in added:
+        return []
+    title = "(10) CPU added per request by the kit in-process of the --against checkout"
+    note = "same windows as the kit of this checkout"
+    return [figure(title, added["kit_against"], per, goal=GOAL_MS, goal_on="value", note=note)]
 
 
 def main() -> None:
@@ -197,11 +235,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--against", type=Path, metavar="DIR", help="also the kit member of this checkout"
+    )
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:  # the client on the load core (as run_load pins it)
         os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
     with tempfile.TemporaryDirectory(prefix="bench-member-") as tmp:
-        found = measure(Path(tmp), args.requests, args.rounds, args.warmup)
+        found = measure(Path(tmp), args.requests, args.rounds, args.warmup, args.against)
     if args.markdown:
         print(markdown(machine(), figures(found)))
     else:

@@ -19,6 +19,11 @@ It is an :class:`~member_kit.server.jsonrpc.OperationTable`, so the kit's endpoi
 Every task that goes back carries in its metadata the handoff binding and what the token
 binds (the upstream never echoes them; what it says under those keys is replaced), and,
 when terminal, the receipt the kit's issuer signs over exactly the task returned.
+
+With a database, the task kept as the caller's and its receipt's log entry and head are
+one write (:meth:`TaskOwners.transaction`): no receipt is logged for a task the guard does
+not keep, nor a task kept without its receipt. The token's claim stays a write of its
+own, committed before the upstream is asked (its failure refused as the claim's).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from contracts.wire import (
     to_wire,
 )
 from member_kit import errors
+from member_kit.audit.log import heads_after_commit
 from member_kit.guard.tasks import TaskOwners
 from member_kit.guard.upstream import MALFORMED, Model
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
@@ -86,17 +92,26 @@ class ForwardingHandler:
         opened = self.tasks.opened_under(context.owner, key) if key is not None else None
         if opened is not None:  # a retried send: the task it opened, nothing sent again
             return SendMessageResponse(task=await self._task("GetTask", {"id": opened}, context))
-        if continued is not None:
-            metadata = self.tasks.get(context.owner, continued).metadata
-        else:
-            metadata = opened_metadata(request.message, context) or {}
-            if context.claim_task_creation is not None:
-                context.claim_task_creation()
+        metadata = self._metadata_for(request, context)
         answer = await self._upstream.call("SendMessage", to_wire(request), SendMessageResponse)
         if answer.task is None:
             return answer
-        self.tasks.remember(answer.task.id, context.owner, metadata, key)
-        return SendMessageResponse(task=self._returned(answer.task, metadata))
+        # the task kept as the caller's and its receipt logged: one write
+        with heads_after_commit(), self.tasks.transaction():
+            self.tasks.remember(answer.task.id, context.owner, metadata, key)
+            returned = self._returned(answer.task, metadata)
+        return SendMessageResponse(task=returned)
+
+    def _metadata_for(self, request: SendMessageRequest, context: CallContext) -> Mapping[str, Any]:
+        """A continuation's: that of the caller's task it names (else TaskNotFound). A new
+        task's: the handoff binding and what the token binds, its token claimed now."""
+        continued = request.message.task_id
+        if continued is not None:
+            return self.tasks.get(context.owner, continued).metadata
+        metadata = opened_metadata(request.message, context) or {}
+        if context.claim_task_creation is not None:
+            context.claim_task_creation()
+        return metadata
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
         return await self._task("GetTask", to_wire(request), context)

@@ -6,6 +6,9 @@ principal and handoff) and the metadata the kit's own handler would have given i
 handoff binding and what the token binds, :func:`~member_kit.server.messages.opened_metadata`).
 A task of another owner reads as not found, as in the kit's task stores.
 
+Calls made inside :meth:`TaskOwners.transaction` are kept together with whatever else is
+written there (a send's task with its receipt).
+
 A task opened under an idempotency key (``metadata.idempotencyKey`` of its message) is
 found again by its owner and key, so that a send retried under the same key is answered
 with the task it opened instead of opening another (:meth:`GuardedTasks.opened_under`).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,6 +43,8 @@ class TaskOwners(Protocol):
     capacity: int
 
     def __len__(self) -> int: ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
 
     def remember(
         self,
@@ -107,6 +113,10 @@ class GuardedTasks(OwnerRules):
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Nothing to hold together in memory: each call is whole when it returns."""
+        return nullcontext()
 
     def remember(
         self,

@@ -80,3 +80,15 @@ def test_the_database_record_is_there_for_the_next_process(engine: Engine) -> No
     again = SQLGuardedTasks(engine, capacity=3)
     assert again.get("alice", "t-1").metadata == BINDING
     assert again.opened_under("alice", "key-1") == "t-1"
+
+
+def test_a_key_another_guard_kept_for_another_task_records_nothing(engine: Engine) -> None:
+    """Two guards on one database: the task the second records under a key the first
+    already kept for another task is refused, and nothing of it is kept."""
+    first, second = SQLGuardedTasks(engine, capacity=3), SQLGuardedTasks(engine, capacity=3)
+    first.remember("t-1", "alice", BINDING, "key-1")
+    with pytest.raises(errors.UpstreamFailure) as caught:
+        second.remember("t-2", "alice", BINDING, "key-1")
+    assert caught.value.reason == "upstream_task_reused"
+    assert second.find("t-2") is None and len(second) == 1
+    assert second.opened_under("alice", "key-1") == "t-1"

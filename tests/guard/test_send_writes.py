@@ -1,0 +1,76 @@
+"""What one governed send costs the kit's database in front of an a2a-sdk agent, counted.
+
+The stock a2a-sdk agent of ``examples/sdk_member.py`` governed in-process (the guard's
+handler, :mod:`member_kit.sdk`), served on loopback with a data directory, its SQLite
+connections traced. A send that opens a task claims its token before the agent is asked
+(the claim's own write, so a replayed token never reaches the agent, then the grant
+watched, as the trust layer writes them), and afterwards keeps the task as the caller's
+with its receipt's log entry and signed head in one write (so no receipt is logged for a
+task the guard does not keep, nor a task kept without its receipt). The decision log's
+own entry may take one more write, as it does for every member. The idempotency key is
+looked up in one read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from member_kit.storage.engine import DATABASE_FILE
+from tests.faults import database_files, immutable_flag_works, read_only
+from tests.members import SDK
+from tests.remote_risk.delegated import delegated_service, refusal_reason
+from tests.remote_risk.test_fast_send_path import _traced, _transactions, _writes
+
+
+def _tables_written(transaction: list[str]) -> list[str]:
+    """The table each write statement of ``transaction`` names, in order."""
+    written = []
+    for statement in transaction:
+        if _writes(statement):
+            words = statement.split()
+            written.append(words[2] if words[0] in ("INSERT", "DELETE") else words[1])
+    return written
+
+
+def test_a_send_claims_its_token_first_and_keeps_its_task_with_its_receipt(
+    tmp_path: Path,
+) -> None:
+    with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
+        caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, caches, first entries
+        app.state.audit_log.flush()
+        statements = _traced(app.state.durable_store.engine)
+        task = caller.task_of(caller.send("run-1", "h-1"))
+        app.state.audit_log.flush()
+        transactions = _transactions(statements)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    writes = [_tables_written(t) for t in transactions]
+    lookup, claim, watch, *log, kept = writes
+    assert lookup == [] and len(transactions[0]) == 1  # the idempotency key, looked up
+    assert claim == ["remote_risk_used_tokens"]
+    assert watch == ["remote_risk_watched_grants"]
+    assert log in ([], [["remote_risk_audit_log"]])  # the decision, unless with the receipt
+    # the task inserted (and the oldest beyond the capacity deleted), then the receipt
+    assert kept == ["remote_risk_guarded_tasks"] * 2 + ["remote_risk_audit_log"]
+
+
+def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
+    tmp_path: Path,
+) -> None:
+    """The claim is a write of its own before the agent is asked: while the database is
+    read-only a send is refused 503 ``replay_guard_unavailable`` and keeps no task."""
+    if not immutable_flag_works(tmp_path):
+        pytest.skip("chattr +i does not stop a write here")
+    with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
+        caller.task_of(caller.send("run-1", "h-0"))
+        app.state.audit_log.flush()
+        files = database_files(tmp_path / DATABASE_FILE)
+        read_only(files, True)
+        try:
+            refused = caller.send("run-1", "h-1")
+        finally:
+            read_only(files, False)
+        assert refusal_reason(refused) == (503, "replay_guard_unavailable")
+        assert len(app.state.task_store) == 1  # h-0's
+        assert caller.send("run-1", "h-2").status_code == 200  # the database back
