@@ -40,10 +40,10 @@ SKILL_ID = "review-privacy"
 SCOPES = ["privacy:review", "terms:check"]
 TERMS_SKILL = "check-terms"
 DEFAULT_TERMS_AGENT = "legal-terms"
-# The bearer token this member's audit routes (GET /audit/...) ask for; unset: not served.
-AUDIT_TOKEN_ENV_VAR = "PRIVACY_AUDIT_TOKEN"
 # It reports as privacy_review: privacy_review_* metrics, PRIVACY_REVIEW_* variables.
 NAME = "privacy_review"
+# The bearer token this member's audit routes (GET /audit/...) ask for; unset: not served.
+AUDIT_TOKEN_ENV_VAR = TelemetryNames.of(NAME).env_prefix + "AUDIT_TOKEN"
 MIN_REFRESH_ENV_VAR = TelemetryNames.of(NAME).env_prefix + "JWKS_MIN_REFRESH_SECONDS"
 
 

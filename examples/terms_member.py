@@ -46,8 +46,6 @@ from member_kit.telemetry.names import TelemetryNames
 SKILL_ID = "check-terms"
 SCOPE = "terms:check"
 MAX_TERMS = 100
-# The bearer token the audit routes ask for (the coordinator's `audit reconcile`).
-AUDIT_TOKEN_ENV_VAR = "TERMS_AUDIT_TOKEN"
 
 
 class CheckTerms:
@@ -138,6 +136,8 @@ MEMBER = Member("legal_terms", CheckTerms(), terms_card)
 NAMES = TelemetryNames.of(MEMBER.name)
 # The bearer token GET /metrics asks for; unset: /metrics is not served.
 METRICS_TOKEN_ENV_VAR = NAMES.env_prefix + "METRICS_TOKEN"
+# The bearer token the audit routes ask for (the coordinator's `audit reconcile`).
+AUDIT_TOKEN_ENV_VAR = NAMES.env_prefix + "AUDIT_TOKEN"
 # How often, at most, an issuer's keys given by URL are fetched again (seconds).
 MIN_REFRESH = "JWKS_MIN_REFRESH_SECONDS"
 

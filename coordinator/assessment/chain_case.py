@@ -43,7 +43,7 @@ INPUT = {"text": "Refunds are handled by the support team.", "terms": ["refund",
 BUDGET_FIELDS = ("actions", "context_units", "effects", "model_requests", "model_tokens")
 TERMS_SCOPE = "terms:check"
 # The legal team's audit token (examples/terms_member.py reads it) is its guard's, if given.
-TERMS_AUDIT_TOKEN, GUARD_AUDIT_TOKEN = "TERMS_AUDIT_TOKEN", "GUARD_AUDIT_TOKEN"
+TERMS_AUDIT_TOKEN, GUARD_AUDIT_TOKEN = "LEGAL_TERMS_AUDIT_TOKEN", "GUARD_AUDIT_TOKEN"
 
 
 class ChainCaseError(FederationError):

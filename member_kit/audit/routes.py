@@ -28,7 +28,6 @@ from agent_cards.keys import SigningKey
 from member_kit.audit.log import DecisionLedger, entry_proofs
 from member_kit.audit.witness import WitnessedHeads
 
-REALM = "remote-risk-audit"
 _Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -42,8 +41,10 @@ def audit_routes(
     witnessed: WitnessedHeads,
     key: Callable[[], SigningKey],
     issuer: str,
+    realm: str,
 ) -> list[Route]:
-    guard = OperatorToken(token, REALM, "audit_disabled")
+    """The audit routes, behind the operator ``token`` (``realm``: its challenge's)."""
+    guard = OperatorToken(token, realm, "audit_disabled")
 
     def guarded(handler: Callable[[Request], dict[str, Any]]) -> _Handler:
         async def endpoint(request: Request) -> Response:

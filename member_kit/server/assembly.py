@@ -232,5 +232,6 @@ def _routes(
             ledgers.witnessed,
             lambda: keys.active,
             settings.agent_id,
+            endpoint.telemetry.names.audit_realm,
         ),
     ]

@@ -76,5 +76,10 @@ class TelemetryNames:
         """The ``WWW-Authenticate`` realm of ``GET /metrics``."""
         return self.service_name + "-metrics"
 
+    @property
+    def audit_realm(self) -> str:
+        """The ``WWW-Authenticate`` realm of the ``GET /audit/...`` routes."""
+        return self.service_name + "-audit"
+
 
 REMOTE_RISK = TelemetryNames.of("remote_risk")

@@ -29,7 +29,7 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[s
     (the coordinator's data directory) and the run's id."""
     root = tmp_path_factory.mktemp("chain-reconcile")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
-    environ.update(TERMS_AUDIT_TOKEN=TOKEN, PRIVACY_AUDIT_TOKEN=TOKEN)
+    environ.update(LEGAL_TERMS_AUDIT_TOKEN=TOKEN, PRIVACY_REVIEW_AUDIT_TOKEN=TOKEN)
     (root / "audit.token").write_text(TOKEN)
     with chain_services(root, root / "data", environ) as services:
         result = chain_result(services)

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "terms_member.py"
 ISSUER = "coordinator"
 METRICS_TOKEN = "legal-terms-metrics-token-0123456789"
+AUDIT_TOKEN = "legal-terms-audit-token-0123456789ab"
 BODY_LIMIT = 2000  # LEGAL_TERMS_MAX_BODY_BYTES
 OTHER_LIMIT = 100  # REMOTE_RISK_MAX_BODY_BYTES: remote_risk's, not this member's
 
@@ -62,6 +63,7 @@ def terms(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
     jwks.write_bytes(strict_json.dumps({"keys": [tokens.COORDINATOR_KEY.public_jwk()]}))
     env = member_env(
         LEGAL_TERMS_METRICS_TOKEN=METRICS_TOKEN,
+        LEGAL_TERMS_AUDIT_TOKEN=AUDIT_TOKEN,
         LEGAL_TERMS_LOG_FORMAT="json",
         LEGAL_TERMS_MAX_BODY_BYTES=str(BODY_LIMIT),
         REMOTE_RISK_MAX_BODY_BYTES=str(OTHER_LIMIT),
@@ -107,6 +109,10 @@ def metric_names(text: str) -> set[str]:
     return {f.name for f in families} | {s.name for f in families for s in f.samples}
 
 
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
 def scrape(url: str, token: str) -> str:
     answer = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert answer.status_code == 200, answer.text
@@ -136,6 +142,13 @@ def test_the_terms_member_reports_under_its_own_names(
     assert all(name.startswith("legal_terms_") for name in names), sorted(names)
     assert "remote_risk" not in text
     assert 'method="GetTask",outcome="TASK_NOT_FOUND"' in text
+
+    # its audit routes: behind its own token, challenging in its own realm
+    challenged = httpx.get(url + "/audit/head", timeout=10)
+    assert challenged.status_code == 401
+    assert challenged.headers["WWW-Authenticate"] == 'Bearer realm="legal-terms-audit"'
+    audited = httpx.get(url + "/audit/head", headers=bearer(AUDIT_TOKEN), timeout=10)
+    assert audited.status_code == 200, audited.text
 
     loggers = {line["logger"] for line in stopped(process)}
     assert "legal_terms.access" in loggers

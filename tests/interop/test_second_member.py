@@ -44,7 +44,7 @@ def member(tmp_path: Path) -> Iterator[tuple[DataDir, str, Path]]:
     member_dir = tmp_path / "terms"
     trust = f"{DEFAULT_ISSUER}={data.path('jwks.json')}"
     args = [sys.executable, str(EXAMPLE), "--data-dir", str(member_dir), "--trust-issuer", trust]
-    env = {**os.environ, "TERMS_AUDIT_TOKEN": AUDIT_TOKEN}
+    env = {**os.environ, "LEGAL_TERMS_AUDIT_TOKEN": AUDIT_TOKEN}
     process = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT
     )

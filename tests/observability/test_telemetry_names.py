@@ -40,6 +40,7 @@ def test_every_name_derives_from_the_members_own(member: str, expected: tuple[st
 def test_remote_risks_names_are_the_documented_ones() -> None:
     assert TelemetryNames.of("remote_risk") == REMOTE_RISK
     assert REMOTE_RISK.metrics_realm == "remote-risk-metrics"
+    assert REMOTE_RISK.audit_realm == "remote-risk-audit"
     assert REMOTE_RISK.instrumentation == "remote_risk"
 
 
