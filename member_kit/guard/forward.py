@@ -20,14 +20,19 @@ Every task that goes back carries in its metadata the handoff binding and what t
 binds (the upstream never echoes them; what it says under those keys is replaced), and,
 when terminal, the receipt the kit's issuer signs over exactly the task returned.
 
-With a database, the task kept as the caller's and its receipt's log entry and head are
-one write (:meth:`TaskOwners.transaction`): no receipt is logged for a task the guard does
-not keep, nor a task kept without its receipt. The token's claim stays a write of its
-own, committed before the upstream is asked (its failure refused as the claim's).
+With a database, a send that opens a task makes two writes (:meth:`TaskOwners.transaction`).
+Before the upstream is asked: the token's claim, the grant watched and the decision-log
+entries taken so far (:meth:`~member_kit.audit.log.DecisionLedger.append_waiting`, queued
+again if this write rolls back), committed, so a replayed token never reaches the upstream;
+a claim refused is refused as it says, and when the write itself fails the claim is made
+again alone (refused then as the claim's, ``replay_guard_unavailable``). After: the task
+kept as the caller's with its receipt's log entry and head, so no receipt is logged for a
+task the guard does not keep, nor a task kept without its receipt.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -45,7 +50,7 @@ from contracts.wire import (
     to_wire,
 )
 from member_kit import errors
-from member_kit.audit.log import heads_after_commit
+from member_kit.audit.log import DecisionLedger, heads_after_commit
 from member_kit.guard.tasks import TaskOwners
 from member_kit.guard.upstream import MALFORMED, Model
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
@@ -56,6 +61,8 @@ _OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
 # an owner, a principal's handoff, has few), each from the upstream.
 MAX_LISTED = 100
 DEFAULT_PAGE_SIZE = 50
+
+logger = logging.getLogger(__name__)
 
 
 class Agent(Protocol):
@@ -68,12 +75,20 @@ class Agent(Protocol):
 
 
 class ForwardingHandler:
-    """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks."""
+    """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks; a
+    token's claim takes along the decisions waiting to be written to ``audit_log``."""
 
-    def __init__(self, upstream: Agent, tasks: TaskOwners, stamp: Callable[[Task], Task]) -> None:
+    def __init__(
+        self,
+        upstream: Agent,
+        tasks: TaskOwners,
+        stamp: Callable[[Task], Task],
+        audit_log: DecisionLedger | None = None,
+    ) -> None:
         self._upstream = upstream
         self.tasks = tasks
         self._stamp = stamp
+        self._audit_log = audit_log
 
     def operations(self) -> Mapping[str, AnyOperation]:
         return {
@@ -110,8 +125,22 @@ class ForwardingHandler:
             return self.tasks.get(context.owner, continued).metadata
         metadata = opened_metadata(request.message, context) or {}
         if context.claim_task_creation is not None:
-            context.claim_task_creation()
+            self._claim(context.claim_task_creation)
         return metadata
+
+    def _claim(self, claim: Callable[[], None]) -> None:
+        """The token's claim, its grant watched and the decisions waiting: one write,
+        committed before the upstream is asked. A claim refused is refused as it says;
+        when the write itself fails, the claim is made again alone, refused then as the
+        claim's (the decisions taken along are queued again by then)."""
+        try:
+            with heads_after_commit(), self.tasks.transaction():
+                claim()
+                if self._audit_log is not None:
+                    self._audit_log.append_waiting()
+        except self.tasks.storage_errors:
+            logger.warning("the claim's write failed; the claim alone is made", exc_info=True)
+            claim()
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
         return await self._task("GetTask", to_wire(request), context)

@@ -2,13 +2,12 @@
 
 The stock a2a-sdk agent of ``examples/sdk_member.py`` governed in-process (the guard's
 handler, :mod:`member_kit.sdk`), served on loopback with a data directory, its SQLite
-connections traced. A send that opens a task claims its token before the agent is asked
-(the claim's own write, so a replayed token never reaches the agent, then the grant
-watched, as the trust layer writes them), and afterwards keeps the task as the caller's
-with its receipt's log entry and signed head in one write (so no receipt is logged for a
-task the guard does not keep, nor a task kept without its receipt). The decision log's
-own entry may take one more write, as it does for every member. The idempotency key is
-looked up in one read.
+connections traced. The idempotency key is looked up in one read. A send that opens a
+task then makes two writes: before the agent is asked, the token's claim with the grant
+watched and the decision-log entries taken so far (one commit, so a replayed token never
+reaches the agent); afterwards the task kept as the caller's with its receipt's log entry
+and signed head (so no receipt is logged for a task the guard does not keep, nor a task
+kept without its receipt).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ def _tables_written(transaction: list[str]) -> list[str]:
     return written
 
 
-def test_a_send_claims_its_token_first_and_keeps_its_task_with_its_receipt(
+def test_a_send_claims_its_token_with_its_decision_then_keeps_its_task_with_its_receipt(
     tmp_path: Path,
 ) -> None:
     with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
@@ -46,11 +45,15 @@ def test_a_send_claims_its_token_first_and_keeps_its_task_with_its_receipt(
         transactions = _transactions(statements)
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     writes = [_tables_written(t) for t in transactions]
-    lookup, claim, watch, *log, kept = writes
+    assert len(writes) == 3, writes  # one read, two commits
+    lookup, claimed, kept = writes
     assert lookup == [] and len(transactions[0]) == 1  # the idempotency key, looked up
-    assert claim == ["remote_risk_used_tokens"]
-    assert watch == ["remote_risk_watched_grants"]
-    assert log in ([], [["remote_risk_audit_log"]])  # the decision, unless with the receipt
+    # the claim, the grant watched, the decision: one write before the agent is asked
+    assert claimed == [
+        "remote_risk_used_tokens",
+        "remote_risk_watched_grants",
+        "remote_risk_audit_log",
+    ]
     # the task inserted (and the oldest beyond the capacity deleted), then the receipt
     assert kept == ["remote_risk_guarded_tasks"] * 2 + ["remote_risk_audit_log"]
 
