@@ -21,6 +21,7 @@ from tests.faults import database_files, immutable_flag_works, read_only
 from tests.members import SDK
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.remote_risk.test_fast_send_path import _traced, _transactions, _writes
+from tests.remote_risk.test_stranger_refusals import decisions_after
 
 
 def _tables_written(transaction: list[str]) -> list[str]:
@@ -77,3 +78,19 @@ def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
         assert refusal_reason(refused) == (503, "replay_guard_unavailable")
         assert len(app.state.task_store) == 1  # h-0's
         assert caller.send("run-1", "h-2").status_code == 200  # the database back
+
+
+def test_a_replayed_token_s_refusal_inside_the_claim_s_write_is_logged(tmp_path: Path) -> None:
+    """A replayed token is refused inside the claim's write, which then rolls back: the
+    refusal (decided in it) and the call's decision taken along it are written after
+    all, each once."""
+    with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
+        token = caller.token("h-1")
+        assert caller.send("run-1", "h-1", token=token).status_code == 200
+        app.state.audit_log.flush()
+        size = app.state.audit_log.current()[0]
+        replayed = caller.send("run-1", "h-1", token=token, key="another")
+        assert refusal_reason(replayed) == (401, "replayed_jti")
+        app.state.audit_log.flush()
+        decided = [(d["allowed"], d["reason"]) for d in decisions_after(app, size)]
+    assert decided == [(True, "allowed"), (False, "replayed_jti")]
