@@ -24,7 +24,7 @@ import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from agent_cards.keys import SigningKey
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, now_text, sign_head
 from member_kit.audit.log_rows import Entry, MemoryRows, Rows, SQLRows
+from member_kit.storage.engine import driver_write
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +48,11 @@ MAX_LATER_BATCH = 64
 @dataclass(frozen=True)
 class _Tentative:
     """A log stated inside a transaction not yet committed (a receipt's): the range it
-    extended, and the decisions written with it (to queue again if that transaction
-    rolls back)."""
+    extended (None: decisions only, taken along a guarded send's claim), and the
+    decisions written with it (to queue again if that transaction rolls back)."""
 
     ledger: DecisionLedger
-    frontier: merkle.RootBuilder
+    frontier: merkle.RootBuilder | None
     earlier: list[Later]
 
 
@@ -78,7 +79,8 @@ def heads_after_commit() -> Iterator[None]:
     finally:
         _tentative.reset(token)
     for tentative in taken:
-        tentative.ledger._adopt(tentative.frontier)
+        if tentative.frontier is not None:
+            tentative.ledger._adopt(tentative.frontier)
 
 
 class DecisionLedger:
@@ -86,6 +88,7 @@ class DecisionLedger:
 
     def __init__(self, engine: Engine | None = None) -> None:
         self._rows: Rows = SQLRows(engine) if engine is not None else MemoryRows()
+        self._engine = engine
         self._frontier = merkle.RootBuilder()
         self._lock = threading.Lock()
         self._later: queue.Queue[Later] | None = None
@@ -120,7 +123,8 @@ class DecisionLedger:
             self._pending.append(entry)
             first = len(self._pending) == 1
         if first:
-            loop.call_soon(self._write_pending)
+            # not in the context of a transaction open now: the loop's turn comes after it
+            loop.call_soon(self._write_pending, context=Context())
 
     def flush(self) -> None:
         if self._later is not None:
@@ -221,6 +225,28 @@ class DecisionLedger:
         if tentative is not None:
             tentative.append(_Tentative(self, frontier, earlier))
         return size, root
+
+    def append_waiting(self) -> None:
+        """Append the decisions waiting for the loop's next turn in the transaction open
+        now, as :meth:`append_covered` does with a receipt: a guarded send's claim takes
+        them along (:mod:`member_kit.guard.forward`), so they cost no commit of their own.
+        Only inside :func:`heads_after_commit`, which queues them again if that
+        transaction rolls back; a write of theirs that fails is undone alone (a
+        savepoint) and queues them again at once, the transaction going on."""
+        tentative = _tentative.get()
+        if tentative is None or self._engine is None or not self._on_loop:
+            return
+        taken = self._take_pending()
+        if not taken:
+            return
+        try:
+            with driver_write(self._engine, savepoint=True):
+                self._rows.append_many(_records(taken))
+        except Exception:
+            logger.warning("decisions taken along a claim are queued again", exc_info=True)
+            self._requeue(taken)
+            return
+        tentative.append(_Tentative(self, None, taken))
 
     def _requeue(self, earlier: Sequence[Later]) -> None:
         for entry in earlier:

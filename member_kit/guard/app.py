@@ -92,7 +92,8 @@ def guarded_parts(settings: GuardSettings, agent_card: AgentCard, agent: Agent) 
         revocations=revocations,
         proof_replay=durable.proof_replay if durable else None,
     )
-    handler = ForwardingHandler(agent, tasks, ReceiptIssuer(lambda: keys, ledgers.audit_log).stamp)
+    stamp = ReceiptIssuer(lambda: keys, ledgers.audit_log).stamp
+    handler = ForwardingHandler(agent, tasks, stamp, ledgers.audit_log)
     revoking = (
         RevocationEndpoint(
             revocations, _canceller(handler, tasks), settings.revocation_poll_seconds

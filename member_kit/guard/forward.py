@@ -20,14 +20,20 @@ Every task that goes back carries in its metadata the handoff binding and what t
 binds (the upstream never echoes them; what it says under those keys is replaced), and,
 when terminal, the receipt the kit's issuer signs over exactly the task returned.
 
-With a database, the task kept as the caller's and its receipt's log entry and head are
-one write (:meth:`TaskOwners.transaction`): no receipt is logged for a task the guard does
-not keep, nor a task kept without its receipt. The token's claim stays a write of its
-own, committed before the upstream is asked (its failure refused as the claim's).
+With a database, a send that opens a task makes two writes (:meth:`TaskOwners.transaction`).
+Before the upstream is asked: the idempotency key looked up and, unless it names a task
+already, the token's claim, the grant watched and the decision-log entries taken so far
+(:meth:`~member_kit.audit.log.DecisionLedger.append_waiting`, queued again if this write
+rolls back), committed, so a replayed token never reaches the upstream. A claim refused
+is refused as it says; when the write itself fails, the lookup and the claim are made
+again alone (the claim refused then as its own, ``replay_guard_unavailable``). After: the
+task kept as the caller's with its receipt's log entry and head, so no receipt is logged
+for a task the guard does not keep, nor a task kept without its receipt.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -45,7 +51,7 @@ from contracts.wire import (
     to_wire,
 )
 from member_kit import errors
-from member_kit.audit.log import heads_after_commit
+from member_kit.audit.log import DecisionLedger, heads_after_commit
 from member_kit.guard.tasks import TaskOwners
 from member_kit.guard.upstream import MALFORMED, Model
 from member_kit.server.jsonrpc import AnyOperation, CallContext, Operation
@@ -56,6 +62,8 @@ _OURS = (*HANDOFF_BINDING_KEYS, RECEIPTS_EXTENSION_URI)
 # an owner, a principal's handoff, has few), each from the upstream.
 MAX_LISTED = 100
 DEFAULT_PAGE_SIZE = 50
+
+logger = logging.getLogger(__name__)
 
 
 class Agent(Protocol):
@@ -68,12 +76,20 @@ class Agent(Protocol):
 
 
 class ForwardingHandler:
-    """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks."""
+    """Forwards the authorized calls to ``upstream``; ``stamp`` signs terminal tasks; a
+    token's claim takes along the decisions waiting to be written to ``audit_log``."""
 
-    def __init__(self, upstream: Agent, tasks: TaskOwners, stamp: Callable[[Task], Task]) -> None:
+    def __init__(
+        self,
+        upstream: Agent,
+        tasks: TaskOwners,
+        stamp: Callable[[Task], Task],
+        audit_log: DecisionLedger | None = None,
+    ) -> None:
         self._upstream = upstream
         self.tasks = tasks
         self._stamp = stamp
+        self._audit_log = audit_log
 
     def operations(self) -> Mapping[str, AnyOperation]:
         return {
@@ -88,11 +104,15 @@ class ForwardingHandler:
     ) -> SendMessageResponse:
         _check_no_push(request)
         continued = request.message.task_id
-        key = idempotency_key_of(request.message) if continued is None else None
-        opened = self.tasks.opened_under(context.owner, key) if key is not None else None
-        if opened is not None:  # a retried send: the task it opened, nothing sent again
-            return SendMessageResponse(task=await self._task("GetTask", {"id": opened}, context))
-        metadata = self._metadata_for(request, context)
+        if continued is not None:  # a continuation: of a task of the caller's, else not found
+            metadata, key = self.tasks.get(context.owner, continued).metadata, None
+        else:
+            metadata = opened_metadata(request.message, context) or {}
+            key = idempotency_key_of(request.message)
+            opened = self._opened_else_claimed(context, key)
+            if opened is not None:  # a retried send: the task it opened, nothing sent again
+                task = await self._task("GetTask", {"id": opened}, context)
+                return SendMessageResponse(task=task)
         answer = await self._upstream.call("SendMessage", to_wire(request), SendMessageResponse)
         if answer.task is None:
             return answer
@@ -102,16 +122,31 @@ class ForwardingHandler:
             returned = self._returned(answer.task, metadata)
         return SendMessageResponse(task=returned)
 
-    def _metadata_for(self, request: SendMessageRequest, context: CallContext) -> Mapping[str, Any]:
-        """A continuation's: that of the caller's task it names (else TaskNotFound). A new
-        task's: the handoff binding and what the token binds, its token claimed now."""
-        continued = request.message.task_id
-        if continued is not None:
-            return self.tasks.get(context.owner, continued).metadata
-        metadata = opened_metadata(request.message, context) or {}
-        if context.claim_task_creation is not None:
-            context.claim_task_creation()
-        return metadata
+    def _opened_else_claimed(self, context: CallContext, key: str | None) -> str | None:
+        """The caller's task opened under ``key``, if one is kept; else the token's claim
+        (when the send must claim it), its grant watched and the decisions waiting, all in
+        one write committed before the upstream is asked. A claim refused is refused as
+        it says; when the write itself fails, both are done again alone, the claim then
+        refused as the claim's (the decisions taken along are queued again by then)."""
+        claim = context.claim_task_creation
+        if claim is None:
+            return self.tasks.opened_under(context.owner, key) if key is not None else None
+        try:
+            with heads_after_commit(), self.tasks.transaction():
+                return self._opened_else_claim(context.owner, key, claim)
+        except self.tasks.storage_errors:
+            logger.warning("the claim's write failed; the claim alone is made", exc_info=True)
+            return self._opened_else_claim(context.owner, key, claim)
+
+    def _opened_else_claim(
+        self, owner: str, key: str | None, claim: Callable[[], None]
+    ) -> str | None:
+        opened = self.tasks.opened_under(owner, key) if key is not None else None
+        if opened is None:
+            claim()
+            if self._audit_log is not None:
+                self._audit_log.append_waiting()
+        return opened
 
     async def get_task(self, request: GetTaskRequest, context: CallContext) -> Task:
         return await self._task("GetTask", to_wire(request), context)

@@ -6,7 +6,8 @@ The same rules as :class:`~member_kit.guard.tasks.GuardedTasks` (the same tests 
 against both): a task of another owner reads as not found, a task already another
 owner's stays theirs, at most ``capacity`` are kept and the oldest go first. Each call
 is one short transaction, or joins the one :meth:`SQLGuardedTasks.transaction` holds
-open (a send's task with its receipt); two guards on one database that record the same
+open (a send's token claim with its grant watched and its decisions; then its task with
+its receipt); two guards on one database that record the same
 task at once agree through the table's unique constraints.
 
 Every call on a send's path runs fixed SQL on the driver's connection
@@ -24,10 +25,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from member_kit import errors
 from member_kit.guard.tasks import GuardedTask, OwnerRules, check_same_owner
-from member_kit.storage.engine import driver_read, driver_sql, driver_write
+from member_kit.storage.engine import driver_errors, driver_read, driver_sql, driver_write
 from member_kit.storage.schema import guarded_tasks
 
 _T = guarded_tasks.name
@@ -50,6 +52,10 @@ class SQLGuardedTasks(OwnerRules):
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._engine = engine
+        self.storage_errors: tuple[type[Exception], ...] = (
+            SQLAlchemyError,
+            driver_errors(engine).Error,
+        )
         self._sql = {sql: driver_sql(engine, sql) for sql in (_INSERT, _FORGET_OLDEST, _FIND)}
         self._sql |= {sql: driver_sql(engine, sql) for sql in (_OPENED_UNDER, _OWNED_BY, _COUNT)}
 

@@ -41,6 +41,8 @@ class TaskOwners(Protocol):
     """What the forwarding handler and the authorizer ask of the record of tasks."""
 
     capacity: int
+    # What a failed :meth:`transaction` raises (its begin or commit), none in memory.
+    storage_errors: tuple[type[Exception], ...]
 
     def __len__(self) -> int: ...
 
@@ -108,6 +110,7 @@ class GuardedTasks(OwnerRules):
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
+        self.storage_errors: tuple[type[Exception], ...] = ()
         self._tasks: OrderedDict[str, GuardedTask] = OrderedDict()
         self._keys: dict[tuple[str, str], str] = {}
 

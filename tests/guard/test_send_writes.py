@@ -2,13 +2,12 @@
 
 The stock a2a-sdk agent of ``examples/sdk_member.py`` governed in-process (the guard's
 handler, :mod:`member_kit.sdk`), served on loopback with a data directory, its SQLite
-connections traced. A send that opens a task claims its token before the agent is asked
-(the claim's own write, so a replayed token never reaches the agent, then the grant
-watched, as the trust layer writes them), and afterwards keeps the task as the caller's
-with its receipt's log entry and signed head in one write (so no receipt is logged for a
-task the guard does not keep, nor a task kept without its receipt). The decision log's
-own entry may take one more write, as it does for every member. The idempotency key is
-looked up in one read.
+connections traced. A send that opens a task makes two writes: before the agent is
+asked, the idempotency key looked up, then the token's claim with the grant watched and
+the decision-log entries taken so far (one commit, so a replayed token never reaches the
+agent); afterwards the task kept as the caller's with its receipt's log entry
+and signed head (so no receipt is logged for a task the guard does not keep, nor a task
+kept without its receipt).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from tests.faults import database_files, immutable_flag_works, read_only
 from tests.members import SDK
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.remote_risk.test_fast_send_path import _traced, _transactions, _writes
+from tests.remote_risk.test_stranger_refusals import decisions_after
 
 
 def _tables_written(transaction: list[str]) -> list[str]:
@@ -34,7 +34,7 @@ def _tables_written(transaction: list[str]) -> list[str]:
     return written
 
 
-def test_a_send_claims_its_token_first_and_keeps_its_task_with_its_receipt(
+def test_a_send_claims_its_token_with_its_decision_then_keeps_its_task_with_its_receipt(
     tmp_path: Path,
 ) -> None:
     with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
@@ -46,11 +46,16 @@ def test_a_send_claims_its_token_first_and_keeps_its_task_with_its_receipt(
         transactions = _transactions(statements)
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     writes = [_tables_written(t) for t in transactions]
-    lookup, claim, watch, *log, kept = writes
-    assert lookup == [] and len(transactions[0]) == 1  # the idempotency key, looked up
-    assert claim == ["remote_risk_used_tokens"]
-    assert watch == ["remote_risk_watched_grants"]
-    assert log in ([], [["remote_risk_audit_log"]])  # the decision, unless with the receipt
+    assert len(writes) == 2, writes  # two commits, nothing else
+    claimed, kept = writes
+    # the idempotency key looked up; the claim, the grant watched, the decision: one write
+    # before the agent is asked
+    assert transactions[0][0].startswith("SELECT task_id FROM remote_risk_guarded_tasks")
+    assert claimed == [
+        "remote_risk_used_tokens",
+        "remote_risk_watched_grants",
+        "remote_risk_audit_log",
+    ]
     # the task inserted (and the oldest beyond the capacity deleted), then the receipt
     assert kept == ["remote_risk_guarded_tasks"] * 2 + ["remote_risk_audit_log"]
 
@@ -74,3 +79,19 @@ def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
         assert refusal_reason(refused) == (503, "replay_guard_unavailable")
         assert len(app.state.task_store) == 1  # h-0's
         assert caller.send("run-1", "h-2").status_code == 200  # the database back
+
+
+def test_a_replayed_token_s_refusal_inside_the_claim_s_write_is_logged(tmp_path: Path) -> None:
+    """A replayed token is refused inside the claim's write, which then rolls back: the
+    refusal (decided in it) and the call's decision taken along it are written after
+    all, each once."""
+    with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
+        token = caller.token("h-1")
+        assert caller.send("run-1", "h-1", token=token).status_code == 200
+        app.state.audit_log.flush()
+        size = app.state.audit_log.current()[0]
+        replayed = caller.send("run-1", "h-1", token=token, key="another")
+        assert refusal_reason(replayed) == (401, "replayed_jti")
+        app.state.audit_log.flush()
+        decided = [(d["allowed"], d["reason"]) for d in decisions_after(app, size)]
+    assert decided == [(True, "allowed"), (False, "replayed_jti")]

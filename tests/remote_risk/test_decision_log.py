@@ -208,6 +208,40 @@ async def _receipt_rolled_back(log: DecisionLedger, engine: Engine) -> None:
         raise RuntimeError("the send's commit fails")
 
 
+def test_decisions_taken_along_a_claim_are_written_with_it_or_queued_again(
+    sql_log: tuple[DecisionLedger, Engine],
+) -> None:
+    """The decisions waiting for the loop, taken along a guarded send's claim
+    (:meth:`~member_kit.audit.log.DecisionLedger.append_waiting`): on SQLite written in
+    that transaction when it commits, queued again when it rolls back; never lost nor
+    written twice. Outside :func:`~member_kit.audit.log.heads_after_commit` none is
+    taken (nothing would queue it again)."""
+    log, engine = sql_log
+
+    async def claim(i: int, fails: bool, *, watched: bool = True) -> int:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(contextlib.suppress(RuntimeError))
+            if watched:
+                stack.enter_context(heads_after_commit())
+            stack.enter_context(driver_write(engine))
+            log.append_later("decision", {"i": i}, handoff_id="h")
+            log.append_waiting()
+            if fails:
+                raise RuntimeError("the claim's commit fails")
+        return log.current()[0]  # before the loop's next turn
+
+    written_with_the_claim = asyncio.run(claim(1, fails=False))
+    if engine.dialect.name == "sqlite":  # on PostgreSQL the decision is the thread's
+        assert written_with_the_claim == 1
+    asyncio.run(claim(2, fails=True))
+    asyncio.run(claim(3, fails=False, watched=False))
+    log.flush()
+    size, root = log.current()
+    assert root == log.tree(size).root()
+    written = sorted(json.loads(e.canonical)["data"]["i"] for e in log.of_handoff("h", size))
+    assert written == [1, 2, 3]
+
+
 def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_replicas(
     tmp_path: Path,
 ) -> None:
