@@ -56,8 +56,8 @@ class SQLGuardedTasks(OwnerRules):
             SQLAlchemyError,
             driver_errors(engine).Error,
         )
-        self._sql = {sql: driver_sql(engine, sql) for sql in (_INSERT, _FORGET_OLDEST, _FIND)}
-        self._sql |= {sql: driver_sql(engine, sql) for sql in (_OPENED_UNDER, _OWNED_BY, _COUNT)}
+        statements = (_INSERT, _FORGET_OLDEST, _FIND, _OPENED_UNDER, _OWNED_BY, _COUNT)
+        self._sql = {sql: driver_sql(engine, sql) for sql in statements}
 
     def __len__(self) -> int:
         with driver_read(self._engine) as cursor:
