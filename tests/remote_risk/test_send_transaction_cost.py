@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from member_kit.storage import engine as storage_engine
+from member_kit.tasks.record import TaskRecord
 from tests.remote_risk.delegated import Caller, delegated_service
 from tests.remote_risk.test_fast_send_path import _traced, _transactions, _writes
 
@@ -67,3 +68,22 @@ def test_a_blocking_send_runs_its_statements_in_one_commit(service: tuple[Caller
     assert len(only) == STATEMENTS_PER_SEND
     assert sum(_writes(statement) for statement in only) == 6
     assert sum(statement == "COMMIT" for _, statement in statements) == 1
+
+
+def test_a_blocking_send_snapshots_its_task_once(
+    service: tuple[Caller, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is the one snapshot taken: the task as it passed through WORKING is
+    built as an update only when a stream or a webhook hears it (none here)."""
+    caller, _ = service
+    taken: list[str] = []
+    real = TaskRecord.snapshot
+
+    def counted(record: TaskRecord, *args: Any, **kwargs: Any) -> Any:
+        snapshot = real(record, *args, **kwargs)
+        taken.append(snapshot.status.state.value)
+        return snapshot
+
+    monkeypatch.setattr(TaskRecord, "snapshot", counted)
+    caller.task_of(caller.send("run-1", "h-1"))
+    assert taken == ["TASK_STATE_COMPLETED"]
