@@ -18,7 +18,6 @@ head signed for the audit routes) costs the new entries, not a pass over the log
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import queue
 import threading
@@ -276,7 +275,8 @@ class DecisionLedger:
 
 def _copy_of(frontier: merkle.RootBuilder) -> merkle.RootBuilder:
     """A copy of ``frontier`` to extend without changing it (its stack is a short list)."""
-    clone = copy.copy(frontier)
+    clone = merkle.RootBuilder()
+    clone.size = frontier.size
     clone._stack = list(frontier._stack)
     return clone
 

@@ -55,8 +55,8 @@ Row = tuple[dict[str, Any], str | None]  # an entry record and its handoff
 
 def sealed(record: dict[str, Any]) -> tuple[str, str]:
     """The canonical text and hash (hex) of an entry record."""
-    canonical = canonical_json(record).decode("utf-8")
-    return canonical, hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    canonical = canonical_json(record)
+    return canonical.decode("utf-8"), hashlib.sha256(canonical).hexdigest()
 
 
 class MemoryRows:

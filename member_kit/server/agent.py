@@ -378,7 +378,7 @@ class AgentHandler(TaskOperations):
         if passed is None:
             return False
         if self._updates.heard(record.owner, record.id):
-            self._updates.status(record.owner, passed)
+            self._updates.status(record.owner, passed.snapshot())
         return True
 
 

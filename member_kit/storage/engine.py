@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -53,9 +53,7 @@ DATABASE_FILE = "remote-risk.db"
 DATABASE = Database(DATABASE_FILE, ("PRAGMA temp_store=MEMORY",))
 _SAVEPOINT = "remote_risk_step"
 # The driver-level transaction open in this context (thread or asyncio task), by engine.
-_open_write: ContextVar[tuple[Engine, DBAPICursor] | None] = ContextVar(
-    "remote_risk_open_write", default=None
-)
+_open_write: ContextVar[_Joined | None] = ContextVar("remote_risk_open_write", default=None)
 
 
 def database_url_for(data_dir: str | os.PathLike[str]) -> str:
@@ -73,8 +71,7 @@ def open_engine(database_url: str | None = None, data_dir: Path | None = None) -
         return DATABASE.open(database_url)
 
 
-@contextmanager
-def driver_write(engine: Engine, *, savepoint: bool = False) -> Iterator[DBAPICursor]:
+def driver_write(engine: Engine, *, savepoint: bool = False) -> AbstractContextManager[DBAPICursor]:
     """A write transaction on the driver's own connection: a cursor for fixed SQL.
 
     On SQLite it holds the write lock from ``BEGIN IMMEDIATE``. Opened while another one
@@ -84,34 +81,47 @@ def driver_write(engine: Engine, *, savepoint: bool = False) -> Iterator[DBAPICu
     done inside is undone alone when it raises, and the outer transaction can go on (on
     PostgreSQL a failed statement otherwise spoils the whole transaction). Driver
     exceptions are not wrapped; :func:`driver_errors` names their classes.
+
+    Joining costs a look at a context variable and no transaction of its own: a blocking
+    send's store, guard and log each open "their" write inside the send's one.
     """
-    with _driver_transaction(engine, "BEGIN IMMEDIATE", savepoint=savepoint) as cursor:
-        yield cursor
-
-
-@contextmanager
-def driver_read(engine: Engine) -> Iterator[DBAPICursor]:
-    """A read-only :func:`driver_write`: no write lock on SQLite (a plain ``BEGIN``)."""
-    with _driver_transaction(engine, "BEGIN") as cursor:
-        yield cursor
-
-
-@contextmanager
-def _driver_transaction(
-    engine: Engine, sqlite_begin: str, *, savepoint: bool = False
-) -> Iterator[DBAPICursor]:
     joined = _open_write.get()
-    if joined is not None and joined[0] is engine:
-        if savepoint:
-            with _savepoint(joined[1]):
-                yield joined[1]
-        else:
-            yield joined[1]
-        return
+    if joined is not None and joined.engine is engine:
+        return _savepoint(joined.cursor) if savepoint else joined
+    return _driver_transaction(engine, "BEGIN IMMEDIATE")
+
+
+def driver_read(engine: Engine) -> AbstractContextManager[DBAPICursor]:
+    """A read-only :func:`driver_write`: no write lock on SQLite (a plain ``BEGIN``)."""
+    joined = _open_write.get()
+    if joined is not None and joined.engine is engine:
+        return joined
+    return _driver_transaction(engine, "BEGIN")
+
+
+class _Joined:
+    """The driver transaction open in this context, as a block joining it enters it: its
+    cursor, and nothing to do at the block's end (the transaction's owner commits)."""
+
+    __slots__ = ("cursor", "engine")
+
+    def __init__(self, engine: Engine, cursor: DBAPICursor) -> None:
+        self.engine = engine
+        self.cursor = cursor
+
+    def __enter__(self) -> DBAPICursor:
+        return self.cursor
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+@contextmanager
+def _driver_transaction(engine: Engine, sqlite_begin: str) -> Iterator[DBAPICursor]:
     connection = engine.raw_connection()
     try:
         cursor = connection.cursor()
-        token = _open_write.set((engine, cursor))
+        token = _open_write.set(_Joined(engine, cursor))
         try:
             if engine.dialect.name == "sqlite":
                 cursor.execute(sqlite_begin)
@@ -128,11 +138,11 @@ def _driver_transaction(
 
 
 @contextmanager
-def _savepoint(cursor: DBAPICursor) -> Iterator[None]:
-    """Undo what the block did if it raises, and only that."""
+def _savepoint(cursor: DBAPICursor) -> Iterator[DBAPICursor]:
+    """``cursor``, for a block whose work is undone alone if it raises."""
     cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
     try:
-        yield
+        yield cursor
     except BaseException:
         cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
         cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")

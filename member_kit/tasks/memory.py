@@ -20,7 +20,6 @@ from contracts.wire import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
-    Task,
     TaskState,
 )
 from member_kit import errors
@@ -31,6 +30,7 @@ from member_kit.tasks.record import (
     UNFINISHED,
     Clock,
     TaskRecord,
+    as_it_is,
     bound,
     check_cancelable,
     check_resumable,
@@ -141,12 +141,12 @@ class TaskStore(BoundedStore):
         state: TaskState,
         message: Message | None = None,
         artifacts: list[Artifact] | None = None,
-    ) -> Task | None:
+    ) -> TaskRecord | None:
         """Move a live task into ``through`` and on to ``state``; the task as it was in
         ``through`` (for its update), None if it is gone or already terminal."""
         if not self.advance(task_id, through):
             return None
-        passed = self._records[task_id].snapshot()
+        passed = as_it_is(self._records[task_id])
         self.advance(task_id, state, message, artifacts)
         return passed
 

@@ -56,10 +56,10 @@ async def run_off_loop(
         with transaction():
             return work()
 
-    context = contextvars.copy_context()  # trace parents, and the list above
     try:
         if engine.dialect.name == "sqlite":
             return in_transaction()  # see ON_SQLITE
+        context = contextvars.copy_context()  # trace parents, and the list above
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(_pool_of(engine), context.run, in_transaction)
     finally:

@@ -33,7 +33,6 @@ from contracts.wire import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
-    Task,
     TaskState,
 )
 from member_kit.tasks.record import (
@@ -93,7 +92,10 @@ class TaskStoreProtocol(Protocol):
         state: TaskState,
         message: Message | None = None,
         artifacts: list[Artifact] | None = None,
-    ) -> Task | None: ...
+    ) -> TaskRecord | None:
+        """The task as it was in ``through`` (a copy, for its update: a snapshot is taken
+        only if someone hears it), None if it is gone or already terminal."""
+        ...
 
     def cancel(self, owner: str, task_id: str) -> TaskRecord: ...
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -93,6 +93,12 @@ class TaskRecord:
             history=list(history) if history else None,
             metadata=dict(self.metadata) if self.metadata else None,
         )
+
+
+def as_it_is(record: TaskRecord) -> TaskRecord:
+    """A copy of ``record`` that later changes of it leave as it is now (its lists are
+    its own); cheaper than a :meth:`TaskRecord.snapshot`, which it can still give."""
+    return replace(record, history=list(record.history), artifacts=list(record.artifacts))
 
 
 def _last(messages: list[Message], count: int) -> list[Message]:

@@ -43,7 +43,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from agent_cards.clock import utc_now
-from contracts.wire import Artifact, ListTasksRequest, ListTasksResponse, Message, Task, TaskState
+from contracts.wire import Artifact, ListTasksRequest, ListTasksResponse, Message, TaskState
 from member_kit import errors
 from member_kit.storage.engine import (
     driver_errors,
@@ -62,6 +62,7 @@ from member_kit.tasks.record import (
     SETTLED_STATES,
     Clock,
     TaskRecord,
+    as_it_is,
     bound,
     check_cancelable,
     check_resumable,
@@ -226,7 +227,7 @@ class SQLTaskStore(BoundedStore):
         state: TaskState,
         message: Message | None = None,
         artifacts: list[Artifact] | None = None,
-    ) -> Task | None:
+    ) -> TaskRecord | None:
         """Move a live task into ``through`` and on to ``state`` with one write; the task
         as it was in ``through`` (for its update), None if it is gone or already terminal."""
         with driver_write(self._engine) as cursor:
@@ -235,7 +236,7 @@ class SQLTaskStore(BoundedStore):
                 return None
             sequence = self._next_sequence(cursor, 2, record.id)
             move(record, through, None, self._now(), sequence - 1)
-            passed = record.snapshot()
+            passed = as_it_is(record)
             if artifacts:
                 record.artifacts.extend(artifacts)
             move(record, state, message, self._now(), sequence)
@@ -310,15 +311,17 @@ class SQLTaskStore(BoundedStore):
     def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
         """Insert the new task now, or keep it to insert when the open :meth:`transaction`
         commits (its sequence then counted within it until then)."""
+        fixed = {
+            "idempotency_key": idempotency_key,
+            "worker": self.leases.worker,
+            "until": self.leases.until(),
+        }
         opened = once.opened_by(self)
-        if opened is None:
-            record.sequence = self._bump(cursor, 1)
-        lease = {"worker": self.leases.worker, "until": self.leases.until()}
-        row = {"id": record.id, "owner": record.owner, **row_values(record)}
-        row.update(idempotency_key=idempotency_key, **lease)
         if opened is not None:
-            opened.unwritten[record.id] = once.Unwritten(record, row)
+            opened.unwritten[record.id] = once.Unwritten(record, fixed)
             return
+        record.sequence = self._bump(cursor, 1)
+        row = {"id": record.id, "owner": record.owner, **row_values(record), **fixed}
         cursor.execute(self._sql(statements.INSERT), row)
 
     def _write_unwritten(self, cursor: DBAPICursor, opened: once.Opened) -> None:
@@ -385,11 +388,11 @@ class SQLTaskStore(BoundedStore):
         self, cursor: DBAPICursor, record: TaskRecord, *, history: bool, artifacts: bool
     ) -> None:
         """Write the status of ``record``, and its history and artifacts if they grew."""
-        values = changed_values(record, history=history, artifacts=artifacts)
         unwritten = once.unwritten_in(self, record.id)
         if unwritten is not None:
-            unwritten.changed(record, values)  # its one insert comes at the commit
+            unwritten.changed(record)  # its one insert, built then, comes at the commit
             return
+        values = changed_values(record, history=history, artifacts=artifacts)
         cursor.execute(self._sql(update_sql(tuple(values))), {**values, "id": record.id})
 
     def _current(self, cursor: DBAPICursor, task_id: str) -> TaskRecord | None:

@@ -4,10 +4,12 @@ A blocking send of an immediate skill opens its task, runs the skill and settles
 within one transaction of :class:`~member_kit.tasks.sql.SQLTaskStore` (its
 ``transaction()``). Inserting the task SUBMITTED and then updating it (WORKING, then the
 outcome) would write its row three times for a commit that shows only the last. So a task
-created inside that transaction is kept here as :class:`Unwritten`: the columns of its
-row, brought up to date by every change made to it there, and how many status sequence
-numbers its moves took. Just before the commit the store takes those numbers with one
-bump of the counter and inserts each row once (:func:`sequenced`). Readers see exactly
+created inside that transaction is kept here as :class:`Unwritten`: the record as every
+change made to it there left it, the columns no change touches (its key and lease), and
+how many status sequence numbers its moves took. Just before the commit the store takes
+those numbers with one bump of the counter and inserts each row once, built then from
+the record as it ended (:func:`sequenced`): its history, artifacts and status are
+dumped to JSON once, not again at every change. Readers see exactly
 what they saw before: nothing of the transaction until it commits, then the final row.
 Inside the transaction the store reads such a task from here, not from the table; its
 work lease is the one its insert names (this process's), so none is taken meanwhile.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from member_kit.tasks.record import TaskRecord
+from member_kit.tasks.sql_rows import row_values
 
 Evicted = list[tuple[str, str]]
 """The ``(owner, id)`` of tasks evicted by one statement or transaction."""
@@ -36,10 +39,11 @@ Evicted = list[tuple[str, str]]
 class Unwritten:
     """A task opened in the open transaction and not yet inserted: ``record`` as it now
     is, with its sequence counted from 1 (:attr:`moves` is the last one taken), and
-    ``row``, the parameters of its INSERT."""
+    ``fixed``, the parameters of its INSERT that are not the record's (its idempotency
+    key and work lease)."""
 
     record: TaskRecord
-    row: dict[str, Any]
+    fixed: dict[str, Any]
     moves: int = 1
 
     def next_sequence(self, count: int) -> int:
@@ -47,10 +51,9 @@ class Unwritten:
         self.moves += count
         return self.moves
 
-    def changed(self, record: TaskRecord, values: dict[str, Any]) -> None:
-        """``record`` changed, and these of its columns with it."""
+    def changed(self, record: TaskRecord) -> None:
+        """The task is now ``record`` (a changed copy of the one kept)."""
         self.record = record
-        self.row.update(values)
 
     def copy(self) -> TaskRecord:
         """A copy of the record to change (a failed change leaves this one as it was)."""
@@ -78,8 +81,9 @@ def sequenced(opened: Opened, last: int) -> list[dict[str, Any]]:
     end = last - opened.total_moves()
     for task in opened.unwritten.values():
         end += task.moves
-        task.record.sequence = end
-        rows.append({**task.row, "sequence": end})
+        record = task.record
+        record.sequence = end
+        rows.append({"id": record.id, "owner": record.owner, **row_values(record), **task.fixed})
     return rows
 
 

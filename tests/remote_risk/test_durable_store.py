@@ -320,7 +320,7 @@ def test_a_task_opened_and_settled_in_one_transaction_is_inserted_once(engine: E
         passed = store.advance_through(
             record.id, TaskState.WORKING, TaskState.COMPLETED, artifacts=[artifact]
         )
-        assert passed is not None and passed.status.state is TaskState.WORKING
+        assert passed is not None and passed.state is TaskState.WORKING
     assert record.sequence == before.sequence + 3 and record.state is TaskState.COMPLETED
     stored = SQLTaskStore(engine, 10).get("alice", record.id)
     assert stored.snapshot() == record.snapshot() and stored.sequence == record.sequence

@@ -358,12 +358,13 @@ def test_advance_through_passes_a_state_on_the_way_in_one_change(
     passed = store.advance_through(
         record.id, TaskState.WORKING, TaskState.INPUT_REQUIRED, message=reply
     )
-    assert passed is not None and passed.status.state is TaskState.WORKING
-    assert passed.status.message is None and len(passed.history or []) == 1
+    assert passed is not None and passed.state is TaskState.WORKING
+    assert passed.status_message is None and len(passed.history) == 1
     current = store.get("alice", record.id)
     assert current.state is TaskState.INPUT_REQUIRED
     assert current.status_message == reply and current.history[-1] == reply
-    assert current.changed_at > datetime.fromisoformat(passed.status.timestamp)
+    assert current.changed_at > passed.changed_at
+    assert current.sequence == passed.sequence + 1
     finish(store, record.id)
     assert store.advance_through(record.id, TaskState.WORKING, TaskState.FAILED) is None
     assert store.get("alice", record.id).state is TaskState.COMPLETED
