@@ -50,13 +50,18 @@ def cancelled(document: Any) -> bool:
     )
 
 
-def _kept_cancellation(connection: Connection, run_id: str, document: Any) -> Any:
+def _stored_document(connection: Connection, run_id: str) -> str | None:
+    """The stored row's document (its text), or None if the run has no row yet."""
+    row = driver.execute(connection, _STORED_DOCUMENT_SQL, {"run_id": run_id}).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _kept_cancellation(stored_text: str, document: Any) -> Any:
     """``document`` with the stored row's cancellation, if the stored row is cancelled and
     ``document`` is not; None if there is nothing to keep."""
-    row = driver.execute(connection, _STORED_DOCUMENT_SQL, {"run_id": run_id}).fetchone()
-    if row is None or not isinstance(document, Mapping):
+    if not isinstance(document, Mapping):
         return None
-    stored = strict_json.loads(row[0])
+    stored = strict_json.loads(stored_text)
     if not isinstance(stored, Mapping) or not stored.get("cancelled"):
         return None
     cancellation = document.get("cancellation") or stored.get("cancellation")
@@ -96,11 +101,20 @@ class RunRows:
 
         def step(connection: Connection) -> None:
             if not cancelled(document):
-                kept = _kept_cancellation(connection, run_id, document)
+                # the read that keeps a cancellation also tells a new run's row from a
+                # stored one: a new one is inserted at once (no UPDATE that finds nothing)
+                stored = _stored_document(connection, run_id)
+                if stored is None:
+                    insert(connection)
+                    return
+                kept = _kept_cancellation(stored, document)
                 values["document"] = values["document"] if kept is None else _json(kept)
             if not _update(connection, runs.name, "run_id", run_id, values):
-                row = {"run_id": run_id, "created_at": values["updated_at"], **values}
-                _insert(connection, runs.name, row)
+                insert(connection)
+
+        def insert(connection: Connection) -> None:
+            row = {"run_id": run_id, "created_at": values["updated_at"], **values}
+            _insert(connection, runs.name, row)
 
         self._superseding(f"run:{run_id}", step)
         if not deferred:

@@ -63,18 +63,24 @@ def driver_is_dead_here(driver: str) -> bool:
 _ACCUMULATING = frozenset({"artifacts", "budget_units", "grants", "card_versions"})
 
 
-def _supersedes(connection: Connection, record: HandoffRecord) -> bool:
-    """Whether ``record`` may replace the stored row: another process (a cancel from the
-    command line or the API) may have committed a newer revision, and an ended handoff
-    stays ended. An older observation is not written (the driver reads the row and
-    adopts it); an ending that lost raises :class:`HandoffMovedOn`, so nothing of it
-    (the row or the events flushed with it) is written."""
+def _stored_revision(connection: Connection, attempt_id: str) -> tuple[str, int] | None:
+    """The stored row's ``(state, version)`` (locked on PostgreSQL until the commit), or
+    None if the attempt has no row yet."""
     locked = connection.dialect.name == "postgresql"
     sql = _STORED_REVISION_SQL + (" FOR UPDATE" if locked else "")
-    stored = driver.execute(connection, sql, {"attempt_id": record.attempt_id}).fetchone()
+    stored = driver.execute(connection, sql, {"attempt_id": attempt_id}).fetchone()
+    return None if stored is None else (str(stored[0]), int(stored[1]))
+
+
+def _supersedes(stored: tuple[str, int] | None, record: HandoffRecord) -> bool:
+    """Whether ``record`` may replace the ``stored`` row's revision: another process (a
+    cancel from the command line or the API) may have committed a newer revision, and an
+    ended handoff stays ended. An older observation is not written (the driver reads the
+    row and adopts it); an ending that lost raises :class:`HandoffMovedOn`, so nothing of
+    it (the row or the events flushed with it) is written."""
     if stored is None:
         return True
-    state, version = str(stored[0]), int(stored[1])
+    state, version = stored
     ended = state in _TERMINAL
     same = version == record.version and state == record.state.value
     if version <= record.version and (not ended or same):
@@ -220,10 +226,14 @@ class RunStore(RunRows):
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
 
         def step(connection: Connection) -> None:
-            if not _supersedes(connection, record):
+            stored = _stored_revision(connection, record.attempt_id)
+            if not _supersedes(stored, record):
                 return
             values["record"] = record.model_dump_json()
-            if not _update(connection, handoffs.name, "attempt_id", record.attempt_id, values):
+            # a row the read did not find is inserted at once (no UPDATE that finds nothing)
+            if stored is None or not _update(
+                connection, handoffs.name, "attempt_id", record.attempt_id, values
+            ):
                 identity = {
                     "attempt_id": record.attempt_id,
                     "run_id": record.run_id,

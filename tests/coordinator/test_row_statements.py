@@ -1,0 +1,65 @@
+"""What writing a run's and a handoff's row costs the database, counted (issue 34).
+
+A durable point reads the stored row before it writes it (a cancel committed by another
+process is kept, an ended handoff stays ended); when that read finds no row, the row is
+inserted at once: no UPDATE that changes nothing runs first. Counted by SQLite itself
+(its trace of every statement it runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from coordinator.storage.datadir import DataDir
+from coordinator.storage.runs import RunStore
+from coordinator.workspace import Workspace
+from tests.coordinator.test_admission import proposal
+
+DOCUMENT = {"run_id": "run-1", "cancelled": False}
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[tuple[RunStore, list[str]]]:
+    ws = Workspace(DataDir(tmp_path))
+    engine = ws.engine()
+    statements: list[str] = []
+
+    def trace(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(statements.append)
+
+    event.listen(engine, "connect", trace)
+    engine.dispose()  # every connection from here on is traced
+    try:
+        yield ws.run_store(), statements
+    finally:
+        ws.close()
+
+
+def _writes(statements: list[str]) -> list[str]:
+    """``INSERT runs``, ``UPDATE handoffs``... for each write SQLite ran."""
+    kept = [s.split() for s in statements if s.startswith(("INSERT", "UPDATE"))]
+    return [f"{words[0]} {words[2] if words[0] == 'INSERT' else words[1]}" for words in kept]
+
+
+def test_a_new_row_is_one_insert_and_a_stored_one_one_update(
+    traced: tuple[RunStore, list[str]],
+) -> None:
+    store, statements = traced
+    record = proposal(run_id="run-1")
+    store.save_run("run-1", "operator", "pilot", {}, DOCUMENT)
+    store.save_handoff(record)
+    assert _writes(statements) == ["INSERT runs", "INSERT handoffs"]
+
+    statements.clear()
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 2})
+    store.save_handoff(record.model_copy(update={"remote_task_id": "task-1"}))
+    assert _writes(statements) == ["UPDATE runs", "UPDATE handoffs"]
+
+    stored = store.handoff(record.attempt_id)
+    assert stored is not None and stored[0].remote_task_id == "task-1"
+    assert (store.run("run-1") or {})["document"] == {**DOCUMENT, "step": 2}
