@@ -26,7 +26,15 @@ from contracts.handoff import TERMINAL_STATES, HandoffRecord
 from coordinator.errors import HandoffMovedOn, StorageError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction, writer_of
-from coordinator.storage.run_rows import RunRows, Step, _insert, _json, _now, _update
+from coordinator.storage.run_rows import (
+    RunRows,
+    Step,
+    Uncancelled,
+    _insert,
+    _json,
+    _now,
+    _update,
+)
 from coordinator.storage.schema import (
     artifacts,
     budget_units,
@@ -120,6 +128,7 @@ class RunStore(RunRows):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._uncancelled = Uncancelled()
         self.deferred = False
         self._owner: int | None = None
         self._carrier: Carrier | None = None

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from contracts import strict_json
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import Workspace
@@ -63,3 +64,33 @@ def test_a_new_row_is_one_insert_and_a_stored_one_one_update(
     stored = store.handoff(record.attempt_id)
     assert stored is not None and stored[0].remote_task_id == "task-1"
     assert (store.run("run-1") or {})["document"] == {**DOCUMENT, "step": 2}
+
+
+def test_a_runs_own_document_is_not_parsed_again_but_a_cancel_from_elsewhere_is_kept(
+    traced: tuple[RunStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each write of a run's row reads the stored document for a cancellation another
+    process committed; the text this store wrote itself is known not to hold one, so it
+    is not parsed again (a run document is the largest thing a durable point reads)."""
+    store, _ = traced
+    parsed: list[str] = []
+    loads = strict_json.loads
+
+    def counted(text: str | bytes) -> Any:
+        parsed.append(str(text))
+        return loads(text)
+
+    monkeypatch.setattr(strict_json, "loads", counted)
+    store.save_run("run-1", "operator", "pilot", {}, DOCUMENT)
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 2})
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 3})
+    assert parsed == []
+
+    cancellation = {"by": "operator", "reason": "stop"}
+    elsewhere = RunStore(store.engine)  # another process's store: a cancel
+    cancelled = {**DOCUMENT, "step": 3, "cancelled": True, "cancellation": cancellation}
+    elsewhere.save_run("run-1", "operator", "pilot", {}, cancelled)
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 4})
+    assert len(parsed) == 1  # the document written elsewhere
+    kept = (store.run("run-1") or {})["document"]
+    assert kept == {**DOCUMENT, "step": 4, "cancelled": True, "cancellation": cancellation}
