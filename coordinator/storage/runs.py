@@ -291,9 +291,7 @@ class RunStore(RunRows):
     def ended(self, attempt_id: str) -> bool:
         """Whether the handoff's stored row is in a terminal state: a cheap read that
         writes nothing pending first (a driver asks it while it follows a remote task)."""
-        with self.engine.connect() as connection:
-            row = driver.execute(connection, _STORED_STATE_SQL, {"attempt_id": attempt_id})
-            stored = row.fetchone()
+        stored = driver.read_row(self.engine, _STORED_STATE_SQL, {"attempt_id": attempt_id})
         return stored is not None and stored[0] in _TERMINAL
 
     def refuse_if_ended(self, attempt_id: str) -> Step:

@@ -94,3 +94,21 @@ def test_a_runs_own_document_is_not_parsed_again_but_a_cancel_from_elsewhere_is_
     assert len(parsed) == 1  # the document written elsewhere
     kept = (store.run("run-1") or {})["document"]
     assert kept == {**DOCUMENT, "step": 4, "cancelled": True, "cancellation": cancellation}
+
+
+def test_reading_whether_a_handoff_ended_is_one_statement_on_a_pooled_connection(
+    traced: tuple[RunStore, list[str]],
+) -> None:
+    """A driver asks once a handoff whether another process ended it, on the event
+    loop's thread: one SELECT on a pooled driver connection, no SQLAlchemy connection
+    around it (which cost more than the read)."""
+    store, statements = traced
+    record = proposal(run_id="run-1")
+    store.save_handoff(record)
+    connections: list[object] = []
+    event.listen(store.engine, "engine_connect", connections.append)
+    statements.clear()
+    assert store.ended(record.attempt_id) is False
+    assert store.ended("no-such-attempt") is False
+    assert connections == []
+    assert [s.split()[0] for s in statements] == ["SELECT", "SELECT"]
