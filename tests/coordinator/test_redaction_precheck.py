@@ -74,6 +74,27 @@ def test_the_factored_pattern_finds_what_the_plain_alternation_finds() -> None:
     """The pre-check's pattern is the names factored by their prefixes, with a lookahead
     on the first character: it must find exactly what one alternative per name finds."""
     names = "|".join(re.escape(name).replace("_", "[-_]") for name in sorted(events.SECRET_FIELDS))
-    plain = re.compile(f'"(?:{names})"|"\\s*(?:bearer|basic)\\s|"eyj')
+    plain = re.compile(f'"(?:{names})"|"\\s*(?:bearer|basic)\\s|"eyj[\\w-]*\\.[\\w-]+\\.[\\w-]*"')
     for text in _texts_near_the_names():
         assert bool(events._MAYBE_SECRET.search(text)) == bool(plain.search(text)), text
+
+
+def test_a_flattened_jws_is_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A receipt's parts start like a JWT (``eyJ``) but none holds the two dots a JWT
+    value has: its data shows nothing to redact, and is sealed without the walk."""
+    walked: list[object] = []
+
+    def counting(value: Any) -> Any:
+        walked.append(value)
+        return _redacted(value)
+
+    monkeypatch.setattr(events, "_redacted", counting)
+    receipt = {"receipt": {"protected": "eyJhbGciOiJFZERTQSJ9", "payload": "eyJ4Ijp7fX0"}}
+    redact_secrets({"data": receipt})
+    record = {name: None for name in events.CORRELATION_FIELDS}
+    record.update(event_type="handoff.receipt", recorded_at="2026-12-05T07:00:00.000000Z")
+    record.update(actor="coordinator", data=receipt)
+    assert isinstance(events.prepared(record), events.Prepared)
+    assert walked == []
+    redact_secrets({"data": CASES["jwt-value"]})
+    assert walked[0] == CASES["jwt-value"]  # a JWT is walked (and redacted) as before

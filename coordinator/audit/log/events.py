@@ -170,17 +170,19 @@ def _alternation(names: Iterable[str]) -> str:
 
 # What any secret :func:`_redacted` replaces looks like in the compact JSON text of the
 # data, when that text has no escape at all: a field name of SECRET_FIELDS (any case, "-"
-# for "_"), or a string starting like a bearer or basic credential or a JWT. Text without
-# any of these holds nothing to redact; any escape (non-ASCII, control characters,
-# quotes) and the full walk decides. The pattern is matched against the lower-cased text
-# (what re.I did for ASCII, at a quarter of the cost: a case-blind alternation ran its
-# branches at every position); a quote followed by none of the characters any of it
-# starts with is passed over at once (the lookahead), and the names are factored.
+# for "_"), a string starting like a bearer or basic credential, or a string that is a
+# JWT as _JWT_VALUE reads one (three parts, two dots: a flattened JWS's parts start with
+# "eyJ" too, and are none). Text without any of these holds nothing to redact; any
+# escape (non-ASCII, control characters, quotes, a newline) and the full walk decides.
+# The pattern is matched against the lower-cased text (what re.I did for ASCII, at a
+# quarter of the cost: a case-blind alternation ran its branches at every position); a
+# quote followed by none of the characters any of it starts with is passed over at once
+# (the lookahead), and the names are factored.
 _FIRST_CHARACTERS = re.escape("".join(sorted({name[0] for name in SECRET_FIELDS} | set("be"))))
 _MAYBE_SECRET = re.compile(
     f'"(?=[{_FIRST_CHARACTERS}\\s])(?:'
     + _alternation(sorted(SECRET_FIELDS))
-    + r'"|\s*(?:bearer|basic)\s|eyj)'
+    + r'"|\s*(?:bearer|basic)\s|eyj[\w-]*\.[\w-]+\.[\w-]*")'
 )
 
 
