@@ -26,6 +26,7 @@ serialises writers in the process instead of letting them queue on the database'
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
@@ -49,9 +50,12 @@ DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_WAIT_SECONDS = 0.0015
 
 
-@dataclass
+@dataclass(slots=True)
 class _Job(Generic[T]):
-    future: Future[T]
+    """One job and where its outcome goes: a concurrent future (a caller outside the
+    event loop waits on it) or the awaiting coroutine's own asyncio future."""
+
+    future: Future[T] | asyncio.Future[T]
     run: Callable[[], T] | None = None
     batch: Batch | None = None
     item: Any = None
@@ -81,22 +85,35 @@ class Writer:
     def submit(self, run: Callable[[], T]) -> Future[T]:
         """Queue ``run`` (called alone, in the writer thread, in a copy of the caller's
         context variables, as ``asyncio.to_thread`` does); its future."""
-        in_context = functools.partial(contextvars.copy_context().run, run)
-        return self._put(_Job(Future(), run=in_context))
+        future: Future[T] = Future()
+        self._put(_Job(future, run=_in_context(run)))
+        return future
 
     def submit_item(self, batch: Batch, item: Any, key: Any = None) -> Future[Any]:
         """Queue ``item`` for ``batch``, committed with the items queued beside it that
         have the same ``key`` (by default: the same ``batch``); the first one's ``batch``
         commits them all."""
-        return self._put(_Job(Future(), batch=batch, item=item, key=key or batch))
+        future: Future[Any] = Future()
+        self._put(_Job(future, batch=batch, item=item, key=key or batch))
+        return future
 
     async def run(self, run: Callable[[], T]) -> T:
         """:meth:`submit`, awaited: the event loop goes on while the job runs."""
-        return await asyncio.wrap_future(self.submit(run))
+        waiter: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._put(_Job(waiter, run=_in_context(run)))
+        return await waiter
 
     async def commit(self, batch: Batch, item: Any, key: Any = None) -> Any:
-        """:meth:`submit_item`, awaited: returns once this item is committed."""
-        return await asyncio.wrap_future(self.submit_item(batch, item, key))
+        """:meth:`submit_item`, awaited: returns once this item is committed.
+
+        The writer thread hands the outcome straight to this coroutine's own future (one
+        ``call_soon_threadsafe``), not through a concurrent future chained to an asyncio
+        one (``asyncio.wrap_future``): the same outcome, at about a third of the cost of
+        a durable point's round trip. A caller that gives up (cancelled) leaves its item
+        to be committed as before; nothing is handed back to it."""
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._put(_Job(waiter, batch=batch, item=item, key=key or batch))
+        return await waiter
 
     def call(self, run: Callable[[], T]) -> T:
         """:meth:`submit` and wait (for callers that are not coroutines); from the writer
@@ -120,13 +137,12 @@ class Writer:
             self._queue.put(None)
             thread.join()
 
-    def _put(self, job: _Job[T]) -> Future[T]:
+    def _put(self, job: _Job[Any]) -> None:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
                 self._thread.start()
         self._queue.put(job)
-        return job.future
 
     # --- the thread ---------------------------------------------------------------------
 
@@ -166,8 +182,11 @@ class Writer:
         """``first`` and the jobs queued behind it for the same batch function; lingers up
         to ``max_wait`` for more only when the previous batch had company."""
         jobs = [first]
-        deadline = time.monotonic() + (self.max_wait if self._last_batch > 1 else 0.0)
+        linger = self.max_wait if self._last_batch > 1 else 0.0
+        deadline = time.monotonic() + linger
         while len(jobs) < self.max_batch:
+            if not linger and self._queue.empty():
+                break  # nothing queued and no waiting for company: as get(timeout=0) finds
             try:
                 job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
@@ -192,14 +211,55 @@ def _settle(job: _Job[Any], run: Callable[[], Any] | None) -> None:
         _set(job, value)
 
 
+def _in_context(run: Callable[[], T]) -> Callable[[], T]:
+    return functools.partial(contextvars.copy_context().run, run)
+
+
 def _set(job: _Job[Any], value: Any) -> None:
+    future = job.future
+    if isinstance(future, asyncio.Future):
+        _hand_back(future, value, None)
+        return
     with contextlib.suppress(Exception):  # a caller that gave up (cancelled) is gone
-        job.future.set_result(value)
+        future.set_result(value)
 
 
 def _fail(job: _Job[Any], exc: BaseException) -> None:
+    future = job.future
+    if isinstance(future, asyncio.Future):
+        _hand_back(future, None, exc)
+        return
     with contextlib.suppress(Exception):
-        job.future.set_exception(exc)
+        future.set_exception(exc)
+
+
+def _hand_back(waiter: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    """Resolve an awaiting coroutine's future from the writer thread, in its loop (what
+    ``asyncio.wrap_future`` did through a concurrent future: a closed loop gets nothing)."""
+    loop = waiter.get_loop()
+    if loop.is_closed():
+        return
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+        loop.call_soon_threadsafe(_resolve, waiter, value, exc)
+
+
+def _resolve(waiter: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if waiter.done():  # a caller that gave up (cancelled) is gone
+        return
+    if exc is None:
+        waiter.set_result(value)
+    else:
+        waiter.set_exception(_as_asyncio(exc))
+
+
+def _as_asyncio(exc: BaseException) -> BaseException:
+    """concurrent.futures' own cancellation and state errors as asyncio's, as
+    ``asyncio.wrap_future`` hands them over."""
+    if isinstance(exc, concurrent.futures.CancelledError):
+        return asyncio.CancelledError(*exc.args)
+    if isinstance(exc, concurrent.futures.InvalidStateError):
+        return asyncio.InvalidStateError(*exc.args)
+    return exc
 
 
 def _outcome(value: Any) -> Any:

@@ -32,6 +32,20 @@ def execute(connection: Connection, sql: str, params: Mapping[str, Any] | None =
     return cursor
 
 
+def read_row(engine: Engine, sql: str, params: Mapping[str, Any]) -> Any:
+    """The first row ``sql`` reads (or None), on a pooled driver connection outside any
+    transaction (one statement reads one consistent state). For a read on the event
+    loop's thread: a SQLAlchemy :class:`~sqlalchemy.Connection` around it costs more than
+    SQLite takes to run it."""
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor.execute(_styled(engine.dialect.paramstyle, sql), dict(params))
+        return cursor.fetchone()
+    finally:
+        connection.close()
+
+
 def execute_many(connection: Connection, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
     cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
     cursor.executemany(_styled(connection.dialect.paramstyle, sql), rows)

@@ -9,6 +9,7 @@ driver noticed, keeps the stored cancellation, as an ended handoff stays ended.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -50,23 +51,64 @@ def cancelled(document: Any) -> bool:
     )
 
 
-def _kept_cancellation(connection: Connection, run_id: str, document: Any) -> Any:
+def _stored_document(connection: Connection, run_id: str) -> str | None:
+    """The stored row's document (its text), or None if the run has no row yet."""
+    row = driver.execute(connection, _STORED_DOCUMENT_SQL, {"run_id": run_id}).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _kept_cancellation(stored_text: str, document: Any) -> Any:
     """``document`` with the stored row's cancellation, if the stored row is cancelled and
     ``document`` is not; None if there is nothing to keep."""
-    row = driver.execute(connection, _STORED_DOCUMENT_SQL, {"run_id": run_id}).fetchone()
-    if row is None or not isinstance(document, Mapping):
+    if not isinstance(document, Mapping):
         return None
-    stored = strict_json.loads(row[0])
+    stored = strict_json.loads(stored_text)
     if not isinstance(stored, Mapping) or not stored.get("cancelled"):
         return None
     cancellation = document.get("cancellation") or stored.get("cancellation")
     return {**document, "cancelled": True, "cancellation": cancellation}
 
 
+class Uncancelled:
+    """The document text this store last wrote for each of its latest runs, each one
+    known to hold no cancellation (it was written from a plain dict whose ``cancelled``
+    is false): a stored text equal to it need not be parsed to know that. A run's
+    document is the largest value a durable point reads; another process's write (a
+    cancel) is another text, and is parsed. The statement "this text holds no
+    cancellation" is true whatever became of the write, so a rolled-back one is harmless.
+    """
+
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def holds(self, run_id: str, text: str) -> bool:
+        return self._texts.get(run_id) == text
+
+    def note(self, run_id: str, text: str | None) -> None:
+        """``text`` was written for ``run_id`` and holds no cancellation (None: the
+        text written may hold one)."""
+        with self._lock:
+            self._texts.pop(run_id, None)
+            if text is None:
+                return
+            self._texts[run_id] = text
+            if len(self._texts) > self.LIMIT:
+                del self._texts[next(iter(self._texts))]
+
+
+def _uncancelled_text(document: Any, text: str) -> str | None:
+    """``text`` (``document``'s JSON) if it certainly holds no cancellation."""
+    return text if type(document) is dict and not document.get("cancelled") else None
+
+
 class RunRows:
     """Runs' rows; the store's deferred writes and flush are :class:`RunStore`'s."""
 
     engine: Engine
+    _uncancelled: Uncancelled
 
     def flush(self) -> None:
         raise NotImplementedError
@@ -86,21 +128,38 @@ class RunRows:
     ) -> None:
         """Write the run's document now, with anything pending before it; ``deferred``
         lets it wait for the next flush like other writes (the run's first row)."""
+        text = _json(document)
         values = {
             "owner": owner,
             "kind": kind,
             "authority": _json(authority),
-            "document": _json(document),
+            "document": text,
             "updated_at": _now(),
         }
+        known = self._uncancelled
 
         def step(connection: Connection) -> None:
+            write(connection)
+            written = values["document"]
+            known.note(run_id, _uncancelled_text(document, text) if written is text else None)
+
+        def write(connection: Connection) -> None:
             if not cancelled(document):
-                kept = _kept_cancellation(connection, run_id, document)
-                values["document"] = values["document"] if kept is None else _json(kept)
+                # the read that keeps a cancellation also tells a new run's row from a
+                # stored one: a new one is inserted at once (no UPDATE that finds nothing)
+                stored = _stored_document(connection, run_id)
+                if stored is None:
+                    insert(connection)
+                    return
+                if not known.holds(run_id, stored):
+                    kept = _kept_cancellation(stored, document)
+                    values["document"] = values["document"] if kept is None else _json(kept)
             if not _update(connection, runs.name, "run_id", run_id, values):
-                row = {"run_id": run_id, "created_at": values["updated_at"], **values}
-                _insert(connection, runs.name, row)
+                insert(connection)
+
+        def insert(connection: Connection) -> None:
+            row = {"run_id": run_id, "created_at": values["updated_at"], **values}
+            _insert(connection, runs.name, row)
 
         self._superseding(f"run:{run_id}", step)
         if not deferred:

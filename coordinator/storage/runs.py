@@ -26,7 +26,15 @@ from contracts.handoff import TERMINAL_STATES, HandoffRecord
 from coordinator.errors import HandoffMovedOn, StorageError
 from coordinator.storage import driver
 from coordinator.storage.engine import write_transaction, writer_of
-from coordinator.storage.run_rows import RunRows, Step, _insert, _json, _now, _update
+from coordinator.storage.run_rows import (
+    RunRows,
+    Step,
+    Uncancelled,
+    _insert,
+    _json,
+    _now,
+    _update,
+)
 from coordinator.storage.schema import (
     artifacts,
     budget_units,
@@ -63,18 +71,24 @@ def driver_is_dead_here(driver: str) -> bool:
 _ACCUMULATING = frozenset({"artifacts", "budget_units", "grants", "card_versions"})
 
 
-def _supersedes(connection: Connection, record: HandoffRecord) -> bool:
-    """Whether ``record`` may replace the stored row: another process (a cancel from the
-    command line or the API) may have committed a newer revision, and an ended handoff
-    stays ended. An older observation is not written (the driver reads the row and
-    adopts it); an ending that lost raises :class:`HandoffMovedOn`, so nothing of it
-    (the row or the events flushed with it) is written."""
+def _stored_revision(connection: Connection, attempt_id: str) -> tuple[str, int] | None:
+    """The stored row's ``(state, version)`` (locked on PostgreSQL until the commit), or
+    None if the attempt has no row yet."""
     locked = connection.dialect.name == "postgresql"
     sql = _STORED_REVISION_SQL + (" FOR UPDATE" if locked else "")
-    stored = driver.execute(connection, sql, {"attempt_id": record.attempt_id}).fetchone()
+    stored = driver.execute(connection, sql, {"attempt_id": attempt_id}).fetchone()
+    return None if stored is None else (str(stored[0]), int(stored[1]))
+
+
+def _supersedes(stored: tuple[str, int] | None, record: HandoffRecord) -> bool:
+    """Whether ``record`` may replace the ``stored`` row's revision: another process (a
+    cancel from the command line or the API) may have committed a newer revision, and an
+    ended handoff stays ended. An older observation is not written (the driver reads the
+    row and adopts it); an ending that lost raises :class:`HandoffMovedOn`, so nothing of
+    it (the row or the events flushed with it) is written."""
     if stored is None:
         return True
-    state, version = str(stored[0]), int(stored[1])
+    state, version = stored
     ended = state in _TERMINAL
     same = version == record.version and state == record.state.value
     if version <= record.version and (not ended or same):
@@ -114,6 +128,7 @@ class RunStore(RunRows):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._uncancelled = Uncancelled()
         self.deferred = False
         self._owner: int | None = None
         self._carrier: Carrier | None = None
@@ -220,10 +235,14 @@ class RunStore(RunRows):
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
 
         def step(connection: Connection) -> None:
-            if not _supersedes(connection, record):
+            stored = _stored_revision(connection, record.attempt_id)
+            if not _supersedes(stored, record):
                 return
             values["record"] = record.model_dump_json()
-            if not _update(connection, handoffs.name, "attempt_id", record.attempt_id, values):
+            # a row the read did not find is inserted at once (no UPDATE that finds nothing)
+            if stored is None or not _update(
+                connection, handoffs.name, "attempt_id", record.attempt_id, values
+            ):
                 identity = {
                     "attempt_id": record.attempt_id,
                     "run_id": record.run_id,
@@ -272,9 +291,7 @@ class RunStore(RunRows):
     def ended(self, attempt_id: str) -> bool:
         """Whether the handoff's stored row is in a terminal state: a cheap read that
         writes nothing pending first (a driver asks it while it follows a remote task)."""
-        with self.engine.connect() as connection:
-            row = driver.execute(connection, _STORED_STATE_SQL, {"attempt_id": attempt_id})
-            stored = row.fetchone()
+        stored = driver.read_row(self.engine, _STORED_STATE_SQL, {"attempt_id": attempt_id})
         return stored is not None and stored[0] in _TERMINAL
 
     def refuse_if_ended(self, attempt_id: str) -> Step:

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine
 
 from agent_cards.transparency import merkle
 from coordinator.audit.log.events import GENESIS_HASH
@@ -34,6 +34,7 @@ from coordinator.audit.log.tree_heads import (
     sign_tree_head,
 )
 from coordinator.errors import LedgerError
+from coordinator.storage import driver
 from coordinator.storage.schema import audit_events
 
 MIN_INTERVAL_SECONDS = 1.0
@@ -82,7 +83,6 @@ class CurrentHead:
             return head
 
     def _advance(self) -> int:
-        c = audit_events.c
         if self._frontier is None:
             self._frontier = merkle.RootBuilder()
             with self._engine.connect() as connection:
@@ -90,13 +90,9 @@ class CurrentHead:
                     self._frontier.add([bytes.fromhex(digest) for digest in batch])
                     self._last_hash = batch[-1]
             return self._frontier.size
-        query = (
-            select(c.seq, c.prev_hash, c.hash, c.canonical)
-            .where(c.seq > self._frontier.size)
-            .order_by(c.seq)
-        )
         with self._engine.connect() as connection:
-            rows = connection.execute(query).all()
+            size = {"size": self._frontier.size}
+            rows = driver.execute(connection, _NEW_EVENTS_SQL, size).fetchall()
         for seq, prev_hash, digest, canonical in rows:
             self._check(int(seq), str(prev_hash), str(digest), str(canonical))
             self._frontier.push(merkle.leaf_hash(bytes.fromhex(str(digest))))
@@ -117,6 +113,13 @@ class CurrentHead:
 
 
 _HASHES_SQL = f"SELECT hash FROM {audit_events.name} ORDER BY seq"
+# The events appended since the range was last extended (by any process), read by the
+# driver's own cursor: a thousand rows or more a second under load, each a SQLAlchemy
+# row object through Core at half again the cost.
+_NEW_EVENTS_SQL = (
+    f"SELECT seq, prev_hash, hash, canonical FROM {audit_events.name}"
+    " WHERE seq > :size ORDER BY seq"
+)
 
 
 def _hash_batches(connection: Connection) -> Iterator[list[str]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -147,17 +147,42 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+def _alternation(names: Iterable[str]) -> str:
+    """The names as one regex alternation factored by their prefixes (a trie), ``_``
+    matching ``-`` too: the same strings as ``name1|name2|...``, at a third less of the
+    cost (at each position one character is tried per level, not every name in turn)."""
+    branches: dict[str, list[str]] = {}
+    ends = False
+    for name in names:
+        if name:
+            branches.setdefault(name[0], []).append(name[1:])
+        else:
+            ends = True
+    if not branches:
+        return ""
+    alternatives = [
+        ("[-_]" if first == "_" else re.escape(first)) + _alternation(rests)
+        for first, rests in sorted(branches.items())
+    ]
+    body = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+    return f"(?:{body})?" if ends else body
+
+
 # What any secret :func:`_redacted` replaces looks like in the compact JSON text of the
 # data, when that text has no escape at all: a field name of SECRET_FIELDS (any case, "-"
-# for "_"), or a string starting like a bearer or basic credential or a JWT. Text without
-# any of these holds nothing to redact; any escape (non-ASCII, control characters,
-# quotes) and the full walk decides. The pattern is matched against the lower-cased text
-# (what re.I did for ASCII, at a quarter of the cost: a case-blind alternation ran its
-# branches at every position).
+# for "_"), a string starting like a bearer or basic credential, or a string that is a
+# JWT as _JWT_VALUE reads one (three parts, two dots: a flattened JWS's parts start with
+# "eyJ" too, and are none). Text without any of these holds nothing to redact; any
+# escape (non-ASCII, control characters, quotes, a newline) and the full walk decides.
+# The pattern is matched against the lower-cased text (what re.I did for ASCII, at a
+# quarter of the cost: a case-blind alternation ran its branches at every position); a
+# quote followed by none of the characters any of it starts with is passed over at once
+# (the lookahead), and the names are factored.
+_FIRST_CHARACTERS = re.escape("".join(sorted({name[0] for name in SECRET_FIELDS} | set("be"))))
 _MAYBE_SECRET = re.compile(
-    '"(?:'
-    + "|".join(re.escape(name).replace("_", "[-_]") for name in sorted(SECRET_FIELDS))
-    + r')"|"\s*(?:bearer|basic)\s|"eyj'
+    f'"(?=[{_FIRST_CHARACTERS}\\s])(?:'
+    + _alternation(sorted(SECRET_FIELDS))
+    + r'"|\s*(?:bearer|basic)\s|eyj[\w-]*\.[\w-]+\.[\w-]*")'
 )
 
 

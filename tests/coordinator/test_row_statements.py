@@ -1,0 +1,114 @@
+"""What writing a run's and a handoff's row costs the database, counted (issue 34).
+
+A durable point reads the stored row before it writes it (a cancel committed by another
+process is kept, an ended handoff stays ended); when that read finds no row, the row is
+inserted at once: no UPDATE that changes nothing runs first. Counted by SQLite itself
+(its trace of every statement it runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from contracts import strict_json
+from coordinator.storage.datadir import DataDir
+from coordinator.storage.runs import RunStore
+from coordinator.workspace import Workspace
+from tests.coordinator.test_admission import proposal
+
+DOCUMENT = {"run_id": "run-1", "cancelled": False}
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[tuple[RunStore, list[str]]]:
+    ws = Workspace(DataDir(tmp_path))
+    engine = ws.engine()
+    statements: list[str] = []
+
+    def trace(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(statements.append)
+
+    event.listen(engine, "connect", trace)
+    engine.dispose()  # every connection from here on is traced
+    try:
+        yield ws.run_store(), statements
+    finally:
+        ws.close()
+
+
+def _writes(statements: list[str]) -> list[str]:
+    """``INSERT runs``, ``UPDATE handoffs``... for each write SQLite ran."""
+    kept = [s.split() for s in statements if s.startswith(("INSERT", "UPDATE"))]
+    return [f"{words[0]} {words[2] if words[0] == 'INSERT' else words[1]}" for words in kept]
+
+
+def test_a_new_row_is_one_insert_and_a_stored_one_one_update(
+    traced: tuple[RunStore, list[str]],
+) -> None:
+    store, statements = traced
+    record = proposal(run_id="run-1")
+    store.save_run("run-1", "operator", "pilot", {}, DOCUMENT)
+    store.save_handoff(record)
+    assert _writes(statements) == ["INSERT runs", "INSERT handoffs"]
+
+    statements.clear()
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 2})
+    store.save_handoff(record.model_copy(update={"remote_task_id": "task-1"}))
+    assert _writes(statements) == ["UPDATE runs", "UPDATE handoffs"]
+
+    stored = store.handoff(record.attempt_id)
+    assert stored is not None and stored[0].remote_task_id == "task-1"
+    assert (store.run("run-1") or {})["document"] == {**DOCUMENT, "step": 2}
+
+
+def test_a_runs_own_document_is_not_parsed_again_but_a_cancel_from_elsewhere_is_kept(
+    traced: tuple[RunStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each write of a run's row reads the stored document for a cancellation another
+    process committed; the text this store wrote itself is known not to hold one, so it
+    is not parsed again (a run document is the largest thing a durable point reads)."""
+    store, _ = traced
+    parsed: list[str] = []
+    loads = strict_json.loads
+
+    def counted(text: str | bytes) -> Any:
+        parsed.append(str(text))
+        return loads(text)
+
+    monkeypatch.setattr(strict_json, "loads", counted)
+    store.save_run("run-1", "operator", "pilot", {}, DOCUMENT)
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 2})
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 3})
+    assert parsed == []
+
+    cancellation = {"by": "operator", "reason": "stop"}
+    elsewhere = RunStore(store.engine)  # another process's store: a cancel
+    cancelled = {**DOCUMENT, "step": 3, "cancelled": True, "cancellation": cancellation}
+    elsewhere.save_run("run-1", "operator", "pilot", {}, cancelled)
+    store.save_run("run-1", "operator", "pilot", {}, {**DOCUMENT, "step": 4})
+    assert len(parsed) == 1  # the document written elsewhere
+    kept = (store.run("run-1") or {})["document"]
+    assert kept == {**DOCUMENT, "step": 4, "cancelled": True, "cancellation": cancellation}
+
+
+def test_reading_whether_a_handoff_ended_is_one_statement_on_a_pooled_connection(
+    traced: tuple[RunStore, list[str]],
+) -> None:
+    """A driver asks once a handoff whether another process ended it, on the event
+    loop's thread: one SELECT on a pooled driver connection, no SQLAlchemy connection
+    around it (which cost more than the read)."""
+    store, statements = traced
+    record = proposal(run_id="run-1")
+    store.save_handoff(record)
+    connections: list[object] = []
+    event.listen(store.engine, "engine_connect", connections.append)
+    statements.clear()
+    assert store.ended(record.attempt_id) is False
+    assert store.ended("no-such-attempt") is False
+    assert connections == []
+    assert [s.split()[0] for s in statements] == ["SELECT", "SELECT"]
