@@ -2,9 +2,10 @@
 
 remote_risk on loopback (the member runs in this process), sent tokens as the
 coordinator mints them (compact JSON). Each count is taken at the one module that does
-the work: per send, one signature verification, one validation of the claims as a
-grant, one claims digest, one decoding of the payload; and the header of an issuer key
-whose token already verified is not decoded again (it is the same text every time).
+the work: per send, one reading of the bearer token and of the holder's proof from the
+headers, one signature verification, one validation of the claims as a grant, one
+claims digest, one decoding of the payload; and the header of an issuer key whose
+token already verified is not decoded again (it is the same text every time).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pytest
 
 from contracts.grant import Grant
 from coordinator.authority.tokens import mint_token
+from member_kit.server import auth
+from member_kit.server.auth import DelegationAuthorizer
 from member_kit.trust import token_format, verifier
 from tests import tokens
 from tests.remote_risk.delegated import ISSUER, Caller, delegated_service
@@ -59,6 +62,8 @@ def counting(monkeypatch: pytest.MonkeyPatch, counts: collections.Counter[str]) 
 
         monkeypatch.setattr(module, name, counted)
 
+    spy(auth, "bearer_token")
+    spy(DelegationAuthorizer, "_holder")  # the request a holder's proof is checked against
     spy(token_format, "json_object")
     spy(token_format, "verify")  # the signature primitive, as the token's check calls it
     spy(verifier, "claims_digest")
@@ -85,6 +90,8 @@ def test_each_check_of_a_send_token_is_made_once(
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     monkeypatch.undo()
     assert counts == {
+        "bearer_token": SENDS,  # read from the headers before the body, and kept
+        "_holder": SENDS,
         "verify": SENDS,
         "Grant.model_validate": SENDS,
         "claims_digest": SENDS,
