@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agent_cards.jws import b64url_encode
 from contracts.grant import Grant
 from coordinator.authority.tokens import mint_token
 from member_kit.server import auth
@@ -113,3 +114,24 @@ def test_a_header_never_verified_is_decoded_for_every_token(
     monkeypatch.undo()
     assert counts["json_object"] == 4  # header and payload, twice
     assert counts["verify"] == 2
+
+
+def test_the_remembered_headers_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most ``limit`` header texts are remembered; a full memory starts again."""
+    headers = token_format.VerifiedHeaders(limit=2)
+    segments = [
+        b64url_encode(f'{{"alg":"EdDSA","kid":"{kid}","typ":"delegation+jwt"}}'.encode())
+        for kid in (COORDINATOR_KEY.kid, "a" * 43, "b" * 43)
+    ]
+    counts: collections.Counter[str] = collections.Counter()
+    counting(monkeypatch, counts)
+    for segment in segments[:2]:
+        headers.verified(segment, *headers.checked(segment))
+    assert [headers.checked(segment)[1] for segment in segments[:2]] == [
+        COORDINATOR_KEY.kid,
+        "a" * 43,
+    ]
+    assert counts["json_object"] == 2  # each decoded once, then answered from memory
+    headers.verified(segments[2], *headers.checked(segments[2]))
+    headers.checked(segments[0])
+    assert counts["json_object"] == 4  # the third filled the memory: the first is read again
