@@ -10,14 +10,19 @@ from text that is not what was signed. Anything else raises :class:`ValueError`.
 from __future__ import annotations
 
 import base64
-import re
+import binascii
 from typing import Any
 
 from contracts import strict_json
 
 __all__ = ["b64url_decode", "b64url_encode", "segment_json"]
 
-_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+_PADDING = (b"", b"", b"==", b"=")
+# The last character of a final group of 2 (or 3) characters carries 4 (or 2) bits
+# beyond the data; the one canonical spelling has them zero (RFC 4648 section 3.5).
+_CANONICAL_LAST = ("", "", "AQgw", "AEIMQUYcgkosw048")
 
 
 def b64url_encode(data: bytes) -> str:
@@ -26,13 +31,20 @@ def b64url_encode(data: bytes) -> str:
 
 
 def b64url_decode(text: str) -> bytes:
-    """Strict base64url without padding; anything else raises :class:`ValueError`."""
-    if not _B64URL.fullmatch(text) or len(text) % 4 == 1:
+    """Strict base64url without padding; anything else raises :class:`ValueError`.
+
+    The alphabet, the length and the unused bits of the last character are checked
+    before anything is decoded, so every decoded text is the one spelling
+    :func:`b64url_encode` writes for its bytes."""
+    final = len(text) % 4
+    if not text.isascii() or final == 1:
         raise ValueError("not unpadded base64url")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if b64url_encode(data) != text:
+    ascii_text = text.encode("ascii")
+    if ascii_text.translate(None, _ALPHABET):
+        raise ValueError("not unpadded base64url")
+    if final and text[-1] not in _CANONICAL_LAST[final]:
         raise ValueError("non-canonical base64url")
-    return data
+    return binascii.a2b_base64(ascii_text.translate(_TO_STANDARD) + _PADDING[final])
 
 
 def segment_json(jws: str, index: int) -> Any:

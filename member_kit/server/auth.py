@@ -31,6 +31,7 @@ log and only counts a stranger's refusal; the token is never stored, logged or s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,8 @@ SEND_MESSAGE = "SendMessage"
 # Both may open a task, so both are checked as a send (one token, one task; the handoff).
 SENDING_METHODS = frozenset({SEND_MESSAGE, "SendStreamingMessage"})
 _HIDDEN_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# The URL a holder's proof names, for the few paths a member serves (not split per request).
+_request_url = functools.lru_cache(maxsize=64)(request_url)
 
 
 # --- what a request asks for -----------------------------------------------------------------
@@ -211,8 +214,13 @@ class DelegationAuthorizer:
     def __call__(self, request: Request, method: str, params: JSONObject) -> CallContext:
         try:
             with self._telemetry.step_span("verify_token", {"rpc.method": method}):
-                token = bearer_token(request)
-                verified, creates_task = self._verified(request, token, method, params)
+                state = request.scope.get("state") or {}
+                authenticated: Authenticated | None = state.get(AUTHENTICATED_STATE)
+                # authenticated from these very headers (bearer token and holder's proof)
+                token = authenticated.token if authenticated is not None else bearer_token(request)
+                verified, creates_task = self._verified(
+                    request, token, method, params, authenticated
+                )
         except DelegationDenied as denial:
             self.decisions.refused(method, denial)
             raise refusal(denial) from None
@@ -261,7 +269,7 @@ class DelegationAuthorizer:
         proofs = request.headers.getlist(PROOF_HEADER)
         if len(proofs) > 1:
             raise DelegationDenied(DenialReason.HOLDER_PROOF_INVALID, "more than one DPoP header")
-        url = request_url(self._public_base_url, request.scope["path"])
+        url = _request_url(self._public_base_url, request.scope["path"])
         return HolderRequest(proofs[0] if proofs else None, request.scope["method"], url)
 
     async def _authenticate(self, token: str | None, holder: HolderRequest | None) -> Authenticated:
@@ -301,13 +309,18 @@ class DelegationAuthorizer:
         return claim_task_creation
 
     def _verified(
-        self, request: Request, token: str, method: str, params: JSONObject
+        self,
+        request: Request,
+        token: str,
+        method: str,
+        params: JSONObject,
+        authenticated: Authenticated | None,
     ) -> tuple[VerifiedDelegation, bool]:
         """The verified ``token`` (the request's bearer token) and whether the request may
-        create a task (jti not claimed)."""
+        create a task (jti not claimed). ``authenticated``: the token as the edge
+        authenticated it from this request's headers, if it did (its holder's proof too)."""
         facts = asked(method, params, self._skills)
         creates_task = facts.creates_task and facts.names_handoff
-        state = request.scope.get("state") or {}
         verified = self._verifier.verify(
             token,
             skill_id=facts.skill.id,
@@ -315,8 +328,8 @@ class DelegationAuthorizer:
             handoff_id=facts.handoff_id,
             read_only=facts.skill.read_only,
             tenant=facts.tenant,
-            authenticated=state.get(AUTHENTICATED_STATE),
-            holder=self._holder(request),
+            authenticated=authenticated,
+            holder=None if authenticated is not None else self._holder(request),
         )
         if method in SENDING_METHODS:
             _check_binding(facts, verified)

@@ -82,6 +82,32 @@ def checked_header(header: dict[str, Any], typ: str = DELEGATION_TOKEN_TYPE) -> 
     return alg, kid
 
 
+class VerifiedHeaders:
+    """The ``alg`` and ``kid`` of header segments whose tokens verified, so that the
+    header an issuer's key writes on every token is decoded and checked once.
+
+    :meth:`checked` answers what :func:`checked_header` answers for the segment (a pure
+    function of its text), from memory when a token with this very segment verified.
+    Only :meth:`verified` adds a segment, after a pinned key verified its signature, so
+    a stranger cannot fill the memory; it holds at most ``limit`` segments (an issuer
+    writes one per key) and starts again when full."""
+
+    def __init__(self, typ: str = DELEGATION_TOKEN_TYPE, limit: int = 64) -> None:
+        self._typ = typ
+        self._limit = limit
+        self._known: dict[str, tuple[str, str]] = {}
+
+    def checked(self, segment: str) -> tuple[str, str]:
+        known = self._known.get(segment)
+        return known if known is not None else checked_header(json_object(segment), self._typ)
+
+    def verified(self, segment: str, alg: str, kid: str) -> None:
+        if segment not in self._known:
+            if len(self._known) >= self._limit:
+                self._known.clear()
+            self._known[segment] = (alg, kid)
+
+
 def check_signature(signing_input: str, signature_segment: str, key: VerificationKey) -> None:
     """The JWS signature over ``header.payload`` verifies with ``key`` and its one algorithm.
 

@@ -12,7 +12,8 @@ The checks run in a fixed order, cheapest and least trusting first:
 2. the unverified header, UTF-8 without a byte order mark, parsed with duplicate
    members refused: only ``alg``, ``typ``
    and ``kid`` may appear, ``alg`` is EdDSA or ES256, ``typ`` is ``delegation+jwt``,
-   ``kid`` is a plain string;
+   ``kid`` is a plain string (the answer for a header segment whose token verified is
+   remembered: an issuer's key writes the same header text on every token);
 3. the payload, UTF-8 without BOM, parsed once with duplicate members refused; its
    ``iss`` read (not yet
    trusted) only to choose that issuer's pinned keys, then ``kid`` looked up among those
@@ -186,6 +187,7 @@ class DelegationVerifier:
         self._require_model_budget = require_model_budget
         self.revocations = revocations
         self._proofs = proof_replay if proof_replay is not None else ProofReplayGuard()
+        self._headers = token_format.VerifiedHeaders()
 
     def authenticate(self, token: str | None, holder: HolderRequest | None = None) -> Authenticated:
         """Every check that does not depend on the request (steps 1 to 9 and the grant's
@@ -233,11 +235,12 @@ class DelegationVerifier:
         now = self._clock()
         token = self._shaped(token)
         header_segment, payload_segment, signature_segment = token.split(".")
-        alg, kid = token_format.checked_header(token_format.json_object(header_segment))
+        alg, kid = self._headers.checked(header_segment)
         claims = token_format.json_object(payload_segment)
         issuer = self._issuer_of(claims)
         key = self._key(issuer, kid, alg, now)
         token_format.check_signature(f"{header_segment}.{payload_segment}", signature_segment, key)
+        self._headers.verified(header_segment, alg, kid)
         try:
             grant = self._admit(claims, issuer, now)
             check_holder(grant, token, holder, int(now.timestamp()), self._leeway, self._proofs)
