@@ -135,8 +135,7 @@ class RunStore(RunRows):
         self._pending: list[Step] = []
         # Where each handoff's latest pending upsert sits, so a newer one replaces it.
         self._upserts: dict[str, int] = {}
-        # What each pending handoff upsert writes besides the record (its payload and
-        # contract, saved after admission): carried by the row's own INSERT or UPDATE.
+        # What each pending handoff upsert writes besides the record (see save_payload).
         self._extras: dict[str, dict[str, Any]] = {}
 
     def carried_by(self, carrier: Carrier) -> None:
@@ -237,7 +236,6 @@ class RunStore(RunRows):
         }
         if driver is not None:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
-        # a pending older version's extras (a payload saved meanwhile) go with this one
         extra = self._extras.setdefault(record.attempt_id, {}) if self.deferred else {}
 
         def step(connection: Connection) -> None:
@@ -246,8 +244,7 @@ class RunStore(RunRows):
                 if extra:
                     _update(connection, handoffs.name, "attempt_id", record.attempt_id, extra)
                 return
-            values["record"] = record.model_dump_json()
-            values.update(extra)
+            values.update(extra, record=record.model_dump_json())
             # a row the read did not find is inserted at once (no UPDATE that finds nothing)
             if stored is None or not _update(
                 connection, handoffs.name, "attempt_id", record.attempt_id, values
@@ -276,9 +273,8 @@ class RunStore(RunRows):
         self._write(step)
 
     def save_payload(self, record: HandoffRecord, payload: Any, contract: str) -> None:
-        """What was (or will be) sent, so a restarted coordinator can resend it unchanged.
-        Saved while the handoff's row waits for the next flush (just admitted), it is
-        written by that row's upsert: no UPDATE of the row just inserted."""
+        """What was (or will be) sent, so a restarted coordinator can resend it unchanged;
+        written by the handoff row's pending upsert if there is one (just admitted)."""
         values = {"payload": _json(payload), "contract": contract}
         extra = self._extras.get(record.attempt_id) if self.deferred else None
         if extra is not None:
