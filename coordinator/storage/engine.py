@@ -21,6 +21,7 @@ from agent_cards.storage.engine import (
     WAL_AUTOCHECKPOINT_PAGES,
     Database,
     checkpoint,
+    driver_write_transaction,
     write_transaction,
 )
 from agent_cards.storage.writer import Writer
@@ -37,6 +38,7 @@ __all__ = [
     "WAL_AUTOCHECKPOINT_PAGES",
     "checkpoint",
     "database_url_for",
+    "driver_write_transaction",
     "open_engine",
     "write_transaction",
     "writer_of",

@@ -11,8 +11,10 @@ After a fault the pooled connections are recycled (:func:`recycle`): the next ch
 opens a fresh connection, so no connection that saw the fault (a SQLite handle after an
 I/O error, a PostgreSQL connection whose server restarted) is used again. SQLAlchemy's
 ``handle_error`` hook does this for statements it runs (:func:`install_fault_handling`);
-statements run on the driver's own cursor (:mod:`coordinator.storage.driver`) reach the
-caller raw, and the caller recycles.
+statements run on the driver's own cursor (:mod:`coordinator.storage.driver`), and the
+``BEGIN``/``COMMIT`` of a durable point's transaction
+(:func:`~agent_cards.storage.engine.driver_write_transaction`, which drops the connection
+that saw the fault), reach the caller raw, and the caller recycles.
 """
 
 from __future__ import annotations

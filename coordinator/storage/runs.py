@@ -135,6 +135,8 @@ class RunStore(RunRows):
         self._pending: list[Step] = []
         # Where each handoff's latest pending upsert sits, so a newer one replaces it.
         self._upserts: dict[str, int] = {}
+        # What each pending handoff upsert writes besides the record (see save_payload).
+        self._extras: dict[str, dict[str, Any]] = {}
 
     def carried_by(self, carrier: Carrier) -> None:
         """From now on writes wait for ``carrier``'s flush, which writes them with the
@@ -165,6 +167,7 @@ class RunStore(RunRows):
         self._check_thread()
         steps, self._pending = self._pending, []
         self._upserts.clear()
+        self._extras.clear()
         return steps
 
     def _check_thread(self) -> None:
@@ -233,12 +236,15 @@ class RunStore(RunRows):
         }
         if driver is not None:
             values.update(driver=driver, driver_until=time.time() + lease_seconds)
+        extra = self._extras.setdefault(record.attempt_id, {}) if self.deferred else {}
 
         def step(connection: Connection) -> None:
             stored = _stored_revision(connection, record.attempt_id)
             if not _supersedes(stored, record):
+                if extra:
+                    _update(connection, handoffs.name, "attempt_id", record.attempt_id, extra)
                 return
-            values["record"] = record.model_dump_json()
+            values.update(extra, record=record.model_dump_json())
             # a row the read did not find is inserted at once (no UPDATE that finds nothing)
             if stored is None or not _update(
                 connection, handoffs.name, "attempt_id", record.attempt_id, values
@@ -267,8 +273,14 @@ class RunStore(RunRows):
         self._write(step)
 
     def save_payload(self, record: HandoffRecord, payload: Any, contract: str) -> None:
-        """What was (or will be) sent, so a restarted coordinator can resend it unchanged."""
+        """What was (or will be) sent, so a restarted coordinator can resend it unchanged;
+        written by the handoff row's pending upsert if there is one (just admitted)."""
         values = {"payload": _json(payload), "contract": contract}
+        extra = self._extras.get(record.attempt_id) if self.deferred else None
+        if extra is not None:
+            self._check_thread()
+            extra.update(values)
+            return
 
         def step(connection: Connection) -> None:
             _update(connection, handoffs.name, "attempt_id", record.attempt_id, values)

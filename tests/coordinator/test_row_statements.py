@@ -25,7 +25,7 @@ DOCUMENT = {"run_id": "run-1", "cancelled": False}
 
 
 @pytest.fixture
-def traced(tmp_path: Path) -> Iterator[tuple[RunStore, list[str]]]:
+def traced_workspace(tmp_path: Path) -> Iterator[tuple[Workspace, list[str]]]:
     ws = Workspace(DataDir(tmp_path))
     engine = ws.engine()
     statements: list[str] = []
@@ -36,9 +36,15 @@ def traced(tmp_path: Path) -> Iterator[tuple[RunStore, list[str]]]:
     event.listen(engine, "connect", trace)
     engine.dispose()  # every connection from here on is traced
     try:
-        yield ws.run_store(), statements
+        yield ws, statements
     finally:
         ws.close()
+
+
+@pytest.fixture
+def traced(traced_workspace: tuple[Workspace, list[str]]) -> tuple[RunStore, list[str]]:
+    ws, statements = traced_workspace
+    return ws.run_store(), statements
 
 
 def _writes(statements: list[str]) -> list[str]:
@@ -112,3 +118,31 @@ def test_reading_whether_a_handoff_ended_is_one_statement_on_a_pooled_connection
     assert store.ended("no-such-attempt") is False
     assert connections == []
     assert [s.split()[0] for s in statements] == ["SELECT", "SELECT"]
+
+
+def test_a_payload_saved_with_its_pending_handoff_row_is_written_by_the_rows_insert(
+    traced_workspace: tuple[Workspace, list[str]],
+) -> None:
+    """What a handoff will send is saved right after its admission, before the durable
+    point that writes its row: the row's INSERT carries the payload and contract (no
+    UPDATE of the row just inserted). Saved once the row is on disk, it is an UPDATE."""
+    from tests.coordinator.test_run_store_batching import admitted, new_run
+
+    ws, statements = traced_workspace
+    store = ws.run_store()
+    run = new_run(ws)
+    assert run.store is not None
+    record = admitted(run)
+    run.store.save_payload(record, {"question": "?"}, "finding")
+    statements.clear()
+    run.trail.flush()
+    assert [w for w in _writes(statements) if w.endswith("handoffs")] == ["INSERT handoffs"]
+    stored = store.handoff(record.attempt_id)
+    assert stored is not None and stored[1:] == ({"question": "?"}, "finding")
+
+    statements.clear()
+    run.store.save_payload(record, {"question": "again"}, "generic")
+    run.trail.flush()
+    assert [w for w in _writes(statements) if w.endswith("handoffs")] == ["UPDATE handoffs"]
+    stored = store.handoff(record.attempt_id)
+    assert stored is not None and stored[1:] == ({"question": "again"}, "generic")

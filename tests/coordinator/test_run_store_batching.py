@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import event, select
@@ -43,12 +44,18 @@ def admitted(run: Run, handoff_id: str = "ho-1") -> HandoffRecord:
 
 
 def count_commits(ws: Workspace) -> list[int]:
+    """Every COMMIT SQLite runs from here on (a durable point commits on the driver, so
+    SQLAlchemy's own commit event does not see it)."""
     commits = [0]
 
-    def committed(_connection: object) -> None:
-        commits[0] += 1
+    def committed(statement: str) -> None:
+        commits[0] += statement == "COMMIT"
 
-    event.listen(ws.engine(), "commit", committed)
+    def traced(dbapi_connection: Any, _record: object) -> None:
+        dbapi_connection.set_trace_callback(committed)
+
+    event.listen(ws.engine(), "connect", traced)
+    ws.engine().dispose()  # every connection from here on is traced
     return commits
 
 

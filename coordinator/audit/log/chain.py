@@ -33,7 +33,7 @@ from coordinator.audit.log.events import (
 )
 from coordinator.errors import LedgerError
 from coordinator.storage import driver
-from coordinator.storage.engine import write_transaction
+from coordinator.storage.engine import driver_write_transaction
 from coordinator.storage.schema import audit_events
 
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
@@ -154,10 +154,12 @@ class Ledger:
         return [len(one.records) for one in appends]
 
     def _write(self, appends: Sequence[Append]) -> list[dict[str, Any]]:
-        """One transaction: each append's rows, then every record, sealed in order."""
+        """One transaction: each append's rows, then every record, sealed in order. It is
+        a durable point's (of several, grouped), so it is begun and committed on the
+        driver (:func:`~agent_cards.storage.engine.driver_write_transaction`)."""
         rows: list[dict[str, Any]] = []
         try:
-            with write_transaction(self.engine) as connection:
+            with driver_write_transaction(self.engine) as connection:
                 for one in appends:
                     if one.also is not None:
                         one.also(connection)
