@@ -6,13 +6,6 @@ loading each public key and computing its RFC 7638 thumbprint; :func:`pinned_key
 does that once per distinct key set (its content, so a changed set is parsed afresh) and
 hands out the same :class:`~agent_cards.trusted.TrustedKeys` after. A set that does not
 parse is never kept: every use raises again.
-
-Finding an equal set means serialising the document; a handoff reads one agent's pins
-several times (its token's audience, its receipt's keys and issuer), always from the same
-stored document, which a :class:`~coordinator.remote.cards.registered_agent.RegisteredAgent`
-holds frozen. So the last parse of each document object is kept too, with the object
-itself (its ``id`` is never reused while kept): the same object is not serialised again.
-A changed set is a new object (``model_copy`` with new pins), found by content.
 """
 
 from __future__ import annotations
@@ -30,16 +23,11 @@ MAX_KEPT = 512
 _kept: OrderedDict[str, TrustedKeys] = OrderedDict()
 # The identity of each key of a kept set, by the key object itself (kept alive with it).
 _identities: dict[int, tuple[VerificationKey, str]] = {}
-# The parse of each document object recently given, by the object's id (kept alive here).
-_by_object: dict[int, tuple[Mapping[str, Any], TrustedKeys]] = {}
 
 
 def pinned_key_set(document: Mapping[str, Any]) -> TrustedKeys:
     """``TrustedKeys.from_json(document)``, from the parse of an equal document if one was
     made; raises as that does for a set that is not usable."""
-    given = _by_object.get(id(document))
-    if given is not None and given[0] is document:
-        return given[1]
     try:
         content = json.dumps(document, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
@@ -47,21 +35,13 @@ def pinned_key_set(document: Mapping[str, Any]) -> TrustedKeys:
     keys = _kept.get(content)
     if keys is not None:
         _kept.move_to_end(content)
-        return _given(document, keys)
+        return keys
     keys = TrustedKeys.from_json(document)
     _kept[content] = keys
     _identities.update((id(key), (key, identity_of(key))) for key in keys)
     if len(_kept) > MAX_KEPT:
         for dropped in _kept.popitem(last=False)[1]:
             _identities.pop(id(dropped), None)
-    return _given(document, keys)
-
-
-def _given(document: Mapping[str, Any], keys: TrustedKeys) -> TrustedKeys:
-    """Remember ``keys`` as the parse of the object ``document`` (see the module)."""
-    if len(_by_object) >= MAX_KEPT:
-        _by_object.clear()
-    _by_object[id(document)] = (document, keys)
     return keys
 
 
