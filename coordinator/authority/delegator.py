@@ -109,12 +109,15 @@ def _stored_budget(stored: dict[str, Any]) -> Budget:
 class MintedGrant:
     token: str
     grant: Grant
+    # ``grant.claims()`` as signed into ``token``, when the minter made them (the digest
+    # is taken over the same dict rather than a second dump of the frozen grant)
+    claims: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def digest(self) -> str:
         """The claims digest, made once: the grant is frozen, and a handoff records the
         digest in its ``grant.minted`` event, its grant row and its credentials' summary."""
-        return claims_digest(self.grant)
+        return claims_digest(self.grant if self.claims is None else self.claims)
 
     def summary(self) -> dict[str, object]:
         """What may be shown and stored about a grant: never the token itself."""
@@ -256,10 +259,11 @@ class Delegator:
         key = self.keys.signing_key()
         if holder_bound:
             child = bound_to(child, key)
-        token = mint_token(child, key)
+        claims = child.claims()  # dumped once: the token and its digest
+        token = mint_token(child, key, claims)
         if holder_bound:
             hold(token, key, child.exp)
-        return MintedGrant(token=token, grant=child)
+        return MintedGrant(token=token, grant=child, claims=claims)
 
 
 def _bound(child: Grant, request: Mapping[str, Any] | None, log_head: str | None) -> Grant:

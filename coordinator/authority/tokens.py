@@ -19,15 +19,22 @@ from contracts.grant import Grant
 DELEGATION_TOKEN_TYPE = "delegation+jwt"
 
 
-def mint_token(child_claims: Grant | Mapping[str, Any], key: SigningKey) -> str:
+def mint_token(
+    child_claims: Grant | Mapping[str, Any],
+    key: SigningKey,
+    claims: Mapping[str, Any] | None = None,
+) -> str:
     """The compact JWS of ``child_claims`` signed with ``key``.
 
     Raw claims are validated as a :class:`Grant` first, so an incomplete or mistyped
     grant is refused here (pydantic ``ValidationError``) rather than by every verifier.
+    ``claims``: the grant's :meth:`~contracts.grant.Grant.claims` when the caller made
+    them already (a minted grant's digest is taken over the same dict).
     """
     grant = child_claims if isinstance(child_claims, Grant) else Grant.model_validate(child_claims)
     header = {"alg": key.alg, "kid": key.kid, "typ": DELEGATION_TOKEN_TYPE}
-    return signed_compact(f"{_segment(header)}.{_segment(grant.claims())}", key)
+    signed = grant.claims() if claims is None else claims
+    return signed_compact(f"{_segment(header)}.{_segment(signed)}", key)
 
 
 def _segment(value: Mapping[str, Any]) -> str:

@@ -35,7 +35,7 @@ from agent_cards.transparency.receipts import relayed_receipts, verified_receipt
 from agent_cards.transparency.statements import StatementInvalid
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
-from contracts.wire import TERMINAL_TASK_STATES, Task, to_wire
+from contracts.wire import TERMINAL_TASK_STATES
 
 MISMATCH = "hop_receipt_mismatch"
 _TERMINAL = tuple(sorted(state.value for state in TERMINAL_TASK_STATES))
@@ -71,9 +71,12 @@ class HopRefusal:
     reason: str
 
 
-def check_hops(task: Task, hops: Hops) -> tuple[tuple[CheckedHop, ...], HopRefusal | None]:
-    """The hop receipts ``task`` carries, each verified, or the first one refused."""
-    relayed = relayed_receipts(to_wire(task).get("artifacts"))
+def check_hops(
+    task: Mapping[str, Any], hops: Hops
+) -> tuple[tuple[CheckedHop, ...], HopRefusal | None]:
+    """The hop receipts ``task`` carries (its ``to_wire`` form, made once by the receipt
+    check), each verified, or the first one refused."""
+    relayed = relayed_receipts(task.get("artifacts"))
     if not relayed:
         return (), None
     known = hops()

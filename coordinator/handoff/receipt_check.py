@@ -60,13 +60,18 @@ class CheckedReceipt:
 
 
 def receipt_problem(
-    task: Task, expected: ReceiptExpectation, covered: str | None = None
+    task: Task,
+    expected: ReceiptExpectation,
+    covered: str | None = None,
+    wire: Mapping[str, Any] | None = None,
 ) -> str | CheckedReceipt:
-    """The verified receipt of ``task``, or the reason it is refused; ``covered``: the
-    task's :func:`covered_artifacts` when the caller has made them already."""
+    """The verified receipt of ``task``, or the reason it is refused; ``covered`` and
+    ``wire``: the task's :func:`covered_artifacts` and its ``to_wire`` form when the caller
+    has made them already (the task is serialised once for every check of its return)."""
     receipt = receipt_of(task.metadata)
+    wire = to_wire(task) if wire is None else wire
     try:
-        claims = check_receipt(receipt, expected.keys, to_wire(task), {})
+        claims = check_receipt(receipt, expected.keys, wire, {})
     except StatementInvalid as exc:
         return exc.reason
     attempt = claims.get("attempt")
@@ -79,9 +84,9 @@ def receipt_problem(
         return "receipt_mismatch"
     if expected.audience is not None and claims.get("iss") != expected.audience:
         return "receipt_issuer_mismatch"
-    hops, refusal = check_hops(task, expected.hops)
+    hops, refusal = check_hops(wire, expected.hops)
     if covered is None:
-        covered = covered_artifacts(task)
+        covered = covered_artifacts(task, wire)
     signer = _signer(str(receipt), expected.keys)
     return CheckedReceipt(str(receipt), claims, covered, hops, refusal, signer)
 
@@ -93,10 +98,15 @@ def _signer(receipt: str, keys: TrustedKeys) -> str:
     return key.kid if key is not None else ""
 
 
-def covered_artifacts(task: Task) -> str:
+def covered_artifacts(task: Task, wire: Mapping[str, Any] | None = None) -> str:
     """The artifacts ``task`` returned as the exact JSON text kept (the encoding of the
-    ``artifact.*`` events' ``content_hash``), which a receipt's digest covers."""
-    return strict_json.dumps([to_wire(artifact) for artifact in task.artifacts or []]).decode()
+    ``artifact.*`` events' ``content_hash``), which a receipt's digest covers; from the
+    task's ``to_wire`` form ``wire`` when given (a nested artifact dumps as it does alone)."""
+    if wire is None:
+        artifacts = [to_wire(artifact) for artifact in task.artifacts or []]
+    else:
+        artifacts = wire.get("artifacts") or []
+    return strict_json.dumps(artifacts).decode()
 
 
 def _ours(jti: Any, req_digest: Any, minted: Mapping[str, str | None]) -> bool:

@@ -28,7 +28,7 @@ import referencing.exceptions
 from contracts import strict_json
 from contracts.evidence import Finding, FindingStatus
 from contracts.returns import ReturnContract, ReturnContractKind
-from contracts.wire import Artifact, Part, Task, TaskState
+from contracts.wire import Artifact, Part, Task, TaskState, to_wire
 from coordinator.errors import describe_validation
 from coordinator.handoff.receipt_check import (
     CheckedReceipt,
@@ -162,7 +162,8 @@ def admit_task(
     ``receipt`` what the remote's receipt must state, when its card declares receipts.
     A hop receipt the artifacts carry that is refused refuses the return with its reason,
     the remote's own receipt (and the refusal) still kept."""
-    covered = covered_artifacts(task)  # serialised once: the digest and the receipt's text
+    wire = to_wire(task)  # serialised once: the digest, the receipt and its hops
+    covered = covered_artifacts(task, wire)
     digest = content_digest(covered)
     if task.id != expected_task_id:
         return _refuse("task_mismatch", digest)
@@ -170,7 +171,7 @@ def admit_task(
         problem = _binding_problem(task, expected_handoff)
         if problem:
             return _refuse(problem, digest)
-    checked = receipt_problem(task, receipt, covered) if receipt is not None else None
+    checked = receipt_problem(task, receipt, covered, wire) if receipt is not None else None
     if isinstance(checked, str):
         return _refuse(checked, digest)
     if checked is not None and checked.hop_refusal is not None:  # kept, then refused

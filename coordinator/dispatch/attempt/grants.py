@@ -72,7 +72,8 @@ def mint_for(
         log_head=ledger_head(run, delegator),
         holder_bound=holder_proof_enabled(),
     )
-    run.emit("grant.minted", record, **minted.summary())
+    summary = minted.summary()  # what the ledger, the store and the outcome show of it
+    run.emit("grant.minted", record, **summary)
     run.minted.setdefault(record.handoff_id, {})[minted.grant.jti] = minted.grant.req_digest or None
     if run.store is not None:
         run.store.add(
@@ -87,4 +88,4 @@ def mint_for(
                 "exp": minted.grant.exp,
             },
         )
-    return AttemptCredentials({"Authorization": f"Bearer {minted.token}"}, minted.summary())
+    return AttemptCredentials({"Authorization": f"Bearer {minted.token}"}, summary)

@@ -72,9 +72,12 @@ def broken(why: str) -> httpx.RemoteProtocolError:
     return httpx.RemoteProtocolError(why)
 
 
-async def within(timeout: float, step: Awaitable[T]) -> T:
-    """One read of the answer, within the read timeout; a reset is a read error."""
+async def within(timeout: float | None, step: Awaitable[T]) -> T:
+    """One read of the answer, within the read timeout; a reset is a read error.
+    ``timeout`` None: a read of what is buffered already, which cannot wait (no timer)."""
     try:
+        if timeout is None:
+            return await step
         async with asyncio.timeout(timeout):
             return await step
     except TimeoutError:
@@ -160,8 +163,16 @@ async def read_body(reader: asyncio.StreamReader, head: Head, cap: int, timeout:
         return await _chunked(reader, cap, timeout)
     if head.length is not None:
         refuse_declared(str(head.length), cap)
-        return await within(timeout, reader.readexactly(head.length)) if head.length else b""
+        if not head.length:
+            return b""
+        buffered = head.length <= _buffered(reader)  # arrived with the head, say
+        return await within(None if buffered else timeout, reader.readexactly(head.length))
     return await _until_closed(reader, cap, timeout)
+
+
+def _buffered(reader: asyncio.StreamReader) -> int:
+    """How many bytes ``reader`` holds unread (0 if it does not say: a timer is set)."""
+    return len(getattr(reader, "_buffer", b""))
 
 
 async def _chunked(reader: asyncio.StreamReader, cap: int, timeout: float) -> bytes:

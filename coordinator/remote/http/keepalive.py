@@ -96,9 +96,14 @@ def request_bytes(method: str, target: Target, headers: Mapping[str, str], body:
 
 
 async def _send(writer: asyncio.StreamWriter, message: bytes, timeout: float) -> None:
-    """Write the request, within the write timeout (httpx's is its read timeout too)."""
+    """Write the request, within the write timeout (httpx's is its read timeout too). A
+    request the transport took whole leaves ``drain`` nothing to wait for (it waits only
+    while writing is paused, over a full buffer), so no timer is set for it."""
     try:
         writer.write(message)
+        if writer.transport.get_write_buffer_size() == 0:
+            await writer.drain()
+            return
         async with asyncio.timeout(timeout):
             await writer.drain()
     except TimeoutError:
