@@ -33,7 +33,7 @@ from agent_cards.transparency.receipts import (
     receipt_claims,
 )
 from agent_cards.transparency.succession import SUCCESSIONS, successions_of
-from contracts.wire import TERMINAL_TASK_STATES, Task, to_wire
+from contracts.wire import TERMINAL_TASK_STATES, Task
 from member_kit.audit.log import DecisionLedger
 
 RECEIPT_ENTRY = "receipt"
@@ -57,13 +57,12 @@ def _bound(metadata: Mapping[str, Any]) -> Bound:
 
 def receipt_view(task: Task) -> dict[str, Any]:
     """The members of ``task``'s wire form a receipt's claims read (its id, status and
-    artifacts), each dumped as :func:`to_wire` dumps it inside the task, without dumping
-    the task's history and metadata too."""
-    return {
-        "id": task.id,
-        "status": to_wire(task.status),
-        "artifacts": [to_wire(artifact) for artifact in task.artifacts or ()],
-    }
+    artifacts), dumped as :func:`to_wire` dumps the task, in one dump that leaves out
+    the task's history and metadata (no ``artifacts`` when it has none: the digest of
+    none is that of ``[]``)."""
+    return task.model_dump(
+        mode="json", by_alias=True, exclude_none=True, include={"id", "status", "artifacts"}
+    )
 
 
 class ReceiptIssuer:
