@@ -1,10 +1,12 @@
 """What a blocking SendMessage costs around its answer, outside its storage, counted: the
 receipt reads the task in one dump and encodes its key's protected header once per key,
-the call's context is built once, and the access line is made without a search of the
-stack for its caller. Counts, never times: a regression shows as a number that grew."""
+its log entry's parameters are named once per count of entries, the call's context is
+built once, and the access line is made without a search of the stack for its caller.
+Counts, never times: a regression shows as a number that grew."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,10 +17,12 @@ from pydantic import BaseModel
 
 from agent_cards.transparency import statements
 from contracts.wire import Artifact, Task, TaskStatus
+from member_kit.audit import log_rows
 from member_kit.server.jsonrpc import CallContext
 from tests.remote_risk.delegated import Caller, delegated_service
 
 SENDS = 3
+_HANDOFFS = itertools.count(1)  # a fresh handoff for every send
 
 
 @pytest.fixture
@@ -29,8 +33,8 @@ def service(tmp_path: Path) -> Iterator[tuple[Caller, Any]]:
 
 
 def _send(caller: Caller, count: int = SENDS) -> None:
-    for index in range(count):
-        task = caller.task_of(caller.send("run-1", f"h-{index + 1}"))
+    for _ in range(count):
+        task = caller.task_of(caller.send("run-1", f"h-{next(_HANDOFFS)}"))
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
@@ -70,6 +74,19 @@ def test_a_receipt_header_is_encoded_once_per_key(service: tuple[Caller, Any]) -
     before = statements.protected_header.cache_info()
     _send(caller)
     after = statements.protected_header.cache_info()
+    assert (after.misses, after.hits) == (before.misses, before.hits + SENDS)
+
+
+def test_a_receipt_entry_names_its_parameters_without_spelling_them(
+    service: tuple[Caller, Any],
+) -> None:
+    """The insert of a receipt's entry (and the decisions taken along) names its
+    parameters as every insert of that many entries did: spelled once per count."""
+    caller, _ = service
+    _send(caller)  # the counts of entries a send writes, seen once
+    before = log_rows._parameter_names.cache_info()
+    _send(caller)
+    after = log_rows._parameter_names.cache_info()
     assert (after.misses, after.hits) == (before.misses, before.hits + SENDS)
 
 
