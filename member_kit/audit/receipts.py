@@ -20,6 +20,7 @@ the key it pins, before that key signs anything for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_cards.identity import identity_of, signing_key_named
@@ -82,8 +83,8 @@ class ReceiptIssuer:
         kept = dict(metadata.get(RECEIPTS_EXTENSION_URI) or {})
         kept.pop(RECEIPT_KEY, None)
         kept.pop(SUCCESSIONS, None)
-        keys = self._keys()
-        key = signing_key_named(keys, kept.get("aud"))
+        keys, now = self._keys(), datetime.now(UTC)  # one moment for the key and successions
+        key = signing_key_named(keys, kept.get("aud"), now)
         issuer = identity_of(key.verification_key())
         claims = receipt_claims(receipt_view(task), bound, issuer)
         size, root = self.log.append_covered(
@@ -91,7 +92,7 @@ class ReceiptIssuer:
         )
         claims.update(log_claims(size, root))  # the entry records the claims without them
         stamped = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
-        successions = successions_of(keys)
+        successions = successions_of(keys, now)
         if successions:
             stamped[SUCCESSIONS] = successions
         metadata[RECEIPTS_EXTENSION_URI] = stamped
