@@ -15,7 +15,6 @@ attributes or, for one app among several in a process, per instance.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from contextvars import ContextVar
 from typing import Any
@@ -24,7 +23,6 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent_cards.telemetry.logs import FIELDS_ATTRIBUTE
 from agent_cards.telemetry.tracing import (
     CONTEXT_HEADERS,
     ServiceTracing,
@@ -32,14 +30,7 @@ from agent_cards.telemetry.tracing import (
     extract,
 )
 
-__all__ = [
-    "ObservedHTTP",
-    "RequestFacts",
-    "access_line",
-    "client_of",
-    "route_of",
-    "trace_headers",
-]
+__all__ = ["ObservedHTTP", "RequestFacts", "client_of", "route_of", "trace_headers"]
 
 
 class RequestFacts:
@@ -79,24 +70,6 @@ def trace_headers(scope: Scope) -> dict[str, str]:
         for name, value in scope["headers"]
         if name in CONTEXT_HEADERS
     }
-
-
-def access_line(
-    logger: logging.Logger, message: str, args: tuple[Any, ...], fields: dict[str, Any]
-) -> None:
-    """``logger.info(message, *args, extra={"fields": fields})``, the same record to the
-    same handlers, made without the search of the stack ``Logger.info`` makes for its
-    caller on every line: the caller is always this function, named from its own frame."""
-    if not logger.isEnabledFor(logging.INFO):
-        return
-    here = sys._getframe()
-    code = here.f_code
-    extra = {FIELDS_ATTRIBUTE: fields}
-    record = logger.makeRecord(
-        logger.name, logging.INFO, code.co_filename, here.f_lineno, message, args,
-        None, code.co_name, extra,
-    )  # fmt: skip
-    logger.handle(record)
 
 
 def client_of(scope: Scope) -> str | None:
@@ -172,9 +145,11 @@ class ObservedHTTP:
             "trace_id": current_trace_id(),
             **facts,
         }
-        access_line(
-            self.access_logger,
+        self.access_logger.info(
             "%s %s %d %.1fms",
-            (method, scope["path"], status, seconds * 1000),
-            fields,
+            method,
+            scope["path"],
+            status,
+            seconds * 1000,
+            extra={"fields": fields},
         )

@@ -73,9 +73,6 @@ def observed_rpc(
             "trace_id": current_trace_id(),
             **facts,
         }
-        observed.access_line(
-            telemetry.access_logger,
-            "GRPC %s %s %.1fms",
-            (method, outcome, seconds * 1000),
-            fields,
+        telemetry.access_logger.info(
+            "GRPC %s %s %.1fms", method, outcome, seconds * 1000, extra={"fields": fields}
         )
