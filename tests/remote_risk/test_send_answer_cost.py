@@ -1,13 +1,12 @@
 """What a blocking SendMessage costs around its answer, outside its storage, counted: the
 receipt reads the task in one dump and encodes its key's protected header once per key,
-its log entry's parameters are named once per count of entries, the call's context is
-built once, and the access line is made without a search of the stack for its caller.
+its log entry's parameters are named once per count of entries, and the call's context
+is built once.
 Counts, never times: a regression shows as a number that grew."""
 
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -99,36 +98,3 @@ def test_a_call_context_is_built_once_per_request(
     built = _counted(monkeypatch, CallContext, "__init__", lambda context, **_: "built")
     _send(caller)
     assert built == ["built"] * SENDS
-
-
-def test_the_access_line_searches_no_stack_for_its_caller(
-    service: tuple[Caller, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An access line is written with the record it needs, and no walk of the stack to
-    find the logging call's file and line (it is always the same one)."""
-    caller, app = service
-    access = app.state.telemetry.access_logger
-    lines: list[logging.LogRecord] = []
-    handler = _Keep(lines)
-    level = access.level
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
-    searched = _counted(monkeypatch, logging.Logger, "findCaller", lambda logger, *_: logger.name)
-    try:
-        _send(caller)
-    finally:
-        access.removeHandler(handler)
-        access.setLevel(level)
-    assert [record.getMessage().split()[:3] for record in lines] == [
-        ["POST", "/a2a/jsonrpc", "200"]
-    ] * SENDS
-    assert access.name not in searched
-
-
-class _Keep(logging.Handler):
-    def __init__(self, kept: list[logging.LogRecord]) -> None:
-        super().__init__()
-        self.kept = kept
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.kept.append(record)
