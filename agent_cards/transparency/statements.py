@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import jwt
@@ -43,10 +44,18 @@ class StatementInvalid(ValueError):
 def sign_statement(claims: Mapping[str, Any], key: SigningKey, typ: str) -> str:
     """The compact JWS of ``claims`` by ``key``: its header as PyJWT printed it (members
     sorted, compact, ASCII), so a statement is the bytes it always was."""
-    header = {"alg": key.alg, "kid": key.kid, "typ": typ}
-    protected = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
     payload = strict_json.dumps(dict(claims))
-    return signed_compact(f"{b64url_encode(protected)}.{b64url_encode(payload)}", key)
+    return signed_compact(
+        f"{protected_header(key.alg, key.kid, typ)}.{b64url_encode(payload)}", key
+    )
+
+
+@lru_cache(maxsize=64)
+def protected_header(alg: str, kid: str, typ: str) -> str:
+    """The base64url protected header of every ``typ`` statement ``kid`` signs: the same
+    text for each of them, so encoded once per key and kind (a few keys live at once)."""
+    header = {"alg": alg, "kid": kid, "typ": typ}
+    return b64url_encode(json.dumps(header, separators=(",", ":"), sort_keys=True).encode())
 
 
 def unverified_header(jws: str) -> dict[str, Any]:

@@ -230,5 +230,12 @@ def insert_sql(count: int) -> str:
 
 
 def numbered(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The parameters of :func:`insert_sql` for ``rows``."""
-    return {f"{name}_{i}": value for i, row in enumerate(rows) for name, value in row.items()}
+    """The parameters of :func:`insert_sql` for ``rows``, under names spelled once per
+    count of rows, not once per entry."""
+    values = [row[name] for row in rows for name in _COLUMNS]
+    return dict(zip(_parameter_names(len(rows)), values, strict=True))
+
+
+@lru_cache(maxsize=_ROWS_PER_INSERT)
+def _parameter_names(count: int) -> tuple[str, ...]:
+    return tuple(f"{name}_{index}" for index in range(count) for name in _COLUMNS)

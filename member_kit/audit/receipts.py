@@ -20,6 +20,7 @@ the key it pins, before that key signs anything for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_cards.identity import identity_of, signing_key_named
@@ -33,7 +34,7 @@ from agent_cards.transparency.receipts import (
     receipt_claims,
 )
 from agent_cards.transparency.succession import SUCCESSIONS, successions_of
-from contracts.wire import TERMINAL_TASK_STATES, Task, to_wire
+from contracts.wire import TERMINAL_TASK_STATES, Task
 from member_kit.audit.log import DecisionLedger
 
 RECEIPT_ENTRY = "receipt"
@@ -57,13 +58,12 @@ def _bound(metadata: Mapping[str, Any]) -> Bound:
 
 def receipt_view(task: Task) -> dict[str, Any]:
     """The members of ``task``'s wire form a receipt's claims read (its id, status and
-    artifacts), each dumped as :func:`to_wire` dumps it inside the task, without dumping
-    the task's history and metadata too."""
-    return {
-        "id": task.id,
-        "status": to_wire(task.status),
-        "artifacts": [to_wire(artifact) for artifact in task.artifacts or ()],
-    }
+    artifacts), dumped as :func:`to_wire` dumps the task, in one dump that leaves out
+    the task's history and metadata (no ``artifacts`` when it has none: the digest of
+    none is that of ``[]``)."""
+    return task.model_dump(
+        mode="json", by_alias=True, exclude_none=True, include={"id", "status", "artifacts"}
+    )
 
 
 class ReceiptIssuer:
@@ -83,8 +83,8 @@ class ReceiptIssuer:
         kept = dict(metadata.get(RECEIPTS_EXTENSION_URI) or {})
         kept.pop(RECEIPT_KEY, None)
         kept.pop(SUCCESSIONS, None)
-        keys = self._keys()
-        key = signing_key_named(keys, kept.get("aud"))
+        keys, now = self._keys(), datetime.now(UTC)  # one moment for the key and successions
+        key = signing_key_named(keys, kept.get("aud"), now)
         issuer = identity_of(key.verification_key())
         claims = receipt_claims(receipt_view(task), bound, issuer)
         size, root = self.log.append_covered(
@@ -92,7 +92,7 @@ class ReceiptIssuer:
         )
         claims.update(log_claims(size, root))  # the entry records the claims without them
         stamped = {**kept, RECEIPT_KEY: issue_receipt(claims, key)}
-        successions = successions_of(keys)
+        successions = successions_of(keys, now)
         if successions:
             stamped[SUCCESSIONS] = successions
         metadata[RECEIPTS_EXTENSION_URI] = stamped

@@ -43,7 +43,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -98,6 +98,14 @@ class CallContext:
     # The verified delegation token itself, held for the task's work so that its skill
     # can sub-delegate (member_kit.trust.chain); never stored, logged or shown.
     held_token: str | None = field(default=None, repr=False)
+
+    def for_request(self, request_id: RequestId) -> CallContext:
+        """This context for the request ``request_id``: a copy (an authorizer may hand one
+        context to many requests) with that member changed, its other members shared as
+        they are, made without the pass of ``dataclasses.replace`` over every field."""
+        copied: CallContext = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__, request_id=request_id)
+        return copied
 
 
 Authorize = Callable[[Request, str, JSONObject], CallContext | Awaitable[CallContext]]
@@ -270,7 +278,7 @@ class Dispatcher:
             raise errors.MethodNotFound(f"method {method!r} is not offered by this agent")
         decided = self._authorize(request, method, params)
         context = await decided if inspect.isawaitable(decided) else decided
-        context = replace(context, request_id=request_id)
+        context = context.for_request(request_id)
         parsed = parse_params(operation, params, binding, self.telemetry)
         return await operation.call(parsed, context)
 
