@@ -17,10 +17,10 @@ the one place that draws the line, for every binding.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_cards.edge.rate_limited_log import RateLimitedLog
@@ -132,28 +132,8 @@ class DecisionLog:
         return len(self._entries)
 
 
-class _Stamps:
-    """The time of a decision as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC, milliseconds cut, as
-    ``datetime.now(UTC).isoformat(timespec="milliseconds")`` writes it with ``Z``): the
-    text of the second is written once per second, not once per decision."""
-
-    def __init__(self) -> None:
-        self._second: tuple[int, str] = (-1, "")
-
-    def now(self) -> str:
-        return self.at(time.time_ns())
-
-    def at(self, nanoseconds: int) -> str:
-        """The stamp of ``nanoseconds`` since the epoch."""
-        second, within = divmod(nanoseconds, 1_000_000_000)
-        known = self._second  # one read: another thread may write a newer second
-        if known[0] != second:
-            known = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-            self._second = known
-        return f"{known[1]}.{within // 1_000_000:03d}Z"
-
-
-_now = _Stamps().now
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def allowed(method: str, verified: VerifiedDelegation, owner: str) -> Decision:
