@@ -21,7 +21,7 @@ WAL with ``synchronous=NORMAL`` either way. A service adds its own pragmas
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from agent_cards.errors import BAD_DATABASE_URL, STORAGE_UNAVAILABLE, StorageFailure
+from agent_cards.storage.faults import is_storage_fault
 from agent_cards.storage.sqlite import replace_read_only
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "created",
     "driver_write_transaction",
     "read_transaction",
+    "undo",
     "write_transaction",
 ]
 
@@ -159,8 +161,8 @@ def driver_write_transaction(engine: Engine) -> Iterator[Connection]:
         _on_driver(connection, driver.execute, "BEGIN IMMEDIATE")
         try:
             yield connection
-        except BaseException:
-            _roll_back(connection, driver)
+        except BaseException as error:
+            _roll_back(connection, driver, error)
             raise
         if connection.in_transaction():  # a SQLAlchemy statement joined the transaction
             connection.commit()
@@ -177,14 +179,24 @@ def _on_driver(connection: Connection, call: Any, *args: Any) -> None:
         raise
 
 
-def _roll_back(connection: Connection, driver: Any) -> None:
-    """Undo the transaction, or drop a connection that cannot (so the error that caused the
-    rollback is the one the caller sees)."""
-    if connection.in_transaction():
-        connection.rollback()
+def _roll_back(connection: Connection, driver: Any, error: BaseException) -> None:
+    if connection.in_transaction():  # a SQLAlchemy statement joined: it rolls back
+        undo(connection, connection.rollback, error)
+    else:
+        undo(connection, driver.rollback, error)
+
+
+def undo(connection: Any, rollback: Callable[[], object], error: BaseException) -> None:
+    """End a transaction that failed with ``error`` on ``connection`` (a SQLAlchemy
+    connection, or the pool's raw one): a connection that saw a storage fault is dropped,
+    which discards its transaction (a SQLite handle after an I/O error, or one SQLite
+    opened read-only, is not trusted with another write); any other is rolled back with
+    ``rollback``, and dropped if it cannot be (so ``error`` is the one the caller sees)."""
+    if is_storage_fault(error):
+        connection.invalidate()
         return
     try:
-        driver.rollback()
+        rollback()
     except Exception:
         connection.invalidate()
 

@@ -4,10 +4,11 @@ When SQLite cannot open a database file for writing (a disk gone read-only, a fi
 immutable) it does not fail: it opens the file read-only instead, silently. Such a
 connection reads fine while the fault lasts, goes back to the pool, and once the fault is
 over it is still read-only: the first write handed it fails with "attempt to write a
-readonly database" although the database takes writes again. :func:`replace_read_only`
-marks each connection opened while the file was not writable, and replaces a marked one
-at checkout as soon as the file is writable again, so readiness ("a write works") and the
-next write agree.
+readonly database" although the database takes writes again. The same holds for the
+WAL: a connection that opened it read-only (the fault ending on the database file first,
+then on its WAL) is read-only for good. :func:`replace_read_only` marks each connection
+opened while either file was not writable, and replaces a marked one at checkout as soon
+as both are writable again, so readiness ("a write works") and the next write agree.
 """
 
 from __future__ import annotations
@@ -25,19 +26,21 @@ __all__ = ["replace_read_only"]
 
 
 def replace_read_only(engine: Engine, database: Path) -> None:
-    """Have ``engine`` drop connections SQLite opened read-only once ``database`` is
-    writable again."""
+    """Have ``engine`` drop connections SQLite opened read-only once ``database`` and
+    its WAL are writable again."""
+    files = (database, database.with_name(database.name + "-wal"))
 
     def on_connect(_dbapi_connection: Any, record: Any) -> None:
-        record.info[_OPENED_READ_ONLY] = not _writable(database)
+        # after the connection's pragmas ran: it has opened its WAL by now
+        record.info[_OPENED_READ_ONLY] = not _writable(files)
 
     def on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        if record.info.get(_OPENED_READ_ONLY) and _writable(database):
-            raise DisconnectionError("opened read-only while the database file was not writable")
+        if record.info.get(_OPENED_READ_ONLY) and _writable(files):
+            raise DisconnectionError("opened read-only while the database was not writable")
 
     event.listen(engine, "connect", on_connect)
     event.listen(engine, "checkout", on_checkout)
 
 
-def _writable(database: Path) -> bool:
-    return not database.exists() or os.access(database, os.W_OK)
+def _writable(files: tuple[Path, ...]) -> bool:
+    return all(not path.exists() or os.access(path, os.W_OK) for path in files)

@@ -31,6 +31,7 @@ from agent_cards.storage.engine import (
     Database,
     created,
     read_transaction,
+    undo,
     write_transaction,
 )
 from member_kit.errors import shared_translated
@@ -80,7 +81,9 @@ def driver_write(engine: Engine, *, savepoint: bool = False) -> AbstractContextM
     the token creates) commits or rolls back together. Joined with ``savepoint``, what is
     done inside is undone alone when it raises, and the outer transaction can go on (on
     PostgreSQL a failed statement otherwise spoils the whole transaction). Driver
-    exceptions are not wrapped; :func:`driver_errors` names their classes.
+    exceptions are not wrapped; :func:`driver_errors` names their classes. A transaction
+    that fails on a storage fault drops its connection (:func:`undo`): the next write is
+    made on a fresh one.
 
     Joining costs a look at a context variable and no transaction of its own: a blocking
     send's store, guard and log each open "their" write inside the send's one.
@@ -127,12 +130,14 @@ def _driver_transaction(engine: Engine, sqlite_begin: str) -> Iterator[DBAPICurs
                 cursor.execute(sqlite_begin)
             yield cursor
             connection.commit()
-        except BaseException:
-            _roll_back(connection)
+        except BaseException as error:
+            cursor.close()
+            undo(connection, connection.rollback, error)
             raise
+        else:
+            cursor.close()
         finally:
             _open_write.reset(token)
-            cursor.close()
     finally:
         connection.close()
 
@@ -148,14 +153,6 @@ def _savepoint(cursor: DBAPICursor) -> Iterator[DBAPICursor]:
         cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
         raise
     cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-
-
-def _roll_back(connection: Any) -> None:
-    """Roll back, or drop a connection that cannot (so the original error is the one seen)."""
-    try:
-        connection.rollback()
-    except Exception:
-        connection.invalidate()
 
 
 def driver_errors(engine: Engine) -> Any:

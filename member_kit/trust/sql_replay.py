@@ -33,6 +33,7 @@ PostgreSQL). A failure raises
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 from datetime import timedelta
 
@@ -57,6 +58,8 @@ from member_kit.trust.revocation import (
     Remembered,
     RevocationStoreUnavailable,
 )
+
+logger = logging.getLogger(__name__)
 
 # Expired rows are purged on the first write and then at most once per this interval.
 PURGE_INTERVAL_SECONDS = 60
@@ -96,6 +99,7 @@ class SQLReplayGuard:
                 cursor.execute(self._claim_sql, claim)
                 return cursor.rowcount == 1
         except self._unavailable as exc:
+            logger.warning("the replay guard could not record a token", exc_info=True)
             raise ReplayGuardUnavailable(f"cannot record the token: {type(exc).__name__}") from exc
 
     def _purge_expired(self, cursor: DBAPICursor, now: int) -> None:
@@ -125,6 +129,7 @@ class SQLProofReplayGuard:
                 cursor.execute(self._take_sql, {"jkt": jkt, "jti": jti, "expires_at": until})
                 return cursor.rowcount == 1
         except self._unavailable as exc:
+            logger.warning("the replay guard could not record a proof", exc_info=True)
             raise ReplayGuardUnavailable(f"cannot record the proof: {type(exc).__name__}") from exc
 
 

@@ -12,6 +12,7 @@ kept without its receipt).
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -61,10 +62,11 @@ def test_a_send_claims_its_token_with_its_decision_then_keeps_its_task_with_its_
 
 
 def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The claim is a write of its own before the agent is asked: while the database is
-    read-only a send is refused 503 ``replay_guard_unavailable`` and keeps no task."""
+    read-only a send is refused 503 ``replay_guard_unavailable``, keeps no task, and the
+    database's own error is logged; once it is writable again the next send is kept."""
     if not immutable_flag_works(tmp_path):
         pytest.skip("chattr +i does not stop a write here")
     with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
@@ -78,6 +80,8 @@ def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
             read_only(files, False)
         assert refusal_reason(refused) == (503, "replay_guard_unavailable")
         assert len(app.state.task_store) == 1  # h-0's
+        causes = [r.exc_info[1] for r in caplog.records if r.name.endswith("sql_replay")]
+        assert causes and all(isinstance(c, sqlite3.OperationalError) for c in causes)
         assert caller.send("run-1", "h-2").status_code == 200  # the database back
 
 
