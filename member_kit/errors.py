@@ -11,7 +11,9 @@
     │   ├── InvalidParams                 -32602  (see invalid_params_from)
     │   │   └── IdempotencyKeyExpired     a retried send after the key's retention window
     │   ├── InternalError                 -32603
-    │   │   └── TaskStoreFull             every slot holds an unfinished task
+    │   │   ├── TaskStoreFull             every slot holds an unfinished task
+    │   │   └── StorageFault              the database failed the call's work (reason
+    │   │                                 storage_unavailable, HTTP 503, Retry-After)
     │   ├── TaskNotFound                  -32001
     │   ├── TaskNotCancelable             -32002
     │   ├── PushNotificationNotSupported  -32003
@@ -54,6 +56,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from agent_cards.errors import MODEL_CONFIG_INVALID, SharedError, StorageFailure, translated_by
+from agent_cards.storage.faults import RETRY_AFTER_SECONDS
 from contracts import a2a_errors
 from contracts.a2a_errors import RETRY_AFTER_METADATA, A2AErrorKind
 
@@ -135,6 +138,24 @@ class TaskStoreFull(InternalError):
             "retry once some finish, or cancel one",
             metadata={"capacity": str(capacity)},
         )
+
+
+class StorageFault(InternalError):
+    """The database failed the call's work (a read-only or full disk, an I/O error, a lock
+    not granted, a server gone): nothing of it was stored, and the same call is worth
+    sending again once the database is back. Reason ``storage_unavailable`` in the
+    ErrorInfo, with ``retryAfterSeconds``; over HTTP, status 503 and ``Retry-After``."""
+
+    REASON = "storage_unavailable"
+
+    def __init__(self) -> None:
+        seconds = str(RETRY_AFTER_SECONDS)
+        super().__init__(
+            "the agent's database cannot be written now; nothing was stored, send again later",
+            metadata={"reason": self.REASON, RETRY_AFTER_METADATA: seconds},
+        )
+        self.http_status = 503
+        self.headers = {"Retry-After": seconds}
 
 
 class TaskNotFound(A2AError):

@@ -15,7 +15,10 @@ from collections.abc import Callable
 
 from sqlalchemy import exc as sa_exc
 
-__all__ = ["faults", "is_fault_type", "is_storage_fault"]
+__all__ = ["RETRY_AFTER_SECONDS", "faults", "is_fault_type", "is_storage_fault"]
+
+# How long a caller is asked to wait before sending again after a storage fault.
+RETRY_AFTER_SECONDS = 2
 
 _FAULTS: tuple[type[BaseException], ...] = (
     sa_exc.OperationalError,

@@ -25,10 +25,10 @@ from sqlalchemy import Engine, event
 from sqlalchemy import exc as sa_exc
 
 from agent_cards.storage import faults as shared_faults
+from agent_cards.storage.faults import RETRY_AFTER_SECONDS
 from coordinator.errors import StorageError
 
-# How long a caller is asked to wait before retrying after a storage fault.
-RETRY_AFTER_SECONDS = 2
+__all__ = ["RETRY_AFTER_SECONDS", "install_fault_handling", "is_storage_fault", "recycle"]
 
 
 def is_storage_fault(error: BaseException) -> bool:

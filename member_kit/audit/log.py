@@ -34,6 +34,7 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, now_text, sign_head
 from member_kit.audit.log_rows import Entry, MemoryRows, Rows, SQLRows
 from member_kit.storage.engine import driver_write
+from member_kit.storage.faults import is_storage_fault
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ Later = tuple[str, dict[str, Any], str | None]
 """An entry for the decision-log thread: kind, data, handoff id."""
 # At most this many decisions queued together are appended in one transaction.
 MAX_LATER_BATCH = 64
+# At most this many entries wait for the database to take writes again after a fault.
+MAX_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class DecisionLedger:
         # receipt's transaction, whichever comes first.
         self._on_loop = engine is not None and engine.dialect.name == "sqlite"
         self._pending: list[Later] = []
+        self._write_scheduled = False  # a loop turn will write what is pending
         self._pending_lock = threading.Lock()
         self._pending_write = threading.Lock()
         if engine is not None:
@@ -120,8 +124,8 @@ class DecisionLedger:
             return
         with self._pending_lock:
             self._pending.append(entry)
-            first = len(self._pending) == 1
-        if first:
+            schedule, self._write_scheduled = not self._write_scheduled, True
+        if schedule:
             # not in the context of a transaction open now: the loop's turn comes after it
             loop.call_soon(self._write_pending, context=Context())
 
@@ -139,6 +143,8 @@ class DecisionLedger:
         # held while writing, so that flush() from another thread waits for a write the
         # loop has already taken, not only for what is still pending
         with self._pending_write:
+            with self._pending_lock:
+                self._write_scheduled = False
             taken = self._take_pending()
             if taken:
                 self._append_later(taken)
@@ -148,28 +154,44 @@ class DecisionLedger:
         transaction, so one turn at the database's write lock for many requests)."""
         assert self._later is not None
         while True:
-            taken = [self._later.get()]
-            while len(taken) < MAX_LATER_BATCH:
+            queued = [self._later.get()]
+            while len(queued) < MAX_LATER_BATCH:
                 try:
-                    taken.append(self._later.get_nowait())
+                    queued.append(self._later.get_nowait())
                 except queue.Empty:
                     break
-            try:
-                self._append_later(taken)
+            try:  # any kept after a failed write go first
+                self._append_later([*self._take_pending(), *queued])
             finally:
-                for _ in taken:
+                for _ in queued:
                     self._later.task_done()
 
     def _append_later(self, taken: Sequence[Later]) -> None:
         try:
             self._rows.append_many(_records(taken))
             return
-        except Exception:
+        except Exception as error:
+            if is_storage_fault(error):
+                self._keep_for_next_write(taken)
+                return
             if len(taken) == 1:
                 logger.exception("a %s entry could not be written to the decision log", taken[0][0])
                 return
         for one in taken:  # one at a time, so one bad entry loses only itself
             self._append_later([one])
+
+    def _keep_for_next_write(self, taken: Sequence[Later]) -> None:
+        """Entries whose write the database failed: waiting again, ahead of those taken
+        since, for the next write of the log (a receipt's, a claim's, the loop's next
+        turn, the writer thread's next batch). Past :data:`MAX_KEPT` the oldest go."""
+        logger.warning("the database failed a decision-log write; kept for the next one")
+        with self._pending_lock:
+            self._pending[:0] = taken
+            lost = len(self._pending) - MAX_KEPT
+            if lost > 0:
+                del self._pending[:lost]
+        if lost > 0:
+            logger.error("%d decision-log entries lost: more were waiting than kept", lost)
 
     def append(
         self,

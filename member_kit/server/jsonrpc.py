@@ -57,7 +57,9 @@ from contracts.grant import Budget
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from member_kit import errors
+from member_kit.storage.faults import is_storage_fault
 from member_kit.telemetry.observed import Telemetry
+from member_kit.trust.denials import DelegationDenied
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +282,19 @@ class Dispatcher:
         context = await decided if inspect.isawaitable(decided) else decided
         context = context.for_request(request_id)
         parsed = parse_params(operation, params, binding, self.telemetry)
-        return await operation.call(parsed, context)
+        try:
+            return await operation.call(parsed, context)
+        except Exception as error:
+            if not _failed_in_storage(error):
+                raise
+            logger.warning("the database failed the work of %s", method, exc_info=True)
+            raise errors.StorageFault() from error
+
+
+def _failed_in_storage(error: Exception) -> bool:
+    """Whether an operation failed because the database did: a deliberate error (one of
+    the kit's, a refusal) is answered as itself, even when a storage fault caused it."""
+    return not isinstance(error, errors.MemberError | DelegationDenied) and is_storage_fault(error)
 
 
 def parse_params(

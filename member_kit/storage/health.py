@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agent_cards.storage.faults import RETRY_AFTER_SECONDS
 from member_kit.storage.engine import driver_sql, driver_write
 from member_kit.storage.faults import is_storage_fault
 from member_kit.storage.schema import counters
@@ -25,7 +26,6 @@ logger = logging.getLogger(__name__)
 
 HEALTH_PATH = "/healthz"
 LIVENESS_PATH = "/livez"
-RETRY_AFTER_SECONDS = 2
 PROBE_COUNTER = "health_probe"
 _PROBE = (
     f"INSERT INTO {counters.name} (name, value) VALUES ('{PROBE_COUNTER}', :now) "

@@ -19,6 +19,7 @@ from typing import Any
 import jwt
 from pydantic import ValidationError
 
+from agent_cards.storage.faults import RETRY_AFTER_SECONDS
 from contracts import strict_json
 from contracts.grant import IDENTIFIER_PATTERN, claims_digest
 from member_kit.trust.replay import ReplayGuardUnavailable
@@ -194,7 +195,9 @@ def denial_from(exc: Exception) -> DelegationDenied:
         fields = ", ".join(".".join(map(str, err["loc"])) for err in exc.errors())
         return deny(R.CLAIM_TYPE_INVALID, f"invalid claims: {fields}")
     if isinstance(exc, ReplayGuardUnavailable):
-        return deny(R.REPLAY_GUARD_UNAVAILABLE)
+        denial = deny(R.REPLAY_GUARD_UNAVAILABLE)
+        denial.retry_after = RETRY_AFTER_SECONDS  # the database may take writes by then
+        return denial
     if isinstance(exc, jwt.PyJWTError | ValueError | binascii.Error | UnicodeDecodeError):
         return deny(R.TOKEN_MALFORMED, type(exc).__name__)
     return deny(R.TOKEN_MALFORMED, f"unexpected {type(exc).__name__}")
