@@ -274,15 +274,17 @@ class Dispatcher:
         binding: str,
         request_id: RequestId = None,
     ) -> BaseModel | AsyncIterator[BaseModel]:
-        """The operation's result: a model, or the events of a streaming operation."""
+        """The operation's result: a model, or the events of a streaming operation. When
+        the database fails its work (the authorization's writes included), the answer is
+        :class:`~member_kit.errors.StorageFault`, on every binding."""
         operation = self._operations.get(method)
         if operation is None:
             raise errors.MethodNotFound(f"method {method!r} is not offered by this agent")
-        decided = self._authorize(request, method, params)
-        context = await decided if inspect.isawaitable(decided) else decided
-        context = context.for_request(request_id)
-        parsed = parse_params(operation, params, binding, self.telemetry)
         try:
+            decided = self._authorize(request, method, params)
+            context = await decided if inspect.isawaitable(decided) else decided
+            context = context.for_request(request_id)
+            parsed = parse_params(operation, params, binding, self.telemetry)
             return await operation.call(parsed, context)
         except Exception as error:
             if not _failed_in_storage(error):
