@@ -34,7 +34,6 @@ from coordinator.remote.wire.client import A2AClient
 # Failures after which sending again can help: the message may never have arrived, or a
 # proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).
 # A remote's refusal, an A2A error or an answer that fails admission is never retried.
-RETRYABLE = frozenset({"unreachable", "timeout", "transport_error", "not_jsonrpc", "not_json"})
 
 
 async def run_remote_handoff(
@@ -184,10 +183,12 @@ def next_proposal(failed: HandoffRecord) -> HandoffRecord:
 
 def retry_delay(driver: HandoffDriver) -> float | None:
     """How long to wait before another attempt, or None: only a failure that says nothing
-    about the work (the remote unreachable, timing out, or not speaking JSON-RPC) is
-    retried, by :mod:`coordinator.dispatch.retry`'s backoff, within the attempts allowed
-    and never past the lease, and never for a cancelled run; a refusal of a key the remote
-    does not know yet (``kid_unknown``) once, after the wait the remote asked for."""
+    about the work (:func:`~coordinator.dispatch.retry.cause_of`: the remote unreachable,
+    timing out, not speaking JSON-RPC, or answering InternalError or a delegation check it
+    could not make, e.g. its database down) is retried, by that module's backoff and not
+    before the wait the remote asked for, within the attempts allowed and never past the
+    lease, and never for a cancelled run; a refusal of a key the remote does not know yet
+    (``kid_unknown``) once, after the wait the remote asked for."""
     record = driver.record
     if record.state is not HandoffState.FAILED or driver.run.book.cancelled:
         return None
@@ -199,7 +200,7 @@ def retry_delay(driver: HandoffDriver) -> float | None:
         refused = _earlier_attempts_failed(driver, record.reason)
         asked = driver.outcome.retry_after
         return kid_unknown_delay(policy, record.attempt, refused, asked, driver.lease_left())
-    cause = Cause(reason, reason in RETRYABLE)
+    cause = Cause(reason, driver.outcome.retryable, driver.outcome.retry_after)
     failing = _failing_for(driver)
     return next_delay(policy, record.attempt, cause, driver.lease_left(), failing_for=failing)
 

@@ -35,6 +35,7 @@ from coordinator.dispatch.attempt.proposal import (
     propose,
 )
 from coordinator.dispatch.attempt.send_modes import send_blocking, send_modes
+from coordinator.dispatch.retry import cause_of
 from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import RunCancelled
@@ -241,6 +242,7 @@ class HandoffDriver(AttemptState):
             self.commit(S.FAILED, f"dispatch_failed:{exc.reason}")
             self.outcome.notes.append(str(exc))
             self.outcome.retry_after = exc.retry_after if isinstance(exc, RemoteA2AError) else None
+            self.outcome.retryable = cause_of(exc).retryable
             return None, None
         if task is None:
             self.commit(S.FAILED, "remote_replied_without_task")

@@ -27,6 +27,8 @@ class RemoteOutcome:
     notes: list[str] = field(default_factory=list)
     # The wait (seconds) the remote asked for before the send is made again, when it said.
     retry_after: float | None = None
+    # Whether the send's failure says nothing about the work (coordinator.dispatch.retry).
+    retryable: bool = False
 
     @property
     def finding(self) -> Finding | None:
