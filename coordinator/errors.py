@@ -58,7 +58,13 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from agent_cards.errors import ModelFailure, SharedError, StorageFailure, translated_by
-from contracts.a2a_errors import BY_CODE, PROJECT_KINDS, RETRY_AFTER_METADATA, A2AErrorKind
+from contracts.a2a_errors import (
+    BY_CODE,
+    INTERNAL_ERROR,
+    PROJECT_KINDS,
+    RETRY_AFTER_METADATA,
+    A2AErrorKind,
+)
 from contracts.strict_json import StrictJSONError
 
 if TYPE_CHECKING:  # the libraries are loaded by the code that calls them (start-up time)
@@ -120,7 +126,9 @@ class RemoteA2AError(FederationError):
     """A JSON-RPC error answered by a remote agent (on whichever binding).
 
     ``reason`` is the A2A error's name, or for a refusal of our delegation token the
-    refusal's stable code from the ErrorInfo metadata (``kid_unknown``, ``token_expired``);
+    refusal's stable code from the ErrorInfo metadata (``kid_unknown``, ``token_expired``),
+    or for an InternalError the stable code the remote gave for it after the name, if any
+    (``InternalError:storage_unavailable``: never one of our own reasons);
     ``retry_after`` is the wait in seconds the remote asked for before the same request,
     when it said (``retryAfterSeconds``), at most :data:`MAX_RETRY_AFTER_SECONDS`."""
 
@@ -135,13 +143,17 @@ class RemoteA2AError(FederationError):
         self.kind: A2AErrorKind | None = BY_CODE.get(code)
         self.error_info_reason = reason
         metadata = metadata or {}
-        refusal = metadata.get("reason", "") if self.kind in PROJECT_KINDS else ""
-        self.refusal = refusal if _REFUSAL_CODE.fullmatch(refusal) else None
+        stated = metadata.get("reason", "")
+        stable = stated if _REFUSAL_CODE.fullmatch(stated) else None
+        self.refusal = stable if self.kind in PROJECT_KINDS else None
         asked = metadata.get(RETRY_AFTER_METADATA, "")
         seconds = int(asked) if asked.isascii() and asked.isdigit() and len(asked) < 7 else None
         self.retry_after = None if seconds is None else float(min(seconds, MAX_RETRY_AFTER_SECONDS))
         name = self.kind.name if self.kind else "UnknownError"
-        super().__init__(f"remote answered {name} ({code}): {message}", self.refusal or name)
+        reason = self.refusal or name
+        if self.kind is INTERNAL_ERROR and stable is not None:
+            reason = f"{name}:{stable}"
+        super().__init__(f"remote answered {name} ({code}): {message}", reason)
 
 
 class RunCancelled(FederationError):
