@@ -31,10 +31,6 @@ from coordinator.handoff.run_state import refused_retry
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.wire.client import A2AClient
 
-# Failures after which sending again can help: the message may never have arrived, or a
-# proxy answered instead of the agent (a body that is not JSON-RPC, or not JSON at all).
-# A remote's refusal, an A2A error or an answer that fails admission is never retried.
-
 
 async def run_remote_handoff(
     client: A2AClient,

@@ -27,16 +27,23 @@ ENGINES: dict[str, tuple[Callable[[Path], Engine], Callable[..., object], str]] 
 }
 
 
+def _with_probe_table(tmp_path: Path, service: str) -> tuple[Engine, Callable[..., object], str]:
+    """``service``'s engine on a database in ``tmp_path`` holding an empty ``probe``
+    table, its write transaction and its file name."""
+    open_engine, write_transaction, name = ENGINES[service]
+    engine = open_engine(tmp_path)
+    with write_transaction(engine) as connection:  # type: ignore[attr-defined]
+        connection.execute(text("CREATE TABLE probe (n INTEGER)"))
+    return engine, write_transaction, name
+
+
 @pytest.mark.parametrize("service", sorted(ENGINES))
 def test_a_connection_opened_during_the_fault_does_not_outlive_it(
     tmp_path: Path, service: str
 ) -> None:
     if not immutable_flag_works(tmp_path):
         pytest.skip("this filesystem has no immutable flag (chattr +i)")
-    open_engine, write_transaction, name = ENGINES[service]
-    engine = open_engine(tmp_path)
-    with write_transaction(engine) as connection:  # type: ignore[attr-defined]
-        connection.execute(text("CREATE TABLE probe (n INTEGER)"))
+    engine, write_transaction, name = _with_probe_table(tmp_path, service)
     engine.dispose()  # the next connection is opened while the file is immutable
     files = database_files(tmp_path / name)
     read_only(files, True)
@@ -61,10 +68,7 @@ def test_a_connection_opened_while_only_the_wal_was_unwritable_does_not_outlive_
     must be replaced as well once both are writable again."""
     if not immutable_flag_works(tmp_path):
         pytest.skip("this filesystem has no immutable flag (chattr +i)")
-    open_engine, write_transaction, name = ENGINES[service]
-    engine = open_engine(tmp_path)
-    with write_transaction(engine) as connection:  # type: ignore[attr-defined]
-        connection.execute(text("CREATE TABLE probe (n INTEGER)"))
+    engine, write_transaction, name = _with_probe_table(tmp_path, service)
     database, wal = database_files(tmp_path / name)
     keeper = sqlite3.connect(database)  # keeps the WAL from being removed at dispose
     try:

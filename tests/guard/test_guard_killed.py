@@ -37,7 +37,6 @@ from agent_cards.transparency.heads import Head, verify_head
 from agent_cards.transparency.logged import verify_logged
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from agent_cards.trusted import TrustedKeys
-from member_kit.server.app import JSONRPC_PATH
 from member_kit.storage.engine import DATABASE_FILE
 from tests.members import SDK
 from tests.processes import wait_for
@@ -96,10 +95,7 @@ class Served:
 class PatientCaller(Caller):
     """A caller that waits as long as a busy machine may take to answer."""
 
-    def call(self, method: str, params: dict[str, Any], token: str) -> httpx.Response:
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
-        return httpx.post(self.base_url + JSONRPC_PATH, json=body, headers=headers, timeout=120)
+    timeout = 120.0
 
 
 @dataclass

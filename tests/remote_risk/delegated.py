@@ -69,6 +69,9 @@ class Caller:
         claims = tokens.with_handoff(claims, attempt=attempt)
         return tokens.forge(header(), claims)
 
+    # How long a call waits for its answer (seconds).
+    timeout = 10.0
+
     def call(self, method: str, params: dict[str, Any], token: str) -> httpx.Response:
         body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
         headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
@@ -76,7 +79,7 @@ class Caller:
             self.base_url + JSONRPC_PATH,
             json=body,
             headers=headers,
-            timeout=10,
+            timeout=self.timeout,
             verify=tls.verified(),
         )
 
