@@ -88,6 +88,13 @@ class A2AError(MemberError):
         self.http_status = 200
         self.headers: Mapping[str, str] = {}
 
+    @property
+    def status_over_http(self) -> int:
+        """The HTTP status where the binding's own status tells the error (HTTP+JSON, and
+        gRPC's code follows it, :func:`~agent_cards.bindings.status.grpc_code`): the one
+        this error set, else its kind's."""
+        return self.http_status if self.http_status != 200 else self.kind.http_status
+
     def error_object(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` member: code, this message, ErrorInfo in ``data``."""
         return a2a_errors.error_object(self.kind, self.message, self.metadata)

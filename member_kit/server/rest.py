@@ -180,8 +180,8 @@ def refusal(refused: errors.DelegationRefused) -> Response:
 
 def error_response(error: errors.A2AError) -> Response:
     """The ``google.rpc.Status`` body of ``error`` with its HTTP status."""
-    status = error.http_status if error.http_status != 200 else error.kind.http_status
-    body = status_json(error.kind, error.message, error.metadata)
+    status = error.status_over_http
+    body = status_json(error.kind, error.message, error.metadata, status)
     return Response(
         strict_json.dumps(body), status, headers=dict(error.headers), media_type=MEDIA_TYPE
     )
@@ -201,7 +201,7 @@ async def _sse_lines(events: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
             yield b"data: " + strict_json.dumps(to_wire(event)) + b"\n\n"
     except errors.A2AError as error:
         logger.info("HTTP+JSON stream ended with %s: %s", error.kind.reason, error.message)
-        body = status_json(error.kind, error.message, error.metadata)
+        body = status_json(error.kind, error.message, error.metadata, error.status_over_http)
         yield b"data: " + strict_json.dumps(body) + b"\n\n"
     except Exception:
         logger.exception("HTTP+JSON stream failed unexpectedly")
