@@ -65,12 +65,14 @@ from contracts.a2a_errors import (
     RETRY_AFTER_METADATA,
     A2AErrorKind,
 )
+from contracts.refusals import REFUSAL_CODES
 from contracts.strict_json import StrictJSONError
 
 if TYPE_CHECKING:  # the libraries are loaded by the code that calls them (start-up time)
     import pydantic
 
-# A remote's refusal code is ours to record only if it looks like one (it is the remote's text).
+# A remote's code for its InternalError is recorded (after the name) only if it looks like
+# one: it is the remote's text.
 _REFUSAL_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 # The longest wait a remote may ask for that is kept as asked (longer is cut to this).
 MAX_RETRY_AFTER_SECONDS = 3600
@@ -126,7 +128,9 @@ class RemoteA2AError(FederationError):
     """A JSON-RPC error answered by a remote agent (on whichever binding).
 
     ``reason`` is the A2A error's name, or for a refusal of our delegation token the
-    refusal's stable code from the ErrorInfo metadata (``kid_unknown``, ``token_expired``),
+    refusal's stable code from the ErrorInfo metadata (``kid_unknown``, ``token_expired``)
+    when it is one of the protocol's (:data:`contracts.refusals.REFUSAL_CODES`: a remote
+    cannot state one of our own reasons; what it stated otherwise is in the message),
     or for an InternalError the stable code the remote gave for it after the name, if any
     (``InternalError:storage_unavailable``: never one of our own reasons);
     ``retry_after`` is the wait in seconds the remote asked for before the same request,
@@ -144,16 +148,30 @@ class RemoteA2AError(FederationError):
         self.error_info_reason = reason
         metadata = metadata or {}
         stated = metadata.get("reason", "")
-        stable = stated if _REFUSAL_CODE.fullmatch(stated) else None
-        self.refusal = stable if self.kind in PROJECT_KINDS else None
-        asked = metadata.get(RETRY_AFTER_METADATA, "")
-        seconds = int(asked) if asked.isascii() and asked.isdigit() and len(asked) < 7 else None
-        self.retry_after = None if seconds is None else float(min(seconds, MAX_RETRY_AFTER_SECONDS))
+        refusing = self.kind in PROJECT_KINDS
+        self.refusal = stated if refusing and stated in REFUSAL_CODES else None
+        self.retry_after = _asked_wait(metadata.get(RETRY_AFTER_METADATA, ""))
         name = self.kind.name if self.kind else "UnknownError"
         reason = self.refusal or name
-        if self.kind is INTERNAL_ERROR and stable is not None:
-            reason = f"{name}:{stable}"
-        super().__init__(f"remote answered {name} ({code}): {message}", reason)
+        if self.kind is INTERNAL_ERROR and _REFUSAL_CODE.fullmatch(stated):
+            reason = f"{name}:{stated}"
+        said = f"remote answered {name} ({code})"
+        if refusing and self.refusal is None and stated:
+            said += f" stating {_shown(stated)}, which is no refusal code of the protocol"
+        super().__init__(f"{said}: {message}", reason)
+
+
+def _asked_wait(asked: str) -> float | None:
+    """``retryAfterSeconds`` as seconds (at most MAX_RETRY_AFTER_SECONDS), if readable."""
+    if not (asked.isascii() and asked.isdigit() and len(asked) < 7):
+        return None
+    return float(min(int(asked), MAX_RETRY_AFTER_SECONDS))
+
+
+def _shown(stated: str) -> str:
+    """A remote's text quoted for a message, when it is short, printable ASCII."""
+    readable = stated.isascii() and stated.isprintable() and len(stated) <= 64
+    return repr(stated) if readable else "an unreadable reason"
 
 
 class RunCancelled(FederationError):
