@@ -141,14 +141,19 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def run_load(
-    module: str, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+    module: str,
+    *args: str,
+    timeout: float = 600,
+    env: dict[str, str] | None = None,
+    checkout: Path = REPO,
 ) -> Any:
-    """Run a load generator pinned to the load core; its last stdout line is JSON."""
+    """Run a load generator pinned to the load core; its last stdout line is JSON.
+    ``checkout``: the copy of the project it runs from (this one unless given)."""
     done = subprocess.run(
         pinned(python(module, *args), LOAD_CORE),
         capture_output=True,
-        env=_environment(env),
-        cwd=REPO,
+        env=_environment({"PYTHONPATH": str(checkout), **(env or {})}),
+        cwd=checkout,
         timeout=timeout,
         check=False,
     )

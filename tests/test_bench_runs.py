@@ -8,11 +8,12 @@ token's audience, say) otherwise surfaces as a bench that stops at its first fig
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from bench import chain_revocation, member_overhead, remote_side, services
+from bench import chain_revocation, coordinator_cpu, member_overhead, remote_side, services
 from bench.__main__ import Timing
 from coordinator.authority.revocation import STATUS_URL_ENV
 
@@ -24,6 +25,21 @@ def test_figure_one_drives_remote_risk_without_a_failed_request(tmp_path: Path) 
     assert window["errors"] == 0, window["first_error"]
     assert window["rps"] > 0
     assert window["server_cpu_ms"] > 0  # the server's own CPU per request, read from /proc
+
+
+def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One short window per checkout (this one, and this one again as the other side of
+    the A/B): every handoff ACCEPTED, and both processes' CPU read."""
+    coordinator_cpu.main(
+        ["--rounds", "1", "--seconds", "0.5", "--warmup", "0.3", "--also", "again=."]
+    )
+    found = json.loads(capsys.readouterr().out)
+    assert set(found["windows"]) == {coordinator_cpu.OURS, "again"}
+    for [window] in found["windows"].values():
+        assert window["failed"] == 0 and window["handoffs_per_s"] > 0, window
+        assert window["coordinator_cpu_ms"] > 0 and window["remote_cpu_ms"] > 0, window
 
 
 def test_figure_ten_drives_the_agent_the_kit_member_and_the_guard(tmp_path: Path) -> None:

@@ -1,0 +1,87 @@
+"""The coordinator's CPU per governed handoff, of this checkout and of others, in one run.
+
+The A/B of a change to the coordinator, as :mod:`bench.remote_cpu` is the member's. One
+remote_risk (this checkout's, as ``make bench`` starts it) answers every window. A window
+is one run of ``python -m bench.handoffs coordinator`` from one checkout, on the load
+core: its warm-up, then ``seconds`` of handoffs at ``concurrency``, from which it reports
+its own process's CPU per handoff (figure (2)'s ``cpu_ms``) and the remote's. Windows
+alternate between the checkouts, ``rounds`` times, and each checkout's median window is
+used, so that a busy machine shifts each alike.
+
+``python -m bench.coordinator_cpu --also NAME=ROOT [--rounds 5] [--seconds 4]`` prints one
+JSON line: each checkout's windows (coordinator and remote CPU ms a handoff, handoffs a
+second) and their medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import procs, services
+
+OURS = "this checkout"
+# What each window reports, by its name in bench.handoffs' runs
+FIGURES = {
+    "cpu_ms": "coordinator_cpu_ms",
+    "server_cpu_ms": "remote_cpu_ms",
+    "rps": "handoffs_per_s",
+    "errors": "failed",
+}
+
+
+def window(
+    checkout: Path, remote: services.Running, issuer: services.Issuer, args: argparse.Namespace
+) -> dict[str, float]:
+    """One window of handoffs driven by ``checkout``'s coordinator."""
+    found = procs.run_load(
+        "bench.handoffs",
+        *("coordinator", remote.url, "--keys", str(issuer.keys_dir)),
+        *("--concurrency", str(args.concurrency), "--seconds", str(args.seconds)),
+        *("--warmup", str(args.warmup), "--runs", "1", "--server-pid", str(remote.process.pid)),
+        checkout=checkout,
+    )
+    (run,) = found["runs"]
+    return {name: float(run[key]) for key, name in FIGURES.items()}
+
+
+def measure(checkouts: dict[str, Path], args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-coordinator-cpu-") as tmp:
+        root = Path(tmp)
+        issuer = services.Issuer.create(root)
+        with services.remote_risk(root, issuer) as remote:
+            windows: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
+            for _ in range(args.rounds):
+                for name, checkout in checkouts.items():
+                    windows[name].append(window(checkout, remote, issuer, args))
+    medians = {
+        name: {figure: statistics.median(w[figure] for w in found) for figure in FIGURES.values()}
+        for name, found in windows.items()
+    }
+    return {"concurrency": args.concurrency, "windows": windows, "median": medians}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=4.0, help="each window's length")
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before each window")
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="NAME=ROOT", help="another checkout"
+    )
+    args = parser.parse_args(argv)
+    checkouts = {OURS: procs.REPO}
+    for entry in args.also:
+        name, _, where = entry.partition("=")
+        checkouts[name] = Path(where).resolve()
+    print(json.dumps(measure(checkouts, args)), file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
