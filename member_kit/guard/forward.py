@@ -26,7 +26,8 @@ already, the token's claim, the grant watched and the decision-log entries taken
 (:meth:`~member_kit.audit.log.DecisionLedger.append_waiting`, queued again if this write
 rolls back), committed, so a replayed token never reaches the upstream. A claim refused
 is refused as it says; when the write itself fails, the lookup and the claim are made
-again alone (the claim refused then as its own, ``replay_guard_unavailable``). After: the
+again alone (the claim refused then as its own, ``replay_guard_unavailable``, and so is
+a token found used by then, which the failed write may have claimed itself). After: the
 task kept as the caller's with its receipt's log entry and head, so no receipt is logged
 for a task the guard does not keep, nor a task kept without its receipt.
 """
@@ -127,7 +128,10 @@ class ForwardingHandler:
         (when the send must claim it), its grant watched and the decisions waiting, all in
         one write committed before the upstream is asked. A claim refused is refused as
         it says; when the write itself fails, both are done again alone, the claim then
-        refused as the claim's (the decisions taken along are queued again by then)."""
+        refused as the claim's (the decisions taken along are queued again by then). The
+        failed write may have committed all the same (the answer to its commit lost), so
+        the claim made again refuses a token it finds used as undecided (503), never as
+        a replay (:meth:`~member_kit.server.jsonrpc.TaskClaim.again`)."""
         claim = context.claim_task_creation
         if claim is None:
             return self.tasks.opened_under(context.owner, key) if key is not None else None
@@ -136,7 +140,7 @@ class ForwardingHandler:
                 return self._opened_else_claim(context.owner, key, claim)
         except self.tasks.storage_errors:
             logger.warning("the claim's write failed; the claim alone is made", exc_info=True)
-            return self._opened_else_claim(context.owner, key, claim)
+            return self._opened_else_claim(context.owner, key, claim.again)
 
     def _opened_else_claim(
         self, owner: str, key: str | None, claim: Callable[[], None]

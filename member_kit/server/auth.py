@@ -41,7 +41,7 @@ from starlette.requests import Request
 from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from member_kit import errors
-from member_kit.server.jsonrpc import Authorize, CallContext
+from member_kit.server.jsonrpc import Authorize, CallContext, TaskClaim
 from member_kit.tasks.record import task_owner
 from member_kit.trust.decisions import DecisionLog, allowed
 from member_kit.trust.holder_proof import PROOF_HEADER, HolderRequest, request_url
@@ -295,18 +295,18 @@ class DelegationAuthorizer:
                 raise _come_back_later(denial, directory) from None
             raise
 
-    def _claim(self, method: str, verified: VerifiedDelegation) -> Callable[[], None]:
-        """Claims the token's ``jti`` for one task; a refusal is recorded and raised."""
+    def _claim(self, method: str, verified: VerifiedDelegation) -> TaskClaim:
+        return _Claim(self, method, verified)
 
-        def claim_task_creation() -> None:
-            try:
-                with self._telemetry.step_span("claim_token"):
-                    self._verifier.claim_task_creation(verified)
-            except DelegationDenied as denial:
-                self.decisions.refused(method, denial)
-                raise refusal(denial) from None
-
-        return claim_task_creation
+    def claim(self, method: str, verified: VerifiedDelegation, *, again: bool) -> None:
+        """Claims the token's ``jti`` for one task; a refusal is recorded and raised.
+        ``again``: see :meth:`~member_kit.trust.verifier.DelegationVerifier.claim_task_creation`."""
+        try:
+            with self._telemetry.step_span("claim_token"):
+                self._verifier.claim_task_creation(verified, again=again)
+        except DelegationDenied as denial:
+            self.decisions.refused(method, denial)
+            raise refusal(denial) from None
 
     def _verified(
         self,
@@ -436,3 +436,18 @@ def delegation_authorizer(
         witness,
         public_base_url,
     )
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """The :class:`~member_kit.server.jsonrpc.TaskClaim` of one verified token."""
+
+    authorizer: DelegationAuthorizer
+    method: str
+    verified: VerifiedDelegation
+
+    def __call__(self) -> None:
+        self.authorizer.claim(self.method, self.verified, again=False)
+
+    def again(self) -> None:
+        self.authorizer.claim(self.method, self.verified, again=True)

@@ -74,6 +74,17 @@ _ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
 
 
+class TaskClaim(Protocol):
+    """Claims the caller's credential for the one task it may create (call it); raises
+    the refusal if it did already. :meth:`again`: the same claim, made again after a
+    write that held it failed with its outcome unknown, where a credential found used may
+    have been used by that very write (refused as undecided, never as a replay)."""
+
+    def __call__(self) -> None: ...
+
+    def again(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class CallContext:
     """Who is calling and about which request; every operation receives one.
@@ -90,7 +101,7 @@ class CallContext:
     owner: str
     request_id: RequestId = None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    claim_task_creation: Callable[[], None] | None = field(default=None, repr=False)
+    claim_task_creation: TaskClaim | None = field(default=None, repr=False)
     lease_expires_at: int | None = None
     # The verified grant's budget claim: the model requests (and tokens) the work may spend.
     budget: Budget | None = None

@@ -53,6 +53,7 @@ from typing import Any
 
 from agent_cards.clock import utc_now
 from agent_cards.keys import TrustedKeys, VerificationKey
+from agent_cards.storage.faults import RETRY_AFTER_SECONDS
 from contracts.grant import (
     DEFAULT_MAX_ACT_DEPTH,
     Grant,
@@ -276,28 +277,31 @@ class DelegationVerifier:
                 grant, key.kid, key.alg, request.skill_id, authenticated.claims_digest
             )
             if request.creates_task:
-                self._claim(verified)
+                self._claim(verified, again=False)
         except Exception as exc:
             denial = denial_from(exc)
             denial.jti, denial.claims_digest = grant.jti, authenticated.claims_digest
             raise denial from None
         return verified
 
-    def claim_task_creation(self, verified: VerifiedDelegation) -> None:
+    def claim_task_creation(self, verified: VerifiedDelegation, *, again: bool = False) -> None:
         """Claim a verified token's ``jti`` for creating one task, or raise
-        :class:`DelegationDenied` (``replayed_jti``, or ``replay_guard_unavailable``)."""
+        :class:`DelegationDenied` (``replayed_jti``, or ``replay_guard_unavailable``).
+        ``again``: the claim is made again after a write that held it failed with its
+        outcome unknown (the answer to its commit lost, say), so a ``jti`` found taken may
+        be this very claim, committed: that is ``replay_guard_unavailable``, not a replay."""
         try:
-            self._claim(verified)
+            self._claim(verified, again=again)
         except Exception as exc:
             grant = verified.grant
             denial = denial_from(exc)
             denial.jti, denial.claims_digest = grant.jti, verified.claims_digest
             raise denial from None
 
-    def _claim(self, verified: VerifiedDelegation) -> None:
+    def _claim(self, verified: VerifiedDelegation, *, again: bool) -> None:
         grant = verified.grant
         if not self._replay.claim_task_creation(grant.jti, grant.exp, issuer=grant.iss):
-            raise deny(R.REPLAYED_JTI)
+            raise _undecided() if again else deny(R.REPLAYED_JTI)
         if self.revocations is not None:  # joins the claim's (the task's) transaction
             self.revocations.keep(grant)
 
@@ -374,3 +378,10 @@ def _check_request(
         raise deny(R.EFFECTS_NOT_ALLOWED)
     if handoff_id is not None and grant.handoff.id != handoff_id:
         raise deny(R.HANDOFF_MISMATCH)
+
+
+def _undecided() -> DelegationDenied:
+    """A ``jti`` found taken by a claim made again: maybe by its own earlier write."""
+    denial = deny(R.REPLAY_GUARD_UNAVAILABLE, "the token's claim may have been recorded already")
+    denial.retry_after = RETRY_AFTER_SECONDS
+    return denial
