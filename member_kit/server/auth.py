@@ -41,7 +41,7 @@ from starlette.requests import Request
 from contracts.grant import Grant, SkillAuthority
 from contracts.wire import AgentCard, JSONObject
 from member_kit import errors
-from member_kit.server.jsonrpc import Authorize, CallContext, TaskClaim
+from member_kit.server.jsonrpc import Authorize, CallContext
 from member_kit.tasks.record import task_owner
 from member_kit.trust.decisions import DecisionLog, allowed
 from member_kit.trust.holder_proof import PROOF_HEADER, HolderRequest, request_url
@@ -230,7 +230,7 @@ class DelegationAuthorizer:
         return CallContext(
             owner=owner,
             headers=VisibleHeaders(request),
-            claim_task_creation=self._claim(method, verified) if creates_task else None,
+            claim_task_creation=_Claim(self, method, verified) if creates_task else None,
             lease_expires_at=grant.exp,
             budget=grant.handoff.budget,
             bound={"jti": grant.jti, "req_digest": grant.req_digest, "aud": grant.aud},
@@ -294,9 +294,6 @@ class DelegationAuthorizer:
             if denial.reason is DenialReason.KID_UNKNOWN and denial.issuer is not None:
                 raise _come_back_later(denial, directory) from None
             raise
-
-    def _claim(self, method: str, verified: VerifiedDelegation) -> TaskClaim:
-        return _Claim(self, method, verified)
 
     def claim(self, method: str, verified: VerifiedDelegation, *, again: bool) -> None:
         """Claims the token's ``jti`` for one task; a refusal is recorded and raised.
