@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from sqlalchemy import make_url
+
 # A simple-query message: 'Q', its length (4 + the text with its NUL), the text
 COMMIT = b"Q\x00\x00\x00\x0bCOMMIT\x00"
 
@@ -99,3 +101,12 @@ def commit_cut(host: str, port: int) -> Iterator[CommitCut]:
         yield cut
     finally:
         cut.close()
+
+
+@contextmanager
+def through_a_cut(url: str) -> Iterator[tuple[str, CommitCut]]:
+    """The PostgreSQL of ``url`` reached through a :class:`CommitCut`: the URL to use, and
+    the cut."""
+    target = make_url(url)
+    with commit_cut(target.host or "127.0.0.1", target.port or 5432) as cut:
+        yield target.set(host="127.0.0.1", port=cut.port).render_as_string(False), cut

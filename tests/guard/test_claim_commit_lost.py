@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import make_url
 
-from tests.commit_cut import commit_cut
+from tests.commit_cut import CommitCut, through_a_cut
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.members import SDK
 from tests.remote_risk.delegated import delegated_service, refusal_reason
@@ -29,24 +28,23 @@ __all__ = ["postgres_server", "postgres_url"]
 
 
 @pytest.fixture
-def through_the_cut(postgres_url: str) -> Iterator[tuple[str, object]]:
+def cut_link(postgres_url: str) -> Iterator[tuple[str, CommitCut]]:
     """The test's PostgreSQL URL, through a link that can lose a COMMIT's answer."""
-    url = make_url(postgres_url)
-    with commit_cut(url.host or "127.0.0.1", url.port or 5432) as cut:
-        yield url.set(host="127.0.0.1", port=cut.port).render_as_string(False), cut
+    with through_a_cut(postgres_url) as found:
+        yield found
 
 
 def test_a_claim_whose_commit_answer_is_lost_is_unavailable_not_a_replay(
-    through_the_cut: tuple[str, object],
+    cut_link: tuple[str, CommitCut],
 ) -> None:
-    url, cut = through_the_cut
+    url, cut = cut_link
     with delegated_service(member=SDK, database_url=url) as (caller, app):
         caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, connections, entries
         app.state.audit_log.flush()
         before = log_size(app)
-        cut.arm(b"remote_risk_used_tokens")  # type: ignore[attr-defined]
+        cut.arm(b"remote_risk_used_tokens")
         refused = caller.send("run-1", "h-1")
-        assert cut.cuts == 1  # type: ignore[attr-defined]
+        assert cut.cuts == 1
         assert refusal_reason(refused) == (503, "replay_guard_unavailable"), refused.text
         assert refused.headers["Retry-After"] == "2"
         retried = caller.task_of(caller.send("run-1", "h-1", attempt=2))
