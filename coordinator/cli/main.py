@@ -61,8 +61,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("FEDERATION_DEBUG") == "1":
             raise
-        print(f"federation: error: internal_error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 70
+        reason, text, code = unexpected(exc)
+        print(f"federation: error: {reason}: {text}", file=sys.stderr)
+        return code
+
+
+def unexpected(error: Exception) -> tuple[str, str, int]:
+    """An error no command made a FederationError of, as one line and an exit code: the
+    database failing (a connection lost, a disk gone read-only) is ``storage_unavailable``
+    and exits 3, as the API answers it 503; anything else is ``internal_error``, 70."""
+    from coordinator.storage.faults import is_storage_fault
+
+    cause = getattr(error, "orig", None) or error  # the driver's own error, if wrapped
+    said = f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0]}"
+    if is_storage_fault(error):
+        hint = "try again once it is back; `federation recover` continues a handoff in flight"
+        return "storage_unavailable", f"the database failed ({said}); {hint}", 3
+    return "internal_error", said, 70
 
 
 def print_completion(shell: str) -> int:
