@@ -12,6 +12,7 @@ workspace's ledger and store.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ from coordinator.service.api_models import (
 )
 from coordinator.service.api_requests import DelegationRequest, RegisterRequest
 from coordinator.service.run_list import RunQuery
+from coordinator.storage import delegation_keys
+from coordinator.storage.delegation_keys import SubmissionKey
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import DATABASE_ENV, Workspace
 
@@ -173,12 +176,18 @@ class CoordinatorService:
         )
         return document  # written with the handoff's outcome, in one transaction
 
-    def submit(self, order: DelegationOrder) -> Submitted:
-        """Admit and record one handoff for the background workers to drive.
+    def submit(self, order: DelegationOrder, key: SubmissionKey | None = None) -> Submitted:
+        """Admit and record one handoff for the background workers to drive. Nothing is
+        sent here; whichever coordinator process claims the handoff's lease row first
+        sends it. A refused admission is answered at once. Under ``key``, once: a retry
+        is answered the run the first request created (``delegation_keys``)."""
+        store = self.ws.run_store()
+        return delegation_keys.once(
+            self.ws.engine(), key, functools.partial(self._submit, order),
+            lambda found: Submitted(**found.view(store)),
+        )  # fmt: skip
 
-        Nothing is sent here; whichever coordinator process claims the handoff's lease row
-        first sends it. A refused admission is answered at once.
-        """
+    def _submit(self, order: DelegationOrder, keep: delegation_keys.Keep | None) -> Submitted:
         scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
         authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
         run = start_run(self.ws, "operator", authority=authority, kind="delegation")
@@ -191,6 +200,8 @@ class CoordinatorService:
         )
         run.record(record)
         run.store.save_payload(record, order.payload, record.return_contract.kind.value)
+        if keep is not None:
+            run.trail.write_with(keep(run.run_id, record.attempt_id))
         run.save(run.document())
         # The row was held by this process while it was written; hand it to the workers.
         if run.book.driver is not None:

@@ -174,3 +174,19 @@ health_probe = Table(
     Column("probed_at", String(32), nullable=False),
     Column("prober", String(256), nullable=False),
 )
+
+# --- revision 0008 -----------------------------------------------------------------------
+
+# A submission's Idempotency-Key (POST /v1/delegations, "wait": false), written in the
+# transaction that creates its run: a retry of the same request finds that run
+# (coordinator/storage/delegation_keys.py). Kept a day.
+delegation_keys = Table(
+    "delegation_keys",
+    metadata,
+    Column("idempotency_key", String(255), primary_key=True),
+    Column("request_digest", String(80), nullable=False),
+    Column("run_id", String(128), nullable=False),
+    Column("attempt_id", String(160), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_delegation_keys_created_at", "created_at"),
+)

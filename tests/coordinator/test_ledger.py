@@ -438,7 +438,7 @@ def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     assert current_revision(engine) is None
     migrate(engine)
     migrate(engine)
-    assert current_revision(engine) == "0007"
+    assert current_revision(engine) == "0008"
     assert "audit_events" in inspect(engine).get_table_names()
     filled(engine, 2)
     migrate(engine)

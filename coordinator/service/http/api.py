@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any, Protocol
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Response
 from fastapi.security import HTTPBearer
 
 from agent_cards.edge.operator_secret import OperatorSecret
@@ -67,6 +67,7 @@ from coordinator.service.revoke import status_list_router
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
 from coordinator.service.token_exchange import exchange_router
+from coordinator.storage.delegation_keys import KEY_HELP, submission_key
 from coordinator.storage.faults import is_storage_fault, recycle
 from coordinator.telemetry.http import ObservedHTTP
 from coordinator.workspace import Workspace
@@ -173,13 +174,19 @@ def api_router(service: CoordinatorService) -> APIRouter:
             502: {"model": ErrorView, "description": "the remote failed"},
         },
     )
-    async def delegate(body: DelegationRequest, response: Response) -> Any:
+    async def delegate(
+        body: DelegationRequest,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(description=KEY_HELP)] = None,
+    ) -> Any:
         """One handoff: with ``wait`` driven here, the run document is the answer;
-        without, it is admitted for the background workers (202)."""
+        without, it is admitted for the background workers (202), once per
+        ``Idempotency-Key`` when one is sent."""
+        key = submission_key(idempotency_key, body)
         order = await asyncio.to_thread(service.order, body)
         if body.wait:
             return DelegationDocument.model_validate(await service.delegate(order))
-        submitted = await asyncio.to_thread(service.submit, order)
+        submitted = await asyncio.to_thread(service.submit, order, key)
         response.status_code = 202
         response.headers["Location"] = f"/v1/runs/{submitted.run_id}"
         return submitted.model_dump()

@@ -34,6 +34,7 @@ STATUS_BY_REASON: dict[str, int] = {
     "card_not_json": 502,
     "jwks_unavailable": 502,
     "storage_unavailable": 503,
+    "idempotency_key_invalid": 400,
 }
 STATUS_BY_ERROR: tuple[tuple[type[FederationError], int], ...] = (
     (TransportError, 502),
