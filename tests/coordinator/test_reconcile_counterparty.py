@@ -36,7 +36,7 @@ from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.log.tree_heads import sign_tree_head
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
-from coordinator.dispatch.attempt.driver import WaitPolicy, propose
+from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.handoff.run import start_run
 from coordinator.remote.cards.audit_credentials import CREDENTIALS_FILE, EXPOSED, AuditCredentials
@@ -82,9 +82,17 @@ def register_rogue(data: DataDir, rogue: Rogue) -> None:
 
 
 def one_run_to(data: DataDir, *names: str) -> str:
+    """One run with a handoff to each agent named, each ACCEPTED."""
+    run_id, outcomes = handoffs_in_one_run(data, *names)
+    for outcome in outcomes:
+        assert outcome.record.state.value == "ACCEPTED", outcome.record.reason
+    return run_id
+
+
+def handoffs_in_one_run(data: DataDir, *names: str) -> tuple[str, list[RemoteOutcome]]:
     """One run with a handoff to each agent named, driven to its end in this process."""
 
-    async def drive() -> str:
+    async def drive() -> tuple[str, list[RemoteOutcome]]:
         ws = Workspace(data)
         try:
             authority = RunAuthority(scopes=frozenset({"risk:interpret"}))
@@ -93,16 +101,19 @@ def one_run_to(data: DataDir, *names: str) -> str:
             keys = coordinator_keys(data)
             delegator = Delegator(keys, authority, issuer_id(), run.run_id, expires, run.owner)
             wait = WaitPolicy(deadline_seconds=20)
+            outcomes = []
             async with A2AClient() as client:
                 for name in names:
                     agent = Registry(data).get(name)
                     proposal = propose(run, agent, RISK_SKILL, PAYLOAD, wait)
-                    outcome = await run_remote_handoff(
-                        client, agent, proposal, PAYLOAD, run=run, wait=wait, delegator=delegator
-                    )
-                    assert outcome.record.state.value == "ACCEPTED", outcome.record.reason
+                    outcomes.append(
+                        await run_remote_handoff(
+                            client, agent, proposal, PAYLOAD, run=run, wait=wait,
+                            delegator=delegator,
+                        )
+                    )  # fmt: skip
             run.trail.flush()
-            return run.run_id
+            return run.run_id, outcomes
         finally:
             ws.close()
 

@@ -13,24 +13,14 @@ handoff ended ``dispatch_failed:unreachable``.)
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from coordinator.assessment.pilot import RISK_SKILL
-from coordinator.authority.delegator import Delegator, RunAuthority
-from coordinator.authority.identity import coordinator_keys, issuer_id
-from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
-from coordinator.dispatch.attempts import run_remote_handoff
-from coordinator.handoff.run import start_run
-from coordinator.remote.cards.registry import Registry
-from coordinator.remote.wire.client import A2AClient
+from coordinator.dispatch.attempt.driver import RemoteOutcome
 from coordinator.storage.datadir import DataDir
-from coordinator.workspace import Workspace
-from tests.coordinator.test_reconcile_counterparty import register_rogue
-from tests.processes import PAYLOAD
+from tests.coordinator.test_reconcile_counterparty import handoffs_in_one_run, register_rogue
 from tests.rogue_agent import Rogue, rogue_agent
 
 
@@ -44,26 +34,8 @@ def rogue(tmp_path: Path) -> Iterator[tuple[DataDir, Rogue]]:
 
 def handoff_to(data: DataDir) -> RemoteOutcome:
     """One handoff to the rogue, driven to its end in this process."""
-
-    async def drive() -> RemoteOutcome:
-        ws = Workspace(data)
-        try:
-            authority = RunAuthority(scopes=frozenset({"risk:interpret"}))
-            run = start_run(ws, "operator", authority=authority, kind="delegation")
-            expires = int(run.book.parent.expires_at.timestamp())
-            keys = coordinator_keys(data)
-            delegator = Delegator(keys, authority, issuer_id(), run.run_id, expires, run.owner)
-            wait = WaitPolicy(deadline_seconds=20)
-            async with A2AClient() as client:
-                agent = Registry(data).get("rogue")
-                proposal = propose(run, agent, RISK_SKILL, PAYLOAD, wait)
-                return await run_remote_handoff(
-                    client, agent, proposal, PAYLOAD, run=run, wait=wait, delegator=delegator
-                )
-        finally:
-            ws.close()
-
-    return asyncio.run(asyncio.wait_for(drive(), 60))
+    _, [outcome] = handoffs_in_one_run(data, "rogue")
+    return outcome
 
 
 def test_a_refusal_code_of_the_protocol_is_the_handoff_s_reason(
