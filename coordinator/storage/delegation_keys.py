@@ -67,19 +67,6 @@ class SubmissionKey:
         return cls(found.group(1), digest)
 
 
-def submission_key(header: str | None, request: Any) -> SubmissionKey | None:
-    """The key a delegation request was sent under (``request``: its pydantic model), if
-    any; one sent with ``"wait": true`` is refused, as such a request is never stored."""
-    if header is None:
-        return None
-    if getattr(request, "wait", False):
-        raise UsageError(
-            'an Idempotency-Key is for a submission ("wait": false) only',
-            "idempotency_key_invalid",
-        )
-    return SubmissionKey.of(header, request.model_dump(mode="json"))
-
-
 @dataclass(frozen=True)
 class Submitted:
     """What a key's first request created."""

@@ -27,6 +27,7 @@ from fastapi.security import HTTPBearer
 from agent_cards.edge.operator_secret import OperatorSecret
 from coordinator.authority import identity
 from coordinator.authority.revocation import STATUS_LIST_PREFIX
+from coordinator.errors import UsageError
 from coordinator.recovery.worker import Worker
 from coordinator.remote.wire.client import A2AClient
 from coordinator.service import run_list
@@ -67,7 +68,7 @@ from coordinator.service.revoke import status_list_router
 from coordinator.service.run_list import RunQuery
 from coordinator.service.settings import ConfigurationError, CoordinatorSettings
 from coordinator.service.token_exchange import exchange_router
-from coordinator.storage.delegation_keys import KEY_HELP, submission_key
+from coordinator.storage.delegation_keys import KEY_HELP, SubmissionKey
 from coordinator.storage.faults import is_storage_fault, recycle
 from coordinator.telemetry.http import ObservedHTTP
 from coordinator.workspace import Workspace
@@ -88,6 +89,19 @@ class AppExtension(Protocol):
     prefix: str
 
     def install(self, app: FastAPI, service: CoordinatorService, token: OperatorSecret) -> None: ...
+
+
+def submission_key(header: str | None, request: DelegationRequest) -> SubmissionKey | None:
+    """The ``Idempotency-Key`` a delegation was sent under, if any; refused on a request
+    driven in place (``"wait": true``), which is never stored to be found again."""
+    if header is None:
+        return None
+    if request.wait:
+        raise UsageError(
+            'an Idempotency-Key is for a submission ("wait": false) only',
+            "idempotency_key_invalid",
+        )
+    return SubmissionKey.of(header, request.model_dump(mode="json"))
 
 
 def api_router(service: CoordinatorService) -> APIRouter:
