@@ -68,7 +68,7 @@ class SubmissionKey:
 
 
 @dataclass(frozen=True)
-class Submitted:
+class KeyedRun:
     """What a key's first request created."""
 
     run_id: str
@@ -85,7 +85,7 @@ def once(
     engine: Engine,
     key: SubmissionKey | None,
     submit: Callable[[Keep | None], T],
-    earlier: Callable[[Submitted], T],
+    earlier: Callable[[KeyedRun], T],
 ) -> T:
     """``submit`` (given the write of ``key`` for its run's transaction), unless ``key``
     created a run already: then ``earlier`` of that run. If ``submit`` fails and the key
@@ -105,7 +105,7 @@ def once(
     return earlier(found)
 
 
-def find(engine: Engine, key: SubmissionKey) -> Submitted | None:
+def find(engine: Engine, key: SubmissionKey) -> KeyedRun | None:
     """The run ``key`` created, if it is kept; ``idempotency_key_reused`` if it came with
     another request."""
     params = {"key": key.value, "since": int(time.time()) - KEPT_SECONDS}
@@ -117,7 +117,7 @@ def find(engine: Engine, key: SubmissionKey) -> Submitted | None:
         raise UsageError(
             "this Idempotency-Key was sent with another request", "idempotency_key_reused"
         )
-    return Submitted(str(run_id), str(attempt_id))
+    return KeyedRun(str(run_id), str(attempt_id))
 
 
 def remembered(key: SubmissionKey, run_id: str, attempt_id: str) -> Step:

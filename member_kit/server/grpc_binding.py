@@ -242,8 +242,9 @@ async def abort(
     """End the call with ``error``'s gRPC code and its Status (ErrorInfo) in the trailers
     (its reason noted for the call's access line)."""
     telemetry.note(a2a_error=error.kind.reason)
-    name, _ = grpc_code(error.kind, error.status_over_http)
-    status = status_proto(error.kind, error.message, error.metadata, error.status_over_http)
+    over_http = error.status_over_http
+    name, _ = grpc_code(error.kind, over_http)
+    status = status_proto(error.kind, error.message, error.metadata, over_http)
     logger.info("gRPC answered %s: %s", name, error.message)
     await context.abort(
         grpc.StatusCode[name],

@@ -53,7 +53,6 @@ from typing import Any
 
 from agent_cards.clock import utc_now
 from agent_cards.keys import TrustedKeys, VerificationKey
-from agent_cards.storage.faults import RETRY_AFTER_SECONDS
 from contracts.grant import (
     DEFAULT_MAX_ACT_DEPTH,
     Grant,
@@ -80,6 +79,7 @@ from member_kit.trust.replay import (
     Clock,
     InMemoryReplayGuard,
     ReplayGuard,
+    ReplayGuardUnavailable,
 )
 from member_kit.trust.revocation import Revocations
 
@@ -301,7 +301,9 @@ class DelegationVerifier:
     def _claim(self, verified: VerifiedDelegation, *, again: bool) -> None:
         grant = verified.grant
         if not self._replay.claim_task_creation(grant.jti, grant.exp, issuer=grant.iss):
-            raise _undecided() if again else deny(R.REPLAYED_JTI)
+            if again:  # maybe claimed by its own earlier write: undecided, as the guard's fault
+                raise ReplayGuardUnavailable("the token's claim may have been recorded already")
+            raise deny(R.REPLAYED_JTI)
         if self.revocations is not None:  # joins the claim's (the task's) transaction
             self.revocations.keep(grant)
 
@@ -378,10 +380,3 @@ def _check_request(
         raise deny(R.EFFECTS_NOT_ALLOWED)
     if handoff_id is not None and grant.handoff.id != handoff_id:
         raise deny(R.HANDOFF_MISMATCH)
-
-
-def _undecided() -> DelegationDenied:
-    """A ``jti`` found taken by a claim made again: maybe by its own earlier write."""
-    denial = deny(R.REPLAY_GUARD_UNAVAILABLE, "the token's claim may have been recorded already")
-    denial.retry_after = RETRY_AFTER_SECONDS
-    return denial
