@@ -7,7 +7,8 @@ latency is timed from the first byte written to the last byte read. A warm-up, t
 streams rather than httpx so that on its one core it is never the bottleneck.
 
 Kinds: ``risk`` (remote_risk: a fresh delegation token bound to a fresh handoff per
-request, minted before each window), ``sdk`` (the a2a-sdk server), ``fastapi`` and
+request, minted before each window), ``floor`` (:mod:`bench.floor`, the same tokens),
+``sdk`` (the a2a-sdk server), ``fastapi`` and
 ``fastapi-jwt`` (the bare ceilings, the latter with a token per request). A response
 counts only if it is HTTP 200 and holds a completed task. Prints one JSON line.
 """
@@ -167,7 +168,7 @@ def summary(window: Window, elapsed: float) -> dict[str, Any]:
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     minter = None
-    if args.kind in ("risk", "fastapi-jwt"):
+    if args.kind in ("risk", "floor", "fastapi-jwt"):
         minter = TokenMinter.from_directory(args.keys, args.audience)
     target = Target(args.kind, args.url, minter, args.server_pid)
     expected = 200.0
@@ -187,14 +188,18 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["risk", "sdk", "sdk-db", "fastapi", "fastapi-jwt"])
+    parser.add_argument(
+        "kind", choices=["risk", "floor", "sdk", "sdk-db", "fastapi", "fastapi-jwt"]
+    )
     parser.add_argument("url")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--keys", help="directory of the issuer's key set (risk, fastapi-jwt)")
-    parser.add_argument("--audience", help="the aud of the tokens (risk, fastapi-jwt)")
+    parser.add_argument(
+        "--keys", help="directory of the issuer's key set (risk, floor, fastapi-jwt)"
+    )
+    parser.add_argument("--audience", help="the aud of the tokens (risk, floor, fastapi-jwt)")
     parser.add_argument("--server-pid", type=int, help="the server's process: its CPU per request")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main_async(args))))

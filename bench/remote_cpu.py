@@ -42,6 +42,7 @@ from member_kit.trust.issuers import signing_keys
 RPC = "/a2a/jsonrpc"
 SDK = "a2a-sdk"
 OURS = "remote_risk"
+FLOOR = "floor"
 
 
 @contextmanager
@@ -76,6 +77,19 @@ def _risk(stack: ExitStack, root: Path, issuer: Issuer, checkout: Path, name: st
     return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
 
 
+def _floor(stack: ExitStack, root: Path, issuer: Issuer) -> Target:
+    """The floor (:mod:`bench.floor`): remote_risk's checks, each once, purpose-built."""
+    port = procs.free_port()
+    data_dir = root / "floor-data"
+    trust = f"{DEFAULT_ISSUER}={issuer.jwks_file}"
+    command = procs.python(
+        "bench.floor", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
+    )
+    pid = stack.enter_context(_process(command, port, procs.REPO, root / "floor.log"))
+    audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
+    return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
+
+
 def _sdk(stack: ExitStack, root: Path) -> Target:
     port = procs.free_port()
     command = procs.python("bench.baselines", "sdk", "--port", str(port))
@@ -106,7 +120,12 @@ def window(client: httpx.Client, target: Target, minter: TokenMinter, count: int
 
 
 def measure(
-    root: Path, checkouts: dict[str, Path], requests: int, rounds: int, warmup: int
+    root: Path,
+    checkouts: dict[str, Path],
+    requests: int,
+    rounds: int,
+    warmup: int,
+    floor: bool = False,
 ) -> dict[str, list[float]]:
     issuer = Issuer.create(root)
     minter = TokenMinter(issuer.keys.active, "")
@@ -114,6 +133,8 @@ def measure(
         targets = {SDK: _sdk(stack, root)}
         for name, checkout in checkouts.items():
             targets[name] = _risk(stack, root, issuer, checkout, name)
+        if floor:
+            targets[FLOOR] = _floor(stack, root, issuer)
         for target in targets.values():
             window(client, target, minter, warmup)
         found: dict[str, list[float]] = {name: [] for name in targets}
@@ -131,6 +152,9 @@ def main() -> None:
     parser.add_argument(
         "--also", action="append", default=[], metavar="NAME=ROOT", help="another checkout"
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="also the purpose-built floor (bench.floor)"
+    )
     args = parser.parse_args()
     checkouts = {OURS: procs.REPO}
     for entry in args.also:
@@ -139,9 +163,9 @@ def main() -> None:
     if (os.cpu_count() or 1) > 1:  # the client on the load core
         os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
     with tempfile.TemporaryDirectory(prefix="bench-remote-cpu-") as tmp:
-        found = measure(Path(tmp), checkouts, args.requests, args.rounds, args.warmup)
+        found = measure(Path(tmp), checkouts, args.requests, args.rounds, args.warmup, args.floor)
     medians = {name: statistics.median(values) for name, values in found.items()}
-    ratios = {name: medians[SDK] / medians[name] for name in checkouts}
+    ratios = {name: medians[SDK] / medians[name] for name in found if name != SDK}
     print(json.dumps({"runs": found, "median": medians, "sdk_over": ratios}), file=sys.stdout)
 
 

@@ -5,7 +5,9 @@ by the same load generator (:mod:`bench.loadgen`) on the load core: remote_risk 
 fresh delegation token per request (full verification, replay protection, its durable
 store, its real skill), the a2a-sdk 1.3.0 server with a trivial executor and in-memory
 store, the same a2a-sdk server with its ``DatabaseTaskStore`` on SQLite (a durable peer),
-and the bare FastAPI POST with and without one JWT verification.
+the bare FastAPI POST with and without one JWT verification, and the floor
+(:mod:`bench.floor`: remote_risk's checks of a send, each made once in a purpose-built
+ASGI function), which shows what the goal asks of a path built for the send.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 from bench import procs, services
 from bench.stats import Figure, Spread, figure
 
-KINDS = ("risk", "sdk", "sdk-db", "fastapi", "fastapi-jwt")
+KINDS = ("risk", "floor", "sdk", "sdk-db", "fastapi", "fastapi-jwt")
 LABELS = {
     "risk": "remote_risk",
+    "floor": "the floor",
     "sdk": "a2a-sdk",
     "sdk-db": "a2a-sdk + DatabaseTaskStore on SQLite",
     "fastapi": "bare FastAPI",
@@ -28,11 +31,12 @@ LABELS = {
 
 
 def drive(root: Path, issuer: services.Issuer, kind: str, concurrency: int, timing: Any) -> Any:
-    server = (
-        services.remote_risk(root, issuer, name=f"risk-c{concurrency}")
-        if kind == "risk"
-        else services.baseline(root, kind, issuer)
-    )
+    if kind == "risk":
+        server = services.remote_risk(root, issuer, name=f"risk-c{concurrency}")
+    elif kind == "floor":
+        server = services.floor(root, issuer)
+    else:
+        server = services.baseline(root, kind, issuer)
     with server as running:
         return procs.run_load(
             "bench.loadgen",
@@ -88,6 +92,7 @@ def figures(
                 "lower is better",
             )
         )
+        found.extend(floor_figures(results, rps, at))
         for ceiling in ("sdk-db", "fastapi", "fastapi-jwt"):
             found.append(
                 figure(
@@ -110,3 +115,26 @@ def figures(
                 )
             )
     return found
+
+
+def floor_figures(results: dict[str, Any], rps: dict[str, Spread], at: str) -> list[Figure]:
+    """The floor against the a2a-sdk (what a path built for the send reaches), and
+    remote_risk against the floor (how much of that it reaches)."""
+    return [
+        figure(
+            f"(1f) the floor's SendMessage throughput, {at}",
+            rps["floor"],
+            "req/s",
+            baseline=rps["sdk"],
+            baseline_name="a2a-sdk",
+            note=f"bench.floor, {spreads(results['floor'], 'server_cpu_ms').median:.2f} CPU ms"
+            "/request: the checks of a send made once, purpose-built",
+        ),
+        figure(
+            f"(1f) remote_risk throughput vs the floor, {at}",
+            rps["risk"],
+            "req/s",
+            baseline=rps["floor"],
+            baseline_name="the floor",
+        ),
+    ]

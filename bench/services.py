@@ -99,6 +99,20 @@ def remote_risk(
 
 
 @contextmanager
+def floor(root: Path, issuer: Issuer) -> Iterator[Running]:
+    """The floor (:mod:`bench.floor`): remote_risk's checks of a send, each once."""
+    port = procs.free_port()
+    data_dir = root / f"floor-{port}-data"
+    trust = f"{DEFAULT_ISSUER}={issuer.jwks_file}"
+    command = procs.python(
+        "bench.floor", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
+    )
+    audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
+    with procs.server(command, port, log=root / "floor.log") as process:
+        yield Running(f"http://{procs.HOST}:{port}", audience, process, data_dir)
+
+
+@contextmanager
 def baseline(root: Path, kind: str, issuer: Issuer | None = None) -> Iterator[Running]:
     """One of :mod:`bench.baselines` (``sdk``, ``fastapi``, ``fastapi-jwt``)."""
     port = procs.free_port()
