@@ -75,6 +75,19 @@ def handoff_figures(
                 str(risk.process.pid),
                 *timing.args(),
             )
+        with services.floor(root, issuer) as member_floor:
+            floor = procs.run_load(
+                "bench.handoffs",
+                "floor",
+                member_floor.url,
+                "--concurrency",
+                str(concurrency),
+                "--keys",
+                str(issuer.keys_dir),
+                "--server-pid",
+                str(member_floor.process.pid),
+                *timing.args(),
+            )
         with services.baseline(root, "sdk") as sdk:
             base = procs.run_load(
                 "bench.handoffs",
@@ -99,6 +112,7 @@ def handoff_figures(
             )
         )
         found.append(cpu_per_handoff(ours, base, concurrency))
+        found.extend(governed_floor_figures(ours, floor, base, concurrency))
         found.append(
             figure(
                 f"(8) group commit: durable points per commit, c={concurrency}",
@@ -140,6 +154,30 @@ def cpu_per_handoff(ours: Any, base: Any, concurrency: int) -> Figure:
         f"a2a-sdk client {sides['sdk'][0]:.2f} + server {sides['sdk'][1]:.2f}; "
         "medians of the windows, lower is better",
     )
+
+
+def governed_floor_figures(ours: Any, floor: Any, base: Any, concurrency: int) -> list[Figure]:
+    """The governed floor with the member floor (:mod:`bench.floor_governed`, each step
+    of a handoff made once) against the a2a-sdk round trip, and ours against that floor."""
+    at = f"c={concurrency}"
+    cpu = f"{_runs(floor, 'cpu_ms').median:.2f} + {_runs(floor, 'server_cpu_ms').median:.2f}"
+    return [
+        figure(
+            f"(2f) governed handoffs of the floor, {at}",
+            _runs(floor, "rps"),
+            "handoffs/s",
+            baseline=_runs(base, "rps"),
+            baseline_name="a2a-sdk client round trips/s",
+            note=f"bench.floor_governed against bench.floor, CPU {cpu} ms a handoff",
+        ),
+        figure(
+            f"(2f) governed handoffs through the coordinator vs the floor, {at}",
+            _runs(ours, "rps"),
+            "handoffs/s",
+            baseline=_runs(floor, "rps"),
+            baseline_name="the floor",
+        ),
+    ]
 
 
 def token_figures() -> list[Figure]:

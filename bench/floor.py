@@ -15,6 +15,7 @@ log's RFC 9162 root by an incremental frontier; one Ed25519 signature over the r
 (token ``jti``, request digest, task, artifact digest, log size and root); one answer
 encoded by orjson and one access line.
 
+Its key is published at ``/.well-known/jwks.json`` for a caller to pin once.
 It is a yardstick, not a member: no card, no other method, route or binding, no task
 reads, no revocation watch, spans or metrics, and a refusal is a bare status code. What
 it measures is how far the checks alone can go in Python on this machine:
@@ -46,6 +47,7 @@ from member_kit.trust.issuers import signing_keys
 from remote_risk.risk import skill
 
 RPC = b"/a2a/jsonrpc"
+JWKS = b"/.well-known/jwks.json"
 MAX_BODY = 64 * 1024
 LEEWAY = 30
 SCOPE = "risk:interpret"
@@ -110,6 +112,7 @@ class Floor:
             self.db.execute(statement)
         self.log = Log(self.db)
         self.receipt_header = b64e(orjson.dumps({"alg": "EdDSA", "kid": self.key.kid}))
+        self.jwks = orjson.dumps({"keys": [self.key.public_jwk()]})
 
     def claims(self, authorization: bytes | None) -> dict[str, Any]:
         if not authorization or not authorization.startswith(b"Bearer "):
@@ -230,6 +233,8 @@ def app(floor: Floor) -> Any:
         status, answer = 404, b""
         if scope["method"] == "POST" and scope["raw_path"] == RPC:
             status, answer = await _answer(floor, scope, receive)
+        elif scope["method"] == "GET" and scope["raw_path"] == JWKS:  # read once, to pin
+            status, answer = 200, floor.jwks
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(answer)).encode()),

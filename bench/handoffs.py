@@ -3,8 +3,10 @@
 Run as the load process: ``python -m bench.handoffs coordinator URL --keys DIR`` drives
 handoffs through the coordinator (:mod:`bench.governed`) against remote_risk at ``URL``;
 ``python -m bench.handoffs sdk-client URL`` drives the a2a-sdk client against the a2a-sdk
-server, the baseline round trip. ``concurrency`` workers each start the next handoff as
-soon as theirs ends; a warm-up, then ``runs`` windows of ``seconds``. Prints one JSON line.
+server, the baseline round trip; ``python -m bench.handoffs floor URL --keys DIR`` the
+governed floor (:mod:`bench.floor_governed`) against the member floor at ``URL``.
+``concurrency`` workers each start the next handoff as soon as theirs ends; a warm-up,
+then ``runs`` windows of ``seconds``. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import httpx
 
 from agent_cards.keys import load_key_set
 from bench import governed, procs
+from bench.floor_governed import Connection, GovernedFloor
 from bench.tokens import risk_payload
 from contracts.handoff import HandoffState
 from coordinator import loop as event_loop
@@ -104,6 +107,29 @@ async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
     return {"kind": "coordinator", "concurrency": args.concurrency, "runs": runs}
 
 
+async def floor_load(args: argparse.Namespace) -> dict[str, Any]:
+    """Figure (2f): the governed floor against the member floor at ``args.url``."""
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as root:
+        floor = GovernedFloor(args.url, load_key_set(args.keys), Path(root))
+        connections = asyncio.Queue[Connection]()
+        for _ in range(args.concurrency):
+            connections.put_nowait(floor.connection())
+
+        async def attempt() -> bool:
+            connection = await connections.get()
+            try:
+                return await floor.handoff(connection)
+            finally:
+                connections.put_nowait(connection)
+
+        await window(attempt, args.concurrency, args.warmup)
+        server = procs.ServerCPU(args.server_pid)
+        runs = [
+            await window(attempt, args.concurrency, args.seconds, server) for _ in range(args.runs)
+        ]
+    return {"kind": "floor", "concurrency": args.concurrency, "runs": runs}
+
+
 def batch_figures(sizes: Counter[int]) -> dict[str, Any]:
     """Group commit in one window: durable points per commit (mean, largest, histogram)."""
     commits = sum(sizes.values())
@@ -144,18 +170,20 @@ async def sdk_client_load(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["coordinator", "sdk-client"])
+    parser.add_argument("kind", choices=["coordinator", "floor", "sdk-client"])
     parser.add_argument("url")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--keys", help="coordinator: the issuer's key set directory")
+    parser.add_argument("--keys", help="coordinator, floor: the issuer's key set directory")
     parser.add_argument("--database-url", help="coordinator: PostgreSQL instead of SQLite")
     parser.add_argument("--server-pid", type=int, help="the server's process: its CPU per request")
     args = parser.parse_args()
     if args.kind == "coordinator":  # on the loop every coordinator entry point runs on
         print(json.dumps(event_loop.run(coordinator_load(args))))
+    elif args.kind == "floor":
+        print(json.dumps(event_loop.run(floor_load(args))))
     else:
         print(json.dumps(asyncio.run(sdk_client_load(args))))
 

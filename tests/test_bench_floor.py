@@ -1,4 +1,4 @@
-"""The floor of figure (1f) makes the checks it is measured for.
+"""The floors of figures (1f) and (2f) make the checks they are measured for.
 
 bench.floor is the yardstick of issue 34: remote_risk's checks of a blocking send, each
 made once. A floor that skipped one would flatter the goal, so each is attacked here on
@@ -9,16 +9,19 @@ verifies with the floor's key and states the log it was entered in.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from agent_cards.jws import b64url_decode
-from agent_cards.keys import SigningKey
+from agent_cards.keys import KeySet, SigningKey
 from agent_cards.signatures.primitive import verify
 from bench import services
+from bench.floor_governed import GovernedFloor, Refused
 from bench.loadgen import send_message_body
 from bench.tokens import TokenMinter
 from member_kit.trust.issuers import signing_keys
@@ -75,3 +78,24 @@ def test_a_message_must_be_the_tokens_handoff_and_within_bounds(floor: Floor) ->
     assert send(running, token, send_message_body("h-other")).status_code == 400
     padded = send_message_body("h-bound", data={"brief": {"x": "y" * 70_000}})
     assert send(running, token, padded).status_code == 413
+
+
+def test_the_governed_floor_refuses_a_receipt_that_binds_another_handoff(
+    floor: Floor, tmp_path: Path
+) -> None:
+    """The governed floor (figure 2f) checks what it receives: a handoff through the
+    member floor is accepted, and the same answer given to the next handoff is refused."""
+    running, minter = floor
+    governed = GovernedFloor(running.url, KeySet(active=minter.key), tmp_path)
+    connection = governed.connection()
+    answers: list[tuple[int, bytes]] = []
+    post = connection.post
+
+    async def recorded(path: str, body: bytes, token: str) -> tuple[int, bytes]:
+        answers.append(answers[0] if answers else await post(path, body, token))
+        return answers[-1]
+
+    connection.post = recorded  # type: ignore[method-assign]
+    assert asyncio.run(governed.handoff(connection)) is True
+    with pytest.raises(Refused, match="does not bind"):
+        asyncio.run(governed.handoff(connection))

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from bench import chain_revocation, coordinator_cpu, member_overhead, remote_side, services
+from bench import (
+    chain_revocation,
+    coordinator_cpu,
+    member_overhead,
+    procs,
+    remote_side,
+    services,
+)
 from bench.__main__ import Timing
 from coordinator.authority.revocation import STATUS_URL_ENV
 
@@ -25,6 +32,24 @@ def test_figure_one_drives_remote_risk_without_a_failed_request(tmp_path: Path) 
     assert window["errors"] == 0, window["first_error"]
     assert window["rps"] > 0
     assert window["server_cpu_ms"] > 0  # the server's own CPU per request, read from /proc
+
+
+def test_the_floors_of_figures_one_and_two_answer_every_request(tmp_path: Path) -> None:
+    """The member floor under the load generator (1f), and the governed floor against it
+    (2f), as make bench drives them: every request answered, both processes' CPU read."""
+    issuer = services.Issuer.create(tmp_path)
+    [window] = remote_side.drive(tmp_path, issuer, "floor", 2, Timing(0.5, 1, 0.2))["runs"]
+    assert window["errors"] == 0 and window["server_cpu_ms"] > 0, window["first_error"]
+    with services.floor(tmp_path, issuer) as floor:
+        found = procs.run_load(
+            "bench.handoffs",
+            *("floor", floor.url, "--keys", str(issuer.keys_dir), "--concurrency", "2"),
+            *("--seconds", "0.5", "--runs", "1", "--warmup", "0.2"),
+            *("--server-pid", str(floor.process.pid)),
+        )
+    [window] = found["runs"]
+    assert window["errors"] == 0 and window["count"] > 0, window
+    assert window["cpu_ms"] > 0 and window["server_cpu_ms"] > 0, window
 
 
 def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
