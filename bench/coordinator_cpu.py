@@ -10,7 +10,8 @@ used, so that a busy machine shifts each alike.
 
 ``python -m bench.coordinator_cpu --also NAME=ROOT [--rounds 5] [--seconds 4]`` prints one
 JSON line: each checkout's windows (coordinator and remote CPU ms a handoff, handoffs a
-second) and their medians.
+second) and their medians. ``--floor`` adds windows of the governed floor against the
+member floor (figure 2f) in the same rounds: the distance still to go.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import json
 import statistics
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from bench import procs, services
 
 OURS = "this checkout"
+FLOOR = "the floor"
 # What each window reports, by its name in bench.handoffs' runs
 FIGURES = {
     "cpu_ms": "coordinator_cpu_ms",
@@ -50,15 +53,33 @@ def window(
     return {name: float(run[key]) for key, name in FIGURES.items()}
 
 
+def floor_window(
+    floor: services.Running, issuer: services.Issuer, args: argparse.Namespace
+) -> dict[str, float]:
+    """One window of the governed floor against the member floor (figure 2f)."""
+    found = procs.run_load(
+        "bench.handoffs",
+        *("floor", floor.url, "--keys", str(issuer.keys_dir)),
+        *("--concurrency", str(args.concurrency), "--seconds", str(args.seconds)),
+        *("--warmup", str(args.warmup), "--runs", "1", "--server-pid", str(floor.process.pid)),
+    )
+    (run,) = found["runs"]
+    return {name: float(run[key]) for key, name in FIGURES.items()}
+
+
 def measure(checkouts: dict[str, Path], args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-coordinator-cpu-") as tmp:
         root = Path(tmp)
         issuer = services.Issuer.create(root)
-        with services.remote_risk(root, issuer) as remote:
-            windows: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
+        with services.remote_risk(root, issuer) as remote, ExitStack() as stack:
+            floor = stack.enter_context(services.floor(root, issuer)) if args.floor else None
+            names = [*checkouts, *([FLOOR] if floor else [])]
+            windows: dict[str, list[dict[str, float]]] = {name: [] for name in names}
             for _ in range(args.rounds):
                 for name, checkout in checkouts.items():
                     windows[name].append(window(checkout, remote, issuer, args))
+                if floor is not None:
+                    windows[FLOOR].append(floor_window(floor, issuer, args))
     medians = {
         name: {figure: statistics.median(w[figure] for w in found) for figure in FIGURES.values()}
         for name, found in windows.items()
@@ -74,6 +95,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before each window")
     parser.add_argument(
         "--also", action="append", default=[], metavar="NAME=ROOT", help="another checkout"
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also the governed floor against the member floor (bench.floor_governed)",
     )
     args = parser.parse_args(argv)
     checkouts = {OURS: procs.REPO}

@@ -56,12 +56,12 @@ def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """One short window per checkout (this one, and this one again as the other side of
-    the A/B): every handoff ACCEPTED, and both processes' CPU read."""
+    the A/B) and of the floors: every handoff ACCEPTED, and both processes' CPU read."""
     coordinator_cpu.main(
-        ["--rounds", "1", "--seconds", "0.5", "--warmup", "0.3", "--also", "again=."]
+        ["--rounds", "1", "--seconds", "0.5", "--warmup", "0.3", "--also", "again=.", "--floor"]
     )
     found = json.loads(capsys.readouterr().out)
-    assert set(found["windows"]) == {coordinator_cpu.OURS, "again"}
+    assert set(found["windows"]) == {coordinator_cpu.OURS, "again", coordinator_cpu.FLOOR}
     for [window] in found["windows"].values():
         assert window["failed"] == 0 and window["handoffs_per_s"] > 0, window
         assert window["coordinator_cpu_ms"] > 0 and window["remote_cpu_ms"] > 0, window
