@@ -209,7 +209,7 @@ def test_every_page_is_in_the_site() -> None:
     assert "social" not in str(site.get("plugins"))
 
 
-# a path of this repository named in backquotes: `member_kit/server/auth.py`
+# a path of this repository named in backquotes: `member_kit/server/authorization/hook.py`
 REPO_PATH = re.compile(
     r"`((?:agent_cards|bench|contracts|coordinator|docs|examples|member_kit|remote_risk|tests)"
     r"/[\w./-]*\w)(?:::\w+)?`"

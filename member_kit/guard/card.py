@@ -28,7 +28,7 @@ from contracts.wire import (
     StringList,
 )
 from member_kit.errors import UpstreamCardInvalid
-from member_kit.server.auth import SECURITY_SCHEME
+from member_kit.server.authorization.asked import SECURITY_SCHEME
 from member_kit.settings import JSONRPC_PATH, REST_PATH
 
 SCHEME_DESCRIPTION = (

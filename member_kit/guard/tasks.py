@@ -1,10 +1,11 @@
 """Whose each upstream task is, and the handoff binding it was opened under.
 
-The upstream knows nothing of owners or handoffs, so the guard keeps, for every task it
-saw opened, the owner of the token that opened it (:func:`~member_kit.server.auth.owner_of`:
-principal and handoff) and the metadata the kit's own handler would have given it (the
-handoff binding and what the token binds, :func:`~member_kit.server.messages.opened_metadata`).
-A task of another owner reads as not found, as in the kit's task stores.
+The upstream knows nothing of owners or handoffs, so the guard keeps, for every task it saw
+opened, the owner of the token that opened it
+(:func:`~member_kit.server.authorization.asked.owner_of`: principal and handoff) and the
+metadata the kit's own handler would have given it (the handoff binding and what the token
+binds, :func:`~member_kit.server.messages.opened_metadata`). A task of another owner reads
+as not found, as in the kit's task stores.
 
 Calls made inside :meth:`TaskOwners.transaction` are kept together with whatever else is
 written there (a send's task with its receipt).
@@ -97,7 +98,7 @@ class OwnerRules:
         return known.metadata if known is not None else {}
 
     def binding(self, owner: str, task_id: str) -> Mapping[str, Any] | None:
-        """The :data:`~member_kit.server.auth.TaskBinding` the authorizer checks a
+        """The :data:`~member_kit.server.authorization.asked.TaskBinding` the authorizer checks a
         continuation against (None: no such task of this owner)."""
         known = self.find(task_id)
         return known.metadata if known is not None and known.owner == owner else None

@@ -13,9 +13,9 @@ process left behind (see ``TaskOperations.start_background``). Push notification
 signed with the service's active key and sent by :func:`push_configs` (see
 :mod:`member_kit.server.webhooks`). ``authorize`` decides who may call and the task
 owner: with trusted issuers in the settings it is
-:func:`~member_kit.server.auth.delegation_authorizer` (every call needs a delegation token),
-without them every caller is the anonymous owner (library and test use; :func:`serve`
-refuses to run that way unless told it is insecure on purpose).
+:func:`~member_kit.server.authorization.hook.delegation_authorizer` (every call needs a
+delegation token), without them every caller is the anonymous owner (library and test use;
+:func:`serve` refuses to run that way unless told it is insecure on purpose).
 
 Storage: when the settings name a data directory or a database URL, tasks and the record
 of used delegation tokens live in that database (:mod:`member_kit.storage`) and survive
@@ -62,7 +62,8 @@ from member_kit.server.assembly import (
     member_parts,
     open_ledgers,
 )
-from member_kit.server.auth import TaskBinding, delegation_authorizer, task_binding_of
+from member_kit.server.authorization.asked import TaskBinding, task_binding_of
+from member_kit.server.authorization.hook import delegation_authorizer
 from member_kit.server.jsonrpc import Authorize, JSONRPCEndpoint, anonymous
 from member_kit.server.push import PushConfigs, TaskLookup
 from member_kit.server.store import DurableStore

@@ -41,7 +41,7 @@ from agent_cards.edge.limits import EdgeLimits
 from agent_cards.edge.protocol import ConnectionGate
 from contracts.wire import VERSION_HEADER
 from member_kit import errors
-from member_kit.server.auth import AUTHENTICATED_STATE
+from member_kit.server.authorization.hook import AUTHENTICATED_STATE
 from member_kit.server.jsonrpc import Dispatcher, check_version
 from member_kit.telemetry.http import observed_rpc
 from member_kit.telemetry.observed import Telemetry

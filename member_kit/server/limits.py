@@ -8,10 +8,10 @@ A ``POST`` to the JSON-RPC endpoint goes through, in this order:
 2. :class:`TokenFirst` (for every A2A route of every binding, each :class:`Guard`
    answering in its binding's error form): the delegation token is authenticated from the
    headers alone
-   (:meth:`~member_kit.server.auth.DelegationAuthorizer.authenticate`: signature, times,
-   audience, claims); a refusal is answered before one byte of the body is read, so an
-   unauthenticated caller never reaches a parser. Its JSON-RPC error has ``id: null``,
-   since the request's id was deliberately not read (JSON-RPC 2.0 section 5);
+   (:meth:`~member_kit.server.authorization.hook.DelegationAuthorizer.authenticate`:
+   signature, times, audience, claims); a refusal is answered before one byte of the body
+   is read, so an unauthenticated caller never reaches a parser. Its JSON-RPC error has
+   ``id: null``, since the request's id was deliberately not read (JSON-RPC 2.0 section 5);
 3. :class:`agent_cards.edge.body.BodyGuard`: at most ``max_body_bytes`` streamed in (413), and a
    JSON body in UTF-8 within the depth and number range (-32700 / -32600);
 4. :class:`FastSend`: a blocking ``SendMessage`` goes straight to the JSON-RPC endpoint
@@ -45,7 +45,8 @@ from agent_cards.edge.limits import EdgeLimits
 from contracts import strict_json
 from contracts.strict_json import StrictJSONError
 from member_kit import errors
-from member_kit.server.auth import AUTHENTICATED_STATE
+from member_kit.server.authorization.asked import SEND_MESSAGE
+from member_kit.server.authorization.hook import AUTHENTICATED_STATE
 from member_kit.server.jsonrpc import JSONRPCEndpoint, check_content_type
 from member_kit.telemetry.names import REMOTE_RISK, TelemetryNames
 from member_kit.trust.verifier import Authenticated
@@ -168,7 +169,6 @@ def install(
 
 FAST = "fast"
 GENERAL = "general"
-SEND_MESSAGE = "SendMessage"
 
 
 class FastSend:

@@ -39,7 +39,7 @@ EvictionListener = Callable[[str, str], None]
 def task_owner(iss: str, sub: str, tenant: str, handoff_id: str) -> str:
     """Whose a task is: the principal ``(iss, sub, tenant)`` of the grant it was opened
     under and the handoff that grant is bound to, as one JSON array. Every task operation
-    is scoped by it (see :func:`member_kit.server.auth.owner_of`)."""
+    is scoped by it (see :func:`member_kit.server.authorization.asked.owner_of`)."""
     return strict_json.dumps([iss, sub, tenant, handoff_id]).decode()
 
 

@@ -10,7 +10,7 @@ from contracts.wire import AgentCard
 from member_kit.errors import UpstreamCardInvalid
 from member_kit.guard.card import guarded_card
 from member_kit.guard.settings import parse_skill_scopes
-from member_kit.server.auth import skill_authorities
+from member_kit.server.authorization.asked import skill_authorities
 
 UPSTREAM = AgentCard.model_validate(
     {

@@ -21,8 +21,8 @@ import pytest
 from agent_cards.jws import b64url_encode
 from contracts.grant import Grant
 from coordinator.authority.tokens import mint_token
-from member_kit.server import auth
-from member_kit.server.auth import DelegationAuthorizer
+from member_kit.server.authorization import hook as auth
+from member_kit.server.authorization.hook import DelegationAuthorizer
 from member_kit.trust import token_format, verifier
 from tests import tokens
 from tests.remote_risk.delegated import ISSUER, Caller, delegated_service

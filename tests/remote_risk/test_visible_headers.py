@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from member_kit.server.auth import VisibleHeaders
+from member_kit.server.authorization.hook import VisibleHeaders
 
 
 def test_an_operation_sees_the_request_headers_but_the_credentials() -> None:
