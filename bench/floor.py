@@ -26,7 +26,6 @@ a2a-sdk server.
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import logging
 import sqlite3
@@ -41,6 +40,7 @@ from nacl.bindings import crypto_sign, crypto_sign_open
 from nacl.exceptions import BadSignatureError
 
 from agent_cards.identity import identity_of
+from agent_cards.jws import b64url_decode, b64url_encode
 from agent_cards.keys import TrustedKeys
 from contracts.wire import to_wire
 from member_kit.trust.issuers import signing_keys
@@ -64,14 +64,6 @@ access = logging.getLogger("floor.access")
 class Refused(Exception):
     def __init__(self, status: int) -> None:
         self.status = status
-
-
-def b64d(part: str) -> bytes:
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
-def b64e(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 class Log:
@@ -111,7 +103,7 @@ class Floor:
         for statement in _SCHEMA:
             self.db.execute(statement)
         self.log = Log(self.db)
-        self.receipt_header = b64e(orjson.dumps({"alg": "EdDSA", "kid": self.key.kid}))
+        self.receipt_header = b64url_encode(orjson.dumps({"alg": "EdDSA", "kid": self.key.kid}))
         self.jwks = orjson.dumps({"keys": [self.key.public_jwk()]})
 
     def claims(self, authorization: bytes | None) -> dict[str, Any]:
@@ -121,11 +113,11 @@ class Floor:
         if len(parts) != 3:
             raise Refused(401)
         try:
-            header, payload = orjson.loads(b64d(parts[0])), b64d(parts[1])
+            header, payload = orjson.loads(b64url_decode(parts[0])), b64url_decode(parts[1])
             public = self.pinned[header["kid"]]
             if header.get("alg") != "EdDSA" or set(header) - {"alg", "kid", "typ"}:
                 raise Refused(401)
-            crypto_sign_open(b64d(parts[2]) + f"{parts[0]}.{parts[1]}".encode(), public)
+            crypto_sign_open(b64url_decode(parts[2]) + f"{parts[0]}.{parts[1]}".encode(), public)
             claims = orjson.loads(payload)
         except (KeyError, ValueError, TypeError, BadSignatureError):
             raise Refused(401) from None
@@ -221,9 +213,9 @@ class Floor:
                 "log_root_hash": self.log.root().hex(),
             }
         )
-        signing_input = f"{self.receipt_header}.{b64e(statement)}"
+        signing_input = f"{self.receipt_header}.{b64url_encode(statement)}"
         signature = crypto_sign(signing_input.encode("ascii"), self.secret)[:64]
-        return f"{signing_input}.{b64e(signature)}"
+        return f"{signing_input}.{b64url_encode(signature)}"
 
 
 def app(floor: Floor) -> Any:

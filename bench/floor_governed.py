@@ -21,7 +21,6 @@ and metrics.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import sqlite3
 import time
@@ -35,7 +34,9 @@ from nacl.bindings import crypto_sign, crypto_sign_open
 from nacl.exceptions import BadSignatureError
 
 from agent_cards.identity import identity_of
+from agent_cards.jws import b64url_decode, b64url_encode
 from agent_cards.keys import KeySet, TrustedKeys
+from bench.loadgen import exchange, send_message_body
 from bench.tokens import RISK_SCOPE, delegation_claims, risk_payload
 from coordinator.authority.delegator import DEFAULT_ISSUER
 
@@ -53,14 +54,6 @@ class Refused(Exception):
     """A handoff the floor does not accept (what the coordinator would record)."""
 
 
-def b64e(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def b64d(part: str) -> bytes:
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
 class Connection:
     """One kept-alive HTTP/1.1 connection to the member."""
 
@@ -71,20 +64,12 @@ class Connection:
     async def post(self, path: str, body: bytes, token: str) -> tuple[int, bytes]:
         if self.streams is None:
             self.streams = await asyncio.open_connection(self.host, self.port)
-        reader, writer = self.streams
-        writer.write(
+        request = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nA2A-Version: 1.0\r\n"
             f"Content-Type: application/json\r\nAuthorization: Bearer {token}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
+            f"Content-Length: {len(body)}\r\n\r\n"
         )
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        return int(head[9:12]), await reader.readexactly(length)
+        return await exchange(*self.streams, request.encode() + body)
 
 
 class GovernedFloor:
@@ -95,7 +80,9 @@ class GovernedFloor:
             (self.member_key,) = TrustedKeys.from_json(answer.read())
         self.member = identity_of(self.member_key)
         self.key = keys.active
-        self.header = b64e(orjson.dumps({"alg": "EdDSA", "kid": self.key.kid, "typ": "JWT"}))
+        self.header = b64url_encode(
+            orjson.dumps({"alg": "EdDSA", "kid": self.key.kid, "typ": "JWT"})
+        )
         self.skills, self.scopes, self.budget = {SKILL}, {RISK_SCOPE}, 10**9
         self.db = sqlite3.connect(root / "governed-floor.db", isolation_level=None)
         for statement in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", *_SCHEMA):
@@ -111,7 +98,7 @@ class GovernedFloor:
         claims = delegation_claims(self.member, handoff_id, now=int(time.time()))
         token = self.mint(claims)
         payload = risk_payload()
-        body = message(handoff_id, payload)
+        body = send_message_body(handoff_id, SKILL, payload)
         digest = hashlib.sha256(body).hexdigest()
         facts = {"skill": SKILL, "scope": RISK_SCOPE, "jti": claims["jti"], "request": digest}
         self.point(handoff_id, "DISPATCHED", claims["jti"], None, ("admitted", "dispatched"), facts)
@@ -132,9 +119,9 @@ class GovernedFloor:
         self.budget -= 1
 
     def mint(self, claims: dict[str, Any]) -> str:
-        signing_input = f"{self.header}.{b64e(orjson.dumps(claims))}"
+        signing_input = f"{self.header}.{b64url_encode(orjson.dumps(claims))}"
         signature = crypto_sign(signing_input.encode("ascii"), self.key.ed25519_secret)[:64]
-        return f"{signing_input}.{b64e(signature)}"
+        return f"{signing_input}.{b64url_encode(signature)}"
 
     def point(
         self,
@@ -174,9 +161,10 @@ class GovernedFloor:
             task = orjson.loads(answer)["result"]["task"]
             header, payload, signature = task["metadata"]["receipt"].split(".")
             crypto_sign_open(
-                b64d(signature) + f"{header}.{payload}".encode(), self.member_key.ed25519_public
+                b64url_decode(signature) + f"{header}.{payload}".encode(),
+                self.member_key.ed25519_public,
             )
-            claims = orjson.loads(b64d(payload))
+            claims = orjson.loads(b64url_decode(payload))
             artifact = orjson.dumps(task["artifacts"][0]["parts"][0]["data"])
         except (KeyError, IndexError, ValueError, TypeError, BadSignatureError) as exc:
             raise Refused(f"receipt: {exc}") from None
@@ -191,29 +179,6 @@ class GovernedFloor:
         ):
             raise Refused("receipt does not bind this handoff")
         return task, claims
-
-
-def message(handoff_id: str, payload: dict[str, Any]) -> bytes:
-    return orjson.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendMessage",
-            "params": {
-                "message": {
-                    "messageId": f"m-{handoff_id}",
-                    "role": "ROLE_USER",
-                    "parts": [{"data": payload, "mediaType": "application/json"}],
-                    "metadata": {
-                        "handoffId": handoff_id,
-                        "attempt": 1,
-                        "skillId": SKILL,
-                        "idempotencyKey": f"bench:{handoff_id}",
-                    },
-                }
-            },
-        }
-    )
 
 
 def admit_return(task: dict[str, Any], payload: dict[str, Any]) -> None:
