@@ -18,13 +18,15 @@ head signed for the audit routes) costs the new entries, not a pass over the log
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import queue
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import Context, ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Engine
@@ -32,15 +34,30 @@ from sqlalchemy import Engine
 from agent_cards.keys import SigningKey
 from agent_cards.transparency import merkle
 from agent_cards.transparency.heads import Head, now_text, sign_head
-from member_kit.audit.log_rows import Entry, MemoryRows, Rows, SQLRows
+from member_kit.audit.log_rows import Entry, MemoryRows, Row, Rows, SQLRows
 from member_kit.storage.engine import driver_write
 from member_kit.storage.faults import is_storage_fault
 
 logger = logging.getLogger(__name__)
 
 
-Later = tuple[str, dict[str, Any], str | None]
-"""An entry for the decision-log thread: kind, data, handoff id."""
+@dataclass(frozen=True)
+class Later:
+    """An entry written after the work at hand: its kind, data and handoff, and a key of
+    its own, so that it is entered once however often it is written. ``tried``: a write
+    of it failed and may yet have committed (its answer lost), so the next write looks
+    for its key first."""
+
+    kind: str
+    data: dict[str, Any]
+    handoff_id: str | None
+    key: str
+    tried: bool = False
+
+    def again(self) -> Later:
+        return replace(self, tried=True)
+
+
 # At most this many decisions queued together are appended in one transaction.
 MAX_LATER_BATCH = 64
 # At most this many entries wait for the database to take writes again after a fault.
@@ -102,6 +119,8 @@ class DecisionLedger:
         self._write_scheduled = False  # a loop turn will write what is pending
         self._pending_lock = threading.Lock()
         self._pending_write = threading.Lock()
+        # each later entry's key: this ledger's random name and a count (no two alike)
+        self._keys, self._count = f"{uuid.uuid4().hex[:16]}:", itertools.count(1)
         if engine is not None:
             self._later = queue.Queue()
             threading.Thread(target=self._write_later, name="decision-log", daemon=True).start()
@@ -117,7 +136,7 @@ class DecisionLedger:
         if self._later is None:
             self.append(kind, data, handoff_id=handoff_id)
             return
-        entry = (kind, dict(data), handoff_id)
+        entry = Later(kind, dict(data), handoff_id, f"{kind}:{self._keys}{next(self._count)}")
         loop = _running_loop() if self._on_loop else None
         if loop is None:
             self._later.put(entry)
@@ -168,14 +187,16 @@ class DecisionLedger:
 
     def _append_later(self, taken: Sequence[Later]) -> None:
         try:
-            self._rows.append_many(_records(taken))
+            self._rows.append_many(_records(taken), _tried(taken))
             return
         except Exception as error:
             if is_storage_fault(error):
                 self._keep_for_next_write(taken)
                 return
             if len(taken) == 1:
-                logger.exception("a %s entry could not be written to the decision log", taken[0][0])
+                logger.exception(
+                    "a %s entry could not be written to the decision log", taken[0].kind
+                )
                 return
         for one in taken:  # one at a time, so one bad entry loses only itself
             self._append_later([one])
@@ -186,7 +207,7 @@ class DecisionLedger:
         turn, the writer thread's next batch). Past :data:`MAX_KEPT` the oldest go."""
         logger.warning("the database failed a decision-log write; kept for the next one")
         with self._pending_lock:
-            self._pending[:0] = taken
+            self._pending[:0] = [entry.again() for entry in taken]
             lost = len(self._pending) - MAX_KEPT
             if lost > 0:
                 del self._pending[:lost]
@@ -234,7 +255,10 @@ class DecisionLedger:
             record = {"recorded_at": now_text(), "kind": kind, "data": dict(data)}
             try:
                 fresh = self._rows.extend(
-                    _records(earlier), (record, handoff_id), key, self._frontier.size
+                    _records(earlier),
+                    (record, handoff_id, key),
+                    self._frontier.size,
+                    _tried(earlier),
                 )
             except BaseException:
                 self._requeue(earlier)  # not lost with the receipt: the writer thread's now
@@ -262,7 +286,7 @@ class DecisionLedger:
             return
         try:
             with driver_write(self._engine, savepoint=True):
-                self._rows.append_many(_records(taken))
+                self._rows.append_many(_records(taken), _tried(taken))
         except Exception:
             logger.warning("decisions taken along a claim are queued again", exc_info=True)
             self._requeue(taken)
@@ -270,9 +294,11 @@ class DecisionLedger:
         tentative.append(_Tentative(self, None, taken))
 
     def _requeue(self, earlier: Sequence[Later]) -> None:
+        """Entries whose write failed, or went with a transaction that did, for the
+        writer thread (looked for first: that write's outcome may be unknown)."""
         for entry in earlier:
             assert self._later is not None
-            self._later.put(entry)
+            self._later.put(entry.again())
 
     def _adopt(self, frontier: merkle.RootBuilder) -> None:
         """Keep ``frontier``, extended in a transaction now committed, unless the kept
@@ -303,11 +329,20 @@ def _copy_of(frontier: merkle.RootBuilder) -> merkle.RootBuilder:
     return clone
 
 
-def _records(taken: Sequence[Later]) -> list[tuple[dict[str, Any], str | None]]:
+def _records(taken: Sequence[Later]) -> list[Row]:
     return [
-        ({"recorded_at": now_text(), "kind": kind, "data": data}, handoff_id)
-        for kind, data, handoff_id in taken
+        (
+            {"recorded_at": now_text(), "kind": entry.kind, "data": entry.data},
+            entry.handoff_id,
+            entry.key,
+        )
+        for entry in taken
     ]
+
+
+def _tried(taken: Sequence[Later]) -> frozenset[str]:
+    """The keys to look for before writing ``taken``: those of entries tried before."""
+    return frozenset(entry.key for entry in taken if entry.tried)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
@@ -41,16 +41,20 @@ class Rows(Protocol):
 
     def append(self, record: dict[str, Any], key: str | None, handoff_id: str | None) -> bool: ...
 
-    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None: ...
+    def append_many(self, rows: Sequence[Row], look_up: Collection[str] = ()) -> None: ...
 
-    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]: ...
+    def extend(
+        self, earlier: Sequence[Row], receipt: Row, known: int, look_up: Collection[str] = ()
+    ) -> list[str]: ...
 
     def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
 
     def of_handoff(self, handoff_id: str) -> list[Entry]: ...
 
 
-Row = tuple[dict[str, Any], str | None]  # an entry record and its handoff
+# An entry record, its handoff and its key (an entry is written once per key). ``look_up``,
+# where given: keys of entries whose earlier write may have committed, looked for first.
+Row = tuple[dict[str, Any], str | None, str | None]
 
 
 def sealed(record: dict[str, Any]) -> tuple[str, str]:
@@ -77,14 +81,14 @@ class MemoryRows:
                 self._keys.add(key)
             return True
 
-    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
-        for record, handoff_id in records:
-            self.append(record, None, handoff_id)
+    def append_many(self, rows: Sequence[Row], look_up: Collection[str] = ()) -> None:
+        for record, handoff_id, key in rows:  # a key recorded before is skipped anyway
+            self.append(record, key, handoff_id)
 
-    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
-        record, handoff_id = receipt
-        self.append_many(earlier)
-        self.append(record, key, handoff_id)
+    def extend(
+        self, earlier: Sequence[Row], receipt: Row, known: int, look_up: Collection[str] = ()
+    ) -> list[str]:
+        self.append_many([*earlier, receipt])
         return self.hashes(known)
 
     def hashes(self, after: int, up_to: int | None = None) -> list[str]:
@@ -102,6 +106,8 @@ _COLUMNS = ("seq", "hash", "canonical", "entry_key", "handoff_id")
 # At most this many entries in one INSERT (five parameters each, far below any driver's limit).
 _ROWS_PER_INSERT = 64
 _HASHES_AFTER = f"SELECT hash FROM {_LOG} WHERE seq > :after ORDER BY seq"
+_RECORDED_KEYS = f"SELECT entry_key FROM {_LOG} WHERE entry_key IN"
+_KEYS_PER_LOOKUP = 500
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
 _APPEND_LOCK_CLASS = 0x52524C47
 _LOCK = "SELECT pg_advisory_xact_lock(:cls, hashtext(current_schema()))"
@@ -120,19 +126,19 @@ class SQLRows:
                 # undone alone on PostgreSQL, where it would spoil the whole transaction
                 with driver_write(self._engine, savepoint=self._locks) as cursor:
                     self._lock(cursor)
-                    written = self._insert(cursor, [(record, handoff_id)], key)
+                    _, _, written = self._insert_keyed(cursor, [(record, handoff_id, key)], ())
                 return written == 1  # none: the key was recorded before
             except self._integrity:
                 continue  # another replica took the seq (or the key) first: look again
         raise RuntimeError("the decision log could not be appended to")
 
-    def append_many(self, records: Sequence[tuple[dict[str, Any], str | None]]) -> None:
-        """Entries without keys, consecutively, in one transaction."""
+    def append_many(self, rows: Sequence[Row], look_up: Collection[str] = ()) -> None:
+        """Entries, consecutively, in one transaction (each once per key)."""
         for _ in range(_APPEND_RETRIES):
             try:
                 with driver_write(self._engine) as cursor:
                     self._lock(cursor)
-                    self._insert(cursor, records, None)
+                    self._insert_keyed(cursor, rows, look_up)
                 return
             except self._integrity:
                 continue  # another replica took a seq first: look again
@@ -143,17 +149,19 @@ class SQLRows:
         if self._locks:
             cursor.execute(self._sql(_LOCK), {"cls": _APPEND_LOCK_CLASS})
 
-    def extend(self, earlier: Sequence[Row], receipt: Row, key: str, known: int) -> list[str]:
-        """``earlier`` (no keys), then ``receipt`` once per ``key``, in one insert; the
-        hashes of the entries after ``known``: those just written, unless another replica
-        appended behind ``known`` (then read back). The receipt comes last, so when its
-        key was recorded before, the insert skips it and leaves no gap in the ``seq``."""
+    def extend(
+        self, earlier: Sequence[Row], receipt: Row, known: int, look_up: Collection[str] = ()
+    ) -> list[str]:
+        """``earlier``, then ``receipt`` once per its key, in one insert; the hashes of the
+        entries after ``known``: those just written, unless another replica appended
+        behind ``known`` (then read back). The receipt comes last, so when its key was
+        recorded before, the insert skips it and leaves no gap in the ``seq``."""
         for _ in range(_APPEND_RETRIES):
             try:
                 with driver_write(self._engine, savepoint=self._locks) as cursor:
                     self._lock(cursor)
-                    keys = [None] * len(earlier) + [key]
-                    last, digests, written = self._insert_keyed(cursor, [*earlier, receipt], keys)
+                    rows = [*earlier, receipt]
+                    last, digests, written = self._insert_keyed(cursor, rows, look_up)
                     if written < len(digests):  # the receipt's key was recorded before
                         digests.pop()
                     if last == known:
@@ -164,23 +172,22 @@ class SQLRows:
                 continue  # another replica took a seq (or the key) first: look again
         raise RuntimeError("the decision log could not be appended to")
 
-    def _insert(
-        self, cursor: Any, records: Sequence[tuple[dict[str, Any], str | None]], key: str | None
-    ) -> int:
-        return self._insert_keyed(cursor, records, [key] * len(records))[2]
-
     def _insert_keyed(
-        self, cursor: Any, records: Sequence[Row], keys: Sequence[str | None]
+        self, cursor: Any, records: Sequence[Row], look_up: Collection[str]
     ) -> tuple[int, list[str], int]:
-        """Insert ``records`` (each with its key) after the last seq: that seq, the hashes
-        of ``records`` and how many were written (an entry whose key is already recorded
-        is skipped: only the last one may have a key that was, or seqs would be left out)."""
+        """Insert ``records`` after the last seq: that seq, the hashes of the records
+        inserted and how many were written. An entry whose key is in ``look_up`` and
+        recorded is left out before the seqs are counted; any other entry whose key is
+        recorded is skipped by the insert, so only the last may have one, or seqs would
+        be left out."""
+        if look_up:
+            records = self._not_recorded(cursor, records, look_up)
         cursor.execute(self._sql(_LAST_SEQ))
         (last,) = cursor.fetchone()
         last = int(last or 0)
         rows, digests = [], []
-        for seq, (record, handoff_id), key in zip(
-            range(last + 1, last + 1 + len(records)), records, keys, strict=True
+        for seq, (record, handoff_id, key) in zip(
+            range(last + 1, last + 1 + len(records)), records, strict=True
         ):
             canonical, digest = sealed({**record, "seq": seq})
             digests.append(digest)
@@ -194,6 +201,22 @@ class SQLRows:
             cursor.execute(self._sql(insert_sql(len(batch))), numbered(batch))
             written += cursor.rowcount
         return last, digests, written
+
+    def _not_recorded(
+        self, cursor: Any, records: Sequence[Row], look_up: Collection[str]
+    ) -> list[Row]:
+        """``records`` but those whose key, one of ``look_up``, the log holds already: an
+        entry written again after a write whose outcome was unknown (its answer lost)."""
+        keys, found = sorted(look_up), set[str]()
+        for start in range(0, len(keys), _KEYS_PER_LOOKUP):
+            chunk = keys[start : start + _KEYS_PER_LOOKUP]
+            names = ", ".join(f":key_{index}" for index in range(len(chunk)))
+            cursor.execute(
+                self._sql(f"{_RECORDED_KEYS} ({names})"),
+                {f"key_{index}": key for index, key in enumerate(chunk)},
+            )
+            found.update(str(key) for (key,) in cursor.fetchall())
+        return [row for row in records if row[2] not in found]
 
     def _sql(self, sql: str) -> str:
         return driver_sql(self._engine, sql)

@@ -90,7 +90,8 @@ counters = Table(
 
 # The decision log (member_kit.audit.log): one row per entry, ``canonical`` its RFC 8785
 # bytes and ``hash`` their SHA-256; leaf ``seq - 1`` of the log's Merkle tree is
-# SHA-256(0x00 || hash). ``entry_key`` makes an entry recorded once (a task's receipt).
+# SHA-256(0x00 || hash). ``entry_key`` makes an entry recorded once (a task's receipt; a
+# decision, written again after a write whose outcome was unknown).
 audit_log = Table(
     "remote_risk_audit_log",
     metadata,
