@@ -12,7 +12,6 @@ workspace's ledger and store.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,21 +27,18 @@ from coordinator.audit.log.events import AuditEvent
 from coordinator.audit.proof_check import verify_document
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.authority import identity
-from coordinator.authority.delegator import RunAuthority, required_scopes
 from coordinator.authority.hops import is_exchanged
 from coordinator.dispatch.attempt.card_caller import card_caller
 from coordinator.dispatch.attempt.driver import (
     RemoteOutcome,
-    WaitPolicy,
-    admission_context,
-    propose,
 )
 from coordinator.dispatch.attempt.receipts import declares_receipts
 from coordinator.dispatch.delegate import DelegationOrder, Interruption, delegate_once
+from coordinator.dispatch.submit import submit_for_workers
 from coordinator.errors import UsageError
 from coordinator.handoff import run_state
 from coordinator.handoff.declared import declared_contracts, delegation_contract
-from coordinator.handoff.run import Run, start_run
+from coordinator.handoff.run import Run
 from coordinator.remote.cards.audit_credentials import AuditCredentials
 from coordinator.remote.cards.card_verification import key_reason
 from coordinator.remote.cards.registered_agent import RegisteredAgent
@@ -63,7 +59,6 @@ from coordinator.service.api_models import (
 )
 from coordinator.service.api_requests import DelegationRequest, RegisterRequest
 from coordinator.service.run_list import RunQuery
-from coordinator.storage import delegation_keys
 from coordinator.storage.delegation_keys import SubmissionKey
 from coordinator.storage.runs import RunStore
 from coordinator.workspace import DATABASE_ENV, Workspace
@@ -177,36 +172,9 @@ class CoordinatorService:
         return document  # written with the handoff's outcome, in one transaction
 
     def submit(self, order: DelegationOrder, key: SubmissionKey | None = None) -> Submitted:
-        """Admit and record one handoff for the background workers to drive. Nothing is
-        sent here; whichever coordinator process claims the handoff's lease row first
-        sends it. A refused admission is answered at once. Under ``key``, once: a retry
-        is answered the run the first request created (``delegation_keys``)."""
-        store = self.ws.run_store()
-        return delegation_keys.once(
-            self.ws.engine(), key, functools.partial(self._submit, order),
-            lambda found: Submitted(**found.view(store)),
-        )  # fmt: skip
-
-    def _submit(self, order: DelegationOrder, keep: delegation_keys.Keep | None) -> Submitted:
-        scopes = required_scopes(order.agent.agent_card, order.skill) or frozenset({"a2a:delegate"})
-        authority = RunAuthority(principal=order.principal, tenant=order.tenant, scopes=scopes)
-        run = start_run(self.ws, "operator", authority=authority, kind="delegation")
-        wait = WaitPolicy(deadline_seconds=order.timeout)
-        record = run.book.admit(
-            propose(
-                run, order.agent, order.skill, order.payload, wait, contract=order.return_contract
-            ),
-            admission_context(run, order.agent),
-        )
-        run.record(record)
-        run.store.save_payload(record, order.payload, record.return_contract.kind.value)
-        if keep is not None:
-            run.trail.write_with(keep(run.run_id, record.attempt_id))
-        run.save(run.document())
-        # The row was held by this process while it was written; hand it to the workers.
-        if run.book.driver is not None:
-            run.store.release(run.book.driver, record.attempt_id)
-        return Submitted(run_id=run.run_id, attempt_id=record.attempt_id, state=record.state.value)
+        """Admit and record one handoff for the background workers to drive; once under
+        ``key``. See :mod:`coordinator.dispatch.submit`."""
+        return Submitted(**submit_for_workers(self.ws, order, key))
 
     async def cancel(self, run_id: str, reason: str | None, by: str) -> dict[str, Any]:
         """Cancel every live branch of a run, from this process (whichever drives it);

@@ -8,7 +8,8 @@ committed. The server saw its connection lost; it looks the key up and finds the
 committed after all, so it answers that run (202), or, had it not been able to look, 503
 ``storage_unavailable`` with ``Retry-After``, and the client sends the same request under
 the same key and is answered that run. Either way one run, not two, for one request, and
-it ends ACCEPTED. (Before, there was no key: the answer was 503 for a run that existed,
+it ends ACCEPTED, driven at once: the lease on its handoff that the failed request held is
+let go, not waited out. (Before, there was no key: the answer was 503 for a run that existed,
 and the retry it invites made a second run and a second remote task.) The same key with
 another request is refused 422 ``idempotency_key_reused``; a key on a request driven in
 place (``"wait": true``) 400 ``idempotency_key_invalid``.
@@ -27,6 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from coordinator.handoff.book import HandoffBook
 from tests.commit_cut import CommitCut, through_a_cut
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.coordinator.test_storage_faults import AUTHORIZED, DELEGATION, TOKEN, run_state, submit
@@ -34,6 +36,7 @@ from tests.processes import registered, wait_for
 
 __all__ = ["postgres_server", "postgres_url"]
 BODY = {**DELEGATION, "wait": False}
+SUBMISSION_LEASE = HandoffBook.driver_lease_seconds  # what a submitting request holds
 
 
 @pytest.fixture
@@ -96,7 +99,10 @@ def test_a_submission_whose_commit_answer_is_lost_is_one_run_under_its_key(
                 if answer.status_code == 503:  # as a client told to, under the same key
                     time.sleep(int(answer.headers["Retry-After"]))
                     answer = client.post("/v1/delegations", json=BODY, headers=keyed)
+                answered = time.monotonic()
                 run_id = accepted(client, answer)
+                # driven at once: the lease the failed request held is let go, not waited out
+                assert time.monotonic() - answered < SUBMISSION_LEASE / 2
                 assert runs(client) - before == {run_id}  # one run for the one request
                 repeated = client.post("/v1/delegations", json=BODY, headers=keyed)
                 assert repeated.status_code == 202 and repeated.json()["run_id"] == run_id
