@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+import pytest
 from sqlalchemy import make_url
 
 # A simple-query message: 'Q', its length (4 + the text with its NUL), the text
@@ -110,3 +111,11 @@ def through_a_cut(url: str) -> Iterator[tuple[str, CommitCut]]:
     target = make_url(url)
     with commit_cut(target.host or "127.0.0.1", target.port or 5432) as cut:
         yield target.set(host="127.0.0.1", port=cut.port).render_as_string(False), cut
+
+
+@pytest.fixture
+def cut_link(postgres_url: str) -> Iterator[tuple[str, CommitCut]]:
+    """The test's PostgreSQL URL (its module imports ``postgres_url``), through a link that
+    can lose a COMMIT's answer: the URL to use, and the cut."""
+    with through_a_cut(postgres_url) as found:
+        yield found

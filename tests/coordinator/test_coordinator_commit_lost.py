@@ -14,26 +14,17 @@ verifies.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from member_kit.storage.engine import DATABASE_FILE
-from tests.commit_cut import CommitCut, through_a_cut
+from tests.commit_cut import CommitCut, cut_link
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.processes import PAYLOAD, federation, registered
 from tests.remote_risk.test_resume import TaskRows
 
-__all__ = ["postgres_server", "postgres_url"]
-
-
-@pytest.fixture
-def cut_link(postgres_url: str) -> Iterator[tuple[str, CommitCut]]:
-    with through_a_cut(postgres_url) as found:
-        yield found
+__all__ = ["cut_link", "postgres_server", "postgres_url"]
 
 
 def run(data: DataDir, url: str, *args: str) -> tuple[int, str, str]:

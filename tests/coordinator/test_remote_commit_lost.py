@@ -14,23 +14,15 @@ receipt verified, as return admission requires).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 
-from tests.commit_cut import CommitCut, through_a_cut
+from tests.commit_cut import CommitCut, cut_link
 from tests.coordinator.conftest import _libpq_conninfo, postgres_server, postgres_url
 from tests.processes import PAYLOAD, federation, registered
 
-__all__ = ["postgres_server", "postgres_url"]
-
-
-@pytest.fixture
-def cut_link(postgres_url: str) -> Iterator[tuple[str, CommitCut]]:
-    with through_a_cut(postgres_url) as found:
-        yield found
+__all__ = ["cut_link", "postgres_server", "postgres_url"]
 
 
 def remote_tasks(postgres_url: str) -> list[str]:

@@ -22,27 +22,19 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from coordinator.handoff.book import HandoffBook
-from tests.commit_cut import CommitCut, through_a_cut
+from tests.commit_cut import CommitCut, cut_link
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.coordinator.test_storage_faults import AUTHORIZED, DELEGATION, TOKEN, run_state, submit
 from tests.processes import registered, wait_for
 
-__all__ = ["postgres_server", "postgres_url"]
+__all__ = ["cut_link", "postgres_server", "postgres_url"]
 BODY = {**DELEGATION, "wait": False}
 SUBMISSION_LEASE = HandoffBook.driver_lease_seconds  # what a submitting request holds
-
-
-@pytest.fixture
-def cut_link(postgres_url: str) -> Iterator[tuple[str, CommitCut]]:
-    with through_a_cut(postgres_url) as found:
-        yield found
 
 
 def serve(data_root: Path, url: str) -> subprocess.Popen[str]:

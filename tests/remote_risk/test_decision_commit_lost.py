@@ -10,23 +10,12 @@ an auditor of a replay that never happened.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.commit_cut import CommitCut, through_a_cut
+from tests.commit_cut import CommitCut, cut_link
 from tests.coordinator.conftest import postgres_server, postgres_url
 from tests.remote_risk.delegated import delegated_service
 from tests.remote_risk.test_stranger_refusals import decisions_after, log_size
 
-__all__ = ["postgres_server", "postgres_url"]
-
-
-@pytest.fixture
-def cut_link(postgres_url: str) -> Iterator[tuple[str, CommitCut]]:
-    """The test's PostgreSQL URL, through a link that can lose a COMMIT's answer."""
-    with through_a_cut(postgres_url) as found:
-        yield found
+__all__ = ["cut_link", "postgres_server", "postgres_url"]
 
 
 def test_a_decision_whose_commit_answer_is_lost_is_entered_once(
