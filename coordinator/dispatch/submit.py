@@ -51,10 +51,8 @@ def _submit(
         if keep is not None:
             run.trail.write_with(keep(run.run_id, record.attempt_id))
         run.save(run.document())
-    except Exception:
+    finally:  # written or not (its outcome maybe unknown), the row is the workers' now
         _let_go(ws, run, record.attempt_id)
-        raise
-    _let_go(ws, run, record.attempt_id)
     return {"run_id": run.run_id, "attempt_id": record.attempt_id, "state": record.state.value}
 
 
