@@ -72,16 +72,21 @@ def test_sdk_client_resubscribes_to_a_running_task(slow_risk_url: str) -> None:
     """The SDK's subscribe on a running task yields the Task first and ends at COMPLETED."""
 
     async def exchange() -> list[Any]:
-        client = await create_client(slow_risk_url, client_config=ClientConfig(streaming=True))
-        try:
-            request = SendMessageRequest(message=data_message("ok"))
-            stream = client.send_message(request)
-            first = await anext(stream)
-            await stream.aclose()
-            task_id = first.task.id
-            return [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
-        finally:
-            await client.close()
+        # The stream is quiet while the skill works (5 s), httpx's default read timeout
+        # too: the client is given longer, so a loaded machine meets the resubscription,
+        # not that timeout.
+        async with httpx.AsyncClient(timeout=30) as http:
+            config = ClientConfig(streaming=True, httpx_client=http)
+            client = await create_client(slow_risk_url, client_config=config)
+            try:
+                request = SendMessageRequest(message=data_message("ok"))
+                stream = client.send_message(request)
+                first = await anext(stream)
+                await stream.aclose()
+                task_id = first.task.id
+                return [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
+            finally:
+                await client.close()
 
     events = asyncio.run(exchange())
     assert events[0].WhichOneof("payload") == "task"
