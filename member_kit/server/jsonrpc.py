@@ -57,6 +57,7 @@ from contracts.grant import Budget
 from contracts.strict_json import StrictJSONError
 from contracts.wire import PROTOCOL_VERSION, VERSION_HEADER, JSONObject, RequestId, to_wire
 from member_kit import errors
+from member_kit.server.streams import KEEP_ALIVE, kept_alive
 from member_kit.storage.faults import is_storage_fault
 from member_kit.telemetry.observed import Telemetry
 from member_kit.trust.denials import DelegationDenied
@@ -421,9 +422,14 @@ def _event_stream(request_id: RequestId, events: AsyncIterator[BaseModel]) -> St
 async def _sse_lines(
     request_id: RequestId, events: AsyncIterator[BaseModel]
 ) -> AsyncIterator[bytes]:
-    """Each event as one SSE ``data:`` line holding a JSON-RPC response; an error ends it."""
+    """Each event as one SSE ``data:`` line holding a JSON-RPC response, a comment line
+    while none comes (:func:`~member_kit.server.streams.kept_alive`); an error ends it."""
+    stream = kept_alive(events)
     try:
-        async for event in events:
+        async for event in stream:
+            if event is None:
+                yield KEEP_ALIVE
+                continue
             yield sse_data({"jsonrpc": "2.0", "id": request_id, "result": to_wire(event)})
     except errors.A2AError as error:
         logger.info("stream %s ended with %s: %s", request_id, error.kind.code, error.message)
@@ -433,9 +439,7 @@ async def _sse_lines(
         internal = errors.InternalError("internal error")
         yield sse_data({"jsonrpc": "2.0", "id": request_id, "error": internal.error_object()})
     finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
+        await stream.aclose()  # and the events with it
 
 
 def sse_data(body: dict[str, Any]) -> bytes:

@@ -36,6 +36,7 @@ from contracts.strict_json import StrictJSONError
 from contracts.wire import VERSION_HEADER, JSONObject, to_wire
 from member_kit import errors
 from member_kit.server.jsonrpc import SSE_MEDIA_TYPE, Dispatcher, check_version
+from member_kit.server.streams import KEEP_ALIVE, kept_alive
 
 logger = logging.getLogger(__name__)
 
@@ -196,8 +197,12 @@ def _event_stream(events: AsyncIterator[BaseModel]) -> StreamingResponse:
 
 
 async def _sse_lines(events: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
+    stream = kept_alive(events)
     try:
-        async for event in events:
+        async for event in stream:
+            if event is None:
+                yield KEEP_ALIVE
+                continue
             yield b"data: " + strict_json.dumps(to_wire(event)) + b"\n\n"
     except errors.A2AError as error:
         logger.info("HTTP+JSON stream ended with %s: %s", error.kind.reason, error.message)
@@ -208,6 +213,4 @@ async def _sse_lines(events: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
         body = status_json(errors.InternalError("internal error").kind, "internal error")
         yield b"data: " + strict_json.dumps(body) + b"\n\n"
     finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
+        await stream.aclose()  # and the events with it

@@ -16,6 +16,12 @@ is when it subscribes, then what happens afterwards (A2A v1.0 has no resume curs
 
 The broker knows nothing of storage; it only carries events, so the task store can be
 replaced without touching it.
+
+While a task works in silence, a stream still sends something: an SSE comment line
+(:data:`KEEP_ALIVE`) every :data:`KEEP_ALIVE_SECONDS` without an event
+(:func:`kept_alive`). SSE readers skip comments (the coordinator's, httpx-sse's), and a
+client or proxy that gives up on a connection idle for a few seconds (the a2a-sdk's own
+httpx client waits 5 s for a read) keeps the stream of a task that takes longer.
 """
 
 from __future__ import annotations
@@ -23,10 +29,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from contracts.wire import (
@@ -48,6 +54,11 @@ DEFAULT_MAX_SUBSCRIBERS = 32
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 # Where a SubscribeToTask stream ends (a SendStreamingMessage stream ends at SETTLED_STATES).
 SUBSCRIPTION_END_STATES = TERMINAL_TASK_STATES
+# An SSE comment, sent when a stream has been quiet this long (below the 5 s read timeout
+# of httpx's default client, which the a2a-sdk uses unless given another).
+KEEP_ALIVE = b": keep-alive\n\n"
+KEEP_ALIVE_SECONDS = 2.0
+Event = TypeVar("Event")
 
 
 class SubscriberLagged(errors.InternalError):
@@ -315,3 +326,36 @@ async def _stream(task: Task, subscription: Subscription) -> AsyncIterator[Strea
             yield event
     finally:
         subscription.close()
+
+
+async def kept_alive(
+    events: AsyncIterator[Event], every: float = KEEP_ALIVE_SECONDS
+) -> AsyncGenerator[Event | None, None]:
+    """Each of ``events``, and None each time ``every`` seconds pass without one (the
+    caller sends :data:`KEEP_ALIVE` then). The wait for the next event goes on across
+    those pauses, never cancelled by them; an error of ``events`` is raised here.
+    Closing this closes ``events`` too (after the wait for its next event is cancelled:
+    a generator cannot be closed while it runs)."""
+    waiting: asyncio.Future[Event] | None = None
+    try:
+        while True:
+            if waiting is None:
+                waiting = asyncio.ensure_future(anext(events))
+            done, _ = await asyncio.wait({waiting}, timeout=every)
+            if not done:
+                yield None
+                continue
+            try:
+                event = waiting.result()
+            except StopAsyncIteration:
+                return
+            waiting = None
+            yield event
+    finally:
+        if waiting is not None:  # the stream was closed while waiting for an event
+            waiting.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await waiting
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()

@@ -93,6 +93,30 @@ def test_sdk_client_resubscribes_to_a_running_task(slow_risk_url: str) -> None:
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
+@pytest.fixture
+def quiet_risk_url() -> Iterator[str]:
+    """A skill quieter than the SDK's default client waits for a read (httpx: 5 s)."""
+    yield from serving(7.0)
+
+
+def test_sdk_client_with_its_default_timeout_keeps_a_quiet_stream(quiet_risk_url: str) -> None:
+    """The SDK as it comes (its own httpx client, 5 s read timeout) streams a task that
+    works 7 s in silence: the member's keep-alive comments keep the stream read, and the
+    client ends at COMPLETED instead of a ReadTimeout."""
+
+    async def exchange() -> list[Any]:
+        client = await create_client(quiet_risk_url, client_config=ClientConfig(streaming=True))
+        try:
+            request = SendMessageRequest(message=data_message("ok"))
+            return [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+
+    events = asyncio.run(exchange())
+    assert events[0].WhichOneof("payload") == "task"
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
 def test_sdk_streaming_client_with_a_delegation_token() -> None:
     """A streamed send to the token-checking service completes when the SDK's httpx client
     carries the delegation token for the handoff."""

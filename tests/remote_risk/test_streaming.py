@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from agent_cards.keys import TrustedKeys
+from coordinator.remote.http.sse import SSEDecoder
+from member_kit import errors
 from member_kit.server.app import JSONRPC_PATH
+from member_kit.server.streams import KEEP_ALIVE_SECONDS, kept_alive
+from member_kit.settings import REST_PATH
 from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests import tokens
@@ -177,3 +182,83 @@ def test_streaming_calls_need_a_delegation_token_when_issuers_are_trusted() -> N
             )
             assert response.status_code == 401, method
             assert response.headers["content-type"].startswith("application/json")
+
+
+@pytest.fixture
+def quiet_peer() -> Iterator[RiskPeer]:
+    """A risk service whose skill works in silence for longer than a keep-alive pause."""
+    with risk_peer(skill_delay_seconds=KEEP_ALIVE_SECONDS + 1.5) as running_peer:
+        yield running_peer
+
+
+def raw_stream(peer: RiskPeer, binding: str) -> bytes:
+    """The whole body of a streamed send on ``binding``, as it came over the wire."""
+    message = {"message": user_message(risk_input())}
+    if binding == "jsonrpc":
+        path, media = JSONRPC_PATH, "application/json"
+        body: dict[str, Any] = {
+            "jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": message
+        }  # fmt: skip
+    else:
+        path, media, body = REST_PATH + "/message:stream", "application/a2a+json", message
+    headers = {"Content-Type": media, "A2A-Version": "1.0"}
+    with peer.http.stream("POST", path, json=body, headers=headers) as response:
+        assert response.status_code == 200
+        return response.read()
+
+
+@pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
+def test_a_quiet_stream_sends_keep_alive_comments(quiet_peer: RiskPeer, binding: str) -> None:
+    """While the task works in silence, the stream sends SSE comment lines, and only
+    there: the events are those of any stream, and the coordinator's reader, which
+    skips comments, reads the same four events from the same bytes."""
+    raw = raw_stream(quiet_peer, binding)
+    lines = [line for line in raw.decode().split("\n") if line]
+    comments = [index for index, line in enumerate(lines) if line.startswith(":")]
+    data = [index for index, line in enumerate(lines) if line.startswith("data:")]
+    assert comments and {lines[index] for index in comments} == {": keep-alive"}
+    assert len(lines) == len(comments) + len(data)
+    events = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
+    if binding == "jsonrpc":
+        events = [event["result"] for event in events]
+    assert kinds(events) == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert data[1] < comments[0] and comments[-1] < data[2]  # between WORKING and the outcome
+    decoded = SSEDecoder(max_event_bytes=1 << 20).feed(raw)
+    assert [json.loads(event) for event in decoded] == [
+        json.loads(lines[index][5:]) for index in data
+    ]
+
+
+def test_keep_alive_pauses_neither_cancel_the_wait_nor_hide_an_error() -> None:
+    """Pauses interleave with the events without losing one; closing while an event is
+    awaited closes the events too; an error of the events comes through."""
+    closed: list[str] = []
+
+    async def events(fail: bool) -> AsyncIterator[str]:
+        try:
+            yield "first"
+            await asyncio.sleep(0.05)  # three pauses of 0.015 s pass meanwhile
+            yield "second"
+            if fail:
+                raise errors.InternalError("broken")
+            await asyncio.sleep(3600)
+            yield "never"
+        finally:
+            closed.append("events")
+
+    async def read(fail: bool) -> list[str | None]:
+        seen: list[str | None] = []
+        stream = kept_alive(events(fail), every=0.015)
+        async for event in stream:
+            seen.append(event)
+            if seen.count(None) > 5:
+                await stream.aclose()
+                break
+        return seen
+
+    seen = asyncio.run(read(fail=False))
+    assert [event for event in seen if event is not None] == ["first", "second"]
+    assert seen[0] == "first" and None in seen[1 : seen.index("second")]
+    assert closed == ["events"]
+    with pytest.raises(errors.InternalError):
+        asyncio.run(read(fail=True))
