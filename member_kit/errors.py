@@ -32,7 +32,9 @@
     │                             model_reply_too_large, model_incomplete, model_refused,
     │                             limit_reached
     ├── ConfigurationError        the service is configured in a way it must not run with
-    │                             (no trusted issuer by accident, a weak operator token)
+    │   │                         (no trusted issuer by accident, a weak operator token)
+    │   └── DatabaseOfAnotherMember   its database is another member's (reason
+    │                                 database_of_another_member; at start)
     ├── ModelConfigInvalid        REMOTE_RISK_MODEL_* is incomplete or out of range (at start;
     │                             also a ValueError)
     ├── StorageUnavailable        the durable store cannot be opened or migrated (at start)
@@ -255,6 +257,22 @@ class ModelFailure(SkillFailure):
 
 class ConfigurationError(MemberError):
     """The service is configured in a way it must not run with."""
+
+
+class DatabaseOfAnotherMember(ConfigurationError):
+    """The database the settings name was opened first by another member: members never
+    share the kit's tables (:mod:`member_kit.storage.owner`)."""
+
+    reason = "database_of_another_member"
+
+    def __init__(self, owner: str, member: str) -> None:
+        super().__init__(
+            f"{self.reason}: the database holds the tables of member {owner!r}, not of"
+            f" {member!r}; give each member its own database (or PostgreSQL schema, by"
+            " search_path) or data directory"
+        )
+        self.owner = owner
+        self.member = member
 
 
 class ModelConfigInvalid(MemberError, ValueError):

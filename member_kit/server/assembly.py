@@ -77,22 +77,24 @@ class Ledgers:
         return self.durable.engine if self.durable else None
 
 
-def open_ledgers(settings: MemberSettings, telemetry: Telemetry | None = None) -> Ledgers:
-    """The ledgers ``settings`` name, in the database when they name one; the decisions
-    counted in ``telemetry`` (the app's)."""
-    durable = durable_store(settings)
+def open_ledgers(settings: MemberSettings, telemetry: Telemetry) -> Ledgers:
+    """The ledgers ``settings`` name, in the database when they name one (the database of
+    the member ``telemetry`` names); the decisions counted in ``telemetry`` (the app's)."""
+    durable = durable_store(settings, telemetry.names.base)
     engine = durable.engine if durable else None
     audit_log = DecisionLedger(engine)
     decisions = DecisionLog(settings.decision_log_limit, audit_log, telemetry)
     return Ledgers(durable, audit_log, WitnessedHeads(engine), decisions)
 
 
-def durable_store(settings: MemberSettings) -> DurableStore | None:
-    """The migrated database the settings name, or None to keep everything in memory."""
+def durable_store(settings: MemberSettings, member: str) -> DurableStore | None:
+    """The migrated database the settings name, ``member``'s, or None to keep everything
+    in memory."""
     if settings.database_url is None and settings.data_dir is None:
         return None
     return open_store(
         settings.task_capacity,
+        member=member,
         database_url=settings.database_url,
         data_dir=settings.data_dir,
         leeway=DEFAULT_LEEWAY,

@@ -9,8 +9,11 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from member_kit.errors import StorageUnavailable
 from member_kit.storage.engine import open_engine
+from member_kit.storage.faults import is_storage_fault
 from member_kit.storage.migrations import migrate
+from member_kit.storage.owner import claim_for
 from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql import SQLTaskStore
@@ -35,6 +38,7 @@ class DurableStore:
 def open_store(
     capacity: int,
     *,
+    member: str,
     database_url: str | None = None,
     data_dir: Path | None = None,
     leeway: timedelta = timedelta(seconds=30),
@@ -42,10 +46,13 @@ def open_store(
     retention: timedelta = DEFAULT_RETENTION,
 ) -> DurableStore:
     """Open (and migrate) the database named by ``database_url``, else the one in
-    ``data_dir``; raises :class:`~member_kit.errors.StorageUnavailable`."""
+    ``data_dir``, as ``member``'s (:mod:`member_kit.storage.owner`); raises
+    :class:`~member_kit.errors.StorageUnavailable`, or
+    :class:`~member_kit.errors.DatabaseOfAnotherMember`."""
     engine = open_engine(database_url, data_dir)
     try:
         migrate(engine)
+        _claim(engine, member)
     except BaseException:
         engine.dispose()
         raise
@@ -56,3 +63,12 @@ def open_store(
         SQLProofReplayGuard(engine),
         SQLRevocationStore(engine),
     )
+
+
+def _claim(engine: Engine, member: str) -> None:
+    try:
+        claim_for(engine, member)
+    except Exception as exc:
+        if not is_storage_fault(exc):
+            raise
+        raise StorageUnavailable(f"the database cannot be written: {exc}") from None

@@ -185,3 +185,13 @@ holder_proofs = Table(
     PrimaryKeyConstraint("jkt", "jti", name="pk_remote_risk_holder_proofs"),
     Index("ix_remote_risk_holder_proofs_expires_at", "expires_at"),
 )
+
+# The member whose database this is (member_kit.storage.owner, rr0008): its name, in one
+# row written by the first process that opened it; its replicas share it, another member
+# is refused.
+database_member = Table(
+    "remote_risk_database_member",
+    metadata,
+    Column("name", String(256), nullable=False),
+    PrimaryKeyConstraint("name", name="pk_remote_risk_database_member"),
+)

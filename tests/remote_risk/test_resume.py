@@ -193,7 +193,7 @@ def test_an_unfinished_task_whose_input_cannot_be_read_again_ends_failed(tmp_pat
     from member_kit.server.store import open_store
     from tests.remote_risk.conftest import risk_peer
 
-    left = open_store(10, data_dir=tmp_path)
+    left = open_store(10, member="remote_risk", data_dir=tmp_path)
     text_only = Message(message_id="m-1", role=Role.USER, parts=[Part(text="no data part")])
     task = left.tasks.create(ANONYMOUS_OWNER, text_only)
     left.tasks.release()  # as a stopped process leaves it

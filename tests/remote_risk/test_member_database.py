@@ -1,0 +1,75 @@
+"""Each member keeps its own database: a second member pointed at another's is refused.
+
+Two members on the kit share nothing but code: pointed at the same database (the same
+PostgreSQL schema, or the same SQLite file), they would share the kit's tables, so one
+team's decision log would hold the other's entries and its audit routes would show them.
+The first member to open a database marks it as its own; a process of another member
+then refuses to start, with one line naming both, while a replica of the same member
+(same name, same database) starts as before.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from contracts import strict_json
+from tests import tokens
+from tests.processes import RemoteRiskProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+SDK_MEMBER = ROOT / "examples" / "sdk_member.py"  # a stock a2a-sdk agent, governed by the kit
+
+
+def trusted_jwks(root: Path) -> Path:
+    jwks = root / "coordinator.jwks.json"
+    jwks.write_bytes(strict_json.dumps({"keys": [tokens.COORDINATOR_KEY.public_jwk()]}))
+    return jwks
+
+
+def sdk_member(data_dir: Path, database_url: str, jwks: Path) -> subprocess.Popen[str]:
+    args = ["--port", "0", "--data-dir", str(data_dir), "--database-url", database_url]
+    return subprocess.Popen(
+        [sys.executable, str(SDK_MEMBER), *args, "--trust-issuer", f"coordinator={jwks}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_another_member_on_the_same_database_is_refused_at_start(
+    database_url: str, tmp_path: Path
+) -> None:
+    jwks = trusted_jwks(tmp_path)
+    risk = RemoteRiskProcess(tmp_path / "risk", jwks, database_url=database_url)
+    risk.start()
+    try:
+        replica = RemoteRiskProcess(tmp_path / "risk", jwks, database_url=database_url)
+        replica.start()  # the same member: a replica shares its database
+        replica.stop()
+        other = sdk_member(tmp_path / "other", database_url, jwks)
+        out, err = other.communicate(timeout=60)
+    finally:
+        risk.stop()
+    assert other.returncode == 2, (out, err)
+    (line,) = err.strip().splitlines()
+    assert line.startswith("sdk-member: error: ")
+    assert "'remote_risk'" in line and "'sdk_member'" in line
+    assert "listening" not in out
+
+
+def test_a_member_on_a_database_of_its_own_starts(tmp_path: Path) -> None:
+    """The same two members, each on its own SQLite file, both start."""
+    jwks = trusted_jwks(tmp_path)
+    risk = RemoteRiskProcess(tmp_path / "risk", jwks)
+    risk.start()
+    other = sdk_member(tmp_path / "other", f"sqlite:///{tmp_path / 'other.db'}", jwks)
+    try:
+        assert other.stdout is not None
+        assert "listening on " in other.stdout.readline()
+    finally:
+        other.kill()
+        other.communicate(timeout=10)
+        risk.stop()
