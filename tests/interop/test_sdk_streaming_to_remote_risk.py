@@ -47,19 +47,22 @@ def slow_risk_url() -> Iterator[str]:
     yield from serving(5.0)
 
 
+async def streamed_send(url: str) -> list[Any]:
+    """Every event of one streamed send by the SDK's client as it comes (its own httpx
+    client and timeouts)."""
+    client = await create_client(url, client_config=ClientConfig(streaming=True))
+    try:
+        request = SendMessageRequest(message=data_message("ok"))
+        return [event async for event in client.send_message(request)]
+    finally:
+        await client.close()
+
+
 def test_sdk_streaming_client_gets_task_then_updates(risk_url: str) -> None:
     """With streaming on, the SDK reads the Task, WORKING, the Finding artifact and
     COMPLETED from remote_risk's SSE stream."""
 
-    async def exchange() -> list[Any]:
-        client = await create_client(risk_url, client_config=ClientConfig(streaming=True))
-        try:
-            request = SendMessageRequest(message=data_message("ok"))
-            return [event async for event in client.send_message(request)]
-        finally:
-            await client.close()
-
-    events = asyncio.run(exchange())
+    events = asyncio.run(streamed_send(risk_url))
     kinds = [event.WhichOneof("payload") for event in events]
     assert kinds == ["task", "status_update", "artifact_update", "status_update"]
     assert events[1].status_update.status.state == TaskState.TASK_STATE_WORKING
@@ -104,15 +107,7 @@ def test_sdk_client_with_its_default_timeout_keeps_a_quiet_stream(quiet_risk_url
     works 7 s in silence: the member's keep-alive comments keep the stream read, and the
     client ends at COMPLETED instead of a ReadTimeout."""
 
-    async def exchange() -> list[Any]:
-        client = await create_client(quiet_risk_url, client_config=ClientConfig(streaming=True))
-        try:
-            request = SendMessageRequest(message=data_message("ok"))
-            return [event async for event in client.send_message(request)]
-        finally:
-            await client.close()
-
-    events = asyncio.run(exchange())
+    events = asyncio.run(streamed_send(quiet_risk_url))
     assert events[0].WhichOneof("payload") == "task"
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
