@@ -35,14 +35,15 @@ class MemberSettings:
     generated when absent). The last ``decision_log_limit`` authorization decisions are
     kept in ``app.state.decisions``.
 
-    Storage: with ``database_url`` (PostgreSQL or SQLite) or ``data_dir`` (the SQLite file
-    ``remote-risk.db`` in it) tasks and the record of used tokens are kept in that database
-    and survive a restart; with neither they live in memory. The process working an
-    unfinished task holds a lease of ``task_lease_seconds`` on it, renewed while it works;
-    when the lease runs out (the process died) another replica, or this service started
-    again, resumes the task (see :mod:`member_kit.tasks.leases`). An idempotency key is
-    remembered for ``idempotency_retention_seconds`` after its first use, whether or not its
-    task is still stored, and refused as expired after that (:mod:`member_kit.tasks.retention`).
+    Storage: with ``database_url`` (PostgreSQL or SQLite) or ``data_dir`` (the member's
+    SQLite file in it, named after the member: ``remote-risk.db`` for remote_risk) tasks and
+    the record of used tokens are kept in that database and survive a restart; with neither
+    they live in memory. The process working an unfinished task holds a lease of
+    ``task_lease_seconds`` on it, renewed while it works; when the lease runs out (the
+    process died) another replica, or this service started again, resumes the task (see
+    :mod:`member_kit.tasks.leases`). An idempotency key is remembered for
+    ``idempotency_retention_seconds`` after its first use, whether or not its task is still
+    stored, and refused as expired after that (:mod:`member_kit.tasks.retention`).
 
     Push notifications: a webhook may be at a public address (unless
     ``push_allow_public`` is off) or inside one of ``push_allowed_networks`` (CIDR

@@ -12,6 +12,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
+
+
+def database_path(app: Any) -> Path:
+    """The SQLite file of a member app's database (``app.state.durable_store``)."""
+    return Path(app.state.durable_store.engine.url.database)
 
 
 def database_files(database: Path) -> list[Path]:

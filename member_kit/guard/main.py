@@ -5,7 +5,8 @@ asks of a delegation token; every skill needs one. ``--trust-issuer ISSUER=JWKS_
 (repeatable) names whose delegation tokens are accepted; without one the guard refuses
 to start unless ``--insecure-anonymous`` is given. Own keys: ``--key-file FILE``, else
 ``DATA_DIR/keys``; the decision log, replay record and witnessed heads:
-``DATA_DIR/remote-risk.db`` (or ``--database-url``). The audit routes and ``/metrics``
+``DATA_DIR/guard.db`` (``remote-risk.db`` if an earlier version left one there; or
+``--database-url``). The audit routes and ``/metrics``
 ask for the bearer tokens in ``GUARD_AUDIT_TOKEN`` and ``GUARD_METRICS_TOKEN`` (unset:
 not served); issuers' keys given by URL are fetched again at most every
 ``GUARD_JWKS_MIN_REFRESH_SECONDS``. The guard reports as ``guard`` (``guard_*`` metrics,

@@ -20,7 +20,9 @@ delegation token), without them every caller is the anonymous owner (library and
 Storage: when the settings name a data directory or a database URL, tasks and the record
 of used delegation tokens live in that database (:mod:`member_kit.storage`) and survive
 a restart; otherwise both are kept in memory. :func:`serve` always uses the database,
-by default ``remote-risk.db`` in the service's data directory.
+by default the member's own file in its data directory (``remote-risk.db`` for
+remote_risk, :func:`~member_kit.storage.engine.database_file`), which no other member may
+open (:mod:`member_kit.storage.owner`).
 """
 
 from __future__ import annotations
@@ -385,7 +387,7 @@ def serve_app(
     Without a trusted issuer the service would accept any caller, so it refuses to start
     (:class:`ConfigurationError`) unless ``settings.insecure_anonymous`` is set, and then
     says so on stderr. Tasks and used tokens are kept in the database the settings name,
-    else in ``remote-risk.db`` in the default data directory.
+    else in the member's own file in the default data directory.
     """
     names = TelemetryNames.of(name)
     check_secure(settings, names)

@@ -49,7 +49,7 @@ def open_store(
     ``data_dir``, as ``member``'s (:mod:`member_kit.storage.owner`); raises
     :class:`~member_kit.errors.StorageUnavailable`, or
     :class:`~member_kit.errors.DatabaseOfAnotherMember`."""
-    engine = open_engine(database_url, data_dir)
+    engine = open_engine(database_url, data_dir, member)
     try:
         migrate(engine)
         _claim(engine, member)

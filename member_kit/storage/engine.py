@@ -1,11 +1,12 @@
 """Open the kit's database: SQLite in the data directory by default, PostgreSQL by URL.
 
 The mechanics (WAL, our own ``BEGIN``, write and read transactions) are
-:mod:`agent_cards.storage.engine`, shared with the coordinator. Here the kit names its
-file (``remote-risk.db``), keeps statement and savepoint journals in memory (they only
-serve rolling back part of an open transaction, never recovery after a crash, and as
-temporary files a savepoint around a task's insert cost more than the commit it saves),
-and raises :class:`~member_kit.errors.StorageUnavailable`.
+:mod:`agent_cards.storage.engine`, shared with the coordinator. Here the kit names each
+member's file after it (:func:`database_file`: remote_risk's ``remote-risk.db``), keeps
+statement and savepoint journals in memory (they only serve rolling back part of an open
+transaction, never recovery after a crash, and as temporary files a savepoint around a
+task's insert cost more than the commit it saves), and raises
+:class:`~member_kit.errors.StorageUnavailable`.
 
 The hot paths (a send's task and its token claim) run fixed SQL straight on the driver's
 connection in :func:`driver_write`: building and compiling a Core statement per call cost
@@ -19,6 +20,7 @@ import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DATABASE",
     "DATABASE_FILE",
+    "database_file",
     "database_url_for",
     "driver_errors",
     "driver_read",
@@ -50,6 +53,8 @@ __all__ = [
     "write_transaction",
 ]
 
+REMOTE_RISK = "remote_risk"
+# remote_risk's file; before each member's was named after it, every member's
 DATABASE_FILE = "remote-risk.db"
 DATABASE = Database(DATABASE_FILE, ("PRAGMA temp_store=MEMORY",))
 _SAVEPOINT = "remote_risk_step"
@@ -57,18 +62,31 @@ _SAVEPOINT = "remote_risk_step"
 _open_write: ContextVar[_Joined | None] = ContextVar("remote_risk_open_write", default=None)
 
 
-def database_url_for(data_dir: str | os.PathLike[str]) -> str:
-    """The SQLite URL of the service's database file in ``data_dir``."""
-    return DATABASE.url_in(data_dir)
+def database_file(member: str) -> str:
+    """The name of ``member``'s SQLite file in its data directory: its name with ``-``
+    for ``_`` (remote_risk's ``remote-risk.db``, the legal team's ``legal-terms.db``)."""
+    return member.replace("_", "-") + ".db"
 
 
-def open_engine(database_url: str | None = None, data_dir: Path | None = None) -> Engine:
-    """An engine for ``database_url``, else for ``remote-risk.db`` in ``data_dir``."""
+def database_url_for(data_dir: str | os.PathLike[str], member: str = REMOTE_RISK) -> str:
+    """The SQLite URL of ``member``'s database file in ``data_dir``: the file named after
+    it, or the one every member's was called before (:data:`DATABASE_FILE`) if only that
+    one is there (a member started by an earlier version goes on with what it stored)."""
+    named = Path(data_dir) / database_file(member)
+    if not named.exists() and (Path(data_dir) / DATABASE_FILE).exists():
+        return DATABASE.url_in(data_dir)
+    return replace(DATABASE, file_name=named.name).url_in(data_dir)
+
+
+def open_engine(
+    database_url: str | None = None, data_dir: Path | None = None, member: str = REMOTE_RISK
+) -> Engine:
+    """An engine for ``database_url``, else for ``member``'s file in ``data_dir``."""
     with shared_translated():
         if database_url is None:
             if data_dir is None:
                 raise ValueError("open_engine needs a database URL or a data directory")
-            database_url = database_url_for(created(data_dir))
+            database_url = database_url_for(created(data_dir), member)
         return DATABASE.open(database_url)
 
 

@@ -37,7 +37,7 @@ from agent_cards.transparency.heads import Head, verify_head
 from agent_cards.transparency.logged import verify_logged
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
 from agent_cards.trusted import TrustedKeys
-from member_kit.storage.engine import DATABASE_FILE
+from member_kit.storage.engine import database_file
 from tests.members import SDK
 from tests.processes import wait_for
 from tests.remote_risk.delegated import ISSUER, Caller, refusal_reason
@@ -185,7 +185,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
         keys = TrustedKeys([guard_key])
         sender, head_before = killed_while_sending(guard, caller, keys)
         guard.start()
-        database = guard_dir / DATABASE_FILE
+        database = guard_dir / database_file("guard")
         yield Restarted(caller, keys, sender.answered(), sender.cut(), head_before, database)
     finally:
         guard.stop()

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from member_kit.storage.engine import DATABASE_FILE
-from tests.faults import database_files, immutable_flag_works, read_only
+from tests.faults import database_files, database_path, immutable_flag_works, read_only
 from tests.members import SDK
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.remote_risk.test_fast_send_path import _traced, _transactions, _writes
@@ -72,7 +71,7 @@ def test_a_database_that_cannot_be_written_refuses_the_send_as_the_claim_s(
     with delegated_service(member=SDK, data_dir=tmp_path) as (caller, app):
         caller.task_of(caller.send("run-1", "h-0"))
         app.state.audit_log.flush()
-        files = database_files(tmp_path / DATABASE_FILE)
+        files = database_files(database_path(app))
         read_only(files, True)
         try:
             refused = caller.send("run-1", "h-1")

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from member_kit.storage.engine import DATABASE_FILE
-from tests.faults import database_files, immutable_flag_works, read_only
+from tests.faults import database_files, database_path, immutable_flag_works, read_only
 from tests.members import RISK, SDK, MemberUnderTest
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.remote_risk.test_stranger_refusals import decisions_after, log_size
@@ -41,7 +40,7 @@ def test_a_send_while_the_database_cannot_be_written_is_a_503_and_its_decisions_
         caller.task_of(caller.send("run-1", "h-0"))
         app.state.audit_log.flush()
         size = log_size(app)
-        files = database_files(tmp_path / DATABASE_FILE)
+        files = database_files(database_path(app))
         read_only(files, True)
         try:
             refused = caller.send("run-1", "h-1")

@@ -10,6 +10,7 @@ then refuses to start, with one line naming both, while a replica of the same me
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +29,23 @@ def trusted_jwks(root: Path) -> Path:
     return jwks
 
 
-def sdk_member(data_dir: Path, database_url: str, jwks: Path) -> subprocess.Popen[str]:
-    args = ["--port", "0", "--data-dir", str(data_dir), "--database-url", database_url]
+def sdk_member(
+    data_dir: Path, jwks: Path, database_url: str | None = None
+) -> subprocess.Popen[str]:
+    """The governed a2a-sdk agent as a process, on ``database_url`` if given."""
+    database = ["--database-url", database_url] if database_url else []
+    trust = ["--trust-issuer", f"coordinator={jwks}"]
     return subprocess.Popen(
-        [sys.executable, str(SDK_MEMBER), *args, "--trust-issuer", f"coordinator={jwks}"],
+        [
+            sys.executable,
+            str(SDK_MEMBER),
+            "--port",
+            "0",
+            "--data-dir",
+            str(data_dir),
+            *database,
+            *trust,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,7 +63,7 @@ def test_another_member_on_the_same_database_is_refused_at_start(
         replica = RemoteRiskProcess(tmp_path / "risk", jwks, database_url=database_url)
         replica.start()  # the same member: a replica shares its database
         replica.stop()
-        other = sdk_member(tmp_path / "other", database_url, jwks)
+        other = sdk_member(tmp_path / "other", jwks, database_url)
         out, err = other.communicate(timeout=60)
     finally:
         risk.stop()
@@ -65,7 +79,7 @@ def test_a_member_on_a_database_of_its_own_starts(tmp_path: Path) -> None:
     jwks = trusted_jwks(tmp_path)
     risk = RemoteRiskProcess(tmp_path / "risk", jwks)
     risk.start()
-    other = sdk_member(tmp_path / "other", f"sqlite:///{tmp_path / 'other.db'}", jwks)
+    other = sdk_member(tmp_path / "other", jwks, f"sqlite:///{tmp_path / 'other.db'}")
     try:
         assert other.stdout is not None
         assert "listening on " in other.stdout.readline()
@@ -73,3 +87,39 @@ def test_a_member_on_a_database_of_its_own_starts(tmp_path: Path) -> None:
         other.kill()
         other.communicate(timeout=10)
         risk.stop()
+
+
+def started(process: subprocess.Popen[str]) -> None:
+    """Wait for ``process``'s first line (it is listening), then stop it."""
+    try:
+        assert process.stdout is not None
+        assert "listening on " in process.stdout.readline()
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def test_a_member_s_database_file_is_named_after_it(tmp_path: Path) -> None:
+    """In its data directory a member's database is ``<its name>.db`` (remote_risk's is
+    still ``remote-risk.db``), not remote_risk's file."""
+    jwks = trusted_jwks(tmp_path)
+    data_dir = tmp_path / "other"
+    started(sdk_member(data_dir, jwks))
+    assert (data_dir / "sdk-member.db").exists()
+    assert not (data_dir / "remote-risk.db").exists()
+
+
+def test_a_member_keeps_the_database_file_an_earlier_version_named(tmp_path: Path) -> None:
+    """A member whose data directory holds the file every member used before (its own
+    ``remote-risk.db``) goes on with that file: nothing it stored there is left behind."""
+    jwks = trusted_jwks(tmp_path)
+    data_dir = tmp_path / "other"
+    legacy = data_dir / "remote-risk.db"
+    data_dir.mkdir()
+    with sqlite3.connect(legacy) as connection:  # as an earlier version left it
+        connection.execute("CREATE TABLE kept_by_the_earlier_version (x INTEGER)")
+    started(sdk_member(data_dir, jwks))
+    assert not (data_dir / "sdk-member.db").exists()
+    with sqlite3.connect(legacy) as connection:
+        (owner,) = connection.execute("SELECT name FROM remote_risk_database_member").fetchone()
+    assert owner == "sdk_member"
