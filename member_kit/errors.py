@@ -33,8 +33,10 @@
     │                             limit_reached
     ├── ConfigurationError        the service is configured in a way it must not run with
     │   │                         (no trusted issuer by accident, a weak operator token)
-    │   └── DatabaseOfAnotherMember   its database is another member's (reason
-    │                                 database_of_another_member; at start)
+    │   └── OfAnotherMember       its storage is another member's (at start):
+    │       ├── DatabaseOfAnotherMember       its database (database_of_another_member)
+    │       └── DataDirectoryOfAnotherMember  its data directory, which holds its keys
+    │                                         (data_directory_of_another_member)
     ├── ModelConfigInvalid        REMOTE_RISK_MODEL_* is incomplete or out of range (at start;
     │                             also a ValueError)
     ├── StorageUnavailable        the durable store cannot be opened or migrated (at start)
@@ -259,20 +261,35 @@ class ConfigurationError(MemberError):
     """The service is configured in a way it must not run with."""
 
 
-class DatabaseOfAnotherMember(ConfigurationError):
-    """The database the settings name was opened first by another member: members never
-    share the kit's tables (:mod:`member_kit.storage.owner`)."""
+class OfAnotherMember(ConfigurationError):
+    """Storage the settings name was first opened by another member: members never share
+    a database nor a data directory (:mod:`member_kit.storage.owner`)."""
 
-    reason = "database_of_another_member"
+    reason: ClassVar[str]
+    what: ClassVar[str]
 
     def __init__(self, owner: str, member: str) -> None:
         super().__init__(
-            f"{self.reason}: the database holds the tables of member {owner!r}, not of"
-            f" {member!r}; give each member its own database (or PostgreSQL schema, by"
-            " search_path) or data directory"
+            f"{self.reason}: the {self.what} belongs to member {owner!r}, not to"
+            f" {member!r}; give each member its own data directory and database (or"
+            " PostgreSQL schema, by search_path)"
         )
         self.owner = owner
         self.member = member
+
+
+class DatabaseOfAnotherMember(OfAnotherMember):
+    """The database holds another member's tables (its decision log, tasks, tokens)."""
+
+    reason = "database_of_another_member"
+    what = "database"
+
+
+class DataDirectoryOfAnotherMember(OfAnotherMember):
+    """The data directory holds another member's keys: one identity for two members."""
+
+    reason = "data_directory_of_another_member"
+    what = "data directory"
 
 
 class ModelConfigInvalid(MemberError, ValueError):

@@ -13,7 +13,7 @@ from member_kit.errors import StorageUnavailable
 from member_kit.storage.engine import open_engine
 from member_kit.storage.faults import is_storage_fault
 from member_kit.storage.migrations import migrate
-from member_kit.storage.owner import claim_for
+from member_kit.storage.owner import claim_directory, claim_for
 from member_kit.tasks.leases import DEFAULT_LEASE_SECONDS
 from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql import SQLTaskStore
@@ -48,7 +48,10 @@ def open_store(
     """Open (and migrate) the database named by ``database_url``, else the one in
     ``data_dir``, as ``member``'s (:mod:`member_kit.storage.owner`); raises
     :class:`~member_kit.errors.StorageUnavailable`, or
-    :class:`~member_kit.errors.DatabaseOfAnotherMember`."""
+    :class:`~member_kit.errors.OfAnotherMember` (the database or data directory is
+    another member's)."""
+    if data_dir is not None:
+        _claim_directory(data_dir, member)
     engine = open_engine(database_url, data_dir, member)
     try:
         migrate(engine)
@@ -72,3 +75,10 @@ def _claim(engine: Engine, member: str) -> None:
         if not is_storage_fault(exc):
             raise
         raise StorageUnavailable(f"the database cannot be written: {exc}") from None
+
+
+def _claim_directory(data_dir: Path, member: str) -> None:
+    try:
+        claim_directory(data_dir, member)
+    except OSError as exc:
+        raise StorageUnavailable(f"the data directory cannot be written: {exc}") from None

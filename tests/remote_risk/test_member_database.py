@@ -21,6 +21,7 @@ from tests.processes import RemoteRiskProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK_MEMBER = ROOT / "examples" / "sdk_member.py"  # a stock a2a-sdk agent, governed by the kit
+TERMS = ROOT / "examples" / "terms_member.py"  # the legal team's member on the kit
 
 
 def trusted_jwks(root: Path) -> Path:
@@ -123,3 +124,38 @@ def test_a_member_keeps_the_database_file_an_earlier_version_named(tmp_path: Pat
     with sqlite3.connect(legacy) as connection:
         (owner,) = connection.execute("SELECT name FROM remote_risk_database_member").fetchone()
     assert owner == "sdk_member"
+
+
+def test_another_member_in_the_same_data_directory_is_refused_at_start(tmp_path: Path) -> None:
+    """A data directory holds a member's keys as well as its database file: another
+    member started in it would sign with the same key, the same identity to every
+    coordinator. It is refused, with one line naming both; a replica is not."""
+    jwks = trusted_jwks(tmp_path)
+    shared = tmp_path / "shared"
+    terms = terms_member(shared, jwks)
+    try:
+        assert terms.stdout is not None
+        assert terms.stdout.readline().startswith("legal_terms listening on ")
+        started(terms_member(shared, jwks))  # a replica
+        other = sdk_member(shared, jwks)
+        out, err = other.communicate(timeout=60)
+    finally:
+        terms.terminate()
+        terms.communicate(timeout=30)
+    assert other.returncode == 2, (out, err)
+    (line,) = err.strip().splitlines()
+    assert line.startswith("sdk-member: error: data_directory_of_another_member: ")
+    assert "'legal_terms'" in line and "'sdk_member'" in line
+    assert not (shared / "sdk-member.db").exists()
+
+
+def terms_member(data_dir: Path, jwks: Path) -> subprocess.Popen[str]:
+    """The legal team's member (examples/terms_member.py) as a process."""
+    trust = ["--trust-issuer", f"coordinator={jwks}"]
+    return subprocess.Popen(
+        [sys.executable, str(TERMS), "--port", "0", "--data-dir", str(data_dir), *trust],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
