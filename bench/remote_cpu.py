@@ -46,7 +46,7 @@ FLOOR = "floor"
 
 
 @contextmanager
-def _process(command: Sequence[str], port: int, root: Path, log: Path) -> Iterator[int]:
+def server_process(command: Sequence[str], port: int, root: Path, log: Path) -> Iterator[int]:
     """``command`` run from checkout ``root`` on the server core; yields its pid."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     env.pop("PYTHONDEVMODE", None)
@@ -72,7 +72,7 @@ def _risk(stack: ExitStack, root: Path, issuer: Issuer, checkout: Path, name: st
     command = procs.python(
         "remote_risk", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
     )
-    pid = stack.enter_context(_process(command, port, checkout, root / f"{name}.log"))
+    pid = stack.enter_context(server_process(command, port, checkout, root / f"{name}.log"))
     audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
     return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
 
@@ -85,19 +85,19 @@ def _floor(stack: ExitStack, root: Path, issuer: Issuer) -> Target:
     command = procs.python(
         "bench.floor", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
     )
-    pid = stack.enter_context(_process(command, port, procs.REPO, root / "floor.log"))
+    pid = stack.enter_context(server_process(command, port, procs.REPO, root / "floor.log"))
     audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
     return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
 
 
-def _sdk(stack: ExitStack, root: Path) -> Target:
+def sdk_server(stack: ExitStack, root: Path) -> Target:
     port = procs.free_port()
     command = procs.python("bench.baselines", "sdk", "--port", str(port))
-    pid = stack.enter_context(_process(command, port, procs.REPO, root / "sdk.log"))
+    pid = stack.enter_context(server_process(command, port, procs.REPO, root / "sdk.log"))
     return Target(f"http://{procs.HOST}:{port}", (pid,), None)
 
 
-def _requests(
+def prepared_sends(
     target: Target, minter: TokenMinter, count: int
 ) -> list[tuple[bytes, dict[str, str]]]:
     prepared: list[tuple[bytes, dict[str, str]]] = []
@@ -116,7 +116,7 @@ def _requests(
 
 def window(client: httpx.Client, target: Target, minter: TokenMinter, count: int) -> float:
     """CPU milliseconds per request the target's process spent on ``count`` sends."""
-    return cpu_per_send(client, target, _requests(target, minter, count))
+    return cpu_per_send(client, target, prepared_sends(target, minter, count))
 
 
 def measure(
@@ -130,7 +130,7 @@ def measure(
     issuer = Issuer.create(root)
     minter = TokenMinter(issuer.keys.active, "")
     with ExitStack() as stack, httpx.Client(timeout=30) as client:
-        targets = {SDK: _sdk(stack, root)}
+        targets = {SDK: sdk_server(stack, root)}
         for name, checkout in checkouts.items():
             targets[name] = _risk(stack, root, issuer, checkout, name)
         if floor:

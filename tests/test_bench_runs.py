@@ -19,6 +19,7 @@ from bench import (
     member_overhead,
     procs,
     remote_side,
+    send_profile,
     services,
 )
 from bench.__main__ import Timing
@@ -88,3 +89,16 @@ def test_the_chain_revocation_bench_cancels_every_hop(monkeypatch: pytest.Monkey
     for mode in ("push", "lost"):
         assert set(result[mode]) == {"every_hop", *chain_revocation.HOPS}
         assert result[mode]["every_hop"]["max_s"] >= result[mode]["hop-a"]["max_s"]
+
+
+def test_the_send_profile_reads_both_members_from_their_running_servers(tmp_path: Path) -> None:
+    """bench.send_profile on a few sends: each figure read from the servers themselves
+    (their CPU from /proc, their calls from the profile each wrote, their write-ahead
+    logs), for remote_risk and the floor, with the a2a-sdk server's CPU beside them."""
+    found = send_profile.measure(tmp_path, requests=20, warmup=5)
+    assert set(found["cpu_ms"]) == {"remote_risk", "floor", "a2a-sdk"}
+    assert all(split["user_ms"] > 0 for split in found["cpu_ms"].values()), found
+    for name in ("remote_risk", "floor"):
+        per_send = found["per_send"][name]
+        assert per_send["python_calls"] > 100 and per_send["sql_statements"] >= 2, found
+        assert found["pages_per_commit"][name] >= 1, found
