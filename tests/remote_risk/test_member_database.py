@@ -30,28 +30,38 @@ def trusted_jwks(root: Path) -> Path:
     return jwks
 
 
-def sdk_member(
-    data_dir: Path, jwks: Path, database_url: str | None = None
-) -> subprocess.Popen[str]:
-    """The governed a2a-sdk agent as a process, on ``database_url`` if given."""
-    database = ["--database-url", database_url] if database_url else []
+def member_process(script: Path, data_dir: Path, jwks: Path, *extra: str) -> subprocess.Popen[str]:
+    """An example member as a process, trusting the test coordinator's key."""
     trust = ["--trust-issuer", f"coordinator={jwks}"]
     return subprocess.Popen(
-        [
-            sys.executable,
-            str(SDK_MEMBER),
-            "--port",
-            "0",
-            "--data-dir",
-            str(data_dir),
-            *database,
-            *trust,
-        ],
+        [sys.executable, str(script), "--port", "0", "--data-dir", str(data_dir), *trust, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
     )
+
+
+def sdk_member(
+    data_dir: Path, jwks: Path, database_url: str | None = None
+) -> subprocess.Popen[str]:
+    """The governed a2a-sdk agent, on ``database_url`` if given."""
+    extra = ["--database-url", database_url] if database_url else []
+    return member_process(SDK_MEMBER, data_dir, jwks, *extra)
+
+
+def terms_member(data_dir: Path, jwks: Path) -> subprocess.Popen[str]:
+    return member_process(TERMS, data_dir, jwks)
+
+
+def started(process: subprocess.Popen[str]) -> None:
+    """Wait for ``process``'s first line (it is listening), then stop it."""
+    try:
+        assert process.stdout is not None
+        assert "listening on " in process.stdout.readline()
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
 
 
 def test_another_member_on_the_same_database_is_refused_at_start(
@@ -70,7 +80,7 @@ def test_another_member_on_the_same_database_is_refused_at_start(
         risk.stop()
     assert other.returncode == 2, (out, err)
     (line,) = err.strip().splitlines()
-    assert line.startswith("sdk-member: error: ")
+    assert line.startswith("sdk-member: error: database_of_another_member: ")
     assert "'remote_risk'" in line and "'sdk_member'" in line
     assert "listening" not in out
 
@@ -80,24 +90,10 @@ def test_a_member_on_a_database_of_its_own_starts(tmp_path: Path) -> None:
     jwks = trusted_jwks(tmp_path)
     risk = RemoteRiskProcess(tmp_path / "risk", jwks)
     risk.start()
-    other = sdk_member(tmp_path / "other", jwks, f"sqlite:///{tmp_path / 'other.db'}")
     try:
-        assert other.stdout is not None
-        assert "listening on " in other.stdout.readline()
+        started(sdk_member(tmp_path / "other", jwks, f"sqlite:///{tmp_path / 'other.db'}"))
     finally:
-        other.kill()
-        other.communicate(timeout=10)
         risk.stop()
-
-
-def started(process: subprocess.Popen[str]) -> None:
-    """Wait for ``process``'s first line (it is listening), then stop it."""
-    try:
-        assert process.stdout is not None
-        assert "listening on " in process.stdout.readline()
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
 
 
 def test_a_member_s_database_file_is_named_after_it(tmp_path: Path) -> None:
@@ -147,15 +143,3 @@ def test_another_member_in_the_same_data_directory_is_refused_at_start(tmp_path:
     assert line.startswith("sdk-member: error: data_directory_of_another_member: ")
     assert "'legal_terms'" in line and "'sdk_member'" in line
     assert not (shared / "sdk-member.db").exists()
-
-
-def terms_member(data_dir: Path, jwks: Path) -> subprocess.Popen[str]:
-    """The legal team's member (examples/terms_member.py) as a process."""
-    trust = ["--trust-issuer", f"coordinator={jwks}"]
-    return subprocess.Popen(
-        [sys.executable, str(TERMS), "--port", "0", "--data-dir", str(data_dir), *trust],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
