@@ -95,9 +95,10 @@ def test_the_send_profile_reads_both_members_from_their_running_servers(tmp_path
     """bench.send_profile on a few sends: each figure read from the servers themselves
     (their CPU from /proc, their calls from the profile each wrote, their write-ahead
     logs), for remote_risk and the floor, with the a2a-sdk server's CPU beside them."""
-    found = send_profile.measure(tmp_path, requests=20, warmup=5)
+    found = send_profile.measure(tmp_path, requests=100, warmup=5)
     assert set(found["cpu_ms"]) == {"remote_risk", "floor", "a2a-sdk"}
-    assert all(split["user_ms"] > 0 for split in found["cpu_ms"].values()), found
+    # /proc counts in clock ticks (10 ms): 100 sends are several ticks even for the floor
+    assert all(sum(split.values()) > 0 for split in found["cpu_ms"].values()), found
     for name in ("remote_risk", "floor"):
         per_send = found["per_send"][name]
         assert per_send["python_calls"] > 100 and per_send["sql_statements"] >= 2, found
