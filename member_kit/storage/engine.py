@@ -53,7 +53,6 @@ __all__ = [
     "write_transaction",
 ]
 
-REMOTE_RISK = "remote_risk"
 # remote_risk's file; before each member's was named after it, every member's
 DATABASE_FILE = "remote-risk.db"
 DATABASE = Database(DATABASE_FILE, ("PRAGMA temp_store=MEMORY",))
@@ -68,7 +67,7 @@ def database_file(member: str) -> str:
     return member.replace("_", "-") + ".db"
 
 
-def database_url_for(data_dir: str | os.PathLike[str], member: str = REMOTE_RISK) -> str:
+def database_url_for(data_dir: str | os.PathLike[str], member: str) -> str:
     """The SQLite URL of ``member``'s database file in ``data_dir``: the file named after
     it, or the one every member's was called before (:data:`DATABASE_FILE`) if only that
     one is there (a member started by an earlier version goes on with what it stored)."""
@@ -79,13 +78,15 @@ def database_url_for(data_dir: str | os.PathLike[str], member: str = REMOTE_RISK
 
 
 def open_engine(
-    database_url: str | None = None, data_dir: Path | None = None, member: str = REMOTE_RISK
+    database_url: str | None = None, data_dir: Path | None = None, member: str | None = None
 ) -> Engine:
     """An engine for ``database_url``, else for ``member``'s file in ``data_dir``."""
     with shared_translated():
         if database_url is None:
-            if data_dir is None:
-                raise ValueError("open_engine needs a database URL or a data directory")
+            if data_dir is None or member is None:
+                raise ValueError(
+                    "open_engine needs a database URL, or a data directory and its member"
+                )
             database_url = database_url_for(created(data_dir), member)
         return DATABASE.open(database_url)
 

@@ -23,7 +23,11 @@ from tests.faults import database_files, immutable_flag_works, read_only
 
 ENGINES: dict[str, tuple[Callable[[Path], Engine], Callable[..., object], str]] = {
     "coordinator": (coordinator_engine, coordinator_write, "federation.db"),
-    "remote_risk": (lambda path: remote_engine(data_dir=path), remote_write, "remote-risk.db"),
+    "remote_risk": (
+        lambda path: remote_engine(data_dir=path, member="remote_risk"),
+        remote_write,
+        "remote-risk.db",
+    ),
 }
 
 
@@ -95,7 +99,7 @@ def test_a_member_connection_whose_write_failed_on_a_fault_is_not_used_again(
     broken, the next write is made on a fresh one."""
     if not immutable_flag_works(tmp_path):
         pytest.skip("this filesystem has no immutable flag (chattr +i)")
-    engine = remote_engine(data_dir=tmp_path)
+    engine = remote_engine(data_dir=tmp_path, member="remote_risk")
     with driver_write(engine) as cursor:
         cursor.execute("CREATE TABLE probe (n INTEGER UNIQUE)")
     dropped: list[object] = []

@@ -255,7 +255,7 @@ def test_evictions_are_heard_once_their_transaction_commits(engine: Engine) -> N
 
 def test_sqlite_keeps_statement_and_savepoint_journals_in_memory(tmp_path: Path) -> None:
     """Partial rollbacks (a savepoint around a task's insert) need no temporary file."""
-    engine = open_engine(data_dir=tmp_path)
+    engine = open_engine(data_dir=tmp_path, member="remote_risk")
     try:
         with engine.connect() as connection:
             assert connection.exec_driver_sql("PRAGMA temp_store").scalar() == 2  # MEMORY
