@@ -20,7 +20,8 @@ It is a yardstick, not a member: no card, no other method, route or binding, no 
 reads, no revocation watch, spans or metrics, and a refusal is a bare status code. What
 it measures is how far the checks alone can go in Python on this machine:
 ``python -m bench.remote_cpu --floor`` runs it in the same rounds as remote_risk and the
-a2a-sdk server.
+a2a-sdk server, with the rungs of :mod:`bench.floor_tables` between: the same checks on
+remote_risk's own tables.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import logging
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +71,10 @@ class Refused(Exception):
 class Log:
     """The decision log's leaves and its RFC 9162 root, kept as a frontier of subtrees."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, leaves: Iterable[bytes] = ()) -> None:
         self.size = 0
         self.frontier: list[tuple[int, bytes]] = []
-        for (leaf,) in db.execute("SELECT hash FROM log ORDER BY seq"):
+        for leaf in leaves:
             self.add(leaf)
 
     def add(self, leaf: bytes) -> None:
@@ -97,14 +99,23 @@ class Floor:
         self.secret = self.key.ed25519_secret
         self.issuer = issuer
         self.pinned = {k.kid: k.ed25519_public for k in TrustedKeys.from_file(jwks)}
-        self.db = sqlite3.connect(data_dir / "floor.db", isolation_level=None)
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL"):
-            self.db.execute(f"PRAGMA {pragma}")
-        for statement in _SCHEMA:
-            self.db.execute(statement)
-        self.log = Log(self.db)
+        self.db = self.open_database(data_dir)
+        self.log = Log(self.leaves())
         self.receipt_header = b64url_encode(orjson.dumps({"alg": "EdDSA", "kid": self.key.kid}))
         self.jwks = orjson.dumps({"keys": [self.key.public_jwk()]})
+
+    def open_database(self, data_dir: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(data_dir / "floor.db", isolation_level=None)
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL"):
+            db.execute(f"PRAGMA {pragma}")
+        for statement in _SCHEMA:
+            db.execute(statement)
+        return db
+
+    def leaves(self) -> Iterator[bytes]:
+        """The leaf hashes of the log's entries, in order."""
+        for (leaf,) in self.db.execute("SELECT hash FROM log ORDER BY seq"):
+            yield leaf
 
     def claims(self, authorization: bytes | None) -> dict[str, Any]:
         if not authorization or not authorization.startswith(b"Bearer "):
@@ -134,7 +145,10 @@ class Floor:
             raise Refused(403)
         return claims
 
-    def message(self, body: bytes, claims: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def message(
+        self, body: bytes, claims: dict[str, Any]
+    ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """The request's id, its data part and its message, once they are checked."""
         try:
             envelope = orjson.loads(body)
             message = envelope["params"]["message"]
@@ -154,11 +168,11 @@ class Floor:
             or skill.input_problems(part.get("data"))
         ):
             raise Refused(400)
-        return envelope.get("id"), part["data"]
+        return envelope.get("id"), part["data"], message
 
     def send(self, body: bytes, authorization: bytes | None) -> bytes:
         claims = self.claims(authorization)
-        request_id, data = self.message(body, claims)
+        request_id, data, _ = self.message(body, claims)
         finding = orjson.dumps(to_wire(skill.interpret_risk_policy(data)))
         task_id = str(uuid.uuid4())
         entry = orjson.dumps(
@@ -256,16 +270,21 @@ async def _answer(floor: Floor, scope: dict[str, Any], receive: Any) -> tuple[in
         return refused.status, b""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+def main(
+    floor_type: type[Floor] | None = None,
+    description: str | None = None,
+    argv: list[str] | None = None,
+) -> None:
+    """Serve ``floor_type`` (the floor by default) as ``python -m`` its module does."""
+    parser = argparse.ArgumentParser(description=description or (__doc__ or "").splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--trust-issuer", required=True, metavar="ISS=JWKS")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     issuer, _, jwks = args.trust_issuer.partition("=")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    floor = Floor(args.data_dir, issuer, Path(jwks))
+    floor = (floor_type or Floor)(args.data_dir, issuer, Path(jwks))
     uvicorn.run(
         app(floor),
         host="127.0.0.1",

@@ -43,6 +43,8 @@ RPC = "/a2a/jsonrpc"
 SDK = "a2a-sdk"
 OURS = "remote_risk"
 FLOOR = "floor"
+FLOOR_TABLES = "floor on the member's tables"
+FLOOR_MODELS = "floor with the member's models"
 
 
 @contextmanager
@@ -77,15 +79,18 @@ def _risk(stack: ExitStack, root: Path, issuer: Issuer, checkout: Path, name: st
     return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
 
 
-def _floor(stack: ExitStack, root: Path, issuer: Issuer) -> Target:
-    """The floor (:mod:`bench.floor`): remote_risk's checks, each once, purpose-built."""
+def _floor(
+    stack: ExitStack, root: Path, issuer: Issuer, module: str = "bench.floor", *extra: str
+) -> Target:
+    """The floor (:mod:`bench.floor`): remote_risk's checks, each once, purpose-built;
+    or, by ``module``, a floor of :mod:`bench.floor_tables`."""
     port = procs.free_port()
-    data_dir = root / "floor-data"
+    data_dir = root / f"floor-{port}-data"
     trust = f"{DEFAULT_ISSUER}={issuer.jwks_file}"
-    command = procs.python(
-        "bench.floor", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
-    )
-    pid = stack.enter_context(server_process(command, port, procs.REPO, root / "floor.log"))
+    args = ("--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust)
+    command = procs.python(module, *args, *extra)
+    log = root / f"floor-{port}.log"
+    pid = stack.enter_context(server_process(command, port, procs.REPO, log))
     audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
     return Target(f"http://{procs.HOST}:{port}", (pid,), audience)
 
@@ -135,6 +140,8 @@ def measure(
             targets[name] = _risk(stack, root, issuer, checkout, name)
         if floor:
             targets[FLOOR] = _floor(stack, root, issuer)
+            targets[FLOOR_TABLES] = _floor(stack, root, issuer, "bench.floor_tables")
+            targets[FLOOR_MODELS] = _floor(stack, root, issuer, "bench.floor_tables", "--models")
         for target in targets.values():
             window(client, target, minter, warmup)
         found: dict[str, list[float]] = {name: [] for name in targets}
@@ -153,7 +160,9 @@ def main() -> None:
         "--also", action="append", default=[], metavar="NAME=ROOT", help="another checkout"
     )
     parser.add_argument(
-        "--floor", action="store_true", help="also the purpose-built floor (bench.floor)"
+        "--floor",
+        action="store_true",
+        help="also the floors: bench.floor and both of bench.floor_tables",
     )
     args = parser.parse_args()
     checkouts = {OURS: procs.REPO}

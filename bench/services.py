@@ -99,14 +99,16 @@ def remote_risk(
 
 
 @contextmanager
-def floor(root: Path, issuer: Issuer) -> Iterator[Running]:
-    """The floor (:mod:`bench.floor`): remote_risk's checks of a send, each once."""
+def floor(
+    root: Path, issuer: Issuer, module: str = "bench.floor", *extra: str
+) -> Iterator[Running]:
+    """The floor (:mod:`bench.floor`): remote_risk's checks of a send, each once; or,
+    by ``module``, a floor of :mod:`bench.floor_tables`."""
     port = procs.free_port()
     data_dir = root / f"floor-{port}-data"
     trust = f"{DEFAULT_ISSUER}={issuer.jwks_file}"
-    command = procs.python(
-        "bench.floor", "--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust
-    )
+    args = ("--port", str(port), "--data-dir", str(data_dir), "--trust-issuer", trust)
+    command = procs.python(module, *args, *extra)
     audience = identity_of(signing_keys(None, data_dir).signing_key().verification_key())
     with procs.server(command, port, log=root / "floor.log") as process:
         yield Running(f"http://{procs.HOST}:{port}", audience, process, data_dir)
