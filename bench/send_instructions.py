@@ -1,0 +1,231 @@
+"""Instructions a blocking send costs in remote_risk's app, counted by callgrind.
+
+CPU time on a shared two-core machine moves by a tenth from one window to the next, so a
+change worth 2% of a send cannot be seen in it (:mod:`bench.remote_cpu`). The number of
+instructions the process executes can: under ``valgrind --tool=callgrind`` it is the same
+to within about half a percent from run to run. This tool counts them for the member's
+own part of a send, without the network: remote_risk's app (as ``python -m remote_risk``
+builds it: its durable store, fresh tokens fully verified, its access line) is called
+in process through ASGI, one blocking ``SendMessage`` at a time.
+
+A run is ``warm`` sends and then ``count`` more; the garbage collector's long-lived
+objects are frozen after the warm-up (so that a full collection, which falls in one run
+and not the other, cannot move the figure by a tenth). Two runs of ``small`` and
+``large`` counts differ only by the sends between them, so their difference over that
+number is the instructions of one send, start-up left out. What is counted is user-space
+work (the interpreter, libsodium, SQLite, pydantic-core, the allocator), never the
+kernel's: a change that saves system calls is read with :mod:`bench.remote_cpu`.
+
+``python -m bench.send_instructions [--also NAME=ROOT ...]`` prints one JSON line: each
+checkout's instructions a send (millions) and its runs. Checkouts are measured at once,
+one per core. It needs valgrind (Debian's ``valgrind``); each checkout takes about two
+minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench import procs
+
+SENDS_FILE = "sends.json"
+_COLLECTED = re.compile(r"Collected : (\d+)")
+_COMPLETED = b'"TASK_STATE_COMPLETED"'
+
+
+def prepare(root: Path, sends: int) -> None:
+    """An issuer, the member's keys in ``root/data`` and ``sends`` bodies with their
+    fresh tokens (each lives five minutes), in ``root/sends.json``."""
+    from agent_cards.identity import identity_of
+    from bench.loadgen import send_message_body
+    from bench.services import Issuer
+    from bench.tokens import TokenMinter
+    from member_kit.trust.issuers import signing_keys
+
+    issuer = Issuer.create(root)
+    audience = identity_of(signing_keys(None, root / "data").signing_key().verification_key())
+    minter = TokenMinter(issuer.keys.active, audience)
+    prepared = []
+    for _ in range(sends):
+        minter.fill(1)
+        handoff_id, token, _ = minter.take()
+        prepared.append([send_message_body(handoff_id).decode(), token])
+    document = {"jwks": str(issuer.jwks_file), "sends": prepared}
+    (root / SENDS_FILE).write_text(json.dumps(document))
+
+
+def member_app(root: Path, jwks: str) -> Any:
+    """remote_risk's app as its command builds it (its logs set up too), its database new."""
+    from coordinator.authority.delegator import DEFAULT_ISSUER
+    from member_kit.server import limits
+    from member_kit.server.app import create_app
+    from member_kit.telemetry.logs import member_logs
+    from member_kit.telemetry.names import TelemetryNames
+    from remote_risk.__main__ import build_parser, settings_from
+    from remote_risk.service import risk_member
+
+    for stored in (root / "data").glob("*.db*"):
+        stored.unlink()
+    trust = f"{DEFAULT_ISSUER}={jwks}"
+    args = build_parser().parse_args(["--data-dir", str(root / "data"), "--trust-issuer", trust])
+    member_logs(TelemetryNames.of("remote_risk")).setup_from(args, os.environ)
+    settings = settings_from(args, os.environ)
+    edge = limits.member_limits(os.environ, max_body_bytes=settings.max_body_bytes)
+    settings = replace(
+        settings, edge=edge, max_body_bytes=edge.max_body_bytes, public_base_url="http://member"
+    )
+    return create_app(settings, risk_member(settings.model))
+
+
+async def drive(root: Path, warm: int, count: int) -> int:
+    """Send the first ``warm + count`` prepared sends to the app; how many completed.
+    Raises if one did not (a refused token would make the count meaningless)."""
+    from member_kit.telemetry import logs
+
+    document = json.loads((root / SENDS_FILE).read_text())
+    app = member_app(root, document["jwks"])
+    try:
+        async with _running(app):
+            for index, (body, token) in enumerate(document["sends"][: warm + count]):
+                if index == warm:
+                    gc.collect()
+                    gc.freeze()
+                answer = await _send(app, body.encode(), token)
+                if not answer.startswith(b"200 ") or _COMPLETED not in answer:
+                    raise RuntimeError(f"send {index} was not completed: {answer[:300]!r}")
+    finally:
+        gc.unfreeze()
+        logs.reset()
+    return warm + count
+
+
+class _running:
+    """The app's lifespan: started on entry, shut down on exit."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.asked: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.said: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def __aenter__(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+        self.task = asyncio.create_task(self.app(scope, self.asked.get, self.said.put))
+        await self._step("startup")
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._step("shutdown")
+        await self.task
+
+    async def _step(self, step: str) -> None:
+        await self.asked.put({"type": f"lifespan.{step}"})
+        said = await self.said.get()
+        if said["type"] != f"lifespan.{step}.complete":
+            raise RuntimeError(f"the app's {step} failed: {said}")
+
+
+async def _send(app: Any, body: bytes, token: str) -> bytes:
+    """One blocking send through the app: ``b"STATUS "`` and the answer's body."""
+    headers = [
+        (b"host", b"member"),
+        (b"a2a-version", b"1.0"),
+        (b"content-type", b"application/json"),
+        (b"authorization", b"Bearer " + token.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/a2a/jsonrpc", "raw_path": b"/a2a/jsonrpc",
+        "query_string": b"", "root_path": "", "headers": headers,
+        "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 80), "state": {},
+    }  # fmt: skip
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    answer = [b"", b""]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await asyncio.Event().wait()  # the client stays until the answer is sent
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer[0] = b"%d " % message["status"]
+        elif message["type"] == "http.response.body":
+            answer[1] += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return answer[0] + answer[1]
+
+
+def instructions(stderr: str) -> int:
+    """The instructions callgrind reports it collected, from its output."""
+    found = _COLLECTED.search(stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind reported no count:\n{stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def counted(root: Path, checkout: Path, warm: int, count: int) -> int:
+    """Instructions of one process of ``checkout`` making ``warm + count`` sends."""
+    # this harness, whichever checkout's product code it runs
+    harness = [sys.executable, __file__, "serve", str(root), str(warm), str(count)]
+    out = f"--callgrind-out-file={root}/callgrind.{count}.out"
+    command = ["valgrind", "--tool=callgrind", out, *harness]
+    # the same hashes, so the same dict layouts, every run
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=checkout)
+    if done.returncode != 0:
+        raise RuntimeError(f"the sends of {checkout} failed:\n{done.stderr[-3000:]}")
+    return instructions(done.stderr)
+
+
+def per_send(root: Path, checkout: Path, warm: int, small: int, large: int) -> dict[str, Any]:
+    """Instructions of one send in ``checkout``: two runs, their difference per send."""
+    root.mkdir(parents=True)
+    prepare(root, warm + large)
+    runs = {count: counted(root, checkout, warm, count) for count in (small, large)}
+    millions = (runs[large] - runs[small]) / (large - small) / 1e6
+    return {"instructions_m": round(millions, 3), "runs": runs}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["serve"]:  # the measured process: serve ROOT WARM COUNT
+        root, warm, count = Path(arguments[1]), int(arguments[2]), int(arguments[3])
+        sys.stderr = open(root / "member.log", "a")  # noqa: SIM115 (for the process's life)
+        asyncio.run(drive(root, warm, count))
+        return
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--warm", type=int, default=50, help="sends before either count")
+    parser.add_argument("--small", type=int, default=50)
+    parser.add_argument("--large", type=int, default=250)
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=ROOT")
+    args = parser.parse_args(arguments)
+    checkouts = {"this checkout": procs.REPO}
+    checkouts.update(
+        (name, Path(root).resolve()) for name, root in (a.split("=", 1) for a in args.also)
+    )
+    workers = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="bench-send-instructions-") as tmp, workers as pool:
+        futures = {
+            name: pool.submit(per_send, Path(tmp) / str(n), root, args.warm, args.small, args.large)
+            for n, (name, root) in enumerate(checkouts.items())
+        }
+        print(json.dumps({name: future.result() for name, future in futures.items()}))
+
+
+if __name__ == "__main__":
+    main()
