@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -58,6 +58,8 @@ CONTEXT_HEADERS = frozenset(name.encode("latin-1") for name in _propagator.field
 _getter: DefaultGetter = DefaultGetter()
 _ids = RandomIdGenerator()
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+# What an internal step runs in when nobody receives spans (reusable, records nothing).
+_NO_SPAN = nullcontext(trace.INVALID_SPAN)
 
 
 def disabled(env: Mapping[str, str] = os.environ) -> bool:
@@ -168,20 +170,17 @@ class ServiceTracing:
         assert self._tracer is not None
         return self._tracer
 
-    @contextmanager
     def internal_span(
         self, name: str, attributes: Mapping[str, Attribute | None] | None = None
-    ) -> Iterator[trace.Span]:
+    ) -> AbstractContextManager[trace.Span]:
         """:meth:`span` around an internal step whose context nothing propagates: when
         nobody receives spans it costs nothing (no span is made: the block is given the
         invalid span, which records nothing, and the enclosing one stays current, so logs
         still name its trace)."""
         self.tracer()
         if self._unheard:
-            yield trace.INVALID_SPAN
-            return
-        with self.span(name, attributes) as current:
-            yield current
+            return _NO_SPAN
+        return self.span(name, attributes)
 
     def start_span(
         self,

@@ -10,9 +10,9 @@ apply the same ones. Timestamps are ISO-8601 UTC with a trailing ``Z``.
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -49,8 +49,13 @@ UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
 def new_id() -> str:
-    """A random (version 4) UUID in its usual text form."""
-    return str(uuid.uuid4())
+    """A random (version 4) UUID in its usual text form: ``str(uuid.uuid4())``, written
+    from its sixteen random bytes directly (three a send: a third of the cost)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 @dataclass
@@ -72,6 +77,15 @@ class TaskRecord:
     @property
     def terminal(self) -> bool:
         return self.state in TERMINAL_TASK_STATES
+
+    def copied(self) -> TaskRecord:
+        """A copy that later changes of this record leave as it is now (its lists are its
+        own, its ``settled`` event shared), made without ``dataclasses.replace``'s pass
+        over every field."""
+        copy: TaskRecord = object.__new__(TaskRecord)
+        copy.__dict__.update(self.__dict__)
+        copy.history, copy.artifacts = list(self.history), list(self.artifacts)
+        return copy
 
     @property
     def sort_key(self) -> tuple[datetime, int]:
@@ -98,7 +112,7 @@ class TaskRecord:
 def as_it_is(record: TaskRecord) -> TaskRecord:
     """A copy of ``record`` that later changes of it leave as it is now (its lists are
     its own); cheaper than a :meth:`TaskRecord.snapshot`, which it can still give."""
-    return replace(record, history=list(record.history), artifacts=list(record.artifacts))
+    return record.copied()
 
 
 def _last(messages: list[Message], count: int) -> list[Message]:

@@ -20,6 +20,7 @@ from member_kit import errors
 from member_kit.storage.engine import driver_sql
 from member_kit.storage.schema import idempotency_keys, tasks
 from member_kit.tasks.retention import PURGE_INTERVAL, check_retention
+from member_kit.tasks.sql_rows import dumps
 
 _TABLE = idempotency_keys.name
 # The key's row and, in the same statement, a stored task opened under the key (found
@@ -88,10 +89,7 @@ class SQLKeyBook:
         if evicted:
             cursor.executemany(
                 self._sql["retain"],
-                [
-                    {"task_id": task_id, "retained": json.dumps(list(row))}
-                    for task_id, row in evicted
-                ],
+                [{"task_id": task_id, "retained": dumps(list(row))} for task_id, row in evicted],
             )
 
     def _purge(self, cursor: DBAPICursor, now_ms: int) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from member_kit.tasks.record import TaskRecord
@@ -57,8 +57,7 @@ class Unwritten:
 
     def copy(self) -> TaskRecord:
         """A copy of the record to change (a failed change leaves this one as it was)."""
-        kept = self.record
-        return replace(kept, history=list(kept.history), artifacts=list(kept.artifacts))
+        return self.record.copied()
 
 
 @dataclass

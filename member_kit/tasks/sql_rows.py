@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, TypeAdapter
 from sqlalchemy import Engine, Select, and_, func, or_, select
 from sqlalchemy.engine.interfaces import DBAPICursor
@@ -194,7 +195,13 @@ def model_json(model: BaseModel) -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """``value`` as compact JSON text (non-ASCII as it is), for a column read back with
+    ``json.loads``: by orjson, or by the standard encoder for what orjson refuses (an
+    integer beyond 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def epoch_microseconds(at: datetime) -> int:
