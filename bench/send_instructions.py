@@ -42,6 +42,7 @@ from typing import Any
 from bench import procs
 
 SENDS_FILE = "sends.json"
+MEMBER, SDK = "remote_risk", "a2a-sdk"
 _COLLECTED = re.compile(r"Collected : (\d+)")
 _COMPLETED = b'"TASK_STATE_COMPLETED"'
 
@@ -90,13 +91,21 @@ def member_app(root: Path, jwks: str) -> Any:
     return create_app(settings, risk_member(settings.model))
 
 
-async def drive(root: Path, warm: int, count: int) -> int:
-    """Send the first ``warm + count`` prepared sends to the app; how many completed.
-    Raises if one did not (a refused token would make the count meaningless)."""
+def sdk_app() -> Any:
+    """The a2a-sdk server of :mod:`bench.baselines` (trivial executor, in-memory store)."""
+    from bench.baselines import sdk_app
+
+    return sdk_app("http://member")
+
+
+async def drive(root: Path, warm: int, count: int, server: str = MEMBER) -> int:
+    """Send the first ``warm + count`` prepared sends to ``server``'s app (the member or
+    the a2a-sdk server); how many completed. Raises if one did not (a refused token would
+    make the count meaningless)."""
     from member_kit.telemetry import logs
 
     document = json.loads((root / SENDS_FILE).read_text())
-    app = member_app(root, document["jwks"])
+    app = member_app(root, document["jwks"]) if server == MEMBER else sdk_app()
     try:
         async with _running(app):
             for index, (body, token) in enumerate(document["sends"][: warm + count]):
@@ -178,10 +187,10 @@ def instructions(stderr: str) -> int:
     return int(found.group(1))
 
 
-def counted(root: Path, checkout: Path, warm: int, count: int) -> int:
+def counted(root: Path, checkout: Path, warm: int, count: int, server: str) -> int:
     """Instructions of one process of ``checkout`` making ``warm + count`` sends."""
     # this harness, whichever checkout's product code it runs
-    harness = [sys.executable, __file__, "serve", str(root), str(warm), str(count)]
+    harness = [sys.executable, __file__, "serve", str(root), str(warm), str(count), server]
     out = f"--callgrind-out-file={root}/callgrind.{count}.out"
     command = ["valgrind", "--tool=callgrind", out, *harness]
     # the same hashes, so the same dict layouts, every run
@@ -192,21 +201,24 @@ def counted(root: Path, checkout: Path, warm: int, count: int) -> int:
     return instructions(done.stderr)
 
 
-def per_send(root: Path, checkout: Path, warm: int, small: int, large: int) -> dict[str, Any]:
-    """Instructions of one send in ``checkout``: two runs, their difference per send."""
+def per_send(
+    root: Path, checkout: Path, server: str, warm: int, small: int, large: int
+) -> dict[str, Any]:
+    """Instructions of one send to ``server`` as ``checkout`` runs it: two runs, their
+    difference per send."""
     root.mkdir(parents=True)
     prepare(root, warm + large)
-    runs = {count: counted(root, checkout, warm, count) for count in (small, large)}
+    runs = {count: counted(root, checkout, warm, count, server) for count in (small, large)}
     millions = (runs[large] - runs[small]) / (large - small) / 1e6
     return {"instructions_m": round(millions, 3), "runs": runs}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["serve"]:  # the measured process: serve ROOT WARM COUNT
+    if arguments[:1] == ["serve"]:  # the measured process: serve ROOT WARM COUNT SERVER
         root, warm, count = Path(arguments[1]), int(arguments[2]), int(arguments[3])
-        sys.stderr = open(root / "member.log", "a")  # noqa: SIM115 (for the process's life)
-        asyncio.run(drive(root, warm, count))
+        sys.stderr = open(root / "server.log", "a")  # noqa: SIM115 (for the process's life)
+        asyncio.run(drive(root, warm, count, arguments[4]))
         return
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--warm", type=int, default=50, help="sends before either count")
@@ -214,17 +226,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--large", type=int, default=250)
     parser.add_argument("--also", action="append", default=[], metavar="NAME=ROOT")
     args = parser.parse_args(arguments)
-    checkouts = {"this checkout": procs.REPO}
-    checkouts.update(
-        (name, Path(root).resolve()) for name, root in (a.split("=", 1) for a in args.also)
-    )
+    counts = (args.warm, args.small, args.large)
+    measured = {SDK: (procs.REPO, SDK), "this checkout": (procs.REPO, MEMBER)}
+    for name, root in (also.split("=", 1) for also in args.also):
+        measured[name] = (Path(root).resolve(), MEMBER)
     workers = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="bench-send-instructions-") as tmp, workers as pool:
         futures = {
-            name: pool.submit(per_send, Path(tmp) / str(n), root, args.warm, args.small, args.large)
-            for n, (name, root) in enumerate(checkouts.items())
+            name: pool.submit(per_send, Path(tmp) / str(n), *how, *counts)
+            for n, (name, how) in enumerate(measured.items())
         }
-        print(json.dumps({name: future.result() for name, future in futures.items()}))
+        found = {name: future.result() for name, future in futures.items()}
+    sdk = found[SDK]["instructions_m"]
+    for figures in found.values():
+        figures["sdk_over"] = round(sdk / figures["instructions_m"], 2)
+    print(json.dumps(found))
 
 
 if __name__ == "__main__":

@@ -35,3 +35,9 @@ def test_the_count_is_read_from_callgrinds_summary() -> None:
     assert send_instructions.instructions(summary) == 5358681688
     with pytest.raises(RuntimeError, match="no count"):
         send_instructions.instructions("==41== valgrind: failed to start tool\n")
+
+
+def test_the_a2a_sdk_server_completes_the_same_sends(tmp_path: Path) -> None:
+    send_instructions.prepare(tmp_path, 3)
+
+    assert asyncio.run(send_instructions.drive(tmp_path, 1, 2, send_instructions.SDK)) == 3
