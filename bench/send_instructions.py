@@ -191,14 +191,25 @@ def counted(root: Path, checkout: Path, warm: int, count: int, server: str) -> i
     """Instructions of one process of ``checkout`` making ``warm + count`` sends."""
     # this harness, whichever checkout's product code it runs
     harness = [sys.executable, __file__, "serve", str(root), str(warm), str(count), server]
-    out = f"--callgrind-out-file={root}/callgrind.{count}.out"
-    command = ["valgrind", "--tool=callgrind", out, *harness]
+    return callgrind(harness, checkout, root / f"callgrind.{count}.out")
+
+
+def callgrind(command: Sequence[str], checkout: Path, out: Path) -> int:
+    """Instructions ``command`` executes under callgrind, run with ``checkout``'s code
+    (its profile kept in ``out``, for ``callgrind_annotate``)."""
     # the same hashes, so the same dict layouts, every run
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=checkout)
+    traced = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command]
+    done = subprocess.run(traced, capture_output=True, text=True, env=env, cwd=checkout)
     if done.returncode != 0:
-        raise RuntimeError(f"the sends of {checkout} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{command[1:]} in {checkout} failed:\n{done.stderr[-3000:]}")
     return instructions(done.stderr)
+
+
+def per_request(runs: dict[int, int]) -> dict[str, Any]:
+    """Instructions of one request, from two runs that differ only by their counts."""
+    (small, fewer), (large, more) = sorted(runs.items())
+    return {"instructions_m": round((more - fewer) / (large - small) / 1e6, 3), "runs": runs}
 
 
 def per_send(
@@ -208,9 +219,7 @@ def per_send(
     difference per send."""
     root.mkdir(parents=True)
     prepare(root, warm + large)
-    runs = {count: counted(root, checkout, warm, count, server) for count in (small, large)}
-    millions = (runs[large] - runs[small]) / (large - small) / 1e6
-    return {"instructions_m": round(millions, 3), "runs": runs}
+    return per_request({n: counted(root, checkout, warm, n, server) for n in (small, large)})
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,38 @@
+"""bench.handoff_instructions: the requests it counts are real, successful ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import handoff_instructions, procs, services
+from coordinator import loop
+
+
+def test_every_counted_handoff_is_accepted_by_the_real_remote(tmp_path: Path) -> None:
+    issuer = services.Issuer.create(tmp_path)
+    with services.remote_risk(tmp_path, issuer) as remote:
+        keys = str(issuer.keys_dir)
+        made = loop.run(handoff_instructions.drive_coordinator(remote.url, keys, 1, 2))
+
+    assert made == 3
+
+
+def test_a_handoff_the_remote_refuses_fails_the_run(tmp_path: Path) -> None:
+    issuer = services.Issuer.create(tmp_path)
+    stranger = services.Issuer.create(tmp_path / "stranger")  # keys remote_risk does not trust
+    with services.remote_risk(tmp_path, issuer) as remote:
+        keys = str(stranger.keys_dir)
+        with pytest.raises(RuntimeError, match="handoff 0 ended"):
+            loop.run(handoff_instructions.drive_coordinator(remote.url, keys, 0, 1))
+
+
+def test_every_counted_round_trip_of_the_a2a_sdk_client_completes(tmp_path: Path) -> None:
+    port = procs.free_port()
+    command = procs.python("bench.baselines", "sdk", "--port", str(port))
+    with procs.server(command, port, log=tmp_path / "sdk.log"):
+        url = f"http://{procs.HOST}:{port}"
+        made = loop.run(handoff_instructions.drive_sdk_client(url, 1, 2))
+
+    assert made == 3
