@@ -125,12 +125,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         kind, url, warm, count, keys_dir = arguments[1:6]
         serve(kind, url, int(warm), int(count), keys_dir)
         return
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--warm", type=int, default=30, help="requests before either count")
-    parser.add_argument("--small", type=int, default=30)
-    parser.add_argument("--large", type=int, default=130)
-    parser.add_argument("--also", action="append", default=[], metavar="NAME=ROOT")
-    args = parser.parse_args(arguments)
+    from bench.send_instructions import counting_parser
+
+    args = counting_parser(__doc__, (30, 30, 130)).parse_args(arguments)
     with tempfile.TemporaryDirectory(prefix="bench-handoff-instructions-") as tmp:
         print(json.dumps(measure(Path(tmp), args)))
 

@@ -222,6 +222,18 @@ def per_send(
     return per_request({n: counted(root, checkout, warm, n, server) for n in (small, large)})
 
 
+def counting_parser(doc: str | None, counts: tuple[int, int, int]) -> argparse.ArgumentParser:
+    """The options of a tool that counts instructions: the warm-up and the two runs'
+    counts (their defaults ``counts``), and the other checkouts to count in the run."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    warm, small, large = counts
+    parser.add_argument("--warm", type=int, default=warm, help="requests before either run")
+    parser.add_argument("--small", type=int, default=small, help="requests of the short run")
+    parser.add_argument("--large", type=int, default=large, help="requests of the long run")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=ROOT")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["serve"]:  # the measured process: serve ROOT WARM COUNT SERVER
@@ -229,12 +241,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr = open(root / "server.log", "a")  # noqa: SIM115 (for the process's life)
         asyncio.run(drive(root, warm, count, arguments[4]))
         return
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--warm", type=int, default=50, help="sends before either count")
-    parser.add_argument("--small", type=int, default=50)
-    parser.add_argument("--large", type=int, default=250)
-    parser.add_argument("--also", action="append", default=[], metavar="NAME=ROOT")
-    args = parser.parse_args(arguments)
+    args = counting_parser(__doc__, (50, 50, 250)).parse_args(arguments)
     counts = (args.warm, args.small, args.large)
     measured = {SDK: (procs.REPO, SDK), "this checkout": (procs.REPO, MEMBER)}
     for name, root in (also.split("=", 1) for also in args.also):
