@@ -78,15 +78,6 @@ class TaskRecord:
     def terminal(self) -> bool:
         return self.state in TERMINAL_TASK_STATES
 
-    def copied(self) -> TaskRecord:
-        """A copy that later changes of this record leave as it is now (its lists are its
-        own, its ``settled`` event shared), made without ``dataclasses.replace``'s pass
-        over every field."""
-        copy: TaskRecord = object.__new__(TaskRecord)
-        copy.__dict__.update(self.__dict__)
-        copy.history, copy.artifacts = list(self.history), list(self.artifacts)
-        return copy
-
     @property
     def sort_key(self) -> tuple[datetime, int]:
         """Newest status change first; the sequence breaks ties between equal timestamps."""
@@ -111,8 +102,12 @@ class TaskRecord:
 
 def as_it_is(record: TaskRecord) -> TaskRecord:
     """A copy of ``record`` that later changes of it leave as it is now (its lists are
-    its own); cheaper than a :meth:`TaskRecord.snapshot`, which it can still give."""
-    return record.copied()
+    its own, its ``settled`` event shared); cheaper than a :meth:`TaskRecord.snapshot`,
+    which it can still give, and than ``dataclasses.replace``'s pass over every field."""
+    copy: TaskRecord = object.__new__(TaskRecord)
+    copy.__dict__.update(record.__dict__)
+    copy.history, copy.artifacts = list(record.history), list(record.artifacts)
+    return copy
 
 
 def _last(messages: list[Message], count: int) -> list[Message]:

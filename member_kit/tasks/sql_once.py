@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from member_kit.tasks.record import TaskRecord
+from member_kit.tasks.record import TaskRecord, as_it_is
 from member_kit.tasks.sql_rows import row_values
 
 Evicted = list[tuple[str, str]]
@@ -57,7 +57,7 @@ class Unwritten:
 
     def copy(self) -> TaskRecord:
         """A copy of the record to change (a failed change leaves this one as it was)."""
-        return self.record.copied()
+        return as_it_is(self.record)
 
 
 @dataclass

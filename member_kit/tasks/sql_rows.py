@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, TypeAdapter
 from sqlalchemy import Engine, Select, and_, func, or_, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
+from contracts import strict_json
 from contracts.wire import Artifact, ListTasksRequest, ListTasksResponse, Message, TaskState
 from member_kit.storage.engine import read_transaction
 from member_kit.storage.schema import tasks
@@ -195,13 +195,9 @@ def model_json(model: BaseModel) -> str:
 
 
 def dumps(value: Any) -> str:
-    """``value`` as compact JSON text (non-ASCII as it is), for a column read back with
-    ``json.loads``: by orjson, or by the standard encoder for what orjson refuses (an
-    integer beyond 64 bits, a lone surrogate)."""
-    try:
-        return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """``value`` as compact JSON text for a column read back with ``json.loads``
+    (:func:`contracts.strict_json.dumps`: orjson for the plain shape)."""
+    return strict_json.dumps(value).decode()
 
 
 def epoch_microseconds(at: datetime) -> int:
