@@ -36,3 +36,32 @@ def test_every_counted_round_trip_of_the_a2a_sdk_client_completes(tmp_path: Path
         made = loop.run(handoff_instructions.drive_sdk_client(url, 1, 2))
 
     assert made == 3
+
+
+def test_no_head_is_signed_while_counting_and_the_last_covers_every_event(
+    tmp_path: Path,
+) -> None:
+    from agent_cards.keys import load_key_set
+    from bench import governed
+    from coordinator.audit.log.chain import Ledger
+    from coordinator.audit.log.current_head import current_head
+    from coordinator.audit.log.events import AuditEvent
+    from coordinator.authority.delegator import DEFAULT_ISSUER
+
+    keys = load_key_set(services.Issuer.create(tmp_path).keys_dir)
+    ws = governed.workspace(tmp_path / "ws")
+    ledger, key = Ledger(ws.engine()), keys.signing_key().private_key
+    head = current_head(ws.engine())
+    head.min_interval = 0.0
+
+    def grow(count: int) -> None:
+        ledger.append_many([AuditEvent(event_type="bench.test", actor="t") for _ in range(count)])
+
+    grow(3)
+    assert head.latest(key, DEFAULT_ISSUER).tree_size == 3
+    handoff_instructions._head_held_after_warm_up(ws, 5, 5)
+    grow(4)
+    assert head.latest(key, DEFAULT_ISSUER).tree_size == 3  # held: the range is not read
+    handoff_instructions._sign_last_head(ws, keys)
+    assert head.latest(key, DEFAULT_ISSUER).tree_size == 7
+    ws.close()

@@ -41,11 +41,12 @@ MIN_INTERVAL_SECONDS = 1.0
 
 
 class CurrentHead:
-    """The compact range of one ledger's tree, and the last head signed over it."""
+    """The compact range of one ledger's tree, and the last head signed over it.
+    ``min_interval``: seconds a signed head is shown again before a new one is signed."""
 
     def __init__(self, engine: Engine, min_interval: float = MIN_INTERVAL_SECONDS) -> None:
         self._engine = engine
-        self._min_interval = min_interval
+        self.min_interval = min_interval
         self._frontier: merkle.RootBuilder | None = None
         self._last_hash = GENESIS_HASH
         self._head: TreeHead | None = None
@@ -66,7 +67,7 @@ class CurrentHead:
             # a head is shown again only to the signer it was signed for: another key or
             # issuer (a rotation, a second workspace key) gets its own, verifiable with it
             same_signer = self._signer == (issuer, private_key)
-            fresh = time.monotonic() - self._signed_at < self._min_interval
+            fresh = time.monotonic() - self._signed_at < self.min_interval
             if self._head is not None and same_signer and fresh:
                 return self._head
             size = self._advance()
