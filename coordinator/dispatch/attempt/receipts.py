@@ -22,7 +22,6 @@ the handoff (:func:`exchanged_hops`, each with its own agent's pinned keys) and 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterator, Mapping
 
@@ -51,6 +50,7 @@ from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import RegistryError
 from coordinator.handoff.hop_receipts import Hop
 from coordinator.handoff.receipt_check import CheckedReceipt, ReceiptExpectation, receipt_problem
+from coordinator.handoff.returns import content_digest
 from coordinator.handoff.run import Run
 from coordinator.remote.cards import key_succession
 from coordinator.remote.cards.pinned import pinned_key_set
@@ -232,14 +232,14 @@ def _stated_head(agent: RegisteredAgent, receipt: CheckedReceipt) -> tuple[Head,
 
 def _covered_row(run: Run, record: HandoffRecord, content: str) -> Step:
     """Writes the exact artifacts a kept receipt covers as a row of ``artifacts``."""
-    encoded = content.encode()
+    content_hash, size = content_digest(content)
     row = {
         "run_id": run.run_id,
         "attempt_id": record.attempt_id,
         "decision": COVERED_BY_RECEIPT,
         "reason": COVERED_BY_RECEIPT,
-        "content_hash": "sha256:" + hashlib.sha256(encoded).hexdigest(),
-        "size": len(encoded),
+        "content_hash": content_hash,
+        "size": size,
         "content": content,
         "received_at": timestamp(utc_now()),
     }
