@@ -11,9 +11,12 @@ and ``large`` requests after the same warm-up give one request's instructions as
 difference (start-up, registration and the writer thread's set-up left out). Every
 thread of the client is counted, its ledger's writer included; the kernel's work is not.
 
-``python -m bench.handoff_instructions [--also NAME=ROOT ...]`` prints one JSON line: the
-a2a-sdk client's and each checkout's coordinator's instructions a request (millions), and
-the client's over each (figure (2) asks the coordinator for 1.5x its round trips).
+``python -m bench.handoff_instructions [--also NAME=ROOT ...] [--floor]`` prints one JSON
+line: the a2a-sdk client's and each checkout's coordinator's instructions a request
+(millions), and the client's over each (figure (2) asks the coordinator for 1.5x its round
+trips). ``--floor`` counts the governed floor of figure (2f) too (:mod:`bench.floor_governed`
+against the member floor): every step of a handoff made once, the target of a path built
+for the purpose.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 
 from bench import procs
 
-COORDINATOR, SDK_CLIENT = "coordinator", "a2a-sdk client"
+COORDINATOR, SDK_CLIENT, FLOOR = "coordinator", "a2a-sdk client", "the governed floor"
 
 
 async def drive_coordinator(url: str, keys_dir: str, warm: int, count: int) -> int:
@@ -84,6 +87,24 @@ def _sign_last_head(ws: Any, keys: Any) -> None:
     head.latest(keys.signing_key().private_key, DEFAULT_ISSUER)
 
 
+async def drive_floor(url: str, keys_dir: str, warm: int, count: int) -> int:
+    """``warm + count`` handoffs of the governed floor (:mod:`bench.floor_governed`) to the
+    member floor at ``url``, one at a time; raises unless each was accepted."""
+    from agent_cards.keys import load_key_set
+    from bench.floor_governed import GovernedFloor, Refused
+
+    with tempfile.TemporaryDirectory(prefix="bench-handoff-instructions-") as root:
+        floor = GovernedFloor(url, load_key_set(keys_dir), Path(root))
+        connection = floor.connection()
+        for index in range(warm + count):
+            _freeze_after_warm_up(index, warm)
+            try:
+                await floor.handoff(connection)
+            except Refused as exc:
+                raise RuntimeError(f"floor handoff {index} refused: {exc}") from None
+    return warm + count
+
+
 async def drive_sdk_client(url: str, warm: int, count: int) -> int:
     """``warm + count`` blocking round trips of the a2a-sdk client to its server at
     ``url``, one at a time; raises unless each task completed."""
@@ -126,6 +147,8 @@ def serve(kind: str, url: str, warm: int, count: int, keys_dir: str) -> None:
 
     if kind == COORDINATOR:
         loop.run(drive_coordinator(url, keys_dir, warm, count))
+    elif kind == FLOOR:
+        loop.run(drive_floor(url, keys_dir, warm, count))
     else:
         loop.run(drive_sdk_client(url, warm, count))
 
@@ -154,7 +177,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     from bench.send_instructions import counting_parser
 
-    args = counting_parser(__doc__, (30, 30, 130)).parse_args(arguments)
+    parser = counting_parser(__doc__, (30, 30, 130))
+    parser.add_argument(
+        "--floor", action="store_true", help="count the governed floor against the member floor"
+    )
+    args = parser.parse_args(arguments)
     with tempfile.TemporaryDirectory(prefix="bench-handoff-instructions-") as tmp:
         print(json.dumps(measure(Path(tmp), args)))
 
@@ -174,6 +201,9 @@ def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
         measured["this checkout"] = (procs.REPO, COORDINATOR, remote.url)
         for name, checkout in (also.split("=", 1) for also in args.also):
             measured[name] = (Path(checkout).resolve(), COORDINATOR, remote.url)
+        if args.floor:
+            floor = stack.enter_context(services.floor(root, issuer))
+            measured[FLOOR] = (procs.REPO, FLOOR, floor.url)
         workers = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
         with workers as pool:
             futures = {

@@ -65,3 +65,21 @@ def test_no_head_is_signed_while_counting_and_the_last_covers_every_event(
     handoff_instructions._sign_last_head(ws, keys)
     assert head.latest(key, DEFAULT_ISSUER).tree_size == 7
     ws.close()
+
+
+def test_every_counted_floor_handoff_is_accepted_by_the_member_floor(tmp_path: Path) -> None:
+    issuer = services.Issuer.create(tmp_path)
+    with services.floor(tmp_path, issuer) as floor:
+        keys = str(issuer.keys_dir)
+        made = loop.run(handoff_instructions.drive_floor(floor.url, keys, 1, 2))
+
+    assert made == 3
+
+
+def test_a_floor_handoff_the_member_floor_refuses_fails_the_run(tmp_path: Path) -> None:
+    issuer = services.Issuer.create(tmp_path)
+    stranger = services.Issuer.create(tmp_path / "stranger")
+    with services.floor(tmp_path, issuer) as floor:
+        keys = str(stranger.keys_dir)
+        with pytest.raises(RuntimeError, match="floor handoff 0 refused"):
+            loop.run(handoff_instructions.drive_floor(floor.url, keys, 0, 1))
