@@ -16,10 +16,11 @@ number is the instructions of one send, start-up left out. What is counted is us
 work (the interpreter, libsodium, SQLite, pydantic-core, the allocator), never the
 kernel's: a change that saves system calls is read with :mod:`bench.remote_cpu`.
 
-``python -m bench.send_instructions [--also NAME=ROOT ...]`` prints one JSON line: each
-checkout's instructions a send (millions) and its runs. Checkouts are measured at once,
-one per core. It needs valgrind (Debian's ``valgrind``); each checkout takes about two
-minutes.
+``python -m bench.send_instructions [--also NAME=ROOT ...] [--floor]`` prints one JSON
+line: each checkout's instructions a send (millions) and its runs; ``--floor`` counts the
+member floor of figure (1f) too (:mod:`bench.floor`: every check of a send made once).
+Checkouts are measured at once, one per core. It needs valgrind (Debian's ``valgrind``);
+each checkout takes about two minutes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,7 @@ from typing import Any
 from bench import procs
 
 SENDS_FILE = "sends.json"
-MEMBER, SDK = "remote_risk", "a2a-sdk"
+MEMBER, SDK, FLOOR = "remote_risk", "a2a-sdk", "the floor"
 _COLLECTED = re.compile(r"Collected : (\d+)")
 _COMPLETED = b'"TASK_STATE_COMPLETED"'
 
@@ -98,16 +100,35 @@ def sdk_app() -> Any:
     return sdk_app("http://member")
 
 
+def floor_app(root: Path, jwks: str) -> Any:
+    """The member floor of figure (1f) (:mod:`bench.floor`) as its command builds it (its
+    access line on stderr), its database new. It has no lifespan to run."""
+    import logging
+
+    from bench.floor import Floor, app
+    from coordinator.authority.delegator import DEFAULT_ISSUER
+
+    for stored in (root / "data").glob("floor.db*"):
+        stored.unlink()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    return app(Floor(root / "data", DEFAULT_ISSUER, Path(jwks)))
+
+
 async def drive(root: Path, warm: int, count: int, server: str = MEMBER) -> int:
-    """Send the first ``warm + count`` prepared sends to ``server``'s app (the member or
-    the a2a-sdk server); how many completed. Raises if one did not (a refused token would
-    make the count meaningless)."""
+    """Send the first ``warm + count`` prepared sends to ``server``'s app (the member, the
+    a2a-sdk server or the floor); how many completed. Raises if one did not (a refused
+    token would make the count meaningless)."""
     from member_kit.telemetry import logs
 
     document = json.loads((root / SENDS_FILE).read_text())
-    app = member_app(root, document["jwks"]) if server == MEMBER else sdk_app()
+    lifespan: Any
+    if server == FLOOR:
+        app, lifespan = floor_app(root, document["jwks"]), nullcontext()
+    else:
+        app = member_app(root, document["jwks"]) if server == MEMBER else sdk_app()
+        lifespan = _running(app)
     try:
-        async with _running(app):
+        async with lifespan:
             for index, (body, token) in enumerate(document["sends"][: warm + count]):
                 if index == warm:
                     gc.collect()
@@ -241,11 +262,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr = open(root / "server.log", "a")  # noqa: SIM115 (for the process's life)
         asyncio.run(drive(root, warm, count, arguments[4]))
         return
-    args = counting_parser(__doc__, (50, 50, 250)).parse_args(arguments)
+    parser = counting_parser(__doc__, (50, 50, 250))
+    parser.add_argument("--floor", action="store_true", help="count the member floor too")
+    args = parser.parse_args(arguments)
     counts = (args.warm, args.small, args.large)
     measured = {SDK: (procs.REPO, SDK), "this checkout": (procs.REPO, MEMBER)}
     for name, root in (also.split("=", 1) for also in args.also):
         measured[name] = (Path(root).resolve(), MEMBER)
+    if args.floor:
+        measured[FLOOR] = (procs.REPO, FLOOR)
     workers = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="bench-send-instructions-") as tmp, workers as pool:
         futures = {

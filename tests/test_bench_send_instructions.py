@@ -41,3 +41,21 @@ def test_the_a2a_sdk_server_completes_the_same_sends(tmp_path: Path) -> None:
     send_instructions.prepare(tmp_path, 3)
 
     assert asyncio.run(send_instructions.drive(tmp_path, 1, 2, send_instructions.SDK)) == 3
+
+
+def test_the_member_floor_completes_the_same_sends(tmp_path: Path) -> None:
+    send_instructions.prepare(tmp_path, 3)
+
+    assert asyncio.run(send_instructions.drive(tmp_path, 1, 2, send_instructions.FLOOR)) == 3
+
+
+def test_a_send_the_member_floor_refuses_fails_the_run(tmp_path: Path) -> None:
+    send_instructions.prepare(tmp_path, 2)
+    sends_file = tmp_path / send_instructions.SENDS_FILE
+    document = json.loads(sends_file.read_text())
+    header, payload, signature = document["sends"][0][1].split(".")
+    document["sends"][0][1] = f"{header}.{payload}.{signature[::-1]}"
+    sends_file.write_text(json.dumps(document))
+
+    with pytest.raises(RuntimeError, match="send 0 was not completed"):
+        asyncio.run(send_instructions.drive(tmp_path, 0, 2, send_instructions.FLOOR))
