@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,11 +11,20 @@ from bench import handoff_instructions, procs, services
 from coordinator import loop
 
 
-def test_every_counted_handoff_is_accepted_by_the_real_remote(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("serving", "driving"),
+    [
+        (services.remote_risk, handoff_instructions.drive_coordinator),
+        (services.floor, handoff_instructions.drive_floor),
+    ],
+    ids=["coordinator-to-remote_risk", "governed-floor-to-member-floor"],
+)
+def test_every_counted_handoff_is_accepted_by_the_real_member(
+    tmp_path: Path, serving: Any, driving: Any
+) -> None:
     issuer = services.Issuer.create(tmp_path)
-    with services.remote_risk(tmp_path, issuer) as remote:
-        keys = str(issuer.keys_dir)
-        made = loop.run(handoff_instructions.drive_coordinator(remote.url, keys, 1, 2))
+    with serving(tmp_path, issuer) as member:
+        made = loop.run(driving(member.url, str(issuer.keys_dir), 1, 2))
 
     assert made == 3
 
@@ -65,15 +75,6 @@ def test_no_head_is_signed_while_counting_and_the_last_covers_every_event(
     handoff_instructions._sign_last_head(ws, keys)
     assert head.latest(key, DEFAULT_ISSUER).tree_size == 7
     ws.close()
-
-
-def test_every_counted_floor_handoff_is_accepted_by_the_member_floor(tmp_path: Path) -> None:
-    issuer = services.Issuer.create(tmp_path)
-    with services.floor(tmp_path, issuer) as floor:
-        keys = str(issuer.keys_dir)
-        made = loop.run(handoff_instructions.drive_floor(floor.url, keys, 1, 2))
-
-    assert made == 3
 
 
 def test_a_floor_handoff_the_member_floor_refuses_fails_the_run(tmp_path: Path) -> None:
