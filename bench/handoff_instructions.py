@@ -69,10 +69,10 @@ def _head_held_after_warm_up(ws: Any, index: int, warm: int) -> None:
     events since: natively once in some hundreds of handoffs, but under callgrind, which
     runs the process some fifty times slower, once in a few, which counted signatures a
     real run does not pay (13.19 million instructions a handoff against 13.00 held). Held
-    here, the head is signed once at the end
-    of each run instead (:func:`_sign_last_head`), so the difference of the two runs
-    holds the read-back of every measured event, as a native run pays it, and no
-    signature (a native run's share of one is a few hundredths of a percent)."""
+    here, the head is signed once at the end of each run instead (:func:`_sign_last_head`),
+    so the difference of the two runs holds the read-back of every measured event, as a
+    native run pays it, and no signature (a native run's share of one is a few hundredths
+    of a percent)."""
     if index == warm:
         from coordinator.audit.log.current_head import current_head
 
