@@ -9,15 +9,23 @@ kept, so ``audit verify`` checks them.
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
-from coordinator.audit.log.current_head import CurrentHead
+from coordinator.audit.log.current_head import CurrentHead, current_head, refreshed
 from coordinator.audit.log.signing import public_jwk, thumbprint
 from coordinator.audit.log.tree_heads import TreeHeadStore
 from coordinator.audit.log.verification import verify
 from coordinator.errors import LedgerError
+from coordinator.storage.engine import open_engine
+from coordinator.storage.migrations import migrate
 from tests.coordinator.test_ledger import event, filled, sql
 
 
@@ -74,3 +82,88 @@ def test_a_new_event_that_does_not_match_its_bytes_is_not_vouched_for(engine: En
     with pytest.raises(LedgerError) as refused:
         current.latest(key, "coordinator")
     assert refused.value.reason == "ledger_broken"
+
+
+# --- the event loop never waits on the head's read of the ledger ------------------------
+#
+# Another session holds the events table (PostgreSQL's LOCK TABLE), so a read-back of the
+# events since the last head waits on it for as long as the test wants: the caller that
+# may not wait (the event loop minting a token) must be shown the last head meanwhile, and
+# the refresh the loop starts must leave the loop running.
+
+
+def _locked(url: str) -> Any:
+    """A connection of another session holding the events table until it rolls back."""
+    locker = open_engine(url).raw_connection()
+    locker.cursor().execute("LOCK TABLE audit_events IN ACCESS EXCLUSIVE MODE")
+    return locker
+
+
+def _until_a_read_waits(engine: Engine) -> None:
+    """Returns once a session waits for a lock on the events table (at most 20 s)."""
+    query = (
+        "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'audit_events'::regclass"
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with engine.connect() as connection:
+            if connection.exec_driver_sql(query).scalar():
+                return
+        time.sleep(0.01)
+    raise AssertionError("no read of the events table waited on the lock")
+
+
+def test_a_caller_that_may_not_wait_is_shown_the_last_head_during_a_read_elsewhere(
+    postgres_url: str,
+) -> None:
+    engine = open_engine(postgres_url)
+    migrate(engine)
+    ledger = filled(engine, 3)
+    key = Ed25519PrivateKey.generate()
+    current = CurrentHead(engine, min_interval=0)
+    first = current.latest(key, "coordinator")
+    ledger.append_many([event(100)])
+    locker = _locked(postgres_url)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            reading = pool.submit(current.latest, key, "coordinator")
+            _until_a_read_waits(engine)
+            shown = pool.submit(current.latest, key, "coordinator", wait=False)
+            assert shown.result(timeout=10) == first
+            assert not reading.done()
+        finally:
+            locker.rollback()
+            locker.close()
+        assert reading.result(timeout=30).tree_size == 4
+    engine.dispose()
+
+
+def test_the_refresh_the_loop_starts_leaves_the_loop_running(postgres_url: str) -> None:
+    engine = open_engine(postgres_url)
+    migrate(engine)
+    ledger = filled(engine, 3)
+    key = Ed25519PrivateKey.generate()
+    current = current_head(engine)
+    current.min_interval = 0
+    current.latest(key, "coordinator")
+    ledger.append_many([event(100), event(101)])
+
+    async def refresh_while_locked() -> bool:
+        locker = _locked(postgres_url)
+        # a refresh that held the loop could never see the lock let go: let go anyway
+        let_go = threading.Timer(15, locker.rollback)
+        let_go.start()
+        try:
+            refresh = asyncio.create_task(refreshed(engine, key, "coordinator"))
+            await asyncio.to_thread(_until_a_read_waits, engine)  # the loop went on meanwhile
+            waiting = not refresh.done()
+        finally:
+            let_go.cancel()
+            locker.rollback()
+            locker.close()
+        await asyncio.wait_for(refresh, timeout=30)
+        return waiting
+
+    assert asyncio.run(refresh_while_locked())
+    assert current.latest(key, "coordinator", wait=False).tree_size == 5
+    engine.dispose()

@@ -10,11 +10,19 @@ signature and one row in ``tree_heads``. The first use in a process builds the r
 the stored hashes (one read of one column). A new head is signed when the ledger grew and
 the last one is at least :data:`MIN_INTERVAL_SECONDS` old; otherwise the last is shown
 again without reading the ledger. Every head signed is kept, so ``audit verify`` checks
-it against the ledger; a token's head is kept with the token's own intent point.
+it against the ledger.
+
+The event loop never reads the ledger for a token's head: before a handoff mints its
+token, :func:`refreshed` brings a due head up to date in the process's database writer
+(its row kept there), and the loop's own :meth:`CurrentHead.latest` (``wait=False``)
+shows the last head while that read runs. Only when the loop finds the head due with no
+refresh under way (the interval ran out between the two) does it sign one itself, its
+row then kept with the token's own intent point.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -24,6 +32,7 @@ from collections.abc import Callable, Iterator
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, Engine
 
+from agent_cards.storage.writer import writer_of
 from agent_cards.transparency import merkle
 from coordinator.audit.log.events import GENESIS_HASH
 from coordinator.audit.log.tree_heads import (
@@ -52,6 +61,7 @@ class CurrentHead:
         self._head: TreeHead | None = None
         self._signed_at = float("-inf")
         self._signer: tuple[str, Ed25519PrivateKey] | None = None
+        self._shown: tuple[tuple[str, Ed25519PrivateKey], TreeHead] | None = None
         self._lock = threading.Lock()
 
     def latest(
@@ -59,29 +69,57 @@ class CurrentHead:
         private_key: Ed25519PrivateKey,
         issuer: str,
         keep: Callable[[Callable[[Connection], None]], None] | None = None,
+        *,
+        wait: bool = True,
     ) -> TreeHead:
         """The latest head: signed now if the interval passed and the ledger grew (only
         then is the ledger read). A new head is kept at once, or, given ``keep``, handed
-        its row to write with the caller's next durable point (a token's intent)."""
-        with self._lock:
-            # a head is shown again only to the signer it was signed for: another key or
-            # issuer (a rotation, a second workspace key) gets its own, verifiable with it
-            same_signer = self._signer == (issuer, private_key)
-            fresh = time.monotonic() - self._signed_at < self.min_interval
-            if self._head is not None and same_signer and fresh:
-                return self._head
-            size = self._advance()
-            if self._head is not None and same_signer and self._head.tree_size == size:
-                return self._head
-            assert self._frontier is not None
-            head = sign_tree_head(size, self._frontier.root(), private_key, issuer=issuer)
-            if keep is None:
-                TreeHeadStore(self._engine).keep(head)
-            else:
-                keep(head_row(head, head.iss, SIGNED, head.kid))
-            self._head, self._signed_at = head, time.monotonic()
-            self._signer = (issuer, private_key)
-            return head
+        its row to write with the caller's next durable point (a token's intent).
+        ``wait=False``: while another thread brings the head up to date (see
+        :func:`refreshed`), the last head signed for this signer is shown at once rather
+        than after that thread's read of the ledger."""
+        if not self._lock.acquire(blocking=wait):
+            shown = self._shown  # the signer and its head, replaced as one
+            if shown is not None and shown[0] == (issuer, private_key):
+                return shown[1]
+            self._lock.acquire()  # no head of this signer yet: one is made for it
+        try:
+            return self._latest(private_key, issuer, keep)
+        finally:
+            self._lock.release()
+
+    def due(self, private_key: Ed25519PrivateKey, issuer: str) -> bool:
+        """Whether :meth:`latest` would read the ledger now: there is no head for this
+        signer yet, or the last is older than the interval."""
+        # a head is shown again only to the signer it was signed for: another key or
+        # issuer (a rotation, a second workspace key) gets its own, verifiable with it
+        same_signer = self._signer == (issuer, private_key)
+        fresh = time.monotonic() - self._signed_at < self.min_interval
+        return self._head is None or not same_signer or not fresh
+
+    def _latest(
+        self,
+        private_key: Ed25519PrivateKey,
+        issuer: str,
+        keep: Callable[[Callable[[Connection], None]], None] | None,
+    ) -> TreeHead:
+        if not self.due(private_key, issuer):
+            assert self._head is not None
+            return self._head
+        same_signer = self._signer == (issuer, private_key)
+        size = self._advance()
+        if self._head is not None and same_signer and self._head.tree_size == size:
+            return self._head
+        assert self._frontier is not None
+        head = sign_tree_head(size, self._frontier.root(), private_key, issuer=issuer)
+        if keep is None:
+            TreeHeadStore(self._engine).keep(head)
+        else:
+            keep(head_row(head, head.iss, SIGNED, head.kid))
+        self._head, self._signed_at = head, time.monotonic()
+        self._signer = (issuer, private_key)
+        self._shown = (self._signer, head)
+        return head
 
     def _advance(self) -> int:
         if self._frontier is None:
@@ -137,6 +175,17 @@ def _hash_batches(connection: Connection) -> Iterator[list[str]]:
 
 _heads: weakref.WeakKeyDictionary[Engine, CurrentHead] = weakref.WeakKeyDictionary()
 _heads_lock = threading.Lock()
+
+
+async def refreshed(engine: Engine, private_key: Ed25519PrivateKey, issuer: str) -> None:
+    """Bring ``engine``'s head up to date for this signer, when it is due, in the
+    process's database writer: the read-back of the events since the last head (a query
+    and a hash each, once a second) then never holds the event loop. What goes wrong
+    there is met again, and answered as always, by the caller's own :meth:`latest`."""
+    head = current_head(engine)
+    if head.due(private_key, issuer):
+        with contextlib.suppress(Exception):
+            await writer_of(engine).run(lambda: head.latest(private_key, issuer))
 
 
 def current_head(engine: Engine) -> CurrentHead:

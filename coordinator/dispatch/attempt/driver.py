@@ -25,7 +25,7 @@ from coordinator.authority.delegator import GrantRefused
 from coordinator.dispatch.attempt import cancelling, observed, remote_calls, settling
 from coordinator.dispatch.attempt.attempt_state import AttemptState, settled
 from coordinator.dispatch.attempt.faults import async_pause_point, pause_point
-from coordinator.dispatch.attempt.grants import mint_for
+from coordinator.dispatch.attempt.grants import head_refreshed, mint_for
 from coordinator.dispatch.attempt.outcome import RemoteOutcome
 from coordinator.dispatch.attempt.proposal import (
     WaitPolicy,
@@ -152,6 +152,7 @@ class HandoffDriver(AttemptState):
                 self.durable_point_now("outcome")
 
     async def _steps(self) -> None:
+        await head_refreshed(self.run, self.delegator)
         if not self.mint():
             return
         if self.record.state is S.ADMITTED:

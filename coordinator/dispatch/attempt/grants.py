@@ -9,7 +9,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contracts.handoff import HandoffRecord
-from coordinator.audit.log.current_head import current_head
+from coordinator.audit.log.current_head import current_head, refreshed
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
 from coordinator.authority.holder import holder_proof_enabled
 from coordinator.errors import LedgerError
@@ -36,13 +36,22 @@ def ledger_head(run: Run, delegator: Delegator) -> str | None:
         return None
     try:
         head = current_head(run.trail.ledger.engine).latest(
-            private_key, delegator.issuer, keep=run.trail.write_with
+            private_key, delegator.issuer, keep=run.trail.write_with, wait=False
         )
     except LedgerError as exc:  # a ledger that does not extend is not vouched for
         refused = GrantRefused("authority", str(exc))
         refused.reason = exc.reason
         raise refused from None
     return head.jws
+
+
+async def head_refreshed(run: Run, delegator: Delegator | None) -> None:
+    """The head the next token of ``run`` shows, brought up to date off the event loop
+    when it is due (:func:`~coordinator.audit.log.current_head.refreshed`)."""
+    private_key = delegator.keys.signing_key().private_key if delegator else None
+    if run.trail.ledger is not None and isinstance(private_key, Ed25519PrivateKey):
+        assert delegator is not None
+        await refreshed(run.trail.ledger.engine, private_key, delegator.issuer)
 
 
 def mint_for(
