@@ -58,9 +58,8 @@ class CurrentHead:
         self.min_interval = min_interval
         self._frontier: merkle.RootBuilder | None = None
         self._last_hash = GENESIS_HASH
-        self._head: TreeHead | None = None
         self._signed_at = float("-inf")
-        self._signer: tuple[str, Ed25519PrivateKey] | None = None
+        # the last head and the signer it was signed for, replaced as one (read unlocked)
         self._shown: tuple[tuple[str, Ed25519PrivateKey], TreeHead] | None = None
         self._lock = threading.Lock()
 
@@ -79,9 +78,9 @@ class CurrentHead:
         :func:`refreshed`), the last head signed for this signer is shown at once rather
         than after that thread's read of the ledger."""
         if not self._lock.acquire(blocking=wait):
-            shown = self._shown  # the signer and its head, replaced as one
-            if shown is not None and shown[0] == (issuer, private_key):
-                return shown[1]
+            shown = self._head_for(private_key, issuer)
+            if shown is not None:
+                return shown
             self._lock.acquire()  # no head of this signer yet: one is made for it
         try:
             return self._latest(private_key, issuer, keep)
@@ -91,11 +90,15 @@ class CurrentHead:
     def due(self, private_key: Ed25519PrivateKey, issuer: str) -> bool:
         """Whether :meth:`latest` would read the ledger now: there is no head for this
         signer yet, or the last is older than the interval."""
-        # a head is shown again only to the signer it was signed for: another key or
-        # issuer (a rotation, a second workspace key) gets its own, verifiable with it
-        same_signer = self._signer == (issuer, private_key)
         fresh = time.monotonic() - self._signed_at < self.min_interval
-        return self._head is None or not same_signer or not fresh
+        return not fresh or self._head_for(private_key, issuer) is None
+
+    def _head_for(self, private_key: Ed25519PrivateKey, issuer: str) -> TreeHead | None:
+        """The last head, if it was signed for this signer: a head is shown again only to
+        the signer it was signed for; another key or issuer (a rotation, a second
+        workspace key) gets its own, verifiable with it."""
+        shown = self._shown
+        return shown[1] if shown is not None and shown[0] == (issuer, private_key) else None
 
     def _latest(
         self,
@@ -103,22 +106,19 @@ class CurrentHead:
         issuer: str,
         keep: Callable[[Callable[[Connection], None]], None] | None,
     ) -> TreeHead:
-        if not self.due(private_key, issuer):
-            assert self._head is not None
-            return self._head
-        same_signer = self._signer == (issuer, private_key)
+        last = self._head_for(private_key, issuer)
+        if last is not None and not self.due(private_key, issuer):
+            return last
         size = self._advance()
-        if self._head is not None and same_signer and self._head.tree_size == size:
-            return self._head
+        if last is not None and last.tree_size == size:
+            return last
         assert self._frontier is not None
         head = sign_tree_head(size, self._frontier.root(), private_key, issuer=issuer)
         if keep is None:
             TreeHeadStore(self._engine).keep(head)
         else:
             keep(head_row(head, head.iss, SIGNED, head.kid))
-        self._head, self._signed_at = head, time.monotonic()
-        self._signer = (issuer, private_key)
-        self._shown = (self._signer, head)
+        self._shown, self._signed_at = ((issuer, private_key), head), time.monotonic()
         return head
 
     def _advance(self) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Engine
 
 from contracts.handoff import HandoffRecord
 from coordinator.audit.log.current_head import current_head, refreshed
@@ -28,14 +29,26 @@ class AttemptCredentials:
     note: str | None = None
 
 
+def _head_signer(run: Run, delegator: Delegator | None) -> tuple[Engine, Ed25519PrivateKey] | None:
+    """The ledger whose head ``run``'s tokens show and the key that signs it; None when
+    there is no ledger, or its key cannot sign a head."""
+    if delegator is None or run.trail.ledger is None:
+        return None
+    private_key = delegator.keys.signing_key().private_key
+    if not isinstance(private_key, Ed25519PrivateKey):
+        return None
+    return run.trail.ledger.engine, private_key
+
+
 def ledger_head(run: Run, delegator: Delegator) -> str | None:
     """The ledger's latest signed tree head, which the token shows the remote (a witness
     of the coordinator's ledger); None when the ledger's key cannot sign one."""
-    private_key = delegator.keys.signing_key().private_key
-    if run.trail.ledger is None or not isinstance(private_key, Ed25519PrivateKey):
+    signer = _head_signer(run, delegator)
+    if signer is None:
         return None
+    engine, private_key = signer
     try:
-        head = current_head(run.trail.ledger.engine).latest(
+        head = current_head(engine).latest(
             private_key, delegator.issuer, keep=run.trail.write_with, wait=False
         )
     except LedgerError as exc:  # a ledger that does not extend is not vouched for
@@ -48,10 +61,9 @@ def ledger_head(run: Run, delegator: Delegator) -> str | None:
 async def head_refreshed(run: Run, delegator: Delegator | None) -> None:
     """The head the next token of ``run`` shows, brought up to date off the event loop
     when it is due (:func:`~coordinator.audit.log.current_head.refreshed`)."""
-    private_key = delegator.keys.signing_key().private_key if delegator else None
-    if run.trail.ledger is not None and isinstance(private_key, Ed25519PrivateKey):
-        assert delegator is not None
-        await refreshed(run.trail.ledger.engine, private_key, delegator.issuer)
+    signer = _head_signer(run, delegator)
+    if signer is not None and delegator is not None:
+        await refreshed(*signer, delegator.issuer)
 
 
 def mint_for(
