@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.audit.ledger import StoredEvent
-from coordinator.audit.log.events import timestamp
+from coordinator.audit.log.events import timestamp, units_in
 
 
 def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
@@ -67,6 +67,13 @@ def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
 
 
 def _apply(view: dict[str, Any], event: StoredEvent) -> None:
+    _apply_facts(view, event)
+    branch = f"{event.handoff_id}/{event.attempt}"
+    units = units_in(event.event_type, event.data)
+    view["budget"] += [{"branch": branch, **unit} for unit in units]
+
+
+def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
     data = event.data
     kind = event.event_type
     if kind == "run.started":
@@ -121,5 +128,3 @@ def _apply(view: dict[str, Any], event: StoredEvent) -> None:
         )
     elif kind in ("delegation.exchanged", "delegation.exchange_refused"):
         view["hops"].append({"granted": kind == "delegation.exchanged", **data})
-    elif kind == "budget.units":
-        view["budget"].append({"branch": f"{event.handoff_id}/{event.attempt}", **data})

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.audit.log.events import StoredEvent
+from coordinator.audit.log.events import UNITS_EVENT, StoredEvent, units_in
 
 COORDINATOR = "coordinator"
 DETAIL_CHARS = 160
@@ -79,13 +79,13 @@ def category(event_type: str) -> str:
 
 def detail(event: StoredEvent) -> str:
     data = event.data
+    units = [units_detail(unit) for unit in units_in(event.event_type, data)]
     if event.event_type == "handoff.transition":
         text = f"{data.get('from')} -> {data.get('to')} ({data.get('reason')})"
     elif event.event_type in ("remote.state_observed", "cancel.acknowledged"):
         text = str(data.get("remote_state"))
-    elif event.event_type == "budget.units":
-        units = ", ".join(f"{k} {data.get(k)}" for k in ("actions", "context_units", "effects"))
-        text = f"{data.get('kind')}: {units} ({data.get('reason')})"
+    elif event.event_type == UNITS_EVENT:
+        text, units = f"{units[0]} ({data.get('reason')})", []
     elif event.event_type == "grant.minted":
         text = f"scope {data.get('scope')}, jti {data.get('jti')}"
     elif event.event_type in HOPS:
@@ -95,9 +95,16 @@ def detail(event: StoredEvent) -> str:
     elif event.event_type in ("message.dispatched", "cancel.sent"):
         text = str(data.get("endpoint"))
     else:
-        shown = {k: v for k, v in data.items() if k not in ("contract", "authority")}
+        shown = {k: v for k, v in data.items() if k not in ("contract", "authority", "units")}
         text = json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str)
+    text = "; ".join((text, *units))
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def units_detail(unit: dict[str, Any]) -> str:
+    """One budget unit: its kind and what it counts."""
+    counts = ", ".join(f"{k} {unit.get(k)}" for k in ("actions", "context_units", "effects"))
+    return f"{unit.get('kind')}: {counts}"
 
 
 def hop_detail(event_type: str, data: dict[str, Any]) -> str:

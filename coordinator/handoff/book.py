@@ -25,6 +25,7 @@ from contracts.handoff import (
     TransitionError,
     transition,
 )
+from coordinator.audit.log.events import UNITS_EVENT
 from coordinator.audit.trail import AuditTrail, contract_of
 from coordinator.errors import RunCancelled, StaleRevision
 from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
@@ -112,8 +113,14 @@ class HandoffBook:
         return record
 
     def _unit(self, unit: BudgetEntry, record: HandoffRecord | None) -> None:
+        """Book ``unit`` as an event of its own: for units no other event stands for."""
+        self._emit(UNITS_EVENT, record, **self._book(unit))
+
+    def _book(self, unit: BudgetEntry) -> dict[str, object]:
+        """Keep ``unit`` (in memory and, if any, in the store); its figures, as the ledger
+        records them (in the event that moved them, or in a :data:`UNITS_EVENT`)."""
         self.units.append(unit)
-        figures = {
+        figures: dict[str, object] = {
             "kind": unit.kind.value,
             "actions": unit.actions,
             "context_units": unit.context_units,
@@ -127,7 +134,7 @@ class HandoffBook:
             self.store.add(
                 "budget_units", {"run_id": self.run_id, "attempt_id": attempt_id, **figures}
             )
-        self._emit("budget.units", record, **figures)
+        return figures
 
     # --- state of the run -------------------------------------------------------------
 
@@ -183,8 +190,8 @@ class HandoffBook:
                 contract=contract_of(record),
                 state=denied.state.value,
                 reason=denial.reason,
+                units=[self._book(_rejected(record, denial.reason))],
             )
-            self._refuse(record, denial.reason)
             raise
         budget = admitted.budget
         assert budget is not None and admitted.duplicate_key is not None
@@ -196,13 +203,12 @@ class HandoffBook:
             contract=contract_of(admitted),
             state=admitted.state.value,
             reason=admitted.reason,
+            units=[self._book(entry(admitted, UnitKind.RESERVED, budget, admitted.reason))],
         )
-        self._unit(entry(admitted, UnitKind.RESERVED, budget, admitted.reason), admitted)
         return admitted
 
     def _refuse(self, record: HandoffRecord, reason: str) -> None:
-        zero = HandoffBudget(actions=0, context_units=0, effects=0)
-        self._unit(entry(record, UnitKind.REJECTED, record.budget or zero, reason), record)
+        self._unit(_rejected(record, reason), record)
 
     # --- every later change -------------------------------------------------------------
 
@@ -226,6 +232,7 @@ class HandoffBook:
             raise StaleRevision(str(exc), exc.reason) from None
         previous = self.records[record.attempt_id]
         self._keep(record)
+        settled = self._settle(record) if record.terminal else []
         self._emit(
             "handoff.transition",
             record,
@@ -233,9 +240,8 @@ class HandoffBook:
             reason=reason,
             version=record.version,
             **{"from": previous.state.value},
+            **({"units": settled} if settled else {}),
         )
-        if record.terminal:
-            self._settle(record)
         return record
 
     def note(self, based_on: HandoffRecord, **changes: object) -> HandoffRecord:
@@ -257,17 +263,19 @@ class HandoffBook:
             self._emit("lease.renewed", record, lease_expires_at=str(record.lease_expires_at))
         return record
 
-    def _settle(self, record: HandoffRecord) -> None:
-        """Close the handoff's envelope: what was spent is consumed, the rest released."""
+    def _settle(self, record: HandoffRecord) -> list[dict[str, object]]:
+        """Close the handoff's envelope: what was spent is consumed, the rest released;
+        the units booked (the transition that ended the handoff records them)."""
         budget = record.budget
         if budget is None or record.duplicate_key is None:
-            return
+            return []
         if self.active_keys.get(record.duplicate_key) == record.attempt_id:
             del self.active_keys[record.duplicate_key]
         if record.state is S.ACCEPTED:
             self.completed_keys[record.duplicate_key] = record.attempt_id
-        for kind, figures in settlement(record):
-            self._unit(entry(record, kind, figures, record.state.value.lower()), record)
+        reason = record.state.value.lower()
+        settled = settlement(record)
+        return [self._book(entry(record, kind, figures, reason)) for kind, figures in settled]
 
     # --- leases -------------------------------------------------------------------------
 
@@ -425,3 +433,9 @@ _JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED, ArtifactDecisio
 
 def _time_text(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
+
+
+def _rejected(record: HandoffRecord, reason: str) -> BudgetEntry:
+    """The unit of a handoff refused at admission: its envelope, none of it reserved."""
+    zero = HandoffBudget(actions=0, context_units=0, effects=0)
+    return entry(record, UnitKind.REJECTED, record.budget or zero, reason)

@@ -16,11 +16,12 @@ import httpx
 import pytest
 
 from coordinator.audit.log.chain import Ledger
-from coordinator.audit.log.events import REDACTED, AuditEvent
+from coordinator.audit.log.events import REDACTED, UNITS_EVENT, AuditEvent
 from coordinator.cli.printers import print_delegation
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate
+from coordinator.workspace import Workspace
 from tests.coordinator.test_api import TOKEN, Deployment, deployed
 from tests.coordinator.test_reconcile_counterparty import one_run_to
 from tests.processes import PAYLOAD, federation, registered
@@ -145,12 +146,22 @@ def test_the_ledger_keeps_budget_numbers_and_still_hides_secrets(tmp_path: Path)
 
 
 def test_a_run_keeps_its_token_budget_in_the_ledger(remote: DataDir) -> None:
+    """Every unit of a real run is in the ledger, field for field as the run store keeps
+    it, though none is an event of its own: they ride on the events that moved them."""
     run_id = one_run_to(remote, "remote-risk")
     status, out, _ = cli(remote, "audit", "show", run_id, "--json")
     assert status == 0
     view = json.loads(out)
     assert REDACTED not in out
     assert all("model_tokens" in row for row in view["budget"])
+    assert [row["kind"] for row in view["budget"]] == ["reserved", "consumed", "released"]
+    status, out, _ = cli(remote, "run", "show", run_id, "--json")
+    assert status == 0 and json.loads(out)["budget"]["ledger"] == view["budget"]
+    ws = Workspace(remote)
+    try:
+        assert UNITS_EVENT not in {event.event_type for event in ws.ledger().events(run_id)}
+    finally:
+        ws.close()
 
 
 def test_the_database_is_owner_only_as_the_keys_are(tmp_path: Path) -> None:

@@ -39,7 +39,9 @@ HANDOFFS = 6
 # Every fact one completed delegation leaves in the ledger (before and after the durable
 # points were merged: merging them must drop none). Its skill answered at once before, so
 # it is one blocking send (coordinator.dispatch.attempt.send_modes): the remote task is observed
-# once, settled, and the handoff goes from DISPATCHED to RETURNED without RUNNING.
+# once, settled, and the handoff goes from DISPATCHED to RETURNED without RUNNING. Its
+# budget units ride on its admission and on the transition that ended it: none is an
+# event of its own (tests/coordinator/test_budget_units_in_events.py).
 FACTS_PER_DELEGATION = {
     "run.started": 1,
     "handoff.admitted": 1,
@@ -47,7 +49,6 @@ FACTS_PER_DELEGATION = {
     "message.dispatched": 1,
     "handoff.transition": 3,
     "remote.state_observed": 1,
-    "budget.units": 3,
     "handoff.receipt": 1,
     "artifact.admitted": 1,
     "run.disposition": 1,

@@ -98,6 +98,23 @@ class StoredEvent:
         )
 
 
+# Budget units booked with no event of their own to ride on (a local role's model
+# requests, a refusal of a cancelled run): in ledgers written before units rode on the
+# event that moved them, every unit was one.
+UNITS_EVENT = "budget.units"
+
+
+def units_in(event_type: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The budget units an event records, in either form the ledger has held: a
+    :data:`UNITS_EVENT` is one unit; any other event carries its units (reserved at
+    admission, rejected with a denial, consumed and released with the transition that
+    ended its handoff) in ``units``."""
+    if event_type == UNITS_EVENT:
+        return [dict(data)]
+    units = data.get("units")
+    return [dict(unit) for unit in units] if isinstance(units, list) else []
+
+
 def timestamp(at: datetime) -> str:
     """The one text form of a time in the ledger: UTC, microseconds, ``Z``."""
     if at.tzinfo is None:
