@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.audit.ledger import StoredEvent
-from coordinator.audit.log.events import timestamp, units_in
+from coordinator.audit.log.events import timestamp, transition_in, units_in
 
 
 def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
@@ -44,6 +44,8 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
 
 
 _LIVE = {"ADMITTED", "DISPATCHED", "RUNNING", "QUARANTINED", "RETURNED"}
+# What an event carries beside its own facts: the move it caused, the units it moved.
+_CARRIED = frozenset({"transition", "units"})
 
 
 def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
@@ -67,10 +69,17 @@ def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
 
 
 def _apply(view: dict[str, Any], event: StoredEvent) -> None:
+    """One event's facts: its own, then the move of its handoff and the budget units it
+    carries (in either of the forms the ledger has held: see ``units_in``)."""
     _apply_facts(view, event)
-    branch = f"{event.handoff_id}/{event.attempt}"
+    moved = transition_in(event.event_type, event.data)
+    if moved is not None:
+        branch = _branch(view, event)
+        branch["state"] = moved.get("to")
+        branch["reason"] = moved.get("reason")
+    key = f"{event.handoff_id}/{event.attempt}"
     units = units_in(event.event_type, event.data)
-    view["budget"] += [{"branch": branch, **unit} for unit in units]
+    view["budget"] += [{"branch": key, **unit} for unit in units]
 
 
 def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
@@ -104,10 +113,6 @@ def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
         view["effects"] += int(budget.get("effects", 0))
         branch["state"] = data.get("state", branch["state"])
         branch["reason"] = data.get("reason")
-    elif kind == "handoff.transition":
-        branch = _branch(view, event)
-        branch["state"] = data.get("to")
-        branch["reason"] = data.get("reason")
     elif kind == "remote.state_observed":
         branch = _branch(view, event)
         branch["remote_state"] = data.get("remote_state")
@@ -123,7 +128,7 @@ def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
             {
                 "branch": f"{event.handoff_id}/{event.attempt}",
                 "decision": kind.split(".", 1)[1],
-                **data,
+                **{name: value for name, value in data.items() if name not in _CARRIED},
             }
         )
     elif kind in ("delegation.exchanged", "delegation.exchange_refused"):

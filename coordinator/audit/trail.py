@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
@@ -23,6 +24,15 @@ from coordinator.audit.log.chain import Append
 from coordinator.storage.engine import writer_of
 from coordinator.storage.runs import RunStore, Step
 from coordinator.telemetry import metrics, tracing
+
+
+@dataclass(frozen=True)
+class Cause:
+    """An event not yet recorded that moves a handoff: the move is recorded in it
+    (``HandoffBook.commit``), or, if the move is refused, it is recorded alone."""
+
+    event_type: str
+    data: dict[str, object]
 
 
 class AuditTrail:

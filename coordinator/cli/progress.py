@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
+
+from coordinator.audit.log.events import TRANSITION_EVENT, transition_in
 
 if TYPE_CHECKING:
     from coordinator.audit.log.events import AuditEvent
@@ -75,37 +78,50 @@ def text_of(event: AuditEvent) -> str:
 
 
 def _said_by_dispatch(event: AuditEvent) -> bool:
-    """The move to DISPATCHED: the dispatch line that follows says it."""
-    return event.event_type == "handoff.transition" and event.data.get("to") == "DISPATCHED"
+    """The move to DISPATCHED: the dispatch line says it."""
+    return event.event_type == TRANSITION_EVENT and event.data.get("to") == "DISPATCHED"
+
+
+def steps_of(event: AuditEvent) -> list[AuditEvent]:
+    """The reported steps one event records: itself, if reported, and the move of its
+    handoff it carries (an artifact's verdict carries the move it caused), as the
+    ``handoff.transition`` it stands for."""
+    steps = [event] if event.event_type in SHOWN else []
+    moved = transition_in(event.event_type, event.data)
+    if moved is not None and event.event_type != TRANSITION_EVENT:
+        steps.append(replace(event, event_type=TRANSITION_EVENT, data=moved))
+    return [step for step in steps if not _said_by_dispatch(step)]
 
 
 def reporter(as_json: bool, out: TextIO | None = None) -> Callable[[AuditEvent], None]:
-    """A listener printing each reported event as it happens (others are not shown)."""
+    """A listener printing each reported step as it happens (others are not shown)."""
     stream = out or sys.stderr
 
     def report(event: AuditEvent) -> None:
-        if event.event_type not in SHOWN or _said_by_dispatch(event):
-            return
-        text = text_of(event)
-        if as_json:
-            fields = {name: event.data.get(name) for name in SHOWN[event.event_type]}
-            line = json.dumps(
-                {
-                    "event": event.event_type,
-                    "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-                    "run_id": event.run_id,
-                    "attempt": event.attempt,
-                    "remote_task_id": event.remote_task_id,
-                    **fields,
-                    "text": text,
-                },
-                default=str,
-            )
-        else:
-            line = f"federation: {text}"
-        print(line, file=stream, flush=True)
+        for step in steps_of(event):
+            print(_line(step, as_json), file=stream, flush=True)
 
     return report
+
+
+def _line(event: AuditEvent, as_json: bool) -> str:
+    """One step's line: the human text, or a JSON object holding it."""
+    text = text_of(event)
+    if not as_json:
+        return f"federation: {text}"
+    fields = {name: event.data.get(name) for name in SHOWN[event.event_type]}
+    return json.dumps(
+        {
+            "event": event.event_type,
+            "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "run_id": event.run_id,
+            "attempt": event.attempt,
+            "remote_task_id": event.remote_task_id,
+            **fields,
+            "text": text,
+        },
+        default=str,
+    )
 
 
 def exit_status(document: Mapping[str, Any], asked: int) -> int:

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.audit.log.events import UNITS_EVENT, StoredEvent, units_in
+from coordinator.audit.log.events import (
+    TRANSITION_EVENT,
+    UNITS_EVENT,
+    StoredEvent,
+    transition_in,
+    units_in,
+)
 
 COORDINATOR = "coordinator"
 DETAIL_CHARS = 160
@@ -80,8 +86,10 @@ def category(event_type: str) -> str:
 def detail(event: StoredEvent) -> str:
     data = event.data
     units = [units_detail(unit) for unit in units_in(event.event_type, data)]
-    if event.event_type == "handoff.transition":
-        text = f"{data.get('from')} -> {data.get('to')} ({data.get('reason')})"
+    moved = transition_in(event.event_type, data)
+    carried = [] if moved is None else [transition_detail(moved)]
+    if event.event_type == TRANSITION_EVENT:
+        text, carried = carried[0], []
     elif event.event_type in ("remote.state_observed", "cancel.acknowledged"):
         text = str(data.get("remote_state"))
     elif event.event_type == UNITS_EVENT:
@@ -95,10 +103,16 @@ def detail(event: StoredEvent) -> str:
     elif event.event_type in ("message.dispatched", "cancel.sent"):
         text = str(data.get("endpoint"))
     else:
-        shown = {k: v for k, v in data.items() if k not in ("contract", "authority", "units")}
+        hidden = ("contract", "authority", "units", "transition")
+        shown = {k: v for k, v in data.items() if k not in hidden}
         text = json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str)
-    text = "; ".join((text, *units))
+    text = "; ".join((text, *carried, *units))
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def transition_detail(moved: dict[str, Any]) -> str:
+    """A handoff's move: from, to and why."""
+    return f"{moved.get('from')} -> {moved.get('to')} ({moved.get('reason')})"
 
 
 def units_detail(unit: dict[str, Any]) -> str:

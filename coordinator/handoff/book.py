@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from agent_cards.clock import utc_now
 from contracts import strict_json
@@ -25,8 +24,8 @@ from contracts.handoff import (
     TransitionError,
     transition,
 )
-from coordinator.audit.log.events import UNITS_EVENT
-from coordinator.audit.trail import AuditTrail, contract_of
+from coordinator.audit.log.events import TRANSITION_EVENT, UNITS_EVENT
+from coordinator.audit.trail import AuditTrail, Cause, contract_of
 from coordinator.errors import RunCancelled, StaleRevision
 from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
 from coordinator.handoff.envelope import (
@@ -38,37 +37,17 @@ from coordinator.handoff.envelope import (
     remaining,
     settlement,
 )
+from coordinator.handoff.verdicts import (
+    JUDGED,
+    ArtifactDecision,
+    ArtifactRecord,
+    Move,
+    decide,
+)
 from coordinator.storage.runs import RunStore
 
 S = HandoffState
 Clock = Callable[[], datetime]
-
-
-class ArtifactDecision(StrEnum):
-    ADMITTED = "admitted"
-    REJECTED = "rejected"
-    # Kept with its hash and size, not admitted: the handoff declared no return contract.
-    HELD_FOR_REVIEW = "held_for_review"
-    STALE = "stale"
-    LATE_AFTER_CANCEL = "late_after_cancel"
-    LATE_AFTER_LEASE = "late_after_lease"
-    DUPLICATE = "duplicate"
-
-
-@dataclass(frozen=True)
-class ArtifactRecord:
-    """What was received for a handoff and what the coordinator decided about it."""
-
-    handoff_id: str
-    attempt: int
-    decision: ArtifactDecision
-    reason: str
-    content_hash: str
-    size: int
-    received_at: datetime
-    content: object = None
-    # The return contract it was judged by (its name, e.g. ``finding``).
-    contract: str = ""
 
 
 @dataclass
@@ -216,9 +195,18 @@ class HandoffBook:
         return self.records[record.attempt_id]
 
     def commit(
-        self, based_on: HandoffRecord, to: HandoffState, reason: str, **changes: object
+        self,
+        based_on: HandoffRecord,
+        to: HandoffState,
+        reason: str,
+        *,
+        cause: Cause | None = None,
+        **changes: object,
     ) -> HandoffRecord:
-        """Move a handoff, provided nobody moved it since ``based_on`` was read."""
+        """Move a handoff, provided nobody moved it since ``based_on`` was read. The move
+        is recorded in the ledger as a ``handoff.transition``, or, given the ``cause`` of
+        the move (an event not yet recorded: the dispatch, an artifact's verdict), as that
+        event carrying it. A refused move records nothing, its cause neither."""
         try:
             record = transition(
                 self.records[based_on.attempt_id],
@@ -233,16 +221,18 @@ class HandoffBook:
         previous = self.records[record.attempt_id]
         self._keep(record)
         settled = self._settle(record) if record.terminal else []
-        self._emit(
-            "handoff.transition",
-            record,
-            to=record.state.value,
-            reason=reason,
-            version=record.version,
-            **{"from": previous.state.value},
-            **({"units": settled} if settled else {}),
-        )
+        moved: dict[str, object] = {"from": previous.state.value, "to": to.value}
+        moved.update(reason=reason, version=record.version)
+        units = {"units": settled} if settled else {}
+        if cause is None:
+            self._emit(TRANSITION_EVENT, record, **moved, **units)
+        else:
+            self._emit(cause.event_type, record, **cause.data, transition=moved, **units)
         return record
+
+    def tell(self, cause: Cause, record: HandoffRecord) -> None:
+        """Record ``cause`` as an event of its own (its move was refused, or none came)."""
+        self._emit(cause.event_type, record, **cause.data)
 
     def note(self, based_on: HandoffRecord, **changes: object) -> HandoffRecord:
         """Update observations (remote ids and states) without a state transition."""
@@ -360,75 +350,80 @@ class HandoffBook:
         size: int,
         content: object = None,
         held: bool = False,
+        move: Move | None = None,
     ) -> ArtifactDecision:
-        """Decide what a returned artifact is, given the handoff's authoritative state now.
+        """Decide what a returned artifact is, given the handoff's authoritative state now,
+        keep it and record the verdict. Given ``move`` (where a verdict moves the
+        handoff), the verdict's event records that move too; a move refused, the verdict
+        is recorded alone.
 
         ``held`` says no contract could judge it: it is kept for review, never admitted."""
         current = self.records[based_on.attempt_id]
-        decision = self._decide(current, based_on, admitted)
+        key = current.duplicate_key
+        completed = key is not None and key in self.completed_keys
+        decision = decide(
+            current, based_on, admitted, completed=completed, state_version=self.state_version
+        )
         if held and decision is ArtifactDecision.REJECTED:
             decision = ArtifactDecision.HELD_FOR_REVIEW
-        contract = current.return_contract
-        self._emit(
-            f"artifact.{decision.value}",
-            current,
-            reason=reason if decision in _JUDGED else decision.value,
-            judged=reason,
-            content_hash=content_hash,
-            size=size,
-            contract=contract.name,
-            remote_task_id=current.remote_task_id,
-        )
         artifact = ArtifactRecord(
             handoff_id=current.handoff_id,
             attempt=based_on.attempt,
             decision=decision,
-            reason=reason if decision in _JUDGED else decision.value,
+            reason=reason if decision in JUDGED else decision.value,
             content_hash=content_hash,
             size=size,
             received_at=self.clock(),
             # Refused content is kept for diagnosis; admitted content lives in the finding.
             content=None if decision is ArtifactDecision.ADMITTED else content,
-            contract=contract.name,
+            contract=current.return_contract.name,
         )
-        self.artifacts.append(artifact)
-        if self.store is not None:
-            self.store.add(
-                "artifacts",
-                {
-                    "run_id": self.run_id,
-                    "attempt_id": current.attempt_id,
-                    "decision": decision.value,
-                    "reason": artifact.reason,
-                    "content_hash": content_hash,
-                    "size": size,
-                    # The exact artifacts as received, admitted ones too: a proof
-                    # bundle carries them to check the receipt's artifact digest.
-                    "content": None if content is None else strict_json.dumps(content).decode(),
-                    "received_at": artifact.received_at.isoformat(),
-                },
-            )
+        self._keep_artifact(current, artifact, content)
+        verdict = Cause(f"artifact.{decision.value}", _verdict_facts(artifact, reason, current))
+        if move is not None:
+            try:
+                self.commit(based_on, *move(decision, reason), cause=verdict)
+                return decision
+            except StaleRevision:
+                pass
+        self.tell(verdict, current)
         return decision
 
-    def _decide(
-        self, current: HandoffRecord, based_on: HandoffRecord, admitted: bool
-    ) -> ArtifactDecision:
-        if current.version != based_on.version or current.terminal:
-            if current.state is S.CANCELLED:
-                return ArtifactDecision.LATE_AFTER_CANCEL
-            if current.state is S.TIMED_OUT:
-                return ArtifactDecision.LATE_AFTER_LEASE
-            return ArtifactDecision.DUPLICATE
-        key = current.duplicate_key
-        if key is not None and key in self.completed_keys:
-            return ArtifactDecision.DUPLICATE
-        seen = current.state_ref.version if current.state_ref else None
-        if seen != self.state_version:
-            return ArtifactDecision.STALE
-        return ArtifactDecision.ADMITTED if admitted else ArtifactDecision.REJECTED
+    def _keep_artifact(
+        self, current: HandoffRecord, artifact: ArtifactRecord, content: object
+    ) -> None:
+        self.artifacts.append(artifact)
+        if self.store is None:
+            return
+        self.store.add(
+            "artifacts",
+            {
+                "run_id": self.run_id,
+                "attempt_id": current.attempt_id,
+                "decision": artifact.decision.value,
+                "reason": artifact.reason,
+                "content_hash": artifact.content_hash,
+                "size": artifact.size,
+                # The exact artifacts as received, admitted ones too: a proof
+                # bundle carries them to check the receipt's artifact digest.
+                "content": None if content is None else strict_json.dumps(content).decode(),
+                "received_at": artifact.received_at.isoformat(),
+            },
+        )
 
 
-_JUDGED = (ArtifactDecision.ADMITTED, ArtifactDecision.REJECTED, ArtifactDecision.HELD_FOR_REVIEW)
+def _verdict_facts(
+    artifact: ArtifactRecord, judged: str, current: HandoffRecord
+) -> dict[str, object]:
+    """What the ledger records of an artifact's verdict."""
+    return {
+        "reason": artifact.reason,
+        "judged": judged,
+        "content_hash": artifact.content_hash,
+        "size": artifact.size,
+        "contract": artifact.contract,
+        "remote_task_id": current.remote_task_id,
+    }
 
 
 def _time_text(value: datetime) -> str:

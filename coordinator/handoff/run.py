@@ -26,9 +26,10 @@ from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
 from coordinator.handoff.admission import ParentAuthority
-from coordinator.handoff.book import ArtifactRecord, HandoffBook
+from coordinator.handoff.book import HandoffBook
 from coordinator.handoff.envelope import BudgetEntry, model_totals
 from coordinator.handoff.run_state import deciding, delegation_fields, ordered, ownership_row
+from coordinator.handoff.verdicts import ArtifactRecord
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore, local_driver_id
 from coordinator.telemetry import tracing

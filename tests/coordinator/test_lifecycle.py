@@ -8,13 +8,8 @@ import pytest
 
 from contracts.handoff import HandoffBudget, HandoffRecord, HandoffState
 from coordinator.handoff.admission import AdmissionDenied, ParentAuthority
-from coordinator.handoff.book import (
-    ArtifactDecision,
-    HandoffBook,
-    RunCancelled,
-    StaleRevision,
-    UnitKind,
-)
+from coordinator.handoff.book import HandoffBook, RunCancelled, StaleRevision, UnitKind
+from coordinator.handoff.verdicts import ArtifactDecision
 from tests.coordinator.test_admission import CTX, NOW, proposal
 
 S = HandoffState
@@ -61,10 +56,13 @@ def returned_and_judged(book: HandoffBook, record: HandoffRecord) -> ArtifactDec
         returned = book.commit(record, S.RETURNED, "remote_completed")
     except StaleRevision:
         return book.receive(record, admitted=True, reason="ok", content_hash="h", size=1)
-    decision = book.receive(returned, admitted=True, reason="ok", content_hash="h", size=1)
-    to = S.ACCEPTED if decision is ArtifactDecision.ADMITTED else S.REJECTED
-    book.commit(returned, to, decision.value)
-    return decision
+    return book.receive(
+        returned, admitted=True, reason="ok", content_hash="h", size=1, move=_moved_by
+    )
+
+
+def _moved_by(decision: ArtifactDecision, reason: str) -> tuple[HandoffState, str]:
+    return (S.ACCEPTED if decision is ArtifactDecision.ADMITTED else S.REJECTED), decision.value
 
 
 def test_result_before_cancel_is_admitted(book: HandoffBook) -> None:

@@ -115,6 +115,19 @@ def units_in(event_type: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(unit) for unit in units] if isinstance(units, list) else []
 
 
+TRANSITION_EVENT = "handoff.transition"
+
+
+def transition_in(event_type: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The change of a handoff's state an event records (``from``, ``to``, ``reason``,
+    ``version``), or None: a :data:`TRANSITION_EVENT` is one; an event that caused one
+    (the dispatch, an artifact's verdict) carries it in ``transition``."""
+    if event_type == TRANSITION_EVENT:
+        return dict(data)
+    moved = data.get("transition")
+    return dict(moved) if isinstance(moved, dict) else None
+
+
 def timestamp(at: datetime) -> str:
     """The one text form of a time in the ledger: UTC, microseconds, ``Z``."""
     if at.tzinfo is None:

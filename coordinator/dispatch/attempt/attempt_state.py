@@ -18,6 +18,7 @@ from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Message, Task
+from coordinator.audit.trail import Cause
 from coordinator.authority.delegator import Delegator
 from coordinator.dispatch.attempt.elsewhere import ended_by_another
 from coordinator.dispatch.attempt.outcome import RemoteOutcome
@@ -76,6 +77,8 @@ class AttemptState:
         self._message: Message | None = None
         # when this attempt's message was sent (None: sent by an earlier driver)
         self._sent_at: float | None = None
+        # the move to DISPATCHED recorded the message going out (it carries the dispatch)
+        self._dispatch_recorded = False
 
     @property
     def record(self) -> HandoffRecord:
@@ -94,10 +97,11 @@ class AttemptState:
     def _refresh(self) -> HandoffRecord:
         return self.keep(self.run.book.current(self.record))
 
-    def commit(self, to: HandoffState, reason: str) -> bool:
-        """Commit a transition; False if the handoff moved meanwhile (the view was stale)."""
+    def commit(self, to: HandoffState, reason: str, cause: Cause | None = None) -> bool:
+        """Commit a transition (recorded in its ``cause``, if given); False if the handoff
+        moved meanwhile (the view was stale), and then nothing is recorded."""
         try:
-            self.keep(self.run.book.commit(self.record, to, reason))
+            self.keep(self.run.book.commit(self.record, to, reason, cause=cause))
             return True
         except StaleRevision:
             self._refresh()

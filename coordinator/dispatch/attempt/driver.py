@@ -21,6 +21,7 @@ import time
 
 from contracts.handoff import HandoffState
 from contracts.wire import Task, to_wire
+from coordinator.audit.trail import Cause
 from coordinator.authority.delegator import GrantRefused
 from coordinator.dispatch.attempt import cancelling, observed, remote_calls, settling
 from coordinator.dispatch.attempt.attempt_state import AttemptState, settled
@@ -194,7 +195,11 @@ class HandoffDriver(AttemptState):
         """Record the dispatch; it is written with the intent, before the message leaves,
         so a crash mid-send is visible (see :meth:`send`)."""
         with observed.step("dispatch", self.record):
-            self.keep(self.run.book.commit(self.record, S.DISPATCHED, "message_sending"))
+            sending = Cause("message.dispatched", self._dispatch_facts())
+            self.keep(
+                self.run.book.commit(self.record, S.DISPATCHED, "message_sending", cause=sending)
+            )
+        self._dispatch_recorded = True
 
     async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
         """Send the message; the task it opened, and its update stream if one is open.
@@ -205,14 +210,8 @@ class HandoffDriver(AttemptState):
         slot free): the task and then its updates arrive on one response, which is handed
         on as the handoff's update source; else ``SendMessage`` with ``returnImmediately``,
         and the task is followed by polling."""
-        self.run.emit(
-            "message.dispatched",
-            self.record,
-            endpoint=self.agent.endpoint,
-            interface=self.run.carried_on(self.record, self.agent.interface.summary()),
-            idempotency_key=idempotency_key(self.record),
-            with_token=bool(self.headers),
-        )
+        if not self._dispatch_recorded:  # sent again after a restart: the move was before
+            self.run.emit("message.dispatched", self.record, **self._dispatch_facts())
         await async_pause_point("before_intent")
         # the intent is refused whole if another process ended the handoff meanwhile
         self.run.trail.write_with(self.run.store.refuse_if_ended(self.record.attempt_id))
@@ -253,6 +252,16 @@ class HandoffDriver(AttemptState):
             modes.learned(self.agent.endpoint, self.record.skill, None)
         self.note(remote_task_id=task.id, remote_state=task.status.state.value)
         return task, stream
+
+    def _dispatch_facts(self) -> dict[str, object]:
+        """What the ledger records of the message going out: where, on which interface,
+        under which idempotency key, with a token or not."""
+        return {
+            "endpoint": self.agent.endpoint,
+            "interface": self.run.carried_on(self.record, self.agent.interface.summary()),
+            "idempotency_key": idempotency_key(self.record),
+            "with_token": bool(self.headers),
+        }
 
     async def fetch(self) -> Task | None:
         """The remote task of a handoff sent earlier (by this process or one before it)."""

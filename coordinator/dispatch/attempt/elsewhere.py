@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from contracts.handoff import HandoffRecord
 from contracts.wire import Task, TaskState
-from coordinator.handoff.book import ArtifactDecision
 from coordinator.handoff.envelope import unit_from_row
 from coordinator.handoff.returns import Admission, admit_task, artifact_content
 from coordinator.handoff.run import Run
+from coordinator.handoff.verdicts import ArtifactDecision
 
 
 def ended_by_another(run: Run, record: HandoffRecord, lost: bool = False) -> HandoffRecord | None:

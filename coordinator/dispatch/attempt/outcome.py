@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from contracts.evidence import Finding
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import Task
-from coordinator.handoff.book import ArtifactDecision
 from coordinator.handoff.returns import Admission
+from coordinator.handoff.verdicts import ArtifactDecision
 
 
 @dataclass

@@ -15,7 +15,6 @@ from coordinator.dispatch.attempt.attempt_state import AttemptState
 from coordinator.dispatch.attempt.cancelling import cancel_remote
 from coordinator.dispatch.attempt.elsewhere import keep_late
 from coordinator.dispatch.attempt.faults import pause_point
-from coordinator.handoff.book import ArtifactDecision
 from coordinator.handoff.question import remote_question
 from coordinator.handoff.returns import (
     admit_interruption,
@@ -24,6 +23,7 @@ from coordinator.handoff.returns import (
     failure_admission,
 )
 from coordinator.handoff.usage import usage_change
+from coordinator.handoff.verdicts import ArtifactDecision
 
 S = HandoffState
 
@@ -98,7 +98,7 @@ def _judge(attempt: AttemptState, task: Task) -> None:
         receipts.keep_receipt(attempt.run, attempt.agent, returned, admission.receipt)
         receipts.follow_successions(attempt.run, attempt.agent, task)
     attempt.outcome.admission = admission
-    decision = attempt.run.book.receive(
+    attempt.outcome.decision = attempt.run.book.receive(
         returned,
         admitted=admission.admitted,
         reason=admission.reason,
@@ -106,16 +106,20 @@ def _judge(attempt: AttemptState, task: Task) -> None:
         size=admission.size,
         content=artifact_content(task),
         held=admission.held,
+        move=_moved_by,  # recorded in the verdict's event
     )
-    attempt.outcome.decision = decision
+    attempt.keep(attempt.run.book.current(returned))
+
+
+def _moved_by(decision: ArtifactDecision, reason: str) -> tuple[HandoffState, str]:
+    """Where an artifact's verdict moves its handoff, and why."""
     if decision is ArtifactDecision.ADMITTED:
-        attempt.commit(S.ACCEPTED, admission.reason)
-    elif decision is ArtifactDecision.HELD_FOR_REVIEW:
-        attempt.commit(S.RETURNED_UNVERIFIED, admission.reason)
-    elif decision is ArtifactDecision.REJECTED:
-        attempt.commit(S.REJECTED, admission.reason)
-    else:
-        attempt.commit(S.REJECTED, decision.value)
+        return S.ACCEPTED, reason
+    if decision is ArtifactDecision.HELD_FOR_REVIEW:
+        return S.RETURNED_UNVERIFIED, reason
+    if decision is ArtifactDecision.REJECTED:
+        return S.REJECTED, reason
+    return S.REJECTED, decision.value
 
 
 def arrived_late(attempt: AttemptState, task: Task, based_on: HandoffRecord | None = None) -> None:

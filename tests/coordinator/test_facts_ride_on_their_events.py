@@ -1,0 +1,176 @@
+"""A handoff's facts ride on the event that caused them, and the ledger keeps every one.
+
+A governed handoff wrote fourteen ledger events; issue 34 asks for about four. Budget
+units were three events of their own (reserved at admission, consumed and released at its
+end): they now travel in the admission, the denial and the move that ended the handoff. A
+move of the handoff caused by another event is recorded in that event: the move to
+DISPATCHED in ``message.dispatched``, the move an artifact's verdict causes in the
+``artifact.*`` event. What no event stands for stays an event of its own (a local role's
+model requests, a refusal of a cancelled run; a move with no cause). Reconstruction, the
+console and the command line's progress read both forms through one function each, so a
+ledger written before reads as it did.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from contracts.handoff import HandoffBudget, HandoffState
+from coordinator.audit.log.events import TRANSITION_EVENT, UNITS_EVENT, AuditEvent, StoredEvent
+from coordinator.audit.reconstruction import reconstruct
+from coordinator.audit.trail import Cause
+from coordinator.cli.progress import steps_of, text_of
+from coordinator.console.timeline import detail
+from coordinator.handoff.admission import AdmissionDenied, ParentAuthority
+from coordinator.handoff.book import HandoffBook, RunCancelled
+from coordinator.handoff.run import unit_row
+from tests.coordinator.test_admission import CTX, NOW, proposal
+from tests.coordinator.test_lifecycle import dispatched, returned_and_judged
+
+S = HandoffState
+
+
+@pytest.fixture
+def book() -> HandoffBook:
+    parent = ParentAuthority(
+        scope=frozenset({"risk:interpret"}),
+        tenant="pilot",
+        resources=frozenset({"pilot-records"}),
+        expires_at=NOW + timedelta(minutes=10),
+        remaining=HandoffBudget(actions=4, context_units=10_000, effects=0),
+        max_context_units=5_000,
+    )
+    return HandoffBook(run_id="run-1", parent=parent, clock=lambda: NOW, state_version=3)
+
+
+def stored(events: list[AuditEvent]) -> list[StoredEvent]:
+    """The trail's events as a ledger would give them back (the chain's fields aside)."""
+    return [
+        StoredEvent(
+            seq=seq,
+            prev_hash="0" * 64,
+            hash="0" * 64,
+            event_type=event.event_type,
+            recorded_at=NOW,
+            actor=event.actor,
+            data=dict(event.data),
+            run_id=event.run_id,
+            handoff_id=event.handoff_id,
+            attempt=event.attempt,
+        )
+        for seq, event in enumerate(events, 1)
+    ]
+
+
+def as_before(events: list[StoredEvent]) -> list[StoredEvent]:
+    """The same facts in the form ledgers had before: each move a ``handoff.transition``
+    after the event that caused it, and each unit a ``budget.units`` event after that."""
+    before: list[StoredEvent] = []
+    for event in events:
+        data = {k: v for k, v in event.data.items() if k not in ("transition", "units")}
+        before.append(_with(event, event.event_type, data))
+        if "transition" in event.data:
+            before.append(_with(event, TRANSITION_EVENT, event.data["transition"]))
+        before += [_with(event, UNITS_EVENT, unit) for unit in event.data.get("units") or []]
+    return before
+
+
+def _with(event: StoredEvent, event_type: str, data: dict[str, Any]) -> StoredEvent:
+    fields = {**event.__dict__, "event_type": event_type, "data": data}
+    return StoredEvent(**fields)
+
+
+def types(book: HandoffBook) -> list[str]:
+    return [event.event_type for event in book.trail.kept]
+
+
+def judged(book: HandoffBook) -> None:
+    """A handoff dispatched as the driver does it (the move in its dispatch), answered,
+    its artifact admitted (the move in the verdict)."""
+    record = book.admit(proposal(), CTX)
+    sending = Cause("message.dispatched", {"endpoint": "http://127.0.0.1:1/a2a"})
+    record = book.commit(record, S.DISPATCHED, "message_sending", cause=sending)
+    returned_and_judged(book, book.note(record, remote_task_id="task-1"))
+
+
+def test_a_handoff_records_each_fact_in_the_event_that_caused_it(book: HandoffBook) -> None:
+    judged(book)
+    assert types(book) == [
+        "handoff.admitted",  # with the units reserved
+        "message.dispatched",  # with the move to DISPATCHED
+        "handoff.transition",  # to RETURNED: no event of its own caused it here
+        "artifact.admitted",  # with the move to ACCEPTED and the units settled
+    ]
+    admitted, dispatched_, returned, verdict = book.trail.kept
+    assert [unit["kind"] for unit in admitted.data["units"]] == ["reserved"]
+    assert dispatched_.data["transition"] == {
+        "from": "ADMITTED",
+        "to": "DISPATCHED",
+        "reason": "message_sending",
+        "version": 2,
+    }
+    assert returned.data["to"] == "RETURNED" and "units" not in returned.data
+    assert verdict.data["transition"]["to"] == "ACCEPTED"
+    assert [unit["kind"] for unit in verdict.data["units"]] == ["consumed", "released"]
+
+
+def test_a_verdict_whose_move_is_refused_is_recorded_alone(book: HandoffBook) -> None:
+    """A result that lost the race to a cancel: its verdict is recorded, with no move."""
+    record = dispatched(book)
+    book.cancel()
+    assert returned_and_judged(book, record).value == "late_after_cancel"
+    late = book.trail.kept[-1]
+    assert late.event_type == "artifact.late_after_cancel" and "transition" not in late.data
+
+
+def test_the_ledger_holds_every_fact_the_book_holds_in_either_form(book: HandoffBook) -> None:
+    """Reconstruction from the ledger alone gives the book's units field for field and
+    each branch's state; the same facts in the older form give the same view."""
+    judged(book)
+    with pytest.raises(AdmissionDenied):
+        book.admit(proposal(attempt=2), CTX)  # its key completed: duplicate_completed
+    book.spend("supervisor", 2, 40)
+    book.cancel()
+    with pytest.raises(RunCancelled):
+        book.admit(proposal(handoff_id="ho-3"), CTX)
+    assert types(book).count(UNITS_EVENT) == 2  # the local spend, the cancelled run's refusal
+    events = stored(book.trail.kept)
+    view = reconstruct(events)
+    kinds = ["reserved", "consumed", "released", "rejected", "spent", "rejected"]
+    assert [row["kind"] for row in view["budget"]] == kinds
+    booked = [unit_row(unit) for unit in book.units]
+    for row, unit in zip(view["budget"], booked, strict=True):
+        assert {k: v for k, v in row.items() if k != "branch"} == {
+            k: v for k, v in unit.items() if k != "branch"
+        }
+    states = {branch["branch"]: branch["state"] for branch in view["branches"]}
+    assert states == {"ho-1/1": "ACCEPTED", "ho-1/2": "REJECTED"}  # ho-3: never a branch
+    assert [set(a) for a in view["artifacts"]] == [
+        {"branch", "decision", "reason", "judged", "content_hash", "size", "contract"}
+        | {"remote_task_id"}
+    ]
+    assert reconstruct(as_before(events)) == view | {"events": len(as_before(events))}
+
+
+def test_the_console_and_the_progress_lines_show_what_an_event_carries(
+    book: HandoffBook,
+) -> None:
+    judged(book)
+    events = stored(book.trail.kept)
+    verdict = next(e for e in events if e.event_type == "artifact.admitted")
+    shown = detail(verdict)
+    assert "RETURNED -> ACCEPTED (admitted)" in shown and "consumed: actions 1" in shown
+    admitted = next(e for e in events if e.event_type == "handoff.admitted")
+    assert "reserved: actions 1" in detail(admitted) and '"units"' not in detail(admitted)
+    older = [e for e in as_before(events) if e.event_type == UNITS_EVENT]
+    assert [detail(e).split(":")[0] for e in older] == ["reserved", "consumed", "released"]
+    assert detail(older[0]).endswith("(admitted)")
+    lines = [text_of(step) for event in book.trail.kept for step in steps_of(event)]
+    assert lines == [
+        "attempt 1 dispatched to http://127.0.0.1:1/a2a",
+        "attempt 1: DISPATCHED -> RETURNED (remote_completed)",
+        "attempt 1: RETURNED -> ACCEPTED (admitted)",
+    ]
