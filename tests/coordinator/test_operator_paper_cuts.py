@@ -164,6 +164,36 @@ def test_a_run_keeps_its_token_budget_in_the_ledger(remote: DataDir) -> None:
         ws.close()
 
 
+def test_a_delegation_shows_every_move_its_ledger_records(remote: DataDir, tmp_path: Path) -> None:
+    """The moves to DISPATCHED and ACCEPTED are in the events that caused them (the
+    dispatch, the artifact's verdict), no ``handoff.transition`` of their own; the command
+    line's progress still says each step, and ``audit show`` rebuilds the branch's state
+    from the ledger alone."""
+    (tmp_path / "input.json").write_text(json.dumps(PAYLOAD))
+    delegate = ("delegate", "--to", "remote-risk", "--input", str(tmp_path / "input.json"))
+    status, _, err = cli(remote, *delegate, "--skill", SKILL)
+    assert status == 0, err
+    steps = [line.split(": ", 1)[1] for line in err.splitlines() if "attempt 1" in line]
+    assert steps[0].startswith("attempt 1 dispatched to http://127.0.0.1:"), err
+    moved = [step.split(": ", 1)[1] for step in steps if " -> " in step]
+    assert moved[-1] == "RETURNED -> ACCEPTED (finding_admitted)", err
+    assert moved[-2].endswith("-> RETURNED (remote_completed)"), err
+    status, out, _ = cli(remote, "runs", "--json")
+    run_id = json.loads(out)["runs"][0]["run_id"]
+    status, out, _ = cli(remote, "audit", "show", run_id, "--json")
+    assert status == 0 and [b["state"] for b in json.loads(out)["branches"]] == ["ACCEPTED"]
+    ws = Workspace(remote)
+    try:
+        events = ws.ledger().events(run_id)
+    finally:
+        ws.close()
+    moves = [e.data["transition"]["to"] for e in events if "transition" in e.data]
+    assert moves == ["DISPATCHED", "ACCEPTED"]
+    alone = [e.data["to"] for e in events if e.event_type == "handoff.transition"]
+    # moved by what the remote said (its task WORKING, then COMPLETED): no event of ours
+    assert alone[-1] == "RETURNED" and not {"DISPATCHED", "ACCEPTED"} & set(alone)
+
+
 def test_the_database_is_owner_only_as_the_keys_are(tmp_path: Path) -> None:
     data = tmp_path / "fresh"
     status, _, err = cli(data, "keys", "show")
