@@ -13,21 +13,20 @@ ledger written before reads as it did.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from contracts.handoff import HandoffBudget, HandoffState
+from contracts.handoff import HandoffState
 from coordinator.audit.log.events import TRANSITION_EVENT, UNITS_EVENT, AuditEvent, StoredEvent
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.audit.trail import Cause
 from coordinator.cli.progress import steps_of, text_of
 from coordinator.console.timeline import detail
-from coordinator.handoff.admission import AdmissionDenied, ParentAuthority
+from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import HandoffBook, RunCancelled
 from coordinator.handoff.run import unit_row
-from tests.coordinator.test_admission import CTX, NOW, proposal
+from tests.coordinator.test_admission import CTX, NOW, PARENT, proposal
 from tests.coordinator.test_lifecycle import dispatched, returned_and_judged
 
 S = HandoffState
@@ -35,15 +34,7 @@ S = HandoffState
 
 @pytest.fixture
 def book() -> HandoffBook:
-    parent = ParentAuthority(
-        scope=frozenset({"risk:interpret"}),
-        tenant="pilot",
-        resources=frozenset({"pilot-records"}),
-        expires_at=NOW + timedelta(minutes=10),
-        remaining=HandoffBudget(actions=4, context_units=10_000, effects=0),
-        max_context_units=5_000,
-    )
-    return HandoffBook(run_id="run-1", parent=parent, clock=lambda: NOW, state_version=3)
+    return HandoffBook(run_id="run-1", parent=PARENT, clock=lambda: NOW, state_version=3)
 
 
 def stored(events: list[AuditEvent]) -> list[StoredEvent]:
