@@ -34,6 +34,7 @@ from coordinator.handoff.envelope import (
     entry,
     local_spend,
     plus,
+    refused,
     remaining,
     settlement,
 )
@@ -43,6 +44,7 @@ from coordinator.handoff.verdicts import (
     ArtifactRecord,
     Move,
     decide,
+    verdict_facts,
 )
 from coordinator.storage.runs import RunStore
 
@@ -73,9 +75,12 @@ class HandoffBook:
     driver_lease_seconds: float = 15.0
     # Told of every record the book makes authoritative (the run keeps its state by it).
     on_change: Callable[[HandoffRecord], None] | None = None
+    # Facts held for the move they cause, by attempt (note, held_for, tell_held).
+    held: dict[str, Cause] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
+        self.trail.before_flush.append(self.tell_held)
 
     def _emit(self, event_type: str, record: HandoffRecord | None, **data: object) -> None:
         self.trail.emit(
@@ -169,7 +174,7 @@ class HandoffBook:
                 contract=contract_of(record),
                 state=denied.state.value,
                 reason=denial.reason,
-                units=[self._book(_rejected(record, denial.reason))],
+                units=[self._book(refused(record, denial.reason))],
             )
             raise
         budget = admitted.budget
@@ -187,7 +192,7 @@ class HandoffBook:
         return admitted
 
     def _refuse(self, record: HandoffRecord, reason: str) -> None:
-        self._unit(_rejected(record, reason), record)
+        self._unit(refused(record, reason), record)
 
     # --- every later change -------------------------------------------------------------
 
@@ -234,8 +239,23 @@ class HandoffBook:
         """Record ``cause`` as an event of its own (its move was refused, or none came)."""
         self._emit(cause.event_type, record, **cause.data)
 
-    def note(self, based_on: HandoffRecord, **changes: object) -> HandoffRecord:
-        """Update observations (remote ids and states) without a state transition."""
+    def held_for(self, record: HandoffRecord) -> Cause | None:
+        """The fact held for ``record``'s next move, taken (the move records it, or, if
+        the move is refused, :meth:`tell`)."""
+        return self.held.pop(record.attempt_id, None)
+
+    def tell_held(self) -> None:
+        """Record alone every fact still held: none waits past the trail's next write."""
+        held, self.held = self.held, {}
+        for attempt_id, cause in held.items():
+            self.tell(cause, self.records[attempt_id])
+
+    def note(
+        self, based_on: HandoffRecord, *, hold: bool = False, **changes: object
+    ) -> HandoffRecord:
+        """Update observations (remote ids and states) without a state transition. With
+        ``hold``, the remote state observed is held for the move it causes, which records
+        it (:meth:`held_for`), instead of being recorded at once."""
         current = self.records[based_on.attempt_id]
         if current.version != based_on.version:
             raise StaleRevision(f"handoff {current.handoff_id} moved on", "stale_version")
@@ -243,12 +263,13 @@ class HandoffBook:
             return current  # an observation that changes nothing writes nothing
         record = self._keep(current.model_copy(update=changes))
         if "remote_state" in changes and changes["remote_state"] != current.remote_state:
-            self._emit(
-                "remote.state_observed",
-                record,
-                remote_state=record.remote_state,
-                local_state=record.state.value,
-            )
+            seen: dict[str, object] = {"remote_state": record.remote_state}
+            seen["local_state"] = record.state.value
+            observed = Cause("remote.state_observed", seen)
+            if hold:
+                self.held[record.attempt_id] = observed
+            else:
+                self.tell(observed, record)
         if "lease_expires_at" in changes:
             self._emit("lease.renewed", record, lease_expires_at=str(record.lease_expires_at))
         return record
@@ -379,7 +400,8 @@ class HandoffBook:
             contract=current.return_contract.name,
         )
         self._keep_artifact(current, artifact, content)
-        verdict = Cause(f"artifact.{decision.value}", _verdict_facts(artifact, reason, current))
+        facts = verdict_facts(artifact, reason, current.remote_task_id)
+        verdict = Cause(f"artifact.{decision.value}", facts)
         if move is not None:
             try:
                 self.commit(based_on, *move(decision, reason), cause=verdict)
@@ -412,25 +434,5 @@ class HandoffBook:
         )
 
 
-def _verdict_facts(
-    artifact: ArtifactRecord, judged: str, current: HandoffRecord
-) -> dict[str, object]:
-    """What the ledger records of an artifact's verdict."""
-    return {
-        "reason": artifact.reason,
-        "judged": judged,
-        "content_hash": artifact.content_hash,
-        "size": artifact.size,
-        "contract": artifact.contract,
-        "remote_task_id": current.remote_task_id,
-    }
-
-
 def _time_text(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
-
-
-def _rejected(record: HandoffRecord, reason: str) -> BudgetEntry:
-    """The unit of a handoff refused at admission: its envelope, none of it reserved."""
-    zero = HandoffBudget(actions=0, context_units=0, effects=0)
-    return entry(record, UnitKind.REJECTED, record.budget or zero, reason)

@@ -145,6 +145,12 @@ def entry(record: HandoffRecord, kind: UnitKind, budget: HandoffBudget, reason: 
     )
 
 
+def refused(record: HandoffRecord, reason: str) -> BudgetEntry:
+    """The unit of a handoff refused at admission: its envelope, none of it reserved."""
+    zero = HandoffBudget(actions=0, context_units=0, effects=0)
+    return entry(record, UnitKind.REJECTED, record.budget or zero, reason)
+
+
 def local_spend(role: str, requests: int, tokens: int | None) -> BudgetEntry:
     """The unit of model requests a local role made outside any handoff's envelope."""
     return BudgetEntry(

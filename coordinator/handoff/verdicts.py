@@ -76,3 +76,18 @@ def decide(
     if seen != state_version:
         return ArtifactDecision.STALE
     return ArtifactDecision.ADMITTED if admitted else ArtifactDecision.REJECTED
+
+
+def verdict_facts(
+    artifact: ArtifactRecord, judged: str, remote_task_id: str | None
+) -> dict[str, object]:
+    """What the ledger records of an artifact's verdict (``judged``: the return
+    admission's own reason, which ``reason`` replaces when the race decided)."""
+    return {
+        "reason": artifact.reason,
+        "judged": judged,
+        "content_hash": artifact.content_hash,
+        "size": artifact.size,
+        "contract": artifact.contract,
+        "remote_task_id": remote_task_id,
+    }

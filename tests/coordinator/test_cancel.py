@@ -27,6 +27,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from coordinator.audit.log.events import transition_in
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.identity import coordinator_keys
 from coordinator.cli.main import main
@@ -129,7 +130,8 @@ def assert_cancelled(slow: Slow, run_id: str, task_id: str, by: str, why: str) -
     events = ws.ledger().events(run_id)
     kinds = [event.event_type for event in events]
     assert "artifact.admitted" not in kinds
-    assert not any(e.data.get("to") == "ACCEPTED" for e in events)
+    moves = [transition_in(e.event_type, e.data) for e in events]
+    assert not any(move and move["to"] == "ACCEPTED" for move in moves)
     [cancelled] = [e for e in events if e.event_type == "run.cancelled"]
     assert cancelled.data["by"] == by and cancelled.data["why"] == why
     # audit show, the run rebuilt from the ledger alone, says who and why too

@@ -13,6 +13,7 @@ ledger written before reads as it did.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +27,11 @@ from coordinator.console.timeline import detail
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import HandoffBook, RunCancelled
 from coordinator.handoff.run import unit_row
+from coordinator.storage.datadir import DataDir
+from coordinator.workspace import Workspace
 from tests.coordinator.test_admission import CTX, NOW, PARENT, proposal
 from tests.coordinator.test_lifecycle import dispatched, returned_and_judged
+from tests.coordinator.test_run_store_batching import admitted, new_run
 
 S = HandoffState
 
@@ -165,3 +169,33 @@ def test_the_console_and_the_progress_lines_show_what_an_event_carries(
         "attempt 1: DISPATCHED -> RETURNED (remote_completed)",
         "attempt 1: RETURNED -> ACCEPTED (admitted)",
     ]
+
+
+def test_an_observation_held_for_its_move_is_recorded_by_it(book: HandoffBook) -> None:
+    """The remote's COMPLETED moves the handoff to RETURNED when the task settles, a step
+    later: the observation is held until then and recorded with the move."""
+    record = book.note(dispatched(book), remote_state="TASK_STATE_COMPLETED", hold=True)
+    assert types(book)[-1] != "remote.state_observed"
+    completed = book.held_for(record)
+    book.commit(record, S.RETURNED, "remote_completed", cause=completed)
+    observed = book.trail.kept[-1]
+    assert observed.event_type == "remote.state_observed"
+    assert observed.data["remote_state"] == "TASK_STATE_COMPLETED"
+    assert observed.data["local_state"] == "DISPATCHED"
+    assert observed.data["transition"]["to"] == "RETURNED"
+
+
+def test_a_held_fact_no_move_takes_is_written_alone_with_the_next_flush(tmp_path: Path) -> None:
+    """Nothing held waits past the trail's next write: a durable point records it."""
+    workspace = Workspace(DataDir(tmp_path))
+    try:
+        run = new_run(workspace)
+        record = run.book.commit(admitted(run), S.DISPATCHED, "message_sending")
+        completed = {"remote_task_id": "task-1", "remote_state": "TASK_STATE_COMPLETED"}
+        run.book.note(record, hold=True, **completed)
+        run.trail.flush()
+        written = workspace.ledger().events(run.run_id)
+    finally:
+        workspace.close()
+    assert written[-1].event_type == "remote.state_observed"
+    assert "transition" not in written[-1].data and run.book.held == {}

@@ -14,6 +14,7 @@ import pytest
 
 from agent_cards.keys import SigningKey
 from contracts.wire import GetTaskRequest
+from coordinator.audit.log.events import transition_in
 from coordinator.authority.delegator import DEFAULT_ISSUER, envelope_of, required_scopes
 from coordinator.authority.holder import HOLDER_PROOF_ENV, hold
 from coordinator.authority.identity import coordinator_keys
@@ -55,8 +56,9 @@ def test_a_run_with_holder_bound_tokens_completes_and_a_stolen_one_is_useless(
         minted = [e for e in events if e.event_type == "grant.minted"]
         kid = coordinator_keys(DataDir(fed.data)).signing_key().kid
         assert minted and all(e.data["cnf_jkt"] == kid for e in minted)
-        returned = [e for e in events if e.data.get("to") == "RETURNED"]
-        assert returned and returned[0].data["reason"] == "remote_completed"
+        moves = [transition_in(e.event_type, e.data) for e in events]
+        returned = [move for move in moves if move and move["to"] == "RETURNED"]
+        assert returned and returned[0]["reason"] == "remote_completed"
 
 
 def bound_token(data: Path, run_id: str) -> str:

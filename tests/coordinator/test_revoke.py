@@ -27,6 +27,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from coordinator.audit.log.events import transition_in
 from coordinator.authority.delegator import DEFAULT_ISSUER, envelope_of, required_scopes
 from coordinator.authority.identity import coordinator_keys
 from coordinator.authority.revocation import STATUS_URL_ENV
@@ -172,7 +173,8 @@ def assert_nothing_admitted(fed: Federation, run_id: str) -> list[str]:
     events = ws.ledger().events(run_id)
     kinds = [event.event_type for event in events]
     assert "artifact.admitted" not in kinds
-    assert not any(e.data.get("to") == "ACCEPTED" for e in events)
+    moves = [transition_in(e.event_type, e.data) for e in events]
+    assert not any(move and move["to"] == "ACCEPTED" for move in moves)
     [revoked] = [e for e in events if e.event_type == "grant.revoked"]
     assert revoked.data["why"] == "key leaked" and revoked.data["handoffs"] == [record.handoff_id]
     return kinds

@@ -40,15 +40,15 @@ HANDOFFS = 6
 # points were merged: merging them must drop none). Its skill answered at once before, so
 # it is one blocking send (coordinator.dispatch.attempt.send_modes): the remote task is observed
 # once, settled, and the handoff goes from DISPATCHED to RETURNED without RUNNING. Its
-# budget units ride on its admission and on the move that ended it, and its moves to
-# DISPATCHED and ACCEPTED on the dispatch and the artifact's verdict that caused them
+# budget units ride on its admission and on the move that ended it, and its three moves
+# (to DISPATCHED, RETURNED and ACCEPTED) on the dispatch, the remote state observed and
+# the artifact's verdict that caused them: no handoff.transition of its own
 # (tests/coordinator/test_facts_ride_on_their_events.py).
 FACTS_PER_DELEGATION = {
     "run.started": 1,
     "handoff.admitted": 1,
     "grant.minted": 1,
     "message.dispatched": 1,
-    "handoff.transition": 1,  # to RETURNED; the other two moves ride on their causes
     "remote.state_observed": 1,
     "handoff.receipt": 1,
     "artifact.admitted": 1,

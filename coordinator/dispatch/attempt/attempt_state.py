@@ -17,7 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from contracts.handoff import HandoffRecord, HandoffState
-from contracts.wire import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, Message, Task
+from contracts.wire import (
+    INTERRUPTED_TASK_STATES,
+    TERMINAL_TASK_STATES,
+    Message,
+    Task,
+    TaskState,
+)
 from coordinator.audit.trail import Cause
 from coordinator.authority.delegator import Delegator
 from coordinator.dispatch.attempt.elsewhere import ended_by_another
@@ -46,6 +52,13 @@ def settled(task: Task) -> bool:
     """Whether the remote task is terminal or interrupted: nothing more comes of it."""
     state = task.status.state
     return state in TERMINAL_TASK_STATES or state in INTERRUPTED_TASK_STATES
+
+
+def completes(state: TaskState) -> bool:
+    """Whether seeing the remote task in ``state`` moves the handoff to RETURNED (when it
+    settles, :mod:`~coordinator.dispatch.attempt.settling`): that observation is held
+    for the move, which records it."""
+    return state is TaskState.COMPLETED
 
 
 class AttemptState:
@@ -99,20 +112,29 @@ class AttemptState:
 
     def commit(self, to: HandoffState, reason: str, cause: Cause | None = None) -> bool:
         """Commit a transition (recorded in its ``cause``, if given); False if the handoff
-        moved meanwhile (the view was stale), and then nothing is recorded."""
+        moved meanwhile (the view was stale): then the cause is recorded alone."""
         try:
             self.keep(self.run.book.commit(self.record, to, reason, cause=cause))
             return True
         except StaleRevision:
+            if cause is not None:
+                self.run.book.tell(cause, self.record)
             self._refresh()
             return False
 
-    def note(self, **changes: object) -> None:
-        """Record observations (remote id, remote state) unless the handoff moved on."""
+    def note(self, *, hold: bool = False, **changes: object) -> None:
+        """Record observations (remote id, remote state) unless the handoff moved on
+        (``hold``: see :meth:`HandoffBook.note`)."""
         try:
-            self.keep(self.run.book.note(self.record, **changes))
+            self.keep(self.run.book.note(self.record, hold=hold, **changes))
         except StaleRevision:
             self._refresh()
+
+    def release_held(self) -> None:
+        """Record alone what this attempt holds for a move that will not come."""
+        cause = self.run.book.held_for(self.record)
+        if cause is not None:
+            self.run.book.tell(cause, self.record)
 
     def lease_left(self) -> float:
         lease = self.record.lease_expires_at

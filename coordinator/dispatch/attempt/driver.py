@@ -24,7 +24,7 @@ from contracts.wire import Task, to_wire
 from coordinator.audit.trail import Cause
 from coordinator.authority.delegator import GrantRefused
 from coordinator.dispatch.attempt import cancelling, observed, remote_calls, settling
-from coordinator.dispatch.attempt.attempt_state import AttemptState, settled
+from coordinator.dispatch.attempt.attempt_state import AttemptState, completes, settled
 from coordinator.dispatch.attempt.faults import async_pause_point, pause_point
 from coordinator.dispatch.attempt.grants import head_refreshed, mint_for
 from coordinator.dispatch.attempt.outcome import RemoteOutcome
@@ -250,7 +250,8 @@ class HandoffDriver(AttemptState):
         pause_point("after_dispatch")
         if blocking and not settled(task):  # it did not answer at once after all
             modes.learned(self.agent.endpoint, self.record.skill, None)
-        self.note(remote_task_id=task.id, remote_state=task.status.state.value)
+        state = task.status.state
+        self.note(remote_task_id=task.id, remote_state=state.value, hold=completes(state))
         return task, stream
 
     def _dispatch_facts(self) -> dict[str, object]:
@@ -343,7 +344,10 @@ class HandoffDriver(AttemptState):
         view = local_view(task.status.state.value)
         record = self.keep(
             self.run.book.note(
-                self.record, remote_state=task.status.state.value, **usage_change(task)
+                self.record,
+                remote_state=task.status.state.value,
+                hold=completes(task.status.state),
+                **usage_change(task),
             )
         )
         unchanged = view.state is record.state and (

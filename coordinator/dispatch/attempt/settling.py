@@ -44,7 +44,8 @@ async def settle(attempt: AttemptState, task: Task) -> None:
     based_on = attempt.record
     pause_point("before_admission")
     # the stored row was read when the task settled (see the driver's watch), just before this
-    if not attempt.commit(S.RETURNED, "remote_completed"):
+    completed = attempt.run.book.held_for(attempt.record)  # the observation: it moves it
+    if not attempt.commit(S.RETURNED, "remote_completed", cause=completed):
         arrived_late(attempt, task, based_on)
         return
     judge(attempt, task)
@@ -124,6 +125,7 @@ def _moved_by(decision: ArtifactDecision, reason: str) -> tuple[HandoffState, st
 
 def arrived_late(attempt: AttemptState, task: Task, based_on: HandoffRecord | None = None) -> None:
     """A completed result that lost the race: keep it for diagnosis, admit nothing."""
+    attempt.release_held()  # the observation that came with it, first
     late = keep_late(attempt.run, task, based_on or attempt.record)
     if late is not None:
         attempt.outcome.admission, attempt.outcome.decision = late
