@@ -117,18 +117,21 @@ def transition_detail(moved: dict[str, Any]) -> str:
 
 def units_detail(unit: dict[str, Any]) -> str:
     """One budget unit: its kind and what it counts."""
-    counts = ", ".join(f"{k} {unit.get(k)}" for k in ("actions", "context_units", "effects"))
-    return f"{unit.get('kind')}: {counts}"
+    return f"{unit.get('kind')}: {counts(unit)}"
+
+
+def counts(budget: dict[str, Any]) -> str:
+    """A budget's actions, context units and effects, as the timeline shows them."""
+    return ", ".join(f"{k} {budget.get(k)}" for k in ("actions", "context_units", "effects"))
 
 
 def hop_detail(event_type: str, data: dict[str, Any]) -> str:
     """One hop of a delegation chain: granted (to whom, how deep, what) or refused (why)."""
     if event_type == "delegation.exchanged":
-        budget = data.get("budget") or {}
-        units = ", ".join(f"{k} {budget.get(k)}" for k in ("actions", "context_units", "effects"))
         return (
             f"child token to {data.get('to')} (depth {data.get('depth')}): "
-            f"scope {data.get('scope')}; {units}; parent {data.get('parent_jti')}"
+            f"scope {data.get('scope')}; {counts(data.get('budget') or {})}; "
+            f"parent {data.get('parent_jti')}"
         )
     return f"exchange refused ({data.get('reason')}) from parent {data.get('parent_jti')}"
 
