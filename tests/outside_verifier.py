@@ -28,8 +28,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-FORMAT = "a2a-federation.audit-proof/3"
-FORMATS = (FORMAT, "a2a-federation.audit-proof/2")  # format 2: no hop_receipts
+FORMAT = "a2a-federation.audit-proof/4"
+# format 3: every receipt in a handoff.receipt event; format 2: no hop_receipts either
+FORMAT_3 = "a2a-federation.audit-proof/3"
+FORMATS = (FORMAT, FORMAT_3, "a2a-federation.audit-proof/2")
 TERMINAL = (
     "TASK_STATE_COMPLETED",
     "TASK_STATE_FAILED",
@@ -278,7 +280,7 @@ def _check_shape(bundle: Any) -> None:
     if not isinstance(bundle.get("run_id"), str) or not isinstance(bundle.get("tree_head"), str):
         raise Refused("malformed")
     names = ["events", "tokens", "receipts", "artifacts"]
-    if bundle["format"] == FORMAT:
+    if bundle["format"] in (FORMAT, FORMAT_3):
         names.append("hop_receipts")
     lists = [bundle.get(name) for name in names]
     if not all(isinstance(item, list) for item in lists) or not bundle["events"]:
@@ -303,7 +305,8 @@ def _check_shape(bundle: Any) -> None:
 
 
 def _hop_list(bundle: dict[str, Any]) -> list[Any]:
-    listed: list[Any] = bundle.get("hop_receipts", []) if bundle["format"] == FORMAT else []
+    with_hops = bundle["format"] in (FORMAT, FORMAT_3)
+    listed: list[Any] = bundle.get("hop_receipts", []) if with_hops else []
     return listed
 
 
@@ -512,7 +515,12 @@ def _check_tokens(tokens: list[dict[str, Any]], records: dict[int, dict[str, Any
 
 
 def _is_receipt(record: dict[str, Any] | None) -> bool:
-    return record is not None and record["event_type"] == "handoff.receipt"
+    """A handoff.receipt event, or a verdict (artifact.*) with a receipt in its data."""
+    if record is None:
+        return False
+    if record["event_type"] == "handoff.receipt":
+        return True
+    return record["event_type"].startswith("artifact.") and "receipt" in record["data"]
 
 
 def _check_listed(bundle: dict[str, Any], records: dict[int, dict[str, Any]]) -> None:
@@ -655,7 +663,7 @@ def _check_artifacts(
     later = [
         r
         for r in ordered
-        if r["seq"] > seq and r["event_type"].startswith("artifact.") and _task(r) == _task(record)
+        if r["seq"] >= seq and r["event_type"].startswith("artifact.") and _task(r) == _task(record)
     ]
     if later:
         expected = "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()

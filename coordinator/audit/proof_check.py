@@ -15,17 +15,19 @@ The steps, each failing with its :class:`~coordinator.audit.log.verification.Bre
    (``inclusion_invalid``);
 5. tokens: each digest is the one an included ``grant.minted`` event records
    (``token_mismatch``);
-6. receipts (:mod:`coordinator.audit.receipt_binding`): every ``handoff.receipt`` event,
-   listed or not, signed by a remote key of the anchors (``untrusted_key``,
-   ``receipt_invalid``), stating what the ledger recorded (``receipt_mismatch``), over the
-   artifacts the bundle carries (``artifact_missing``, ``artifact_mismatch``);
+6. receipts (:mod:`coordinator.audit.receipt_binding`): every event that records a
+   receipt (a ``handoff.receipt``, or a verdict carrying one), listed or not, signed by a
+   remote key of the anchors (``untrusted_key``, ``receipt_invalid``), stating what the
+   ledger recorded (``receipt_mismatch``), over the artifacts the bundle carries
+   (``artifact_missing``, ``artifact_mismatch``);
 7. hop receipts (:mod:`coordinator.audit.hop_binding`): every ``hop.receipt`` event,
    listed or not, signed by a remote key of the anchors in its own name, stating the
    child the ledger exchanged from the handoff that carried it (``receipt_mismatch``).
 
-Format 3 bundles list the hop receipts (``hop_receipts``); format 2 bundles, made
-before hops were carried, have no such list and still verify (step 7 still checks any
-``hop.receipt`` event they hold).
+Format 4 bundles find a receipt in the verdict that carries it too; format 3 bundles, made
+before, keep every receipt in a ``handoff.receipt`` event and still verify, as do format
+2 bundles, made before hops were carried, which have no ``hop_receipts`` list (step 7
+still checks any ``hop.receipt`` event they hold).
 
 docs/verifier/verify_bundle.py does the same with nothing of ours, and a test checks
 that the two agree.
@@ -49,7 +51,7 @@ from coordinator.audit.hop_binding import check_hop_receipts
 from coordinator.audit.log.events import GENESIS_HASH
 from coordinator.audit.log.tree_heads import TreeHead, key_for, verify_tree_head
 from coordinator.audit.log.verification import Break, BundleBroken, VerifyReport
-from coordinator.audit.proofs import PROOF_FORMAT, PROOF_FORMAT_2
+from coordinator.audit.proofs import PROOF_FORMAT, PROOF_FORMAT_2, PROOF_FORMAT_3, WITH_HOPS
 from coordinator.audit.receipt_binding import check_receipts, same_member
 from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.errors import LedgerError
@@ -65,8 +67,9 @@ PROOF_STEPS = (
     "tree head: signed by a coordinator key given",
     "events: hash, ledger form, RFC 8785, chain link, inclusion in the tree head",
     "tokens: each the one an included grant.minted event records",
-    "receipts: every handoff.receipt event signed by a remote key given, in that key's "
-    "name, stating what the ledger recorded, over the artifacts the bundle carries",
+    "receipts: every event recording a receipt (handoff.receipt, or a verdict carrying one) "
+    "signed by a remote key given, in that key's name, stating what the ledger recorded, "
+    "over the artifacts the bundle carries",
     "hop receipts: every hop.receipt event signed by a remote key given, in that key's "
     "name, stating the child the ledger exchanged from the handoff that carried it",
 )
@@ -94,7 +97,7 @@ RECORD_MEMBERS: dict[str, tuple[type, ...]] = {
 
 
 def _shape(bundle: Mapping[str, Any]) -> None:
-    if bundle.get("format") not in (PROOF_FORMAT, PROOF_FORMAT_2):
+    if bundle.get("format") not in (PROOF_FORMAT, PROOF_FORMAT_3, PROOF_FORMAT_2):
         raise BundleBroken(0, Break.MALFORMED, f"format is not {PROOF_FORMAT}")
     expected = {
         "run_id": str,
@@ -104,7 +107,7 @@ def _shape(bundle: Mapping[str, Any]) -> None:
         "receipts": list,
         "artifacts": list,
     }
-    if bundle["format"] == PROOF_FORMAT:
+    if bundle["format"] in WITH_HOPS:
         expected["hop_receipts"] = list
     for name, kind in expected.items():
         if not isinstance(bundle.get(name), kind):
@@ -140,7 +143,7 @@ def _shape(bundle: Mapping[str, Any]) -> None:
 
 def _hops(bundle: Mapping[str, Any]) -> list[Any]:
     """The hop receipts a bundle lists (format 2: none)."""
-    listed = bundle.get("hop_receipts") if bundle.get("format") == PROOF_FORMAT else None
+    listed = bundle.get("hop_receipts") if bundle.get("format") in WITH_HOPS else None
     return listed if isinstance(listed, list) else []
 
 

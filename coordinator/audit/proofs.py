@@ -1,7 +1,7 @@
 """Proofs for outsiders: a run's proof bundle, and consistency between two tree heads.
 
 ``federation audit prove RUN_ID`` writes :func:`prove_run`'s document (format
-``a2a-federation.audit-proof/3``, specified in docs/audit-bundle.md): the run's events as
+``a2a-federation.audit-proof/4``, specified in docs/audit-bundle.md): the run's events as
 their exact RFC 8785 bytes, each with its RFC 9162 inclusion proof against one signed
 tree head, the delegation tokens' claims digests, the remotes' receipts and the hops'
 receipts (``hop_receipts``: those of the agents a member delegated to, which the member
@@ -9,8 +9,10 @@ carried up) found among those events, the exact artifacts each remote's receipt 
 (as received, from the ``artifacts`` table), and the public keys involved as a JWK Set,
 the hops' agents' included (a convenience: a reader checks against keys of its own).
 Nothing of other runs is disclosed: a proof node is a hash of a subtree. Format 3 is
-format 2 with ``hop_receipts``; a reader of format 2 refuses it (``malformed``) rather
-than pass hops it does not check, and the verifiers here still check format 2 bundles.
+format 2 with ``hop_receipts``; format 4 is format 3 with a receipt also found in the
+verdict on the return it came with (an ``artifact.*`` event). A reader of an older format
+refuses a newer one (``malformed``) rather than pass receipts or hops it does not check,
+and the verifiers here still check format 2 and 3 bundles.
 
 Before it signs a head, :func:`sign_current_head` verifies the whole ledger (chain, tree,
 kept heads), so a tampered ledger is never vouched for; the head is then kept in
@@ -40,15 +42,19 @@ from coordinator.audit.log.verification import verify
 from coordinator.audit.receipts import (
     GRANT_EVENT,
     HOP_RECEIPT_EVENT,
-    RECEIPT_EVENT,
     protected_header,
+    records_receipt,
 )
 from coordinator.errors import LedgerError
 from coordinator.storage.schema import artifacts as artifacts_table
 
-PROOF_FORMAT = "a2a-federation.audit-proof/3"
-# Bundles made before hop receipts: no ``hop_receipts`` member; still verified.
+PROOF_FORMAT = "a2a-federation.audit-proof/4"
+# Bundles made before verdicts carried receipts (every receipt a handoff.receipt event),
+# and before that before hop receipts (no ``hop_receipts`` member): still verified.
+PROOF_FORMAT_3 = "a2a-federation.audit-proof/3"
 PROOF_FORMAT_2 = "a2a-federation.audit-proof/2"
+# The formats with ``hop_receipts``.
+WITH_HOPS = (PROOF_FORMAT, PROOF_FORMAT_3)
 
 
 def ledger_tree(ledger: Ledger, size: int) -> merkle.Tree:
@@ -104,7 +110,7 @@ def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any], 
                     "claims_digest": data["claims_digest"],
                 }
             )
-        elif record.get("event_type") == RECEIPT_EVENT and "receipt" in data:
+        elif records_receipt(record.get("event_type", ""), data) and "receipt" in data:
             receipts.append({"seq": entry["seq"], "receipt": data["receipt"]})
         elif record.get("event_type") == HOP_RECEIPT_EVENT and "receipt" in data:
             hops.append({"seq": entry["seq"], "receipt": data["receipt"]})

@@ -1,7 +1,8 @@
 """Step 6 of a proof bundle check (docs/audit-bundle.md): the remotes' receipts.
 
-Every ``handoff.receipt`` event among the bundle's verified events is checked, whether or
-not the bundle's ``receipts`` list names it: its signature with a remote key the reader
+Every event among the bundle's verified events that records a receipt (a
+``handoff.receipt``, or a verdict that carries one: :func:`records_receipt`) is checked,
+whether or not the bundle's ``receipts`` list names it: its signature with a remote key the reader
 holds (by computed thumbprint), in the name of that key's identity and no other (its
 ``iss``: holding several agents' keys never lets one sign for another), then what it
 states against what the coordinator's ledger recorded (task, handoff, token, audience,
@@ -28,7 +29,7 @@ from agent_cards.transparency.statements import (
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
 from coordinator.audit.log.verification import Break, BundleBroken
-from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
+from coordinator.audit.receipts import GRANT_EVENT, VERDICT_PREFIX, compact, records_receipt
 
 Records = Mapping[int, Mapping[str, Any]]
 STATE_EVENT = "remote.state_observed"
@@ -47,7 +48,7 @@ def check_receipts(
     artifacts = _artifact_entries(bundle["artifacts"], records)
     checked = []
     for seq in sorted(records):
-        if records[seq]["event_type"] == RECEIPT_EVENT:
+        if _records_receipt(records[seq]):
             claims = verified_claims(seq, records[seq], remotes)
             _bound(seq, records[seq], claims, records)
             _artifacts_match(seq, records[seq], claims, artifacts.get(seq), records)
@@ -77,9 +78,7 @@ def _described(seq: int, records: Records, claims: Mapping[str, Any]) -> dict[st
 
 def _listed(entry: Mapping[str, Any], records: Records) -> None:
     record = records.get(entry["seq"]) or {}
-    if record.get("event_type") != RECEIPT_EVENT or record["data"].get("receipt") != entry.get(
-        "receipt"
-    ):
+    if not _records_receipt(record) or record["data"].get("receipt") != entry.get("receipt"):
         raise BundleBroken(
             entry["seq"], Break.RECEIPT_INVALID, "not the receipt the included event keeps"
         )
@@ -90,11 +89,14 @@ def _artifact_entries(entries: list[Mapping[str, Any]], records: Records) -> dic
     found: dict[int, str] = {}
     for entry in entries:
         seq = entry["seq"]
-        record = records.get(seq) or {}
-        if record.get("event_type") != RECEIPT_EVENT or seq in found:
+        if not _records_receipt(records.get(seq) or {}) or seq in found:
             raise BundleBroken(seq, Break.ARTIFACT_MISMATCH, "not the artifacts of one receipt")
         found[seq] = entry["content"]
     return found
+
+
+def _records_receipt(record: Mapping[str, Any]) -> bool:
+    return bool(record) and records_receipt(record["event_type"], record["data"])
 
 
 def verified_claims(seq: int, record: Mapping[str, Any], remotes: TrustedKeys) -> dict[str, Any]:
@@ -200,7 +202,8 @@ def _artifacts_match(
     records: Records,
 ) -> None:
     """6.3.4: the exact artifacts carried hash to the receipt's digest (RFC 8785 form) and
-    to the ``content_hash`` of the ledger's next ``artifact.*`` event of the task."""
+    to the ``content_hash`` of the ledger's verdict on them: the event itself when a
+    verdict carries the receipt, else the task's next ``artifact.*`` event."""
     if content is None:
         raise BundleBroken(seq, Break.ARTIFACT_MISSING, "the bundle carries no artifacts for it")
     try:
@@ -214,7 +217,7 @@ def _artifacts_match(
     later = [
         s
         for s, r in records.items()
-        if s > seq and r["event_type"].startswith("artifact.") and _same_task(r, record)
+        if s >= seq and r["event_type"].startswith(VERDICT_PREFIX) and _same_task(r, record)
     ]
     expected = "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
     if later and records[min(later)]["data"].get("content_hash") != expected:

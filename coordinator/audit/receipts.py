@@ -1,12 +1,14 @@
 """What the ledger keeps of signed statements from other services: receipts and their keys.
 
-A remote's receipt (a JWS over what it was asked and what it answered) is kept as the
-``data`` of a ``handoff.receipt`` event. It is stored in the RFC 7515 section 7.2.2
-*flattened JSON* serialisation, ``{"protected", "payload", "signature"}``, rather than the
-compact form: a receipt is a statement, not a credential, and the ledger's redaction
-(:func:`~coordinator.audit.log.events.redact_secrets`) replaces every compact-JWS-shaped
-value, as it must for bearer tokens. The receipt's ``kid`` is kept beside it, so that a
-proof bundle can carry the public key it needs.
+A remote's receipt (a JWS over what it was asked and what it answered) is kept in the
+``data`` of the verdict on the return it came with (an ``artifact.*`` event), or, when no
+verdict is given (a task that failed, say), of a ``handoff.receipt`` event of its own:
+:func:`records_receipt` is the one rule by which every reader finds it. It is stored in
+the RFC 7515 section 7.2.2 *flattened JSON* serialisation, ``{"protected", "payload",
+"signature"}``, rather than the compact form: a receipt is a statement, not a credential,
+and the ledger's redaction (:func:`~coordinator.audit.log.events.redact_secrets`) replaces
+every compact-JWS-shaped value, as it must for bearer tokens. The receipt's ``kid`` is
+kept beside it, so that a proof bundle can carry the public key it needs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,17 @@ RECEIPT_EVENT = "handoff.receipt"
 HOP_RECEIPT_EVENT = "hop.receipt"
 HOP_REFUSED_EVENT = "hop.receipt_refused"
 GRANT_EVENT = "grant.minted"
+VERDICT_PREFIX = "artifact."
+
+
+def records_receipt(event_type: str, data: Mapping[str, Any]) -> bool:
+    """Whether an event records a remote's receipt (in ``data["receipt"]``, with its
+    ``kid``): every ``handoff.receipt`` (one without a receipt is a broken one), and a
+    verdict (``artifact.*``) that carries the receipt its return was judged with. Ledgers
+    and bundles from before verdicts carried them have only the first kind."""
+    if event_type == RECEIPT_EVENT:
+        return True
+    return event_type.startswith(VERDICT_PREFIX) and "receipt" in data
 
 
 def flattened(compact: str) -> dict[str, str]:
@@ -79,6 +92,7 @@ def receipt_event(
 
 
 def receipt_data(receipt: str, jws: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The ``data`` of a ``handoff.receipt`` event (for ``AuditTrail.emit``)."""
+    """What an event recording a receipt keeps of it (a ``handoff.receipt``'s ``data``,
+    or the members a verdict carries)."""
     jws = jws or flattened(receipt)
     return {"receipt": dict(jws), "kid": protected_header(jws).get("kid")}

@@ -44,8 +44,9 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
 
 
 _LIVE = {"ADMITTED", "DISPATCHED", "RUNNING", "QUARANTINED", "RETURNED"}
-# What an event carries beside its own facts: the move it caused, the units it moved.
-_CARRIED = frozenset({"transition", "units"})
+# What an event carries beside its own facts: the move it caused, the units it moved, the
+# receipt a verdict was given with (and its kid).
+_CARRIED = frozenset({"transition", "units", "receipt", "kid"})
 
 
 def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_cards.trusted import TrustedKeys
 from coordinator.audit.log.events import StoredEvent
-from coordinator.audit.receipts import RECEIPT_EVENT
+from coordinator.audit.receipts import records_receipt
 from coordinator.console.receipts import ReceiptView, receipt_view
 from coordinator.console.settings import ConsoleSettings
 from coordinator.console.timeline import timeline
@@ -64,7 +64,7 @@ def receipts_of(
     return {
         event.seq: receipt_view(event.data, pinned)
         for event in events
-        if event.event_type == RECEIPT_EVENT
+        if records_receipt(event.event_type, event.data)
     }
 
 

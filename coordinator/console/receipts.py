@@ -1,10 +1,11 @@
 """A remote's receipt as the timeline shows it: its fields, and whether it verifies now.
 
-The ledger keeps a receipt (``handoff.receipt``) as a flattened JWS, base64 that tells an
-operator nothing. Here it is decoded into the claims the remote signed (task, handoff,
-attempt, token, artifact digest, state, time) and checked again, now, against the keys
-pinned for the registered agents: verified with the key pinned for which agent, or the
-reason it does not verify (its key no longer pinned, a signature that fails). It was
+The ledger keeps a receipt (in the verdict on its return, or a ``handoff.receipt``) as a
+flattened JWS, base64 that tells an operator nothing. Here it is decoded into the claims
+the remote signed (task, handoff, attempt, token, artifact digest, state, time) and
+checked again, now, against the keys pinned for the registered agents: verified with the
+key pinned for which agent, or the reason it does not verify (its key no longer pinned,
+a signature that fails). It was
 verified when it was received (an unverified receipt is never kept); this says whether
 it still does. Every value is the remote's text and is escaped by the template.
 """
@@ -44,7 +45,7 @@ class ReceiptView:
 
 
 def receipt_view(data: Mapping[str, Any], pinned: Mapping[str, TrustedKeys]) -> ReceiptView:
-    """The ``data`` of a ``handoff.receipt`` event, decoded and checked with ``pinned``
+    """The ``data`` of an event recording a receipt, decoded and checked with ``pinned``
     (agent name -> the keys pinned for it)."""
     jws = data.get("receipt")
     if not isinstance(jws, Mapping):

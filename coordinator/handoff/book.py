@@ -10,7 +10,7 @@ admitted, neither consumes budget, and neither can revive a terminal handoff.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -372,11 +372,13 @@ class HandoffBook:
         content: object = None,
         held: bool = False,
         move: Move | None = None,
+        carried: Mapping[str, object] | None = None,
     ) -> ArtifactDecision:
         """Decide what a returned artifact is, given the handoff's authoritative state now,
         keep it and record the verdict. Given ``move`` (where a verdict moves the
         handoff), the verdict's event records that move too; a move refused, the verdict
-        is recorded alone.
+        is recorded alone. ``carried``: facts the verdict's event records with it (the
+        receipt the return came with).
 
         ``held`` says no contract could judge it: it is kept for review, never admitted."""
         current = self.records[based_on.attempt_id]
@@ -400,7 +402,7 @@ class HandoffBook:
             contract=current.return_contract.name,
         )
         self._keep_artifact(current, artifact, content)
-        facts = verdict_facts(artifact, reason, current.remote_task_id)
+        facts = {**verdict_facts(artifact, reason, current.remote_task_id), **(carried or {})}
         verdict = Cause(f"artifact.{decision.value}", facts)
         if move is not None:
             try:

@@ -1,20 +1,21 @@
 """The remote's receipt, checked before return admission (the receipts extension).
 
-An agent whose card declares :data:`~agent_cards.transparency.receipts.RECEIPTS_EXTENSION_URI`
-must send, with its terminal task, a receipt signed by a key pinned for it at
-registration, stating exactly the task returned (id, artifact digest, state), the
-handoff it was opened under (id, an attempt not later than ours), and a delegation token
-this coordinator minted for that handoff (its ``jti``, with the ``req_digest`` that token
-bound), issued (``iss``) by the agent whose key signed it: the identity
-(:mod:`agent_cards.identity`) of the pinned key that verified it, which is also the
-audience the handoff's tokens were minted for. Anything else is refused before the
-artifact is judged: ``receipt_missing``, ``receipt_invalid`` (does not verify with the
-pinned key), ``receipt_mismatch``, ``receipt_issuer_mismatch``. A verified receipt is
-kept in the ledger (``handoff.receipt``) with the exact artifacts its digest covers, and
+An agent whose card declares
+:data:`~agent_cards.transparency.receipts.RECEIPTS_EXTENSION_URI` must send, with its
+terminal task, a receipt signed by a key pinned for it at registration, stating exactly
+the task returned (id, artifact digest, state), the handoff it was opened under (id, an
+attempt not later than ours), and a delegation token this coordinator minted for that
+handoff (its ``jti``, with the ``req_digest`` that token bound), issued (``iss``) by the
+agent whose key signed it: the identity (:mod:`agent_cards.identity`) of the pinned key
+that verified it, which is also the audience the handoff's tokens were minted for.
+Anything else is refused before the artifact is judged: ``receipt_missing``,
+``receipt_invalid`` (does not verify with the pinned key), ``receipt_mismatch``,
+``receipt_issuer_mismatch``. A verified receipt is kept in the ledger (with the verdict on
+its return, or as a ``handoff.receipt``) with the exact artifacts its digest covers, and
 with who signed it (the thumbprint of the pinned key that verified it), under which the
-head of the agent's log it states is witnessed.
-The receipts of the hops the agent delegated to, which its artifacts carry, are checked
-with it (:mod:`coordinator.handoff.hop_receipts`).
+head of the agent's log it states is witnessed. The receipts of the hops the agent
+delegated to, which its artifacts carry, are checked with it
+(:mod:`coordinator.handoff.hop_receipts`).
 """
 
 from __future__ import annotations

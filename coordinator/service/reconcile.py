@@ -49,7 +49,7 @@ from contracts import strict_json
 from contracts.request_digest import request_digest
 from coordinator.audit.log.chain import Ledger
 from coordinator.audit.log.tree_heads import TreeHead
-from coordinator.audit.receipts import GRANT_EVENT, RECEIPT_EVENT, compact
+from coordinator.audit.receipts import GRANT_EVENT, compact, records_receipt
 from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import (
     AuditCredentialError,
@@ -121,7 +121,7 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
         remote_state = event.data.get("remote_state")
         if isinstance(remote_state, str):
             mine["state"] = remote_state
-        if event.event_type == RECEIPT_EVENT:
+        if records_receipt(event.event_type, event.data):
             claims = _receipt_claims(event.data["receipt"])
             mine.update({name: claims.get(name) for name in FIELDS}, receipted=True)
     return facts

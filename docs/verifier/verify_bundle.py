@@ -38,13 +38,16 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-FORMAT = "a2a-federation.audit-proof/3"
+FORMAT = "a2a-federation.audit-proof/4"
+FORMAT_3 = "a2a-federation.audit-proof/3"  # before verdicts carried receipts: still checked
 FORMAT_2 = "a2a-federation.audit-proof/2"  # before hop receipts: still checked
+WITH_HOPS = (FORMAT, FORMAT_3)
 TREE_HEAD_TYP = "ledger-tree-head+jwt"
 RECEIPT_TYP = "a2a-receipt+jwt"
 SUCCESSION_TYP = "key-succession+jwt"
 MAX_SUCCESSIONS = 16
 RECEIPT_EVENT = "handoff.receipt"
+VERDICT_PREFIX = "artifact."
 HOP_RECEIPT_EVENT = "hop.receipt"
 EXCHANGED_EVENT = "delegation.exchanged"
 TERMINAL_STATES = (
@@ -343,7 +346,7 @@ def is_seq(value: Any) -> bool:
 
 def check_shape(bundle: dict[str, Any]) -> None:
     """Step 1."""
-    if bundle.get("format") not in (FORMAT, FORMAT_2):
+    if bundle.get("format") not in (FORMAT, FORMAT_3, FORMAT_2):
         raise Failed(0, "malformed", f"format is not {FORMAT}")
     kinds = {
         "run_id": str,
@@ -353,7 +356,7 @@ def check_shape(bundle: dict[str, Any]) -> None:
         "receipts": list,
         "artifacts": list,
     }
-    if bundle["format"] == FORMAT:
+    if bundle["format"] in WITH_HOPS:
         kinds["hop_receipts"] = list
     for name, kind in kinds.items():
         if not isinstance(bundle.get(name), kind):
@@ -386,7 +389,7 @@ def check_shape(bundle: dict[str, Any]) -> None:
 
 def hops_listed(bundle: dict[str, Any]) -> list[Any]:
     """The bundle's ``hop_receipts`` (format 2 has none)."""
-    return bundle["hop_receipts"] if bundle.get("format") == FORMAT else []
+    return bundle["hop_receipts"] if bundle.get("format") in WITH_HOPS else []
 
 
 def check_anchors(bundle: dict[str, Any], anchors: Anchors | None, unanchored: bool) -> Anchors:
@@ -579,20 +582,30 @@ def check_receipts(
     for entry in bundle["receipts"]:
         record = records.get(entry["seq"], {})
         kept = record.get("data", {}).get("receipt")
-        if record.get("event_type") != RECEIPT_EVENT or kept != entry.get("receipt"):
+        if not records_receipt(record) or kept != entry.get("receipt"):
             detail = "not the receipt the included event keeps"
             raise Failed(entry["seq"], "receipt_invalid", detail)
     artifacts: dict[int, str] = {}
     for entry in bundle["artifacts"]:
         seq = entry["seq"]
-        if records.get(seq, {}).get("event_type") != RECEIPT_EVENT or seq in artifacts:
+        if not records_receipt(records.get(seq, {})) or seq in artifacts:
             raise Failed(seq, "artifact_mismatch", "not the artifacts of one receipt")
         artifacts[seq] = entry["content"]
     for seq in sorted(records):
-        if records[seq]["event_type"] == RECEIPT_EVENT:
+        if records_receipt(records[seq]):
             claims = check_receipt_signature(seq, records[seq], remotes)
             check_receipt_binding(seq, records[seq], claims, records)
             check_receipt_artifacts(seq, records[seq], claims, artifacts.get(seq), records)
+
+
+def records_receipt(record: dict[str, Any]) -> bool:
+    """Whether an event records a receipt: every handoff.receipt, and a verdict
+    (artifact.*) whose data has a receipt member (format 4)."""
+    if not record:
+        return False
+    if record["event_type"] == RECEIPT_EVENT:
+        return True
+    return record["event_type"].startswith(VERDICT_PREFIX) and "receipt" in record["data"]
 
 
 def check_hop_receipts(
@@ -793,7 +806,7 @@ def check_receipt_artifacts(
     later = [
         s
         for s, r in records.items()
-        if s > seq and r["event_type"].startswith("artifact.") and same_task(r, record)
+        if s >= seq and r["event_type"].startswith(VERDICT_PREFIX) and same_task(r, record)
     ]
     received = "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
     if later and records[min(later)]["data"].get("content_hash") != received:

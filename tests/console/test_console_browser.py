@@ -331,10 +331,10 @@ def test_log_out_is_in_view_on_a_phone(session: Any, deployment: Deployment) -> 
 def test_a_receipt_in_the_timeline_is_shown_decoded(
     page: Page, deployment: Deployment, screenshots: Path
 ) -> None:
-    """The remote's signed receipt reads as its fields and whether it verifies with the
-    key pinned for the agent, not as base64."""
+    """The remote's signed receipt, carried by the verdict on its return, reads as its
+    fields and whether it verifies with the key pinned for the agent, not as base64."""
     page.goto(f"{deployment.console}/runs/{deployment.cases['ok']['run_id']}")
-    receipt = page.locator("table.timeline tbody tr", has_text="handoff.receipt").first
+    receipt = page.locator("table.timeline tbody tr", has_text="artifact.admitted").first
     fields = receipt.locator("dl.receipt")
     expect(fields).to_contain_text("task_id")
     expect(fields).to_contain_text("artifact_digest")

@@ -42,7 +42,7 @@ from coordinator.audit.log.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.proof_check import verify_document, verify_proof_bundle
 from coordinator.audit.proofs import prove_run
-from coordinator.audit.receipts import receipt_data, receipt_event
+from coordinator.audit.receipts import receipt_data, receipt_event, records_receipt
 from coordinator.errors import LedgerError
 from coordinator.storage.engine import open_engine
 from coordinator.storage.migrations import migrate
@@ -97,10 +97,13 @@ def event(run_id: str, event_type: str = "message.dispatched", **changes: Any) -
     return AuditEvent(**(values | changes))
 
 
-def write_ledger(path: Path, ledger_says: dict[str, Any], receipts: list[str]) -> Ledger:
+def write_ledger(
+    path: Path, ledger_says: dict[str, Any], receipts: list[str], *, carried: bool = False
+) -> Ledger:
     """Run-a's facts (interleaved with run-b's) as the coordinator records them:
     ``ledger_says`` overrides what the ledger records of the grant, the task and its
-    state; each of ``receipts`` is kept as a ``handoff.receipt`` event."""
+    state; each of ``receipts`` is kept as a ``handoff.receipt`` event, or, ``carried``,
+    the one receipt rides on the verdict (as the coordinator records it since format 4)."""
     engine = open_engine(f"sqlite+pysqlite:///{path}")
     migrate(engine)
     ledger = Ledger(engine)
@@ -115,7 +118,7 @@ def write_ledger(path: Path, ledger_says: dict[str, Any], receipts: list[str]) -
         event("run-a", "grant.minted", data=grant),
         event("run-a", "remote.state_observed", remote_task_id=task, data=state),
     ]
-    for receipt in receipts:
+    for receipt in [] if carried else receipts:
         facts.append(
             receipt_event(
                 receipt, actor="coordinator", run_id="run-a", handoff_id="handoff-3",
@@ -123,6 +126,9 @@ def write_ledger(path: Path, ledger_says: dict[str, Any], receipts: list[str]) -
             )
         )  # fmt: skip
     artifact = {"content_hash": ledger_says.get("content_hash", received), "size": 1}
+    if carried:
+        (receipt,) = receipts
+        artifact |= receipt_data(receipt)
     facts.append(event("run-a", "artifact.admitted", remote_task_id=task, data=artifact))
     facts.append(event("run-a", "run.disposition", data=ledger_says.get("disposition", {})))
     for index, fact in enumerate(facts):
@@ -137,11 +143,14 @@ def prove(ledger: Ledger, key: Ed25519PrivateKey = COORDINATOR, **options: Any) 
     return result
 
 
-def genuine_bundle(path: Path, signer: SigningKey = REMOTE, **ledger_says: Any) -> dict[str, Any]:
+def genuine_bundle(
+    path: Path, signer: SigningKey = REMOTE, *, carried: bool = False, **ledger_says: Any
+) -> dict[str, Any]:
     disposition = {"status": "needs_review"}
     ledger_says.setdefault("disposition", disposition)
     receipt = issue_receipt(claims(), signer)
-    return prove(write_ledger(path, ledger_says, [receipt]), artifacts=[CONTENT])
+    ledger = write_ledger(path, ledger_says, [receipt], carried=carried)
+    return prove(ledger, artifacts=[CONTENT])
 
 
 def key_file(path: Path, document: dict[str, Any]) -> str:
@@ -898,8 +907,8 @@ def relogged(records: list[dict[str, Any]], stated: dict[str, Any], path: Path) 
     for record in records:
         fields = {name: record[name] for name in CORRELATION_FIELDS if name != "recorded_at"}
         data = record["data"]
-        if record["event_type"] == "handoff.receipt":
-            data = receipt_data(issue_receipt(stated, REMOTE))
+        if records_receipt(record["event_type"], data):
+            data = {**data, **receipt_data(issue_receipt(stated, REMOTE))}
         ledger.append(AuditEvent(**fields, data=data))
     forged = prove(ledger, artifacts=[CONTENT])
     ledger.engine.dispose()
@@ -919,16 +928,24 @@ def _insider_edit(
         name = rng.choice(["handoff_id", "remote_task_id"])
         record[name] = rng.choice([None, "x", "task-1", "handoff-3"])
     else:
-        name = rng.choice([*record["data"], "remote_state", "aud", "jti", "req_digest"])
+        name = rng.choice([*_facts_of(record), "remote_state", "aud", "jti", "req_digest"])
         record["data"][name] = rng.choice(LIES)
 
 
-def test_the_two_verifiers_agree_on_random_insider_lies(tmp_path: Path) -> None:
+def _facts_of(record: dict[str, Any]) -> list[str]:
+    """The members of a record's data a coordinator's lie may change (a receipt it
+    carries is the remote's to sign)."""
+    return [name for name in record["data"] if name not in ("receipt", "kid")]
+
+
+@pytest.mark.parametrize("carried", [False, True], ids=["receipt-alone", "receipt-on-verdict"])
+def test_the_two_verifiers_agree_on_random_insider_lies(tmp_path: Path, carried: bool) -> None:
     """Forty seeded lies, each signed by the party telling it (the remote re-signs its
     receipt, the coordinator re-signs a head over its rewritten ledger): both verifiers
-    reach the same verdict with the same reason code."""
+    reach the same verdict with the same reason code, whether the receipt is an event of
+    its own (format 3's ledgers) or rides on its verdict."""
     theirs = _standalone_module()
-    genuine = genuine_bundle(tmp_path / "g.db")
+    genuine = genuine_bundle(tmp_path / "g.db", carried=carried)
     ours_anchors = reader_anchors()
     their_anchors = theirs.Anchors(
         {public_jwk(COORDINATOR)["kid"]: public_jwk(COORDINATOR)}, their_remotes()

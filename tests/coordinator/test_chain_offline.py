@@ -260,7 +260,7 @@ def test_one_bundle_verifies_every_hop_with_each_partys_key(
     chain: ChainFederation, relayed: Relayed
 ) -> None:
     bundle = relayed.bundle
-    assert bundle["format"] == "a2a-federation.audit-proof/3"
+    assert bundle["format"] == "a2a-federation.audit-proof/4"
     exchanged = [e["data"] for e in relayed.events if e["event_type"] == "delegation.exchanged"]
     assert [hop["to"] for hop in exchanged] == [TERMS, GUARDED]
     # each hop's receipt, kept under the privacy team's handoff, states its child

@@ -31,7 +31,7 @@ from contracts import strict_json
 from coordinator.audit.log.chain import Ledger
 from coordinator.audit.log.events import CORRELATION_FIELDS, AuditEvent
 from coordinator.audit.proofs import prove_run
-from coordinator.audit.receipts import compact, receipt_data
+from coordinator.audit.receipts import compact, receipt_data, records_receipt
 from coordinator.authority import identity
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.cards.registry import Registry
@@ -87,15 +87,17 @@ def _forged(genuine: dict[str, Any], data: DataDir, path: Path) -> dict[str, Any
 
 
 def _rewritten(record: dict[str, Any], artifacts: list[Any], content: str) -> dict[str, Any]:
-    data: dict[str, Any] = record["data"]
-    if record["event_type"] == "handoff.receipt":
+    """The verdict's content hash rewritten, and the receipt re-signed wherever it is kept
+    (in the verdict, or a ``handoff.receipt`` of its own)."""
+    data: dict[str, Any] = dict(record["data"])
+    if record["event_type"].startswith("artifact."):
+        data["content_hash"] = "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+    if records_receipt(record["event_type"], data):
         jws = compact(data["receipt"])
         claims = strict_json.loads(b64url_decode(jws.split(".")[1]))
         assert unverified_header(jws)["kid"] != COLLUDER.kid
         claims["artifact_digest"] = artifact_digest(artifacts)
-        return {**data, **receipt_data(issue_receipt(claims, COLLUDER))}
-    if record["event_type"].startswith("artifact."):
-        return {**data, "content_hash": "sha256:" + hashlib.sha256(content.encode()).hexdigest()}
+        data.update(receipt_data(issue_receipt(claims, COLLUDER)))
     return data
 
 

@@ -86,6 +86,51 @@ def test_a_genuine_bundle_verifies_alike(genuine: dict[str, Any]) -> None:
     assert outside.verify(text_form, [json.dumps(COORDINATOR_KEYS)], REMOTE_KEYS)[0] == "verified"
 
 
+@pytest.fixture(scope="module")
+def carried(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The same facts as ``genuine``, the receipt riding on its verdict (format 4)."""
+    return built.genuine_bundle(tmp_path_factory.mktemp("outside") / "c.db", carried=True)
+
+
+def test_a_receipt_on_its_verdict_verifies_alike(
+    genuine: dict[str, Any], carried: dict[str, Any]
+) -> None:
+    """The receipt in the verdict's event: every verifier checks it there (the bundle's
+    receipt and artifacts entries name the verdict), with one event fewer than the older
+    form, which still verifies under its own format's label."""
+    verdict = carried["events"][-2]
+    assert json.loads(verdict["canonical"])["event_type"] == "artifact.admitted"
+    assert [r["seq"] for r in carried["receipts"]] == [verdict["seq"]]
+    assert [a["seq"] for a in carried["artifacts"]] == [verdict["seq"]]
+    assert len(carried["events"]) == len(genuine["events"]) - 1
+    assert [agree(carried, mode) for mode in MODES] == [None, None, "no_anchor"]
+    older = {**genuine, "format": "a2a-federation.audit-proof/3"}
+    assert [agree(older, mode) for mode in MODES] == [None, None, "no_anchor"]
+
+
+def test_a_carried_receipt_is_bound_to_its_own_verdict(
+    carried: dict[str, Any], tmp_path: Path
+) -> None:
+    """An insider who rewrites the verdict's content hash is caught by all three; one who
+    moves the receipt off the verdict onto an event no verifier reads receipts from has a
+    ledger with no receipt (as one who deletes it: a bundle proves what was recorded), and
+    a bundle still listing it there is refused."""
+    records = [json.loads(entry["canonical"]) for entry in carried["events"]]
+    verdict = next(r for r in records if r["event_type"] == "artifact.admitted")
+    verdict["data"]["content_hash"] = "sha256:" + "00" * 32
+    rehashed = built.relogged(records, built.claims(), tmp_path / "hash.db")
+    assert agree(rehashed) == "artifact_mismatch"
+
+    records = [json.loads(entry["canonical"]) for entry in carried["events"]]
+    verdict = next(r for r in records if r["event_type"] == "artifact.admitted")
+    observed = next(r for r in records if r["event_type"] == "remote.state_observed")
+    observed["data"] |= {name: verdict["data"].pop(name) for name in ("receipt", "kid")}
+    moved = built.relogged(records, built.claims(), tmp_path / "moved.db")
+    assert moved["receipts"] == [] and agree(moved) is None  # a ledger without the receipt
+    listed = {**moved, "receipts": carried["receipts"], "artifacts": carried["artifacts"]}
+    assert agree(listed) == "receipt_invalid"  # its entry names an event keeping none
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], None]] = {
     **{f"list: {name}": tamper for name, (tamper, _) in built.TAMPERING.items()},
     **{f"edit: {name}": tamper for name, (tamper, _, _) in built.EDITS.items()},
@@ -93,11 +138,14 @@ TAMPERS: dict[str, Callable[[dict[str, Any]], None]] = {
 
 
 @pytest.mark.parametrize("case", sorted(TAMPERS))
-def test_every_tampered_variant_fails_alike(case: str, genuine: dict[str, Any]) -> None:
-    forged = copy.deepcopy(genuine)
-    TAMPERS[case](forged)
-    for mode in MODES:
-        agree(forged, mode)
+def test_every_tampered_variant_fails_alike(
+    case: str, genuine: dict[str, Any], carried: dict[str, Any]
+) -> None:
+    for bundle in (genuine, carried):
+        forged = copy.deepcopy(bundle)
+        TAMPERS[case](forged)
+        for mode in MODES:
+            agree(forged, mode)
 
 
 # --- insiders, each with its own key ----------------------------------------------------

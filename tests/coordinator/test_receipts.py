@@ -46,7 +46,7 @@ from coordinator.assessment.pilot import RISK_SKILL
 from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.log.tree_heads import TreeHead, TreeHeadStore
 from coordinator.audit.proofs import prove_run
-from coordinator.audit.receipts import RECEIPT_EVENT, compact
+from coordinator.audit.receipts import RECEIPT_EVENT, compact, records_receipt
 from coordinator.dispatch.attempt.driver import RemoteOutcome, WaitPolicy, propose
 from coordinator.dispatch.attempts import run_remote_handoff
 from coordinator.handoff.receipt_check import ReceiptExpectation, receipt_problem
@@ -182,16 +182,20 @@ def delegate(remote: Remote, mode: str, tmp_path: Path, run: Run) -> RemoteOutco
 def receipts_in_ledger(run: Run) -> list[dict[str, Any]]:
     run.trail.flush()
     assert run.trail.ledger is not None
-    return [e.data for e in run.trail.ledger.events(run.run_id) if e.event_type == RECEIPT_EVENT]
+    events = run.trail.ledger.events(run.run_id)
+    return [e.data for e in events if records_receipt(e.event_type, e.data)]
 
 
 def test_an_honest_receipt_is_verified_and_kept(remote: Remote, tmp_path: Path) -> None:
     """Signed with the pinned card key over the artifacts returned: ACCEPTED, and the
-    receipt (flattened JWS and its kid) is a handoff.receipt event of the run."""
+    receipt (flattened JWS and its kid) is in the verdict's event (no handoff.receipt of
+    its own)."""
     run = new_run(owner="coordinator")
     outcome = delegate(remote, "honest", tmp_path, run)
     assert outcome.record.state is HandoffState.ACCEPTED, outcome.record.reason
     (kept,) = receipts_in_ledger(run)
+    assert kept["content_hash"] == outcome.admission.content_hash
+    assert RECEIPT_EVENT not in [e.event_type for e in run.trail.ledger.events(run.run_id)]
     assert kept["kid"] == CARD_KEY.kid and set(kept["receipt"]) == {
         "protected",
         "payload",

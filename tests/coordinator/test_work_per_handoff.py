@@ -43,14 +43,14 @@ HANDOFFS = 6
 # budget units ride on its admission and on the move that ended it, and its three moves
 # (to DISPATCHED, RETURNED and ACCEPTED) on the dispatch, the remote state observed and
 # the artifact's verdict that caused them: no handoff.transition of its own
-# (tests/coordinator/test_facts_ride_on_their_events.py).
+# (tests/coordinator/test_facts_ride_on_their_events.py); the remote's receipt rides on
+# that verdict too (no handoff.receipt of its own).
 FACTS_PER_DELEGATION = {
     "run.started": 1,
     "handoff.admitted": 1,
     "grant.minted": 1,
     "message.dispatched": 1,
     "remote.state_observed": 1,
-    "handoff.receipt": 1,
     "artifact.admitted": 1,
     "run.disposition": 1,
 }

@@ -4,19 +4,20 @@
 The check itself is one place, in return admission
 (:mod:`coordinator.handoff.receipt_check`); here are its inputs: the keys pinned for the
 agent at registration, the tokens this coordinator minted for the handoff (``jti`` and
-``req_digest`` of each ``grant.minted`` event) and the audience they were minted for
-(the agent's identity). A verified receipt is kept as a ``handoff.receipt`` event, with,
-in the same transaction, a row of ``artifacts`` holding the exact artifacts its digest
-covers (``[]`` when none; whether or not return admission judged them, so a proof
-bundle can carry them), and the head of the remote's log it states as a witnessed head
-in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
-verified it (the log it names is kept as stated, and never looked up by). That head is
-the receipt's own log claims, verified with it, the receipt its proof
+``req_digest`` of each ``grant.minted`` event) and the audience they were minted for (the
+agent's identity). A verified receipt is kept in the ledger with the verdict on its return
+(in that ``artifact.*`` event), or as a ``handoff.receipt`` event when no verdict is
+given, with, in the same transaction, a row of ``artifacts`` holding the exact artifacts
+its digest covers (``[]`` when none; whether or not return admission judged them, so a
+proof bundle can carry them), and the head of the remote's log it states as a witnessed
+head in ``tree_heads``, filed under its signer: the thumbprint of the pinned key that
+verified it (the log it names is kept as stated, and never looked up by). That head is the
+receipt's own log claims, verified with it, the receipt its proof
 (:mod:`agent_cards.transparency.logged`); an older remote's receipt carries a tree head
-signed apart instead (``log_head``), verified here and kept as its own proof. What
-states no well-formed head keeps the receipt, but no head (logged with its reason). The hop
-receipts the agent's artifacts carry are checked against the children exchanged from
-the handoff (:func:`exchanged_hops`, each with its own agent's pinned keys) and kept as
+signed apart instead (``log_head``), verified here and kept as its own proof. What states
+no well-formed head keeps the receipt, but no head (logged with its reason). The hop
+receipts the agent's artifacts carry are checked against the children exchanged from the
+handoff (:func:`exchanged_hops`, each with its own agent's pinned keys) and kept as
 ``hop.receipt`` events, the first refused as ``hop.receipt_refused``.
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -195,11 +197,20 @@ def follow_successions(run: Run, agent: RegisteredAgent, task: Task) -> None:
 
 
 def keep_receipt(
-    run: Run, agent: RegisteredAgent, record: HandoffRecord, receipt: CheckedReceipt
-) -> None:
-    """Keep a verified receipt in the ledger and the remote's head it carries as witnessed
-    (its row written with the handoff's next durable point)."""
-    run.emit(RECEIPT_EVENT, record, **receipt_data(receipt.jws))
+    run: Run,
+    agent: RegisteredAgent,
+    record: HandoffRecord,
+    receipt: CheckedReceipt,
+    *,
+    alone: bool = True,
+) -> dict[str, Any]:
+    """Keep a verified receipt and the remote's head it carries as witnessed (its row
+    written with the handoff's next durable point). In the ledger it is a
+    ``handoff.receipt`` event when ``alone``; otherwise the caller records the data
+    returned in the verdict on the return the receipt came with (one event for both)."""
+    kept = receipt_data(receipt.jws)
+    if alone:
+        run.emit(RECEIPT_EVENT, record, **kept)
     run.trail.write_with(_covered_row(run, record, receipt.artifacts))
     for hop in receipt.hops:
         run.emit(HOP_RECEIPT_EVENT, record, **receipt_data(hop.jws))
@@ -210,6 +221,7 @@ def keep_receipt(
     if stated is not None:
         head, signer = stated
         run.trail.write_with(head_row(head, head.iss, WITNESSED, signer))
+    return kept
 
 
 def _stated_head(agent: RegisteredAgent, receipt: CheckedReceipt) -> tuple[Head, str] | None:

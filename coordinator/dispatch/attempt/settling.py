@@ -95,8 +95,11 @@ def _judge(attempt: AttemptState, task: Task) -> None:
         expected_handoff=(returned.handoff_id, returned.attempt),
         receipt=receipts.expectation_for(attempt.run, attempt.agent, returned),
     )
+    carried = None  # the receipt, recorded in the verdict's event
     if admission.receipt is not None:
-        receipts.keep_receipt(attempt.run, attempt.agent, returned, admission.receipt)
+        carried = receipts.keep_receipt(
+            attempt.run, attempt.agent, returned, admission.receipt, alone=False
+        )
         receipts.follow_successions(attempt.run, attempt.agent, task)
     attempt.outcome.admission = admission
     attempt.outcome.decision = attempt.run.book.receive(
@@ -108,6 +111,7 @@ def _judge(attempt: AttemptState, task: Task) -> None:
         content=artifact_content(task),
         held=admission.held,
         move=_moved_by,  # recorded in the verdict's event
+        carried=carried,
     )
     attempt.keep(attempt.run.book.current(returned))
 
