@@ -29,7 +29,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 FORMAT = "a2a-federation.audit-proof/4"
-# format 3: every receipt in a handoff.receipt event; format 2: no hop_receipts either
+# format 3: every receipt in a handoff.receipt event, every grant in a grant.minted one;
+# format 2: no hop_receipts either
 FORMAT_3 = "a2a-federation.audit-proof/3"
 FORMATS = (FORMAT, FORMAT_3, "a2a-federation.audit-proof/2")
 TERMINAL = (
@@ -500,15 +501,24 @@ def _check_link(record: dict[str, Any], previous: dict[str, Any] | None, seq: in
 
 def _check_tokens(tokens: list[dict[str, Any]], records: dict[int, dict[str, Any]]) -> None:
     for entry in tokens:
-        record = records.get(entry["seq"])
-        if record is None or record["event_type"] != "grant.minted":
+        data = _grant(records.get(entry["seq"]))
+        if data is None:
             raise Refused("token_mismatch", entry["seq"])
-        data = record["data"]
         if not (
             member_equal(data, "jti", entry, "jti")
             and member_equal(data, "claims_digest", entry, "claims_digest")
         ):
             raise Refused("token_mismatch", entry["seq"])
+
+
+def _grant(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A grant.minted's data, or the grant object a message.dispatched carries."""
+    if record is None:
+        return None
+    if record["event_type"] == "grant.minted":
+        return dict(record["data"])
+    grant = record["data"].get("grant") if record["event_type"] == "message.dispatched" else None
+    return grant if isinstance(grant, dict) else None
 
 
 # -- step 6: receipts ------------------------------------------------------------------
@@ -612,11 +622,8 @@ def _check_binding(
 def _token_bound(
     claims: dict[str, Any], record: dict[str, Any], ordered: list[dict[str, Any]]
 ) -> bool:
-    grants = [
-        r["data"]
-        for r in ordered
-        if r["event_type"] == "grant.minted" and r["handoff_id"] == record["handoff_id"]
-    ]
+    recorded = [_grant(r) for r in ordered if r["handoff_id"] == record["handoff_id"]]
+    grants = [grant for grant in recorded if grant is not None]
     jti = claims.get("jti")
     if jti is None:
         return claims.get("req_digest") is None and not grants

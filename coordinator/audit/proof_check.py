@@ -13,7 +13,8 @@ The steps, each failing with its :class:`~coordinator.audit.log.verification.Bre
    this run's and at its place (``malformed``), in RFC 8785 form (``not_canonical``),
    linked to the one before (``prev_mismatch``), included in the head's tree
    (``inclusion_invalid``);
-5. tokens: each digest is the one an included ``grant.minted`` event records
+5. tokens: each digest is the one an included event's grant records (a ``grant.minted``, or
+   the dispatch that carried it)
    (``token_mismatch``);
 6. receipts (:mod:`coordinator.audit.receipt_binding`): every event that records a
    receipt (a ``handoff.receipt``, or a verdict carrying one), listed or not, signed by a
@@ -24,8 +25,9 @@ The steps, each failing with its :class:`~coordinator.audit.log.verification.Bre
    listed or not, signed by a remote key of the anchors in its own name, stating the
    child the ledger exchanged from the handoff that carried it (``receipt_mismatch``).
 
-Format 4 bundles find a receipt in the verdict that carries it too; format 3 bundles, made
-before, keep every receipt in a ``handoff.receipt`` event and still verify, as do format
+Format 4 bundles find a receipt in the verdict that carries it too, and a grant in the
+dispatch that carried it; format 3 bundles, made before, keep every receipt in a
+``handoff.receipt`` event and every grant in a ``grant.minted`` one, and still verify, as do format
 2 bundles, made before hops were carried, which have no ``hop_receipts`` list (step 7
 still checks any ``hop.receipt`` event they hold).
 
@@ -53,7 +55,7 @@ from coordinator.audit.log.tree_heads import TreeHead, key_for, verify_tree_head
 from coordinator.audit.log.verification import Break, BundleBroken, VerifyReport
 from coordinator.audit.proofs import PROOF_FORMAT, PROOF_FORMAT_2, PROOF_FORMAT_3, WITH_HOPS
 from coordinator.audit.receipt_binding import check_receipts, same_member
-from coordinator.audit.receipts import GRANT_EVENT
+from coordinator.audit.receipts import grant_recorded
 from coordinator.errors import LedgerError
 
 NO_ANCHOR_DETAIL = (
@@ -66,7 +68,7 @@ PROOF_STEPS = (
     "anchors: the keys given, and the key successions followed from them",
     "tree head: signed by a coordinator key given",
     "events: hash, ledger form, RFC 8785, chain link, inclusion in the tree head",
-    "tokens: each the one an included grant.minted event records",
+    "tokens: each the one an included event's grant records",
     "receipts: every event recording a receipt (handoff.receipt, or a verdict carrying one) "
     "signed by a remote key given, in that key's name, stating what the ledger recorded, "
     "over the artifacts the bundle carries",
@@ -249,11 +251,11 @@ def _events(bundle: Mapping[str, Any], head: TreeHead) -> dict[int, dict[str, An
 def _tokens(bundle: Mapping[str, Any], records: Mapping[int, Mapping[str, Any]]) -> None:
     for token in bundle["tokens"]:
         record = records.get(token["seq"]) or {}
-        data = record.get("data") or {}
+        grant = grant_recorded(record.get("event_type", ""), record.get("data") or {})
         if not (
-            record.get("event_type") == GRANT_EVENT
-            and same_member(data, "jti", token, "jti")
-            and same_member(data, "claims_digest", token, "claims_digest")
+            grant is not None
+            and same_member(grant, "jti", token, "jti")
+            and same_member(grant, "claims_digest", token, "claims_digest")
         ):
             raise BundleBroken(
                 token["seq"], Break.TOKEN_MISMATCH, "not what the included event records"

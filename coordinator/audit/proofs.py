@@ -10,7 +10,8 @@ carried up) found among those events, the exact artifacts each remote's receipt 
 the hops' agents' included (a convenience: a reader checks against keys of its own).
 Nothing of other runs is disclosed: a proof node is a hash of a subtree. Format 3 is
 format 2 with ``hop_receipts``; format 4 is format 3 with a receipt also found in the
-verdict on the return it came with (an ``artifact.*`` event). A reader of an older format
+verdict on the return it came with (an ``artifact.*`` event) and a grant in the dispatch
+that carried it (a ``message.dispatched``'s ``grant``). A reader of an older format
 refuses a newer one (``malformed``) rather than pass receipts or hops it does not check,
 and the verifiers here still check format 2 and 3 bundles.
 
@@ -40,8 +41,8 @@ from coordinator.audit.log.signing import public_jwk
 from coordinator.audit.log.tree_heads import TreeHead, TreeHeadStore, consistent, sign_tree_head
 from coordinator.audit.log.verification import verify
 from coordinator.audit.receipts import (
-    GRANT_EVENT,
     HOP_RECEIPT_EVENT,
+    grant_recorded,
     protected_header,
     records_receipt,
 )
@@ -49,7 +50,8 @@ from coordinator.errors import LedgerError
 from coordinator.storage.schema import artifacts as artifacts_table
 
 PROOF_FORMAT = "a2a-federation.audit-proof/4"
-# Bundles made before verdicts carried receipts (every receipt a handoff.receipt event),
+# Bundles made before verdicts carried receipts and dispatches grants (every receipt a
+# handoff.receipt event, every grant a grant.minted one),
 # and before that before hop receipts (no ``hop_receipts`` member): still verified.
 PROOF_FORMAT_3 = "a2a-federation.audit-proof/3"
 PROOF_FORMAT_2 = "a2a-federation.audit-proof/2"
@@ -102,12 +104,13 @@ def _facts(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any], 
     for entry in entries:
         record = json.loads(entry["canonical"])
         data = record.get("data") or {}
-        if record.get("event_type") == GRANT_EVENT and "claims_digest" in data:
+        grant = grant_recorded(record.get("event_type", ""), data)
+        if grant is not None and "claims_digest" in grant:
             tokens.append(
                 {
                     "seq": entry["seq"],
-                    "jti": data.get("jti"),
-                    "claims_digest": data["claims_digest"],
+                    "jti": grant.get("jti"),
+                    "claims_digest": grant["claims_digest"],
                 }
             )
         elif records_receipt(record.get("event_type", ""), data) and "receipt" in data:

@@ -29,7 +29,12 @@ from agent_cards.transparency.statements import (
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
 from coordinator.audit.log.verification import Break, BundleBroken
-from coordinator.audit.receipts import GRANT_EVENT, VERDICT_PREFIX, compact, records_receipt
+from coordinator.audit.receipts import (
+    VERDICT_PREFIX,
+    compact,
+    grant_recorded,
+    records_receipt,
+)
 
 Records = Mapping[int, Mapping[str, Any]]
 STATE_EVENT = "remote.state_observed"
@@ -150,11 +155,12 @@ def _token_problem(
 ) -> str | None:
     """The token the receipt names is one the ledger minted for the handoff, with the
     ``req_digest`` it bound and the ``aud`` it was minted for (the receipt's ``iss``)."""
-    grants = [
-        r["data"]
+    recorded = (
+        grant_recorded(r["event_type"], r["data"])
         for r in records.values()
-        if r["event_type"] == GRANT_EVENT and r["handoff_id"] == record["handoff_id"]
-    ]
+        if r["handoff_id"] == record["handoff_id"]
+    )
+    grants = [grant for grant in recorded if grant is not None]
     jti = claims.get("jti")
     if jti is None:
         if claims.get("req_digest") is None and not grants:

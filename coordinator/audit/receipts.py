@@ -27,7 +27,22 @@ RECEIPT_EVENT = "handoff.receipt"
 HOP_RECEIPT_EVENT = "hop.receipt"
 HOP_REFUSED_EVENT = "hop.receipt_refused"
 GRANT_EVENT = "grant.minted"
+DISPATCH_EVENT = "message.dispatched"
 VERDICT_PREFIX = "artifact."
+
+
+def grant_recorded(event_type: str, data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The grant an event records (what is shown of a delegation token minted: ``jti``,
+    ``claims_digest``, ``req_digest``, ``aud``, ...): a ``grant.minted`` event's ``data``,
+    or the ``grant`` object a dispatch carries (the token the message went out with);
+    None for any other event. Ledgers from before dispatches carried them have only the
+    first kind."""
+    if event_type == GRANT_EVENT:
+        return data
+    if event_type == DISPATCH_EVENT:
+        grant = data.get("grant")
+        return grant if isinstance(grant, Mapping) else None
+    return None
 
 
 def records_receipt(event_type: str, data: Mapping[str, Any]) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator.audit.ledger import StoredEvent
 from coordinator.audit.log.events import timestamp, transition_in, units_in
+from coordinator.audit.receipts import grant_recorded
 
 
 def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
@@ -45,8 +46,8 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
 
 _LIVE = {"ADMITTED", "DISPATCHED", "RUNNING", "QUARANTINED", "RETURNED"}
 # What an event carries beside its own facts: the move it caused, the units it moved, the
-# receipt a verdict was given with (and its kid).
-_CARRIED = frozenset({"transition", "units", "receipt", "kid"})
+# receipt a verdict was given with (and its kid), the grant a dispatch went out with.
+_CARRIED = frozenset({"transition", "units", "receipt", "kid", "grant"})
 
 
 def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
@@ -70,15 +71,18 @@ def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
 
 
 def _apply(view: dict[str, Any], event: StoredEvent) -> None:
-    """One event's facts: its own, then the move of its handoff and the budget units it
-    carries (in either of the forms the ledger has held: see ``units_in``)."""
+    """One event's facts: its own, then the grant, the move of its handoff and the budget
+    units it carries (in either of the forms the ledger has held: see ``units_in``)."""
     _apply_facts(view, event)
+    key = f"{event.handoff_id}/{event.attempt}"
+    grant = grant_recorded(event.event_type, event.data)
+    if grant is not None:
+        view["grants"].append({"branch": key, **grant})
     moved = transition_in(event.event_type, event.data)
     if moved is not None:
         branch = _branch(view, event)
         branch["state"] = moved.get("to")
         branch["reason"] = moved.get("reason")
-    key = f"{event.handoff_id}/{event.attempt}"
     units = units_in(event.event_type, event.data)
     view["budget"] += [{"branch": key, **unit} for unit in units]
 
@@ -122,8 +126,6 @@ def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
         _branch(view, event)["interface"] = data.get("interface")
     elif kind == "lease.renewed":
         _branch(view, event)["lease_expires_at"] = data.get("lease_expires_at")
-    elif kind == "grant.minted":
-        view["grants"].append({"branch": f"{event.handoff_id}/{event.attempt}", **data})
     elif kind.startswith("artifact.") and kind != "artifact.received":
         view["artifacts"].append(
             {

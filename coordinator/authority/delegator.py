@@ -116,7 +116,7 @@ class MintedGrant:
     @functools.cached_property
     def digest(self) -> str:
         """The claims digest, made once: the grant is frozen, and a handoff records the
-        digest in its ``grant.minted`` event, its grant row and its credentials' summary."""
+        digest in the ledger's grant of it, its grant row and its credentials' summary."""
         return claims_digest(self.grant if self.claims is None else self.claims)
 
     def summary(self) -> dict[str, object]:

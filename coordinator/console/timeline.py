@@ -12,7 +12,7 @@ escaped by the template like everything else.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from coordinator.audit.log.events import (
     transition_in,
     units_in,
 )
+from coordinator.audit.receipts import GRANT_EVENT, grant_recorded
 
 COORDINATOR = "coordinator"
 DETAIL_CHARS = 160
@@ -88,14 +89,17 @@ def detail(event: StoredEvent) -> str:
     units = [units_detail(unit) for unit in units_in(event.event_type, data)]
     moved = transition_in(event.event_type, data)
     carried = [] if moved is None else [transition_detail(moved)]
+    grant = grant_recorded(event.event_type, data)
+    if grant is not None:
+        carried.insert(0, grant_detail(grant))
     if event.event_type == TRANSITION_EVENT:
         text, carried = carried[0], []
     elif event.event_type in ("remote.state_observed", "cancel.acknowledged"):
         text = str(data.get("remote_state"))
     elif event.event_type == UNITS_EVENT:
         text, units = f"{units[0]} ({data.get('reason')})", []
-    elif event.event_type == "grant.minted":
-        text = f"scope {data.get('scope')}, jti {data.get('jti')}"
+    elif event.event_type == GRANT_EVENT:
+        text, carried = carried[0], carried[1:]
     elif event.event_type in HOPS:
         text = hop_detail(event.event_type, data)
     elif event.event_type.startswith("artifact."):
@@ -108,6 +112,11 @@ def detail(event: StoredEvent) -> str:
         text = json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str)
     text = "; ".join((text, *carried, *units))
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def grant_detail(grant: Mapping[str, Any]) -> str:
+    """A token minted: what it allows, and its id."""
+    return f"scope {grant.get('scope')}, jti {grant.get('jti')}"
 
 
 def transition_detail(moved: dict[str, Any]) -> str:

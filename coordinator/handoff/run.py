@@ -22,6 +22,7 @@ from typing import Any
 
 from contracts.handoff import HandoffBudget, HandoffRecord
 from coordinator.audit.ledger import AuditEvent
+from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
@@ -75,7 +76,7 @@ class Run:
     # same handoff such as a cancel; never stored, printed or written to a record.
     credentials: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     # handoff id -> {jti: req_digest} of the tokens minted for it by this process (their
-    # grant.minted events say the same; a receipt is checked against these first)
+    # grants in the ledger say the same; a receipt is checked against these first)
     minted: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
     trail: AuditTrail = field(kw_only=True, repr=False)
     store: RunStore = field(kw_only=True, repr=False)
@@ -93,6 +94,11 @@ class Run:
     # notes): part of every document written after (see :meth:`keep_state`).
     conclusion: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
     _state_changed: bool = field(default=False, init=False, repr=False)
+    # attempt id -> its record and what is shown of the token minted for it, held for the
+    # dispatch that carries it (:meth:`hold_grant`)
+    _held_grants: dict[str, tuple[HandoffRecord, dict[str, object]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.trail.ledger is None:
@@ -156,6 +162,17 @@ class Run:
             event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
         )
 
+    def hold_grant(self, record: HandoffRecord, grant: dict[str, object]) -> None:
+        """Hold what is shown of the token minted for ``record``'s attempt for the
+        dispatch that carries it (:meth:`carried_grant`); if none takes it, the trail's
+        next write records it alone, as a ``grant.minted`` event."""
+        self._held_grants[record.attempt_id] = (record, grant)
+
+    def carried_grant(self, record: HandoffRecord) -> dict[str, object] | None:
+        """The grant held for ``record``'s attempt, taken by the event that carries it."""
+        held = self._held_grants.pop(record.attempt_id, None)
+        return None if held is None else held[1]
+
     def check_owner(self, caller: str) -> None:
         if self.closed or caller != self.owner:
             self.refusals.append(f"{caller}: not the active owner")
@@ -215,6 +232,9 @@ class Run:
         self._state_changed = True
 
     def _flushing(self) -> None:
+        held, self._held_grants = self._held_grants, {}
+        for record, grant in held.values():  # no dispatch carried them: alone
+            self.emit(GRANT_EVENT, record, **grant)
         if self._state_changed:
             self.keep_state()
 

@@ -22,6 +22,7 @@ from typing import Any
 from agent_cards.keys import KeySet
 from contracts.handoff import HandoffRecord, HandoffState
 from contracts.wire import TERMINAL_TASK_STATES
+from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
 from coordinator.dispatch.attempt.driver import HandoffDriver
 from coordinator.dispatch.attempt.grants import mint_for
@@ -136,7 +137,7 @@ def arm(
         grant = delegator.mint(
             record, agent.agent_id, scopes, remaining=envelope, message=NO_REQUEST
         )
-        run.emit("grant.minted", record, **grant.summary())
+        run.emit(GRANT_EVENT, record, **grant.summary())
         run.credentials[record.attempt_id] = {"Authorization": f"Bearer {grant.token}"}
     except (GrantRefused, FederationError) as exc:
         run.emit("cancel.unconfirmed", record, reason=exc.reason)

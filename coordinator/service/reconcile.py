@@ -49,7 +49,7 @@ from contracts import strict_json
 from contracts.request_digest import request_digest
 from coordinator.audit.log.chain import Ledger
 from coordinator.audit.log.tree_heads import TreeHead
-from coordinator.audit.receipts import GRANT_EVENT, compact, records_receipt
+from coordinator.audit.receipts import compact, grant_recorded, records_receipt
 from coordinator.authority.hops import EXCHANGED
 from coordinator.errors import (
     AuditCredentialError,
@@ -115,9 +115,10 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
             mine["target"] = contract.get("target")
         if event.remote_task_id:
             mine["task_id"] = event.remote_task_id
-        if event.event_type == GRANT_EVENT and sends_work(event.data.get("req_digest")):
-            mine.update(aud=event.data.get("aud"), jti=event.data.get("jti"))
-            mine["req_digest"] = event.data.get("req_digest")
+        grant = grant_recorded(event.event_type, event.data)
+        if grant is not None and sends_work(grant.get("req_digest")):
+            mine.update(aud=grant.get("aud"), jti=grant.get("jti"))
+            mine["req_digest"] = grant.get("req_digest")
         remote_state = event.data.get("remote_state")
         if isinstance(remote_state, str):
             mine["state"] = remote_state

@@ -39,7 +39,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 FORMAT = "a2a-federation.audit-proof/4"
-FORMAT_3 = "a2a-federation.audit-proof/3"  # before verdicts carried receipts: still checked
+# before verdicts carried receipts and dispatches grants: still checked
+FORMAT_3 = "a2a-federation.audit-proof/3"
 FORMAT_2 = "a2a-federation.audit-proof/2"  # before hop receipts: still checked
 WITH_HOPS = (FORMAT, FORMAT_3)
 TREE_HEAD_TYP = "ledger-tree-head+jwt"
@@ -48,6 +49,8 @@ SUCCESSION_TYP = "key-succession+jwt"
 MAX_SUCCESSIONS = 16
 RECEIPT_EVENT = "handoff.receipt"
 VERDICT_PREFIX = "artifact."
+GRANT_EVENT = "grant.minted"
+DISPATCH_EVENT = "message.dispatched"
 HOP_RECEIPT_EVENT = "hop.receipt"
 EXCHANGED_EVENT = "delegation.exchanged"
 TERMINAL_STATES = (
@@ -565,14 +568,24 @@ def check_events(bundle: dict[str, Any], size: int, root: bytes) -> dict[int, di
 def check_tokens(bundle: dict[str, Any], records: dict[int, dict[str, Any]]) -> None:
     """Step 5."""
     for token in bundle["tokens"]:
-        record = records.get(token["seq"], {})
-        data = record.get("data", {})
+        grant = grant_of(records.get(token["seq"], {}))
         if not (
-            record.get("event_type") == "grant.minted"
-            and same_member(data, "jti", token, "jti")
-            and same_member(data, "claims_digest", token, "claims_digest")
+            grant is not None
+            and same_member(grant, "jti", token, "jti")
+            and same_member(grant, "claims_digest", token, "claims_digest")
         ):
             raise Failed(token["seq"], "token_mismatch", "not what the included event records")
+
+
+def grant_of(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The grant an event records: a grant.minted's data, or the grant object a
+    message.dispatched carries (format 4); None for any other."""
+    if record.get("event_type") == GRANT_EVENT:
+        return record["data"]
+    if record.get("event_type") == DISPATCH_EVENT:
+        grant = record["data"].get("grant")
+        return grant if isinstance(grant, dict) else None
+    return None
 
 
 def check_receipts(
@@ -728,11 +741,8 @@ def check_receipt_binding(
 def token_problem(
     record: dict[str, Any], claims: dict[str, Any], records: dict[int, dict[str, Any]]
 ) -> str | None:
-    grants = [
-        r["data"]
-        for r in records.values()
-        if r["event_type"] == "grant.minted" and r["handoff_id"] == record["handoff_id"]
-    ]
+    recorded = [grant_of(r) for r in records.values() if r["handoff_id"] == record["handoff_id"]]
+    grants = [grant for grant in recorded if grant is not None]
     jti = claims.get("jti")
     if jti is None:
         if claims.get("req_digest") is None and not grants:

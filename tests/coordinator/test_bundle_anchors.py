@@ -102,8 +102,9 @@ def write_ledger(
 ) -> Ledger:
     """Run-a's facts (interleaved with run-b's) as the coordinator records them:
     ``ledger_says`` overrides what the ledger records of the grant, the task and its
-    state; each of ``receipts`` is kept as a ``handoff.receipt`` event, or, ``carried``,
-    the one receipt rides on the verdict (as the coordinator records it since format 4)."""
+    state; each of ``receipts`` is kept as a ``handoff.receipt`` event and the grant as a
+    ``grant.minted``, or, ``carried``, the one receipt rides on the verdict and the grant
+    on the dispatch (as the coordinator records them since format 4)."""
     engine = open_engine(f"sqlite+pysqlite:///{path}")
     migrate(engine)
     ledger = Ledger(engine)
@@ -114,10 +115,11 @@ def write_ledger(
     state = {"remote_state": ledger_says.get("state", "TASK_STATE_COMPLETED")}
     received = "sha256:" + hashlib.sha256(CONTENT.encode()).hexdigest()
     facts = [
-        event("run-a", data={"index": 1}),
-        event("run-a", "grant.minted", data=grant),
+        event("run-a", data={"index": 1, "grant": grant}),
         event("run-a", "remote.state_observed", remote_task_id=task, data=state),
     ]
+    if not carried:
+        facts[:1] = [event("run-a", data={"index": 1}), event("run-a", "grant.minted", data=grant)]
     for receipt in [] if carried else receipts:
         facts.append(
             receipt_event(

@@ -5,8 +5,10 @@ units were three events of their own (reserved at admission, consumed and releas
 end): they now travel in the admission, the denial and the move that ended the handoff. A
 move of the handoff caused by another event is recorded in that event: the move to
 DISPATCHED in ``message.dispatched``, the move an artifact's verdict causes in the
-``artifact.*`` event. What no event stands for stays an event of its own (a local role's
-model requests, a refusal of a cancelled run; a move with no cause). Reconstruction, the
+``artifact.*`` event. What is shown of the token a message went out with rides on its
+``message.dispatched``. What no event stands for stays an event of its own (a local role's
+model requests, a refusal of a cancelled run; a move with no cause; a grant no dispatch
+carried). Reconstruction, the
 console and the command line's progress read both forms through one function each, so a
 ledger written before reads as it did.
 """
@@ -20,6 +22,7 @@ import pytest
 
 from contracts.handoff import HandoffState
 from coordinator.audit.log.events import TRANSITION_EVENT, UNITS_EVENT, AuditEvent, StoredEvent
+from coordinator.audit.receipts import grant_recorded
 from coordinator.audit.reconstruction import reconstruct
 from coordinator.audit.trail import Cause
 from coordinator.cli.progress import steps_of, text_of
@@ -199,3 +202,36 @@ def test_a_held_fact_no_move_takes_is_written_alone_with_the_next_flush(tmp_path
         workspace.close()
     assert written[-1].event_type == "remote.state_observed"
     assert "transition" not in written[-1].data and run.book.held == {}
+
+
+GRANT = {"jti": "jti-1", "claims_digest": "sha-256:" + "ab" * 32, "aud": "urn:remote"}
+
+
+def test_a_grant_rides_on_its_dispatch_or_is_written_alone(tmp_path: Path) -> None:
+    """What is shown of an attempt's token is held for the dispatch that carries it
+    (``grant`` in ``message.dispatched``: one event, as the ledger records a sent
+    message); a grant no dispatch took (its attempt not sent) is written alone, as a
+    ``grant.minted``, by the trail's next write. Either form is the same grant to every
+    reader (``grant_recorded``)."""
+    workspace = Workspace(DataDir(tmp_path))
+    try:
+        run = new_run(workspace)
+        record = admitted(run)
+        run.hold_grant(record, GRANT)
+        carried = run.carried_grant(record)
+        run.emit("message.dispatched", record, endpoint="http://127.0.0.1:1/a2a", grant=carried)
+        run.hold_grant(record, {**GRANT, "jti": "jti-2"})  # minted again, not sent
+        run.trail.flush()
+        written = workspace.ledger().events(run.run_id)
+    finally:
+        workspace.close()
+    grants = [(e.event_type, grant_recorded(e.event_type, e.data)) for e in written]
+    assert [(kind, dict(grant)) for kind, grant in grants if grant is not None] == [
+        ("message.dispatched", GRANT),
+        ("grant.minted", {**GRANT, "jti": "jti-2"}),
+    ]
+    assert run.carried_grant(record) is None  # taken by the write: never written twice
+    view = reconstruct(written)
+    assert [grant["jti"] for grant in view["grants"]] == ["jti-1", "jti-2"]
+    dispatch = next(e for e in written if e.event_type == "message.dispatched")
+    assert "jti jti-1" in detail(dispatch)

@@ -15,6 +15,7 @@ import pytest
 from agent_cards.keys import SigningKey
 from contracts.wire import GetTaskRequest
 from coordinator.audit.log.events import transition_in
+from coordinator.audit.receipts import grant_recorded
 from coordinator.authority.delegator import DEFAULT_ISSUER, envelope_of, required_scopes
 from coordinator.authority.holder import HOLDER_PROOF_ENV, hold
 from coordinator.authority.identity import coordinator_keys
@@ -53,9 +54,10 @@ def test_a_run_with_holder_bound_tokens_completes_and_a_stolen_one_is_useless(
         # answer came back (held for review: no return contract was declared)
         assert fed.remote_state(task_id) == "TASK_STATE_COMPLETED"
         events = Workspace(DataDir(fed.data)).ledger().events(run_id)
-        minted = [e for e in events if e.event_type == "grant.minted"]
+        minted = [grant_recorded(e.event_type, e.data) for e in events]
+        grants = [grant for grant in minted if grant is not None]
         kid = coordinator_keys(DataDir(fed.data)).signing_key().kid
-        assert minted and all(e.data["cnf_jkt"] == kid for e in minted)
+        assert grants and all(grant["cnf_jkt"] == kid for grant in grants)
         moves = [transition_in(e.event_type, e.data) for e in events]
         returned = [move for move in moves if move and move["to"] == "RETURNED"]
         assert returned and returned[0]["reason"] == "remote_completed"

@@ -95,14 +95,17 @@ def carried(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_a_receipt_on_its_verdict_verifies_alike(
     genuine: dict[str, Any], carried: dict[str, Any]
 ) -> None:
-    """The receipt in the verdict's event: every verifier checks it there (the bundle's
-    receipt and artifacts entries name the verdict), with one event fewer than the older
-    form, which still verifies under its own format's label."""
-    verdict = carried["events"][-2]
+    """The receipt in the verdict's event and the grant in the dispatch's: every verifier
+    checks them there (the bundle's receipt and artifacts entries name the verdict, its
+    token entry the dispatch), with two events fewer than the older form, which still
+    verifies under its own format's label."""
+    dispatch, verdict = carried["events"][0], carried["events"][-2]
+    assert json.loads(dispatch["canonical"])["event_type"] == "message.dispatched"
     assert json.loads(verdict["canonical"])["event_type"] == "artifact.admitted"
+    assert [t["seq"] for t in carried["tokens"]] == [dispatch["seq"]]
     assert [r["seq"] for r in carried["receipts"]] == [verdict["seq"]]
     assert [a["seq"] for a in carried["artifacts"]] == [verdict["seq"]]
-    assert len(carried["events"]) == len(genuine["events"]) - 1
+    assert len(carried["events"]) == len(genuine["events"]) - 2
     assert [agree(carried, mode) for mode in MODES] == [None, None, "no_anchor"]
     older = {**genuine, "format": "a2a-federation.audit-proof/3"}
     assert [agree(older, mode) for mode in MODES] == [None, None, "no_anchor"]
@@ -129,6 +132,25 @@ def test_a_carried_receipt_is_bound_to_its_own_verdict(
     assert moved["receipts"] == [] and agree(moved) is None  # a ledger without the receipt
     listed = {**moved, "receipts": carried["receipts"], "artifacts": carried["artifacts"]}
     assert agree(listed) == "receipt_invalid"  # its entry names an event keeping none
+
+
+@pytest.mark.parametrize(
+    ("name", "lie", "reason"),
+    [
+        ("jti", "jti-other", "receipt_mismatch"),  # the receipt names no token minted
+        ("aud", "urn:someone-else", "receipt_mismatch"),
+        ("req_digest", None, "receipt_mismatch"),
+    ],
+)
+def test_a_carried_grant_binds_the_receipt_as_a_grant_event_did(
+    carried: dict[str, Any], tmp_path: Path, name: str, lie: Any, reason: str
+) -> None:
+    """The grant a dispatch carries is the one the receipt is bound to: an insider who
+    rewrites it there, and re-signs the ledger, is refused by all three verifiers."""
+    records = [json.loads(entry["canonical"]) for entry in carried["events"]]
+    dispatch = next(r for r in records if r["event_type"] == "message.dispatched")
+    dispatch["data"]["grant"][name] = lie
+    assert agree(built.relogged(records, built.claims(), tmp_path / "g.db")) == reason
 
 
 TAMPERS: dict[str, Callable[[dict[str, Any]], None]] = {

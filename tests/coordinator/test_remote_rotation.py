@@ -33,6 +33,7 @@ import pytest
 from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, load_key_set, load_or_create, save_key_set
 from coordinator.assessment.pilot import RISK_SKILL
+from coordinator.audit.receipts import grant_recorded
 from coordinator.authority.delegator import Delegator, RunAuthority
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempt.driver import WaitPolicy, propose
@@ -81,6 +82,16 @@ def events(data: DataDir, event_type: str, run_id: str | None = None) -> list[di
     return [json.loads(row[0])["data"] for row in rows if run_id in (None, row[1])]
 
 
+def grants(data: DataDir, run_id: str | None = None) -> list[dict[str, Any]]:
+    """The grants the ledger records (of ``run_id``, if given), in order, in either form
+    (:func:`~coordinator.audit.receipts.grant_recorded`)."""
+    with sqlite3.connect(data.path("federation.db")) as connection:
+        rows = connection.execute("SELECT canonical, run_id FROM audit_events ORDER BY seq")
+        records = [json.loads(row[0]) for row in rows if run_id in (None, row[1])]
+    recorded = [grant_recorded(r["event_type"], r["data"]) for r in records]
+    return [dict(grant) for grant in recorded if grant is not None]
+
+
 def test_a_remote_rotation_loses_no_delegation_and_needs_no_operator(
     federation_on_disk: tuple[DataDir, RemoteRiskProcess], tmp_path: Path
 ) -> None:
@@ -98,7 +109,7 @@ def test_a_remote_rotation_loses_no_delegation_and_needs_no_operator(
 
     second = delegate(data, tmp_path)
     assert second["local_state"] == "ACCEPTED", second
-    (grant,) = events(data, "grant.minted", second["run_id"])
+    (grant,) = grants(data, second["run_id"])
     active = load_key_set(risk.data_dir / "keys").active
     assert active.kid == new and grant["aud"] == identity_of(active.verification_key())
 
@@ -199,7 +210,7 @@ def test_a_scheduled_rotation_mid_traffic_loses_no_delegation(tmp_path: Path) ->
     assert ends and set(ends) == {"ACCEPTED finding_admitted"}, ends
     (succeeded,) = events(data, "agent.key_succeeded")
     assert (succeeded["from_kid"], succeeded["kid"]) == (old.kid, new.kid)
-    auds = [grant["aud"] for grant in events(data, "grant.minted")]
+    auds = [grant["aud"] for grant in grants(data)]
     assert auds[0] == identity_of(old.verification_key())
     assert auds[-1] == identity_of(new.verification_key())
     assert datetime.now(UTC) > switch_at

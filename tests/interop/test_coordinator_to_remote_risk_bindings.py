@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from agent_cards.keys import TrustedKeys
+from coordinator.audit.receipts import grant_recorded
 from coordinator.authority.holder import HOLDER_PROOF_ENV
 from coordinator.authority.identity import coordinator_keys, issuer_id
 from coordinator.dispatch.attempt.card_caller import card_caller
@@ -174,6 +175,7 @@ def test_a_holder_bound_delegation_is_accepted_on_each_binding(
         events = ws.ledger().events(document["run_id"])
     finally:
         ws.close()
-    minted = [e for e in events if e.event_type == "grant.minted"]
+    minted = [grant_recorded(e.event_type, e.data) for e in events]
+    grants = [grant for grant in minted if grant is not None]
     kid = coordinator_keys(DataDir(registered)).signing_key().kid
-    assert minted and all(e.data.get("cnf_jkt") == kid for e in minted)
+    assert grants and all(grant.get("cnf_jkt") == kid for grant in grants)

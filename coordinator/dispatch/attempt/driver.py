@@ -39,7 +39,7 @@ from coordinator.dispatch.attempt.send_modes import send_blocking, send_modes
 from coordinator.dispatch.retry import cause_of
 from coordinator.errors import FederationError, HandoffMovedOn, RemoteA2AError
 from coordinator.handoff.admission import AdmissionDenied
-from coordinator.handoff.book import RunCancelled
+from coordinator.handoff.book import RunCancelled, StaleRevision
 from coordinator.handoff.returns import failed_reason
 from coordinator.handoff.state_map import local_view
 from coordinator.handoff.usage import usage_change
@@ -178,7 +178,9 @@ class HandoffDriver(AttemptState):
             with observed.step("mint", self.record):
                 self._message = build_message(self.record, self.payload)
                 request = to_wire(self._message)
-                minted = mint_for(self.run, self.agent, self.record, self.delegator, request)
+                minted = mint_for(
+                    self.run, self.agent, self.record, self.delegator, request, alone=False
+                )
         except GrantRefused as exc:
             observed.grant_refused(exc.reason)
             self.commit(S.FAILED, exc.reason)
@@ -195,10 +197,17 @@ class HandoffDriver(AttemptState):
         """Record the dispatch; it is written with the intent, before the message leaves,
         so a crash mid-send is visible (see :meth:`send`)."""
         with observed.step("dispatch", self.record):
-            sending = Cause("message.dispatched", self._dispatch_facts())
-            self.keep(
-                self.run.book.commit(self.record, S.DISPATCHED, "message_sending", cause=sending)
-            )
+            grant = self.run.carried_grant(self.record)
+            sending = Cause("message.dispatched", self._dispatch_facts(grant))
+            try:
+                moved = self.run.book.commit(
+                    self.record, S.DISPATCHED, "message_sending", cause=sending
+                )
+            except StaleRevision:
+                if grant is not None:  # nothing was dispatched: the grant is recorded alone
+                    self.run.hold_grant(self.record, grant)
+                raise
+            self.keep(moved)
         self._dispatch_recorded = True
 
     async def send(self) -> tuple[Task | None, RemoteUpdates | None]:
@@ -211,7 +220,8 @@ class HandoffDriver(AttemptState):
         on as the handoff's update source; else ``SendMessage`` with ``returnImmediately``,
         and the task is followed by polling."""
         if not self._dispatch_recorded:  # sent again after a restart: the move was before
-            self.run.emit("message.dispatched", self.record, **self._dispatch_facts())
+            grant = self.run.carried_grant(self.record)
+            self.run.emit("message.dispatched", self.record, **self._dispatch_facts(grant))
         await async_pause_point("before_intent")
         # the intent is refused whole if another process ended the handoff meanwhile
         self.run.trail.write_with(self.run.store.refuse_if_ended(self.record.attempt_id))
@@ -254,15 +264,19 @@ class HandoffDriver(AttemptState):
         self.note(remote_task_id=task.id, remote_state=state.value, hold=completes(state))
         return task, stream
 
-    def _dispatch_facts(self) -> dict[str, object]:
+    def _dispatch_facts(self, grant: dict[str, object] | None) -> dict[str, object]:
         """What the ledger records of the message going out: where, on which interface,
-        under which idempotency key, with a token or not."""
-        return {
+        under which idempotency key, with a token or not, and what is shown of the token
+        minted for it (``grant``, when this dispatch carries it)."""
+        facts: dict[str, object] = {
             "endpoint": self.agent.endpoint,
             "interface": self.run.carried_on(self.record, self.agent.interface.summary()),
             "idempotency_key": idempotency_key(self.record),
             "with_token": bool(self.headers),
         }
+        if grant is not None:
+            facts["grant"] = grant
+        return facts
 
     async def fetch(self) -> Task | None:
         """The remote task of a handoff sent earlier (by this process or one before it)."""

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from contracts.handoff import HandoffRecord
 from coordinator.audit.log.current_head import current_head, refreshed
+from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.authority.delegator import Delegator, GrantRefused, envelope_of, required_scopes
 from coordinator.authority.holder import holder_proof_enabled
 from coordinator.errors import LedgerError
@@ -72,10 +73,14 @@ def mint_for(
     record: HandoffRecord,
     delegator: Delegator | None,
     request: Mapping[str, Any] | None = None,
+    *,
+    alone: bool = True,
 ) -> AttemptCredentials:
     """Mint the attempt's token when the target takes delegation tokens; the grant is in
-    the ledger and the store (never the token). ``request`` is the message the attempt
-    will send (wire JSON), which the token binds by its digest. Raises
+    the ledger and the store (never the token): a ``grant.minted`` event when ``alone``,
+    else held for the dispatch that carries it (:meth:`~coordinator.handoff.run.Run.hold_grant`).
+    ``request`` is the message the attempt will send (wire JSON), which the token binds by
+    its digest. Raises
     :class:`GrantRefused` if the run holds no authority to delegate, or minting would
     widen it."""
     scopes = required_scopes(agent.agent_card, record.skill)
@@ -94,7 +99,10 @@ def mint_for(
         holder_bound=holder_proof_enabled(),
     )
     summary = minted.summary()  # what the ledger, the store and the outcome show of it
-    run.emit("grant.minted", record, **summary)
+    if alone:
+        run.emit(GRANT_EVENT, record, **summary)
+    else:
+        run.hold_grant(record, summary)
     run.minted.setdefault(record.handoff_id, {})[minted.grant.jti] = minted.grant.req_digest or None
     if run.store is not None:
         run.store.add(

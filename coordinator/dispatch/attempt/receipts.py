@@ -4,7 +4,7 @@
 The check itself is one place, in return admission
 (:mod:`coordinator.handoff.receipt_check`); here are its inputs: the keys pinned for the
 agent at registration, the tokens this coordinator minted for the handoff (``jti`` and
-``req_digest`` of each ``grant.minted`` event) and the audience they were minted for (the
+``req_digest`` of each grant the ledger records) and the audience they were minted for (the
 agent's identity). A verified receipt is kept in the ledger with the verdict on its return
 (in that ``artifact.*`` event), or as a ``handoff.receipt`` event when no verdict is
 given, with, in the same transaction, a row of ``artifacts`` holding the exact artifacts
@@ -41,10 +41,10 @@ from contracts.wire import TERMINAL_TASK_STATES, Task
 from coordinator.audit.log.events import timestamp
 from coordinator.audit.log.tree_heads import WITNESSED, head_row
 from coordinator.audit.receipts import (
-    GRANT_EVENT,
     HOP_RECEIPT_EVENT,
     HOP_REFUSED_EVENT,
     RECEIPT_EVENT,
+    grant_recorded,
     receipt_data,
 )
 from coordinator.audit.trail import AuditTrail
@@ -83,7 +83,7 @@ def pinned_keys(agent: RegisteredAgent) -> TrustedKeys:
 
 class MintedTokens(Mapping[str, "str | None"]):
     """``jti -> req_digest`` of every token minted for one handoff: those this process
-    minted, from memory; the ledger's ``grant.minted`` events are read only when a jti
+    minted, from memory; the ledger's grants are read only when a jti
     is asked for that this process did not mint (a run recovered from an earlier one)."""
 
     def __init__(self, run: Run, record: HandoffRecord) -> None:
@@ -118,9 +118,10 @@ def _from_ledger(run: Run, handoff_id: str) -> dict[str, str | None]:
     facts = [(e.event_type, e.handoff_id, e.data) for e in stored]
     facts += [(e.event_type, e.handoff_id, dict(e.data)) for e in run.trail.pending]
     for event_type, handoff, data in facts:
-        jti = data.get("jti")
-        if event_type == GRANT_EVENT and handoff == handoff_id and isinstance(jti, str):
-            digest = data.get("req_digest")
+        grant = grant_recorded(event_type, data) if handoff == handoff_id else None
+        jti = grant.get("jti") if grant is not None else None
+        if grant is not None and isinstance(jti, str):
+            digest = grant.get("req_digest")
             minted[jti] = digest if isinstance(digest, str) else None
     return minted
 
