@@ -28,6 +28,7 @@ from agent_cards.transparency.statements import (
 )
 from agent_cards.trusted import TrustedKeys
 from contracts import strict_json
+from coordinator.audit.log.events import admission_in
 from coordinator.audit.log.verification import Break, BundleBroken
 from coordinator.audit.receipts import (
     VERDICT_PREFIX,
@@ -38,7 +39,6 @@ from coordinator.audit.receipts import (
 
 Records = Mapping[int, Mapping[str, Any]]
 STATE_EVENT = "remote.state_observed"
-ADMITTED_EVENT = "handoff.admitted"
 _JWS_MEMBERS = {"protected", "payload", "signature"}
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -67,9 +67,9 @@ def _described(seq: int, records: Records, claims: Mapping[str, Any]) -> dict[st
     coordinator admitted the handoff for, as its ledger recorded it."""
     record = records[seq]
     admitted = [
-        r["data"].get("contract")
+        (admission_in(r["event_type"], r["data"]) or {}).get("contract")
         for r in records.values()
-        if r["event_type"] == ADMITTED_EVENT and r["handoff_id"] == record["handoff_id"]
+        if r["handoff_id"] == record["handoff_id"]
     ]
     agent = next((c.get("target") for c in admitted if isinstance(c, dict)), None)
     return {

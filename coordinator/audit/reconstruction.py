@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.audit.ledger import StoredEvent
-from coordinator.audit.log.events import timestamp, transition_in, units_in
+from coordinator.audit.log.events import admission_in, timestamp, transition_in, units_in
 from coordinator.audit.receipts import grant_recorded
 
 
@@ -46,8 +46,9 @@ def reconstruct(events: Iterable[StoredEvent]) -> dict[str, Any]:
 
 _LIVE = {"ADMITTED", "DISPATCHED", "RUNNING", "QUARANTINED", "RETURNED"}
 # What an event carries beside its own facts: the move it caused, the units it moved, the
-# receipt a verdict was given with (and its kid), the grant a dispatch went out with.
-_CARRIED = frozenset({"transition", "units", "receipt", "kid", "grant"})
+# receipt a verdict was given with (and its kid), the admission and the grant a dispatch
+# went out with.
+_CARRIED = frozenset({"transition", "units", "receipt", "kid", "grant", "admission"})
 
 
 def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
@@ -71,8 +72,12 @@ def _branch(view: dict[str, Any], event: StoredEvent) -> dict[str, Any]:
 
 
 def _apply(view: dict[str, Any], event: StoredEvent) -> None:
-    """One event's facts: its own, then the grant, the move of its handoff and the budget
-    units it carries (in either of the forms the ledger has held: see ``units_in``)."""
+    """One event's facts: the admission it records (a dispatch carries its own), its own,
+    then the grant, the move of its handoff and the budget units it carries (in either of
+    the forms the ledger has held: see ``units_in``)."""
+    admission = admission_in(event.event_type, event.data)
+    if admission is not None:
+        _contracted(view, event, admission)
     _apply_facts(view, event)
     key = f"{event.handoff_id}/{event.attempt}"
     grant = grant_recorded(event.event_type, event.data)
@@ -85,6 +90,21 @@ def _apply(view: dict[str, Any], event: StoredEvent) -> None:
         branch["reason"] = moved.get("reason")
     units = units_in(event.event_type, event.data)
     view["budget"] += [{"branch": key, **unit} for unit in units]
+
+
+def _contracted(view: dict[str, Any], event: StoredEvent, data: dict[str, Any]) -> None:
+    """A branch as its contract was admitted, denied or kept local."""
+    branch = _branch(view, event)
+    contract = data.get("contract", {})
+    branch["target"] = contract.get("target")
+    branch["owner_during_slice"] = contract.get("owner_during_slice")
+    state_ref = contract.get("state_ref") or {}
+    branch["state_version_seen"] = state_ref.get("version")
+    branch["lease_expires_at"] = contract.get("lease_expires_at")
+    budget = contract.get("budget") or {}
+    view["effects"] += int(budget.get("effects", 0))
+    branch["state"] = data.get("state", branch["state"])
+    branch["reason"] = data.get("reason")
 
 
 def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
@@ -106,18 +126,8 @@ def _apply_facts(view: dict[str, Any], event: StoredEvent) -> None:
         }
     elif kind == "run.disposition":
         view["disposition"] = data
-    elif kind in ("handoff.admitted", "handoff.denied", "handoff.local"):
-        branch = _branch(view, event)
-        contract = data.get("contract", {})
-        branch["target"] = contract.get("target")
-        branch["owner_during_slice"] = contract.get("owner_during_slice")
-        state_ref = contract.get("state_ref") or {}
-        branch["state_version_seen"] = state_ref.get("version")
-        branch["lease_expires_at"] = contract.get("lease_expires_at")
-        budget = contract.get("budget") or {}
-        view["effects"] += int(budget.get("effects", 0))
-        branch["state"] = data.get("state", branch["state"])
-        branch["reason"] = data.get("reason")
+    elif kind in ("handoff.denied", "handoff.local"):
+        _contracted(view, event, data)
     elif kind == "remote.state_observed":
         branch = _branch(view, event)
         branch["remote_state"] = data.get("remote_state")

@@ -35,6 +35,23 @@ class Cause:
     data: dict[str, object]
 
 
+@dataclass(frozen=True)
+class Held:
+    """A fact held for the event that will carry it: what that event takes into its
+    ``data`` (``carried``), or, if none does, the event written alone (``alone``)."""
+
+    alone: AuditEvent
+    carried: Mapping[str, object]
+
+
+def carried_by(held: list[Held]) -> dict[str, object]:
+    """What the facts ``held`` add to the ``data`` of the event that carries them."""
+    merged: dict[str, object] = {}
+    for fact in held:
+        merged.update(fact.carried)
+    return merged
+
+
 class AuditTrail:
     """Facts of a run on their way to the ledger.
 
@@ -59,6 +76,8 @@ class AuditTrail:
         self.listener: Callable[[AuditEvent], None] | None = None
         # Called before each flush takes what is pending (a run adds its state's row).
         self.before_flush: list[Callable[[], None]] = []
+        # attempt id -> facts held for the event that carries them (:meth:`hold`)
+        self._held: dict[str, list[Held]] = {}
 
     def carry(self, store: RunStore) -> None:
         """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
@@ -104,6 +123,9 @@ class AuditTrail:
         """What is pending, taken out of the trail and the stores (in this thread)."""
         if self.ledger is None:
             return None
+        held, self._held = self._held, {}
+        for facts in held.values():  # no event took them: alone
+            self.write_alone(facts)
         for prepare in self.before_flush:
             prepare()
         stores = [store for store in self._stores if store.has_pending]
@@ -115,6 +137,40 @@ class AuditTrail:
         records = [self.ledger.process(event) for event in events]
         return _Taken(self.ledger, Append(records, _rows(steps) if steps else None))
 
+    # --- facts held for the event that carries them -------------------------------------
+
+    def hold(
+        self,
+        event_type: str,
+        *,
+        run_id: str,
+        record: HandoffRecord,
+        trace_id: str | None,
+        data: Mapping[str, Any],
+        carried: Mapping[str, object],
+    ) -> None:
+        """Hold a fact of ``record``'s attempt for the event that carries it (its
+        ``carried`` members, taken by :meth:`take_held`): an admission or a grant, for the
+        dispatch. One no event took is written alone, as ``event_type`` with ``data``,
+        before any other event of that attempt and by the next flush: no fact waits past a
+        durable point, and the order of an attempt's facts is kept. A trail without a
+        ledger writes it alone at once."""
+        if self.ledger is None:
+            self.emit(event_type, run_id=run_id, record=record, trace_id=trace_id, data=data)
+            return
+        alone = _event(event_type, self.actor, run_id, record, trace_id, data)
+        self._held.setdefault(record.attempt_id, []).append(Held(alone, carried))
+
+    def take_held(self, record: HandoffRecord) -> list[Held]:
+        """The facts held for ``record``'s attempt, taken by the event that carries them
+        (:func:`carried_by`; if that event is not recorded after all, :meth:`write_alone`)."""
+        return self._held.pop(record.attempt_id, [])
+
+    def write_alone(self, held: list[Held]) -> None:
+        """Record each fact ``held`` as the event of its own it stands for."""
+        for fact in held:
+            self._append(fact.alone)
+
     def emit(
         self,
         event_type: str,
@@ -125,16 +181,11 @@ class AuditTrail:
         actor: str | None = None,
         data: Mapping[str, Any] | None = None,
     ) -> None:
-        event = AuditEvent(
-            event_type=event_type,
-            actor=actor or self.actor,
-            data=dict(data or {}),
-            run_id=run_id or (record.run_id if record else None),
-            handoff_id=record.handoff_id if record else None,
-            attempt=record.attempt if record else None,
-            remote_task_id=record.remote_task_id if record else None,
-            trace_id=trace_id,
-        )
+        if record is not None and record.attempt_id in self._held:
+            self.write_alone(self._held.pop(record.attempt_id))  # they came first
+        self._append(_event(event_type, actor or self.actor, run_id, record, trace_id, data))
+
+    def _append(self, event: AuditEvent) -> None:
         if self.listener is not None:
             self.listener(event)
         if self.ledger is None:
@@ -143,6 +194,26 @@ class AuditTrail:
         self.pending.append(event)
         if len(self.pending) >= self.FLUSH_AT:
             self.flush()
+
+
+def _event(
+    event_type: str,
+    actor: str,
+    run_id: str | None,
+    record: HandoffRecord | None,
+    trace_id: str | None,
+    data: Mapping[str, Any] | None,
+) -> AuditEvent:
+    return AuditEvent(
+        event_type=event_type,
+        actor=actor,
+        data=dict(data or {}),
+        run_id=run_id or (record.run_id if record else None),
+        handoff_id=record.handoff_id if record else None,
+        attempt=record.attempt if record else None,
+        remote_task_id=record.remote_task_id if record else None,
+        trace_id=trace_id,
+    )
 
 
 class _Taken:

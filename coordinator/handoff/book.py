@@ -24,7 +24,7 @@ from contracts.handoff import (
     TransitionError,
     transition,
 )
-from coordinator.audit.log.events import TRANSITION_EVENT, UNITS_EVENT
+from coordinator.audit.log.events import ADMITTED_EVENT, TRANSITION_EVENT, UNITS_EVENT
 from coordinator.audit.trail import AuditTrail, Cause, contract_of
 from coordinator.errors import RunCancelled, StaleRevision
 from coordinator.handoff.admission import AdmissionContext, AdmissionDenied, ParentAuthority, admit
@@ -143,8 +143,12 @@ class HandoffBook:
 
     # --- admission --------------------------------------------------------------------
 
-    def admit(self, record: HandoffRecord, ctx: AdmissionContext) -> HandoffRecord:
-        """Admit and reserve, or record the refusal and raise :class:`AdmissionDenied`."""
+    def admit(
+        self, record: HandoffRecord, ctx: AdmissionContext, *, hold: bool = False
+    ) -> HandoffRecord:
+        """Admit and reserve, or record the refusal and raise :class:`AdmissionDenied`.
+        ``hold``: the admission is held for the dispatch that carries it (the trail's
+        :meth:`~coordinator.audit.trail.AuditTrail.hold`), not recorded at once."""
         if self.cancelled:
             self._refuse(record, "run_cancelled")
             raise RunCancelled(f"run {self.run_id} is cancelled; nothing new is dispatched")
@@ -181,14 +185,17 @@ class HandoffBook:
         assert budget is not None and admitted.duplicate_key is not None
         self.active_keys[admitted.duplicate_key] = admitted.attempt_id
         self._keep(admitted)
-        self._emit(
-            "handoff.admitted",
-            admitted,
-            contract=contract_of(admitted),
-            state=admitted.state.value,
-            reason=admitted.reason,
-            units=[self._book(entry(admitted, UnitKind.RESERVED, budget, admitted.reason))],
-        )
+        facts = {"contract": contract_of(admitted), "state": admitted.state.value}
+        facts["reason"] = admitted.reason
+        units = [self._book(entry(admitted, UnitKind.RESERVED, budget, admitted.reason))]
+        if not hold:
+            self._emit(ADMITTED_EVENT, admitted, **facts, units=units)
+            return admitted
+        carried = {"admission": facts, "units": units}
+        self.trail.hold(
+            ADMITTED_EVENT, run_id=self.run_id, record=admitted, trace_id=self.trace_id,
+            data={**facts, "units": units}, carried=carried,
+        )  # fmt: skip
         return admitted
 
     def _refuse(self, record: HandoffRecord, reason: str) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 
 from contracts.handoff import HandoffBudget, HandoffRecord
 from coordinator.audit.ledger import AuditEvent
-from coordinator.audit.receipts import GRANT_EVENT
 from coordinator.audit.trail import AuditTrail
 from coordinator.authority.delegator import RunAuthority, authority_document
 from coordinator.errors import BudgetExceeded, OwnershipError, UnauditedRun
@@ -94,11 +93,6 @@ class Run:
     # notes): part of every document written after (see :meth:`keep_state`).
     conclusion: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
     _state_changed: bool = field(default=False, init=False, repr=False)
-    # attempt id -> its record and what is shown of the token minted for it, held for the
-    # dispatch that carries it (:meth:`hold_grant`)
-    _held_grants: dict[str, tuple[HandoffRecord, dict[str, object]]] = field(
-        default_factory=dict, init=False, repr=False
-    )
 
     def __post_init__(self) -> None:
         if self.trail.ledger is None:
@@ -162,16 +156,19 @@ class Run:
             event_type, run_id=self.run_id, record=record, trace_id=self.trace_id, data=data
         )
 
-    def hold_grant(self, record: HandoffRecord, grant: dict[str, object]) -> None:
-        """Hold what is shown of the token minted for ``record``'s attempt for the
-        dispatch that carries it (:meth:`carried_grant`); if none takes it, the trail's
-        next write records it alone, as a ``grant.minted`` event."""
-        self._held_grants[record.attempt_id] = (record, grant)
-
-    def carried_grant(self, record: HandoffRecord) -> dict[str, object] | None:
-        """The grant held for ``record``'s attempt, taken by the event that carries it."""
-        held = self._held_grants.pop(record.attempt_id, None)
-        return None if held is None else held[1]
+    def hold(
+        self, event_type: str, record: HandoffRecord, carried: dict[str, object], **data: object
+    ) -> None:
+        """:meth:`emit`, held for the event that carries it (``carried``: what it adds to
+        that event's data; see :meth:`~coordinator.audit.trail.AuditTrail.hold`)."""
+        self.trail.hold(
+            event_type,
+            run_id=self.run_id,
+            record=record,
+            trace_id=self.trace_id,
+            data=data,
+            carried=carried,
+        )
 
     def check_owner(self, caller: str) -> None:
         if self.closed or caller != self.owner:
@@ -232,9 +229,6 @@ class Run:
         self._state_changed = True
 
     def _flushing(self) -> None:
-        held, self._held_grants = self._held_grants, {}
-        for record, grant in held.values():  # no dispatch carried them: alone
-            self.emit(GRANT_EVENT, record, **grant)
         if self._state_changed:
             self.keep_state()
 

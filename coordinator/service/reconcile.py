@@ -48,6 +48,7 @@ from agent_cards.transparency.heads import Head
 from contracts import strict_json
 from contracts.request_digest import request_digest
 from coordinator.audit.log.chain import Ledger
+from coordinator.audit.log.events import admission_in
 from coordinator.audit.log.tree_heads import TreeHead
 from coordinator.audit.receipts import compact, grant_recorded, records_receipt
 from coordinator.authority.hops import EXCHANGED
@@ -83,7 +84,6 @@ DECISION_FIELDS = ("jti", "req_digest")
 # What the owner knows of a hop: the child it minted (the holder chose the message).
 HOP_FIELDS = ("jti",)
 _NO_REQUEST = request_digest({})  # what a cancel token binds
-ADMITTED_EVENT = "handoff.admitted"  # its contract names the target agent
 
 
 # --- the coordinator's side ------------------------------------------------------------------
@@ -110,8 +110,9 @@ def our_facts(ledger: Ledger, run_id: str) -> dict[str, dict[str, Any]]:
             continue
         blank = {"target": None, "aud": None, **dict.fromkeys(FIELDS)}
         mine = facts.setdefault(event.handoff_id, blank)
-        contract = event.data.get("contract")
-        if event.event_type == ADMITTED_EVENT and isinstance(contract, dict):
+        admission = admission_in(event.event_type, event.data) or {}
+        contract = admission.get("contract")
+        if isinstance(contract, dict):
             mine["target"] = contract.get("target")
         if event.remote_task_id:
             mine["task_id"] = event.remote_task_id

@@ -28,6 +28,7 @@ import pytest
 from agent_cards.keys import load_key_set
 from agent_cards.transparency.receipts import verified_receipt
 from coordinator.audit.anchors import Anchors
+from coordinator.audit.log.events import admission_in
 from coordinator.audit.proof_check import verify_proof_bundle
 from coordinator.audit.receipts import compact
 from coordinator.authority.delegator import DEFAULT_ISSUER
@@ -208,8 +209,9 @@ def held_budget(federation: Federation, run_id: str) -> dict[str, int]:
             break
     events = federation.get(f"/v1/audit/runs/{run_id}/export")["events"]
     for event in events:
-        if event["event_type"] == "handoff.admitted":
-            budget: dict[str, int] = event["data"]["contract"]["budget"]
+        admission = admission_in(event["event_type"], event["data"])
+        if admission is not None:
+            budget: dict[str, int] = admission["contract"]["budget"]
             return budget
     raise AssertionError("no admitted handoff")
 

@@ -5,10 +5,10 @@ units were three events of their own (reserved at admission, consumed and releas
 end): they now travel in the admission, the denial and the move that ended the handoff. A
 move of the handoff caused by another event is recorded in that event: the move to
 DISPATCHED in ``message.dispatched``, the move an artifact's verdict causes in the
-``artifact.*`` event. What is shown of the token a message went out with rides on its
-``message.dispatched``. What no event stands for stays an event of its own (a local role's
-model requests, a refusal of a cancelled run; a move with no cause; a grant no dispatch
-carried). Reconstruction, the
+``artifact.*`` event. What is shown of the token a message went out with, and the
+admission of its handoff, ride on its ``message.dispatched``. What no event stands for
+stays an event of its own (a local role's model requests, a refusal of a cancelled run; a
+move with no cause; a grant or an admission no dispatch carried). Reconstruction, the
 console and the command line's progress read both forms through one function each, so a
 ledger written before reads as it did.
 """
@@ -20,16 +20,23 @@ from typing import Any
 
 import pytest
 
-from contracts.handoff import HandoffState
-from coordinator.audit.log.events import TRANSITION_EVENT, UNITS_EVENT, AuditEvent, StoredEvent
+from contracts.handoff import HandoffRecord, HandoffState, StateRef
+from coordinator.audit.log.events import (
+    TRANSITION_EVENT,
+    UNITS_EVENT,
+    AuditEvent,
+    StoredEvent,
+    admission_in,
+    units_in,
+)
 from coordinator.audit.receipts import grant_recorded
 from coordinator.audit.reconstruction import reconstruct
-from coordinator.audit.trail import Cause
+from coordinator.audit.trail import Cause, carried_by
 from coordinator.cli.progress import steps_of, text_of
 from coordinator.console.timeline import detail
 from coordinator.handoff.admission import AdmissionDenied
 from coordinator.handoff.book import HandoffBook, RunCancelled
-from coordinator.handoff.run import unit_row
+from coordinator.handoff.run import Run, unit_row
 from coordinator.storage.datadir import DataDir
 from coordinator.workspace import Workspace
 from tests.coordinator.test_admission import CTX, NOW, PARENT, proposal
@@ -217,10 +224,11 @@ def test_a_grant_rides_on_its_dispatch_or_is_written_alone(tmp_path: Path) -> No
     try:
         run = new_run(workspace)
         record = admitted(run)
-        run.hold_grant(record, GRANT)
-        carried = run.carried_grant(record)
-        run.emit("message.dispatched", record, endpoint="http://127.0.0.1:1/a2a", grant=carried)
-        run.hold_grant(record, {**GRANT, "jti": "jti-2"})  # minted again, not sent
+        run.hold("grant.minted", record, {"grant": GRANT}, **GRANT)
+        carried = carried_by(run.trail.take_held(record))
+        run.emit("message.dispatched", record, endpoint="http://127.0.0.1:1/a2a", **carried)
+        again = {**GRANT, "jti": "jti-2"}  # minted again, not sent
+        run.hold("grant.minted", record, {"grant": again}, **again)
         run.trail.flush()
         written = workspace.ledger().events(run.run_id)
     finally:
@@ -230,8 +238,50 @@ def test_a_grant_rides_on_its_dispatch_or_is_written_alone(tmp_path: Path) -> No
         ("message.dispatched", GRANT),
         ("grant.minted", {**GRANT, "jti": "jti-2"}),
     ]
-    assert run.carried_grant(record) is None  # taken by the write: never written twice
+    assert run.trail.take_held(record) == []  # taken by the write: never written twice
     view = reconstruct(written)
     assert [grant["jti"] for grant in view["grants"]] == ["jti-1", "jti-2"]
     dispatch = next(e for e in written if e.event_type == "message.dispatched")
     assert "jti jti-1" in detail(dispatch)
+
+
+def held_admission(run: Run) -> HandoffRecord:
+    """A handoff admitted as the driver admits one: held for its dispatch."""
+    ref = StateRef(id=run.run_id, version=run.book.state_version)
+    offer = proposal(run_id=run.run_id, state_ref=ref, handoff_id="ho-1")
+    return run.book.admit(offer, CTX, hold=True)
+
+
+def test_an_admission_rides_on_its_dispatch_or_comes_first_alone(tmp_path: Path) -> None:
+    """The driver holds a handoff's admission (its contract and reserved units) for the
+    dispatch, which records it (``admission`` and ``units``); an attempt that is never
+    sent records it alone, before any other fact of that attempt, so a reader rebuilds
+    the same branch from either ledger."""
+    workspace = Workspace(DataDir(tmp_path))
+    try:
+        sent, failed = new_run(workspace), new_run(workspace)
+        record = held_admission(sent)
+        carried = carried_by(sent.trail.take_held(record))
+        sending = Cause("message.dispatched", {"endpoint": "http://127.0.0.1:1/a2a", **carried})
+        sent.book.commit(record, S.DISPATCHED, "message_sending", cause=sending)
+        sent.trail.flush()
+        unsent = held_admission(failed)
+        failed.book.commit(unsent, S.FAILED, "authority")  # minting refused: nothing sent
+        failed.trail.flush()
+        ledger = workspace.ledger()
+        sent_events, failed_events = ledger.events(sent.run_id), ledger.events(failed.run_id)
+    finally:
+        workspace.close()
+    assert [e.event_type for e in sent_events] == ["run.started", "message.dispatched"]
+    dispatch = sent_events[-1]
+    assert admission_in(dispatch.event_type, dispatch.data)["state"] == "ADMITTED"
+    assert [unit["kind"] for unit in units_in(dispatch.event_type, dispatch.data)] == ["reserved"]
+    (branch,) = reconstruct(sent_events)["branches"]
+    assert (branch["state"], branch["target"]) == ("DISPATCHED", "remote-risk")
+    assert [e.event_type for e in failed_events] == [
+        "run.started",
+        "handoff.admitted",
+        TRANSITION_EVENT,
+    ]
+    (branch,) = reconstruct(failed_events)["branches"]
+    assert branch["state"] == "FAILED"

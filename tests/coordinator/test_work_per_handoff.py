@@ -44,11 +44,11 @@ HANDOFFS = 6
 # (to DISPATCHED, RETURNED and ACCEPTED) on the dispatch, the remote state observed and
 # the artifact's verdict that caused them: no handoff.transition of its own
 # (tests/coordinator/test_facts_ride_on_their_events.py); the remote's receipt rides on
-# that verdict too (no handoff.receipt of its own), and what is shown of the token it
-# was sent with on its dispatch (no grant.minted of its own).
+# that verdict too (no handoff.receipt of its own), and its admission and what is shown
+# of the token it was sent with on its dispatch (no handoff.admitted or grant.minted of
+# its own).
 FACTS_PER_DELEGATION = {
     "run.started": 1,
-    "handoff.admitted": 1,
     "message.dispatched": 1,
     "remote.state_observed": 1,
     "artifact.admitted": 1,

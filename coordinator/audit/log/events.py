@@ -116,6 +116,20 @@ def units_in(event_type: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 TRANSITION_EVENT = "handoff.transition"
+ADMITTED_EVENT = "handoff.admitted"
+DISPATCH_EVENT = "message.dispatched"
+
+
+def admission_in(event_type: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The admission of a handoff an event records (its ``contract``, ``state`` and
+    ``reason``), or None: a :data:`ADMITTED_EVENT`'s own, or the one the dispatch it was
+    held for carries in ``admission`` (its reserved units are the dispatch's ``units``)."""
+    if event_type == ADMITTED_EVENT:
+        return {name: value for name, value in data.items() if name != "units"}
+    if event_type != DISPATCH_EVENT:
+        return None
+    admission = data.get("admission")
+    return dict(admission) if isinstance(admission, dict) else None
 
 
 def transition_in(event_type: str, data: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ import time
 
 from contracts.handoff import HandoffState
 from contracts.wire import Task, to_wire
-from coordinator.audit.trail import Cause
+from coordinator.audit.trail import Cause, carried_by
 from coordinator.authority.delegator import GrantRefused
 from coordinator.dispatch.attempt import cancelling, observed, remote_calls, settling
 from coordinator.dispatch.attempt.attempt_state import AttemptState, completes, settled
@@ -85,7 +85,8 @@ class HandoffDriver(AttemptState):
         run = self.run
         try:
             with observed.step("admission", self.record):
-                self.keep(run.book.admit(self.record, admission_context(run, self.agent)))
+                context = admission_context(run, self.agent)
+                self.keep(run.book.admit(self.record, context, hold=True))  # for the dispatch
         except (AdmissionDenied, RunCancelled) as exc:
             self.keep(run.book.records.get(self.record.attempt_id, self.record))
             observed.denied(exc.reason, self.record)
@@ -197,15 +198,14 @@ class HandoffDriver(AttemptState):
         """Record the dispatch; it is written with the intent, before the message leaves,
         so a crash mid-send is visible (see :meth:`send`)."""
         with observed.step("dispatch", self.record):
-            grant = self.run.carried_grant(self.record)
-            sending = Cause("message.dispatched", self._dispatch_facts(grant))
+            held = self.run.trail.take_held(self.record)  # its admission and grant
+            sending = Cause("message.dispatched", self._dispatch_facts(carried_by(held)))
             try:
                 moved = self.run.book.commit(
                     self.record, S.DISPATCHED, "message_sending", cause=sending
                 )
             except StaleRevision:
-                if grant is not None:  # nothing was dispatched: the grant is recorded alone
-                    self.run.hold_grant(self.record, grant)
+                self.run.trail.write_alone(held)  # nothing was dispatched: each alone
                 raise
             self.keep(moved)
         self._dispatch_recorded = True
@@ -220,8 +220,8 @@ class HandoffDriver(AttemptState):
         on as the handoff's update source; else ``SendMessage`` with ``returnImmediately``,
         and the task is followed by polling."""
         if not self._dispatch_recorded:  # sent again after a restart: the move was before
-            grant = self.run.carried_grant(self.record)
-            self.run.emit("message.dispatched", self.record, **self._dispatch_facts(grant))
+            held = carried_by(self.run.trail.take_held(self.record))
+            self.run.emit("message.dispatched", self.record, **self._dispatch_facts(held))
         await async_pause_point("before_intent")
         # the intent is refused whole if another process ended the handoff meanwhile
         self.run.trail.write_with(self.run.store.refuse_if_ended(self.record.attempt_id))
@@ -264,19 +264,17 @@ class HandoffDriver(AttemptState):
         self.note(remote_task_id=task.id, remote_state=state.value, hold=completes(state))
         return task, stream
 
-    def _dispatch_facts(self, grant: dict[str, object] | None) -> dict[str, object]:
+    def _dispatch_facts(self, carried: dict[str, object]) -> dict[str, object]:
         """What the ledger records of the message going out: where, on which interface,
-        under which idempotency key, with a token or not, and what is shown of the token
-        minted for it (``grant``, when this dispatch carries it)."""
-        facts: dict[str, object] = {
+        under which idempotency key, with a token or not, and the facts held for it
+        (``carried``: the attempt's admission and what is shown of its token)."""
+        return {
             "endpoint": self.agent.endpoint,
             "interface": self.run.carried_on(self.record, self.agent.interface.summary()),
             "idempotency_key": idempotency_key(self.record),
             "with_token": bool(self.headers),
+            **carried,
         }
-        if grant is not None:
-            facts["grant"] = grant
-        return facts
 
     async def fetch(self) -> Task | None:
         """The remote task of a handoff sent earlier (by this process or one before it)."""

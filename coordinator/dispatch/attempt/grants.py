@@ -78,9 +78,9 @@ def mint_for(
 ) -> AttemptCredentials:
     """Mint the attempt's token when the target takes delegation tokens; the grant is in
     the ledger and the store (never the token): a ``grant.minted`` event when ``alone``,
-    else held for the dispatch that carries it (:meth:`~coordinator.handoff.run.Run.hold_grant`).
-    ``request`` is the message the attempt will send (wire JSON), which the token binds by
-    its digest. Raises
+    else held for the dispatch that carries it as its ``grant``
+    (:meth:`~coordinator.handoff.run.Run.hold`). ``request`` is the message the attempt
+    will send (wire JSON), which the token binds by its digest. Raises
     :class:`GrantRefused` if the run holds no authority to delegate, or minting would
     widen it."""
     scopes = required_scopes(agent.agent_card, record.skill)
@@ -102,7 +102,7 @@ def mint_for(
     if alone:
         run.emit(GRANT_EVENT, record, **summary)
     else:
-        run.hold_grant(record, summary)
+        run.hold(GRANT_EVENT, record, {"grant": summary}, **summary)
     run.minted.setdefault(record.handoff_id, {})[minted.grant.jti] = minted.grant.req_digest or None
     if run.store is not None:
         run.store.add(
