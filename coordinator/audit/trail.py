@@ -37,18 +37,19 @@ class Cause:
 
 @dataclass(frozen=True)
 class Held:
-    """A fact held for the event that will carry it: what that event takes into its
-    ``data`` (``carried``), or, if none does, the event written alone (``alone``)."""
+    """A fact held for the event that will record it: what that event takes into its
+    ``data`` (``carried``; None: the fact is itself the event of the move it causes, see
+    :meth:`AuditTrail.take_cause`), or, if none does, the event written alone (``alone``)."""
 
     alone: AuditEvent
-    carried: Mapping[str, object]
+    carried: Mapping[str, object] | None
 
 
 def carried_by(held: list[Held]) -> dict[str, object]:
     """What the facts ``held`` add to the ``data`` of the event that carries them."""
     merged: dict[str, object] = {}
     for fact in held:
-        merged.update(fact.carried)
+        merged.update(fact.carried or {})
     return merged
 
 
@@ -121,11 +122,11 @@ class AuditTrail:
 
     def _take(self) -> _Taken | None:
         """What is pending, taken out of the trail and the stores (in this thread)."""
-        if self.ledger is None:
-            return None
         held, self._held = self._held, {}
         for facts in held.values():  # no event took them: alone
             self.write_alone(facts)
+        if self.ledger is None:
+            return None
         for prepare in self.before_flush:
             prepare()
         stores = [store for store in self._stores if store.has_pending]
@@ -147,24 +148,34 @@ class AuditTrail:
         record: HandoffRecord,
         trace_id: str | None,
         data: Mapping[str, Any],
-        carried: Mapping[str, object],
+        carried: Mapping[str, object] | None,
     ) -> None:
-        """Hold a fact of ``record``'s attempt for the event that carries it (its
-        ``carried`` members, taken by :meth:`take_held`): an admission or a grant, for the
-        dispatch. One no event took is written alone, as ``event_type`` with ``data``,
-        before any other event of that attempt and by the next flush: no fact waits past a
-        durable point, and the order of an attempt's facts is kept. A trail without a
-        ledger writes it alone at once."""
-        if self.ledger is None:
-            self.emit(event_type, run_id=run_id, record=record, trace_id=trace_id, data=data)
-            return
+        """Hold a fact of ``record``'s attempt for the event that records it: an admission
+        or a grant for the dispatch that carries them (their ``carried`` members, taken by
+        :meth:`take_held`), the remote state that moves the handoff for that move (no
+        ``carried``: :meth:`take_cause`). One no event took is written alone, as
+        ``event_type`` with ``data``, before any other event of that attempt and by the
+        next flush: no fact waits past a durable point, none is written twice, and the
+        order of an attempt's facts is kept."""
         alone = _event(event_type, self.actor, run_id, record, trace_id, data)
         self._held.setdefault(record.attempt_id, []).append(Held(alone, carried))
 
     def take_held(self, record: HandoffRecord) -> list[Held]:
-        """The facts held for ``record``'s attempt, taken by the event that carries them
-        (:func:`carried_by`; if that event is not recorded after all, :meth:`write_alone`)."""
-        return self._held.pop(record.attempt_id, [])
+        """The facts held for ``record``'s attempt that the event about to be recorded
+        carries (:func:`carried_by`; if that event is not recorded after all,
+        :meth:`write_alone`); a fact held as the cause of a move is written alone first."""
+        held = self._held.pop(record.attempt_id, [])
+        self.write_alone([fact for fact in held if fact.carried is None])
+        return [fact for fact in held if fact.carried is not None]
+
+    def take_cause(self, record: HandoffRecord) -> Cause | None:
+        """The fact held as the cause of ``record``'s next move (the move records it, or,
+        if the move is refused, it is recorded alone); any other fact held for the
+        attempt is written alone first."""
+        held = self._held.pop(record.attempt_id, [])
+        cause = next((fact for fact in reversed(held) if fact.carried is None), None)
+        self.write_alone([fact for fact in held if fact is not cause])
+        return None if cause is None else Cause(cause.alone.event_type, dict(cause.alone.data))
 
     def write_alone(self, held: list[Held]) -> None:
         """Record each fact ``held`` as the event of its own it stands for."""

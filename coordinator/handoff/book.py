@@ -75,12 +75,9 @@ class HandoffBook:
     driver_lease_seconds: float = 15.0
     # Told of every record the book makes authoritative (the run keeps its state by it).
     on_change: Callable[[HandoffRecord], None] | None = None
-    # Facts held for the move they cause, by attempt (note, held_for, tell_held).
-    held: dict[str, Cause] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.cancel_ref = self.cancel_ref or f"cancel-{self.run_id}"
-        self.trail.before_flush.append(self.tell_held)
 
     def _emit(self, event_type: str, record: HandoffRecord | None, **data: object) -> None:
         self.trail.emit(
@@ -248,14 +245,9 @@ class HandoffBook:
 
     def held_for(self, record: HandoffRecord) -> Cause | None:
         """The fact held for ``record``'s next move, taken (the move records it, or, if
-        the move is refused, :meth:`tell`)."""
-        return self.held.pop(record.attempt_id, None)
-
-    def tell_held(self) -> None:
-        """Record alone every fact still held: none waits past the trail's next write."""
-        held, self.held = self.held, {}
-        for attempt_id, cause in held.items():
-            self.tell(cause, self.records[attempt_id])
+        the move is refused, :meth:`tell`); see the trail's
+        :meth:`~coordinator.audit.trail.AuditTrail.take_cause`."""
+        return self.trail.take_cause(record)
 
     def note(
         self, based_on: HandoffRecord, *, hold: bool = False, **changes: object
@@ -272,11 +264,13 @@ class HandoffBook:
         if "remote_state" in changes and changes["remote_state"] != current.remote_state:
             seen: dict[str, object] = {"remote_state": record.remote_state}
             seen["local_state"] = record.state.value
-            observed = Cause("remote.state_observed", seen)
-            if hold:
-                self.held[record.attempt_id] = observed
+            if hold:  # for the move it causes (``held_for``), which records it
+                self.trail.hold(
+                    "remote.state_observed", run_id=self.run_id, record=record,
+                    trace_id=self.trace_id, data=seen, carried=None,
+                )  # fmt: skip
             else:
-                self.tell(observed, record)
+                self._emit("remote.state_observed", record, **seen)
         if "lease_expires_at" in changes:
             self._emit("lease.renewed", record, lease_expires_at=str(record.lease_expires_at))
         return record

@@ -208,7 +208,8 @@ def test_a_held_fact_no_move_takes_is_written_alone_with_the_next_flush(tmp_path
     finally:
         workspace.close()
     assert written[-1].event_type == "remote.state_observed"
-    assert "transition" not in written[-1].data and run.book.held == {}
+    assert "transition" not in written[-1].data
+    assert run.book.held_for(record) is None  # written once: nothing is held any more
 
 
 GRANT = {"jti": "jti-1", "claims_digest": "sha-256:" + "ab" * 32, "aud": "urn:remote"}
@@ -285,3 +286,23 @@ def test_an_admission_rides_on_its_dispatch_or_comes_first_alone(tmp_path: Path)
     ]
     (branch,) = reconstruct(failed_events)["branches"]
     assert branch["state"] == "FAILED"
+
+
+def test_what_the_trail_holds_keeps_its_attempts_order(book: HandoffBook) -> None:
+    """One home for held facts (the trail): a move takes the fact held as its cause and
+    writes any other held fact alone before it; any other event of the attempt writes
+    what is held first; a flush writes what is left."""
+    record = dispatched(book)
+    held = {"run_id": "run-1", "record": record, "trace_id": None}
+    book.trail.hold("grant.minted", **held, data=GRANT, carried={"grant": GRANT})
+    record = book.note(record, remote_state="TASK_STATE_COMPLETED", hold=True)
+    cause = book.held_for(record)
+    assert cause is not None and types(book)[-1] == "grant.minted"  # alone, first
+    book.commit(record, S.RETURNED, "remote_completed", cause=cause)
+    assert types(book)[-1] == "remote.state_observed"
+    book.trail.hold("grant.minted", **held, data=GRANT, carried={"grant": GRANT})
+    book.note(book.current(record), lease_expires_at=NOW)  # another event of the attempt
+    assert types(book)[-2:] == ["grant.minted", "lease.renewed"]
+    book.trail.hold("grant.minted", **held, data=GRANT, carried={"grant": GRANT})
+    book.trail.flush()
+    assert types(book)[-1] == "grant.minted" and book.trail.take_held(record) == []
