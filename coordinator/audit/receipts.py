@@ -18,7 +18,7 @@ from typing import Any
 
 from agent_cards.jws import b64url_decode
 from contracts import strict_json
-from coordinator.audit.log.events import AuditEvent
+from coordinator.audit.log.events import DISPATCH_EVENT, AuditEvent
 from coordinator.errors import LedgerError
 
 RECEIPT_EVENT = "handoff.receipt"
@@ -27,7 +27,6 @@ RECEIPT_EVENT = "handoff.receipt"
 HOP_RECEIPT_EVENT = "hop.receipt"
 HOP_REFUSED_EVENT = "hop.receipt_refused"
 GRANT_EVENT = "grant.minted"
-DISPATCH_EVENT = "message.dispatched"
 VERDICT_PREFIX = "artifact."
 
 

@@ -90,7 +90,7 @@ def detail(event: StoredEvent) -> str:
     moved = transition_in(event.event_type, data)
     carried = [] if moved is None else [transition_detail(moved)]
     grant = grant_recorded(event.event_type, data)
-    if grant is not None:
+    if grant is not None and event.event_type != GRANT_EVENT:  # carried by a dispatch
         carried.insert(0, grant_detail(grant))
     if event.event_type == TRANSITION_EVENT:
         text, carried = carried[0], []
@@ -99,7 +99,7 @@ def detail(event: StoredEvent) -> str:
     elif event.event_type == UNITS_EVENT:
         text, units = f"{units[0]} ({data.get('reason')})", []
     elif event.event_type == GRANT_EVENT:
-        text, carried = carried[0], carried[1:]
+        text = grant_detail(data)
     elif event.event_type in HOPS:
         text = hop_detail(event.event_type, data)
     elif event.event_type.startswith("artifact."):

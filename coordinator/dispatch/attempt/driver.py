@@ -21,6 +21,7 @@ import time
 
 from contracts.handoff import HandoffState
 from contracts.wire import Task, to_wire
+from coordinator.audit.log.events import DISPATCH_EVENT
 from coordinator.audit.trail import Cause, carried_by
 from coordinator.authority.delegator import GrantRefused
 from coordinator.dispatch.attempt import cancelling, observed, remote_calls, settling
@@ -199,7 +200,7 @@ class HandoffDriver(AttemptState):
         so a crash mid-send is visible (see :meth:`send`)."""
         with observed.step("dispatch", self.record):
             held = self.run.trail.take_held(self.record)  # its admission and grant
-            sending = Cause("message.dispatched", self._dispatch_facts(carried_by(held)))
+            sending = Cause(DISPATCH_EVENT, self._dispatch_facts(carried_by(held)))
             try:
                 moved = self.run.book.commit(
                     self.record, S.DISPATCHED, "message_sending", cause=sending
@@ -221,7 +222,7 @@ class HandoffDriver(AttemptState):
         and the task is followed by polling."""
         if not self._dispatch_recorded:  # sent again after a restart: the move was before
             held = carried_by(self.run.trail.take_held(self.record))
-            self.run.emit("message.dispatched", self.record, **self._dispatch_facts(held))
+            self.run.emit(DISPATCH_EVENT, self.record, **self._dispatch_facts(held))
         await async_pause_point("before_intent")
         # the intent is refused whole if another process ended the handoff meanwhile
         self.run.trail.write_with(self.run.store.refuse_if_ended(self.record.attempt_id))
