@@ -8,7 +8,9 @@
 * :mod:`agent_cards.storage.driver`: SQL with ``:name`` placeholders in the driver's style;
 * :mod:`agent_cards.storage.faults`: telling a database fault from a bug;
 * :mod:`agent_cards.storage.writer`: one writer thread per process, with group commit;
-* :mod:`agent_cards.storage.sqlite`: a connection SQLite opened read-only is not kept.
+* :mod:`agent_cards.storage.sqlite`: a connection SQLite opened read-only is not kept;
+* :mod:`agent_cards.storage.held`: on SQLite, each thread's connection kept from one of its
+  transactions to the next.
 
 Each service binds its own names (file, pragmas, tables, revisions, version table) in its
 ``storage`` package and turns :class:`agent_cards.errors.StorageFailure` into its own error.

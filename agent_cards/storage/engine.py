@@ -33,6 +33,7 @@ from sqlalchemy.exc import ArgumentError
 
 from agent_cards.errors import BAD_DATABASE_URL, STORAGE_UNAVAILABLE, StorageFailure
 from agent_cards.storage.faults import is_storage_fault
+from agent_cards.storage.held import thread_connection
 from agent_cards.storage.sqlite import replace_read_only
 
 __all__ = [
@@ -155,7 +156,7 @@ def driver_write_transaction(engine: Engine) -> Iterator[Connection]:
         with write_transaction(engine) as connection:
             yield connection
         return
-    with engine.connect() as connection:
+    with thread_connection(engine) as connection:
         driver = connection.connection.driver_connection
         assert driver is not None
         _on_driver(connection, driver.execute, "BEGIN IMMEDIATE")

@@ -22,7 +22,7 @@ from sqlalchemy.exc import DisconnectionError
 
 _OPENED_READ_ONLY = "opened_read_only"
 
-__all__ = ["replace_read_only"]
+__all__ = ["opened_read_only", "replace_read_only"]
 
 
 def replace_read_only(engine: Engine, database: Path) -> None:
@@ -40,6 +40,12 @@ def replace_read_only(engine: Engine, database: Path) -> None:
 
     event.listen(engine, "connect", on_connect)
     event.listen(engine, "checkout", on_checkout)
+
+
+def opened_read_only(pooled: Any) -> bool:
+    """Whether SQLite opened the pool's connection ``pooled`` while the database (or its
+    WAL) was not writable: such a one must go back to the pool, which replaces it."""
+    return bool(pooled.info.get(_OPENED_READ_ONLY))
 
 
 def _writable(files: tuple[Path, ...]) -> bool:

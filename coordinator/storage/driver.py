@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from agent_cards.storage.driver import styled as _styled
+from agent_cards.storage.held import thread_connection
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -33,17 +34,14 @@ def execute(connection: Connection, sql: str, params: Mapping[str, Any] | None =
 
 
 def read_row(engine: Engine, sql: str, params: Mapping[str, Any]) -> Any:
-    """The first row ``sql`` reads (or None), on a pooled driver connection outside any
+    """The first row ``sql`` reads (or None), on the driver's cursor outside any
     transaction (one statement reads one consistent state). For a read on the event
-    loop's thread: a SQLAlchemy :class:`~sqlalchemy.Connection` around it costs more than
-    SQLite takes to run it."""
-    connection = engine.raw_connection()
-    try:
-        cursor = connection.driver_connection.cursor()  # type: ignore[union-attr]
+    loop's thread, on its own connection on SQLite (:mod:`agent_cards.storage.held`): a
+    SQLAlchemy statement costs more than SQLite takes to run it."""
+    with thread_connection(engine) as connection:
+        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
         cursor.execute(_styled(engine.dialect.paramstyle, sql), dict(params))
         return cursor.fetchone()
-    finally:
-        connection.close()
 
 
 def execute_many(connection: Connection, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -36,6 +36,7 @@ from agent_cards.storage.engine import (
     undo,
     write_transaction,
 )
+from agent_cards.storage.held import thread_connection
 from member_kit.errors import shared_translated
 
 __all__ = [
@@ -140,25 +141,37 @@ class _Joined:
 
 @contextmanager
 def _driver_transaction(engine: Engine, sqlite_begin: str) -> Iterator[DBAPICursor]:
+    """A transaction on the driver: on SQLite on the calling thread's own connection
+    (:mod:`agent_cards.storage.held`), elsewhere on one of the pool's."""
+    if engine.dialect.name == "sqlite":
+        with thread_connection(engine) as kept:
+            yield from _transaction_on(engine, kept.connection, sqlite_begin)
+        return
     connection = engine.raw_connection()
     try:
-        cursor = connection.cursor()
-        token = _open_write.set(_Joined(engine, cursor))
-        try:
-            if engine.dialect.name == "sqlite":
-                cursor.execute(sqlite_begin)
-            yield cursor
-            connection.commit()
-        except BaseException as error:
-            cursor.close()
-            undo(connection, connection.rollback, error)
-            raise
-        else:
-            cursor.close()
-        finally:
-            _open_write.reset(token)
+        yield from _transaction_on(engine, connection, None)
     finally:
         connection.close()
+
+
+def _transaction_on(
+    engine: Engine, connection: Any, sqlite_begin: str | None
+) -> Iterator[DBAPICursor]:
+    cursor = connection.cursor()
+    token = _open_write.set(_Joined(engine, cursor))
+    try:
+        if sqlite_begin is not None:
+            cursor.execute(sqlite_begin)
+        yield cursor
+        connection.commit()
+    except BaseException as error:
+        cursor.close()
+        undo(connection, connection.rollback, error)
+        raise
+    else:
+        cursor.close()
+    finally:
+        _open_write.reset(token)
 
 
 @contextmanager

@@ -102,12 +102,13 @@ def test_a_runs_own_document_is_not_parsed_again_but_a_cancel_from_elsewhere_is_
     assert kept == {**DOCUMENT, "step": 4, "cancelled": True, "cancellation": cancellation}
 
 
-def test_reading_whether_a_handoff_ended_is_one_statement_on_a_pooled_connection(
+def test_reading_whether_a_handoff_ended_is_one_statement_on_the_threads_connection(
     traced: tuple[RunStore, list[str]],
 ) -> None:
     """A driver asks once a handoff whether another process ended it, on the event
-    loop's thread: one SELECT on a pooled driver connection, no SQLAlchemy connection
-    around it (which cost more than the read)."""
+    loop's thread: one SELECT on the driver's cursor, on the thread's own connection
+    (agent_cards.storage.held), opened once and kept: no connection is made per read
+    (which cost more than the read)."""
     store, statements = traced
     record = proposal(run_id="run-1")
     store.save_handoff(record)
@@ -116,8 +117,11 @@ def test_reading_whether_a_handoff_ended_is_one_statement_on_a_pooled_connection
     statements.clear()
     assert store.ended(record.attempt_id) is False
     assert store.ended("no-such-attempt") is False
-    assert connections == []
-    assert [s.split()[0] for s in statements] == ["SELECT", "SELECT"]
+    assert len(connections) <= 1  # the thread's own, if it had none yet
+    kept = len(connections)
+    assert store.ended(record.attempt_id) is False
+    assert len(connections) == kept
+    assert [s.split()[0] for s in statements] == ["SELECT", "SELECT", "SELECT"]
 
 
 def test_a_payload_saved_with_its_pending_handoff_row_is_written_by_the_rows_insert(
