@@ -96,6 +96,7 @@ def test_a_connection_opened_read_only_goes_back_to_the_pool(engine: Engine) -> 
 def test_disposing_of_the_engine_closes_the_kept_connections(engine: Engine) -> None:
     with thread_connection(engine) as connection:
         kept = connection.connection.driver_connection
+    assert kept is not None
     engine.dispose()
     with pytest.raises(Exception, match="closed"):
         kept.execute("SELECT 1")
