@@ -24,6 +24,7 @@ from agent_cards.storage.schema import new_metadata
 
 VERSION_TABLE = "remote_risk_alembic_version"
 TASK_SEQUENCE = "task_sequence"
+TASK_COUNT = "task_count"
 
 metadata = new_metadata()
 
@@ -79,7 +80,8 @@ used_tokens = Table(
     Index("ix_remote_risk_used_tokens_expires_at", "expires_at"),
 )
 
-# Named counters; ``task_sequence`` numbers status changes across restarts and replicas.
+# Named counters; ``task_sequence`` numbers status changes across restarts and replicas,
+# ``task_count`` is how many tasks are stored (member_kit.tasks.sql_counters, rr0009).
 counters = Table(
     "remote_risk_counters",
     metadata,

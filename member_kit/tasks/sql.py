@@ -71,6 +71,7 @@ from member_kit.tasks.record import (
     new_id,
 )
 from member_kit.tasks.retention import DEFAULT_RETENTION
+from member_kit.tasks.sql_counters import TaskCounters
 from member_kit.tasks.sql_keys import SQLKeyBook
 from member_kit.tasks.sql_rows import (
     COLUMNS,
@@ -78,7 +79,6 @@ from member_kit.tasks.sql_rows import (
     copy_state,
     epoch_milliseconds,
     list_page,
-    only_row,
     record_of,
     row_values,
     update_sql,
@@ -105,6 +105,7 @@ class SQLTaskStore(BoundedStore):
         super().__init__(capacity, clock, new_id)
         self._engine = engine
         self._keys = SQLKeyBook(engine, retention)
+        self._counters = TaskCounters(engine)
         self.leases = TaskLeases(engine, worker_id(), lease_seconds, clock)
         self.lease_seconds = lease_seconds
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
@@ -304,9 +305,8 @@ class SQLTaskStore(BoundedStore):
             return unwritten.next_sequence(count)
         return self._bump(cursor, count)
 
-    def _bump(self, cursor: DBAPICursor, count: int) -> int:
-        cursor.execute(self._sql(statements.BUMP_SEQUENCE), {"count": count})
-        return int(only_row(cursor)[0])
+    def _bump(self, cursor: DBAPICursor, count: int, *, added: int = 0) -> int:
+        return self._counters.bump(cursor, count, added=added)
 
     def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
         """Insert the new task now, or keep it to insert when the open :meth:`transaction`
@@ -320,7 +320,7 @@ class SQLTaskStore(BoundedStore):
         if opened is not None:
             opened.unwritten[record.id] = once.Unwritten(record, fixed)
             return
-        record.sequence = self._bump(cursor, 1)
+        record.sequence = self._bump(cursor, 1, added=1)
         row = {"id": record.id, "owner": record.owner, **row_values(record), **fixed}
         cursor.execute(self._sql(statements.INSERT), row)
 
@@ -328,7 +328,8 @@ class SQLTaskStore(BoundedStore):
         """Insert the tasks the transaction opened, each once, as they now are."""
         if not opened.unwritten:
             return
-        rows = once.sequenced(opened, self._bump(cursor, opened.total_moves()))
+        last = self._bump(cursor, opened.total_moves(), added=len(opened.unwritten))
+        rows = once.sequenced(opened, last)
         cursor.executemany(self._sql(statements.INSERT), rows)
         for task_id, unwritten in opened.unwritten.items():
             live = self._live.get(task_id)
@@ -345,11 +346,13 @@ class SQLTaskStore(BoundedStore):
     def _make_room(self, cursor: DBAPICursor) -> once.Evicted:
         """Evict down to the low-water mark if the store is full (one statement per
         batch, see :func:`~member_kit.tasks.record.evictions_due`); the evicted tasks'
-        ``(owner, id)``."""
-        cursor.execute(self._sql(statements.COUNT))
-        (stored,) = only_row(cursor)
+        ``(owner, id)``. The counter says when; the table, counted, how many (see
+        :mod:`~member_kit.tasks.sql_counters`)."""
         opened = once.opened_by(self)
-        stored += len(opened.unwritten) if opened is not None else 0
+        unwritten = len(opened.unwritten) if opened is not None else 0
+        if self._counters.stored(cursor) + unwritten < self.capacity:
+            return []
+        stored = self._counters.counted(cursor) + unwritten
         if stored < self.capacity:
             return []
         due = {"count": evictions_due(stored, self.capacity)}
@@ -357,6 +360,7 @@ class SQLTaskStore(BoundedStore):
         rows = cursor.fetchall()
         if not rows:
             raise errors.TaskStoreFull(self.capacity)
+        self._counters.removed(cursor, len(rows))
         self._keys.retain(cursor, [(row[0], row[: len(COLUMNS)]) for row in rows if row[-1]])
         return [(row[1], row[0]) for row in rows]
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from contracts.wire import TERMINAL_TASK_STATES
-from member_kit.storage.schema import TASK_SEQUENCE, counters, tasks
+from member_kit.storage.schema import tasks
 from member_kit.tasks.sql_rows import COLUMNS
 
 TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
@@ -12,7 +12,6 @@ TERMINAL = sorted(state.value for state in TERMINAL_TASK_STATES)
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM {tasks.name}"
 BY_ID = f"{SELECT} WHERE id = :id"
 SEQUENCE_OF = f"SELECT sequence FROM {tasks.name} WHERE id = :id"
-COUNT = f"SELECT count(*) FROM {tasks.name}"
 TERMINAL_LIST = ", ".join(f"'{state}'" for state in TERMINAL)
 EVICT_OLDEST_FINISHED = (
     f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
@@ -24,7 +23,3 @@ INSERT = (
     f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, :worker, :until)"
 )
 LEASE = f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until WHERE id = :id"
-BUMP_SEQUENCE = (
-    f"UPDATE {counters.name} SET value = value + :count "
-    f"WHERE name = '{TASK_SEQUENCE}' RETURNING value"
-)
