@@ -4,10 +4,10 @@
 three tables of its own. These floors make the same checks (they are that floor, its
 token and message checks inherited) and then do what remote_risk's store does with a
 send, in remote_risk's migrated schema: one transaction of the same nine statements (the
-idempotency key looked up and kept, the stored tasks' counter read, the token's ``jti``
-claimed and its grant watched, the decision and the receipt entered in the decision log,
-the status sequence and the task counter bumped, the task inserted with its history,
-artifacts and metadata), then one
+idempotency key looked up and kept, the task counted in the store's counter, the token's
+``jti`` claimed and its grant watched, the decision and the receipt entered in the
+decision log, the status sequence bumped, the task inserted with its history, artifacts
+and metadata), then one
 receipt in the member's format (:func:`~agent_cards.transparency.receipts.issue_receipt`)
 stating the log's size and root, and the task as remote_risk answers it.
 
@@ -77,7 +77,9 @@ _KEEP_KEY = (
     "INSERT INTO remote_risk_idempotency_keys (owner, idempotency_key, task_id,"
     " expires_at_ms) VALUES (?, ?, ?, ?)"
 )
-_STORED = "SELECT value FROM remote_risk_counters WHERE name = 'task_count'"
+_RESERVE = (
+    "UPDATE remote_risk_counters SET value = value + 1 WHERE name = 'task_count' RETURNING value"
+)
 _CLAIM = (
     "INSERT INTO remote_risk_used_tokens (issuer, jti, expires_at) VALUES (?, ?, ?)"
     " ON CONFLICT DO NOTHING"
@@ -92,8 +94,7 @@ _ENTER = (
     " VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?) ON CONFLICT (entry_key) DO NOTHING"
 )
 _BUMP = (
-    "UPDATE remote_risk_counters SET value = value + CASE name WHEN 'task_sequence' THEN 3"
-    " ELSE 1 END WHERE name IN ('task_sequence', 'task_count') RETURNING name, value"
+    "UPDATE remote_risk_counters SET value = value + 3 WHERE name = 'task_sequence' RETURNING value"
 )
 _INSERT_TASK = (
     "INSERT INTO remote_risk_tasks (id, owner, context_id, state, changed_at_ms, sequence,"
@@ -229,7 +230,7 @@ class TablesFloor(Floor):
             if db.execute(_FIND_KEY, (owner, key, owner, key)).fetchone() is not None:
                 raise Refused(409)
             db.execute(_KEEP_KEY, (owner, key, opened.id, now_ms + KEY_RETENTION_MS))
-            db.execute(_STORED).fetchone()
+            db.execute(_RESERVE).fetchone()
             claim = (claims["iss"], claims["jti"], claims["exp"] + LEEWAY)
             if db.execute(_CLAIM, claim).rowcount != 1:
                 raise Refused(409)
@@ -237,8 +238,7 @@ class TablesFloor(Floor):
             if int(db.execute(_LAST_SEQ).fetchone()[0] or 0) != self.log.size:
                 raise Refused(503)  # the log moved: the entries' seqs are no longer its next
             db.execute(_ENTER, [value for entry in entries for value in entry])
-            bumped = dict(db.execute(_BUMP).fetchall())
-            sequence = bumped["task_sequence"]
+            (sequence,) = db.execute(_BUMP).fetchone()
             db.execute(
                 _INSERT_TASK,
                 (opened.id, owner, opened.context_id, TaskState.COMPLETED.value, now_ms,

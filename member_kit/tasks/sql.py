@@ -305,8 +305,8 @@ class SQLTaskStore(BoundedStore):
             return unwritten.next_sequence(count)
         return self._bump(cursor, count)
 
-    def _bump(self, cursor: DBAPICursor, count: int, *, added: int = 0) -> int:
-        return self._counters.bump(cursor, count, added=added)
+    def _bump(self, cursor: DBAPICursor, count: int) -> int:
+        return self._counters.bump(cursor, count)
 
     def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
         """Insert the new task now, or keep it to insert when the open :meth:`transaction`
@@ -320,7 +320,7 @@ class SQLTaskStore(BoundedStore):
         if opened is not None:
             opened.unwritten[record.id] = once.Unwritten(record, fixed)
             return
-        record.sequence = self._bump(cursor, 1, added=1)
+        record.sequence = self._bump(cursor, 1)
         row = {"id": record.id, "owner": record.owner, **row_values(record), **fixed}
         cursor.execute(self._sql(statements.INSERT), row)
 
@@ -328,8 +328,7 @@ class SQLTaskStore(BoundedStore):
         """Insert the tasks the transaction opened, each once, as they now are."""
         if not opened.unwritten:
             return
-        last = self._bump(cursor, opened.total_moves(), added=len(opened.unwritten))
-        rows = once.sequenced(opened, last)
+        rows = once.sequenced(opened, self._bump(cursor, opened.total_moves()))
         cursor.executemany(self._sql(statements.INSERT), rows)
         for task_id, unwritten in opened.unwritten.items():
             live = self._live.get(task_id)
@@ -350,9 +349,9 @@ class SQLTaskStore(BoundedStore):
         :mod:`~member_kit.tasks.sql_counters`)."""
         opened = once.opened_by(self)
         unwritten = len(opened.unwritten) if opened is not None else 0
-        if self._counters.stored(cursor) + unwritten < self.capacity:
+        if self._counters.reserve(cursor) <= self.capacity:  # this task counted in
             return []
-        stored = self._counters.counted(cursor) + unwritten
+        stored = self._counters.counted(cursor, pending=unwritten + 1) + unwritten
         if stored < self.capacity:
             return []
         due = {"count": evictions_due(stored, self.capacity)}

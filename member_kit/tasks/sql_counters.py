@@ -4,9 +4,10 @@ Every change of a task takes the next numbers of ``task_sequence`` (one atomic b
 write, shared by every replica). A send that opens a task also asks whether the store is
 full; counting the table for that (``count(*)``) reads every row of an index, so a send
 cost grew with the tasks kept: about 2 us at 1,000 tasks, 850 us at 100,000 (SQLite,
-this project's row sizes). ``task_count`` keeps the number instead, changed in the same
-statement as the sequence when tasks are inserted and by the eviction that deletes them,
-so a send reads one row whatever the store holds.
+this project's row sizes). ``task_count`` keeps the number instead: a task about to be
+inserted counts itself in (one statement, in place of the count, read back at once; its
+transaction undone, the count is too) and an eviction counts out what it deletes, so a
+send changes one row whatever the store holds.
 
 The counter only says when to look: once it says the store is full, the table is
 counted and the counter set to what was found before anything is evicted, so a counter
@@ -26,14 +27,9 @@ from member_kit.tasks.sql_rows import only_row
 
 _C = counters.name
 _BUMP = f"UPDATE {_C} SET value = value + :count WHERE name = '{TASK_SEQUENCE}' RETURNING value"
-# The sequence and the count in one statement: a send that inserts its task pays one.
-_BUMP_AND_ADD = (
-    f"UPDATE {_C} SET value = value + CASE name WHEN '{TASK_SEQUENCE}' THEN :count "
-    f"ELSE :added END WHERE name IN ('{TASK_SEQUENCE}', '{TASK_COUNT}') RETURNING name, value"
-)
-_STORED = f"SELECT value FROM {_C} WHERE name = '{TASK_COUNT}'"
+_RESERVE = f"UPDATE {_C} SET value = value + 1 WHERE name = '{TASK_COUNT}' RETURNING value"
 _COUNT = f"SELECT count(*) FROM {tasks.name}"
-_SET_STORED = f"UPDATE {_C} SET value = :stored WHERE name = '{TASK_COUNT}'"
+_SET = f"UPDATE {_C} SET value = :value WHERE name = '{TASK_COUNT}'"
 _REMOVED = f"UPDATE {_C} SET value = value - :removed WHERE name = '{TASK_COUNT}'"
 
 
@@ -43,32 +39,30 @@ class TaskCounters:
             name: driver_sql(engine, sql)
             for name, sql in (
                 ("bump", _BUMP),
-                ("bump_and_add", _BUMP_AND_ADD),
-                ("stored", _STORED),
+                ("reserve", _RESERVE),
                 ("count", _COUNT),
-                ("set_stored", _SET_STORED),
+                ("set", _SET),
                 ("removed", _REMOVED),
             )
         }
 
-    def bump(self, cursor: DBAPICursor, count: int, *, added: int = 0) -> int:
-        """The last of ``count`` new sequence numbers; ``added`` tasks were inserted."""
-        if not added:
-            cursor.execute(self._sql["bump"], {"count": count})
-            return int(only_row(cursor)[0])
-        cursor.execute(self._sql["bump_and_add"], {"count": count, "added": added})
-        return next(int(value) for name, value in cursor.fetchall() if name == TASK_SEQUENCE)
-
-    def stored(self, cursor: DBAPICursor) -> int:
-        """How many tasks the counter says the store holds."""
-        cursor.execute(self._sql["stored"])
+    def bump(self, cursor: DBAPICursor, count: int) -> int:
+        """The last of ``count`` new sequence numbers."""
+        cursor.execute(self._sql["bump"], {"count": count})
         return int(only_row(cursor)[0])
 
-    def counted(self, cursor: DBAPICursor) -> int:
-        """How many tasks the table holds, counted; the counter set to it."""
+    def reserve(self, cursor: DBAPICursor) -> int:
+        """Count one more task, the one about to be inserted in this transaction; how many
+        the counter says the store holds with it."""
+        cursor.execute(self._sql["reserve"])
+        return int(only_row(cursor)[0])
+
+    def counted(self, cursor: DBAPICursor, pending: int) -> int:
+        """How many tasks the table holds, counted; the counter set to that and the
+        ``pending`` ones this transaction counted and has not inserted yet."""
         cursor.execute(self._sql["count"])
         stored = int(only_row(cursor)[0])
-        cursor.execute(self._sql["set_stored"], {"stored": stored})
+        cursor.execute(self._sql["set"], {"value": stored + pending})
         return stored
 
     def removed(self, cursor: DBAPICursor, count: int) -> None:

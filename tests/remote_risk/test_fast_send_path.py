@@ -79,7 +79,8 @@ def test_a_send_the_endpoint_refuses_is_answered_alike_on_the_general_path() -> 
 def test_a_blocking_send_takes_one_transaction(tmp_path: Path) -> None:
     """On SQLite a blocking send makes one durable write: its task (inserted once, in its
     final state, never updated), the token's claim, the outcome, the allowed decision and
-    the receipt with its head commit together, the two log entries in one insert."""
+    the receipt with its head commit together, the two log entries in one insert; the
+    task counted in the store's counter, the table never counted."""
     with delegated_service(data_dir=tmp_path) as (caller, app):
         caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, caches, first entries
         app.state.audit_log.flush()
@@ -95,7 +96,10 @@ def test_a_blocking_send_takes_one_transaction(tmp_path: Path) -> None:
         inserted = [s for s in only if s.startswith("INSERT INTO remote_risk_audit_log")]
         assert len(inserted) == 1  # the decision, then the receipt
         assert app.state.audit_log.current()[0] == entries + 2
-        assert sum(s.startswith("UPDATE remote_risk_counters") for s in only) == 1
+        counters = [s for s in only if s.startswith("UPDATE remote_risk_counters")]
+        assert len(counters) == 2  # the task counted in, the status sequence bumped once
+        assert sum("'task_count'" in s for s in counters) == 1
+        assert not [s for s in only if "count(*)" in s.lower()]  # the table is not counted
         stored = caller.get_task(task["id"], "h-1").json()["result"]
         assert stored["status"] == task["status"] and stored["artifacts"] == task["artifacts"]
 
