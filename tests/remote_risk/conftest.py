@@ -16,11 +16,14 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import Engine
 
 from agent_cards import tls
 from coordinator.assessment.scenario import CONTEXT_KEYS, context_for
 from member_kit.server.app import JSONRPC_PATH
 from member_kit.server.jsonrpc import Authorize, anonymous
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import migrate
 from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.coordinator.conftest import postgres_server, postgres_url
@@ -38,6 +41,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite+pysqlite:///{tmp_path / 'remote-risk.db'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture
+def migrated_engine(database_url: str) -> Iterator[Engine]:
+    """The member's database at ``database_url``, migrated to the head revision."""
+    opened = open_engine(database_url)
+    migrate(opened)
+    yield opened
+    opened.dispose()
 
 
 def risk_input(case: str = "ok") -> dict[str, Any]:

@@ -8,7 +8,6 @@ still valid.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,8 +16,6 @@ from sqlalchemy import Engine, func, select
 from agent_cards.keys import TrustedKeys
 from contracts.grant import Grant
 from coordinator.authority.revocation import push_token
-from member_kit.storage.engine import open_engine
-from member_kit.storage.migrations import migrate
 from member_kit.storage.schema import (
     holder_proofs,
     revocation_pushes,
@@ -37,11 +34,8 @@ START = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    opened = open_engine(database_url)
-    migrate(opened)
-    yield opened
-    opened.dispose()
+def engine(migrated_engine: Engine) -> Engine:
+    return migrated_engine
 
 
 class Clock:

@@ -1,10 +1,11 @@
 """How many tasks the database store holds is a counter (member_kit.tasks.sql_counters):
-kept with every insert and eviction, read by every send that opens a task instead of a
-count of the table, and checked against the table whenever it says the store is full."""
+each task about to be inserted counts itself in, each eviction counts out what it
+deletes, no send counts the table, and the table is counted whenever the counter says the
+store is full."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -20,11 +21,8 @@ NOTE = Message(message_id="m-1", role=Role.USER, parts=[Part(text="a note")])
 
 
 @pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    opened = open_engine(database_url)
-    migrate(opened)
-    yield opened
-    opened.dispose()
+def engine(migrated_engine: Engine) -> Engine:
+    return migrated_engine
 
 
 def _counter(engine: Engine) -> int:
@@ -64,25 +62,28 @@ def test_the_counter_follows_every_insert_and_eviction(engine: Engine) -> None:
     assert _counter(engine) == _rows(engine) <= 4
 
 
-def test_a_send_into_a_store_with_room_does_not_count_the_table(
-    engine: Engine, database_url: str
-) -> None:
-    if not database_url.startswith("sqlite"):
-        pytest.skip("statements are traced on SQLite's driver")
-    store = SQLTaskStore(engine, 1000)
-    _finished(store, "warm")  # the thread's connection is open from here on
-    statements: list[str] = []
-    with thread_connection(engine) as connection:
-        connection.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
+def test_a_send_into_a_store_with_room_does_not_count_the_table(tmp_path: Path) -> None:
+    """Traced on SQLite's driver: the statements of the thread's own connection."""
+    engine = open_engine(f"sqlite+pysqlite:///{tmp_path / 'remote-risk.db'}")
+    migrate(engine)
     try:
-        with store.transaction():
-            record = store.create("alice", NOTE)
-            store.advance(record.id, TaskState.COMPLETED)
-    finally:
+        store = SQLTaskStore(engine, 1000)
+        _finished(store, "warm")  # the thread's connection is open from here on
+        statements: list[str] = []
         with thread_connection(engine) as connection:
-            connection.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
-    assert statements, "the store's transaction ran on the thread's connection"
-    assert not [s for s in statements if "count(*)" in s.lower()]
+            driver = connection.connection.driver_connection
+        assert driver is not None
+        driver.set_trace_callback(statements.append)
+        try:
+            with store.transaction():
+                record = store.create("alice", NOTE)
+                store.advance(record.id, TaskState.COMPLETED)
+        finally:
+            driver.set_trace_callback(None)
+        assert statements, "the store's transaction ran on the thread's connection"
+        assert not [s for s in statements if "count(*)" in s.lower()]
+    finally:
+        engine.dispose()
 
 
 def test_a_counter_gone_wrong_evicts_nothing_and_is_put_right(engine: Engine) -> None:

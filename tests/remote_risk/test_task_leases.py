@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
 
 from contracts.wire import Message, Part, Role, TaskState
-from member_kit.storage.engine import open_engine
-from member_kit.storage.migrations import migrate
 from member_kit.tasks.sql import SQLTaskStore
 
 
@@ -23,11 +20,8 @@ class Clock:
 
 
 @pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    opened = open_engine(database_url)
-    migrate(opened)
-    yield opened
-    opened.dispose()
+def engine(migrated_engine: Engine) -> Engine:
+    return migrated_engine
 
 
 def message() -> Message:
