@@ -7,8 +7,9 @@ loop, and the coordinator's durable points, on its writer thread
 and back in around each transaction, that connection cost about 35 us a send in the
 pool's bookkeeping and the reset it makes on return, and a pool of several connections
 spread SQLite's cache of prepared statements, which each connection keeps for itself,
-over all of them: a member's blocking send took about 6% less CPU with one connection
-kept by its loop (``bench.send_instructions``' harness, 2,000 sends, three runs each).
+over all of them. Kept by the thread instead: remote_risk 1.31 against 1.36 ms of CPU a
+send, the coordinator 2.53 against 2.64 ms a handoff (``bench.remote_cpu`` and
+``bench.coordinator_cpu``, alternating rounds; docs/benchmarks.md).
 
 So on SQLite :func:`thread_connection` gives the calling thread the connection its last
 transaction used, and keeps it after this one. It is not kept when the transaction left
@@ -26,7 +27,6 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from sqlalchemy import Connection, Engine, event
 
@@ -109,12 +109,5 @@ def _held(engine: Engine) -> _Held:
         held = _ENGINES.get(engine)
         if held is None:
             held = _ENGINES[engine] = _Held(engine)
-            event.listen(engine, "engine_disposed", _closing(held))
+            event.listen(engine, "engine_disposed", lambda _engine: held.close_all())
         return held
-
-
-def _closing(held: _Held) -> Any:
-    def on_disposed(_engine: Engine) -> None:
-        held.close_all()
-
-    return on_disposed
