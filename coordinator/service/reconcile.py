@@ -44,6 +44,7 @@ from typing import Any
 
 from agent_cards.jws import segment_json
 from agent_cards.transparency import merkle
+from agent_cards.transparency.entries import RECEIPT_ENTRY, decision_in
 from agent_cards.transparency.heads import Head
 from contracts import strict_json
 from contracts.request_digest import request_digest
@@ -180,10 +181,11 @@ def their_facts(remote: RemoteAudit, handoff_id: str, hop: bool = False) -> dict
             theirs["proven"] = False
             continue
         theirs["entries"] += 1
-        data = record.get("data") or {}
-        if record.get("kind") == "decision" and data.get("allowed") and _sent(data, hop):
-            theirs.update(jti=data.get("jti"), req_digest=data.get("req_digest"))
-        if record.get("kind") == "receipt":
+        decision = decision_in(record)  # an entry of its own, or riding on the receipt
+        if decision is not None and decision.get("allowed") and _sent(decision, hop):
+            theirs.update(jti=decision.get("jti"), req_digest=decision.get("req_digest"))
+        if record.get("kind") == RECEIPT_ENTRY:
+            data = record.get("data") or {}
             theirs.update({name: data.get(name) for name in FIELDS}, receipted=True)
     return theirs
 

@@ -1,7 +1,9 @@
 """The decision log as a transparency log: entries, an RFC 9162 Merkle tree, its heads.
 
 Each entry is a JSON record ``{"seq", "recorded_at", "kind", "data"}`` (``kind``
-``decision``: an authorization decision; ``receipt``: a receipt issued). Its canonical
+``decision``: an authorization decision; ``receipt``: a receipt issued, carrying the
+decision of the call it answers when that was waiting: see
+:mod:`agent_cards.transparency.entries`). Its canonical
 bytes are its RFC 8785 form; its hash their SHA-256; leaf ``seq - 1`` of the tree is
 ``SHA-256(0x00 || hash)``: the convention of the coordinator's ledger
 (docs/audit-bundle.md), so the same proofs and verifiers serve both logs.
@@ -33,6 +35,7 @@ from sqlalchemy import Engine
 
 from agent_cards.keys import SigningKey
 from agent_cards.transparency import merkle
+from agent_cards.transparency.entries import DECISION_ENTRY, DECISION_ON_RECEIPT, rides_on
 from agent_cards.transparency.heads import Head, now_text, sign_head
 from member_kit.audit.log_rows import Entry, MemoryRows, Row, Rows, SQLRows
 from member_kit.storage.engine import driver_write
@@ -248,17 +251,22 @@ class DecisionLedger:
         """:meth:`append` (once per ``key``), and ``(size, root)`` of the log covering the
         entry, in one transaction: a receipt's entry and the log it states take one
         write, and no signature of their own (the receipt states them). The kept range
-        is extended only once that write is committed."""
+        is extended only once that write is committed. The call allowed with the token
+        the receipt binds, when its decision is waiting, rides on the receipt's entry
+        (:mod:`agent_cards.transparency.entries`); entered alone if the receipt's key was
+        recorded before."""
         tentative = _tentative.get()
         with self._lock:
             earlier = self._take_pending()  # decisions waiting for the loop: written here
-            record = {"recorded_at": now_text(), "kind": kind, "data": dict(data)}
+            riding, alone = _riding(earlier, data, handoff_id)
+            record = {"recorded_at": now_text(), "kind": kind, "data": _carrying(data, riding)}
             try:
                 fresh = self._rows.extend(
-                    _records(earlier),
+                    _records(alone),
                     (record, handoff_id, key),
                     self._frontier.size,
                     _tried(earlier),
+                    unless_recorded=_records([riding] if riding else []),
                 )
             except BaseException:
                 self._requeue(earlier)  # not lost with the receipt: the writer thread's now
@@ -338,6 +346,28 @@ def _records(taken: Sequence[Later]) -> list[Row]:
         )
         for entry in taken
     ]
+
+
+def _riding(
+    earlier: Sequence[Later], receipt: Mapping[str, Any], handoff_id: str | None
+) -> tuple[Later | None, list[Later]]:
+    """The decision waiting that rides on the entry of ``receipt`` (the call allowed with
+    the token it binds, of its handoff, never one tried before: that may be entered
+    already), and the entries written alone."""
+    for index, entry in enumerate(earlier):
+        if (
+            entry.kind == DECISION_ENTRY
+            and not entry.tried
+            and entry.handoff_id == handoff_id
+            and rides_on(entry.data, receipt)
+        ):
+            return entry, [*earlier[:index], *earlier[index + 1 :]]
+    return None, list(earlier)
+
+
+def _carrying(data: Mapping[str, Any], riding: Later | None) -> dict[str, Any]:
+    """A receipt entry's data, with the decision riding on it."""
+    return {**data, DECISION_ON_RECEIPT: riding.data} if riding else dict(data)
 
 
 def _tried(taken: Sequence[Later]) -> frozenset[str]:

@@ -44,7 +44,12 @@ class Rows(Protocol):
     def append_many(self, rows: Sequence[Row], look_up: Collection[str] = ()) -> None: ...
 
     def extend(
-        self, earlier: Sequence[Row], receipt: Row, known: int, look_up: Collection[str] = ()
+        self,
+        earlier: Sequence[Row],
+        receipt: Row,
+        known: int,
+        look_up: Collection[str] = (),
+        unless_recorded: Sequence[Row] = (),
     ) -> list[str]: ...
 
     def hashes(self, after: int, up_to: int | None = None) -> list[str]: ...
@@ -86,9 +91,17 @@ class MemoryRows:
             self.append(record, key, handoff_id)
 
     def extend(
-        self, earlier: Sequence[Row], receipt: Row, known: int, look_up: Collection[str] = ()
+        self,
+        earlier: Sequence[Row],
+        receipt: Row,
+        known: int,
+        look_up: Collection[str] = (),
+        unless_recorded: Sequence[Row] = (),
     ) -> list[str]:
-        self.append_many([*earlier, receipt])
+        self.append_many(earlier)
+        record, handoff_id, key = receipt
+        if not self.append(record, key, handoff_id):
+            self.append_many(unless_recorded)
         return self.hashes(known)
 
     def hashes(self, after: int, up_to: int | None = None) -> list[str]:
@@ -150,12 +163,18 @@ class SQLRows:
             cursor.execute(self._sql(_LOCK), {"cls": _APPEND_LOCK_CLASS})
 
     def extend(
-        self, earlier: Sequence[Row], receipt: Row, known: int, look_up: Collection[str] = ()
+        self,
+        earlier: Sequence[Row],
+        receipt: Row,
+        known: int,
+        look_up: Collection[str] = (),
+        unless_recorded: Sequence[Row] = (),
     ) -> list[str]:
         """``earlier``, then ``receipt`` once per its key, in one insert; the hashes of the
         entries after ``known``: those just written, unless another replica appended
         behind ``known`` (then read back). The receipt comes last, so when its key was
-        recorded before, the insert skips it and leaves no gap in the ``seq``."""
+        recorded before, the insert skips it and leaves no gap in the ``seq``; then
+        ``unless_recorded`` (what rode on it) is inserted after."""
         for _ in range(_APPEND_RETRIES):
             try:
                 with driver_write(self._engine, savepoint=self._locks) as cursor:
@@ -164,6 +183,8 @@ class SQLRows:
                     last, digests, written = self._insert_keyed(cursor, rows, look_up)
                     if written < len(digests):  # the receipt's key was recorded before
                         digests.pop()
+                        if unless_recorded:
+                            digests += self._insert_keyed(cursor, unless_recorded, ())[1]
                     if last == known:
                         return digests
                     cursor.execute(self._sql(_HASHES_AFTER), {"after": known})

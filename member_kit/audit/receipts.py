@@ -25,6 +25,7 @@ from typing import Any
 
 from agent_cards.identity import identity_of, signing_key_named
 from agent_cards.keys import KeySet
+from agent_cards.transparency.entries import RECEIPT_ENTRY
 from agent_cards.transparency.logged import log_claims
 from agent_cards.transparency.receipts import (
     RECEIPT_KEY,
@@ -36,8 +37,6 @@ from agent_cards.transparency.receipts import (
 from agent_cards.transparency.succession import SUCCESSIONS, successions_of
 from contracts.wire import TERMINAL_TASK_STATES, Task
 from member_kit.audit.log import DecisionLedger
-
-RECEIPT_ENTRY = "receipt"
 
 
 def bound_metadata(jti: str | None, req_digest: str | None, aud: str | None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_cards.edge.rate_limited_log import RateLimitedLog
+from agent_cards.transparency.entries import DECISION_ENTRY
 from member_kit.audit.log import DecisionLedger
 from member_kit.telemetry import tracing
 from member_kit.telemetry.observed import Telemetry
@@ -33,7 +34,6 @@ from member_kit.trust.verifier import DelegationDenied, VerifiedDelegation
 logger = logging.getLogger("member_kit.server.auth")
 
 ALLOWED = "allowed"
-DECISION_ENTRY = "decision"
 
 
 @dataclass(frozen=True)

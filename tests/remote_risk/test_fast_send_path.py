@@ -79,8 +79,8 @@ def test_a_send_the_endpoint_refuses_is_answered_alike_on_the_general_path() -> 
 def test_a_blocking_send_takes_one_transaction(tmp_path: Path) -> None:
     """On SQLite a blocking send makes one durable write: its task (inserted once, in its
     final state, never updated), the token's claim, the outcome, the allowed decision and
-    the receipt with its head commit together, the two log entries in one insert; the
-    task counted in the store's counter, the table never counted."""
+    the receipt with its head commit together, the decision riding on the receipt's one
+    log entry; the task counted in the store's counter, the table never counted."""
     with delegated_service(data_dir=tmp_path) as (caller, app):
         caller.task_of(caller.send("run-1", "h-0"))  # warm: keys, caches, first entries
         app.state.audit_log.flush()
@@ -94,8 +94,9 @@ def test_a_blocking_send_takes_one_transaction(tmp_path: Path) -> None:
         assert [s.split()[0] for s in of_tasks] == ["INSERT"]
         assert task["id"] in of_tasks[0] and "TASK_STATE_COMPLETED" in of_tasks[0]
         inserted = [s for s in only if s.startswith("INSERT INTO remote_risk_audit_log")]
-        assert len(inserted) == 1  # the decision, then the receipt
-        assert app.state.audit_log.current()[0] == entries + 2
+        assert len(inserted) == 1  # one entry: the receipt, the decision riding on it
+        assert '"kind":"receipt"' in inserted[0] and '"allowed":true' in inserted[0]
+        assert app.state.audit_log.current()[0] == entries + 1
         counters = [s for s in only if s.startswith("UPDATE remote_risk_counters")]
         assert len(counters) == 2  # the task counted in, the status sequence bumped once
         assert sum("'task_count'" in s for s in counters) == 1

@@ -19,6 +19,7 @@ import pytest
 
 from agent_cards.signatures import primitive
 from agent_cards.transparency import merkle
+from agent_cards.transparency.entries import DECISION_ON_RECEIPT, decision_in
 from agent_cards.transparency.heads import verify_head
 from agent_cards.transparency.logged import verify_logged
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI, verified_receipt
@@ -78,12 +79,20 @@ def test_a_send_is_one_signature_and_its_receipt_states_the_log(
     head = verify_logged(receipt, keys)
     assert (head.tree_size, head.root_hash) == (claims["log_tree_size"], claims["log_root_hash"])
 
+    app.state.audit_log.flush()  # the decision-log thread's writes too (PostgreSQL)
     covered = audit(caller, "/audit/handoffs/ho-one")
     (entry,) = [e for e in covered["entries"] if '"kind":"receipt"' in e["canonical"]]
     assert entry["seq"] == head.tree_size  # the receipt's own entry is the last it covers
     recorded = strict_json.loads(entry["canonical"])["data"]
     unlogged = {k: v for k, v in claims.items() if k not in ("log_tree_size", "log_root_hash")}
+    # the send's decision rides on its receipt's entry where it waited for the loop
+    # (SQLite); on PostgreSQL the decision-log thread enters it alone
+    rode = recorded.pop(DECISION_ON_RECEIPT, None)
+    assert (rode is not None) == (app.state.durable_store.engine.dialect.name == "sqlite")
     assert recorded == unlogged
+    records = [strict_json.loads(e["canonical"]) for e in covered["entries"]]
+    decisions = [d for d in map(decision_in, records) if d is not None]
+    assert [(d["allowed"], d["jti"]) for d in decisions] == [(True, claims["jti"])]  # once
 
     extended = audit(caller, "/audit/consistency", **{"from": head.tree_size})
     current = verify_head(extended["tree_head"], keys)

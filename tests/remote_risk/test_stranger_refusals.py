@@ -26,6 +26,7 @@ import pytest
 
 from agent_cards import tls
 from agent_cards.keys import b64url_decode
+from agent_cards.transparency.entries import decision_in
 from member_kit.storage.schema import audit_log
 from tests import tokens
 from tests.members import MEMBERS
@@ -162,9 +163,10 @@ def test_a_verified_token_refused_is_a_logged_decision(
 
 
 def decisions_after(app: Any, size: int) -> list[dict[str, Any]]:
-    """The data of the decision entries appended after the first ``size`` (receipts aside)."""
+    """The decisions entered after the first ``size`` entries: each decision entry's data,
+    or the decision riding on a receipt's entry."""
     log_size(app)
     with app.state.durable_store.engine.connect() as connection:
         query = audit_log.select().where(audit_log.c.seq > size).order_by(audit_log.c.seq)
         records = [json.loads(row["canonical"]) for row in connection.execute(query).mappings()]
-    return [record["data"] for record in records if record["kind"] == "decision"]
+    return [dict(found) for found in map(decision_in, records) if found is not None]
