@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -370,11 +371,19 @@ def test_advance_through_passes_a_state_on_the_way_in_one_change(
     assert store.get("alice", record.id).state is TaskState.COMPLETED
 
 
-def test_new_ids_are_random_uuid4_text() -> None:
-    """Task, context, artifact and message ids keep the form of ``str(uuid.uuid4())``."""
+def test_new_ids_are_time_ordered_uuid7_text() -> None:
+    """Task, context, artifact and message ids are RFC 9562 version 7 UUIDs in their usual
+    text form: the millisecond they were made, then random bits; made in a later
+    millisecond, an id sorts after."""
+    before = time.time_ns() // 1_000_000
     ids = [new_id() for _ in range(1000)]
+    after = time.time_ns() // 1_000_000
     assert len(set(ids)) == len(ids)
     for text in ids:
         parsed = uuid.UUID(text)
-        assert str(parsed) == text and parsed.version == 4
+        assert str(parsed) == text and parsed.version == 7
         assert parsed.variant == uuid.RFC_4122
+        assert before <= parsed.int >> 80 <= after
+    first = new_id()
+    time.sleep(0.002)
+    assert all(new_id() > first for _ in range(100))
