@@ -16,6 +16,15 @@ one outcome per item (a value, or the exception that item alone raised). Each ca
 continues only when its own item is durable. Batch sizes reached are kept in
 :attr:`Writer.batch_sizes` (a count per size), for the benchmark and the metrics.
 
+**One hand-over a turn.** Items awaited on an event loop (:meth:`Writer.commit`) are
+handed to the thread when the loop's current turn ends, all that turn's together, and
+their outcomes come back to that loop together, one wake-up each way for a group instead
+of one for each item. Handed over one by one, the first item woke the thread while the
+loop still had work in its turn: the thread waited for the interpreter's lock until it
+forced a switch, committed that item alone, and the next item waited for the next
+commit. Nothing awaiting an item goes on before it is committed, so the order of writes,
+what a crash leaves and what a caller sees are as before.
+
 Why a thread and not an async driver: measured with ``python -m bench.db_paths``
 (README, "Benchmarks"): the database calls of both services are a handful of short
 statements per transaction, and an async driver pays a thread hop (aiosqlite) or a
@@ -79,6 +88,8 @@ class Writer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _held: _Job[Any] | None = None
     _last_batch: int = 1
+    # each running loop's items awaited during its current turn, handed over at its end
+    _turns: dict[asyncio.AbstractEventLoop, list[_Job[Any]]] = field(default_factory=dict)
 
     # --- handing work over ------------------------------------------------------------
 
@@ -109,10 +120,13 @@ class Writer:
         The writer thread hands the outcome straight to this coroutine's own future (one
         ``call_soon_threadsafe``), not through a concurrent future chained to an asyncio
         one (``asyncio.wrap_future``): the same outcome, at about a third of the cost of
-        a durable point's round trip. A caller that gives up (cancelled) leaves its item
-        to be committed as before; nothing is handed back to it."""
-        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._put(_Job(waiter, batch=batch, item=item, key=key or batch))
+        a durable point's round trip. The item is handed over when the loop's turn ends,
+        with the others of that turn (see the module's "One hand-over a turn"). A caller
+        that gives up (cancelled) leaves its item to be committed as before; nothing is
+        handed back to it."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Any] = loop.create_future()
+        self._at_turn_end(loop, _Job(waiter, batch=batch, item=item, key=key or batch))
         return await waiter
 
     def call(self, run: Callable[[], T]) -> T:
@@ -131,13 +145,31 @@ class Writer:
         return self.submit_item(batch, item, key).result()
 
     def close(self) -> None:
+        self._end_turn(_running_loop())
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
             self._queue.put(None)
             thread.join()
 
+    def _at_turn_end(self, loop: asyncio.AbstractEventLoop, job: _Job[Any]) -> None:
+        turn = self._turns.get(loop)
+        if turn is None:
+            turn = self._turns[loop] = []
+            loop.call_soon(self._end_turn, loop)
+        turn.append(job)
+
+    def _end_turn(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Hand over what ``loop`` awaited during its turn, in order."""
+        for job in self._turns.pop(loop, ()) if loop is not None else ():
+            self._enqueue(job)
+
     def _put(self, job: _Job[Any]) -> None:
+        """Queue ``job`` behind what this thread's loop awaited before it."""
+        self._end_turn(_running_loop())
+        self._enqueue(job)
+
+    def _enqueue(self, job: _Job[Any]) -> None:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
@@ -172,11 +204,7 @@ class Writer:
             for job in jobs:
                 _fail(job, exc)
             return
-        for job, outcome in zip(jobs, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                _fail(job, outcome)
-            else:
-                _set(job, outcome)
+        _settle_all(jobs, outcomes)
 
     def _gather(self, first: _Job[Any]) -> list[_Job[Any]]:
         """``first`` and the jobs queued behind it for the same batch function; lingers up
@@ -211,6 +239,22 @@ def _settle(job: _Job[Any], run: Callable[[], Any] | None) -> None:
         _set(job, value)
 
 
+def _settle_all(jobs: Sequence[_Job[Any]], outcomes: Sequence[Any]) -> None:
+    """Each job's outcome to its caller; those awaited on a loop, a loop at once."""
+    awaited: dict[asyncio.AbstractEventLoop, list[Outcome]] = {}
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        failed = isinstance(outcome, BaseException)
+        if isinstance(job.future, asyncio.Future):  # handed back below, a loop at once
+            resolved = (job.future, None, outcome) if failed else (job.future, outcome, None)
+            awaited.setdefault(job.future.get_loop(), []).append(resolved)
+        elif failed:
+            _fail(job, outcome)
+        else:
+            _set(job, outcome)
+    for loop, handed in awaited.items():
+        _hand_back_all(loop, handed)
+
+
 def _in_context(run: Callable[[], T]) -> Callable[[], T]:
     return functools.partial(contextvars.copy_context().run, run)
 
@@ -233,14 +277,34 @@ def _fail(job: _Job[Any], exc: BaseException) -> None:
         future.set_exception(exc)
 
 
+Outcome = tuple[asyncio.Future[Any], Any, BaseException | None]
+"""An awaiting coroutine's future and what resolves it: a value, or an exception."""
+
+
 def _hand_back(waiter: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
-    """Resolve an awaiting coroutine's future from the writer thread, in its loop (what
-    ``asyncio.wrap_future`` did through a concurrent future: a closed loop gets nothing)."""
-    loop = waiter.get_loop()
+    _hand_back_all(waiter.get_loop(), [(waiter, value, exc)])
+
+
+def _hand_back_all(loop: asyncio.AbstractEventLoop, outcomes: Sequence[Outcome]) -> None:
+    """Resolve awaiting coroutines' futures from the writer thread, in their loop, in one
+    wake-up of it (what ``asyncio.wrap_future`` did through a concurrent future, one at a
+    time: a closed loop gets nothing)."""
     if loop.is_closed():
         return
     with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-        loop.call_soon_threadsafe(_resolve, waiter, value, exc)
+        loop.call_soon_threadsafe(_resolve_all, outcomes)
+
+
+def _resolve_all(outcomes: Sequence[Outcome]) -> None:
+    for waiter, value, exc in outcomes:
+        _resolve(waiter, value, exc)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _resolve(waiter: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:

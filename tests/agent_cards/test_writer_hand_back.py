@@ -1,12 +1,16 @@
 """How an awaited job comes back to the event loop (issue 34): the writer thread resolves
 the caller's own asyncio future with one ``call_soon_threadsafe``, and no concurrent
-future is chained to it (``asyncio.wrap_future``) on the way; what the caller sees is as
-before: the value, the job's own exception, and a caller that gave up changes nothing."""
+future is chained to it (``asyncio.wrap_future``) on the way; items awaited in one turn
+of the loop go to the thread together and come back in one wake-up; what the caller sees
+is as before: the value, the job's own exception, and a caller that gave up changes
+nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -119,3 +123,59 @@ def test_a_job_that_ends_after_its_loop_closed_leaves_the_writer_serving() -> No
         assert writer.call(lambda: "still serving") == "still serving"
     finally:
         writer.close()
+
+
+def _spin(seconds: float) -> None:
+    """Work of the loop's turn: the interpreter's lock held, no I/O."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def test_items_awaited_in_one_turn_of_the_loop_are_committed_together() -> None:
+    """However long the turn: an item handed over at once woke the thread, which forced a
+    switch of the interpreter's lock within the turn and committed that item alone."""
+    writer = Writer()
+    batches: list[list[str]] = []
+
+    def commit(items: Sequence[str]) -> list[str]:
+        batches.append(list(items))
+        return [item.upper() for item in items]
+
+    async def after_work(item: str) -> Any:
+        _spin(3 * sys.getswitchinterval())
+        return await writer.commit(commit, item)
+
+    async def main() -> list[Any]:
+        return list(await asyncio.gather(writer.commit(commit, "first"), after_work("second")))
+
+    try:
+        assert asyncio.run(main()) == ["FIRST", "SECOND"]
+    finally:
+        writer.close()
+    assert batches == [["first", "second"]]
+
+
+def test_a_group_comes_back_to_its_loop_in_one_wake_up() -> None:
+    writer, loop = Writer(), CountingLoop()
+    batches: list[int] = []
+
+    def commit(items: Sequence[str]) -> list[Any]:
+        batches.append(len(items))
+        return _upper(items)
+
+    async def main() -> list[Any]:
+        items = [f"item{i}" for i in range(ROUNDS)] + ["bad"]
+        return list(
+            await asyncio.gather(*(writer.commit(commit, i) for i in items), return_exceptions=True)
+        )
+
+    try:
+        outcomes = loop.run_until_complete(main())
+    finally:
+        writer.close()
+        loop.close()
+    assert outcomes[:-1] == [f"ITEM{i}" for i in range(ROUNDS)]
+    assert isinstance(outcomes[-1], ValueError)
+    assert sum(batches) == ROUNDS + 1
+    assert loop.threadsafe_calls == len(batches)
