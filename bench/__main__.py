@@ -10,6 +10,7 @@ figure numbers, default all: ``BENCH_ONLY=7`` runs only the cost of tracing; see
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import member_overhead, procs, remote_side, scale_out, services, tracing_cost
+from bench import member_overhead, procs, remote_side, rounds, scale_out, services, tracing_cost
 from bench.stats import Figure, Spread, figure, machine, write_results
 
 OUT = Path(__file__).resolve().parent
@@ -39,6 +40,10 @@ class Timing:
             float(os.environ.get("BENCH_WARMUP", "1")),
         )
 
+    def window(self) -> Timing:
+        """One window of this timing (the rounds are :func:`bench.rounds.interleaved`'s)."""
+        return Timing(self.seconds, 1, self.warmup)
+
     def args(self) -> list[str]:
         return [
             "--seconds",
@@ -57,48 +62,49 @@ def _runs(result: Any, key: str) -> Spread:
     return Spread.of([run[key] for run in runs])
 
 
+def handoff_windows(
+    root: Path, issuer: services.Issuer, concurrency: int, timing: Timing
+) -> dict[str, Any]:
+    """Figure (2)'s windows at ``concurrency``: the coordinator against remote_risk, the
+    governed floor against the member floor and the a2a-sdk client against its server,
+    the three servers up together and the windows taken in rounds."""
+    window = timing.window().args()
+    with ExitStack() as stack:
+        risk = stack.enter_context(
+            services.remote_risk(root, issuer, name=f"handoff-c{concurrency}")
+        )
+        member_floor = stack.enter_context(services.floor(root, issuer))
+        sdk = stack.enter_context(services.baseline(root, "sdk"))
+        keyed = ("--keys", str(issuer.keys_dir))
+        sides = {
+            "ours": ("coordinator", risk, keyed),
+            "floor": ("floor", member_floor, keyed),
+            "base": ("sdk-client", sdk, ()),
+        }
+        return rounds.interleaved(
+            {
+                side: functools.partial(_handoffs, kind, server, concurrency, [*extra, *window])
+                for side, (kind, server, extra) in sides.items()
+            },
+            timing.runs,
+        )
+
+
+def _handoffs(kind: str, server: services.Running, concurrency: int, args: list[str]) -> Any:
+    return procs.run_load(
+        "bench.handoffs",
+        *(kind, server.url, "--concurrency", str(concurrency)),
+        *("--server-pid", str(server.process.pid), *args),
+    )
+
+
 def handoff_figures(
     root: Path, issuer: services.Issuer, levels: list[int], timing: Timing
 ) -> list[Figure]:
     found = []
     for concurrency in levels:
-        with services.remote_risk(root, issuer, name=f"handoff-c{concurrency}") as risk:
-            ours = procs.run_load(
-                "bench.handoffs",
-                "coordinator",
-                risk.url,
-                "--concurrency",
-                str(concurrency),
-                "--keys",
-                str(issuer.keys_dir),
-                "--server-pid",
-                str(risk.process.pid),
-                *timing.args(),
-            )
-        with services.floor(root, issuer) as member_floor:
-            floor = procs.run_load(
-                "bench.handoffs",
-                "floor",
-                member_floor.url,
-                "--concurrency",
-                str(concurrency),
-                "--keys",
-                str(issuer.keys_dir),
-                "--server-pid",
-                str(member_floor.process.pid),
-                *timing.args(),
-            )
-        with services.baseline(root, "sdk") as sdk:
-            base = procs.run_load(
-                "bench.handoffs",
-                "sdk-client",
-                sdk.url,
-                "--concurrency",
-                str(concurrency),
-                "--server-pid",
-                str(sdk.process.pid),
-                *timing.args(),
-            )
+        windows = handoff_windows(root, issuer, concurrency, timing)
+        ours, floor, base = windows["ours"], windows["floor"], windows["base"]
         found.append(
             figure(
                 f"(2) governed handoffs through the coordinator, c={concurrency}",

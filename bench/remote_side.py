@@ -1,7 +1,8 @@
 """Figure (1): remote_risk SendMessage against the a2a-sdk server and a bare FastAPI POST.
 
-For each concurrency the four servers are started in turn on the server core and driven
-by the same load generator (:mod:`bench.loadgen`) on the load core: remote_risk with a
+For each concurrency the servers are started together on the server core and driven by
+the same load generator (:mod:`bench.loadgen`) on the load core, one window of each in
+turn, round after round (:mod:`bench.rounds`): remote_risk with a
 fresh delegation token per request (full verification, replay protection, its durable
 store, its real skill), the a2a-sdk 1.3.0 server with a trivial executor and in-memory
 store, the same a2a-sdk server with its ``DatabaseTaskStore`` on SQLite (a durable peer),
@@ -12,11 +13,13 @@ ASGI function), which shows what the goal asks of a path built for the send.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
-from bench import procs, services
+from bench import procs, rounds, services
 from bench.stats import Figure, Spread, figure
 
 KINDS = ("risk", "floor", "sdk", "sdk-db", "fastapi", "fastapi-jwt")
@@ -30,28 +33,47 @@ LABELS = {
 }
 
 
-def drive(root: Path, issuer: services.Issuer, kind: str, concurrency: int, timing: Any) -> Any:
+def server(
+    root: Path, issuer: services.Issuer, kind: str, concurrency: int
+) -> AbstractContextManager[services.Running]:
+    """The server ``kind`` names, to be started on the server core."""
     if kind == "risk":
-        server = services.remote_risk(root, issuer, name=f"risk-c{concurrency}")
-    elif kind == "floor":
-        server = services.floor(root, issuer)
-    else:
-        server = services.baseline(root, kind, issuer)
-    with server as running:
-        return procs.run_load(
-            "bench.loadgen",
-            kind,
-            running.url,
-            "--concurrency",
-            str(concurrency),
-            *timing.args(),
-            "--keys",
-            str(issuer.keys_dir),
-            "--audience",
-            running.audience,
-            "--server-pid",
-            str(running.process.pid),
-        )
+        return services.remote_risk(root, issuer, name=f"risk-c{concurrency}")
+    if kind == "floor":
+        return services.floor(root, issuer)
+    return services.baseline(root, kind, issuer)
+
+
+def load(
+    running: services.Running, issuer: services.Issuer, kind: str, concurrency: int, timing: Any
+) -> Any:
+    """The load generator's windows against ``running`` (a server of ``kind``)."""
+    return procs.run_load(
+        "bench.loadgen",
+        *(kind, running.url, "--concurrency", str(concurrency), *timing.args()),
+        *("--keys", str(issuer.keys_dir), "--audience", running.audience),
+        *("--server-pid", str(running.process.pid)),
+    )
+
+
+def drive(root: Path, issuer: services.Issuer, kind: str, concurrency: int, timing: Any) -> Any:
+    """``timing``'s windows of one server alone."""
+    with server(root, issuer, kind, concurrency) as running:
+        return load(running, issuer, kind, concurrency, timing)
+
+
+def driven(root: Path, issuer: services.Issuer, concurrency: int, timing: Any) -> dict[str, Any]:
+    """Every kind's windows at ``concurrency``: the servers up together, the windows taken
+    in rounds (:func:`bench.rounds.interleaved`)."""
+    with ExitStack() as stack:
+        running = {
+            kind: stack.enter_context(server(root, issuer, kind, concurrency)) for kind in KINDS
+        }
+        windows = {
+            kind: functools.partial(load, running[kind], issuer, kind, concurrency, timing.window())
+            for kind in KINDS
+        }
+        return rounds.interleaved(windows, timing.runs)
 
 
 def spreads(result: Any, key: str) -> Spread:
@@ -67,7 +89,7 @@ def figures(
 ) -> list[Figure]:
     found: list[Figure] = []
     for concurrency in levels:
-        results = {kind: drive(root, issuer, kind, concurrency, timing) for kind in KINDS}
+        results = driven(root, issuer, concurrency, timing)
         rps = {kind: spreads(results[kind], "rps") for kind in KINDS}
         at = f"c={concurrency}"
         found.append(
