@@ -10,7 +10,9 @@ used, so that a busy machine shifts each alike.
 
 ``python -m bench.coordinator_cpu --also NAME=ROOT [--rounds 5] [--seconds 4]`` prints one
 JSON line: each checkout's windows (coordinator and remote CPU ms a handoff, handoffs a
-second) and their medians. ``--floor`` adds windows of the governed floor against the
+second, and the coordinator's context switches a handoff and durable points a commit:
+what a change of its hand-overs between threads is read by, where CPU windows on a busy
+machine are too noisy to) and their medians. ``--floor`` adds windows of the governed floor against the
 member floor (figure 2f) in the same rounds: the distance still to go.
 """
 
@@ -35,6 +37,10 @@ FIGURES = {
     "server_cpu_ms": "remote_cpu_ms",
     "rps": "handoffs_per_s",
     "errors": "failed",
+    # read where the window reports them (a checkout from before they were, does not)
+    "voluntary_switches": "voluntary_switches",
+    "involuntary_switches": "involuntary_switches",
+    "points_per_commit": "points_per_commit",
 }
 
 
@@ -50,7 +56,11 @@ def window(
         checkout=checkout,
     )
     (run,) = found["runs"]
-    return {name: float(run[key]) for key, name in FIGURES.items()}
+    return _figures(run)
+
+
+def _figures(run: dict[str, Any]) -> dict[str, float]:
+    return {name: float(run[key]) for key, name in FIGURES.items() if key in run}
 
 
 def floor_window(
@@ -64,7 +74,7 @@ def floor_window(
         *("--warmup", str(args.warmup), "--runs", "1", "--server-pid", str(floor.process.pid)),
     )
     (run,) = found["runs"]
-    return {name: float(run[key]) for key, name in FIGURES.items()}
+    return _figures(run)
 
 
 def measure(checkouts: dict[str, Path], args: argparse.Namespace) -> dict[str, Any]:
@@ -80,11 +90,17 @@ def measure(checkouts: dict[str, Path], args: argparse.Namespace) -> dict[str, A
                     windows[name].append(window(checkout, remote, issuer, args))
                 if floor is not None:
                     windows[FLOOR].append(floor_window(floor, issuer, args))
-    medians = {
-        name: {figure: statistics.median(w[figure] for w in found) for figure in FIGURES.values()}
-        for name, found in windows.items()
-    }
+    medians = {name: _medians(found) for name, found in windows.items()}
     return {"concurrency": args.concurrency, "windows": windows, "median": medians}
+
+
+def _medians(found: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the windows that report it."""
+    return {
+        figure: statistics.median(read)
+        for figure in FIGURES.values()
+        if (read := [window[figure] for window in found if figure in window])
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

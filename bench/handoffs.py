@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import resource
 import tempfile
 import time
 from collections import Counter
@@ -53,11 +54,13 @@ async def window(
 
     server = server or procs.ServerCPU(None)
     started, cpu, own = time.perf_counter(), procs.cpu_times(), time.process_time()
+    switched = _switches()
     server.start()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     busy = procs.busy_cores(cpu, procs.cpu_times())
     own = time.process_time() - own
+    voluntary, involuntary = (now - then for now, then in zip(_switches(), switched, strict=True))
     done.sort()
     return {
         "count": len(done),
@@ -71,7 +74,17 @@ async def window(
         "cpu_ms": own * 1000 / max(1, len(done)),
         # the server's process (remote_risk, or the a2a-sdk server), when its pid is given
         "server_cpu_ms": server.ms_per(len(done)),
+        # this process's context switches per completed attempt (every thread): waits
+        # that gave the core up, and preemptions; they read a change of hand-overs
+        # between threads where CPU windows are too noisy to
+        "voluntary_switches": voluntary / max(1, len(done)),
+        "involuntary_switches": involuntary / max(1, len(done)),
     }
+
+
+def _switches() -> tuple[int, int]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw, usage.ru_nivcsw
 
 
 async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:

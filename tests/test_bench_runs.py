@@ -57,7 +57,8 @@ def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """One short window per checkout (this one, and this one again as the other side of
-    the A/B) and of the floors: every handoff ACCEPTED, and both processes' CPU read."""
+    the A/B) and of the floors: every handoff ACCEPTED, both processes' CPU read, and the
+    coordinator's context switches and points a commit."""
     coordinator_cpu.main(
         ["--rounds", "1", "--seconds", "0.5", "--warmup", "0.3", "--also", "again=.", "--floor"]
     )
@@ -66,6 +67,10 @@ def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
     for [window] in found["windows"].values():
         assert window["failed"] == 0 and window["handoffs_per_s"] > 0, window
         assert window["coordinator_cpu_ms"] > 0 and window["remote_cpu_ms"] > 0, window
+        assert window["voluntary_switches"] >= 0 and window["involuntary_switches"] >= 0
+    for checkout in (coordinator_cpu.OURS, "again"):  # what its writer grouped
+        [window] = found["windows"][checkout]
+        assert window["points_per_commit"] >= 1, window
 
 
 def test_figure_ten_drives_the_agent_the_kit_member_and_the_guard(tmp_path: Path) -> None:
