@@ -160,8 +160,10 @@ class Writer:
         turn.append(job)
 
     def _end_turn(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Hand over what ``loop`` awaited during its turn, in order."""
-        for job in self._turns.pop(loop, ()) if loop is not None else ():
+        """Hand over what ``loop`` (none: nothing) awaited during its turn, in order."""
+        if loop is None:
+            return
+        for job in self._turns.pop(loop, ()):
             self._enqueue(job)
 
     def _put(self, job: _Job[Any]) -> None:
