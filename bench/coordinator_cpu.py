@@ -12,8 +12,8 @@ used, so that a busy machine shifts each alike.
 JSON line: each checkout's windows (coordinator and remote CPU ms a handoff, handoffs a
 second, and the coordinator's context switches a handoff and durable points a commit:
 what a change of its hand-overs between threads is read by, where CPU windows on a busy
-machine are too noisy to) and their medians. ``--floor`` adds windows of the governed floor against the
-member floor (figure 2f) in the same rounds: the distance still to go.
+machine are too noisy to) and their medians. ``--floor`` adds windows of the governed
+floor against the member floor (figure 2f) in the same rounds: the distance still to go.
 """
 
 from __future__ import annotations
