@@ -5,6 +5,7 @@ parsed afresh, and a set that does not parse is refused on every use."""
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 
 import pytest
 
@@ -51,3 +52,14 @@ def test_an_unusable_key_set_is_refused_on_every_use(document: dict[str, object]
     for _ in range(2):
         with pytest.raises((KeyMaterialError, ValueError)):
             pinned_key_set(document)
+
+
+def test_a_set_holding_what_json_cannot_spell_is_never_taken_from_the_cache() -> None:
+    """The cache is keyed by the set's JSON: a value JSON has no spelling for (a
+    datetime) makes no key, so such a set is parsed on every use, never mistaken for
+    the set it would equal once written out."""
+    key = SigningKey.generate()
+    odd = {**jwks(key), "seen": datetime.now(UTC)}
+    first = pinned_key_set(odd)
+    assert pinned_key_set(odd) is not first
+    assert pinned_key_set(jwks(key)) is not first

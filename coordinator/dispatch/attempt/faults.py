@@ -5,12 +5,16 @@ after dispatch but before the answer is recorded, after the answer but before ad
 When ``FEDERATION_PAUSE_AT`` names the point the process reaches, it writes the file named
 by ``FEDERATION_PAUSE_MARKER`` and waits there, so the test can SIGKILL it at that exact
 point, or do something meanwhile and remove the file to let it go on. Unset (always,
-outside tests), a pause point does nothing.
+outside tests), a pause point does nothing. The variable is read once, when the process
+first reaches a pause point (a test sets it in the environment the process starts
+with): a handoff passes several, and each read of the environment cost more than the
+point's test.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from pathlib import Path
@@ -27,10 +31,16 @@ POINTS = (
 )
 
 
+@functools.cache
+def _paused_at() -> str | None:
+    """The point this process pauses at, if any (``FEDERATION_PAUSE_AT``)."""
+    return os.environ.get(PAUSE_ENV)
+
+
 def pause_point(name: str) -> None:
     """Wait at ``name`` until the test kills the process, or removes the marker (then
     the process goes on: the test did something meanwhile, e.g. cancelled the run)."""
-    if os.environ.get(PAUSE_ENV) != name:
+    if _paused_at() != name:
         return
     marker = _mark(name)
     while marker is None or marker.exists():
@@ -40,7 +50,7 @@ def pause_point(name: str) -> None:
 async def async_pause_point(name: str) -> None:
     """A pause point that keeps the event loop running (its signal handlers too), so a
     test can interrupt the process there as well as kill it or let it go on."""
-    if os.environ.get(PAUSE_ENV) != name:
+    if _paused_at() != name:
         return
     marker = _mark(name)
     while marker is None or marker.exists():

@@ -9,9 +9,11 @@ endpoint's host and port, never a header.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from opentelemetry.trace import SpanKind
@@ -19,8 +21,10 @@ from opentelemetry.trace import SpanKind
 from coordinator.telemetry import metrics, tracing
 
 
+@functools.lru_cache(maxsize=1024)
 def target_of(endpoint: str) -> str:
-    """``host:port`` of an endpoint: the bounded label a remote is counted under."""
+    """``host:port`` of an endpoint: the bounded label a remote is counted under (worked
+    out once per endpoint: every call to a remote asks it)."""
     if "://" not in endpoint:  # a gRPC target is host:port already
         return endpoint
     parts = urlsplit(endpoint)
@@ -32,9 +36,16 @@ def target_of(endpoint: str) -> str:
 RPC_SYSTEMS = {"JSONRPC": "jsonrpc", "GRPC": "grpc", "HTTP+JSON": "a2a_http_json"}
 
 
+@functools.lru_cache(maxsize=1024)
 def _attributes(
     method: str, endpoint: str, binding: str = "JSONRPC"
-) -> dict[str, tracing.Attribute | None]:
+) -> Mapping[str, tracing.Attribute | None]:
+    """A call's span attributes, worked out once per method, endpoint and binding (read
+    only: each span copies what it keeps)."""
+    return MappingProxyType(_attributes_of(method, endpoint, binding))
+
+
+def _attributes_of(method: str, endpoint: str, binding: str) -> dict[str, tracing.Attribute | None]:
     if binding == "GRPC":
         host, _, port = endpoint.rpartition(":")
         return {
