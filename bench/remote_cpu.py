@@ -13,6 +13,12 @@ the median round is used, so a busy machine shifts both alike.
 repository at ``ROOT`` runs it (e.g. the main branch against a change): the A/B of a
 change, with the a2a-sdk server as the common yardstick. ``python -m bench.remote_cpu``
 prints one JSON line (CPU ms per request of each window, by server, and their medians).
+
+``--concurrency N`` (N > 1) drives each window with the load generator of figure (1)
+instead (:mod:`bench.loadgen`, ``N`` requests in flight for ``--seconds``, a fresh token
+each), where figure (1) reads remote_risk at c=8 and c=32: what a change to how sends
+share the process (grouping their commits, say) is read by; one at a time it cannot
+show.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -45,6 +52,8 @@ OURS = "remote_risk"
 FLOOR = "floor"
 FLOOR_TABLES = "floor on the member's tables"
 FLOOR_MODELS = "floor with the member's models"
+# What the load generator sends each server (``risk``: remote_risk of any checkout).
+LOAD_KINDS = {SDK: "sdk", FLOOR: "floor", FLOOR_TABLES: "floor", FLOOR_MODELS: "floor"}
 
 
 @contextmanager
@@ -124,6 +133,33 @@ def window(client: httpx.Client, target: Target, minter: TokenMinter, count: int
     return cpu_per_send(client, target, prepared_sends(target, minter, count))
 
 
+@dataclass(frozen=True)
+class Load:
+    """Windows under the load generator: ``concurrency`` in flight for ``seconds``."""
+
+    concurrency: int
+    seconds: float = 4.0
+    warmup: float = 0.5
+
+
+def loaded_window(target: Target, kind: str, issuer: Issuer, load: Load) -> float:
+    """CPU milliseconds per request the target's process spent while the load generator
+    kept ``load.concurrency`` sends of ``kind`` in flight for ``load.seconds``."""
+    tokens: tuple[str, ...] = ()
+    if target.audience is not None:
+        tokens = ("--keys", str(issuer.keys_dir), "--audience", target.audience)
+    found = procs.run_load(
+        "bench.loadgen",
+        *(kind, target.url, "--concurrency", str(load.concurrency)),
+        *("--seconds", str(load.seconds), "--warmup", str(load.warmup), "--runs", "1"),
+        *(*tokens, "--server-pid", str(target.pids[0])),
+    )
+    (run,) = found["runs"]
+    if run["errors"]:
+        raise RuntimeError(f"{target.url}: {run['first_error']}")
+    return float(run["server_cpu_ms"])
+
+
 def measure(
     root: Path,
     checkouts: dict[str, Path],
@@ -131,6 +167,7 @@ def measure(
     rounds: int,
     warmup: int,
     floor: bool = False,
+    load: Load | None = None,
 ) -> dict[str, list[float]]:
     issuer = Issuer.create(root)
     minter = TokenMinter(issuer.keys.active, "")
@@ -143,17 +180,41 @@ def measure(
             targets[FLOOR_TABLES] = _floor(stack, root, issuer, "bench.floor_tables")
             targets[FLOOR_MODELS] = _floor(stack, root, issuer, "bench.floor_tables", "--models")
         for target in targets.values():
-            window(client, target, minter, warmup)
+            if load is None:  # the load generator warms each window up itself
+                window(client, target, minter, warmup)
         found: dict[str, list[float]] = {name: [] for name in targets}
         for _ in range(rounds):
             for name, target in targets.items():
-                found[name].append(window(client, target, minter, requests))
+                if load is None:
+                    found[name].append(window(client, target, minter, requests))
+                else:
+                    kind = LOAD_KINDS.get(name, "risk")
+                    found[name].append(loaded_window(target, kind, issuer, load))
     return found
 
 
-def main() -> None:
+@contextmanager
+def on_load_core() -> Iterator[None]:
+    """This process (the sends' client) on the load core while it measures, then back
+    where it was."""
+    if (os.cpu_count() or 1) < 2:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--requests", type=int, default=400, help="sends per window")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="above 1: windows under the load generator"
+    )
+    parser.add_argument("--seconds", type=float, default=4.0, help="with --concurrency")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument(
@@ -164,15 +225,15 @@ def main() -> None:
         action="store_true",
         help="also the floors: bench.floor and both of bench.floor_tables",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     checkouts = {OURS: procs.REPO}
     for entry in args.also:
         name, _, where = entry.partition("=")
         checkouts[name] = Path(where).resolve()
-    if (os.cpu_count() or 1) > 1:  # the client on the load core
-        os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
-    with tempfile.TemporaryDirectory(prefix="bench-remote-cpu-") as tmp:
-        found = measure(Path(tmp), checkouts, args.requests, args.rounds, args.warmup, args.floor)
+    load = Load(args.concurrency, args.seconds) if args.concurrency > 1 else None
+    with on_load_core(), tempfile.TemporaryDirectory(prefix="bench-remote-cpu-") as tmp:
+        root = Path(tmp)
+        found = measure(root, checkouts, args.requests, args.rounds, args.warmup, args.floor, load)
     medians = {name: statistics.median(values) for name, values in found.items()}
     ratios = {name: medians[SDK] / medians[name] for name in found if name != SDK}
     print(json.dumps({"runs": found, "median": medians, "sdk_over": ratios}), file=sys.stdout)

@@ -18,6 +18,7 @@ from bench import (
     coordinator_cpu,
     member_overhead,
     procs,
+    remote_cpu,
     remote_side,
     send_profile,
     services,
@@ -108,3 +109,18 @@ def test_the_send_profile_reads_both_members_from_their_running_servers(tmp_path
         per_send = found["per_send"][name]
         assert per_send["python_calls"] > 100 and per_send["sql_statements"] >= 2, found
         assert found["pages_per_commit"][name] >= 1, found
+
+
+def test_the_member_a_b_under_load_reads_each_server_from_its_own_checkout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``bench.remote_cpu --concurrency``: windows under the load generator, remote_risk of
+    this checkout and of another (this one again) beside the a2a-sdk server, every send
+    answered (a failed one raises) and each process's CPU read."""
+    remote_cpu.main(
+        ["--concurrency", "2", "--seconds", "0.5", "--rounds", "1", "--also", "again=."]
+    )
+    found = json.loads(capsys.readouterr().out)
+    assert set(found["runs"]) == {remote_cpu.SDK, remote_cpu.OURS, "again"}
+    for [cpu_ms] in found["runs"].values():
+        assert cpu_ms > 0
