@@ -38,7 +38,7 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.entries import DECISION_ENTRY, DECISION_ON_RECEIPT, rides_on
 from agent_cards.transparency.heads import Head, now_text, sign_head
 from member_kit.audit.log_rows import Entry, MemoryRows, Row, Rows, SQLRows
-from member_kit.storage.engine import driver_write
+from member_kit.storage.engine import commit_turn, driver_write
 from member_kit.storage.faults import is_storage_fault
 
 logger = logging.getLogger(__name__)
@@ -162,6 +162,9 @@ class DecisionLedger:
         return taken
 
     def _write_pending(self) -> None:
+        # a turn of the loop holding the database's write lock commits first: the thread
+        # holding the lock below may be waiting for it (member_kit.storage.engine)
+        commit_turn(self._engine)
         # held while writing, so that flush() from another thread waits for a write the
         # loop has already taken, not only for what is still pending
         with self._pending_write:

@@ -12,19 +12,32 @@ The hot paths (a send's task and its token claim) run fixed SQL straight on the 
 connection in :func:`driver_write`: building and compiling a Core statement per call cost
 several times what SQLite takes to run it. Their SQL is written with ``:name``
 placeholders and translated once per driver by :func:`driver_sql`.
+
+**One commit a turn.** On SQLite the sends' transactions run on the event loop
+(:mod:`member_kit.tasks.off_loop`); those of one turn of the loop share one
+(:func:`in_turn`): each in a savepoint of its own, undone alone if it fails, and one
+commit when the turn ends, before which none of them answers. A storage fault ends the
+shared transaction and fails every send in it, as a failed commit does. Whatever else
+uses the database from the loop's thread meanwhile (a read, the decision log's own
+write) first has the turn commit, so it never waits for the turn's write lock and never
+reads what is not committed; what a transaction holds for after its commit
+(:func:`after_commit`) waits for the turn's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Iterator
+import threading
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from agent_cards.storage.driver import styled
@@ -36,6 +49,7 @@ from agent_cards.storage.engine import (
     undo,
     write_transaction,
 )
+from agent_cards.storage.faults import is_storage_fault
 from agent_cards.storage.held import thread_connection
 from member_kit.errors import shared_translated
 
@@ -43,12 +57,15 @@ __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DATABASE",
     "DATABASE_FILE",
+    "after_commit",
+    "commit_turn",
     "database_file",
     "database_url_for",
     "driver_errors",
     "driver_read",
     "driver_sql",
     "driver_write",
+    "in_turn",
     "open_engine",
     "read_transaction",
     "write_transaction",
@@ -60,6 +77,7 @@ DATABASE = Database(DATABASE_FILE, ("PRAGMA temp_store=MEMORY",))
 _SAVEPOINT = "remote_risk_step"
 # The driver-level transaction open in this context (thread or asyncio task), by engine.
 _open_write: ContextVar[_Joined | None] = ContextVar("remote_risk_open_write", default=None)
+T = TypeVar("T")
 
 
 def database_file(member: str) -> str:
@@ -185,6 +203,148 @@ def _savepoint(cursor: DBAPICursor) -> Iterator[DBAPICursor]:
         cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
         raise
     cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+
+
+# --- one commit a turn (SQLite, on the event loop) ------------------------------------------
+
+
+class _Turn:
+    """The write transaction the sends of one turn of the event loop share: opened by
+    the first, committed when the turn ends (or sooner, when something else on the
+    loop's thread uses the database)."""
+
+    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
+        self.engine = engine
+        self.thread = threading.get_ident()
+        self._loop = loop
+        self._held = thread_connection(engine)
+        self.connection = self._held.__enter__().connection
+        self.cursor = self.connection.cursor()
+        self.joined = _Joined(engine, self.cursor)
+        self.ended = False
+        self.kept = 0  # the works the transaction holds
+        self.after: list[Callable[[], None]] = []
+        self._waiting: list[asyncio.Future[None]] = []
+        try:
+            self.cursor.execute("BEGIN IMMEDIATE")
+        except BaseException as error:
+            self._end(error)
+            raise
+        loop.call_soon(self.commit)
+
+    def run(self, work: Callable[[], T]) -> T:
+        """``work()`` in the turn's transaction, undone alone if it raises: in a
+        savepoint once the transaction holds another's work (before that, undoing it is
+        undoing the transaction). A fault that ends the transaction fails the turn."""
+        alone = self.kept == 0
+        token = _open_write.set(self.joined)
+        try:
+            if not alone:
+                self.cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
+            result = work()
+            if not alone:
+                self.cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        except BaseException as error:
+            self._undo_one(error, alone)
+            raise
+        finally:
+            _open_write.reset(token)
+        self.kept += 1
+        return result
+
+    def committed(self) -> asyncio.Future[None]:
+        """A future of the turn's commit, for one send (resolved when the turn ends)."""
+        waiter = self._loop.create_future()
+        self._waiting.append(waiter)
+        return waiter
+
+    def commit(self) -> None:
+        if self.ended:
+            return  # ended already: a fault, or committed before the turn's end
+        try:
+            self.connection.commit()
+        except BaseException as error:
+            self._end(error)
+            return
+        self._end(None)
+        for callback in self.after:
+            callback()
+
+    def _undo_one(self, error: BaseException, alone: bool) -> None:
+        if self.ended:
+            return
+        if alone or is_storage_fault(error) or not self.connection.in_transaction:
+            self._end(error)  # the transaction goes, with whatever it held
+            return
+        try:
+            self.cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+            self.cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        except BaseException as undone:
+            self._end(undone)
+
+    def _end(self, error: BaseException | None) -> None:
+        self.ended = True
+        if _TURNS.get(self.engine) is self:
+            del _TURNS[self.engine]
+        self.cursor.close()
+        if error is not None:
+            undo(self.connection, self.connection.rollback, error)
+        self._held.__exit__(None, None, None)
+        for waiter in self._waiting:
+            if waiter.done():  # its send gave up (cancelled)
+                continue
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+
+
+_TURNS: dict[Engine, _Turn] = {}
+_WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+async def in_turn(engine: Engine, work: Callable[[], T]) -> T:
+    """``work()`` (a send's transaction, on SQLite, from the event loop) in the write
+    transaction this turn of the loop shares; returns once that is committed, raising
+    what the commit raised (see the module's "One commit a turn")."""
+    turn = _TURNS.get(engine)
+    if turn is None:
+        _watch(engine)
+        turn = _TURNS[engine] = _Turn(engine, asyncio.get_running_loop())
+    result = turn.run(work)
+    await turn.committed()
+    return result
+
+
+def commit_turn(engine: Engine | None) -> None:
+    """Commit now the turn this thread holds open on ``engine``, if any (not from inside
+    it): before this thread uses the database otherwise, or waits on something another
+    thread may hold while that thread waits for the turn's write lock."""
+    turn = _TURNS.get(engine) if engine is not None else None
+    if turn is None or turn.thread != threading.get_ident():
+        return
+    if _open_write.get() is not turn.joined:
+        turn.commit()
+
+
+def after_commit(engine: Engine, callback: Callable[[], None]) -> None:
+    """``callback()`` now, or, inside a turn's shared transaction, once it commits."""
+    joined = _open_write.get()
+    turn = _TURNS.get(engine)
+    if turn is not None and joined is turn.joined:
+        turn.after.append(callback)
+    else:
+        callback()
+
+
+def _watch(engine: Engine) -> None:
+    """Have an open turn commit before anything else on its thread takes a connection
+    of ``engine`` (a read, another write), except what runs inside the turn itself."""
+    if engine in _WATCHED:
+        return
+    _WATCHED.add(engine)
+
+    event.listen(engine.pool, "checkout", lambda *_: commit_turn(engine))
 
 
 def driver_errors(engine: Engine) -> Any:

@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from member_kit.storage.engine import in_turn
 from member_kit.tasks.record import TaskRecord, signal_settled
 
 T = TypeVar("T")
@@ -35,7 +36,8 @@ ON_SQLITE = """On SQLite the work stays on the event loop: the file belongs to t
 and the service also writes its decision log from the loop; a second writer thread there
 made the two queue on the file's lock, where a waiting connection sleeps in SQLite's busy
 handler (up to 100 ms at a time; governed handoffs fell from ~75 to ~20 per s in some
-windows). Taking the decision log's writes off the loop too is the next step."""
+windows). The works of one turn of the loop share one transaction and its commit
+(:func:`~member_kit.storage.engine.in_turn`)."""
 _POOLS: weakref.WeakKeyDictionary[Any, ThreadPoolExecutor] = weakref.WeakKeyDictionary()
 _POOLS_LOCK = threading.Lock()
 
@@ -58,7 +60,7 @@ async def run_off_loop(
 
     try:
         if engine.dialect.name == "sqlite":
-            return in_transaction()  # see ON_SQLITE
+            return await in_turn(engine, in_transaction)  # see ON_SQLITE
         context = contextvars.copy_context()  # trace parents, and the list above
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(_pool_of(engine), context.run, in_transaction)

@@ -46,6 +46,7 @@ from agent_cards.clock import utc_now
 from contracts.wire import Artifact, ListTasksRequest, ListTasksResponse, Message, TaskState
 from member_kit import errors
 from member_kit.storage.engine import (
+    after_commit,
     driver_errors,
     driver_read,
     driver_sql,
@@ -177,7 +178,7 @@ class SQLTaskStore(BoundedStore):
         with once.opening(self) as opened, driver_write(self._engine) as cursor:
             yield
             self._write_unwritten(cursor, opened)
-        self._announce(opened.evicted)
+        after_commit(self._engine, lambda: self._announce(opened.evicted))
 
     async def run_transaction(self, work: Callable[[], T]) -> T:
         """``work()`` inside :meth:`transaction`, off the event loop (see

@@ -1,7 +1,8 @@
-"""What the one transaction of a blocking SendMessage costs on SQLite, counted: one driver
-transaction opened (every store, guard and log it touches joins it rather than entering a
-transaction of its own), the statements it runs, and one commit. Counts, never times: a
-regression shows as a number that grew."""
+"""What the one transaction of a blocking SendMessage costs on SQLite, counted: it joins
+the write transaction its turn of the event loop shares (every store, guard and log it
+touches joins that rather than entering a transaction of its own), the statements it
+runs in its savepoint, and one commit. Counts, never times: a regression shows as a
+number that grew."""
 
 from __future__ import annotations
 
@@ -44,23 +45,37 @@ def _opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return entered
 
 
+def _turns(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every shared transaction of a loop turn opened from now on."""
+    opened: list[Any] = []
+
+    class Counted(storage_engine._Turn):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            opened.append(self)
+
+    monkeypatch.setattr(storage_engine, "_Turn", Counted)
+    return opened
+
+
 def test_a_blocking_send_enters_one_driver_transaction(
     service: tuple[Caller, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The task, the key, the claim, the watched grant, the outcome and the receipt's log
-    entry join the send's transaction: one entry, where each of them used to enter its own
-    (joined) one."""
+    entry join the send's transaction, the one its turn of the loop shares: one opened,
+    where each of them used to enter its own (joined) one."""
     caller, app = service
-    entered = _opened(monkeypatch)
+    entered, turns = _opened(monkeypatch), _turns(monkeypatch)
     task = caller.task_of(caller.send("run-1", "h-1"))
     app.state.audit_log.flush()
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert entered == ["BEGIN IMMEDIATE"]
+    assert (entered, len(turns)) == ([], 1)
 
 
 def test_a_blocking_send_runs_its_statements_in_one_commit(service: tuple[Caller, Any]) -> None:
     """Nine statements, seven of them writes, and one commit: nothing is read back that
-    the transaction wrote, and nothing is written twice."""
+    the transaction wrote, and nothing is written twice. A send alone in its turn takes
+    no savepoint (undoing it is undoing the transaction)."""
     caller, app = service
     statements = _traced(app.state.durable_store.engine)
     caller.task_of(caller.send("run-1", "h-1"))
