@@ -215,7 +215,7 @@ class _Turn:
 
     def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
         self.engine = engine
-        self.thread = threading.get_ident()
+        self.key = (engine, threading.get_ident())
         self._loop = loop
         self._held = thread_connection(engine)
         self.connection = self._held.__enter__().connection
@@ -284,8 +284,8 @@ class _Turn:
 
     def _end(self, error: BaseException | None) -> None:
         self.ended = True
-        if _TURNS.get(self.engine) is self:
-            del _TURNS[self.engine]
+        if _TURNS.get(self.key) is self:
+            del _TURNS[self.key]
         self.cursor.close()
         if error is not None:
             undo(self.connection, self.connection.rollback, error)
@@ -299,7 +299,8 @@ class _Turn:
                 waiter.set_exception(error)
 
 
-_TURNS: dict[Engine, _Turn] = {}
+# The turn open on each engine, by the thread whose loop opened it (its connection's).
+_TURNS: dict[tuple[Engine, int], _Turn] = {}
 _WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
@@ -307,10 +308,11 @@ async def in_turn(engine: Engine, work: Callable[[], T]) -> T:
     """``work()`` (a send's transaction, on SQLite, from the event loop) in the write
     transaction this turn of the loop shares; returns once that is committed, raising
     what the commit raised (see the module's "One commit a turn")."""
-    turn = _TURNS.get(engine)
+    turn = _TURNS.get((engine, threading.get_ident()))
     if turn is None:
         _watch(engine)
-        turn = _TURNS[engine] = _Turn(engine, asyncio.get_running_loop())
+        turn = _Turn(engine, asyncio.get_running_loop())
+        _TURNS[turn.key] = turn
     result = turn.run(work)
     await turn.committed()
     return result
@@ -320,18 +322,15 @@ def commit_turn(engine: Engine | None) -> None:
     """Commit now the turn this thread holds open on ``engine``, if any (not from inside
     it): before this thread uses the database otherwise, or waits on something another
     thread may hold while that thread waits for the turn's write lock."""
-    turn = _TURNS.get(engine) if engine is not None else None
-    if turn is None or turn.thread != threading.get_ident():
-        return
-    if _open_write.get() is not turn.joined:
+    turn = _TURNS.get((engine, threading.get_ident())) if engine is not None else None
+    if turn is not None and _open_write.get() is not turn.joined:
         turn.commit()
 
 
 def after_commit(engine: Engine, callback: Callable[[], None]) -> None:
     """``callback()`` now, or, inside a turn's shared transaction, once it commits."""
-    joined = _open_write.get()
-    turn = _TURNS.get(engine)
-    if turn is not None and joined is turn.joined:
+    turn = _TURNS.get((engine, threading.get_ident()))
+    if turn is not None and _open_write.get() is turn.joined:
         turn.after.append(callback)
     else:
         callback()

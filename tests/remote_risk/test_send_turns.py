@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +152,24 @@ def test_a_read_on_the_loop_meanwhile_commits_the_turn_first(
 
     before, read = asyncio.run(send_then_read())
     assert (before, read) == (set(), {"a"})
+
+
+def test_each_thread_s_loop_has_a_turn_of_its_own(engine: Engine, tmp_path: Path) -> None:
+    """Two event loops on two threads sharing one engine: a send on the second, made
+    while the first holds its turn open, opens its own turn on its own thread's
+    connection (waiting for the database's write lock), never joins the other's."""
+    second_started = threading.Event()
+
+    def first_work() -> None:
+        assert second_started.wait(5)
+        time.sleep(0.05)  # the first turn still open while the second send looks for one
+
+    def second() -> str:
+        second_started.set()
+        return asyncio.run(in_turn(engine, insert(engine, "b")))
+
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(asyncio.run, in_turn(engine, insert(engine, "a", then=first_work)))
+        assert second() == "b"
+        assert first.result(5) == "a"
+    assert stored(tmp_path) == {"a", "b"}
