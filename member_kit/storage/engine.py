@@ -199,9 +199,14 @@ def _savepoint(cursor: DBAPICursor) -> Iterator[DBAPICursor]:
     try:
         yield cursor
     except BaseException:
-        cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-        cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        _undo_savepoint(cursor)
         raise
+    cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+
+
+def _undo_savepoint(cursor: DBAPICursor) -> None:
+    """Undo what was done since the savepoint, and leave it."""
+    cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
     cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 
 
@@ -214,7 +219,6 @@ class _Turn:
     loop's thread uses the database)."""
 
     def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
-        self.engine = engine
         self.key = (engine, threading.get_ident())
         self._loop = loop
         self._held = thread_connection(engine)
@@ -277,8 +281,7 @@ class _Turn:
             self._end(error)  # the transaction goes, with whatever it held
             return
         try:
-            self.cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-            self.cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+            _undo_savepoint(self.cursor)
         except BaseException as undone:
             self._end(undone)
 
@@ -342,7 +345,6 @@ def _watch(engine: Engine) -> None:
     if engine in _WATCHED:
         return
     _WATCHED.add(engine)
-
     event.listen(engine.pool, "checkout", lambda *_: commit_turn(engine))
 
 
