@@ -21,6 +21,8 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from agent_cards.runtime import collector
+
 T = TypeVar("T")
 LOOP_ENV = "FEDERATION_EVENT_LOOP"
 
@@ -52,6 +54,8 @@ def uvicorn_loop() -> str:
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` on the loop of :func:`loop_factory`."""
+    """``asyncio.run(main)`` on the loop of :func:`loop_factory`, the collector set for
+    a service (:func:`agent_cards.runtime.collector.settle`)."""
+    collector.settle()
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(main)

@@ -66,6 +66,7 @@ LAYERS = {
     # forms, transparency, then the mechanics each service binds its own names to
     "agent_cards": [
         "errors",
+        "runtime",
         "clock",
         "tls",
         "jws",

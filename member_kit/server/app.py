@@ -47,6 +47,7 @@ from agent_cards.edge.listening import listening_socket, url_host
 from agent_cards.edge.protocol import uvicorn_options
 from agent_cards.identity import identity_of
 from agent_cards.keys import KeySet, SigningKey
+from agent_cards.runtime import collector
 from agent_cards.signing import sign_card
 from agent_cards.transparency.succession import SUCCESSIONS, successions_of
 from contracts import strict_json
@@ -419,6 +420,7 @@ def serve_app(
     jwks_url = f"{settings.public_base_url}{JWKS_PATH}"
     print(f"card signed with kid {kid}; public keys at {jwks_url}", flush=True)
     logs.adopt_uvicorn()
+    collector.settle()
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -19,6 +19,7 @@ import uvicorn
 from agent_cards.edge.listening import listening_socket as shared_listening_socket
 from agent_cards.edge.listening import url_host
 from agent_cards.edge.protocol import uvicorn_options
+from agent_cards.runtime import collector
 from coordinator import loop as event_loop
 from coordinator.errors import UsageError
 from coordinator.service.http.api import AppExtension, create_api
@@ -103,6 +104,7 @@ def serve(
         where = f"{url_host(settings.host)}:{sock.getsockname()[1]}"
         print(f"coordinator listening on http://{where}", flush=True)
         logs.adopt_uvicorn()
+        collector.settle()
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
