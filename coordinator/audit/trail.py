@@ -11,6 +11,7 @@ durable points.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -71,11 +72,15 @@ class AuditTrail:
         self.actor = actor
         self.kept: list[AuditEvent] = []
         self.pending: list[AuditEvent] = []
-        self._stores: list[RunStore] = []
+        # The stores it carries, held weakly: each store holds its carrier (to flush it
+        # before a read), so holding them back would make a cycle.
+        self._stores: list[weakref.ref[RunStore]] = []
         self._rows: list[Step] = []
         # Told of every event as it is emitted (``federation delegate`` reports by it).
         self.listener: Callable[[AuditEvent], None] | None = None
-        # Called before each flush takes what is pending (a run adds its state's row).
+        # Called once, by the next flush, before it takes what is pending (a run adds its
+        # state's row, and hooks itself again when its state changes again); a hook that
+        # fails stays, with those after it, for the flush after.
         self.before_flush: list[Callable[[], None]] = []
         # attempt id -> facts held for the event that carries them (:meth:`hold`)
         self._held: dict[str, list[Held]] = {}
@@ -84,14 +89,16 @@ class AuditTrail:
         """Defer ``store``'s writes to this trail's flushes (when both share a database)."""
         if self.ledger is None or store.engine is not self.ledger.engine:
             return
-        if store not in self._stores:
+        if store not in self._carried():
             store.carried_by(self)
-            self._stores.append(store)
+            self._stores.append(weakref.ref(store))
 
     def release(self, store: RunStore) -> None:
         """Stop carrying ``store`` (another trail has taken it; see :meth:`carry`)."""
-        if store in self._stores:
-            self._stores.remove(store)
+        self._stores = [ref for ref in self._stores if ref() not in (store, None)]
+
+    def _carried(self) -> list[RunStore]:
+        return [store for store in (ref() for ref in self._stores) if store is not None]
 
     def write_with(self, row: Step) -> None:
         """Write ``row`` (a function of the connection) in the next flush's transaction,
@@ -127,9 +134,10 @@ class AuditTrail:
             self.write_alone(facts)
         if self.ledger is None:
             return None
-        for prepare in self.before_flush:
-            prepare()
-        stores = [store for store in self._stores if store.has_pending]
+        while self.before_flush:
+            self.before_flush[0]()
+            del self.before_flush[0]
+        stores = [store for store in self._carried() if store.has_pending]
         if not self.pending and not stores and not self._rows:
             return None
         events, self.pending = self.pending, []

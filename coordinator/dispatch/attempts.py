@@ -8,6 +8,7 @@ get the first send hands back the task it already has.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -50,7 +51,7 @@ async def run_remote_handoff(
         client, agent, run, payload, proposal, wait=wait or WaitPolicy(), delegator=delegator
     )
     decided = _Decision(driver, conclude, None)
-    return await _following(decided, await driver.attempt())
+    return await _following(decided, driver.attempt())
 
 
 async def retried(driver: HandoffDriver, *, delay_left: float = 0.0) -> RemoteOutcome:
@@ -61,16 +62,21 @@ async def retried(driver: HandoffDriver, *, delay_left: float = 0.0) -> RemoteOu
     decided = _Decision(driver, None, None)
     waiting = delay_left > 0 and driver.record.state is HandoffState.ADMITTED
     first = driver.proceed(delay_left) if waiting else driver.drive()
-    return await _following(decided, await first)
+    return await _following(decided, first)
 
 
-async def _following(decided: _Decision, outcome: RemoteOutcome) -> RemoteOutcome:
-    """The attempts after ``outcome``'s, each admitted at its predecessor's outcome point
-    and driven after its delay; the handoff's outcome."""
-    while decided.next is not None and decided.delay is not None:
-        delay, decided = decided.delay, decided.next
-        outcome = await decided.driver.proceed(delay)
-    return decided.final or outcome
+async def _following(first: _Decision, attempt: Awaitable[RemoteOutcome]) -> RemoteOutcome:
+    """``attempt`` (the first's) and the attempts after it, each admitted at its
+    predecessor's outcome point and driven after its delay; the handoff's outcome."""
+    decided = first
+    try:
+        outcome = await attempt
+        while decided.next is not None and decided.delay is not None:
+            delay, decided = decided.delay, decided.next
+            outcome = await decided.driver.proceed(delay)
+        return decided.final or outcome
+    finally:
+        first.settled()
 
 
 class _Decision:
@@ -91,6 +97,15 @@ class _Decision:
         self.next: _Decision | None = None
         self.final: RemoteOutcome | None = None
         driver.conclude = self
+
+    def settled(self) -> None:
+        """The attempts are over: each driver lets go of its decision. A driver and its
+        decision refer to each other; left so, only the garbage collector would free
+        them, and the run they hold with every record of it."""
+        decision: _Decision | None = self
+        while decision is not None:
+            decision.driver.conclude = None
+            decision = decision.next
 
     def __call__(self, outcome: RemoteOutcome) -> None:
         self.delay = retry_delay(self.driver)  # the last call decides

@@ -15,6 +15,7 @@ is its document, complete at every point it is written.
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -93,6 +94,7 @@ class Run:
     # notes): part of every document written after (see :meth:`keep_state`).
     conclusion: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
     _state_changed: bool = field(default=False, init=False, repr=False)
+    _hooked: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.trail.ledger is None:
@@ -122,9 +124,8 @@ class Run:
             trace_id=self.trace_id,
             store=self.store,
             driver=self.driver or local_driver_id(),
-            on_change=self._changed,
+            on_change=_while_alive(self._changed),
         )
-        self.trail.before_flush.append(self._flushing)
         if self.announce:
             self.announce_start()
 
@@ -135,7 +136,7 @@ class Run:
         durable point writes is built once, not once more before it; a store of its own
         writes the row now."""
         if self.store.deferred:
-            self._state_changed = True
+            self._mark_changed()
         else:
             self.keep_document(self.document())
         budget = self.authority.budget
@@ -220,17 +221,29 @@ class Run:
         self.book.forget(handoff)
         self.handoffs.pop(handoff.attempt_id, None)
         self.interfaces.pop(handoff.attempt_id, None)
-        self._state_changed = True
+        self._mark_changed()
 
     def _changed(self, handoff: HandoffRecord) -> None:
         """Every change the book makes to a handoff: the run's state follows it, at the
         trail's next flush (:meth:`_flushing`)."""
         self.record(handoff)
+        self._mark_changed()
+
+    def _mark_changed(self) -> None:
+        """The run's state changed: its row is built and written at the trail's next
+        flush, and until that flush the trail holds the run (a hook of one flush), so a
+        change is never lost with the run object. Held for good, the run and its trail
+        would refer to each other, a cycle only the garbage collector frees (with every
+        record, message and task of the run): at c=32 that was most of its work."""
         self._state_changed = True
+        if not self._hooked:
+            self._hooked = True
+            self.trail.before_flush.append(self._flushing)
 
     def _flushing(self) -> None:
         if self._state_changed:
             self.keep_state()
+        self._hooked = False  # (a hook that failed stays for the next flush)
 
     def keep_state(self) -> dict[str, Any]:
         """The one writer of the run's state: its document as its records stand now (see
@@ -335,6 +348,19 @@ def start_run(
         store=ws.run_store(),
         data=ws.data,
     )
+
+
+def _while_alive(method: Callable[[HandoffRecord], None]) -> Callable[[HandoffRecord], None]:
+    """``method``, called only while its object lives: the book tells its run of each
+    change without keeping the run alive (the run holds the book)."""
+    bound = weakref.WeakMethod(method)
+
+    def call(record: HandoffRecord) -> None:
+        alive = bound()
+        if alive is not None:
+            alive(record)
+
+    return call
 
 
 def _time(value: Any) -> str | None:
