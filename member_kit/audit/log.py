@@ -25,8 +25,8 @@ import logging
 import queue
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from contextvars import Context, ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,26 +83,35 @@ _tentative: ContextVar[list[_Tentative] | None] = ContextVar(
 )
 
 
-@contextmanager
-def heads_after_commit() -> Iterator[None]:
+def heads_after_commit() -> AbstractContextManager[None]:
     """Around a transaction that receipts join (a blocking send's one write): each log
     size and root stated inside (:meth:`DecisionLedger.append_covered`) extends its
     ledger's kept range only once the block has ended without an error, i.e. once that
     transaction has committed; on an error the entries are gone with the transaction,
     the kept range stays as it was, and the decisions written along are queued again."""
-    taken: list[_Tentative] = []
-    token = _tentative.set(taken)
-    try:
-        yield
-    except BaseException:
-        for tentative in taken:
-            tentative.ledger._requeue(tentative.earlier)
-        raise
-    finally:
-        _tentative.reset(token)
-    for tentative in taken:
-        if tentative.frontier is not None:
-            tentative.ledger._adopt(tentative.frontier)
+    return _HeadsAfterCommit()
+
+
+class _HeadsAfterCommit:
+    """:func:`heads_after_commit`'s block (a class: it is entered on every send)."""
+
+    __slots__ = ("_taken", "_token")
+
+    def __enter__(self) -> None:
+        self._taken: list[_Tentative] = []
+        self._token = _tentative.set(self._taken)
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is not None:
+                for tentative in self._taken:
+                    tentative.ledger._requeue(tentative.earlier)
+                return
+        finally:
+            _tentative.reset(self._token)
+        for tentative in self._taken:
+            if tentative.frontier is not None:
+                tentative.ledger._adopt(tentative.frontier)
 
 
 class DecisionLedger:

@@ -78,6 +78,9 @@ RESUME_FAILURE_CODE = "resume_input_unreadable"
 # count them in its run's budget (usage reporting is not yet part of A2A; see A2A issue 1155).
 MODEL_USAGE_KEY = "modelUsage"
 _UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+# A send without a configuration is read as one with every member left out (the model is
+# frozen, so one instance serves every such send).
+_NO_CONFIGURATION = SendMessageConfiguration()
 
 
 class AgentHandler(TaskOperations):
@@ -114,7 +117,7 @@ class AgentHandler(TaskOperations):
         work, and the task, the token's claim, the outcome and the receipt (with the
         decisions waiting for the log) are stored with one commit. Its updates are
         published only once that commit succeeded."""
-        configuration = request.configuration or SendMessageConfiguration()
+        configuration = request.configuration or _NO_CONFIGURATION
         blocking = not configuration.return_immediately
         accepted: list[TaskRecord] = []
 
@@ -146,7 +149,7 @@ class AgentHandler(TaskOperations):
         self, request: SendMessageRequest, context: CallContext
     ) -> AsyncIterator[StreamResponse]:
         """The task first, then its updates until it is terminal or interrupted."""
-        configuration = request.configuration or SendMessageConfiguration()
+        configuration = request.configuration or _NO_CONFIGURATION
         with self._updates.held():
             record, skill_input = await self._store.run_transaction(
                 lambda: self._accept(request, configuration, context)
@@ -389,5 +392,4 @@ def run_skill(
     in ``telemetry`` when given."""
     if telemetry is None:
         return run_now(skill, skill_input)
-    with telemetry.skill_span(skill.skill_id) as seen:
-        return seen(run_now(skill, skill_input))
+    return telemetry.skill_now(skill, skill_input)

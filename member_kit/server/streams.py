@@ -29,9 +29,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from contextlib import contextmanager, suppress
-from contextvars import ContextVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractContextManager, suppress
+from contextvars import ContextVar, Token
 from typing import Protocol, TypeVar
 
 from agent_cards.transparency.receipts import RECEIPTS_EXTENSION_URI
@@ -254,22 +254,11 @@ class TaskUpdates:
             f"remote_risk_held_updates_{id(self)}", default=None
         )
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self) -> AbstractContextManager[None]:
         """Keep back the updates published inside, and publish them in order once the block
         ends without an error: wrapped around a store transaction, nothing is announced
         that was not stored. On an error they are dropped. Nested blocks join the outer."""
-        if self._held.get() is not None:
-            yield
-            return
-        held: list[_Update] = []
-        token = self._held.set(held)
-        try:
-            yield
-        finally:
-            self._held.reset(token)
-        for owner, task_id, event in held:
-            self._publish(owner, task_id, event)
+        return _Holding(self)
 
     def heard(self, owner: str, task_id: str) -> bool:
         """Whether an update of the task reaches anyone (a stream or a webhook) now; when
@@ -359,3 +348,28 @@ async def kept_alive(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+
+
+class _Holding:
+    """:meth:`TaskUpdates.held`'s block (a class: it is entered on every send)."""
+
+    __slots__ = ("_held", "_token", "_updates")
+
+    def __init__(self, updates: TaskUpdates) -> None:
+        self._updates = updates
+
+    def __enter__(self) -> None:
+        held = self._updates._held
+        if held.get() is not None:  # nested: the outer block publishes
+            self._token: Token[list[_Update] | None] | None = None
+            return
+        self._held: list[_Update] = []
+        self._token = held.set(self._held)
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if self._token is None:
+            return
+        self._updates._held.reset(self._token)
+        if kind is None:
+            for owner, task_id, event in self._held:
+                self._updates._publish(owner, task_id, event)

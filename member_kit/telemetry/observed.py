@@ -22,15 +22,15 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import trace
 
 from agent_cards.telemetry.http import RequestFacts
 from contracts.grant import Budget
-from member_kit.skill import Outcome, Skill
+from member_kit.skill import Outcome, Skill, run_now
 from member_kit.telemetry.metrics import MemberMetrics, method_label
 from member_kit.telemetry.names import TelemetryNames
 from member_kit.telemetry.tracing import Attribute, annotate, tracing_for
@@ -78,24 +78,19 @@ class Telemetry:
         spans (the request's span stays current, so its logs still name its trace)."""
         return self.tracing.internal_span(self.prefix + name, attributes)
 
-    @contextmanager
-    def skill_span(self, skill_id: str) -> Iterator[Callable[[Outcome], Outcome]]:
-        """An immediate skill's run in a span ``<prefix>skill`` (none when nobody receives
-        spans: the request's stays current), timed by outcome: the block passes its
-        outcome through the function it is given."""
+    def skill_now(self, skill: Skill, skill_input: Mapping[str, Any]) -> Outcome:
+        """An immediate skill's run (:func:`~member_kit.skill.run_now`) in a span
+        ``<prefix>skill`` (none when nobody receives spans: the request's stays current),
+        timed by outcome."""
         started, ended, p = time.perf_counter(), "error", self.prefix
-
-        def seen(outcome: Outcome) -> Outcome:
-            nonlocal ended
-            ended = outcome.state.name.lower()
-            span.set_attribute(p + "task_state", outcome.state.value)
-            return outcome
-
         try:
-            with self.step_span("skill", {p + "skill_id": skill_id}) as span:
-                yield seen
+            with self.step_span("skill", {p + "skill_id": skill.skill_id}) as span:
+                outcome = run_now(skill, skill_input)
+                ended = outcome.state.name.lower()
+                span.set_attribute(p + "task_state", outcome.state.value)
+                return outcome
         finally:
-            self.metrics.skill_seconds(skill_id, ended).observe(time.perf_counter() - started)
+            self.metrics.skill_seconds(skill.skill_id, ended).observe(time.perf_counter() - started)
 
     async def skill_later(
         self,
