@@ -22,8 +22,7 @@ by no other. Pure bookkeeping, no I/O: the store runs the statements.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,16 +91,27 @@ _open_transaction: ContextVar[tuple[object, Opened] | None] = ContextVar(
 )
 
 
-@contextmanager
-def opening(store: object) -> Iterator[Opened]:
+def opening(store: object) -> AbstractContextManager[Opened]:
     """Mark ``store``'s transaction open in this context until the block ends; what it
     evicts and opens meanwhile is kept in the :class:`Opened` given."""
-    opened = Opened()
-    token = _open_transaction.set((store, opened))
-    try:
-        yield opened
-    finally:
-        _open_transaction.reset(token)
+    return _Opening(store)
+
+
+class _Opening:
+    """:func:`opening`'s block (a class: it is entered on every send)."""
+
+    __slots__ = ("_store", "_token")
+
+    def __init__(self, store: object) -> None:
+        self._store = store
+
+    def __enter__(self) -> Opened:
+        opened = Opened()
+        self._token = _open_transaction.set((self._store, opened))
+        return opened
+
+    def __exit__(self, *_: object) -> None:
+        _open_transaction.reset(self._token)
 
 
 def opened_by(store: object) -> Opened | None:
