@@ -29,7 +29,7 @@ def record(run_id: str) -> HandoffRecord:
     )  # fmt: skip
 
 
-def test_a_mint_dumps_its_grant_once_past_binding_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mint_dumps_its_grant_once(monkeypatch: pytest.MonkeyPatch) -> None:
     delegator = Delegator(KeySet(active=SigningKey.generate()), RunAuthority(), run_id="run-a")
     dumps: list[int] = []
     original: Callable[..., Any] = Grant.model_dump
@@ -47,8 +47,8 @@ def test_a_mint_dumps_its_grant_once_past_binding_it(monkeypatch: pytest.MonkeyP
         message={"role": "ROLE_USER", "parts": [{"text": "hi"}]},
     )
     summary = minted.summary()
-    # one to add the request's digest to the narrowed grant, one for the token and digest
-    assert len(dumps) == 2
+    # one for the token and its digest: binding the request's digest dumps nothing
+    assert len(dumps) == 1
     monkeypatch.undo()
     signed = strict_json.loads(b64url_decode(minted.token.split(".")[1]))
     assert signed == minted.grant.claims()
