@@ -465,7 +465,8 @@ def _with_members(grant: Grant, added: Mapping[str, Any]) -> Grant:
 @functools.cache
 def _member(name: str) -> TypeAdapter[Any]:
     """The validator of the grant's member ``name``, under the grant's own config."""
-    config = ConfigDict(strict=True, allow_inf_nan=False)
+    own = Grant.model_config
+    config = ConfigDict(strict=own["strict"], allow_inf_nan=own["allow_inf_nan"])
     return TypeAdapter(Grant.model_fields[name].rebuild_annotation(), config=config)
 
 
