@@ -38,7 +38,7 @@ from agent_cards.transparency import merkle
 from agent_cards.transparency.entries import DECISION_ENTRY, DECISION_ON_RECEIPT, rides_on
 from agent_cards.transparency.heads import Head, now_text, sign_head
 from member_kit.audit.log_rows import Entry, MemoryRows, Row, Rows, SQLRows
-from member_kit.storage.engine import commit_turn, driver_write
+from member_kit.storage.engine import commit_turn, driver_write, transaction_notes
 from member_kit.storage.faults import is_storage_fault
 
 logger = logging.getLogger(__name__)
@@ -266,17 +266,22 @@ class DecisionLedger:
         is extended only once that write is committed. The call allowed with the token
         the receipt binds, when its decision is waiting, rides on the receipt's entry
         (:mod:`agent_cards.transparency.entries`); entered alone if the receipt's key was
-        recorded before."""
+        recorded before. In a transaction other receipts extended the log in first (the
+        sends of one turn), it builds on the range the last of them stated
+        (:func:`~member_kit.storage.engine.transaction_notes`): a turn's receipts read
+        back and hash each entry of the turn once, not once for every send after it."""
         tentative = _tentative.get()
         with self._lock:
             earlier = self._take_pending()  # decisions waiting for the loop: written here
             riding, alone = _riding(earlier, data, handoff_id)
             record = {"recorded_at": now_text(), "kind": kind, "data": _carrying(data, riding)}
+            notes = self._notes() if tentative is not None else None
+            base = self._frontier if notes is None else notes.get(self, self._frontier)
             try:
                 fresh = self._rows.extend(
                     _records(alone),
                     (record, handoff_id, key),
-                    self._frontier.size,
+                    base.size,
                     _tried(earlier),
                     unless_recorded=_records([riding] if riding else []),
                 )
@@ -284,12 +289,19 @@ class DecisionLedger:
                 self._requeue(earlier)  # not lost with the receipt: the writer thread's now
                 raise
             # joined to a transaction still open (heads_after_commit): extend a copy
-            frontier = self._frontier if tentative is None else _copy_of(self._frontier)
+            frontier = self._frontier if tentative is None else _copy_of(base)
             frontier.add([bytes.fromhex(digest) for digest in fresh])
             size, root = frontier.size, frontier.root()
+            if notes is not None:  # the next receipt in this transaction extends this one
+                notes[self] = frontier
         if tentative is not None:
             tentative.append(_Tentative(self, frontier, earlier))
         return size, root
+
+    def _notes(self) -> dict[object, Any] | None:
+        """The notes of the write transaction open now (the sends of one turn share it),
+        where this ledger keeps the range it extended in it; None outside one."""
+        return transaction_notes(self._engine) if self._engine is not None else None
 
     def append_waiting(self) -> None:
         """Append the decisions waiting for the loop's next turn in the transaction open

@@ -68,6 +68,7 @@ __all__ = [
     "in_turn",
     "open_engine",
     "read_transaction",
+    "transaction_notes",
     "write_transaction",
 ]
 
@@ -128,7 +129,7 @@ def driver_write(engine: Engine, *, savepoint: bool = False) -> AbstractContextM
     """
     joined = _open_write.get()
     if joined is not None and joined.engine is engine:
-        return _savepoint(joined.cursor) if savepoint else joined
+        return _savepoint(joined) if savepoint else joined
     return _driver_transaction(engine, "BEGIN IMMEDIATE")
 
 
@@ -140,15 +141,30 @@ def driver_read(engine: Engine) -> AbstractContextManager[DBAPICursor]:
     return _driver_transaction(engine, "BEGIN")
 
 
+def transaction_notes(engine: Engine) -> dict[object, Any] | None:
+    """What the writers in the driver transaction open on ``engine`` in this context note
+    about what it holds so far (each under a key of its own), or None outside one.
+
+    A note lives as long as the transaction and never outlasts it: a new transaction
+    starts with none, and undoing any part of one (a savepoint rolled back) clears them
+    all, since what they said may be what was undone. So a note is always a fact about
+    the transaction's uncommitted writes, whoever made them in it (the sends of one turn,
+    say)."""
+    joined = _open_write.get()
+    return joined.notes if joined is not None and joined.engine is engine else None
+
+
 class _Joined:
     """The driver transaction open in this context, as a block joining it enters it: its
-    cursor, and nothing to do at the block's end (the transaction's owner commits)."""
+    cursor, and nothing to do at the block's end (the transaction's owner commits); its
+    :func:`transaction_notes`."""
 
-    __slots__ = ("cursor", "engine")
+    __slots__ = ("cursor", "engine", "notes")
 
     def __init__(self, engine: Engine, cursor: DBAPICursor) -> None:
         self.engine = engine
         self.cursor = cursor
+        self.notes: dict[object, Any] = {}
 
     def __enter__(self) -> DBAPICursor:
         return self.cursor
@@ -193,21 +209,23 @@ def _transaction_on(
 
 
 @contextmanager
-def _savepoint(cursor: DBAPICursor) -> Iterator[DBAPICursor]:
-    """``cursor``, for a block whose work is undone alone if it raises."""
-    cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
+def _savepoint(joined: _Joined) -> Iterator[DBAPICursor]:
+    """The open transaction's cursor, for a block whose work is undone alone if it raises."""
+    joined.cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
     try:
-        yield cursor
+        yield joined.cursor
     except BaseException:
-        _undo_savepoint(cursor)
+        _undo_savepoint(joined)
         raise
-    cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+    joined.cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 
 
-def _undo_savepoint(cursor: DBAPICursor) -> None:
-    """Undo what was done since the savepoint, and leave it."""
-    cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-    cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+def _undo_savepoint(joined: _Joined) -> None:
+    """Undo what was done since the savepoint, and leave it; the transaction's notes go
+    with it (see :func:`transaction_notes`)."""
+    joined.notes.clear()
+    joined.cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+    joined.cursor.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 
 
 # --- one commit a turn (SQLite, on the event loop) ------------------------------------------
@@ -281,7 +299,7 @@ class _Turn:
             self._end(error)  # the transaction goes, with whatever it held
             return
         try:
-            _undo_savepoint(self.cursor)
+            _undo_savepoint(self.joined)
         except BaseException as undone:
             self._end(undone)
 
