@@ -3,11 +3,11 @@
 :mod:`bench.floor` makes remote_risk's checks of a blocking send once each, but keeps
 three tables of its own. These floors make the same checks (they are that floor, its
 token and message checks inherited) and then do what remote_risk's store does with a
-send, in remote_risk's migrated schema: one transaction of the same nine statements (the
-idempotency key looked up and kept, the task counted in the store's counter, the token's
+send, in remote_risk's migrated schema: one transaction of the same eight statements (the
+idempotency key looked up, the task counted in the store's counter, the token's
 ``jti`` claimed and its grant watched, the decision and the receipt entered in the
-decision log, the status sequence bumped, the task inserted with its history, artifacts
-and metadata), then one
+decision log, the status sequence bumped, the task inserted with its history, artifacts,
+metadata and its key's expiry), then one
 receipt in the member's format (:func:`~agent_cards.transparency.receipts.issue_receipt`)
 stating the log's size and root, and the task as remote_risk answers it.
 
@@ -69,13 +69,9 @@ LEASE_MS = 30_000
 LEEWAY = 30
 _RISK_SKILL = risk_member().skill
 _FIND_KEY = (
-    "SELECT task_id, expires_at_ms, retained_task FROM remote_risk_idempotency_keys"
-    " WHERE owner = ? AND idempotency_key = ? UNION ALL SELECT id, NULL, NULL"
+    "SELECT task_id, expires_at_ms, retained_task, 1 FROM remote_risk_idempotency_keys"
+    " WHERE owner = ? AND idempotency_key = ? UNION ALL SELECT id, key_expires_at_ms, NULL, 0"
     " FROM remote_risk_tasks WHERE owner = ? AND idempotency_key = ?"
-)
-_KEEP_KEY = (
-    "INSERT INTO remote_risk_idempotency_keys (owner, idempotency_key, task_id,"
-    " expires_at_ms) VALUES (?, ?, ?, ?)"
 )
 _RESERVE = (
     "UPDATE remote_risk_counters SET value = value + 1 WHERE name = 'task_count' RETURNING value"
@@ -98,8 +94,8 @@ _BUMP = (
 )
 _INSERT_TASK = (
     "INSERT INTO remote_risk_tasks (id, owner, context_id, state, changed_at_ms, sequence,"
-    " status_message, history, artifacts, task_metadata, idempotency_key, worker,"
-    " lease_until_ms) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)"
+    " status_message, history, artifacts, task_metadata, idempotency_key, key_expires_at_ms,"
+    " worker, lease_until_ms) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -229,7 +225,6 @@ class TablesFloor(Floor):
         try:
             if db.execute(_FIND_KEY, (owner, key, owner, key)).fetchone() is not None:
                 raise Refused(409)
-            db.execute(_KEEP_KEY, (owner, key, opened.id, now_ms + KEY_RETENTION_MS))
             db.execute(_RESERVE).fetchone()
             claim = (claims["iss"], claims["jti"], claims["exp"] + LEEWAY)
             if db.execute(_CLAIM, claim).rowcount != 1:
@@ -242,8 +237,8 @@ class TablesFloor(Floor):
             db.execute(
                 _INSERT_TASK,
                 (opened.id, owner, opened.context_id, TaskState.COMPLETED.value, now_ms,
-                 sequence, opened.history, opened.artifacts, opened.metadata, key, MEMBER,
-                 now_ms + LEASE_MS),
+                 sequence, opened.history, opened.artifacts, opened.metadata, key,
+                 now_ms + KEY_RETENTION_MS, MEMBER, now_ms + LEASE_MS),
             )  # fmt: skip
         except BaseException:
             db.execute("ROLLBACK")

@@ -28,7 +28,7 @@ HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 # Each table remote_risk writes a send to, and how many rows a send adds to it.
 ROWS_A_SEND = {
     "remote_risk_tasks": 1,
-    "remote_risk_idempotency_keys": 1,
+    "remote_risk_idempotency_keys": 0,  # the task's row holds its key while it is stored
     "remote_risk_used_tokens": 1,
     "remote_risk_watched_grants": 1,
     "remote_risk_audit_log": 2,

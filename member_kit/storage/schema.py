@@ -45,6 +45,8 @@ tasks = Table(
     Column("artifacts", Text, nullable=False),
     Column("task_metadata", Text, nullable=True),
     Column("idempotency_key", String(512), nullable=True),
+    # When the task's idempotency key expires (epoch ms); see member_kit.tasks.sql_keys.
+    Column("key_expires_at_ms", BigInteger, nullable=True),
     # The replica working an unfinished task and until when (epoch ms); see tasks.leases.
     Column("worker", String(64), nullable=True),
     Column("lease_until_ms", BigInteger, nullable=True),
@@ -54,8 +56,10 @@ tasks = Table(
     Index("ix_remote_risk_tasks_state_changed", "state", "changed_at_ms", "sequence"),
 )
 
-# One row per idempotency key, kept for the retention window whether or not its task is
-# still stored; ``retained_task`` holds the task's final row (JSON) once it was evicted.
+# Idempotency keys kept for the retention window after their task was evicted, with the
+# task's final row (JSON) in ``retained_task``; while the task is stored its own row holds
+# its key (on PostgreSQL, where replicas race for a key, the key's row is written first
+# too). See member_kit.tasks.sql_keys.
 idempotency_keys = Table(
     "remote_risk_idempotency_keys",
     metadata,

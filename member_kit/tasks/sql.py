@@ -15,18 +15,13 @@ the same PostgreSQL) is seen by polling the row while waiting.
 Creating a task, changing it and reading one row run fixed SQL on the driver's connection
 (:mod:`~member_kit.tasks.sql_statements`); only ListTasks builds its query with
 SQLAlchemy Core (:func:`~member_kit.tasks.sql_rows.list_page`). Creating a task is one
-transaction: the idempotency key's lookup and insert, making room, the caller's
-``claim`` (the token's one-task claim) and the task's insert, so a token is used up
-exactly when its task is stored; the key is written first, so losing its race to
-another process fails before the claim. Inside :meth:`SQLTaskStore.transaction` every
-change joins one outer transaction (a blocking send of an immediate skill stores its
-task, the claim and the outcome with one commit), and a task created there is written
-once, at its commit (:mod:`~member_kit.tasks.sql_once`).
-
-A send's transaction is handed to the process's database writer thread
-(:meth:`SQLTaskStore.run_transaction`), so a slow or locked database holds that send only,
-never the event loop; the settled signals of the records it changed are given on the
-event loop once it returns.
+transaction: the idempotency key's lookup (:mod:`~member_kit.tasks.sql_keys`), making
+room, the caller's ``claim`` (the token's one-task claim) and the task's insert, so a
+token is used up exactly when its task is stored. Inside :meth:`SQLTaskStore.transaction`
+every change joins one outer transaction (a blocking send of an immediate skill stores
+its task, the claim and the outcome with one commit), and a task created there is written
+once, at its commit (:mod:`~member_kit.tasks.sql_once`); where that transaction runs is
+:mod:`~member_kit.tasks.off_loop`'s (:meth:`SQLTaskStore.run_transaction`).
 """
 
 from __future__ import annotations
@@ -67,7 +62,6 @@ from member_kit.tasks.record import (
     bound,
     check_cancelable,
     check_resumable,
-    evictions_due,
     move,
     new_id,
 )
@@ -75,7 +69,6 @@ from member_kit.tasks.retention import DEFAULT_RETENTION
 from member_kit.tasks.sql_counters import TaskCounters
 from member_kit.tasks.sql_keys import SQLKeyBook
 from member_kit.tasks.sql_rows import (
-    COLUMNS,
     changed_values,
     copy_state,
     epoch_milliseconds,
@@ -111,7 +104,6 @@ class SQLTaskStore(BoundedStore):
         self.lease_seconds = lease_seconds
         self._live: weakref.WeakValueDictionary[str, TaskRecord] = weakref.WeakValueDictionary()
         self._integrity_error: type[Exception] = driver_errors(engine).IntegrityError
-        self._key_races = engine.dialect.name != "sqlite"  # see create()
 
     def __len__(self) -> int:
         with read_transaction(self._engine) as connection:
@@ -133,13 +125,10 @@ class SQLTaskStore(BoundedStore):
         is returned instead if there is one (also when another process created it first).
         ``claim`` runs only when a task is created, in the same transaction as its insert:
         if it raises nothing is created, and if the insert fails its writes are undone.
-        Inside :meth:`transaction` the task's row is written when that commits.
-
-        The key is written first: losing its race to another process then fails before
-        anything else is written. On SQLite that failed statement is undone alone (and the
-        write lock held from ``BEGIN IMMEDIATE`` rules the race out anyway); on PostgreSQL,
-        where a failed statement spoils the transaction, a savepoint undoes it."""
-        savepoint = idempotency_key is not None and self._key_races
+        Inside :meth:`transaction` the task's row is written when that commits. Where
+        replicas race for a key, losing the race fails before anything else is written
+        (:mod:`~member_kit.tasks.sql_keys`), in a savepoint that undoes it alone."""
+        savepoint = idempotency_key is not None and self._keys.races
         try:
             with driver_write(self._engine, savepoint=savepoint) as cursor:
                 record = self._keyed(cursor, owner, idempotency_key)
@@ -147,13 +136,7 @@ class SQLTaskStore(BoundedStore):
                 if record is None:
                     # its sequence the first of its own until it is inserted (_insert)
                     record = self._new_record(owner, message, context_id, metadata, 1)
-                    if idempotency_key is not None:
-                        now_ms = epoch_milliseconds(record.changed_at)
-                        self._keys.remember(cursor, owner, idempotency_key, record.id, now_ms)
-                    evicted = self._make_room(cursor)
-                    if claim is not None:
-                        claim()
-                    self._insert(cursor, record, idempotency_key)
+                    evicted = self._open(cursor, record, idempotency_key, claim)
         except self._integrity_error:
             if idempotency_key is None:
                 raise
@@ -163,6 +146,23 @@ class SQLTaskStore(BoundedStore):
             return found
         self._evicted(evicted)
         return self._publish(record)
+
+    def _open(
+        self,
+        cursor: DBAPICursor,
+        record: TaskRecord,
+        key: str | None,
+        claim: Callable[[], None] | None,
+    ) -> once.Evicted:
+        """Store the new ``record`` (its key's needs, room, the claim); what was evicted."""
+        now_ms = epoch_milliseconds(record.changed_at)
+        if key is not None:
+            self._keys.opening(cursor, record.owner, key, record.id, now_ms)
+        evicted = self._make_room(cursor, now_ms)
+        if claim is not None:
+            claim()
+        self._insert(cursor, record, key, now_ms)
+        return evicted
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -309,11 +309,14 @@ class SQLTaskStore(BoundedStore):
     def _bump(self, cursor: DBAPICursor, count: int) -> int:
         return self._counters.bump(cursor, count)
 
-    def _insert(self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None) -> None:
+    def _insert(
+        self, cursor: DBAPICursor, record: TaskRecord, idempotency_key: str | None, now_ms: int
+    ) -> None:
         """Insert the new task now, or keep it to insert when the open :meth:`transaction`
         commits (its sequence then counted within it until then)."""
         fixed = {
             "idempotency_key": idempotency_key,
+            "key_expires_at_ms": self._keys.expiry(now_ms) if idempotency_key else None,
             "worker": self.leases.worker,
             "until": self.leases.until(),
         }
@@ -343,25 +346,22 @@ class SQLTaskStore(BoundedStore):
         lease = {"worker": self.leases.worker, "until": self.leases.until(), "id": task_id}
         cursor.execute(self._sql(statements.LEASE), lease)
 
-    def _make_room(self, cursor: DBAPICursor) -> once.Evicted:
+    def _make_room(self, cursor: DBAPICursor, now_ms: int) -> once.Evicted:
         """Evict down to the low-water mark if the store is full (one statement per
         batch, see :func:`~member_kit.tasks.record.evictions_due`); the evicted tasks'
         ``(owner, id)``. The counter says when; the table, counted, how many (see
         :mod:`~member_kit.tasks.sql_counters`)."""
         opened = once.opened_by(self)
         unwritten = len(opened.unwritten) if opened is not None else 0
-        if self._counters.reserve(cursor) <= self.capacity:  # this task counted in
+        due = self._counters.evictions_due(cursor, self.capacity, unwritten)
+        if not due:
             return []
-        stored = self._counters.counted(cursor, pending=unwritten + 1) + unwritten
-        if stored < self.capacity:
-            return []
-        due = {"count": evictions_due(stored, self.capacity)}
-        cursor.execute(self._sql(statements.EVICT_OLDEST_FINISHED), due)
+        cursor.execute(self._sql(statements.EVICT_OLDEST_FINISHED), {"count": due})
         rows = cursor.fetchall()
         if not rows:
             raise errors.TaskStoreFull(self.capacity)
         self._counters.removed(cursor, len(rows))
-        self._keys.retain(cursor, [(row[0], row[: len(COLUMNS)]) for row in rows if row[-1]])
+        self._keys.retain(cursor, rows, now_ms)
         return [(row[1], row[0]) for row in rows]
 
     def _evicted(self, evicted: once.Evicted) -> None:

@@ -23,6 +23,7 @@ from sqlalchemy.engine.interfaces import DBAPICursor
 
 from member_kit.storage.engine import driver_sql
 from member_kit.storage.schema import TASK_COUNT, TASK_SEQUENCE, counters, tasks
+from member_kit.tasks.record import evictions_due
 from member_kit.tasks.sql_rows import only_row
 
 _C = counters.name
@@ -56,6 +57,16 @@ class TaskCounters:
         the counter says the store holds with it."""
         cursor.execute(self._sql["reserve"])
         return int(only_row(cursor)[0])
+
+    def evictions_due(self, cursor: DBAPICursor, capacity: int, unwritten: int) -> int:
+        """How many tasks to evict before the one about to be inserted (counted in here),
+        ``unwritten`` others of this transaction waiting for their insert: none until the
+        counter says the store is full, then what counting the table says
+        (:func:`~member_kit.tasks.record.evictions_due`)."""
+        if self.reserve(cursor) <= capacity:
+            return 0
+        stored = self.counted(cursor, pending=unwritten + 1) + unwritten
+        return evictions_due(stored, capacity) if stored >= capacity else 0
 
     def counted(self, cursor: DBAPICursor, pending: int) -> int:
         """How many tasks the table holds, counted; the counter set to that and the

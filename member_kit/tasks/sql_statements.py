@@ -16,10 +16,12 @@ TERMINAL_LIST = ", ".join(f"'{state}'" for state in TERMINAL)
 EVICT_OLDEST_FINISHED = (
     f"DELETE FROM {tasks.name} WHERE id IN (SELECT id FROM {tasks.name} "
     f"WHERE state IN ({TERMINAL_LIST}) ORDER BY changed_at_ms, sequence LIMIT :count) "
-    f"RETURNING {', '.join(COLUMNS)}, idempotency_key"
+    f"RETURNING {', '.join(COLUMNS)}, idempotency_key, key_expires_at_ms"
 )
 INSERT = (
-    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key, worker, lease_until_ms) "
-    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, :worker, :until)"
+    f"INSERT INTO {tasks.name} ({', '.join(COLUMNS)}, idempotency_key, key_expires_at_ms, "
+    "worker, lease_until_ms) "
+    f"VALUES ({', '.join(':' + name for name in COLUMNS)}, :idempotency_key, "
+    ":key_expires_at_ms, :worker, :until)"
 )
 LEASE = f"UPDATE {tasks.name} SET worker = :worker, lease_until_ms = :until WHERE id = :id"

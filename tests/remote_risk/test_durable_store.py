@@ -28,7 +28,7 @@ from member_kit.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 
-HEAD = "rr0009"
+HEAD = "rr0010"
 
 
 @pytest.fixture
@@ -198,13 +198,14 @@ def test_a_transaction_stores_the_task_its_claim_and_its_outcome_or_nothing(
 
 
 def test_a_lost_key_race_inside_a_transaction_undoes_only_the_insert_and_claim(
-    engine: Engine,
+    postgres_url: str,
 ) -> None:
-    """When another process stored a task under the same idempotency key after this one
-    looked (simulated by hiding the first lookup), the key's insert fails inside the outer
-    transaction before the claim is made (on PostgreSQL a savepoint undoes it, on SQLite
-    the failed statement is undone alone), the transaction goes on and the other task is
-    answered."""
+    """On PostgreSQL, when another replica stored a task under the same idempotency key
+    after this one looked (simulated by hiding the first lookup), the key's insert fails
+    inside the outer transaction before the claim is made (a savepoint undoes it), the
+    transaction goes on and the other task is answered. (On SQLite there is no such race:
+    tests/remote_risk/test_keys_in_task_rows.py.)"""
+    engine = open_engine(postgres_url)
     migrate(engine)
     store, guard = SQLTaskStore(engine, 10), SQLReplayGuard(engine)
     exp = int(datetime.now(UTC).timestamp()) + 60
@@ -230,6 +231,7 @@ def test_a_lost_key_race_inside_a_transaction_undoes_only_the_insert_and_claim(
         assert store.advance_through(found.id, TaskState.WORKING, TaskState.COMPLETED)
     assert len(store) == 1 and used_jtis(engine) == []
     assert store.get("alice", first.id).state is TaskState.COMPLETED
+    engine.dispose()
 
 
 def test_evictions_are_heard_once_their_transaction_commits(engine: Engine) -> None:
