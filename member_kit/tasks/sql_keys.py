@@ -90,7 +90,12 @@ class SQLKeyBook:
         it, the key is forgotten as a purged row is, and names its task while it lasts)."""
         if now_ms < expires_at_ms:
             return False
-        return not held_by_task or now_ms < expires_at_ms + self._retention_ms
+        return not held_by_task or not self._forgotten(expires_at_ms, now_ms)
+
+    def _forgotten(self, expires_at_ms: int, now_ms: int) -> bool:
+        """Whether a key that expired at ``expires_at_ms`` is past its refusal window (its
+        own row is purged then, :meth:`purge`)."""
+        return now_ms >= expires_at_ms + self._retention_ms
 
     def expiry(self, now_ms: int) -> int:
         """When a key first used at ``now_ms`` expires."""
@@ -127,7 +132,7 @@ class SQLKeyBook:
                 "retained": dumps(list(row[:-2])),
             }
             for row in evicted
-            if row[-2] is not None and row[-1] is not None and now_ms < row[-1] + self._retention_ms
+            if row[-2] is not None and row[-1] is not None and not self._forgotten(row[-1], now_ms)
         ]
         if kept:
             cursor.executemany(self._sql["retain"], kept)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select
@@ -47,13 +48,13 @@ def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-def key_rows(engine: Engine) -> list[tuple[str, str, int, str | None]]:
+def key_rows(engine: Engine) -> list[tuple[Any, ...]]:
     c = idempotency_keys.c
     with engine.connect() as connection:
         rows = connection.execute(
             select(c.idempotency_key, c.task_id, c.expires_at_ms, c.retained_task)
         )
-        return [tuple(row) for row in rows]  # type: ignore[misc]
+        return [tuple(row) for row in rows]
 
 
 def task_key_expiry(engine: Engine, task_id: str) -> int | None:
