@@ -96,16 +96,55 @@ def test_what_is_learned_from_each_answer() -> None:
     assert not modes.blocking("http://a", "s")
 
 
-def test_a_blocking_send_never_queues_for_a_request_slot() -> None:
-    """With every plain-request slot taken, a skill that answers at once is followed (on a
-    stream slot or by polling) instead of waiting for a slot to send blocking."""
+def test_a_blocking_send_waits_for_a_slot_only_as_long_as_a_quick_answer_takes() -> None:
+    """With every plain-request slot taken, a skill that answers at once is still sent
+    blocking when a slot frees within ``quick_seconds``, and followed (on a stream slot or
+    by polling) when none does."""
 
     async def check() -> None:
-        async with A2AClient(limits=ClientLimits(max_connections=2, max_streams=1)) as client:
-            send_modes(client).learned("http://a", "s", 0.01)
-            assert send_blocking(client, "http://a", "s")
-            async with client.request_slots:  # the only plain-request slot
-                assert not send_blocking(client, "http://a", "s")
-            assert send_blocking(client, "http://a", "s")
+        limits = ClientLimits(max_connections=2, max_streams=1)  # one plain-request slot
+        async with A2AClient(limits=limits) as client:
+            modes = send_modes(client, lambda: SendModes(quick_seconds=0.2))
+            modes.learned("http://a", "s", 0.01)
+            assert await send_blocking(client, "http://a", "s")
+            async with client.request_slots:  # held past the wait
+                assert not await send_blocking(client, "http://a", "s")
+            await client.request_slots.acquire()  # held, and freed within the wait
+            asyncio.get_running_loop().call_later(0.05, client.request_slots.release)
+            assert await send_blocking(client, "http://a", "s")
+            assert not client.request_slots.locked()  # the wait keeps no slot
 
     asyncio.run(check())
+
+
+def test_more_handoffs_than_slots_to_a_quick_skill_are_all_sent_blocking(
+    remote: tuple[DataDir, RemoteRiskProcess],
+) -> None:
+    """Eight handoffs at once through a client with two plain-request slots, to a skill
+    that answered at once: each is one blocking send (the ledger sees only the settled
+    task), none is streamed for want of a slot. A real remote_risk process."""
+    ws = Workspace(remote[0])
+    try:
+        service = CoordinatorService(ws)
+        order = DelegationOrder(agent=service.agent("remote-risk"), skill=SKILL, payload=PAYLOAD)
+
+        async def many() -> list[str]:
+            limits = ClientLimits(max_connections=4, max_streams=2)
+            async with A2AClient(limits=limits) as client:
+                send_modes(client, lambda: SendModes(quick_seconds=3600.0))
+                service.client = client
+                await service.delegate(order)  # the first is followed, and teaches
+                documents = await asyncio.gather(*(service.delegate(order) for _ in range(8)))
+            assert [d["local_state"] for d in documents] == ["ACCEPTED"] * 8
+            return [d["run_id"] for d in documents]
+
+        ledger = ws.ledger()
+        for run_id in asyncio.run(many()):
+            observed = [
+                e.data["remote_state"]
+                for e in ledger.events(run_id)
+                if e.event_type == "remote.state_observed"
+            ]
+            assert observed == [TaskState.COMPLETED.value]
+    finally:
+        ws.close()

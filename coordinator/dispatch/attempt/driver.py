@@ -237,7 +237,7 @@ class HandoffDriver(AttemptState):
         message = self._message or build_message(self.record, self.payload)
         backoff = PollBackoff(self.wait.first_poll, self.wait.max_poll)
         modes = send_modes(self.client)
-        blocking = send_blocking(self.client, self.agent.endpoint, self.record.skill)
+        blocking = await send_blocking(self.client, self.agent.endpoint, self.record.skill)
         self._sent_at = time.monotonic()
         try:
             task, stream = await remote_calls.send(

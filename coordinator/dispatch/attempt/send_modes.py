@@ -8,7 +8,16 @@ agent's card allows. Which one a skill is, the coordinator learns from its answe
 skill is sent blocking once a handoff to it settled within :data:`QUICK_SECONDS` of
 being sent, and again returning at once as soon as one did not (a blocking answer that
 is not settled, one that took longer, or a send that failed). The first handoff to a
-skill is never blocking, nor is one while every plain-request slot of the client is taken.
+skill is never blocking.
+
+A blocking send holds one of the client's plain-request slots until it answers. With
+every slot taken, it waits for one to free, for at most the time a skill that answers at
+once takes (:attr:`SendModes.quick_seconds`): the slots are held by plain requests only
+(sends, polls), each as short as that, so one frees within it unless the remote has
+become slow; then the handoff is followed instead, on a stream slot or by polling.
+Following a quick skill costs far more than waiting for a slot (a stream, its events, a
+connection held): before the wait, a client with more handoffs in flight than slots
+streamed the excess and spent a quarter more CPU on each handoff (issue 34).
 
 What is learned is kept per client (one per process, shared by its handoffs), per agent
 endpoint and skill.
@@ -16,6 +25,7 @@ endpoint and skill.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from coordinator.remote.wire.client import A2AClient
@@ -51,12 +61,28 @@ async def _nothing(_: SendModes) -> None:
     return None
 
 
-def send_blocking(client: A2AClient, endpoint: str, skill: str) -> bool:
+async def send_blocking(client: A2AClient, endpoint: str, skill: str) -> bool:
     """Whether ``client`` sends the next handoff to ``skill`` at ``endpoint`` blocking:
-    the skill answers at once, and a plain-request slot is free (a blocking send holds
-    one until it answers; when every slot is taken the handoff is followed instead, on a
-    stream slot or by polling, rather than queueing for one)."""
-    return send_modes(client).blocking(endpoint, skill) and not client.request_slots.locked()
+    the skill answers at once, and a plain-request slot is free or frees within the time
+    such a skill answers in (see the module)."""
+    modes = send_modes(client)
+    if not modes.blocking(endpoint, skill):
+        return False
+    return await _slot_frees(client.request_slots, modes.quick_seconds)
+
+
+async def _slot_frees(slots: asyncio.Semaphore, within: float) -> bool:
+    """Whether one of ``slots`` is free, or frees within ``within`` seconds. The slot is
+    not kept: the send takes one as every plain request does, in turn."""
+    if not slots.locked():
+        return True
+    try:
+        async with asyncio.timeout(within):
+            await slots.acquire()
+    except TimeoutError:
+        return False
+    slots.release()
+    return True
 
 
 def send_modes(client: A2AClient, make: Callable[[], SendModes] = SendModes) -> SendModes:
