@@ -22,6 +22,12 @@ uses the database from the loop's thread meanwhile (a read, the decision log's o
 write) first has the turn commit, so it never waits for the turn's write lock and never
 reads what is not committed; what a transaction holds for after its commit
 (:func:`after_commit`) waits for the turn's.
+
+A transaction holds at most :data:`MAX_SENDS_A_COMMIT` sends: the send that fills it
+commits it there, and the turn's later sends share the next. A burst of sends is then
+answered in groups as it is worked through, not all at once after its last send: a
+coordinator waiting on those answers gets work back sooner (issue 34: governed handoffs
+at 32 in flight, docs/benchmarks.md), for one more commit every eight sends.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DATABASE",
     "DATABASE_FILE",
+    "MAX_SENDS_A_COMMIT",
     "after_commit",
     "commit_turn",
     "database_file",
@@ -320,6 +327,8 @@ class _Turn:
                 waiter.set_exception(error)
 
 
+# The most sends one turn's transaction holds before it commits (see the module).
+MAX_SENDS_A_COMMIT = 8
 # The turn open on each engine, by the thread whose loop opened it (its connection's).
 _TURNS: dict[tuple[Engine, int], _Turn] = {}
 _WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
@@ -335,7 +344,10 @@ async def in_turn(engine: Engine, work: Callable[[], T]) -> T:
         turn = _Turn(engine, asyncio.get_running_loop())
         _TURNS[turn.key] = turn
     result = turn.run(work)
-    await turn.committed()
+    committed = turn.committed()
+    if turn.kept >= MAX_SENDS_A_COMMIT:
+        turn.commit()  # full: its sends answer now, the turn's next sends share another
+    await committed
     return result
 
 

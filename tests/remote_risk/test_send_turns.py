@@ -21,7 +21,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from member_kit.storage.engine import driver_read, driver_write, in_turn, open_engine
+from member_kit.storage.engine import (
+    MAX_SENDS_A_COMMIT,
+    driver_read,
+    driver_write,
+    in_turn,
+    open_engine,
+)
 
 
 @pytest.fixture
@@ -77,6 +83,22 @@ def test_the_sends_of_one_turn_share_one_commit(engine: Engine, tmp_path: Path) 
     assert statements.count("COMMIT") == 1
     assert sum(statement.startswith("SAVEPOINT") for statement in statements) == 2
     assert stored(tmp_path) == {"a", "b", "c"}
+
+
+def test_a_full_transaction_commits_while_its_turn_goes_on(engine: Engine, tmp_path: Path) -> None:
+    """A turn's transaction holds at most MAX_SENDS_A_COMMIT sends: the one that fills it
+    commits it before the turn's next send begins, and the next ones share another."""
+    statements = traced(engine)
+    names = [f"s{i}" for i in range(MAX_SENDS_A_COMMIT + 2)]
+
+    async def sends() -> list[str]:
+        return await asyncio.gather(*(in_turn(engine, insert(engine, n)) for n in names))
+
+    assert asyncio.run(sends()) == names
+    first = statements.index("COMMIT")
+    assert sum(s.startswith("INSERT") for s in statements[:first]) == MAX_SENDS_A_COMMIT
+    assert statements.count("COMMIT") == 2
+    assert stored(tmp_path) == set(names)
 
 
 def test_a_lone_send_that_fails_leaves_nothing_and_the_next_turn_starts_afresh(
