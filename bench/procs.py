@@ -100,12 +100,22 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with status {process.returncode} before listening")
-        try:
-            with socket.create_connection((HOST, port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
+        if accepts(port):
+            return
+        time.sleep(0.05)
     raise RuntimeError(f"server on port {port} did not start within {timeout} s")
+
+
+def accepts(port: int) -> bool:
+    """Whether something listens on ``port``. A port :func:`free_port` chose lies in the
+    range the kernel takes outgoing connections' ports from, so a probe of it while
+    nothing listens can be given that very port as its own and connect to itself (TCP's
+    simultaneous open): such a connection is no server."""
+    try:
+        with socket.create_connection((HOST, port), timeout=0.2) as probe:
+            return bool(probe.getsockname() != probe.getpeername())
+    except OSError:
+        return False
 
 
 @contextmanager
