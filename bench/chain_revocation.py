@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -37,6 +36,7 @@ from fastapi import FastAPI
 
 from agent_cards.documents import with_base_url
 from agent_cards.keys import KeySet, SigningKey
+from bench import procs
 from bench.revocation import Link, forwarding, served, summary
 from contracts.grant import Budget
 from contracts.wire import AgentCard, TaskState
@@ -144,20 +144,11 @@ class Hop:
         return records
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (all held open while they are chosen)."""
-    with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-
-
 class ChainBench:
     def __init__(self, root: Path, poll: float) -> None:
         self.data = DataDir(root / "data")
         self.keys = coordinator_keys(self.data)
-        self.ports = free_ports(1 + 2 * len(HOPS))
+        self.ports = [procs.free_port() for _ in range(1 + 2 * len(HOPS))]
         self.api_port = self.ports.pop()
         self.api_url = f"http://127.0.0.1:{self.api_port}"
         os.environ[STATUS_URL_ENV] = self.api_url

@@ -83,10 +83,39 @@ class ServerCPU:
         return (cpu_seconds((self.pid,)) - self._start) * 1000 / count
 
 
+# The sockets that hold the ports this process chose, in the order they were chosen.
+_HELD: dict[int, socket.socket] = {}
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    """A loopback port held for a server this process starts, until :func:`release_ports`.
+
+    The kernel picks a port no socket holds (a bind to port 0) and the socket stays
+    bound, never listening: while it is held the port goes to no one else, neither to
+    another process's bind to port 0 nor to an outgoing connection (whose own port comes
+    from the same range), so it is still free when the server binds it, and a probe of
+    it cannot be given it either. Our servers bind with ``SO_REUSEADDR`` (uvicorn's do),
+    which on Linux binds a port whose other sockets do not listen; until one listens a
+    connection to the port is refused, as on a closed one."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((HOST, 0))
+    port = int(sock.getsockname()[1])
+    _HELD[port] = sock
+    return port
+
+
+def held_count() -> int:
+    """How many ports this process holds (:func:`free_port`)."""
+    return len(_HELD)
+
+
+def release_ports(since: int = 0) -> None:
+    """Give up the ports chosen after the first ``since``: a server listening on one keeps
+    it, and a port nothing listens on may go to anyone again. A long-lived process that
+    chooses many ports (a test worker) releases them, or its file descriptors run out."""
+    for port in list(_HELD)[since:]:
+        _HELD.pop(port).close()
 
 
 def _environment(extra: dict[str, str] | None) -> dict[str, str]:
@@ -107,10 +136,11 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 
 
 def accepts(port: int) -> bool:
-    """Whether something listens on ``port``. A port :func:`free_port` chose lies in the
-    range the kernel takes outgoing connections' ports from, so a probe of it while
+    """Whether something listens on ``port``. A port chosen by a bind to port 0 lies in
+    the range the kernel takes outgoing connections' ports from, so a probe of it while
     nothing listens can be given that very port as its own and connect to itself (TCP's
-    simultaneous open): such a connection is no server."""
+    simultaneous open) when nothing holds it (:func:`free_port` does): such a connection
+    is no server."""
     try:
         with socket.create_connection((HOST, port), timeout=0.2) as probe:
             return bool(probe.getsockname() != probe.getpeername())

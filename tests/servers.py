@@ -3,16 +3,12 @@
 The server is uvicorn in a background thread with its own event loop, so the test talks
 to it over real HTTP exactly as another team's coordinator would.
 
-Ports are chosen without a race between parallel test processes: :func:`free_port` binds
-port 0 (the kernel picks a port no other socket holds) and keeps that socket bound, not
-listening, until the test that reserved it ends. While it is held the kernel gives the
-port to no one else, neither to another worker's ``bind(("127.0.0.1", 0))`` nor to an
-outgoing connection, so the port stays ours between the moment it is chosen and the
-moment a server (in a thread or a child process) listens on it, and across a restart on
-the same port within the test. Our services bind with ``SO_REUSEADDR``, which on Linux
-lets them bind a port whose only other socket is not listening; the held socket never
-accepts, so a connection to a reserved port where nothing listens is refused, as on a
-closed port. ``tests/conftest.py`` releases a test's reservations when it ends (see
+Ports are chosen without a race between parallel test processes, as the bench chooses
+them (:func:`bench.procs.free_port`, the one place): the kernel picks a port no socket
+holds and a bound socket, never listening, keeps it until the test that reserved it ends,
+so it stays ours between the moment it is chosen and the moment a server (in a thread or
+a child process) listens on it, and across a restart on the same port within the test.
+``tests/conftest.py`` releases a test's reservations when it ends (see
 :func:`release_reserved`): held for a whole run they would push a worker's file
 descriptors past what ``select()`` accepts.
 """
@@ -20,7 +16,6 @@ descriptors past what ``select()`` accepts.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -29,24 +24,12 @@ from typing import Any
 
 import uvicorn
 
+from bench.procs import free_port, held_count, release_ports
+
 # How long a server started in a thread may take to listen: a bound on a hang, not a
 # speed check. Generous, since `make test` runs twice as many workers as cores and a
 # start can wait its turn for a core (10 s was once too little on a loaded machine).
 START_SECONDS = 60.0
-
-# The sockets that hold this process's reserved ports, in the order they were reserved.
-_RESERVED: dict[int, socket.socket] = {}
-
-
-def free_port() -> int:
-    """A loopback port reserved for this test process: no other worker or connection can
-    be given it, and a server started on it with ``SO_REUSEADDR`` binds it."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = int(sock.getsockname()[1])
-    _RESERVED[port] = sock
-    return port
 
 
 class _Server(uvicorn.Server):
@@ -75,14 +58,13 @@ class _Server(uvicorn.Server):
 
 
 def reserved_count() -> int:
-    return len(_RESERVED)
+    return held_count()
 
 
 def release_reserved(since: int) -> None:
     """Closes the reservations made after the first ``since`` (a server listening on one
     keeps its port; a closed port may go to anyone again)."""
-    for port in list(_RESERVED)[since:]:
-        _RESERVED.pop(port).close()
+    release_ports(since)
 
 
 @contextmanager

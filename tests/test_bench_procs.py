@@ -1,4 +1,5 @@
-"""The bench starts its servers on ports the kernel chose, and waits until each listens.
+"""The bench starts its servers on ports the kernel chose and holds, and waits until each
+listens.
 
 A port chosen that way lies in the range outgoing connections take their own ports from,
 so a probe of it while nothing listens yet can be given that very port and connect to
@@ -48,3 +49,25 @@ def test_a_probe_connected_to_itself_is_not_a_server(
 def test_a_listening_server_is_one() -> None:
     with socket.create_server((procs.HOST, 0)) as listener:
         assert procs.accepts(listener.getsockname()[1])
+
+
+def test_a_chosen_port_is_held_until_its_server_listens() -> None:
+    """Between being chosen and the server's bind the port is nobody else's: a plain bind
+    (another process's, or an outgoing connection's) is refused it, a connection to it
+    is refused as on a closed port, and a server binding it as ours do gets it."""
+    before = procs.held_count()
+    port = procs.free_port()
+    try:
+        with socket.socket() as other, pytest.raises(OSError):
+            other.bind((procs.HOST, port))
+        assert not procs.accepts(port)
+        with socket.socket() as server:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind((procs.HOST, port))
+            server.listen()
+            assert procs.accepts(port)
+    finally:
+        procs.release_ports(before)
+    assert procs.held_count() == before
+    with socket.socket() as later:  # released: anyone's again
+        later.bind((procs.HOST, port))
