@@ -21,7 +21,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.servers import release_reserved, reserved_count
+from bench.procs import held_count, release_ports
 from tests.slow_tier import heaviest_first, listed
 
 # A bound on a hang, not a speed check: the slowest test takes about a minute on a loaded
@@ -52,9 +52,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.fixture(autouse=True)
 def _ports_released() -> Iterator[None]:
     """The ports a test (or a fixture set up for it) reserved are released after it."""
-    before = reserved_count()
+    before = held_count()
     yield
-    release_reserved(before)
+    release_ports(before)
 
 
 # Folders whose modules share session fixtures too costly to build once per worker (the

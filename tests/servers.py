@@ -8,8 +8,8 @@ them (:func:`bench.procs.free_port`, the one place): the kernel picks a port no 
 holds and a bound socket, never listening, keeps it until the test that reserved it ends,
 so it stays ours between the moment it is chosen and the moment a server (in a thread or
 a child process) listens on it, and across a restart on the same port within the test.
-``tests/conftest.py`` releases a test's reservations when it ends (see
-:func:`release_reserved`): held for a whole run they would push a worker's file
+``tests/conftest.py`` releases a test's reservations when it ends
+(:func:`bench.procs.release_ports`): held for a whole run they would push a worker's file
 descriptors past what ``select()`` accepts.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import uvicorn
 
-from bench.procs import free_port, held_count, release_ports
+from bench.procs import free_port
 
 # How long a server started in a thread may take to listen: a bound on a hang, not a
 # speed check. Generous, since `make test` runs twice as many workers as cores and a
@@ -55,16 +55,6 @@ class _Server(uvicorn.Server):
         self.should_exit = True  # first: a main loop not yet running sees it at its first tick
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._woken.set)
-
-
-def reserved_count() -> int:
-    return held_count()
-
-
-def release_reserved(since: int) -> None:
-    """Closes the reservations made after the first ``since`` (a server listening on one
-    keeps its port; a closed port may go to anyone again)."""
-    release_ports(since)
 
 
 @contextmanager
