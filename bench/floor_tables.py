@@ -81,8 +81,9 @@ _CLAIM = (
     " ON CONFLICT DO NOTHING"
 )
 _WATCH = (
-    "INSERT INTO remote_risk_watched_grants (jti, forget_at, claims) VALUES (?, ?, ?)"
-    " ON CONFLICT DO NOTHING"
+    "INSERT INTO remote_risk_used_tokens (issuer, jti, expires_at, watched_claims)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (issuer, jti) DO UPDATE SET"
+    " watched_claims = excluded.watched_claims"
 )
 _LAST_SEQ = "SELECT max(seq) FROM remote_risk_audit_log"
 _ENTER = (
@@ -229,7 +230,7 @@ class TablesFloor(Floor):
             claim = (claims["iss"], claims["jti"], claims["exp"] + LEEWAY)
             if db.execute(_CLAIM, claim).rowcount != 1:
                 raise Refused(409)
-            db.execute(_WATCH, (claims["jti"], claims["exp"], orjson.dumps(claims).decode()))
+            db.execute(_WATCH, (*claim, orjson.dumps(claims).decode()))
             if int(db.execute(_LAST_SEQ).fetchone()[0] or 0) != self.log.size:
                 raise Refused(503)  # the log moved: the entries' seqs are no longer its next
             db.execute(_ENTER, [value for entry in entries for value in entry])

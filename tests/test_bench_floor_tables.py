@@ -29,8 +29,7 @@ HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 ROWS_A_SEND = {
     "remote_risk_tasks": 1,
     "remote_risk_idempotency_keys": 0,  # the task's row holds its key while it is stored
-    "remote_risk_used_tokens": 1,
-    "remote_risk_watched_grants": 1,
+    "remote_risk_used_tokens": 1,  # the claim, its grant watched in the same row
     "remote_risk_audit_log": 2,
 }
 Floor = tuple[services.Running, TokenMinter]

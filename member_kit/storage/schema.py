@@ -70,16 +70,18 @@ idempotency_keys = Table(
     Column("retained_task", Text, nullable=True),
     PrimaryKeyConstraint("owner", "idempotency_key", name="pk_remote_risk_idempotency_keys"),
     Index("ix_remote_risk_idempotency_keys_expires_at_ms", "expires_at_ms"),
-    Index("ix_remote_risk_idempotency_keys_task_id", "task_id"),
 )
 
-# One row per delegation token that created a task, kept until it expires (plus leeway).
+# One row per delegation token that created a task, kept until it expires (plus leeway):
+# the replay guard's claim, and while the member watches the token's grant for
+# revocation, its claims as JSON (member_kit.trust.sql_replay, rr0011).
 used_tokens = Table(
     "remote_risk_used_tokens",
     metadata,
     Column("issuer", String(1024), nullable=False),
     Column("jti", String(256), nullable=False),
     Column("expires_at", BigInteger, nullable=False),
+    Column("watched_claims", Text, nullable=True),
     PrimaryKeyConstraint("issuer", "jti", name="pk_remote_risk_used_tokens"),
     Index("ix_remote_risk_used_tokens_expires_at", "expires_at"),
 )
@@ -157,7 +159,8 @@ revoked_handoffs = Table(
     Index("ix_remote_risk_revoked_handoffs_keep_until", "keep_until"),
 )
 
-# ... the jti of each push applied, until the push expires (a replay is refused) ...
+# ... and the jti of each push applied, until the push expires (a replay is refused).
+# The grants it watches are kept in their tokens' used-token rows (rr0011).
 revocation_pushes = Table(
     "remote_risk_revocation_pushes",
     metadata,
@@ -166,18 +169,6 @@ revocation_pushes = Table(
     Column("expires_at", BigInteger, nullable=False),
     PrimaryKeyConstraint("issuer", "jti", name="pk_remote_risk_revocation_pushes"),
     Index("ix_remote_risk_revocation_pushes_expires_at", "expires_at"),
-)
-
-# ... and each grant it accepted and watches until it expires (``claims`` its claims as
-# JSON): its status list is polled and its tasks are cancelled when it is revoked.
-watched_grants = Table(
-    "remote_risk_watched_grants",
-    metadata,
-    Column("jti", String(256), nullable=False),
-    Column("forget_at", BigInteger, nullable=False),
-    Column("claims", Text, nullable=False),
-    PrimaryKeyConstraint("jti", name="pk_remote_risk_watched_grants"),
-    Index("ix_remote_risk_watched_grants_forget_at", "forget_at"),
 )
 
 # Each holder proof (RFC 9449 DPoP) taken, by its key's thumbprint and its jti, until no

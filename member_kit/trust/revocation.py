@@ -123,7 +123,7 @@ class RevocationStore(Protocol):
     def revoke(
         self,
         revoked: Mapping[Key, int],
-        unwatched: Collection[str],
+        unwatched: Collection[tuple[str, str]],
         now: int,
         push: PushTaken | None = None,
     ) -> bool: ...
@@ -242,14 +242,18 @@ class Revocations:
         for watched in hit:
             key = (watched.iss, watched.handoff_id)
             revoked[key] = max(revoked[key], watched.exp + self._leeway)
-        self._record(revoked, [watched.jti for watched in hit], now, push)
+        self._record(revoked, [(watched.iss, watched.jti) for watched in hit], now, push)
         self._revoked.update(revoked)
         for watched in hit:
             self._drop(watched.jti)
         return hit
 
     def _record(
-        self, revoked: Mapping[Key, int], unwatched: list[str], now: int, push: PushTaken | None
+        self,
+        revoked: Mapping[Key, int],
+        unwatched: list[tuple[str, str]],
+        now: int,
+        push: PushTaken | None,
     ) -> None:
         """Write a revocation through to the store (when there is one), then take its push."""
         if self._store is not None:

@@ -20,14 +20,16 @@ refused.
 
 :class:`SQLRevocationStore` keeps the state of
 :class:`~member_kit.trust.revocation.Revocations` (which works from memory, writes through
-and loads it on start) in three tables: ``remote_risk_revoked_handoffs`` (each revoked
-``(issuer, handoff)`` until no token it could refuse is still valid),
+and loads it on start) in two tables of its own: ``remote_risk_revoked_handoffs`` (each revoked
+``(issuer, handoff)`` until no token it could refuse is still valid) and
 ``remote_risk_revocation_pushes`` (each applied push's ``(issuer, jti)`` until the push
-expires, so a replay after a restart is still refused) and ``remote_risk_watched_grants``
-(each accepted, unexpired grant, its claims as JSON, so its status list is still polled
-and its tasks still cancelled). A push is recorded in one transaction with what it
-revokes, its jti taken by the insert (the database decides, also between replicas on one
-PostgreSQL). A failure raises
+expires, so a replay after a restart is still refused). Each grant it watches (accepted,
+unexpired, so its status list is still polled and its tasks still cancelled) is kept in
+its token's used-token row, its claims as JSON in ``watched_claims``: the token that
+creates a task is claimed and watched in that task's transaction, and one row holds both
+(rr0011), expired with it. A push is recorded in one transaction with what it revokes, its
+jti taken by the insert (the database decides, also between replicas on one PostgreSQL).
+A failure raises
 :class:`~member_kit.trust.revocation.RevocationStoreUnavailable`.
 """
 
@@ -49,7 +51,6 @@ from member_kit.storage.schema import (
     revocation_pushes,
     revoked_handoffs,
     used_tokens,
-    watched_grants,
 )
 from member_kit.trust.replay import Clock, ReplayGuardUnavailable
 from member_kit.trust.revocation import (
@@ -133,10 +134,13 @@ class SQLProofReplayGuard:
             raise ReplayGuardUnavailable(f"cannot record the proof: {type(exc).__name__}") from exc
 
 
-_H, _P, _W = revoked_handoffs.name, revocation_pushes.name, watched_grants.name
+_H, _P, _U = revoked_handoffs.name, revocation_pushes.name, used_tokens.name
+# The token's row is the replay guard's claim, written just before in the same
+# transaction; a grant watched without one (no claim) gets a row of its own.
 _WATCH = (
-    f"INSERT INTO {_W} (jti, forget_at, claims) VALUES (:jti, :forget_at, :claims) "
-    "ON CONFLICT DO NOTHING"
+    f"INSERT INTO {_U} (issuer, jti, expires_at, watched_claims) "
+    "VALUES (:issuer, :jti, :forget_at, :claims) "
+    "ON CONFLICT (issuer, jti) DO UPDATE SET watched_claims = excluded.watched_claims"
 )
 _TAKE_PUSH = (
     f"INSERT INTO {_P} (issuer, jti, expires_at) VALUES (:issuer, :jti, :expires_at) "
@@ -148,15 +152,18 @@ _REVOKE = (
     f"WHEN excluded.keep_until > {_H}.keep_until THEN excluded.keep_until "
     f"ELSE {_H}.keep_until END"
 )
-_UNWATCH = f"DELETE FROM {_W} WHERE jti = :jti"
+_UNWATCH = f"UPDATE {_U} SET watched_claims = NULL WHERE issuer = :issuer AND jti = :jti"
+# The watched grants' rows expire with the used tokens (the replay guard purges them).
 _PURGE_REVOCATIONS = (
     f"DELETE FROM {_H} WHERE keep_until < :now",
     f"DELETE FROM {_P} WHERE expires_at < :now",
-    f"DELETE FROM {_W} WHERE forget_at < :now",
 )
 _LOAD_REVOKED = f"SELECT issuer, handoff_id, keep_until FROM {_H} WHERE keep_until >= :now"
 _LOAD_PUSHES = f"SELECT issuer, jti, expires_at FROM {_P} WHERE expires_at >= :now"
-_LOAD_WATCHED = f"SELECT claims, forget_at FROM {_W} WHERE forget_at >= :now"
+_LOAD_WATCHED = (
+    f"SELECT watched_claims, expires_at FROM {_U} "
+    "WHERE watched_claims IS NOT NULL AND expires_at >= :now"
+)
 
 
 class SQLRevocationStore:
@@ -190,7 +197,7 @@ class SQLRevocationStore:
     def watch(self, grant: Grant, forget_at: int, now: int) -> None:
         """Record ``grant`` watched until ``forget_at``."""
         claims = grant.model_dump_json(by_alias=True, exclude_none=True)
-        row = {"jti": grant.jti, "forget_at": forget_at, "claims": claims}
+        row = {"issuer": grant.iss, "jti": grant.jti, "forget_at": forget_at, "claims": claims}
         try:
             with driver_write(self._engine) as cursor:
                 self._purge_expired(cursor, now)
@@ -201,13 +208,13 @@ class SQLRevocationStore:
     def revoke(
         self,
         revoked: Mapping[Key, int],
-        unwatched: Collection[str],
+        unwatched: Collection[tuple[str, str]],
         now: int,
         push: PushTaken | None = None,
     ) -> bool:
-        """Record ``revoked`` (each key until its time) and ``unwatched`` no longer
-        watched, with ``push`` taken, all at once; ``False`` (and nothing recorded) when
-        ``push`` was already taken."""
+        """Record ``revoked`` (each key until its time) and ``unwatched`` (issuer and
+        jti of each) no longer watched, with ``push`` taken, all at once; ``False`` (and
+        nothing recorded) when ``push`` was already taken."""
         try:
             with driver_write(self._engine) as cursor:
                 self._purge_expired(cursor, now)
@@ -216,8 +223,8 @@ class SQLRevocationStore:
                 for (issuer, handoff_id), until in revoked.items():
                     row = {"issuer": issuer, "handoff_id": handoff_id, "until": until}
                     cursor.execute(self._sql[_REVOKE], row)
-                for jti in unwatched:
-                    cursor.execute(self._sql[_UNWATCH], {"jti": jti})
+                for issuer, jti in unwatched:
+                    cursor.execute(self._sql[_UNWATCH], {"issuer": issuer, "jti": jti})
                 return True
         except self._unavailable as exc:
             raise _unavailable(exc) from exc

@@ -52,8 +52,8 @@ def test_a_send_claims_its_token_with_its_decision_then_keeps_its_task_with_its_
     # before the agent is asked
     assert transactions[0][0].startswith("SELECT task_id FROM remote_risk_guarded_tasks")
     assert claimed == [
-        "remote_risk_used_tokens",
-        "remote_risk_watched_grants",
+        "remote_risk_used_tokens",  # the claim
+        "remote_risk_used_tokens",  # its grant watched, in the same row
         "remote_risk_audit_log",
     ]
     # the task inserted (and the oldest beyond the capacity deleted), then the receipt

@@ -169,7 +169,7 @@ def test_the_migration_gives_stored_tasks_their_key_s_expiry(database_url: str) 
                     owner="alice", idempotency_key="k-1", task_id="t-1", expires_at_ms=86_400_001
                 )
             )
-        migrate(engine)
+        migrate(engine, "rr0010")
         assert current_revision(engine) == "rr0010"
         assert task_key_expiry(engine, "t-1") == 86_400_001
         assert task_key_expiry(engine, "t-2") is None

@@ -3,7 +3,8 @@
 What one process learnt (a revoked handoff, a push's jti, a watched grant, a proof's
 jti) is known to the next one on the same database; a push is taken once even by two
 processes; and rows past their time are purged, so the tables stay bounded by what is
-still valid.
+still valid. A watched grant is kept in its token's used-token row (rr0011), and the
+migration carries the grants a member watched before into those rows.
 """
 
 from __future__ import annotations
@@ -11,20 +12,26 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from agent_cards.keys import TrustedKeys
 from contracts.grant import Grant
 from coordinator.authority.revocation import push_token
+from member_kit.storage.engine import open_engine
+from member_kit.storage.migrations import current_revision, migrate
 from member_kit.storage.schema import (
     holder_proofs,
     revocation_pushes,
     revoked_handoffs,
-    watched_grants,
+    used_tokens,
 )
 from member_kit.trust.denials import DelegationDenied
 from member_kit.trust.revocation import RevocationRefused, Revocations
-from member_kit.trust.sql_replay import SQLProofReplayGuard, SQLRevocationStore
+from member_kit.trust.sql_replay import (
+    SQLProofReplayGuard,
+    SQLReplayGuard,
+    SQLRevocationStore,
+)
 from tests import tokens
 from tests.tokens import COORDINATOR_KEY
 
@@ -70,28 +77,32 @@ def push(handoffs: list[str], clock: Clock) -> str:
     return push_token(COORDINATOR_KEY, ISSUER, AUDIENCE, "run-1", handoffs, now)
 
 
-def claimed(state: Revocations, taken: Grant) -> None:
-    """What the verifier does for a token that creates a task: admit it, then keep it
-    with the token's claim (in the task's transaction)."""
+def claimed(state: Revocations, taken: Grant, engine: Engine, clock: Clock) -> None:
+    """What the verifier does for a token that creates a task: admit it, claim its jti,
+    then keep it with the claim (in the task's transaction)."""
     state.admit(taken)
+    assert SQLReplayGuard(engine, clock).claim_task_creation(taken.jti, taken.exp, issuer=ISSUER)
     state.keep(taken)
 
 
 def rows(engine: Engine) -> dict[str, int]:
-    tables = (revoked_handoffs, revocation_pushes, watched_grants, holder_proofs)
+    tables = (revoked_handoffs, revocation_pushes, used_tokens, holder_proofs)
     with engine.connect() as connection:
-        return {
+        counted = {
             table.name.removeprefix("remote_risk_"): connection.execute(
                 select(func.count()).select_from(table)
             ).scalar_one()
             for table in tables
         }
+        watched = select(func.count()).where(used_tokens.c.watched_claims.is_not(None))
+        counted["watched"] = connection.execute(watched).scalar_one()
+    return counted
 
 
 def test_the_next_process_knows_what_the_last_one_learnt(engine: Engine) -> None:
     clock = Clock()
     first = member(engine, clock)
-    claimed(first, grant("h-watched", "jti-1", clock))
+    claimed(first, grant("h-watched", "jti-1", clock), engine, clock)
     token = push(["h-revoked"], clock)
     assert first.accept_push(token) == []
     second = member(engine, clock)
@@ -118,8 +129,8 @@ def test_a_push_is_taken_once_by_two_processes(engine: Engine) -> None:
 def test_rows_past_their_time_are_purged(engine: Engine) -> None:
     clock = Clock()
     state = member(engine, clock)
-    claimed(state, grant("h-1", "jti-1", clock))
-    claimed(state, grant("h-2", "jti-2", clock))
+    claimed(state, grant("h-1", "jti-1", clock), engine, clock)
+    claimed(state, grant("h-2", "jti-2", clock), engine, clock)
     state.accept_push(push(["h-1"], clock))
     proofs = SQLProofReplayGuard(engine)
     now = int(clock.now.timestamp())
@@ -128,17 +139,53 @@ def test_rows_past_their_time_are_purged(engine: Engine) -> None:
     assert rows(engine) == {
         "revoked_handoffs": 1,
         "revocation_pushes": 1,
-        "watched_grants": 1,  # jti-2; jti-1 was revoked
+        "used_tokens": 2,
         "holder_proofs": 1,
+        "watched": 1,  # jti-2; jti-1 was revoked (its token stays used)
     }
     clock.now += timedelta(hours=1)  # every token, push and proof above has expired
     later = int(clock.now.timestamp())
-    claimed(state, grant("h-3", "jti-3", clock))
+    claimed(state, grant("h-3", "jti-3", clock), engine, clock)
     assert proofs.take("jkt-1", "proof-2", later + 90, later)
     assert rows(engine) == {
         "revoked_handoffs": 0,
         "revocation_pushes": 0,
-        "watched_grants": 1,  # jti-3
+        "used_tokens": 1,  # jti-3: the others expired with their grants
         "holder_proofs": 1,  # proof-2
+        "watched": 1,  # jti-3
     }
     assert member(engine, clock).is_revoked(grant("h-1", "jti-4", clock)) is False
+
+
+def test_the_migration_keeps_the_grants_watched_in_their_tokens_rows(database_url: str) -> None:
+    """rr0011 on a database at rr0010: each watched grant is carried into its token's
+    used-token row (one written if the token had none), and the next process watches it
+    from there; the watched grants' table is gone."""
+    clock = Clock()
+    engine = open_engine(database_url)
+    try:
+        migrate(engine, "rr0010")
+        watched = {"h-claimed": grant("h-claimed", "jti-1", clock)}
+        watched["h-alone"] = grant("h-alone", "jti-2", clock)
+        with engine.begin() as connection:
+            connection.execute(
+                text("INSERT INTO remote_risk_used_tokens (issuer, jti, expires_at) "
+                     "VALUES (:issuer, 'jti-1', :at)"),
+                {"issuer": ISSUER, "at": watched["h-claimed"].exp + 30},
+            )  # fmt: skip
+            for taken in watched.values():
+                connection.execute(
+                    text("INSERT INTO remote_risk_watched_grants (jti, forget_at, claims) "
+                         "VALUES (:jti, :at, :claims)"),
+                    {"jti": taken.jti, "at": taken.exp + 30,
+                     "claims": taken.model_dump_json(by_alias=True, exclude_none=True)},
+                )  # fmt: skip
+        migrate(engine)
+        assert current_revision(engine) == "rr0011"
+        assert rows(engine)["used_tokens"] == 2 and rows(engine)["watched"] == 2
+        [revoked] = member(engine, clock).revoke(ISSUER, ["h-alone"])
+        assert revoked.jti == "jti-2"  # watched by the next process, from its token's row
+        with engine.connect() as connection:
+            assert not engine.dialect.has_table(connection, "remote_risk_watched_grants")
+    finally:
+        engine.dispose()
