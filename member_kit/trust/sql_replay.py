@@ -136,11 +136,14 @@ class SQLProofReplayGuard:
 
 _H, _P, _U = revoked_handoffs.name, revocation_pushes.name, used_tokens.name
 # The token's row is the replay guard's claim, written just before in the same
-# transaction; a grant watched without one (no claim) gets a row of its own.
+# transaction; a grant watched without one (no claim) gets a row of its own. The row
+# lives as long as the longer of the two needs it.
 _WATCH = (
     f"INSERT INTO {_U} (issuer, jti, expires_at, watched_claims) "
     "VALUES (:issuer, :jti, :forget_at, :claims) "
-    "ON CONFLICT (issuer, jti) DO UPDATE SET watched_claims = excluded.watched_claims"
+    "ON CONFLICT (issuer, jti) DO UPDATE SET watched_claims = excluded.watched_claims, "
+    f"expires_at = CASE WHEN excluded.expires_at > {_U}.expires_at "
+    f"THEN excluded.expires_at ELSE {_U}.expires_at END"
 )
 _TAKE_PUSH = (
     f"INSERT INTO {_P} (issuer, jti, expires_at) VALUES (:issuer, :jti, :expires_at) "

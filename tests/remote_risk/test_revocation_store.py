@@ -189,3 +189,22 @@ def test_the_migration_keeps_the_grants_watched_in_their_tokens_rows(database_ur
             assert not engine.dialect.has_table(connection, "remote_risk_watched_grants")
     finally:
         engine.dispose()
+
+
+def test_a_watched_grant_s_row_lives_as_long_as_the_longer_need(engine: Engine) -> None:
+    """The claim and the watch share one row: kept until the later of the replay guard's
+    expiry and the watch's, so neither rule is cut short by the other's leeway."""
+    clock = Clock()
+    taken = grant("h-1", "jti-1", clock)
+    short = SQLReplayGuard(engine, clock, leeway=timedelta(seconds=5))
+    assert short.claim_task_creation(taken.jti, taken.exp, issuer=ISSUER)
+    state = member(engine, clock)  # watches until exp plus its leeway of 30 s
+    state.admit(taken)
+    state.keep(taken)
+    with engine.connect() as connection:
+        kept = select(used_tokens.c.expires_at, used_tokens.c.watched_claims)
+        [(expires_at, claims)] = connection.execute(kept).all()
+    assert expires_at == taken.exp + 30 and claims is not None
+    clock.now = datetime.fromtimestamp(taken.exp + 20, UTC)  # past the claim's 5 s
+    [revoked] = member(engine, clock).revoke(ISSUER, ["h-1"])
+    assert revoked.jti == "jti-1"  # still watched by the next process
