@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("names", nargs="*", metavar="MODULE:QUALNAME")
     parser.add_argument("--warm", type=int, default=300, help="requests before the measured")
     parser.add_argument("--count", type=int, default=3000, help="requests measured")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # names before or after the options
     if args.count < 1:
         parser.error("--count must be at least 1")
     names = args.names or STEPS[args.side]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agent_cards.telemetry import http as base_http
@@ -58,3 +60,15 @@ def test_a_name_that_names_no_function_is_refused_before_anything_is_wrapped(nam
     with pytest.raises(ValueError, match=name.replace(".", r"\.")), steps.wrapped(names):
         pass
     assert vars(verifier.DelegationVerifier)["authenticate"] is authenticate
+
+
+def test_the_command_takes_step_names_before_or_after_its_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stamp = "member_kit.audit.receipts:ReceiptIssuer.stamp"
+    steps.main(["member", "--warm", "0", "--count", "1", stamp])
+
+    found = json.loads(capsys.readouterr().out)
+    assert found["side"] == "member" and list(found["steps"]) == [stamp]
+    with pytest.raises(SystemExit):
+        steps.main(["member", "--count", "0"])
