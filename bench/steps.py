@@ -40,6 +40,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench import send_instructions as sends
+
 MEMBER, COORDINATOR = "member", "coordinator"
 STEPS = {
     MEMBER: (
@@ -129,6 +131,9 @@ def _owner(name: str) -> tuple[Any, str]:
     return owner, attribute
 
 
+_ABSENT = object()
+
+
 @contextmanager
 def wrapped(names: Sequence[str]) -> Iterator[Steps]:
     """Each named function timed while the block runs; every one restored after it (a
@@ -148,9 +153,6 @@ def wrapped(names: Sequence[str]) -> Iterator[Steps]:
                 delattr(owner, attribute)
             else:
                 setattr(owner, attribute, original)
-
-
-_ABSENT = object()
 
 
 @contextmanager
@@ -184,7 +186,6 @@ def figures(steps: Steps, count: int, wall: float, cpu: float) -> dict[str, Any]
 
 def member(names: Sequence[str], warm: int, count: int) -> dict[str, Any]:
     """``warm`` sends, then ``count`` measured, through remote_risk's app in process."""
-    from bench import send_instructions as sends
     from member_kit.telemetry import logs
 
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as directory:
@@ -204,8 +205,6 @@ def member(names: Sequence[str], warm: int, count: int) -> dict[str, Any]:
 async def _sends(
     steps: Steps, app: Any, prepared: Sequence[tuple[bytes, str]], warm: int
 ) -> list[float]:
-    from bench import send_instructions as sends
-
     async with sends._running(app):
         for body, token in prepared[:warm]:
             await _completed(app, body, token)
@@ -216,8 +215,6 @@ async def _sends(
 
 
 async def _completed(app: Any, body: bytes, token: str) -> None:
-    from bench import send_instructions as sends
-
     answer = await sends._send(app, body, token)
     if not answer.startswith(b"200 ") or sends._COMPLETED not in answer:
         raise RuntimeError(f"a send was not completed: {answer[:300]!r}")
@@ -251,12 +248,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.count < 1:
         parser.error("--count must be at least 1")
     names = args.names or STEPS[args.side]
-    run = member if args.side == MEMBER else coordinator
     try:
-        found = run(names, args.warm, args.count)
+        for name in names:
+            _owner(name)  # a wrong name is the caller's, refused before any work
     except ValueError as exc:
         parser.error(str(exc))
-    print(json.dumps({"side": args.side, **found}))
+    run = member if args.side == MEMBER else coordinator
+    print(json.dumps({"side": args.side, **run(names, args.warm, args.count)}))
 
 
 if __name__ == "__main__":
