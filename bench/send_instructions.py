@@ -133,9 +133,7 @@ async def drive(root: Path, warm: int, count: int, server: str = MEMBER) -> int:
                 if index == warm:
                     gc.collect()
                     gc.freeze()
-                answer = await _send(app, body.encode(), token)
-                if not answer.startswith(b"200 ") or _COMPLETED not in answer:
-                    raise RuntimeError(f"send {index} was not completed: {answer[:300]!r}")
+                await completed(app, body.encode(), token, index)
     finally:
         gc.unfreeze()
         logs.reset()
@@ -164,6 +162,14 @@ class _running:
         said = await self.said.get()
         if said["type"] != f"lifespan.{step}.complete":
             raise RuntimeError(f"the app's {step} failed: {said}")
+
+
+async def completed(app: Any, body: bytes, token: str, index: int) -> None:
+    """Send ``index`` through the app; raises unless it was answered with a completed
+    task (a refused token would make any count of it meaningless)."""
+    answer = await _send(app, body, token)
+    if not answer.startswith(b"200 ") or _COMPLETED not in answer:
+        raise RuntimeError(f"send {index} was not completed: {answer[:300]!r}")
 
 
 async def _send(app: Any, body: bytes, token: str) -> bytes:

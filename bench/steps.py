@@ -206,18 +206,12 @@ async def _sends(
     steps: Steps, app: Any, prepared: Sequence[tuple[bytes, str]], warm: int
 ) -> list[float]:
     async with sends._running(app):
-        for body, token in prepared[:warm]:
-            await _completed(app, body, token)
+        for index, (body, token) in enumerate(prepared[:warm]):
+            await sends.completed(app, body, token, index)
         with window(steps) as took:
-            for body, token in prepared[warm:]:
-                await _completed(app, body, token)
+            for index, (body, token) in enumerate(prepared[warm:], start=warm):
+                await sends.completed(app, body, token, index)
     return took
-
-
-async def _completed(app: Any, body: bytes, token: str) -> None:
-    answer = await sends._send(app, body, token)
-    if not answer.startswith(b"200 ") or sends._COMPLETED not in answer:
-        raise RuntimeError(f"a send was not completed: {answer[:300]!r}")
 
 
 def coordinator(names: Sequence[str], warm: int, count: int) -> dict[str, Any]:
