@@ -29,6 +29,7 @@ LAYERS = {
     "coordinator": [
         "errors",
         "loop",
+        "ids",
         "telemetry",
         "storage",
         "audit",

@@ -10,7 +10,6 @@ owner is refused by the run itself.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from coordinator.errors import OwnershipError
 from coordinator.handoff.projection import project_context, record_ids
 from coordinator.handoff.run import Run, start_run
 from coordinator.handoff.usage import reported_usage
+from coordinator.ids import new_handoff_id
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 from coordinator.remote.wire.client import A2AClient
 from coordinator.workspace import Workspace
@@ -101,7 +101,7 @@ class PilotResult:
 
 def new_handoff(run: Run, target: str, skill: str, source: str | None = None) -> HandoffRecord:
     return HandoffRecord(
-        handoff_id=f"ho-{uuid.uuid4().hex[:12]}",
+        handoff_id=new_handoff_id(),
         run_id=run.run_id,
         source=source or run.owner,
         owner_during_slice=target,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,7 @@ from coordinator.authority.holder import bound_to, hold
 from coordinator.authority.revocation import status_base, with_status_entry
 from coordinator.authority.tokens import mint_token
 from coordinator.errors import GrantRefused
+from coordinator.ids import new_jti, new_run_id
 
 DEFAULT_ISSUER = "urn:a2a-federation:coordinator"
 # The model requests a run may make across the federation (its own roles and every remote's).
@@ -179,7 +179,7 @@ class Delegator:
     ) -> None:
         self.keys = keys
         self.issuer = issuer
-        run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+        run_id = run_id or new_run_id()
         self.authority = (authority or RunAuthority()).for_run(run_id)
         self.final_owner = final_owner
         self.root = self._root_grant(run_id, expires_at)
@@ -245,7 +245,7 @@ class Delegator:
                 final_owner=record.final_owner,
                 budget=envelope_of(record.budget),
             ),
-            jti=f"jti-{uuid.uuid4().hex}",
+            jti=new_jti(),
             issued_at=now,
             expires_at=min(self.root.exp, int(record.lease_expires_at.timestamp()) + 5),
             actor=self.issuer,

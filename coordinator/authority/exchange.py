@@ -67,6 +67,7 @@ from coordinator.authority.hops import (
 from coordinator.authority.revocation import revoked_handoffs, status_base, with_status_entry
 from coordinator.authority.subject_token import verified_own_token
 from coordinator.authority.tokens import mint_token
+from coordinator.ids import new_jti
 from coordinator.storage.schema import grants
 from coordinator.workspace import Workspace
 
@@ -310,7 +311,7 @@ def _narrowed(
                 final_owner=parent.handoff.final_owner,
                 budget=budget,
             ),
-            jti=f"jti-{uuid.uuid4().hex}",
+            jti=new_jti(),
             issued_at=max(now, parent.iat),
             expires_at=expires_at,
             actor=parent.aud,

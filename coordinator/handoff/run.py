@@ -14,7 +14,6 @@ is its document, complete at every point it is written.
 
 from __future__ import annotations
 
-import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from coordinator.handoff.book import HandoffBook
 from coordinator.handoff.envelope import BudgetEntry, model_totals
 from coordinator.handoff.run_state import deciding, delegation_fields, ordered, ownership_row
 from coordinator.handoff.verdicts import ArtifactRecord
+from coordinator.ids import new_run_id
 from coordinator.storage.datadir import DataDir
 from coordinator.storage.runs import RunStore, local_driver_id
 from coordinator.telemetry import tracing
@@ -58,7 +58,7 @@ class RunLimits:
 class Run:
     owner: str
     limits: RunLimits = field(default_factory=RunLimits)
-    run_id: str = field(default_factory=lambda: f"run-{uuid.uuid4().hex[:12]}")
+    run_id: str = field(default_factory=new_run_id)
     closed: bool = False
     delegations: int = 0
     ownership_path: list[str] = field(default_factory=list)

@@ -10,13 +10,12 @@ apply the same ones. Timestamps are ISO-8601 UTC with a trailing ``Z``.
 from __future__ import annotations
 
 import asyncio
-import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agent_cards.storage.ids import uuid7
 from contracts import strict_json
 from contracts.wire import (
     INTERRUPTED_TASK_STATES,
@@ -48,19 +47,9 @@ DEFAULT_PAGE_SIZE = 50
 SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
 UNFINISHED = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
-
-def new_id() -> str:
-    """A time-ordered UUID (RFC 9562 version 7) in its usual text form: the Unix time in
-    milliseconds, then 74 random bits. Ids made one after another sort together, so the
-    rows and index entries keyed by them (a task's, its idempotency key's, its receipt's
-    log entry) go where the last ones went, one page a B-tree, where random ids put each
-    on a page anywhere in it; the random bits keep them unguessable."""
-    milliseconds = time.time_ns() // 1_000_000
-    raw = bytearray(milliseconds.to_bytes(6, "big") + os.urandom(10))
-    raw[6] = raw[6] & 0x0F | 0x70  # version 7
-    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 9562 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+new_id = uuid7
+"""A new task, context, message or artifact id: time-ordered, so the rows and index
+entries keyed by it (a task's, its idempotency key's, its receipt's log entry) append."""
 
 
 @dataclass

@@ -9,7 +9,6 @@ attempt and keyed so that a retried send is recognisable as the same work.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -22,6 +21,7 @@ from coordinator.authority.delegator import required_scopes
 from coordinator.handoff.admission import AdmissionContext
 from coordinator.handoff.projection import record_ids
 from coordinator.handoff.run import Run
+from coordinator.ids import new_handoff_id, new_message_id
 from coordinator.remote.cards.registered_agent import RegisteredAgent
 
 COMPLETE_WHEN = "the remote task completed with an artifact"
@@ -68,7 +68,7 @@ def propose(
     scopes = required_scopes(agent.agent_card, skill)
     digest = hashlib.sha256(encoded).hexdigest()[:16]
     return HandoffRecord(
-        handoff_id=handoff_id or f"ho-{uuid.uuid4().hex[:12]}",
+        handoff_id=handoff_id or new_handoff_id(),
         run_id=run.run_id,
         source=run.owner,
         target=agent.name,
@@ -143,7 +143,7 @@ def idempotency_key(record: HandoffRecord) -> str:
 
 def build_message(record: HandoffRecord, payload: dict[str, Any]) -> Message:
     return Message(
-        message_id=f"msg-{uuid.uuid4().hex}",
+        message_id=new_message_id(),
         role=Role.USER,
         parts=[Part(data=payload, media_type="application/json")],
         metadata={
