@@ -18,6 +18,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from contracts.handoff import HandoffBudget, HandoffRecord
@@ -281,9 +282,16 @@ class Run:
         if isinstance(document, dict):
             self.conclusion = {k: v for k, v in document.items() if k not in DERIVED}
         self._state_changed = False
+        authority = self._row_authority
+        self.store.save_run(self.run_id, self.owner, self.kind, authority, document, deferred=True)
+
+    @cached_property
+    def _row_authority(self) -> dict[str, object]:
+        """The run's authority as its row keeps it (fixed for the run's life, so built
+        once: the store writes it with the run's first row)."""
         authority = authority_document(self.authority)
         authority["started_at"] = self.started_at.isoformat()
-        self.store.save_run(self.run_id, self.owner, self.kind, authority, document, deferred=True)
+        return authority
 
     def document(self, **extra: Any) -> dict[str, Any]:
         """The operator's view of the run, from its records alone (never conversation text):

@@ -127,15 +127,11 @@ class RunRows:
         deferred: bool = False,
     ) -> None:
         """Write the run's document now, with anything pending before it; ``deferred``
-        lets it wait for the next flush like other writes (the run's first row)."""
+        lets it wait for the next flush like other writes (the run's first row). A run's
+        kind and authority are fixed at its start: written with its first row, never
+        again (a later save writes its owner, who may have changed, and document)."""
         text = _json(document)
-        values = {
-            "owner": owner,
-            "kind": kind,
-            "authority": _json(authority),
-            "document": text,
-            "updated_at": _now(),
-        }
+        values = {"owner": owner, "document": text, "updated_at": _now()}
         known = self._uncancelled
 
         def step(connection: Connection) -> None:
@@ -158,7 +154,13 @@ class RunRows:
                 insert(connection)
 
         def insert(connection: Connection) -> None:
-            row = {"run_id": run_id, "created_at": values["updated_at"], **values}
+            row = {
+                "run_id": run_id,
+                "kind": kind,
+                "authority": _json(authority),
+                "created_at": values["updated_at"],
+                **values,
+            }
             _insert(connection, runs.name, row)
 
         self._superseding(f"run:{run_id}", step)

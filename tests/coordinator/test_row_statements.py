@@ -72,6 +72,25 @@ def test_a_new_row_is_one_insert_and_a_stored_one_one_update(
     assert (store.run("run-1") or {})["document"] == {**DOCUMENT, "step": 2}
 
 
+def test_a_runs_kind_and_authority_are_written_with_its_first_row_only(
+    traced: tuple[RunStore, list[str]],
+) -> None:
+    """A run's kind and authority are fixed at its start: a later write of its row sets
+    its owner (an ownership transfer changes it) and document, nothing else."""
+    store, statements = traced
+    authority = {"principal": "operator", "scope": ["risk:interpret"]}
+    store.save_run("run-1", "operator", "pilot", authority, DOCUMENT)
+    statements.clear()
+    store.save_run("run-1", "auditor", "pilot", authority, {**DOCUMENT, "step": 2})
+    updates = [s for s in statements if s.startswith("UPDATE runs")]
+    assert len(updates) == 1
+    assigned = updates[0].split(" SET ")[1].split(" WHERE ")[0]
+    assert "authority" not in assigned and "kind" not in assigned and "owner" in assigned
+    row = store.run("run-1") or {}
+    assert (row["owner"], row["kind"], row["authority"]) == ("auditor", "pilot", authority)
+    assert row["document"] == {**DOCUMENT, "step": 2}
+
+
 def test_a_runs_own_document_is_not_parsed_again_but_a_cancel_from_elsewhere_is_kept(
     traced: tuple[RunStore, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
