@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import os
 import time
-import uuid
 from collections import deque
 from typing import Any
 
@@ -19,6 +18,7 @@ from agent_cards.keys import KeySet, SigningKey, load_key_set
 from coordinator.assessment.scenario import CONTEXT_KEYS, context_for
 from coordinator.authority.delegator import DEFAULT_ISSUER
 from coordinator.authority.tokens import mint_token
+from coordinator.ids import new_jti
 
 RISK_SCOPE = "risk:interpret"
 _PAYLOAD = {key: value for key, value in context_for("ok").items() if key in CONTEXT_KEYS["risk"]}
@@ -38,7 +38,7 @@ def delegation_claims(audience: str, handoff_id: str, *, now: int | None = None)
         "iat": now,
         "nbf": now,
         "exp": now + 300,
-        "jti": f"jti-{uuid.uuid4().hex}",
+        "jti": new_jti(),  # as the coordinator names them: time-ordered
         "act": {"sub": DEFAULT_ISSUER},
         "scope": RISK_SCOPE,
         "tenant": "default",
