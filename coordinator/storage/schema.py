@@ -17,7 +17,7 @@ from sqlalchemy import (
     Text,
 )
 
-from agent_cards.storage.schema import new_metadata
+from agent_cards.storage.schema import SEQUENCE_KEY, new_metadata
 
 metadata = new_metadata()
 
@@ -27,7 +27,7 @@ metadata = new_metadata()
 audit_events = Table(
     "audit_events",
     metadata,
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("seq", SEQUENCE_KEY, primary_key=True, autoincrement=False),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
     Column("event_type", String(64), nullable=False),

@@ -20,7 +20,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from agent_cards.storage.schema import new_metadata
+from agent_cards.storage.schema import SEQUENCE_KEY, new_metadata
 
 VERSION_TABLE = "remote_risk_alembic_version"
 TASK_SEQUENCE = "task_sequence"
@@ -103,7 +103,7 @@ counters = Table(
 audit_log = Table(
     "remote_risk_audit_log",
     metadata,
-    Column("seq", BigInteger, nullable=False),
+    Column("seq", SEQUENCE_KEY, nullable=False, autoincrement=False),
     Column("entry_key", String(512), nullable=True),
     Column("handoff_id", String(256), nullable=True),
     Column("hash", String(64), nullable=False),

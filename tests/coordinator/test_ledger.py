@@ -430,6 +430,32 @@ def test_bundle_signed_by_an_untrusted_key_is_refused(bundle: dict[str, Any]) ->
 # --- migrations -----------------------------------------------------------------------
 
 
+def test_on_sqlite_an_event_s_seq_is_its_row_id_and_the_migration_keeps_the_chain(
+    engine_factory: EngineFactory,
+) -> None:
+    """0009: on SQLite the events' ``seq`` is the row id, with no B-tree of its own beside
+    the table's (one page less a commit); the table built again keeps every event, the
+    chain verifies and goes on. On PostgreSQL the revision changes nothing."""
+    engine = engine_factory()
+    migrate(engine, "0008")
+    filled(engine, 4)
+    query = "SELECT seq, prev_hash, hash, canonical FROM audit_events ORDER BY seq"
+    with engine.connect() as connection:
+        before = connection.execute(text(query)).all()
+    migrate(engine)
+    with engine.connect() as connection:
+        assert connection.execute(text(query)).all() == before
+        if engine.dialect.name == "sqlite":
+            structures = connection.execute(
+                text("SELECT name FROM sqlite_master WHERE tbl_name = 'audit_events'")
+            )
+            assert {name for (name,) in structures} == {"audit_events", "ix_audit_events_run_id"}
+            pairs = connection.execute(text("SELECT rowid, seq FROM audit_events")).all()
+            assert all(rowid == seq for rowid, seq in pairs) and len(pairs) == 4
+    Ledger(engine).append_many(event(index) for index in range(4, 6))
+    assert verify(engine).checked == 6
+
+
 def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     engine_factory: EngineFactory,
 ) -> None:
@@ -438,7 +464,7 @@ def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     assert current_revision(engine) is None
     migrate(engine)
     migrate(engine)
-    assert current_revision(engine) == "0008"
+    assert current_revision(engine) == "0009"
     assert "audit_events" in inspect(engine).get_table_names()
     filled(engine, 2)
     migrate(engine)

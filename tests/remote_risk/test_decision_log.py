@@ -286,3 +286,40 @@ def test_a_receipt_with_waiting_decisions_takes_three_statements_and_covers_repl
     assert again == covered
     assert log.current() == covered
     engine.dispose()
+
+
+def test_on_sqlite_the_log_s_seq_is_its_row_id_and_the_migration_keeps_it_whole(
+    database_url: str,
+) -> None:
+    """rr0012: on SQLite an entry's ``seq`` is the row id, with no B-tree of its own beside
+    the table's (one page less a send's commit); the table built again keeps every entry,
+    its keys still recorded once, and the log's root; the log goes on from it. On
+    PostgreSQL the revision changes nothing."""
+    engine = open_engine(database_url)
+    try:
+        migrate(engine, "rr0011")
+        before = DecisionLedger(engine)
+        for i in range(3):
+            before.append("decision", {"i": i}, handoff_id=f"h-{i}")
+        assert before.append("receipt", {"task_id": "t"}, key="receipt:t", handoff_id="h-1")
+        size, root = before.current()
+        migrate(engine)
+        after = DecisionLedger(engine)
+        assert after.current() == (size, root) == (4, after.tree(4).root())
+        assert not after.append("receipt", {"task_id": "t"}, key="receipt:t", handoff_id="h-1")
+        after.append("decision", {"i": 4}, handoff_id="h-4")
+        assert after.current()[0] == 5
+        if engine.dialect.name == "sqlite":
+            with engine.connect() as connection:
+                named = connection.exec_driver_sql(
+                    "SELECT name FROM sqlite_master WHERE tbl_name = 'remote_risk_audit_log'"
+                )
+                assert {name for (name,) in named} == {
+                    "remote_risk_audit_log",
+                    "sqlite_autoindex_remote_risk_audit_log_1",  # the entry key, unique
+                    "ix_remote_risk_audit_log_handoff_id",
+                }
+                pairs = connection.exec_driver_sql("SELECT rowid, seq FROM remote_risk_audit_log")
+                assert [rowid for rowid, seq in pairs if rowid != seq] == []
+    finally:
+        engine.dispose()

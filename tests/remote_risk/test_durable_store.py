@@ -28,7 +28,7 @@ from member_kit.trust.sql_replay import SQLReplayGuard
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 from tests.servers import free_port
 
-HEAD = "rr0011"
+HEAD = "rr0012"
 
 
 @pytest.fixture

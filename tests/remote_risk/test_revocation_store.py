@@ -180,7 +180,7 @@ def test_the_migration_keeps_the_grants_watched_in_their_tokens_rows(database_ur
                     {"jti": taken.jti, "at": taken.exp + 30,
                      "claims": taken.model_dump_json(by_alias=True, exclude_none=True)},
                 )  # fmt: skip
-        migrate(engine)
+        migrate(engine, "rr0011")
         assert current_revision(engine) == "rr0011"
         assert rows(engine)["used_tokens"] == 2 and rows(engine)["watched"] == 2
         [revoked] = member(engine, clock).revoke(ISSUER, ["h-alone"])
