@@ -160,8 +160,7 @@ tree_heads = Table(
     # that verified it (ours for a signed head, the agent's pinned key for a witnessed
     # one): what witnessed heads are looked up by, never the log_id a head states.
     Column("signer", String(160), nullable=False),
-    Index("ix_tree_heads_log_id", "log_id"),
-    Index("ix_tree_heads_signer", "signer"),
+    Index("ix_tree_heads_signer", "signer"),  # revision 0010: none on log_id, read by none
 )
 
 # --- revision 0005 -----------------------------------------------------------------------

@@ -456,6 +456,15 @@ def test_on_sqlite_an_event_s_seq_is_its_row_id_and_the_migration_keeps_the_chai
     assert verify(engine).checked == 6
 
 
+def test_tree_heads_are_indexed_by_their_signer_alone(engine_factory: EngineFactory) -> None:
+    """0010: heads are read by origin and verified signer, never by the log_id a head
+    states, so that column has no index to write with every witnessed head."""
+    engine = engine_factory()
+    migrate(engine)
+    names = {index["name"] for index in inspect(engine).get_indexes("tree_heads")}
+    assert names == {"ix_tree_heads_signer"}
+
+
 def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     engine_factory: EngineFactory,
 ) -> None:
@@ -464,7 +473,7 @@ def test_migrations_apply_on_an_empty_database_and_are_idempotent(
     assert current_revision(engine) is None
     migrate(engine)
     migrate(engine)
-    assert current_revision(engine) == "0009"
+    assert current_revision(engine) == "0010"
     assert "audit_events" in inspect(engine).get_table_names()
     filled(engine, 2)
     migrate(engine)
