@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Engine, MetaData, text
+from sqlalchemy import BigInteger, Connection, Engine, Integer, MetaData, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent_cards.errors import MIGRATION_FAILED, StorageFailure
@@ -26,7 +26,7 @@ from agent_cards.storage.engine import write_transaction
 if TYPE_CHECKING:
     from alembic.config import Config
 
-__all__ = ["DEFAULT_VERSION_TABLE", "Migrations", "run_migrations"]
+__all__ = ["DEFAULT_VERSION_TABLE", "Migrations", "declare_sequence_key", "run_migrations"]
 
 DEFAULT_VERSION_TABLE = "alembic_version"
 _CONNECTION, _VERSION_TABLE = "connection", "version_table"
@@ -123,3 +123,17 @@ def run_migrations(metadata: MetaData) -> None:
     context.configure(connection=connection, target_metadata=metadata, version_table=version_table)
     with context.begin_transaction():
         context.run_migrations()
+
+
+def declare_sequence_key(table: str, *, as_row_id: bool) -> None:
+    """For a revision: on SQLite, build ``table`` again with its ``seq`` key declared
+    INTEGER, the row id itself (:data:`~agent_cards.storage.schema.SEQUENCE_KEY`), or,
+    ``as_row_id`` false, BIGINT, a key B-tree of its own. SQLite cannot change a column's
+    type in place, so the rows are copied; elsewhere the key stays as it is."""
+    from alembic import op
+
+    if op.get_bind().dialect.name != "sqlite":
+        return
+    wanted, stored = (Integer(), BigInteger()) if as_row_id else (BigInteger(), Integer())
+    with op.batch_alter_table(table, recreate="always") as batch:
+        batch.alter_column("seq", type_=wanted, existing_type=stored, existing_nullable=False)

@@ -12,8 +12,7 @@ Revises: rr0011
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from alembic import op
+from agent_cards.storage.migrator import declare_sequence_key
 
 revision: str = "rr0012"
 down_revision: str | None = "rr0011"
@@ -24,15 +23,8 @@ _LOG = "remote_risk_audit_log"
 
 
 def upgrade() -> None:
-    _seq_declared_as(sa.Integer(), sa.BigInteger())
+    declare_sequence_key(_LOG, as_row_id=True)
 
 
 def downgrade() -> None:
-    _seq_declared_as(sa.BigInteger(), sa.Integer())
-
-
-def _seq_declared_as(wanted: sa.types.TypeEngine[int], stored: sa.types.TypeEngine[int]) -> None:
-    if op.get_bind().dialect.name != "sqlite":
-        return
-    with op.batch_alter_table(_LOG, recreate="always") as batch:
-        batch.alter_column("seq", type_=wanted, existing_type=stored, existing_nullable=False)
+    declare_sequence_key(_LOG, as_row_id=False)
