@@ -23,9 +23,9 @@ def ordered_hex(random_bytes: int) -> str:
 
 def uuid7() -> str:
     """A time-ordered UUID (RFC 9562 version 7) in its usual text form: the time in
-    milliseconds, then 74 random bits."""
-    milliseconds = time.time_ns() // 1_000_000
-    raw = bytearray(milliseconds.to_bytes(6, "big") + os.urandom(10))
+    milliseconds, then 74 random bits (:func:`ordered_hex` with its version and variant
+    bits set)."""
+    raw = bytearray.fromhex(ordered_hex(10))
     raw[6] = raw[6] & 0x0F | 0x70  # version 7
     raw[8] = raw[8] & 0x3F | 0x80  # the RFC 9562 variant
     text = raw.hex()
