@@ -21,6 +21,8 @@ WAL with ``synchronous=NORMAL`` either way. A service adds its own pragmas
 from __future__ import annotations
 
 import os
+import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ from agent_cards.errors import BAD_DATABASE_URL, STORAGE_UNAVAILABLE, StorageFai
 from agent_cards.storage.faults import is_storage_fault
 from agent_cards.storage.held import thread_connection
 from agent_cards.storage.sqlite import replace_read_only
+from agent_cards.storage.writer import WouldWait
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
@@ -45,6 +48,7 @@ __all__ = [
     "driver_write_transaction",
     "read_transaction",
     "undo",
+    "without_waiting",
     "write_transaction",
 ]
 
@@ -159,7 +163,10 @@ def driver_write_transaction(engine: Engine) -> Iterator[Connection]:
     with thread_connection(engine) as connection:
         driver = connection.connection.driver_connection
         assert driver is not None
-        _on_driver(connection, driver.execute, "BEGIN IMMEDIATE")
+        if getattr(_NOT_WAITING, "on", False):
+            _begin_without_waiting(connection, driver)
+        else:
+            _on_driver(connection, driver.execute, "BEGIN IMMEDIATE")
         try:
             yield connection
         except BaseException as error:
@@ -169,6 +176,41 @@ def driver_write_transaction(engine: Engine) -> Iterator[Connection]:
             connection.commit()
         else:
             _on_driver(connection, driver.commit)
+
+
+_NOT_WAITING = threading.local()
+
+
+@contextmanager
+def without_waiting() -> Iterator[None]:
+    """In this thread, a SQLite write transaction begun by
+    :func:`driver_write_transaction` does not wait for another connection's write lock:
+    it raises :class:`~agent_cards.storage.writer.WouldWait` instead, having written
+    nothing (how a :class:`~agent_cards.storage.writer.Writer` commits on the event
+    loop's thread when it can, and hands the work to its thread when it cannot)."""
+    _NOT_WAITING.on = True
+    try:
+        yield
+    finally:
+        _NOT_WAITING.on = False
+
+
+def _begin_without_waiting(connection: Connection, driver: Any) -> None:
+    """``BEGIN IMMEDIATE`` with no busy timeout, the connection's own put back after it."""
+    try:
+        driver.execute("PRAGMA busy_timeout = 0")
+        try:
+            driver.execute("BEGIN IMMEDIATE")
+        finally:
+            driver.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY and not driver.in_transaction:
+            raise WouldWait(str(exc)) from None
+        connection.invalidate()
+        raise
+    except Exception:
+        connection.invalidate()
+        raise
 
 
 def _on_driver(connection: Connection, call: Any, *args: Any) -> None:

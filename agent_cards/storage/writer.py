@@ -25,6 +25,16 @@ forced a switch, committed that item alone, and the next item waited for the nex
 commit. Nothing awaiting an item goes on before it is committed, so the order of writes,
 what a crash leaves and what a caller sees are as before.
 
+**In place when nothing waits.** On SQLite a turn's items can be committed on the
+loop's own thread, where the turn ends, when the writer has nothing queued or running and
+the database's write lock is free at once (:attr:`Writer.in_place` says how to begin
+without waiting; :class:`WouldWait` when it cannot). Then no hand-over happens at all:
+the items' transaction costs the loop what it would cost the thread, without the two
+wake-ups and the interpreter's lock changing hands. Whenever the lock is taken (by
+another process, say) the items go to the thread as before, so the loop never waits on
+the database; and whenever the thread has work, they queue behind it, so the order of
+writes is one order.
+
 Why a thread and not an async driver: measured with ``python -m bench.db_paths``
 (README, "Benchmarks"): the database calls of both services are a handful of short
 statements per transaction, and an async driver pays a thread hop (aiosqlite) or a
@@ -59,6 +69,11 @@ DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_WAIT_SECONDS = 0.0015
 
 
+class WouldWait(Exception):
+    """A batch run in place (:attr:`Writer.in_place`) could not begin without waiting for
+    the database; nothing of it was written, and the writer thread takes its items."""
+
+
 @dataclass(slots=True)
 class _Job(Generic[T]):
     """One job and where its outcome goes: a concurrent future (a caller outside the
@@ -83,9 +98,18 @@ class Writer:
     # how often a caller outside the thread waited in place (call, commit_now): each one
     # is a thread that was not serving while the database worked
     waits_in_place: int = 0
+    # how to run a batch on the loop's own thread without waiting (the batch raises
+    # WouldWait if it would have to); None: every batch goes to the thread
+    in_place: Callable[[], contextlib.AbstractContextManager[object]] | None = None
+    # batches committed in place, on the loop's thread, and how often one would have waited
+    batches_in_place: int = 0
+    would_have_waited: int = 0
     _queue: queue.SimpleQueue[_Job[Any] | None] = field(default_factory=queue.SimpleQueue)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # held by whoever writes (the thread, or a loop in place); jobs queued or running
+    _writing: threading.Lock = field(default_factory=threading.Lock)
+    _in_flight: int = 0
     _held: _Job[Any] | None = None
     _last_batch: int = 1
     # each running loop's items awaited during its current turn, handed over at its end
@@ -156,15 +180,52 @@ class Writer:
         turn = self._turns.get(loop)
         if turn is None:
             turn = self._turns[loop] = []
-            loop.call_soon(self._end_turn, loop)
+            loop.call_soon(self._end_turn, loop, True)
         turn.append(job)
 
-    def _end_turn(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Hand over what ``loop`` (none: nothing) awaited during its turn, in order."""
+    def _end_turn(self, loop: asyncio.AbstractEventLoop | None, at_end: bool = False) -> None:
+        """Hand over what ``loop`` (none: nothing) awaited during its turn, in order; at
+        the turn's very end (no caller's transaction open around it), commit it in place
+        if it can be."""
         if loop is None:
             return
-        for job in self._turns.pop(loop, ()):
+        jobs = self._turns.pop(loop, [])
+        if at_end and jobs and self._committed_in_place(jobs):
+            return
+        for job in jobs:
             self._enqueue(job)
+
+    def _committed_in_place(self, jobs: list[_Job[Any]]) -> bool:
+        """Commit ``jobs`` (one batch's, awaited on this loop) right here, if nothing is
+        queued or running and the batch can begin without waiting; whether it did."""
+        first = jobs[0]
+        if self.in_place is None or len(jobs) > self.max_batch:
+            return False
+        if any(job.batch is None or job.key != first.key for job in jobs):
+            return False
+        with self._lock:
+            if self._in_flight or not self._writing.acquire(blocking=False):
+                return False
+        try:
+            with self.in_place():
+                outcomes = list(first.batch([job.item for job in jobs]))  # type: ignore[misc]
+        except WouldWait:
+            self.would_have_waited += 1
+            return False
+        except BaseException as exc:
+            outcomes = [exc] * len(jobs)
+        finally:
+            self._writing.release()
+        self.batches_in_place += 1
+        self.batch_sizes[len(jobs)] += 1
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            waiter = job.future
+            assert isinstance(waiter, asyncio.Future)  # a turn's jobs are awaited on it
+            if isinstance(outcome, BaseException):
+                _resolve(waiter, None, outcome)
+            else:
+                _resolve(waiter, outcome, None)
+        return True
 
     def _put(self, job: _Job[Any]) -> None:
         """Queue ``job`` behind what this thread's loop awaited before it."""
@@ -176,6 +237,7 @@ class Writer:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
                 self._thread.start()
+            self._in_flight += 1
         self._queue.put(job)
 
     # --- the thread ---------------------------------------------------------------------
@@ -186,9 +248,15 @@ class Writer:
             if job is None:
                 return
             if job.batch is None:
-                _settle(job, job.run)
+                with self._writing:
+                    _settle(job, job.run)
+                self._done(1)
             else:
-                self._run_batch(job)
+                self._done(self._run_batch(job))
+
+    def _done(self, jobs: int) -> None:
+        with self._lock:
+            self._in_flight -= jobs
 
     def _next(self) -> _Job[Any] | None:
         if self._held is not None:
@@ -196,17 +264,20 @@ class Writer:
             return job
         return self._queue.get()
 
-    def _run_batch(self, first: _Job[Any]) -> None:
+    def _run_batch(self, first: _Job[Any]) -> int:
+        """Commit ``first`` with what is queued behind it; how many jobs that was."""
         jobs = self._gather(first)
         self.batch_sizes[len(jobs)] += 1
         self._last_batch = len(jobs)
         try:
-            outcomes = list(first.batch([job.item for job in jobs]))  # type: ignore[misc]
+            with self._writing:
+                outcomes = list(first.batch([job.item for job in jobs]))  # type: ignore[misc]
         except BaseException as exc:
             for job in jobs:
                 _fail(job, exc)
-            return
+            return len(jobs)
         _settle_all(jobs, outcomes)
+        return len(jobs)
 
     def _gather(self, first: _Job[Any]) -> list[_Job[Any]]:
         """``first`` and the jobs queued behind it for the same batch function; lingers up

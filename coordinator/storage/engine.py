@@ -22,9 +22,10 @@ from agent_cards.storage.engine import (
     Database,
     checkpoint,
     driver_write_transaction,
+    without_waiting,
     write_transaction,
 )
-from agent_cards.storage.writer import Writer
+from agent_cards.storage.writer import WouldWait, Writer
 from agent_cards.storage.writer import writer_of as shared_writer
 from coordinator.errors import DataDirError, StorageError, shared_translated
 from coordinator.storage.datadir import DataDir
@@ -36,6 +37,7 @@ __all__ = [
     "DATABASE_FILE",
     "JOURNAL_SIZE_LIMIT",
     "WAL_AUTOCHECKPOINT_PAGES",
+    "WouldWait",
     "checkpoint",
     "database_url_for",
     "driver_write_transaction",
@@ -78,5 +80,9 @@ def open_engine(target: str | os.PathLike[str] | DataDir) -> Engine:
 
 def writer_of(engine: Engine) -> Writer:
     """The process's one writer thread for ``engine``'s database (see
-    :mod:`agent_cards.storage.writer`): durable points are committed there, grouped."""
-    return shared_writer(engine, "federation-db-writer")
+    :mod:`agent_cards.storage.writer`): durable points are committed there, grouped; on
+    SQLite, on the event loop's own thread when nothing would wait (its "In place")."""
+    writer = shared_writer(engine, "federation-db-writer")
+    if writer.in_place is None and engine.dialect.name == "sqlite":
+        writer.in_place = without_waiting
+    return writer

@@ -4,12 +4,18 @@
 the ledger's append lock, so the durable point of a `wait: true` delegation has to wait
 for it (seen in ``pg_stat_activity``). Meanwhile /livez and a run listing are answered
 by the same process; once the lock goes, the delegation ends ACCEPTED.
+
+On SQLite the durable points are committed on the event loop's own thread when nothing
+waits (issue 34): another process holding the database's write lock must send them to
+the writer's thread instead, never hold the loop for the busy timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,16 @@ WAITING_ON_IT = (
 def coordinator(tmp_path: Path, postgres_url: str) -> Iterator[str]:
     """remote_risk registered in a data directory, and `serve coordinator` over it with its
     state in a fresh PostgreSQL schema; the coordinator's URL."""
+    yield from _serving(tmp_path, ("--database-url", postgres_url))
+
+
+@pytest.fixture
+def sqlite_coordinator(tmp_path: Path) -> Iterator[str]:
+    """The same, its state in the data directory's SQLite database."""
+    yield from _serving(tmp_path, ())
+
+
+def _serving(tmp_path: Path, database: tuple[str, ...]) -> Iterator[str]:
     data = DataDir(tmp_path / "data")
     keys = coordinator_keys(data)
     port = free_port()
@@ -66,8 +82,7 @@ def coordinator(tmp_path: Path, postgres_url: str) -> Iterator[str]:
         asyncio.run(register())
         process = federation(
             data.root,
-            "--database-url",
-            postgres_url,
+            *database,
             "serve",
             "coordinator",
             "--port",
@@ -117,6 +132,38 @@ def test_livez_answers_while_a_durable_point_waits_on_the_database(
         assert live.status_code == 200 and listed.status_code == 200
         assert driving.is_alive() and blocked()  # still waiting: answered meanwhile
         holder.rollback()  # the lock goes
+    driving.join(timeout=120)
+    assert answer["status"] == 200
+    assert answer["body"]["local_state"] == "ACCEPTED"
+
+
+def test_on_sqlite_livez_answers_while_another_process_holds_the_write_lock(
+    sqlite_coordinator: str, tmp_path: Path
+) -> None:
+    answer: dict[str, Any] = {}
+
+    def delegate() -> None:
+        body = {"to": "remote-risk", "skill": RISK_SKILL, "input": PAYLOAD, "wait": True}
+        reply = httpx.post(f"{sqlite_coordinator}/v1/delegations", json=body,
+                           headers=AUTHORIZED, timeout=120)  # fmt: skip
+        answer.update(status=reply.status_code, body=reply.json())
+
+    holder = sqlite3.connect(tmp_path / "data" / "federation.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, until this transaction ends
+        driving = threading.Thread(target=delegate)
+        driving.start()
+        time.sleep(1.0)  # the delegation's writes are waiting for the lock by now
+        for _ in range(3):
+            started = time.monotonic()
+            live = httpx.get(f"{sqlite_coordinator}/livez", timeout=10)
+            listed = httpx.get(f"{sqlite_coordinator}/v1/runs", headers=AUTHORIZED, timeout=10)
+            assert live.status_code == 200 and listed.status_code == 200
+            assert time.monotonic() - started < 5.0  # not held for the busy timeout
+        assert driving.is_alive()  # still waiting on the lock: answered meanwhile
+    finally:
+        holder.rollback()  # the lock goes
+        holder.close()
     driving.join(timeout=120)
     assert answer["status"] == 200
     assert answer["body"]["local_state"] == "ACCEPTED"

@@ -33,7 +33,7 @@ from coordinator.audit.log.events import (
 )
 from coordinator.errors import LedgerError
 from coordinator.storage import driver
-from coordinator.storage.engine import driver_write_transaction
+from coordinator.storage.engine import WouldWait, driver_write_transaction
 from coordinator.storage.schema import audit_events
 
 # Arbitrary, fixed: the class half of PostgreSQL's two-key advisory lock for appends.
@@ -138,6 +138,8 @@ class Ledger:
         that one point's failure (a handoff that moved on, say) is that point's only."""
         try:
             return self._commit_group(appends)
+        except WouldWait:
+            raise  # nothing was written: the writer's thread takes the group
         except Exception as exc:
             if len(appends) == 1:
                 return [exc]

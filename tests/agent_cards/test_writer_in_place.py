@@ -1,0 +1,206 @@
+"""The writer commits a turn's items on the loop's own thread only when nothing waits.
+
+In place when the writer is idle and the batch can begin at once; on the writer's thread
+when a job is queued or running there (the order of writes stays one order) or when the
+batch would have to wait (:class:`~agent_cards.storage.writer.WouldWait`), and on SQLite
+that is a write lock another connection holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from agent_cards.storage.engine import (
+    BUSY_TIMEOUT_SECONDS,
+    Database,
+    driver_write_transaction,
+    without_waiting,
+)
+from agent_cards.storage.writer import WouldWait, Writer
+
+
+def _recording(where: list[tuple[str, Any]]) -> Any:
+    def commit(items: Sequence[Any]) -> list[Any]:
+        where.extend((threading.current_thread().name, item) for item in items)
+        return [ValueError(item) if item == "bad" else item.upper() for item in items]
+
+    return commit
+
+
+def test_a_turns_items_are_committed_on_the_loops_thread_when_the_writer_is_idle() -> None:
+    writer = Writer(in_place=nullcontext)
+    where: list[tuple[str, Any]] = []
+    commit = _recording(where)
+
+    async def main() -> list[Any]:
+        items = [writer.commit(commit, item) for item in ("a", "bad", "c")]
+        return list(await asyncio.gather(*items, return_exceptions=True))
+
+    try:
+        outcomes = asyncio.run(main())
+    finally:
+        writer.close()
+    assert outcomes[0] == "A" and outcomes[2] == "C" and isinstance(outcomes[1], ValueError)
+    assert where == [(threading.current_thread().name, item) for item in ("a", "bad", "c")]
+    assert writer.batches_in_place == 1 and writer.batch_sizes[3] == 1
+    assert writer._thread is None  # no thread was started for it
+
+
+def test_a_batch_that_would_wait_goes_to_the_writers_thread() -> None:
+    writer = Writer(in_place=nullcontext)
+    where: list[tuple[str, Any]] = []
+    tries: list[str] = []
+
+    def commit(items: Sequence[Any]) -> list[Any]:
+        if threading.current_thread() is threading.main_thread():
+            tries.append("in place")
+            raise WouldWait("database is locked")
+        return _recording(where)(items)
+
+    async def main() -> Any:
+        return await writer.commit(commit, "a")
+
+    try:
+        assert asyncio.run(main()) == "A"
+    finally:
+        writer.close()
+    assert tries == ["in place"] and where == [(writer.name, "a")]
+    assert writer.would_have_waited == 1 and writer.batches_in_place == 0
+
+
+def test_items_queue_behind_a_job_the_writers_thread_is_running() -> None:
+    writer = Writer(in_place=nullcontext, max_wait=0.0)
+    gate = threading.Event()
+    order: list[str] = []
+    where: list[tuple[str, Any]] = []
+    commit = _recording(where)
+
+    def job() -> None:
+        gate.wait()
+        order.append("job")
+
+    async def main() -> Any:
+        running = asyncio.ensure_future(writer.run(job))
+        await asyncio.sleep(0.05)  # the thread is in the job
+        item = asyncio.ensure_future(writer.commit(commit, "a"))
+        await asyncio.sleep(0.05)  # the turn ended: the item could not go in place
+        assert not item.done()
+        gate.set()
+        await running
+        order.append("item " + await item)
+
+    try:
+        asyncio.run(main())
+    finally:
+        writer.close()
+    assert order == ["job", "item A"]
+    assert where == [(writer.name, "a")] and writer.batches_in_place == 0
+
+
+def _engine(path: Path) -> Any:
+    return Database("test.db", ()).open(f"sqlite:///{path}")
+
+
+def _table(engine: Any) -> None:
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE t (x INTEGER)"))
+
+
+def test_on_sqlite_a_write_lock_held_elsewhere_makes_it_would_wait_at_once(
+    tmp_path: Path,
+) -> None:
+    engine = _engine(tmp_path / "test.db")
+    _table(engine)
+    holder = sqlite3.connect(tmp_path / "test.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with (
+            without_waiting(),
+            pytest.raises(WouldWait),
+            driver_write_transaction(engine) as connection,
+        ):
+            connection.exec_driver_sql("INSERT INTO t VALUES (1)")
+        assert time.monotonic() - started < 1.0  # it did not wait out the busy timeout
+    finally:
+        holder.rollback()
+        holder.close()
+    with driver_write_transaction(engine) as connection:  # the same thread's connection
+        timeout = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        connection.exec_driver_sql("INSERT INTO t VALUES (2)")
+    assert timeout == int(BUSY_TIMEOUT_SECONDS * 1000)  # its own timeout, put back
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [2]
+    engine.dispose()
+
+
+def test_on_sqlite_a_free_lock_is_taken_without_waiting_and_the_write_commits(
+    tmp_path: Path,
+) -> None:
+    engine = _engine(tmp_path / "test.db")
+    _table(engine)
+    with without_waiting(), driver_write_transaction(engine) as connection:
+        connection.exec_driver_sql("INSERT INTO t VALUES (1)")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [1]
+    engine.dispose()
+
+
+def test_a_lock_held_elsewhere_never_stalls_the_loop_and_the_items_land_after_it(
+    tmp_path: Path,
+) -> None:
+    """Real SQLite, the writer idle: the turn's item is tried in place, would wait, and
+    goes to the thread, which waits out the lock while a ticker on the loop runs on."""
+    engine = _engine(tmp_path / "test.db")
+    _table(engine)
+    writer = Writer(in_place=without_waiting)
+    threads: list[str] = []
+
+    def insert(items: Sequence[int]) -> list[int]:
+        with driver_write_transaction(engine) as connection:
+            threads.append(threading.current_thread().name)
+            for item in items:
+                connection.exec_driver_sql("INSERT INTO t VALUES (?)", (item,))
+        return list(items)
+
+    holder = sqlite3.connect(tmp_path / "test.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+
+    async def main() -> list[float]:
+        ticks: list[float] = []
+
+        async def ticker() -> None:
+            while True:
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.01)
+
+        ticking = asyncio.ensure_future(ticker())
+        item = asyncio.ensure_future(writer.commit(insert, 7))
+        await asyncio.sleep(0.5)
+        assert not item.done()  # waiting for the lock, on the thread
+        holder.rollback()
+        assert await item == 7
+        ticking.cancel()
+        return ticks
+
+    try:
+        ticks = asyncio.run(main())
+    finally:
+        writer.close()
+        holder.close()
+    assert max(later - earlier for earlier, later in itertools.pairwise(ticks)) < 0.25
+    assert threads == [writer.name] and writer.would_have_waited == 1
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [7]
+    engine.dispose()
