@@ -8,6 +8,8 @@
 * :mod:`agent_cards.storage.driver`: SQL with ``:name`` placeholders in the driver's style;
 * :mod:`agent_cards.storage.faults`: telling a database fault from a bug;
 * :mod:`agent_cards.storage.writer`: one writer thread per process, with group commit;
+* :mod:`agent_cards.storage.in_place`: on SQLite, the writer's commits made on the event
+  loop's own thread, never waiting there;
 * :mod:`agent_cards.storage.sqlite`: a connection SQLite opened read-only is not kept;
 * :mod:`agent_cards.storage.held`: on SQLite, each thread's connection kept from one of its
   transactions to the next.

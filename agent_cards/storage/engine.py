@@ -21,8 +21,6 @@ WAL with ``synchronous=NORMAL`` either way. A service adds its own pragmas
 from __future__ import annotations
 
 import os
-import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,10 +32,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from agent_cards.errors import BAD_DATABASE_URL, STORAGE_UNAVAILABLE, StorageFailure
+from agent_cards.storage import in_place
 from agent_cards.storage.faults import is_storage_fault
 from agent_cards.storage.held import thread_connection
 from agent_cards.storage.sqlite import replace_read_only
-from agent_cards.storage.writer import WouldWait
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
@@ -48,7 +46,6 @@ __all__ = [
     "driver_write_transaction",
     "read_transaction",
     "undo",
-    "without_waiting",
     "write_transaction",
 ]
 
@@ -163,54 +160,34 @@ def driver_write_transaction(engine: Engine) -> Iterator[Connection]:
     with thread_connection(engine) as connection:
         driver = connection.connection.driver_connection
         assert driver is not None
-        if getattr(_NOT_WAITING, "on", False):
-            _begin_without_waiting(connection, driver)
+        if in_place.asked():  # on the event loop's thread: never wait (see in_place)
+            _on_driver(connection, in_place.not_waiting, driver)
+            try:
+                in_place.begin(connection, driver)
+                yield from _committed(connection, driver)
+            finally:
+                if not connection.invalidated:  # the connection's own rules again
+                    _on_driver(connection, in_place.put_back, driver, *_OWN_RULES)
         else:
             _on_driver(connection, driver.execute, "BEGIN IMMEDIATE")
-        try:
-            yield connection
-        except BaseException as error:
-            _roll_back(connection, driver, error)
-            raise
-        if connection.in_transaction():  # a SQLAlchemy statement joined the transaction
-            connection.commit()
-        else:
-            _on_driver(connection, driver.commit)
+            yield from _committed(connection, driver)
 
 
-_NOT_WAITING = threading.local()
+# A connection's busy timeout (ms) and automatic checkpoint (pages), as it was opened.
+_OWN_RULES = (int(BUSY_TIMEOUT_SECONDS * 1000), WAL_AUTOCHECKPOINT_PAGES)
 
 
-@contextmanager
-def without_waiting() -> Iterator[None]:
-    """In this thread, a SQLite write transaction begun by
-    :func:`driver_write_transaction` does not wait for another connection's write lock:
-    it raises :class:`~agent_cards.storage.writer.WouldWait` instead, having written
-    nothing (how a :class:`~agent_cards.storage.writer.Writer` commits on the event
-    loop's thread when it can, and hands the work to its thread when it cannot)."""
-    _NOT_WAITING.on = True
+def _committed(connection: Connection, driver: Any) -> Iterator[Connection]:
+    """The begun transaction, to the caller, then committed (or rolled back)."""
     try:
-        yield
-    finally:
-        _NOT_WAITING.on = False
-
-
-def _begin_without_waiting(connection: Connection, driver: Any) -> None:
-    """``BEGIN IMMEDIATE`` with no busy timeout, the connection's own put back after it."""
-    try:
-        driver.execute("PRAGMA busy_timeout = 0")
-        try:
-            driver.execute("BEGIN IMMEDIATE")
-        finally:
-            driver.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-    except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY and not driver.in_transaction:
-            raise WouldWait(str(exc)) from None
-        connection.invalidate()
+        yield connection
+    except BaseException as error:
+        _roll_back(connection, driver, error)
         raise
-    except Exception:
-        connection.invalidate()
-        raise
+    if connection.in_transaction():  # a SQLAlchemy statement joined the transaction
+        connection.commit()
+    else:
+        _on_driver(connection, driver.commit)
 
 
 def _on_driver(connection: Connection, call: Any, *args: Any) -> None:

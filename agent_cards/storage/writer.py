@@ -27,8 +27,8 @@ what a crash leaves and what a caller sees are as before.
 
 **In place when nothing waits.** On SQLite a turn's items can be committed on the
 loop's own thread, where the turn ends, when the writer has nothing queued or running and
-the database's write lock is free at once (:attr:`Writer.in_place` says how to begin
-without waiting; :class:`WouldWait` when it cannot). Then no hand-over happens at all:
+the database's write lock is free at once (:attr:`Writer.in_place` says how: see
+:mod:`agent_cards.storage.in_place`). Then no hand-over happens at all:
 the items' transaction costs the loop what it would cost the thread, without the two
 wake-ups and the interpreter's lock changing hands. Whenever the lock is taken (by
 another process, say) the items go to the thread as before, so the loop never waits on
@@ -49,6 +49,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
+import logging
 import queue
 import threading
 import time
@@ -59,19 +60,18 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from agent_cards.storage.in_place import InPlace, WouldWait
+
 T = TypeVar("T")
 Item = TypeVar("Item")
 
 Batch = Callable[[Sequence[Any]], Sequence[Any]]
 """Commits several items in one transaction; one outcome (a value or an exception) each."""
 
+_LOG = logging.getLogger(__name__)
+
 DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_WAIT_SECONDS = 0.0015
-
-
-class WouldWait(Exception):
-    """A batch run in place (:attr:`Writer.in_place`) could not begin without waiting for
-    the database; nothing of it was written, and the writer thread takes its items."""
 
 
 @dataclass(slots=True)
@@ -98,9 +98,9 @@ class Writer:
     # how often a caller outside the thread waited in place (call, commit_now): each one
     # is a thread that was not serving while the database worked
     waits_in_place: int = 0
-    # how to run a batch on the loop's own thread without waiting (the batch raises
-    # WouldWait if it would have to); None: every batch goes to the thread
-    in_place: Callable[[], contextlib.AbstractContextManager[object]] | None = None
+    # how to commit a batch on the loop's own thread (see agent_cards.storage.in_place);
+    # None: every batch goes to the thread
+    in_place: InPlace | None = None
     # batches committed in place, on the loop's thread, and how often one would have waited
     batches_in_place: int = 0
     would_have_waited: int = 0
@@ -207,7 +207,7 @@ class Writer:
             if self._in_flight or not self._writing.acquire(blocking=False):
                 return False
         try:
-            with self.in_place():
+            with self.in_place.begin():
                 outcomes = list(first.batch([job.item for job in jobs]))  # type: ignore[misc]
         except WouldWait:
             self.would_have_waited += 1
@@ -216,8 +216,7 @@ class Writer:
             outcomes = [exc] * len(jobs)
         finally:
             self._writing.release()
-        self.batches_in_place += 1
-        self.batch_sizes[len(jobs)] += 1
+        self._counted_in_place(len(jobs))
         for job, outcome in zip(jobs, outcomes, strict=True):
             waiter = job.future
             assert isinstance(waiter, asyncio.Future)  # a turn's jobs are awaited on it
@@ -226,6 +225,14 @@ class Writer:
             else:
                 _resolve(waiter, outcome, None)
         return True
+
+    def _counted_in_place(self, size: int) -> None:
+        """Count a batch committed in place; every so many, its upkeep to the thread."""
+        self.batches_in_place += 1
+        self.batch_sizes[size] += 1
+        upkeep, every = self.in_place.upkeep, self.in_place.upkeep_every  # type: ignore[union-attr]
+        if upkeep is not None and self.batches_in_place % every == 0:
+            self._enqueue(_Job(Future(), run=functools.partial(_upkeep, upkeep)))
 
     def _put(self, job: _Job[Any]) -> None:
         """Queue ``job`` behind what this thread's loop awaited before it."""
@@ -300,6 +307,14 @@ class Writer:
                 break
             jobs.append(job)
         return jobs
+
+
+def _upkeep(upkeep: Callable[[], object]) -> None:
+    """Run ``upkeep``; no caller waits for it, so a failure is logged, not raised."""
+    try:
+        upkeep()
+    except Exception:
+        _LOG.warning("the database writer's upkeep failed", exc_info=True)
 
 
 def _settle(job: _Job[Any], run: Callable[[], Any] | None) -> None:

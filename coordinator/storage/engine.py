@@ -22,10 +22,10 @@ from agent_cards.storage.engine import (
     Database,
     checkpoint,
     driver_write_transaction,
-    without_waiting,
     write_transaction,
 )
-from agent_cards.storage.writer import WouldWait, Writer
+from agent_cards.storage.in_place import WouldWait, sqlite_in_place
+from agent_cards.storage.writer import Writer
 from agent_cards.storage.writer import writer_of as shared_writer
 from coordinator.errors import DataDirError, StorageError, shared_translated
 from coordinator.storage.datadir import DataDir
@@ -84,5 +84,5 @@ def writer_of(engine: Engine) -> Writer:
     SQLite, on the event loop's own thread when nothing would wait (its "In place")."""
     writer = shared_writer(engine, "federation-db-writer")
     if writer.in_place is None and engine.dialect.name == "sqlite":
-        writer.in_place = without_waiting
+        writer.in_place = sqlite_in_place(engine)
     return writer

@@ -23,11 +23,14 @@ from sqlalchemy import text
 
 from agent_cards.storage.engine import (
     BUSY_TIMEOUT_SECONDS,
+    WAL_AUTOCHECKPOINT_PAGES,
     Database,
     driver_write_transaction,
-    without_waiting,
 )
-from agent_cards.storage.writer import WouldWait, Writer
+from agent_cards.storage.in_place import InPlace, WouldWait, sqlite_in_place, without_waiting
+from agent_cards.storage.writer import Writer
+
+IDLE = InPlace(nullcontext)
 
 
 def _recording(where: list[tuple[str, Any]]) -> Any:
@@ -39,7 +42,7 @@ def _recording(where: list[tuple[str, Any]]) -> Any:
 
 
 def test_a_turns_items_are_committed_on_the_loops_thread_when_the_writer_is_idle() -> None:
-    writer = Writer(in_place=nullcontext)
+    writer = Writer(in_place=IDLE)
     where: list[tuple[str, Any]] = []
     commit = _recording(where)
 
@@ -58,7 +61,7 @@ def test_a_turns_items_are_committed_on_the_loops_thread_when_the_writer_is_idle
 
 
 def test_a_batch_that_would_wait_goes_to_the_writers_thread() -> None:
-    writer = Writer(in_place=nullcontext)
+    writer = Writer(in_place=IDLE)
     where: list[tuple[str, Any]] = []
     tries: list[str] = []
 
@@ -80,7 +83,7 @@ def test_a_batch_that_would_wait_goes_to_the_writers_thread() -> None:
 
 
 def test_items_queue_behind_a_job_the_writers_thread_is_running() -> None:
-    writer = Writer(in_place=nullcontext, max_wait=0.0)
+    writer = Writer(in_place=IDLE, max_wait=0.0)
     gate = threading.Event()
     order: list[str] = []
     where: list[tuple[str, Any]] = []
@@ -138,8 +141,10 @@ def test_on_sqlite_a_write_lock_held_elsewhere_makes_it_would_wait_at_once(
         holder.close()
     with driver_write_transaction(engine) as connection:  # the same thread's connection
         timeout = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        pages = connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
         connection.exec_driver_sql("INSERT INTO t VALUES (2)")
-    assert timeout == int(BUSY_TIMEOUT_SECONDS * 1000)  # its own timeout, put back
+    assert timeout == int(BUSY_TIMEOUT_SECONDS * 1000)  # its own rules, put back
+    assert pages == WAL_AUTOCHECKPOINT_PAGES
     with engine.connect() as connection:
         assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [2]
     engine.dispose()
@@ -164,7 +169,7 @@ def test_a_lock_held_elsewhere_never_stalls_the_loop_and_the_items_land_after_it
     goes to the thread, which waits out the lock while a ticker on the loop runs on."""
     engine = _engine(tmp_path / "test.db")
     _table(engine)
-    writer = Writer(in_place=without_waiting)
+    writer = Writer(in_place=sqlite_in_place(engine))
     threads: list[str] = []
 
     def insert(items: Sequence[int]) -> list[int]:
@@ -203,4 +208,41 @@ def test_a_lock_held_elsewhere_never_stalls_the_loop_and_the_items_land_after_it
     assert threads == [writer.name] and writer.would_have_waited == 1
     with engine.connect() as connection:
         assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [7]
+    engine.dispose()
+
+
+def test_every_so_many_batches_in_place_the_upkeep_runs_on_the_writers_thread() -> None:
+    ran: list[str] = []
+    writer = Writer(
+        in_place=InPlace(nullcontext, lambda: ran.append(threading.current_thread().name), 3)
+    )
+
+    async def main() -> None:
+        for item in range(7):
+            await writer.commit(lambda items: list(items), item)
+        await writer.run(lambda: None)  # after the upkeep queued before it
+
+    try:
+        asyncio.run(main())
+    finally:
+        writer.close()
+    # (while an upkeep is queued or running, the items go to the thread, behind it)
+    assert writer.batches_in_place >= 3 and sum(writer.batch_sizes.values()) == 7
+    assert ran == [writer.name] * (writer.batches_in_place // 3)
+
+
+def test_on_sqlite_commits_in_place_leave_the_wal_to_the_upkeep(tmp_path: Path) -> None:
+    """No automatic checkpoint at an in-place commit, however long the WAL; the passive
+    checkpoint of the upkeep copies it all."""
+    engine = _engine(tmp_path / "test.db")
+    _table(engine)
+    for _ in range(WAL_AUTOCHECKPOINT_PAGES // 100 + 5):  # well past the threshold
+        with without_waiting(), driver_write_transaction(engine) as connection:
+            connection.exec_driver_sql("INSERT INTO t VALUES (?)", (b"x" * 400_000,))
+    frames = (tmp_path / "test.db-wal").stat().st_size // 4096
+    assert frames > WAL_AUTOCHECKPOINT_PAGES  # nothing was checkpointed at a commit
+    sqlite_in_place(engine).upkeep()  # type: ignore[misc]
+    with engine.connect() as connection:
+        done = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+    assert done[1] == done[2]  # every frame of the WAL is in the database
     engine.dispose()
