@@ -110,6 +110,7 @@ class Writer:
     # held by whoever writes (the thread, or a loop in place); jobs queued or running
     _writing: threading.Lock = field(default_factory=threading.Lock)
     _in_flight: int = 0
+    _in_place_by: threading.Thread | None = None
     _held: _Job[Any] | None = None
     _last_batch: int = 1
     # each running loop's items awaited during its current turn, handed over at its end
@@ -155,18 +156,24 @@ class Writer:
 
     def call(self, run: Callable[[], T]) -> T:
         """:meth:`submit` and wait (for callers that are not coroutines); from the writer
-        thread itself the job runs at once."""
-        if threading.current_thread() is self._thread:
+        thread itself (or from a batch it commits in place) the job runs at once."""
+        if self._writing_here():
             return run()
         self.waits_in_place += 1
         return self.submit(run).result()
 
     def commit_now(self, batch: Batch, item: Any, key: Any = None) -> Any:
         """:meth:`submit_item` and wait (for callers that are not coroutines)."""
-        if threading.current_thread() is self._thread:
+        if self._writing_here():
             return _outcome(batch([item])[0])
         self.waits_in_place += 1
         return self.submit_item(batch, item, key).result()
+
+    def _writing_here(self) -> bool:
+        """Whether this thread is the one writing now (the writer's thread, or a loop's
+        committing in place): a job it waited for would wait for itself."""
+        current = threading.current_thread()
+        return current is self._thread or current is self._in_place_by
 
     def close(self) -> None:
         self._end_turn(_running_loop())
@@ -206,6 +213,7 @@ class Writer:
         with self._lock:
             if self._in_flight or not self._writing.acquire(blocking=False):
                 return False
+        self._in_place_by = threading.current_thread()
         try:
             with self.in_place.begin():
                 outcomes = list(first.batch([job.item for job in jobs]))  # type: ignore[misc]
@@ -215,6 +223,7 @@ class Writer:
         except BaseException as exc:
             outcomes = [exc] * len(jobs)
         finally:
+            self._in_place_by = None
             self._writing.release()
         self._counted_in_place(len(jobs))
         for job, outcome in zip(jobs, outcomes, strict=True):

@@ -246,3 +246,27 @@ def test_on_sqlite_commits_in_place_leave_the_wal_to_the_upkeep(tmp_path: Path) 
         done = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
     assert done[1] == done[2]  # every frame of the WAL is in the database
     engine.dispose()
+
+
+def test_a_batch_in_place_that_waits_for_the_writer_runs_that_work_at_once() -> None:
+    """A batch committed in place holds the writer: work it hands the writer and waits
+    for (``call``, ``commit_now``) runs where it is, as on the writer's own thread,
+    instead of waiting for a thread that waits for it."""
+    writer = Writer(in_place=IDLE)
+    inner: list[str] = []
+    outcome: list[Any] = []
+
+    def commit(items: Sequence[Any]) -> list[Any]:
+        inner.append(writer.call(lambda: threading.current_thread().name))
+        inner.append(writer.commit_now(lambda more: [m.upper() for m in more], "b"))
+        return list(items)
+
+    def drive() -> None:
+        outcome.append(asyncio.run(writer.commit(commit, "a")))
+
+    driving = threading.Thread(target=drive, name="loop", daemon=True)
+    driving.start()
+    driving.join(timeout=10)
+    assert not driving.is_alive(), "the batch waited for the writer it holds"
+    writer.close()  # (not while it is held: closing waits for the writer's thread)
+    assert outcome == ["a"] and inner == ["loop", "B"] and writer.batches_in_place == 1
