@@ -120,6 +120,14 @@ def _table(engine: Any) -> None:
         connection.execute(text("CREATE TABLE t (x INTEGER)"))
 
 
+def _rows(engine: Any) -> list[Any]:
+    """What the table holds, read by a connection of its own; the engine then closed."""
+    with engine.connect() as connection:
+        rows = connection.exec_driver_sql("SELECT x FROM t").scalars().all()
+    engine.dispose()
+    return list(rows)
+
+
 def test_on_sqlite_a_write_lock_held_elsewhere_makes_it_would_wait_at_once(
     tmp_path: Path,
 ) -> None:
@@ -145,9 +153,7 @@ def test_on_sqlite_a_write_lock_held_elsewhere_makes_it_would_wait_at_once(
         connection.exec_driver_sql("INSERT INTO t VALUES (2)")
     assert timeout == int(BUSY_TIMEOUT_SECONDS * 1000)  # its own rules, put back
     assert pages == WAL_AUTOCHECKPOINT_PAGES
-    with engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [2]
-    engine.dispose()
+    assert _rows(engine) == [2]
 
 
 def test_on_sqlite_a_free_lock_is_taken_without_waiting_and_the_write_commits(
@@ -157,9 +163,7 @@ def test_on_sqlite_a_free_lock_is_taken_without_waiting_and_the_write_commits(
     _table(engine)
     with without_waiting(), driver_write_transaction(engine) as connection:
         connection.exec_driver_sql("INSERT INTO t VALUES (1)")
-    with engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [1]
-    engine.dispose()
+    assert _rows(engine) == [1]
 
 
 def test_a_lock_held_elsewhere_never_stalls_the_loop_and_the_items_land_after_it(
@@ -206,9 +210,7 @@ def test_a_lock_held_elsewhere_never_stalls_the_loop_and_the_items_land_after_it
         holder.close()
     assert max(later - earlier for earlier, later in itertools.pairwise(ticks)) < 0.25
     assert threads == [writer.name] and writer.would_have_waited == 1
-    with engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT x FROM t").scalars().all() == [7]
-    engine.dispose()
+    assert _rows(engine) == [7]
 
 
 def test_every_so_many_batches_in_place_the_upkeep_runs_on_the_writers_thread() -> None:

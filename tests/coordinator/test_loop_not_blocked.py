@@ -103,9 +103,8 @@ def _libpq(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def test_livez_answers_while_a_durable_point_waits_on_the_database(
-    coordinator: str, postgres_url: str
-) -> None:
+def _delegating(coordinator: str) -> tuple[threading.Thread, dict[str, Any]]:
+    """A `wait: true` delegation to remote-risk, sent from a thread; its answer, once in."""
     answer: dict[str, Any] = {}
 
     def delegate() -> None:
@@ -114,13 +113,20 @@ def test_livez_answers_while_a_durable_point_waits_on_the_database(
                            timeout=120)  # fmt: skip
         answer.update(status=reply.status_code, body=reply.json())
 
+    driving = threading.Thread(target=delegate)
+    driving.start()
+    return driving, answer
+
+
+def test_livez_answers_while_a_durable_point_waits_on_the_database(
+    coordinator: str, postgres_url: str
+) -> None:
     with (
         psycopg.connect(_libpq(postgres_url)) as holder,
         psycopg.connect(_libpq(postgres_url), autocommit=True) as watcher,
     ):
         holder.execute(APPEND_LOCK)  # held until this transaction ends
-        driving = threading.Thread(target=delegate)
-        driving.start()
+        driving, answer = _delegating(coordinator)
 
         def blocked() -> bool:
             row = watcher.execute(WAITING_ON_IT).fetchone()
@@ -140,19 +146,10 @@ def test_livez_answers_while_a_durable_point_waits_on_the_database(
 def test_on_sqlite_livez_answers_while_another_process_holds_the_write_lock(
     sqlite_coordinator: str, tmp_path: Path
 ) -> None:
-    answer: dict[str, Any] = {}
-
-    def delegate() -> None:
-        body = {"to": "remote-risk", "skill": RISK_SKILL, "input": PAYLOAD, "wait": True}
-        reply = httpx.post(f"{sqlite_coordinator}/v1/delegations", json=body,
-                           headers=AUTHORIZED, timeout=120)  # fmt: skip
-        answer.update(status=reply.status_code, body=reply.json())
-
     holder = sqlite3.connect(tmp_path / "data" / "federation.db", isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")  # the write lock, until this transaction ends
-        driving = threading.Thread(target=delegate)
-        driving.start()
+        driving, answer = _delegating(sqlite_coordinator)
         time.sleep(1.0)  # the delegation's writes are waiting for the lock by now
         for _ in range(3):
             started = time.monotonic()
