@@ -125,6 +125,7 @@ def handoff_figures(
                 _runs(ours, "points_per_commit"),
                 "points/commit",
                 note=f"largest {max(run['largest_commit'] for run in ours['runs'])}; "
+                f"{_in_place(ours['runs'][-1])} of them on the event loop's thread; "
                 f"commits by size {ours['runs'][-1]['commits']}",
             )
         )
@@ -137,6 +138,13 @@ def handoff_figures(
             )
         )
     return found
+
+
+def _in_place(run: dict[str, Any]) -> str:
+    """The share of a window's commits made on the event loop's thread, as a percentage
+    (a window of a checkout from before the writer committed in place has none)."""
+    commits = sum(run["commits"].values())
+    return f"{100 * run.get('commits_in_place', 0) / max(1, commits):.0f}%"
 
 
 def cpu_per_handoff(ours: Any, base: Any, concurrency: int) -> Figure:

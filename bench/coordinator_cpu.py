@@ -41,6 +41,7 @@ FIGURES = {
     "voluntary_switches": "voluntary_switches",
     "involuntary_switches": "involuntary_switches",
     "points_per_commit": "points_per_commit",
+    "commits_in_place": "commits_in_place",
 }
 
 

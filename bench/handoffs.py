@@ -110,11 +110,13 @@ async def coordinator_load(args: argparse.Namespace) -> dict[str, Any]:
             runs = []
             for _ in range(args.runs):
                 before, sizes = ledger.head()[0], Counter(writer.batch_sizes)
+                in_place = writer.batches_in_place
                 result = await window(attempt, args.concurrency, args.seconds, server)
                 appended = ledger.head()[0] - before
                 result["ledger_appends_per_s"] = appended / result["seconds"]
                 result["events_per_handoff"] = appended / max(1, result["count"])
                 result.update(batch_figures(writer.batch_sizes - sizes))
+                result["commits_in_place"] = writer.batches_in_place - in_place
                 runs.append(result)
         ws.close()
     return {"kind": "coordinator", "concurrency": args.concurrency, "runs": runs}

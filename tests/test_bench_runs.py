@@ -59,7 +59,7 @@ def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
 ) -> None:
     """One short window per checkout (this one, and this one again as the other side of
     the A/B) and of the floors: every handoff ACCEPTED, both processes' CPU read, and the
-    coordinator's context switches and points a commit."""
+    coordinator's context switches, points a commit and commits made in place."""
     coordinator_cpu.main(
         ["--rounds", "1", "--seconds", "0.5", "--warmup", "0.3", "--also", "again=.", "--floor"]
     )
@@ -72,6 +72,7 @@ def test_the_coordinator_a_b_drives_governed_handoffs_from_each_checkout(
     for checkout in (coordinator_cpu.OURS, "again"):  # what its writer grouped
         [window] = found["windows"][checkout]
         assert window["points_per_commit"] >= 1, window
+        assert window["commits_in_place"] >= 1, window  # SQLite, one at a time: on the loop
 
 
 def test_figure_ten_drives_the_agent_the_kit_member_and_the_guard(tmp_path: Path) -> None:
