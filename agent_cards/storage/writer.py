@@ -229,7 +229,9 @@ class Writer:
         for job, outcome in zip(jobs, outcomes, strict=True):
             waiter = job.future
             assert isinstance(waiter, asyncio.Future)  # a turn's jobs are awaited on it
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, WouldWait):  # that item alone was not written: the
+                self._enqueue(job)  # thread takes it (a batch that retried item by item)
+            elif isinstance(outcome, BaseException):
                 _resolve(waiter, None, outcome)
             else:
                 _resolve(waiter, outcome, None)

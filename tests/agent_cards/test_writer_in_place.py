@@ -272,3 +272,29 @@ def test_a_batch_in_place_that_waits_for_the_writer_runs_that_work_at_once() -> 
     assert not driving.is_alive(), "the batch waited for the writer it holds"
     writer.close()  # (not while it is held: closing waits for the writer's thread)
     assert outcome == ["a"] and inner == ["loop", "B"] and writer.batches_in_place == 1
+
+
+def test_an_item_the_batch_could_not_begin_alone_goes_to_the_thread_the_rest_lands() -> None:
+    """A batch that fell back to its items one by one (one item failed the group) may
+    find the lock taken for one of them: that item, not written, goes to the thread; the
+    others keep their outcomes."""
+    writer = Writer(in_place=IDLE)
+    where: list[tuple[str, Any]] = []
+
+    def commit(items: Sequence[Any]) -> list[Any]:
+        if threading.current_thread() is threading.main_thread():
+            where.extend(("in place", item) for item in items)
+            return ["A", WouldWait("database is locked"), ValueError("c")]
+        where.extend((threading.current_thread().name, item) for item in items)
+        return [item.upper() for item in items]
+
+    async def main() -> list[Any]:
+        items = [writer.commit(commit, item) for item in ("a", "b", "c")]
+        return list(await asyncio.gather(*items, return_exceptions=True))
+
+    try:
+        outcomes = asyncio.run(main())
+    finally:
+        writer.close()
+    assert outcomes[:2] == ["A", "B"] and isinstance(outcomes[2], ValueError)
+    assert where[3:] == [(writer.name, "b")]  # only the item that was not written
