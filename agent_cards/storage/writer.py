@@ -33,7 +33,10 @@ the items' transaction costs the loop what it would cost the thread, without the
 wake-ups and the interpreter's lock changing hands. Whenever the lock is taken (by
 another process, say) the items go to the thread as before, so the loop never waits on
 the database; and whenever the thread has work, they queue behind it, so the order of
-writes is one order.
+writes is one order. An item the batch reports it could not begin alone (a group retried
+item by item) goes to the thread by itself. Work such a batch hands the writer and waits
+for runs where the batch runs, as on the thread. Every so many batches in place, the
+thread takes their upkeep (SQLite's checkpoint, which a commit in place does not make).
 
 Why a thread and not an async driver: measured with ``python -m bench.db_paths``
 (README, "Benchmarks"): the database calls of both services are a handful of short
