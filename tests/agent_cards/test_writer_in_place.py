@@ -41,19 +41,24 @@ def _recording(where: list[tuple[str, Any]]) -> Any:
     return commit
 
 
+def _committed(writer: Writer, commit: Any, items: Sequence[Any]) -> list[Any]:
+    """Each of ``items`` awaited for ``commit`` in one turn of a loop; their outcomes (a
+    value or an exception each); the writer closed after."""
+
+    async def main() -> list[Any]:
+        awaited = [writer.commit(commit, item) for item in items]
+        return list(await asyncio.gather(*awaited, return_exceptions=True))
+
+    try:
+        return asyncio.run(main())
+    finally:
+        writer.close()
+
+
 def test_a_turns_items_are_committed_on_the_loops_thread_when_the_writer_is_idle() -> None:
     writer = Writer(in_place=IDLE)
     where: list[tuple[str, Any]] = []
-    commit = _recording(where)
-
-    async def main() -> list[Any]:
-        items = [writer.commit(commit, item) for item in ("a", "bad", "c")]
-        return list(await asyncio.gather(*items, return_exceptions=True))
-
-    try:
-        outcomes = asyncio.run(main())
-    finally:
-        writer.close()
+    outcomes = _committed(writer, _recording(where), ("a", "bad", "c"))
     assert outcomes[0] == "A" and outcomes[2] == "C" and isinstance(outcomes[1], ValueError)
     assert where == [(threading.current_thread().name, item) for item in ("a", "bad", "c")]
     assert writer.batches_in_place == 1 and writer.batch_sizes[3] == 1
@@ -288,13 +293,6 @@ def test_an_item_the_batch_could_not_begin_alone_goes_to_the_thread_the_rest_lan
         where.extend((threading.current_thread().name, item) for item in items)
         return [item.upper() for item in items]
 
-    async def main() -> list[Any]:
-        items = [writer.commit(commit, item) for item in ("a", "b", "c")]
-        return list(await asyncio.gather(*items, return_exceptions=True))
-
-    try:
-        outcomes = asyncio.run(main())
-    finally:
-        writer.close()
+    outcomes = _committed(writer, commit, ("a", "b", "c"))
     assert outcomes[:2] == ["A", "B"] and isinstance(outcomes[2], ValueError)
     assert where[3:] == [(writer.name, "b")]  # only the item that was not written
