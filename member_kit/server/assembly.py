@@ -31,6 +31,7 @@ from member_kit.audit.log import DecisionLedger
 from member_kit.audit.routes import audit_routes
 from member_kit.audit.witness import WitnessedHeads
 from member_kit.server import limits, rest
+from member_kit.server.answers_first import AnswersFirst
 from member_kit.server.grpc_binding import GRPCServer
 from member_kit.server.jsonrpc import JSONRPCEndpoint
 from member_kit.server.store import DurableStore, open_store
@@ -182,6 +183,8 @@ def member_parts(
             limits.Guard(rest.covers(REST_PATH), rest.refusal),
         )
         limits.install(app, settings.edge_limits, guards=guards, authenticate=authenticate)
+        # a new request lets the answers of a committed turn go out first
+        app.add_middleware(AnswersFirst)
         # outermost: requests the edge refuses get their span and access line too
         app.add_middleware(ObservedHTTP, telemetry=telemetry)
         for name, value in fields.items():

@@ -28,6 +28,13 @@ commits it there, and the turn's later sends share the next. A burst of sends is
 answered in groups as it is worked through, not all at once after its last send: a
 coordinator waiting on those answers gets work back sooner (issue 34: governed handoffs
 at 32 in flight, docs/benchmarks.md), for one more commit every eight sends.
+
+**Answers before new work.** A turn's sends answer in the loop's turn after their
+commit, and uvloop writes what a turn gave the sockets only when that turn ends. A
+request that starts its work in the same turn (its token check, its own transaction)
+holds those answers back until it is done. :func:`answers_pending` says when sends of a
+committed turn are answering now, so that a new request can let them go first
+(:mod:`member_kit.server.answers_first`).
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ __all__ = [
     "DATABASE_FILE",
     "MAX_SENDS_A_COMMIT",
     "after_commit",
+    "answers_pending",
     "commit_turn",
     "database_file",
     "database_url_for",
@@ -325,6 +333,7 @@ class _Turn:
                 waiter.set_result(None)
             else:
                 waiter.set_exception(error)
+            _ANSWERS.waiting += 1
 
 
 # The most sends one turn's transaction holds before it commits (see the module).
@@ -347,8 +356,44 @@ async def in_turn(engine: Engine, work: Callable[[], T]) -> T:
     committed = turn.committed()
     if turn.kept >= MAX_SENDS_A_COMMIT:
         turn.commit()  # full: its sends answer now, the turn's next sends share another
-    await committed
+    try:
+        await committed
+    finally:
+        if committed.done() and not committed.cancelled():
+            _answering()
     return result
+
+
+class _Answers(threading.local):
+    """On this thread's loop: the sends of ended turns that have not resumed yet
+    (``waiting``), and whether one resumed in this turn of the loop (``now``)."""
+
+    waiting = 0
+    now = False
+
+
+_ANSWERS = _Answers()
+
+
+def answers_pending() -> bool:
+    """Whether sends of a committed turn answer in this turn of this thread's loop or the
+    next: their answers reach the sockets when a turn of the loop ends in which they were
+    all written (see the module's "Answers before new work")."""
+    return _ANSWERS.waiting > 0 or _ANSWERS.now
+
+
+def _answering() -> None:
+    """A send of an ended turn resumed: it writes its answer in this turn of the loop."""
+    answers = _ANSWERS
+    answers.waiting -= 1
+    if not answers.now:
+        answers.now = True
+        asyncio.get_running_loop().call_soon(_answered)
+
+
+def _answered() -> None:
+    """The turn of the loop in which answers were written is over."""
+    _ANSWERS.now = False
 
 
 def commit_turn(engine: Engine | None) -> None:
