@@ -29,11 +29,11 @@ answered in groups as it is worked through, not all at once after its last send:
 coordinator waiting on those answers gets work back sooner (issue 34: governed handoffs
 at 32 in flight, docs/benchmarks.md), for one more commit every eight sends.
 
-**Answers before new work.** A turn's sends answer in the loop's turn after their
-commit, and uvloop writes what a turn gave the sockets only when that turn ends. A
-request that starts its work in the same turn (its token check, its own transaction)
-holds those answers back until it is done. :func:`answers_pending` says when sends of a
-committed turn are answering now, so that a new request can let them go first
+**Answers before new work.** A turn's sends resume once its commit is made, each in the
+loop's next turn, queued behind whatever the loop took in meanwhile: a request that
+arrived then does its own work first (its token check, its transaction: about a
+millisecond) and the answers wait for it. :func:`answers_pending` says when sends of a
+committed turn have yet to resume, so that a new request can let them go first
 (:mod:`member_kit.server.answers_first`).
 """
 
@@ -365,35 +365,23 @@ async def in_turn(engine: Engine, work: Callable[[], T]) -> T:
 
 
 class _Answers(threading.local):
-    """On this thread's loop: the sends of ended turns that have not resumed yet
-    (``waiting``), and whether one resumed in this turn of the loop (``now``)."""
+    """The sends of ended turns on this thread's loop that have not resumed yet."""
 
     waiting = 0
-    now = False
 
 
 _ANSWERS = _Answers()
 
 
 def answers_pending() -> bool:
-    """Whether sends of a committed turn answer in this turn of this thread's loop or the
-    next: their answers reach the sockets when a turn of the loop ends in which they were
-    all written (see the module's "Answers before new work")."""
-    return _ANSWERS.waiting > 0 or _ANSWERS.now
+    """Whether sends of a committed turn wait on this thread's loop to resume and answer
+    (see the module's "Answers before new work")."""
+    return _ANSWERS.waiting > 0
 
 
 def _answering() -> None:
-    """A send of an ended turn resumed: it writes its answer in this turn of the loop."""
-    answers = _ANSWERS
-    answers.waiting -= 1
-    if not answers.now:
-        answers.now = True
-        asyncio.get_running_loop().call_soon(_answered)
-
-
-def _answered() -> None:
-    """The turn of the loop in which answers were written is over."""
-    _ANSWERS.now = False
+    """A send of an ended turn resumed: it answers now."""
+    _ANSWERS.waiting -= 1
 
 
 def commit_turn(engine: Engine | None) -> None:
