@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,27 +18,17 @@ from sqlalchemy import Engine
 
 from member_kit.server import answers_first
 from member_kit.server.answers_first import MAX_YIELDS, AnswersFirst, after_answers
-from member_kit.storage.engine import answers_pending, driver_write, in_turn, open_engine
+from member_kit.storage.engine import answers_pending, in_turn
 from remote_risk.service import create_app
 from remote_risk.settings import Settings
 from tests.remote_risk.delegated import trusted_changes
+from tests.remote_risk.turns import insert, items_database
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(data_dir=tmp_path, member="answers")
-    with driver_write(engine) as cursor:
-        cursor.execute("CREATE TABLE items (name TEXT PRIMARY KEY)")
-    yield engine
-    engine.dispose()
-
-
-def insert(engine: Engine, name: str) -> Callable[[], None]:
-    def work() -> None:
-        with driver_write(engine) as cursor:
-            cursor.execute("INSERT INTO items (name) VALUES (?)", (name,))
-
-    return work
+    with items_database(tmp_path, "answers") as engine:
+        yield engine
 
 
 async def turn_then_newcomer(engine: Engine, gated: bool) -> list[str]:

@@ -24,19 +24,15 @@ from sqlalchemy import Engine, event
 from member_kit.storage.engine import (
     MAX_SENDS_A_COMMIT,
     driver_read,
-    driver_write,
     in_turn,
-    open_engine,
 )
+from tests.remote_risk.turns import insert, items_database
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(data_dir=tmp_path, member="turns")
-    with driver_write(engine) as cursor:
-        cursor.execute("CREATE TABLE items (name TEXT PRIMARY KEY)")
-    yield engine
-    engine.dispose()
+    with items_database(tmp_path, "turns") as engine:
+        yield engine
 
 
 def traced(engine: Engine) -> list[str]:
@@ -47,16 +43,6 @@ def traced(engine: Engine) -> list[str]:
         engine, "connect", lambda connection, _: connection.set_trace_callback(statements.append)
     )
     return statements
-
-
-def insert(engine: Engine, name: str, then: Callable[[], None] = lambda: None) -> Any:
-    def work() -> str:
-        with driver_write(engine) as cursor:
-            cursor.execute("INSERT INTO items (name) VALUES (?)", (name,))
-        then()
-        return name
-
-    return work
 
 
 def stored(path: Path) -> set[str]:
