@@ -14,12 +14,10 @@ so that answers that keep coming never hold it back for long. Nothing else chang
 request then goes through the edge's checks and the app as before, and its access line
 counts the time it waited.
 
-Measured with remote_risk of the code before and after in the same rounds (issue 34,
-docs/benchmarks.md "Answers before new work"): governed handoffs at 8 in flight, 468
-against 395 a second (4 windows each; 438 against 390 in a first build); at 32 in
-flight, where a turn already commits every eight sends, 514 against 517. Under figure
-(1)'s load generator the change is within this machine's noise (at 32 in flight one
-A/B read 5% fewer sends a second, the next 10% more).
+Measured with remote_risk of the code before and after in alternating windows (issue 34,
+docs/benchmarks.md "Answers before new work"): governed handoffs at 8 in flight, between
+a tenth and a fifth more a second; at 32 in flight, where a turn already commits every
+eight sends, no change; under figure (1)'s load generator, within the machine's noise.
 """
 
 from __future__ import annotations
@@ -52,6 +50,6 @@ class AnswersFirst:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and answers_pending():  # mostly not: no wait to make
             await after_answers()
         await self.app(scope, receive, send)

@@ -359,8 +359,8 @@ async def in_turn(engine: Engine, work: Callable[[], T]) -> T:
     try:
         await committed
     finally:
-        if committed.done() and not committed.cancelled():
-            _answering()
+        if committed.done() and not committed.cancelled():  # resumed: it answers now
+            _ANSWERS.waiting -= 1
     return result
 
 
@@ -377,11 +377,6 @@ def answers_pending() -> bool:
     """Whether sends of a committed turn wait on this thread's loop to resume and answer
     (see the module's "Answers before new work")."""
     return _ANSWERS.waiting > 0
-
-
-def _answering() -> None:
-    """A send of an ended turn resumed: it answers now."""
-    _ANSWERS.waiting -= 1
 
 
 def commit_turn(engine: Engine | None) -> None:
