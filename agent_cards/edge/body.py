@@ -7,7 +7,10 @@
    type and whether or not it is valid JSON): nothing past the limit is kept in memory;
 2. a JSON body (``application/json`` or ``+json``) is checked by
    :func:`agent_cards.edge.json_shape.check_json_shape` (one spelling, depth, number range);
-3. the app then receives the body, already read, as one ``http.request`` message.
+3. the app then receives the body, already read, as one ``http.request`` message; a JSON
+   document the check read on its way (a short body in orjson's own spelling) is left in
+   the request's state under :data:`READ_DOCUMENT`, as ``(body, document)``, so that the
+   app need not read the same bytes again.
 
 How a refusal looks is the service's business: ``refuse(status, reason, message)``
 returns the ASGI app that answers it (a JSON-RPC error for remote_risk, the API's error
@@ -23,11 +26,12 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_cards.edge.errors import JSONShapeError
-from agent_cards.edge.json_shape import check_json_shape
+from agent_cards.edge.json_shape import UNREAD, check_json_shape
 from agent_cards.edge.limits import EdgeLimits
 
 Refuse = Callable[[int, str, str], ASGIApp]
 BODY_TOO_LARGE = "body_too_large"
+READ_DOCUMENT = "agent_cards.edge.read_document"
 
 
 class BodyGuard:
@@ -62,10 +66,12 @@ class BodyGuard:
         body = b"".join(chunks)
         if body and _is_json(_header(scope, b"content-type")):
             try:
-                check_json_shape(body, max_depth=self._limits.max_json_depth)
+                document = check_json_shape(body, max_depth=self._limits.max_json_depth)
             except JSONShapeError as refused:
                 await self._refuse(422, refused.reason, refused.message)(scope, receive, send)
                 return
+            if document is not UNREAD:
+                scope.setdefault("state", {})[READ_DOCUMENT] = (body, document)
         await self.app(scope, _replay(body, receive), send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:

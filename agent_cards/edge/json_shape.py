@@ -29,6 +29,7 @@ from __future__ import annotations
 import codecs
 import math
 import re
+from typing import Any, Final
 
 import orjson
 
@@ -48,14 +49,19 @@ _LONG = re.compile(rb"\d{16,}|[eE][+-]?\d{3,}")
 # of an integer beyond I-JSON's range (2**53 has 16), found without a pattern's scan.
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _SIXTEEN_DIGITS = b"0" * 16
+# What check_json_shape returns for a body the scans judged: no document was read.
+UNREAD: Final = object()
 
 
-def check_json_shape(body: bytes, *, max_depth: int) -> None:
-    """Refuse ``body`` (see the module docstring) or return ``None``."""
-    if _as_orjson_writes_it(body):
-        _check_bounds(body.decode("utf-8"), max_depth)
-    else:
+def check_json_shape(body: bytes, *, max_depth: int) -> Any:
+    """Refuse ``body`` (see the module docstring); return the document orjson read from
+    it when the shortcut took it, else :data:`UNREAD`."""
+    document = _as_orjson_writes_it(body)
+    if document is UNREAD:
         scan(body, max_depth)
+    else:
+        _check_bounds(body.decode("utf-8"), max_depth)
+    return document
 
 
 def scan(body: bytes, max_depth: int) -> None:
@@ -79,20 +85,21 @@ def scan(body: bytes, max_depth: int) -> None:
                 _check_number(match.group())
 
 
-def _as_orjson_writes_it(body: bytes) -> bool:
-    """Whether ``body`` is short (never more bytes than one object may hold members) and
-    is a document exactly as orjson writes it, with no run of sixteen digits anywhere.
-    Such a body is UTF-8 with no byte order mark (orjson reads nothing else and writes
-    none), holds no escaped lone surrogate (orjson refuses one), no number that is not a
-    finite double (orjson refuses one, or reads it as a number it writes otherwise) and
-    no integer beyond I-JSON's range (every one has sixteen digits): of the module's
-    refusals only the bounds are left. Any other body takes the scans."""
+def _as_orjson_writes_it(body: bytes) -> Any:
+    """The document in ``body``, read by orjson, if ``body`` is short (never more bytes
+    than one object may hold members), is spelled exactly as orjson writes it and holds
+    no run of sixteen digits; else :data:`UNREAD`. Such a body is UTF-8 with no byte
+    order mark (orjson reads nothing else and writes none), holds no escaped lone
+    surrogate (orjson refuses one), no number that is not a finite double (orjson refuses
+    one, or reads it as a number it writes otherwise) and no integer beyond I-JSON's range
+    (every one has sixteen digits): of the module's refusals only the bounds are left."""
     if len(body) > MAX_MEMBERS or _SIXTEEN_DIGITS in body.translate(_DIGITS_AS_ZEROS):
-        return False
+        return UNREAD
     try:
-        return orjson.dumps(orjson.loads(body)) == body
+        document = orjson.loads(body)
+        return document if orjson.dumps(document) == body else UNREAD
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return False
+        return UNREAD
 
 
 def _check_bounds(text: str, max_depth: int) -> None:

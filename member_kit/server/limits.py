@@ -40,7 +40,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent_cards.edge.body import BODY_TOO_LARGE, BodyGuard
+from agent_cards.edge.body import BODY_TOO_LARGE, READ_DOCUMENT, BodyGuard
 from agent_cards.edge.limits import EdgeLimits
 from contracts import strict_json
 from contracts.strict_json import StrictJSONError
@@ -159,7 +159,8 @@ def install(
 # a ``POST`` to the JSON-RPC endpoint whose body is a blocking ``SendMessage`` (strict JSON,
 # ``Content-Type: application/json``, no ``configuration.returnImmediately: true``) it
 # answers with the endpoint itself (:meth:`~member_kit.server.jsonrpc.JSONRPCEndpoint.answer`,
-# the body parsed once), without the router and exception layers of the general stack.
+# the body parsed once: by the edge, when its check read it), without the router and
+# exception layers of the general stack.
 # Everything else (other methods, a streaming or non-blocking send, a body the endpoint
 # must refuse) goes to the general stack unchanged, its body handed on as it was read.
 #
@@ -216,7 +217,7 @@ def blocking_send(scope: Scope, body: bytes) -> Any:
     else None (the general path then reads it again, and answers it the same way)."""
     try:
         check_content_type(_content_type(scope))
-        document = strict_json.loads(body)
+        document = _parsed(scope, body)
     except (errors.A2AError, StrictJSONError):
         return None
     if not isinstance(document, dict) or document.get("method") != SEND_MESSAGE:
@@ -229,6 +230,17 @@ def blocking_send(scope: Scope, body: bytes) -> Any:
     ):
         return None
     return document
+
+
+def _parsed(scope: Scope, body: bytes) -> Any:
+    """The strict parse of ``body``: the document the edge's body check read from these
+    very bytes, where it read one (orjson's, as the strict parser's own reading of that
+    spelling; the bounds checked again at the parser's), else the parser's."""
+    read = scope.get("state", {}).get(READ_DOCUMENT)
+    if read is None or read[0] is not body:
+        return strict_json.loads(body)
+    strict_json.check_bounds(body.decode("utf-8"))
+    return read[1]
 
 
 def _content_type(scope: Scope) -> str | None:

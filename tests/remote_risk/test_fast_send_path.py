@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
+import pytest
 from sqlalchemy import event
 
+from contracts import strict_json
 from member_kit.server.limits import FAST, GENERAL
 from tests.remote_risk.delegated import delegated_service, refusal_reason
 
@@ -136,3 +139,39 @@ def _transactions(statements: list[tuple[int, str]]) -> list[list[str]]:
         elif connection in open_:
             open_[connection].append(statement)
     return done
+
+
+def _spelled(caller: Any, handoff_id: str, dumps: Any) -> httpx.Response:
+    """A blocking send whose body ``dumps`` spells."""
+    params = json.loads(caller.send("run-1", "h-0").request.content)["params"]
+    params["message"]["messageId"] = f"m-{handoff_id}"
+    params["message"]["metadata"]["handoffId"] = handoff_id
+    body = dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params})
+    headers = {
+        "A2A-Version": "1.0",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {caller.token(handoff_id)}",
+    }
+    return httpx.post(caller.base_url + "/a2a/jsonrpc", content=body, headers=headers)
+
+
+def test_a_body_the_edge_read_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The edge's body check reads a body in orjson's own spelling; the fast path takes
+    that document instead of parsing the same bytes again. A body spelled otherwise is
+    parsed where it was before."""
+    read: list[bytes] = []
+    parse = strict_json.loads
+
+    def counted(data: bytes | str) -> Any:
+        read.append(data if isinstance(data, bytes) else data.encode())
+        return parse(data)
+
+    with delegated_service() as (caller, app):
+        monkeypatch.setattr(strict_json, "loads", counted)
+        compact = _spelled(caller, "h-1", orjson.dumps)
+        assert caller.task_of(compact)["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert compact.request.content not in read
+        spaced = _spelled(caller, "h-2", lambda value: json.dumps(value).encode())
+        assert caller.task_of(spaced)["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert read.count(spaced.request.content) == 1
+        assert _paths(app) == {FAST: 4, GENERAL: 0}
