@@ -167,24 +167,25 @@ _DECODER = json.JSONDecoder(
 )
 
 
-# What :func:`_as_orjson_writes_it` answers for text that orjson would spell otherwise.
-_NOT_ITS_SPELLING: Any = object()
+# What :func:`as_orjson_writes_it` answers for text that orjson would spell otherwise.
+NOT_ITS_SPELLING: Any = object()
 
 
-def _as_orjson_writes_it(text: str) -> Any:
-    """orjson's reading of ``text`` when ``text`` is exactly what orjson writes for that
-    reading (compact, its escapes and its number spellings): such text names each key of
-    an object once (orjson writes each once), holds no constant for a number, and reads
-    as the same values in the standard library. Anything else, and whatever orjson
-    refuses, is :data:`_NOT_ITS_SPELLING`, for the standard library's decoder to read
-    and judge: documents minted by this project (orjson's compact form) are read at C
-    speed, every other spelling exactly as before."""
+def as_orjson_writes_it(text: bytes | str) -> Any:
+    """orjson's reading of ``text`` (UTF-8 bytes, or a str) when ``text`` is exactly what
+    orjson writes for that reading (compact, its escapes and its number spellings): such
+    text names each key of an object once (orjson writes each once), holds no constant
+    for a number, and reads as the same values in the standard library. Anything else,
+    and whatever orjson refuses, is :data:`NOT_ITS_SPELLING`, for the standard library's
+    decoder to read and judge: documents minted by this project (orjson's compact form)
+    are read at C speed, every other spelling exactly as before."""
     try:
         value = orjson.loads(text)
         written = orjson.dumps(value)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return _NOT_ITS_SPELLING
-    return value if written == text.encode("utf-8", "surrogatepass") else _NOT_ITS_SPELLING
+        return NOT_ITS_SPELLING
+    spelled = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return value if written == spelled else NOT_ITS_SPELLING
 
 
 def loads(data: bytes | str) -> Any:
@@ -194,7 +195,7 @@ def loads(data: bytes | str) -> Any:
     Text is taken as :func:`json.loads` takes it: bytes in the encoding their first bytes
     show (UTF-8, -16 or -32), a str that starts with a byte order mark refused. Text in
     orjson's compact spelling is read by orjson (the same values, see
-    :func:`_as_orjson_writes_it`), any other by the standard library's decoder."""
+    :func:`as_orjson_writes_it`), any other by the standard library's decoder."""
     try:
         if isinstance(data, str):
             if data.startswith("\ufeff"):
@@ -203,8 +204,8 @@ def loads(data: bytes | str) -> Any:
         else:
             text = data.decode(json.detect_encoding(data), "surrogatepass")
         check_bounds(text)
-        value = _as_orjson_writes_it(text)
-        return _DECODER.decode(text) if value is _NOT_ITS_SPELLING else value
+        value = as_orjson_writes_it(text)
+        return _DECODER.decode(text) if value is NOT_ITS_SPELLING else value
     except StrictJSONError:
         raise
     except (ValueError, UnicodeDecodeError) as exc:

@@ -31,11 +31,15 @@ import math
 import re
 from typing import Any, Final
 
-import orjson
-
 from agent_cards.edge.errors import JSONShapeError
 from agent_cards.edge.limits import MAX_SAFE_INTEGER
-from contracts.strict_json import MAX_MEMBERS, JSONOutOfBounds, check_bounds
+from contracts.strict_json import (
+    MAX_MEMBERS,
+    NOT_ITS_SPELLING,
+    JSONOutOfBounds,
+    as_orjson_writes_it,
+    check_bounds,
+)
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -50,7 +54,7 @@ _LONG = re.compile(rb"\d{16,}|[eE][+-]?\d{3,}")
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _SIXTEEN_DIGITS = b"0" * 16
 # What check_json_shape returns for a body the scans judged: no document was read.
-UNREAD: Final = object()
+UNREAD: Final = NOT_ITS_SPELLING
 
 
 def check_json_shape(body: bytes, *, max_depth: int) -> Any:
@@ -87,19 +91,16 @@ def scan(body: bytes, max_depth: int) -> None:
 
 def _as_orjson_writes_it(body: bytes) -> Any:
     """The document in ``body``, read by orjson, if ``body`` is short (never more bytes
-    than one object may hold members), is spelled exactly as orjson writes it and holds
-    no run of sixteen digits; else :data:`UNREAD`. Such a body is UTF-8 with no byte
+    than one object may hold members), is spelled exactly as orjson writes it (the
+    strict parser's own test, :func:`contracts.strict_json.as_orjson_writes_it`) and
+    holds no run of sixteen digits; else :data:`UNREAD`. Such a body is UTF-8 with no byte
     order mark (orjson reads nothing else and writes none), holds no escaped lone
     surrogate (orjson refuses one), no number that is not a finite double (orjson refuses
     one, or reads it as a number it writes otherwise) and no integer beyond I-JSON's range
     (every one has sixteen digits): of the module's refusals only the bounds are left."""
     if len(body) > MAX_MEMBERS or _SIXTEEN_DIGITS in body.translate(_DIGITS_AS_ZEROS):
         return UNREAD
-    try:
-        document = orjson.loads(body)
-        return document if orjson.dumps(document) == body else UNREAD
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return UNREAD
+    return as_orjson_writes_it(body)
 
 
 def _check_bounds(text: str, max_depth: int) -> None:
