@@ -72,12 +72,14 @@ def remote_risk(
     capacity: int = 1000,
     env: dict[str, str] | None = None,
     extra: Sequence[str] = (),
+    runner: Sequence[str] = ("remote_risk",),
 ) -> Iterator[Running]:
-    """remote_risk trusting ``issuer``, with its own data directory under ``root``."""
+    """remote_risk trusting ``issuer``, with its own data directory under ``root``; run
+    by ``runner`` (a module and the arguments it takes before remote_risk's own)."""
     port = procs.free_port()
     data_dir = root / f"{name}-data"
     command = procs.python(
-        "remote_risk",
+        *runner,
         "--port",
         str(port),
         "--data-dir",

@@ -13,11 +13,17 @@ nested in another counted in both.
   tokens fully verified, its access line);
 - ``coordinator``: governed handoffs, one at a time, against remote_risk on loopback
   (:func:`bench.handoff_instructions.drive_coordinator`; its measured run registers the
-  agent once, as every run does).
+  agent once, as every run does);
+- ``governed``: the member's steps of those same handoffs, timed in remote_risk's own
+  process (run by :func:`serve_timed`): the send as figure (2) makes it, with its
+  request digest, its tree head and its trace context, the coordinator on the load core.
+  Each wrapper adds its own cost to the server's CPU a send, so that figure is read
+  from a run that times one step.
 
-``python -m bench.steps member|coordinator [--warm W] [--count N] [MODULE:QUALNAME ...]``
-prints one JSON line: the wall and CPU time (the process's, every thread) of a request
-in µs, and each step's µs and calls a request. Without names, :data:`STEPS` of the side.
+``python -m bench.steps member|coordinator|governed [--warm W] [--count N]
+[MODULE:QUALNAME ...]`` prints one JSON line: the wall and CPU time (the process's,
+every thread: the server's for ``governed``) of a request in µs, and each step's µs and
+calls a request. Without names, :data:`STEPS` of the side.
 A function imported by name into another module is named where it is called from
 (``coordinator.dispatch.attempt.settling:admit_task``).
 """
@@ -31,6 +37,10 @@ import gc
 import importlib
 import inspect
 import json
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -42,7 +52,9 @@ from typing import Any
 
 from bench import send_instructions as sends
 
-MEMBER, COORDINATOR = "member", "coordinator"
+MEMBER, COORDINATOR, GOVERNED = "member", "coordinator", "governed"
+SERVE = "serve"  # remote_risk with its steps timed: what ``governed`` runs (serve_timed)
+START, END = signal.SIGUSR1, signal.SIGUSR2  # the measured window's start and end
 STEPS = {
     MEMBER: (
         "agent_cards.telemetry.http:ObservedHTTP._record",
@@ -232,22 +244,109 @@ def coordinator(names: Sequence[str], warm: int, count: int) -> dict[str, Any]:
     return figures(steps, count, *took)
 
 
+def governed(names: Sequence[str], warm: int, count: int) -> dict[str, Any]:
+    """``warm`` governed handoffs, then ``count`` measured, with the steps timed inside
+    remote_risk's process (:func:`serve_timed`) and its CPU read there."""
+    from bench import services
+    from bench.handoff_instructions import drive_coordinator
+    from coordinator import loop
+
+    with tempfile.TemporaryDirectory(prefix="bench-steps-") as directory, ExitStack() as stack:
+        root = Path(directory)
+        issuer = services.Issuer.create(root)
+        out = root / "steps.json"
+        runner = ("bench.steps", SERVE, "--out", str(out), *names, "--")
+        remote = stack.enter_context(
+            services.remote_risk(root, issuer, capacity=100_000, runner=runner)
+        )
+        keys = str(issuer.keys_dir)
+        stack.enter_context(_on_load_core())  # as figure (2) drives it: apart from the server
+        loop.run(drive_coordinator(remote.url, keys, warm, 0))
+        _signalled(remote.process, START, out.with_suffix(".started"))
+        loop.run(drive_coordinator(remote.url, keys, 0, count))
+        _signalled(remote.process, END, out)
+        found = json.loads(out.read_text())
+    steps = Steps()
+    steps.seconds.update(found["seconds"])
+    steps.calls.update(found["calls"])
+    return figures(steps, count, found["wall"], found["cpu"])
+
+
+@contextmanager
+def _on_load_core() -> Iterator[None]:
+    """This process on the load core while the block runs (where the machine has two)."""
+    from bench import procs
+
+    kept = os.sched_getaffinity(0)
+    if (os.cpu_count() or 1) > int(procs.LOAD_CORE):
+        os.sched_setaffinity(0, {int(procs.LOAD_CORE)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, kept)
+
+
+def _signalled(process: subprocess.Popen[bytes], signum: int, written: Path) -> None:
+    """Send ``signum`` to the server and wait until it has written ``written``."""
+    process.send_signal(signum)
+    deadline = time.monotonic() + 30
+    while not written.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the timed server did not answer signal {signum}")
+        time.sleep(0.01)
+
+
+def serve_timed(argv: Sequence[str]) -> None:
+    """``python -m bench.steps serve --out FILE NAME... -- ARGS``: remote_risk with
+    ``ARGS``, the named steps timed in the window between :data:`START` and :data:`END`
+    (each signal answered by a file: ``FILE`` with a ``.started`` suffix, then ``FILE``
+    holding the steps' seconds and calls and the window's wall and CPU seconds)."""
+    from remote_risk.__main__ import main as remote_risk
+
+    separator = list(argv).index("--")
+    parser = argparse.ArgumentParser(prog="bench.steps serve")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("names", nargs="+", metavar="MODULE:QUALNAME")
+    args = parser.parse_args(argv[:separator])
+    with wrapped(args.names) as steps:
+        measured = window(steps)
+        took: list[list[float]] = []  # the window's wall and CPU seconds, once it ends
+
+        def start(*_: object) -> None:
+            took.append(measured.__enter__())
+            args.out.with_suffix(".started").touch()
+
+        def end(*_: object) -> None:
+            measured.__exit__(None, None, None)
+            wall, cpu = took[0]
+            document = {"seconds": steps.seconds, "calls": steps.calls, "wall": wall, "cpu": cpu}
+            args.out.write_text(json.dumps(document))
+
+        signal.signal(START, start)
+        signal.signal(END, end)
+        remote_risk(argv[separator + 1 :])
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == [SERVE]:
+        serve_timed(arguments[1:])
+        return
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("side", choices=[MEMBER, COORDINATOR])
+    parser.add_argument("side", choices=[MEMBER, COORDINATOR, GOVERNED])
     parser.add_argument("names", nargs="*", metavar="MODULE:QUALNAME")
     parser.add_argument("--warm", type=int, default=300, help="requests before the measured")
     parser.add_argument("--count", type=int, default=3000, help="requests measured")
-    args = parser.parse_intermixed_args(argv)  # names before or after the options
+    args = parser.parse_intermixed_args(arguments)  # names before or after the options
     if args.count < 1:
         parser.error("--count must be at least 1")
-    names = args.names or STEPS[args.side]
+    names = args.names or STEPS[COORDINATOR if args.side == COORDINATOR else MEMBER]
     try:
         for name in names:
             _owner(name)  # a wrong name is the caller's, refused before any work
     except ValueError as exc:
         parser.error(str(exc))
-    run = member if args.side == MEMBER else coordinator
+    run = {MEMBER: member, COORDINATOR: coordinator, GOVERNED: governed}[args.side]
     print(json.dumps({"side": args.side, **run(names, args.warm, args.count)}))
 
 

@@ -34,6 +34,22 @@ def test_each_coordinator_step_is_timed_inside_the_handoffs_it_serves() -> None:
     assert timed["coordinator.audit.log.chain:Ledger._write"]["us"] > 0  # the writer's thread
 
 
+def test_each_member_step_is_timed_inside_the_governed_sends_it_serves() -> None:
+    """Timed in remote_risk's own process, while the coordinator hands off to it."""
+    names = [
+        "member_kit.audit.receipts:ReceiptIssuer.stamp",
+        "member_kit.trust.verifier:DelegationVerifier.authenticate",
+    ]
+    found = steps.governed(names, warm=1, count=3)
+
+    assert found["requests"] == 3
+    timed = found["steps"]
+    assert set(timed) == set(names)
+    assert timed[names[1]]["calls"] == 1.0  # one token a handoff
+    assert timed[names[0]]["calls"] >= 1.0  # (the run's first send streams: stamped twice)
+    assert 0 < timed[names[0]]["us"] < found["cpu_us"] < found["wall_us"]
+
+
 def test_every_step_is_put_back_after_the_run() -> None:
     authenticate = vars(verifier.DelegationVerifier)["authenticate"]
     names = [
