@@ -27,6 +27,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
     StrictBool,
     StrictInt,
@@ -141,21 +142,35 @@ class Part(WireModel):
         ]
         if len(present) != 1:
             raise ValueError("a part carries exactly one of text, raw, url or data")
+        if self.data is None and "data" in self.model_fields_set and type(self) is Part:
+            # Settled here, on every path that makes a part (parsed or built), so that
+            # only this rare part has a serializer of its own, not every part a dump meets.
+            object.__setattr__(self, "__class__", _NullDataPart)
         return self
+
+
+class _NullDataPart(Part):
+    """A data part holding JSON null: it keeps that content when unset members go
+    (``exclude_none``), as every part's dump is made by its own class
+    (:data:`WirePart`)."""
 
     @model_serializer(mode="wrap")
     def _content_kept(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A ``data`` part holding JSON null keeps its content when unset members go."""
         dumped = handler(self)
         if "data" in self.model_fields_set and self.data is None and isinstance(dumped, dict):
             dumped["data"] = None
         return dumped
 
 
+# A part in a message or an artifact is dumped by its own class (a JSON-null data part's
+# keeps its content), not by the class the field declares.
+WirePart = SerializeAsAny[Part]
+
+
 class Message(WireModel):
     message_id: NonEmptyStr = ""
     role: Role = Role.UNSPECIFIED
-    parts: Annotated[list[Part], Field(min_length=1)] = []
+    parts: Annotated[list[WirePart], Field(min_length=1)] = []
     context_id: StrictStr | None = None
     task_id: StrictStr | None = None
     metadata: JSONObject | None = None
@@ -165,7 +180,7 @@ class Message(WireModel):
 
 class Artifact(WireModel):
     artifact_id: NonEmptyStr = ""
-    parts: Annotated[list[Part], Field(min_length=1)] = []
+    parts: Annotated[list[WirePart], Field(min_length=1)] = []
     name: StrictStr | None = None
     description: StrictStr | None = None
     metadata: JSONObject | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -66,6 +66,8 @@ def _walk(models: _Models, value: Any, path: str) -> tuple[Any, list[str]]:
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
+    if get_origin(annotation) is Annotated:  # a type with notes (how it is dumped, say)
+        return _members(get_args(annotation)[0])
     if get_origin(annotation) in (Union, types.UnionType):
         return get_args(annotation)
     return (annotation,)
