@@ -11,6 +11,7 @@ from contracts import strict_json
 from contracts.wire import (
     AgentCapabilities,
     AgentCard,
+    Artifact,
     GetTaskRequest,
     JSONRPCResponse,
     ListTasksResponse,
@@ -184,3 +185,42 @@ def test_a_message_and_an_event_without_their_default_members_parse() -> None:
     event = TaskStatusUpdateEvent.model_validate({"taskId": "t", "status": {}})
     assert (event.context_id, event.status.state) == ("", TaskState.UNSPECIFIED)
     assert ListTasksResponse.model_validate({}).tasks == []
+
+
+NULL_DATA_MESSAGE = {
+    "messageId": "m",
+    "role": "ROLE_USER",
+    "parts": [{"data": None}, {"data": {"k": None}}, {"text": "t"}],
+}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message.model_validate(NULL_DATA_MESSAGE),
+        Message.model_validate_json(strict_json.dumps(NULL_DATA_MESSAGE)),
+        Message(message_id="m", role="ROLE_USER",
+                parts=[Part(data=None), Part(data={"k": None}), Part(text="t")]),
+        Message.model_validate(NULL_DATA_MESSAGE).model_copy(update={"task_id": None}),
+    ],
+    ids=["parsed", "parsed-from-json", "built", "copied"],
+)  # fmt: skip
+def test_a_data_part_holding_json_null_keeps_it_in_every_dump(message: Message) -> None:
+    """However the part was made, nothing received is dropped: ``data: null`` is content."""
+    assert to_wire(message) == NULL_DATA_MESSAGE
+    kept = message.model_dump_json(by_alias=True, exclude_none=True)
+    assert strict_json.loads(kept) == NULL_DATA_MESSAGE
+    artifact = Artifact(artifact_id="a", parts=message.parts)
+    assert to_wire(artifact)["parts"] == NULL_DATA_MESSAGE["parts"]
+    assert message == Message.model_validate(NULL_DATA_MESSAGE)
+
+
+def test_only_a_json_null_data_part_is_dumped_by_a_serializer_of_its_own() -> None:
+    """Every other part is dumped by pydantic alone, with no call back into Python."""
+    assert type(Part(text="t")) is Part
+    assert type(Part(data={"k": None})) is Part
+    assert type(Part.model_validate({"data": None})) is not Part
+    assert isinstance(Part.model_validate({"data": None}), Part)
+    assert not Part.__pydantic_decorators__.model_serializers
+    assert type(Part(data=None)).__pydantic_decorators__.model_serializers
+
