@@ -223,4 +223,3 @@ def test_only_a_json_null_data_part_is_dumped_by_a_serializer_of_its_own() -> No
     assert isinstance(Part.model_validate({"data": None}), Part)
     assert not Part.__pydantic_decorators__.model_serializers
     assert type(Part(data=None)).__pydantic_decorators__.model_serializers
-
