@@ -23,6 +23,16 @@ def test_a_task_survives_the_round_trip_through_protobuf_with_whole_numbers() ->
     assert type(back.metadata["attempt"]) is int
 
 
+def test_a_data_part_holding_json_null_survives_the_round_trip_through_protobuf() -> None:
+    """A ``Value`` set to null is content: it arrives over gRPC and leaves again."""
+    message = wire.Message.model_validate(
+        {"messageId": "m", "role": "ROLE_USER", "parts": [{"data": None}, {"text": "t"}]}
+    )
+    back = from_proto(to_proto(message, a2a_pb2.Message), wire.Message)
+    assert back == message
+    assert wire.to_wire(back)["parts"] == [{"data": None}, {"text": "t"}]
+
+
 def test_defaults_a_model_requires_are_put_back() -> None:
     """proto3 omits zero values when printing; the last page's empty token is required."""
     page = from_proto(a2a_pb2.ListTasksResponse(), wire.ListTasksResponse)

@@ -328,3 +328,20 @@ def test_a_task_opened_and_settled_in_one_transaction_is_inserted_once(engine: E
     assert stored.snapshot() == record.snapshot() and stored.sequence == record.sequence
     assert store.find_by_idempotency_key("alice", "key-1") is record
     assert store.advance(record.id, TaskState.FAILED) is False  # terminal, from the row
+
+
+def test_a_data_part_holding_json_null_is_kept_in_the_stored_task(engine: Engine) -> None:
+    """What was received is stored whole: a ``data: null`` part in the history and in an
+    artifact reads back from the row (another store, as after a restart) as it came."""
+    migrate(engine)
+    null_part = {"data": None}
+    sent = Message.model_validate(
+        {"messageId": "m-1", "role": "ROLE_USER", "parts": [null_part, {"text": "t"}]}
+    )
+    record = SQLTaskStore(engine, 10).create("alice", sent)
+    artifact = Artifact.model_validate({"artifactId": "a", "parts": [null_part]})
+    assert SQLTaskStore(engine, 10).advance(record.id, TaskState.COMPLETED, artifacts=[artifact])
+
+    stored = to_wire(SQLTaskStore(engine, 10).get("alice", record.id).snapshot())
+    assert stored["history"][0]["parts"] == [null_part, {"text": "t"}]
+    assert stored["artifacts"][0]["parts"] == [null_part]
